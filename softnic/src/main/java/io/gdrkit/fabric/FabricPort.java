@@ -1,0 +1,37 @@
+package io.gdrkit.fabric;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A device's attachment to a fabric. The NIC writes outgoing packets in place (claim, fill, commit) and reads
+ * incoming packets in place. Only the thread that currently holds the device's duty calls these.
+ */
+public interface FabricPort {
+    int lid();
+
+    /** Largest packet (headers included) the fabric carries. */
+    int maxPacket();
+
+    /**
+     * Claims room for a packet of {@code length} bytes to {@code dlid}. Returns the offset in
+     * {@link #claimBuffer()} to write it at; -1 when the link is full (try again later); -2 when no such
+     * destination exists (the packet is lost, as on a real network).
+     */
+    long tryClaim(int dlid, int length);
+
+    MemorySegment claimBuffer();
+
+    /** Sends the claimed packet; the link hook may still drop it. */
+    void commit();
+
+    /** Drops the claimed packet without sending it. */
+    void abort();
+
+    /** Reads up to {@code limit} incoming packets. */
+    int poll(SpscRingBuffer.RecordHandler handler, int limit);
+
+    /** Counters of this port: packets sent, dropped by the hook, unroutable. */
+    long packetsSent();
+
+    long packetsDropped();
+}

@@ -1,0 +1,156 @@
+package io.gdrkit.fabric;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Software NICs in one JVM, joined by one SPSC ring per directed link (LID to LID). The ring memory is owned by
+ * the fabric's shared {@link Arena} and freed on {@link #close()}.
+ */
+public final class InJvmFabric implements AutoCloseable {
+    private final Arena arena = Arena.ofShared();
+    private final int linkCapacity;
+    private volatile LinkHook hook;
+    private final List<Port> ports = new ArrayList<>();
+    private volatile Port[] portsByLid = new Port[1];
+
+    public InJvmFabric(final int linkCapacity, final LinkHook hook) {
+        this.linkCapacity = linkCapacity;
+        this.hook = hook;
+    }
+
+    public void hook(final LinkHook hook) {
+        this.hook = hook == null ? LinkHook.PASS : hook;
+    }
+
+    public LinkHook hook() {
+        return hook;
+    }
+
+    /** Attaches a new port with the next LID (1, 2, ...) and links to and from every existing port. */
+    public synchronized FabricPort attach() {
+        final int lid = ports.size() + 1;
+        final Port port = new Port(lid);
+        final Port[] byLid = new Port[lid + 1];
+        System.arraycopy(portsByLid, 0, byLid, 0, portsByLid.length);
+        byLid[lid] = port;
+        for (final Port other : ports) {
+            other.connect(port, newRing());
+            port.connect(other, newRing());
+        }
+        // a port may also send to itself (loopback QPs)
+        port.connect(port, newRing());
+        ports.add(port);
+        portsByLid = byLid;
+        return port;
+    }
+
+    private SpscRingBuffer newRing() {
+        final MemorySegment seg = arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64);
+        return new SpscRingBuffer(seg);
+    }
+
+    @Override
+    public synchronized void close() {
+        arena.close();
+    }
+
+    private final class Port implements FabricPort {
+        private final int lid;
+        /** outbound ring by destination LID; inbound rings by source. Replaced copy-on-write under the fabric lock. */
+        private volatile SpscRingBuffer[] outbound = new SpscRingBuffer[0];
+        private volatile SpscRingBuffer[] inbound = new SpscRingBuffer[0];
+        private SpscRingBuffer claimed;
+        private int claimedDlid;
+        private long claimedOffset;
+        private int claimedLength;
+        private final AtomicLong sent = new AtomicLong();
+        private final AtomicLong dropped = new AtomicLong();
+
+        Port(final int lid) {
+            this.lid = lid;
+        }
+
+        void connect(final Port to, final SpscRingBuffer ring) {
+            final SpscRingBuffer[] out = java.util.Arrays.copyOf(outbound, Math.max(outbound.length, to.lid + 1));
+            out[to.lid] = ring;
+            outbound = out;
+            final SpscRingBuffer[] in = java.util.Arrays.copyOf(to.inbound, to.inbound.length + 1);
+            in[in.length - 1] = ring;
+            to.inbound = in;
+        }
+
+        @Override
+        public int lid() {
+            return lid;
+        }
+
+        @Override
+        public int maxPacket() {
+            return linkCapacity / 2 - SpscRingBuffer.HEADER;
+        }
+
+        @Override
+        public long tryClaim(final int dlid, final int length) {
+            final SpscRingBuffer[] out = outbound;
+            if (dlid <= 0 || dlid >= out.length || out[dlid] == null) {
+                return -2;
+            }
+            final SpscRingBuffer ring = out[dlid];
+            final long offset = ring.tryClaim(length);
+            if (offset >= 0) {
+                claimed = ring;
+                claimedDlid = dlid;
+                claimedOffset = offset;
+                claimedLength = length;
+            }
+            return offset;
+        }
+
+        @Override
+        public MemorySegment claimBuffer() {
+            return claimed.buffer();
+        }
+
+        @Override
+        public void commit() {
+            final SpscRingBuffer ring = claimed;
+            if (hook.onPacket(lid, claimedDlid, ring.buffer(), claimedOffset, claimedLength) == LinkHook.DROP) {
+                ring.abort();
+                dropped.incrementAndGet();
+            } else {
+                ring.commit();
+                sent.incrementAndGet();
+            }
+            claimed = null;
+        }
+
+        @Override
+        public void abort() {
+            claimed.abort();
+            claimed = null;
+        }
+
+        @Override
+        public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
+            int n = 0;
+            for (final SpscRingBuffer ring : inbound) {
+                n += ring.read(handler, limit);
+            }
+            return n;
+        }
+
+        @Override
+        public long packetsSent() {
+            return sent.get();
+        }
+
+        @Override
+        public long packetsDropped() {
+            return dropped.get();
+        }
+    }
+}

@@ -1,0 +1,325 @@
+package io.gdrkit.nic;
+
+import io.gdrkit.agent.Agent;
+import io.gdrkit.nic.queue.SendQueue;
+import io.gdrkit.nic.wire.Aeth;
+import io.gdrkit.nic.wire.BthOpcode;
+import io.gdrkit.nic.wire.Packet;
+import io.gdrkit.nic.wire.Psn;
+import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.AsyncEventType;
+import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.QpStateTable;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WrOpcode;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * Turns ACKs, NAKs and responses into completions, in WQE order (rxe_comp.c), and owns the retransmit timer:
+ * timeout and PSN-sequence NAK rewind the requester (go-back-N), RNR NAK pauses it for the RNR timer, and an
+ * exhausted retry count fails the WQE with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR. In ERR it flushes.
+ */
+final class Completer implements Agent {
+    private final SoftDevice dev;
+    private final MemorySegment atomicResult = java.lang.foreign.Arena.global().allocate(8, 8);
+
+    Completer(final SoftDevice dev) {
+        this.dev = dev;
+    }
+
+    @Override
+    public String roleName() {
+        return "completer";
+    }
+
+    @Override
+    public int doWork() {
+        int work = 0;
+        long now = Long.MIN_VALUE;
+        for (final SoftQp qp : dev.activeQps) {
+            final int s = qp.state;
+            if (s == QpState.ERR) {
+                work += flush(qp);
+                continue;
+            }
+            if (s != QpState.RTS && s != QpState.SQD) {
+                continue;
+            }
+            work += completeReady(qp);
+            if (qp.timerDeadline != 0) {
+                if (now == Long.MIN_VALUE) {
+                    now = dev.now();
+                }
+                if (now - qp.timerDeadline >= 0) {
+                    onTimeout(qp, now);
+                    work++;
+                }
+            }
+            if (s == QpState.SQD && !qp.sqDrainedReported && qp.compTail == qp.reqHead
+                && (qp.compTail == qp.sq.doorbell().producer()
+                || (qp.wqeState[qp.sq.slot(qp.compTail)] & SoftQp.STARTED) == 0)) {
+                qp.sqDrainedReported = true;
+                if (qp.sqdNotify) {
+                    dev.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, qp.qpn, "send queue drained in SQD"));
+                }
+            }
+        }
+        return work;
+    }
+
+    /** A response packet for one of our requests. */
+    void onResponse(final SoftQp qp, final Packet p) {
+        final int s = qp.state;
+        if (s != QpState.RTS && s != QpState.SQD) {
+            return;
+        }
+        final int psn = p.psn();
+        // a response for a PSN never sent is bogus; one already completed is a duplicate
+        if (Psn.diff(psn, qp.nextPsn) >= 0 && p.opcode() != BthOpcode.ACKNOWLEDGE) {
+            return;
+        }
+        switch (p.opcode()) {
+            case BthOpcode.ACKNOWLEDGE -> onAck(qp, p, psn);
+            case BthOpcode.ATOMIC_ACKNOWLEDGE -> onAtomicAck(qp, p, psn);
+            default -> onReadResponse(qp, p, psn);
+        }
+    }
+
+    private void onAck(final SoftQp qp, final Packet p, final int psn) {
+        final int syndrome = p.aethSyndrome();
+        switch (syndrome & Aeth.TYPE_MASK) {
+            case Aeth.ACK -> {
+                if (Psn.diff(psn, qp.nextPsn) >= 0) {
+                    return; // acknowledges something never sent
+                }
+                ackThrough(qp, psn);
+                // an ACK past an unanswered READ/ATOMIC means its responses were lost: implicit NAK
+                if (qp.compTail < qp.sq.doorbell().producer()) {
+                    final int slot = qp.sq.slot(qp.compTail);
+                    if ((qp.wqeState[slot] & SoftQp.SENT) != 0
+                        && WrOpcode.isReadOrAtomic(qp.sq.opcode(qp.compTail))
+                        && Psn.diff(psn, qp.firstPsn[slot]) >= 0) {
+                        retry(qp, false);
+                    }
+                }
+            }
+            case Aeth.RNR_NAK -> {
+                ackThrough(qp, Psn.add(psn, -1));
+                if (qp.rnrRetryLeft == 0) {
+                    failHead(qp, WcStatus.RNR_RETRY_EXC_ERR);
+                    return;
+                }
+                if (qp.rnrRetry != 7) {
+                    qp.rnrRetryLeft--;
+                }
+                dev.requester.rewind(qp);
+                final long wait = QpStateTable.rnrTimerNanos(syndrome & Aeth.VALUE_MASK);
+                qp.rnrWaitUntil = dev.now() + Math.max(1, wait);
+                final long rto = qp.retransmitNanos();
+                qp.timerDeadline = rto > 0 ? qp.rnrWaitUntil + rto : 0;
+            }
+            case Aeth.NAK -> {
+                final int code = syndrome & Aeth.VALUE_MASK;
+                ackThrough(qp, Psn.add(psn, -1));
+                if (code == Aeth.NAK_PSN_SEQ_ERROR) {
+                    retry(qp, false);
+                    return;
+                }
+                failHead(qp, switch (code) {
+                    case Aeth.NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
+                    case Aeth.NAK_REMOTE_ACCESS_ERROR -> WcStatus.REM_ACCESS_ERR;
+                    case Aeth.NAK_REMOTE_OPERATIONAL_ERROR -> WcStatus.REM_OP_ERR;
+                    case Aeth.NAK_INVALID_RD_REQUEST -> WcStatus.REM_INV_RD_REQ_ERR;
+                    default -> WcStatus.BAD_RESP_ERR;
+                });
+            }
+            default -> failHead(qp, WcStatus.BAD_RESP_ERR);
+        }
+    }
+
+    private void onReadResponse(final SoftQp qp, final Packet p, final int psn) {
+        // a response implicitly acknowledges every earlier request
+        ackThrough(qp, Psn.add(psn, -1));
+        final SendQueue sq = qp.sq;
+        if (qp.compTail >= sq.doorbell().producer()) {
+            return;
+        }
+        final long index = qp.compTail;
+        final int slot = sq.slot(index);
+        if ((qp.wqeState[slot] & SoftQp.SENT) == 0 || sq.opcode(index) != WrOpcode.RDMA_READ
+            || Psn.diff(psn, qp.firstPsn[slot]) < 0 || Psn.diff(psn, qp.lastPsn[slot]) > 0) {
+            return; // stale: not for the READ we wait on
+        }
+        final int d = Psn.diff(psn, qp.compPsn);
+        if (d < 0) {
+            return; // duplicate
+        }
+        if (d > 0) {
+            if (!qp.gapRetried) {
+                qp.gapRetried = true;
+                retry(qp, false); // a response went missing: ask again from compPsn
+            }
+            return;
+        }
+        final long offset = (long) Psn.diff(psn, qp.firstPsn[slot]) * qp.mtu;
+        final int payload = p.payloadLength();
+        final int total = sq.length(index);
+        final boolean last = psn == qp.lastPsn[slot];
+        final int expected = (int) Math.min(qp.mtu, total - offset);
+        if (payload != expected || last != p.is(BthOpcode.LAST)) {
+            failHead(qp, WcStatus.BAD_RESP_ERR);
+            return;
+        }
+        if (payload > 0) {
+            final int status = Sgl.scatterSend(dev, qp, sq, index, offset, p.buffer(), p.payloadOffset(), payload);
+            if (status != WcStatus.SUCCESS) {
+                failHead(qp, status);
+                return;
+            }
+        }
+        progress(qp, Psn.add(psn, 1));
+        if (last) {
+            complete(qp, WcStatus.SUCCESS, total);
+            completeReady(qp);
+        }
+    }
+
+    private void onAtomicAck(final SoftQp qp, final Packet p, final int psn) {
+        ackThrough(qp, Psn.add(psn, -1));
+        final SendQueue sq = qp.sq;
+        if (qp.compTail >= sq.doorbell().producer()) {
+            return;
+        }
+        final long index = qp.compTail;
+        final int slot = sq.slot(index);
+        if ((qp.wqeState[slot] & SoftQp.SENT) == 0 || !WrOpcode.isAtomic(sq.opcode(index))
+            || qp.firstPsn[slot] != psn || qp.compPsn != psn) {
+            return;
+        }
+        atomicResult.set(ValueLayout.JAVA_LONG, 0, p.atomicOrig());
+        final int status = Sgl.scatterSend(dev, qp, sq, index, 0, atomicResult, 0, 8);
+        if (status != WcStatus.SUCCESS) {
+            failHead(qp, status);
+            return;
+        }
+        progress(qp, Psn.add(psn, 1));
+        complete(qp, WcStatus.SUCCESS, 8);
+        completeReady(qp);
+    }
+
+    /** Everything up to and including {@code psn} was received by the responder. */
+    private void ackThrough(final SoftQp qp, final int psn) {
+        final int next = Psn.add(psn, 1);
+        if (Psn.diff(next, qp.compPsn) > 0 && Psn.diff(next, qp.nextPsn) <= 0) {
+            progress(qp, next);
+        }
+        completeReady(qp);
+    }
+
+    /** Forward progress: resets retry counters and restarts (or stops) the timer. */
+    private void progress(final SoftQp qp, final int newCompPsn) {
+        qp.compPsn = newCompPsn;
+        qp.retryLeft = qp.retryCnt;
+        qp.rnrRetryLeft = qp.rnrRetry;
+        qp.gapRetried = false;
+        if (qp.compPsn == qp.nextPsn) {
+            qp.timerDeadline = 0;
+        } else {
+            final long rto = qp.retransmitNanos();
+            qp.timerDeadline = rto > 0 ? dev.now() + rto : 0;
+        }
+    }
+
+    /** Completes, in order, every WQE whose outcome is known: acknowledged writes/sends, local errors. */
+    private int completeReady(final SoftQp qp) {
+        int n = 0;
+        final SendQueue sq = qp.sq;
+        final long producer = sq.doorbell().producer();
+        while (qp.compTail < producer && qp.state != QpState.ERR) {
+            final int slot = sq.slot(qp.compTail);
+            final byte st = qp.wqeState[slot];
+            if ((st & SoftQp.LOCAL_ERROR) != 0) {
+                failHead(qp, qp.wqeError[slot]);
+                return n + 1;
+            }
+            if ((st & SoftQp.SENT) == 0) {
+                break;
+            }
+            final int op = sq.opcode(qp.compTail);
+            if (WrOpcode.isReadOrAtomic(op) || Psn.diff(qp.lastPsn[slot], qp.compPsn) >= 0) {
+                break;
+            }
+            complete(qp, WcStatus.SUCCESS, sq.length(qp.compTail));
+            n++;
+        }
+        return n;
+    }
+
+    /** Retires the WQE at compTail: a CQE when signaled or failed. */
+    private void complete(final SoftQp qp, final int status, final int byteLen) {
+        final SendQueue sq = qp.sq;
+        final long index = qp.compTail;
+        final int slot = sq.slot(index);
+        final int op = sq.opcode(index);
+        if (status != WcStatus.SUCCESS || qp.isSignaled(sq.flags(index))) {
+            if (!qp.sendCq.post(sq.wrId(index), status, WrOpcode.completionOpcode(op), byteLen, 0, qp.qpn, 0, 0)) {
+                dev.toError(qp, AsyncEventType.QP_FATAL, "send CQ overflow");
+            }
+        }
+        if ((qp.wqeState[slot] & SoftQp.STARTED) != 0 && WrOpcode.isReadOrAtomic(op)) {
+            qp.outstandingRdAtomic--;
+        }
+        qp.wqeState[slot] = 0;
+        qp.compTail = index + 1;
+        if (qp.reqHead < qp.compTail) {
+            qp.reqHead = qp.compTail;
+            qp.curOffset = 0;
+        }
+        sq.doorbell().consumer(qp.compTail);
+    }
+
+    /** Fails the oldest WQE with {@code status} and moves the QP to ERR; the rest flush. */
+    private void failHead(final SoftQp qp, final int status) {
+        if (qp.compTail < qp.sq.doorbell().producer()) {
+            complete(qp, status, 0);
+        }
+        qp.timerDeadline = 0;
+        dev.toError(qp, -1, "");
+    }
+
+    private void onTimeout(final SoftQp qp, final long now) {
+        if (qp.compPsn == qp.nextPsn) {
+            qp.timerDeadline = 0;
+            return;
+        }
+        retry(qp, true);
+    }
+
+    /** Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. */
+    private void retry(final SoftQp qp, final boolean timeout) {
+        if (qp.retryLeft == 0) {
+            failHead(qp, WcStatus.RETRY_EXC_ERR);
+            return;
+        }
+        qp.retryLeft--;
+        dev.requester.rewind(qp);
+        final long rto = qp.retransmitNanos();
+        qp.timerDeadline = rto > 0 ? dev.now() + rto : 0;
+    }
+
+    /** ERR: every WQE not yet completed completes with WR_FLUSH_ERR, signaled or not. */
+    private int flush(final SoftQp qp) {
+        int n = 0;
+        final long producer = qp.sq.doorbell().producer();
+        while (qp.compTail < producer) {
+            if (!qp.sendCq.hasRoomForFlush()) {
+                break;
+            }
+            complete(qp, WcStatus.WR_FLUSH_ERR, 0);
+            n++;
+        }
+        qp.timerDeadline = 0;
+        return n;
+    }
+}

@@ -1,0 +1,151 @@
+package io.gdrkit.nic;
+
+import io.gdrkit.agent.IdleStrategy;
+import io.gdrkit.agent.NanoClock;
+import io.gdrkit.fabric.LinkHook;
+
+/**
+ * Configuration of a {@link SoftNicDriver}: defaults, overridable by system properties named by the constants
+ * below, then by setters; {@link #conclude()} validates the whole.
+ */
+public final class SoftNicContext {
+    /** invoker | dedicated | deterministic. */
+    public static final String PROGRESS_PROP = "gdrkit.nic.progress";
+    /** spin | yield | backoff | sleep:&lt;micros&gt; (dedicated threads). */
+    public static final String IDLE_STRATEGY_PROP = "gdrkit.nic.idle";
+    /** Bytes of ring per directed link (power of two). */
+    public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
+    /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
+    public static final String RETRANSMIT_FACTOR_PROP = "gdrkit.nic.retransmit.factor";
+    /** Packets after which the requester sets AckReq even inside a message. */
+    public static final String ACK_REQ_INTERVAL_PROP = "gdrkit.nic.ackreq.interval";
+    /** Packets one agent handles per duty cycle, per QP or link. */
+    public static final String BURST_PROP = "gdrkit.nic.burst";
+
+    public enum ProgressMode {
+        /** Polling a CQ advances every NIC of the driver (one JVM, no extra threads). */
+        INVOKER,
+        /** Each device runs its agents on its own thread with the idle strategy. */
+        DEDICATED,
+        /** Nobody runs the agents: a DeterministicRunner steps them (tests). */
+        DETERMINISTIC
+    }
+
+    private ProgressMode progressMode = ProgressMode.valueOf(
+        System.getProperty(PROGRESS_PROP, "invoker").toUpperCase(java.util.Locale.ROOT));
+    private String idleStrategy = System.getProperty(IDLE_STRATEGY_PROP, "backoff");
+    private int linkCapacity = Integer.getInteger(LINK_CAPACITY_PROP, 4 << 20);
+    private double retransmitFactor = Double.parseDouble(System.getProperty(RETRANSMIT_FACTOR_PROP, "1.0"));
+    private int ackReqInterval = Integer.getInteger(ACK_REQ_INTERVAL_PROP, 64);
+    private int burst = Integer.getInteger(BURST_PROP, 32);
+    private NanoClock clock = NanoClock.SYSTEM;
+    private LinkHook linkHook = LinkHook.PASS;
+    private boolean concluded;
+
+    public ProgressMode progressMode() {
+        return progressMode;
+    }
+
+    public SoftNicContext progressMode(final ProgressMode mode) {
+        progressMode = mode;
+        return this;
+    }
+
+    public String idleStrategy() {
+        return idleStrategy;
+    }
+
+    public SoftNicContext idleStrategy(final String spec) {
+        idleStrategy = spec;
+        return this;
+    }
+
+    public int linkCapacity() {
+        return linkCapacity;
+    }
+
+    public SoftNicContext linkCapacity(final int bytes) {
+        linkCapacity = bytes;
+        return this;
+    }
+
+    public double retransmitFactor() {
+        return retransmitFactor;
+    }
+
+    public SoftNicContext retransmitFactor(final double f) {
+        retransmitFactor = f;
+        return this;
+    }
+
+    public int ackReqInterval() {
+        return ackReqInterval;
+    }
+
+    public SoftNicContext ackReqInterval(final int packets) {
+        ackReqInterval = packets;
+        return this;
+    }
+
+    public int burst() {
+        return burst;
+    }
+
+    public SoftNicContext burst(final int packets) {
+        burst = packets;
+        return this;
+    }
+
+    public NanoClock clock() {
+        return clock;
+    }
+
+    public SoftNicContext clock(final NanoClock clock) {
+        this.clock = clock;
+        return this;
+    }
+
+    public LinkHook linkHook() {
+        return linkHook;
+    }
+
+    public SoftNicContext linkHook(final LinkHook hook) {
+        linkHook = hook;
+        return this;
+    }
+
+    /** Validates; every problem names the setting and its property. */
+    public SoftNicContext conclude() {
+        if (concluded) {
+            throw new IllegalStateException("SoftNicContext already concluded; use a new one per driver");
+        }
+        if (progressMode == null) {
+            throw new IllegalArgumentException(PROGRESS_PROP + " must be invoker, dedicated or deterministic");
+        }
+        IdleStrategy.parse(idleStrategy);
+        if (linkCapacity < 64 * 1024 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
+            throw new IllegalArgumentException(LINK_CAPACITY_PROP + " = " + linkCapacity
+                + ": must be a power of two from 64 KiB to 1 GiB");
+        }
+        if (!(retransmitFactor > 0) || retransmitFactor > 1e6) {
+            throw new IllegalArgumentException(RETRANSMIT_FACTOR_PROP + " = " + retransmitFactor
+                + ": must be > 0 and <= 1e6");
+        }
+        if (ackReqInterval < 1) {
+            throw new IllegalArgumentException(ACK_REQ_INTERVAL_PROP + " = " + ackReqInterval + ": must be >= 1");
+        }
+        if (burst < 1) {
+            throw new IllegalArgumentException(BURST_PROP + " = " + burst + ": must be >= 1");
+        }
+        if (clock == null || linkHook == null) {
+            throw new IllegalArgumentException("clock and link hook must not be null");
+        }
+        concluded = true;
+        return this;
+    }
+
+    /** Largest software MTU the links can carry. */
+    public int maxSoftwareMtu() {
+        return Integer.highestOneBit(linkCapacity / 2 - 256);
+    }
+}

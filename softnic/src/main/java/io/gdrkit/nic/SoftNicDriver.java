@@ -1,0 +1,116 @@
+package io.gdrkit.nic;
+
+import io.gdrkit.agent.Agent;
+import io.gdrkit.agent.AgentRunner;
+import io.gdrkit.agent.IdleStrategy;
+import io.gdrkit.fabric.InJvmFabric;
+import io.gdrkit.fabric.LinkHook;
+import io.gdrkit.verbs.Device;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * Hosts software NICs on an in-JVM fabric and drives their agents the way the {@link SoftNicContext} says:
+ * on the caller's polling, on dedicated threads, or not at all (a deterministic runner steps them).
+ */
+public final class SoftNicDriver implements AutoCloseable {
+    private static final List<SoftNicDriver> LIVE = new CopyOnWriteArrayList<>();
+
+    private final SoftNicContext ctx;
+    private final InJvmFabric fabric;
+    private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
+    private volatile SoftDevice[] deviceArray = new SoftDevice[0];
+    private final List<AgentRunner> runners = new ArrayList<>();
+    private volatile boolean closed;
+
+    private SoftNicDriver(final SoftNicContext ctx) {
+        this.ctx = ctx;
+        this.fabric = new InJvmFabric(ctx.linkCapacity(), ctx.linkHook());
+    }
+
+    /** Concludes the context and starts a driver with no devices yet. */
+    public static SoftNicDriver launch(final SoftNicContext ctx) {
+        final SoftNicDriver d = new SoftNicDriver(ctx.conclude());
+        LIVE.add(d);
+        return d;
+    }
+
+    public static SoftNicDriver launch() {
+        return launch(new SoftNicContext());
+    }
+
+    /** Drivers alive in this JVM (the provider lists their devices). */
+    static List<SoftNicDriver> live() {
+        return LIVE;
+    }
+
+    public SoftNicContext context() {
+        return ctx;
+    }
+
+    /** Adds a software NIC named {@code name} with the next LID. */
+    public synchronized SoftDevice addDevice(final String name) {
+        if (closed) {
+            throw new IllegalStateException("driver is closed");
+        }
+        for (final SoftDevice d : devices) {
+            if (d.name().equals(name)) {
+                throw new IllegalArgumentException("device name '" + name + "' already used");
+            }
+        }
+        final SoftDevice dev = new SoftDevice(this, name, fabric.attach());
+        devices.add(dev);
+        deviceArray = devices.toArray(new SoftDevice[0]);
+        if (ctx.progressMode() == SoftNicContext.ProgressMode.DEDICATED) {
+            runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
+        }
+        return dev;
+    }
+
+    public List<Device> devices() {
+        return List.copyOf(devices);
+    }
+
+    /** Replaces the link hook of every link (fault injection, link models). */
+    public void linkHook(final LinkHook hook) {
+        fabric.hook(hook);
+    }
+
+    /** Steps every device once (each only if no other thread is in it); returns the work done. */
+    public int progress() {
+        int work = 0;
+        for (final SoftDevice d : deviceArray) {
+            work += d.doWork();
+        }
+        return work;
+    }
+
+    void progressIfInvoker() {
+        if (ctx.progressMode() == SoftNicContext.ProgressMode.INVOKER) {
+            progress();
+        }
+    }
+
+    /** All agents of all devices, for a {@link io.gdrkit.agent.DeterministicRunner}. */
+    public List<Agent> agents() {
+        final List<Agent> all = new ArrayList<>();
+        for (final SoftDevice d : devices) {
+            all.addAll(d.agents());
+        }
+        return all;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (final AgentRunner r : runners) {
+            r.close();
+        }
+        LIVE.remove(this);
+        fabric.close();
+    }
+}

@@ -1,0 +1,15 @@
+package io.gdrkit.verbs;
+
+/**
+ * An asynchronous event (ibv_get_async_event).
+ *
+ * @param type    an {@link AsyncEventType} value
+ * @param element the QP number for QP events, the CQ's handle for CQ events
+ * @param detail  what happened, in words
+ */
+public record AsyncEvent(int type, int element, String detail) {
+    @Override
+    public String toString() {
+        return AsyncEventType.name(type) + "(" + element + "): " + detail;
+    }
+}

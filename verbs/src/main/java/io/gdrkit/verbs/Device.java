@@ -1,0 +1,14 @@
+package io.gdrkit.verbs;
+
+/** An RDMA device as listed by {@link DeviceList} (ibv_device). */
+public interface Device {
+    String name();
+
+    long guid();
+
+    /** True for software NICs; every tool prints it. */
+    boolean isSimulated();
+
+    /** Opens a context on the device (ibv_open_device). */
+    VerbsContext open();
+}

@@ -1,0 +1,33 @@
+package io.gdrkit.verbs;
+
+/** A queue pair (ibv_qp). */
+public interface QueuePair extends AutoCloseable {
+    int qpNum();
+
+    int qpType();
+
+    int state();
+
+    /**
+     * Modifies attributes (ibv_modify_qp). An invalid transition, a missing required attribute, an attribute
+     * not allowed in the transition or an out-of-range value is rejected with EINVAL and nothing changes.
+     */
+    void modify(QpAttr attr, int attrMask);
+
+    /** Current attributes (ibv_query_qp). */
+    QpAttr query();
+
+    /**
+     * Posts a chain of send work requests (ibv_post_send): each is written as a WQE into the send queue ring,
+     * then the doorbell is rung once.
+     *
+     * @throws PostException naming the first work request not posted
+     */
+    void postSend(SendWorkRequest wr);
+
+    /** Posts a chain of receive work requests (ibv_post_recv). */
+    void postRecv(RecvWorkRequest wr);
+
+    @Override
+    void close();
+}

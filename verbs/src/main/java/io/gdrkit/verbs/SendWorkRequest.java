@@ -1,0 +1,122 @@
+package io.gdrkit.verbs;
+
+/**
+ * A send work request (ibv_send_wr). Mutable and meant to be reused: posting copies it into the send queue's
+ * WQE ring, so the object may be changed as soon as {@code postSend} returns. Chains are built with {@link #next}.
+ */
+public final class SendWorkRequest {
+    public long wrId;
+    public int opcode;
+    public int sendFlags;
+    /** Immediate data, host order (libibverbs carries it in network order; the wire does here too). */
+    public int immData;
+    public long remoteAddr;
+    public int rkey;
+    public long compareAdd;
+    public long swap;
+    public SendWorkRequest next;
+
+    private final Sge[] sgList;
+    private int numSge;
+
+    public SendWorkRequest() {
+        this(4);
+    }
+
+    public SendWorkRequest(final int maxSge) {
+        sgList = new Sge[maxSge];
+        for (int i = 0; i < maxSge; i++) {
+            sgList[i] = new Sge();
+        }
+    }
+
+    public Sge sge(final int index) {
+        return sgList[index];
+    }
+
+    public int numSge() {
+        return numSge;
+    }
+
+    public SendWorkRequest numSge(final int numSge) {
+        if (numSge < 0 || numSge > sgList.length) {
+            throw new IllegalArgumentException("numSge " + numSge + " outside 0.." + sgList.length);
+        }
+        this.numSge = numSge;
+        return this;
+    }
+
+    /** Sets a single SGE. */
+    public SendWorkRequest sge(final long addr, final int length, final int lkey) {
+        sgList[0].set(addr, length, lkey);
+        numSge = 1;
+        return this;
+    }
+
+    public SendWorkRequest sge(final MemoryRegion mr, final long offset, final int length) {
+        sgList[0].set(mr, offset, length);
+        numSge = 1;
+        return this;
+    }
+
+    public SendWorkRequest wrId(final long wrId) {
+        this.wrId = wrId;
+        return this;
+    }
+
+    public SendWorkRequest opcode(final int opcode) {
+        this.opcode = opcode;
+        return this;
+    }
+
+    public SendWorkRequest flags(final int sendFlags) {
+        this.sendFlags = sendFlags;
+        return this;
+    }
+
+    public SendWorkRequest imm(final int immData) {
+        this.immData = immData;
+        return this;
+    }
+
+    public SendWorkRequest remote(final long remoteAddr, final int rkey) {
+        this.remoteAddr = remoteAddr;
+        this.rkey = rkey;
+        return this;
+    }
+
+    public SendWorkRequest atomic(final long compareAdd, final long swap) {
+        this.compareAdd = compareAdd;
+        this.swap = swap;
+        return this;
+    }
+
+    public SendWorkRequest next(final SendWorkRequest next) {
+        this.next = next;
+        return this;
+    }
+
+    /** Sum of the SGE lengths. */
+    public long totalLength() {
+        long total = 0;
+        for (int i = 0; i < numSge; i++) {
+            total += Integer.toUnsignedLong(sgList[i].length);
+        }
+        return total;
+    }
+
+    /** Resets every field, keeping the SGE objects. */
+    public SendWorkRequest clear() {
+        wrId = 0;
+        opcode = 0;
+        sendFlags = 0;
+        immData = 0;
+        remoteAddr = 0;
+        rkey = 0;
+        compareAdd = 0;
+        swap = 0;
+        next = null;
+        numSge = 0;
+        return this;
+    }
+}

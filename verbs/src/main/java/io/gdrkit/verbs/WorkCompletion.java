@@ -1,0 +1,46 @@
+package io.gdrkit.verbs;
+
+/** A work completion (ibv_wc), owned by the caller and filled by {@link CompletionQueue#poll}. */
+public final class WorkCompletion {
+    /** wc_flags bit: immediate data is valid (IBV_WC_WITH_IMM). */
+    public static final int WITH_IMM = 1 << 1;
+
+    public long wrId;
+    public int status;
+    public int opcode;
+    public int vendorErr;
+    public int byteLen;
+    public int immData;
+    public int qpNum;
+    public int srcQp;
+    public int wcFlags;
+    public int slid;
+
+    public boolean isSuccess() {
+        return status == WcStatus.SUCCESS;
+    }
+
+    public boolean hasImm() {
+        return (wcFlags & WITH_IMM) != 0;
+    }
+
+    public void copyFrom(final WorkCompletion other) {
+        wrId = other.wrId;
+        status = other.status;
+        opcode = other.opcode;
+        vendorErr = other.vendorErr;
+        byteLen = other.byteLen;
+        immData = other.immData;
+        qpNum = other.qpNum;
+        srcQp = other.srcQp;
+        wcFlags = other.wcFlags;
+        slid = other.slid;
+    }
+
+    @Override
+    public String toString() {
+        return "WC{wr_id=" + wrId + ", status=" + WcStatus.name(status) + ", opcode=" + WcOpcode.name(opcode)
+            + ", byte_len=" + byteLen + (hasImm() ? ", imm=0x" + Integer.toHexString(immData) : "")
+            + ", qp=" + qpNum + (vendorErr != 0 ? ", vendor_err=0x" + Integer.toHexString(vendorErr) : "") + '}';
+    }
+}

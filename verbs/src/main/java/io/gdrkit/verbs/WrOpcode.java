@@ -1,0 +1,66 @@
+package io.gdrkit.verbs;
+
+/** Work request opcodes; values equal libibverbs' {@code enum ibv_wr_opcode}. */
+public final class WrOpcode {
+    public static final int RDMA_WRITE = 0;
+    public static final int RDMA_WRITE_WITH_IMM = 1;
+    public static final int SEND = 2;
+    public static final int SEND_WITH_IMM = 3;
+    public static final int RDMA_READ = 4;
+    public static final int ATOMIC_CMP_AND_SWP = 5;
+    public static final int ATOMIC_FETCH_AND_ADD = 6;
+
+    private WrOpcode() {
+    }
+
+    /** @return true for the opcodes the RC software NIC implements. */
+    public static boolean isSupported(final int opcode) {
+        return opcode >= RDMA_WRITE && opcode <= ATOMIC_FETCH_AND_ADD;
+    }
+
+    public static boolean isAtomic(final int opcode) {
+        return opcode == ATOMIC_CMP_AND_SWP || opcode == ATOMIC_FETCH_AND_ADD;
+    }
+
+    /** READ and ATOMIC are the operations a FENCE waits for and max_rd_atomic limits. */
+    public static boolean isReadOrAtomic(final int opcode) {
+        return opcode == RDMA_READ || isAtomic(opcode);
+    }
+
+    public static boolean isSend(final int opcode) {
+        return opcode == SEND || opcode == SEND_WITH_IMM;
+    }
+
+    public static boolean isWrite(final int opcode) {
+        return opcode == RDMA_WRITE || opcode == RDMA_WRITE_WITH_IMM;
+    }
+
+    public static boolean hasImmediate(final int opcode) {
+        return opcode == RDMA_WRITE_WITH_IMM || opcode == SEND_WITH_IMM;
+    }
+
+    /** The completion opcode a requester reports for this work request opcode. */
+    public static int completionOpcode(final int opcode) {
+        return switch (opcode) {
+            case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> WcOpcode.RDMA_WRITE;
+            case SEND, SEND_WITH_IMM -> WcOpcode.SEND;
+            case RDMA_READ -> WcOpcode.RDMA_READ;
+            case ATOMIC_CMP_AND_SWP -> WcOpcode.COMP_SWAP;
+            case ATOMIC_FETCH_AND_ADD -> WcOpcode.FETCH_ADD;
+            default -> throw new IllegalArgumentException("unknown work request opcode " + opcode);
+        };
+    }
+
+    public static String name(final int opcode) {
+        return switch (opcode) {
+            case RDMA_WRITE -> "RDMA_WRITE";
+            case RDMA_WRITE_WITH_IMM -> "RDMA_WRITE_WITH_IMM";
+            case SEND -> "SEND";
+            case SEND_WITH_IMM -> "SEND_WITH_IMM";
+            case RDMA_READ -> "RDMA_READ";
+            case ATOMIC_CMP_AND_SWP -> "ATOMIC_CMP_AND_SWP";
+            case ATOMIC_FETCH_AND_ADD -> "ATOMIC_FETCH_AND_ADD";
+            default -> "UNKNOWN(" + opcode + ")";
+        };
+    }
+}
