@@ -123,6 +123,11 @@ final class Completer implements Agent {
                 final int code = syndrome & Aeth.VALUE_MASK;
                 ackThrough(qp, Psn.add(psn, -1));
                 if (code == Aeth.NAK_PSN_SEQ_ERROR) {
+                    // packets sent before an RNR NAK arrive out of sequence and draw this NAK; the requester
+                    // already rewound to that PSN and waits, so it is no reason to spend a retry
+                    if (qp.rnrWaitUntil != 0 && psn == qp.compPsn) {
+                        return;
+                    }
                     retry(qp, false);
                     return;
                 }
