@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Software NICs in one JVM, joined by one SPSC ring per directed link (LID to LID). The ring memory is owned by
  * the fabric's shared {@link Arena} and freed on {@link #close()}.
  */
-public final class InJvmFabric implements AutoCloseable {
+public final class InJvmFabric implements Fabric {
     private final Arena arena = Arena.ofShared();
     private final int linkCapacity;
     private volatile LinkHook hook;
@@ -22,6 +22,7 @@ public final class InJvmFabric implements AutoCloseable {
         this.hook = hook;
     }
 
+    @Override
     public void hook(final LinkHook hook) {
         this.hook = hook == null ? LinkHook.PASS : hook;
     }
@@ -30,9 +31,19 @@ public final class InJvmFabric implements AutoCloseable {
         return hook;
     }
 
+    @Override
+    public String describe() {
+        return "in-JVM";
+    }
+
     /** Attaches a new port with the next LID (1, 2, ...) and links to and from every existing port. */
-    public synchronized FabricPort attach() {
+    @Override
+    public synchronized FabricPort attach(final int requestedLid) {
         final int lid = ports.size() + 1;
+        if (requestedLid != 0 && requestedLid != lid) {
+            throw new IllegalArgumentException("the in-JVM fabric assigns LIDs in order; next is " + lid
+                + ", asked for " + requestedLid);
+        }
         final Port port = new Port(lid);
         final Port[] byLid = new Port[lid + 1];
         System.arraycopy(portsByLid, 0, byLid, 0, portsByLid.length);

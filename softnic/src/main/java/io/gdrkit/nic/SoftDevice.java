@@ -71,7 +71,7 @@ public final class SoftDevice implements Device, Agent {
         this.guid = 0x0002_c9ff_fe00_0000L | port.lid();
         this.attr = new DeviceAttr(name, guid, MAX_QP - QPN_BASE, MAX_QP_WR, MAX_SGE, 1 << 16, MAX_CQE,
             MAX_MR - 1, Long.MAX_VALUE, MAX_RD_ATOMIC, MAX_RD_ATOMIC, MAX_INLINE,
-            Math.min(Mtu.MAX_SOFTWARE_BYTES, driver.context().maxSoftwareMtu()), true);
+            Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)), true);
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);

@@ -3,6 +3,7 @@ package io.gdrkit.nic;
 import io.gdrkit.agent.Agent;
 import io.gdrkit.agent.AgentRunner;
 import io.gdrkit.agent.IdleStrategy;
+import io.gdrkit.fabric.Fabric;
 import io.gdrkit.fabric.InJvmFabric;
 import io.gdrkit.fabric.LinkHook;
 import io.gdrkit.verbs.Device;
@@ -18,20 +19,25 @@ public final class SoftNicDriver implements AutoCloseable {
     private static final List<SoftNicDriver> LIVE = new CopyOnWriteArrayList<>();
 
     private final SoftNicContext ctx;
-    private final InJvmFabric fabric;
+    private final Fabric fabric;
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
     private volatile SoftDevice[] deviceArray = new SoftDevice[0];
     private final List<AgentRunner> runners = new ArrayList<>();
     private volatile boolean closed;
 
-    private SoftNicDriver(final SoftNicContext ctx) {
+    private SoftNicDriver(final SoftNicContext ctx, final Fabric fabric) {
         this.ctx = ctx;
-        this.fabric = new InJvmFabric(ctx.linkCapacity(), ctx.linkHook());
+        this.fabric = fabric != null ? fabric : new InJvmFabric(ctx.linkCapacity(), ctx.linkHook());
     }
 
     /** Concludes the context and starts a driver with no devices yet. */
     public static SoftNicDriver launch(final SoftNicContext ctx) {
-        final SoftNicDriver d = new SoftNicDriver(ctx.conclude());
+        return launch(ctx, null);
+    }
+
+    /** Starts a driver whose devices attach to {@code fabric} (null: a new in-JVM fabric); it closes the fabric. */
+    public static SoftNicDriver launch(final SoftNicContext ctx, final Fabric fabric) {
+        final SoftNicDriver d = new SoftNicDriver(ctx.conclude(), fabric);
         LIVE.add(d);
         return d;
     }
@@ -50,7 +56,12 @@ public final class SoftNicDriver implements AutoCloseable {
     }
 
     /** Adds a software NIC named {@code name} with the next LID. */
-    public synchronized SoftDevice addDevice(final String name) {
+    public SoftDevice addDevice(final String name) {
+        return addDevice(name, 0);
+    }
+
+    /** Adds a software NIC with the given LID (0: the fabric picks the next). */
+    public synchronized SoftDevice addDevice(final String name, final int lid) {
         if (closed) {
             throw new IllegalStateException("driver is closed");
         }
@@ -59,13 +70,18 @@ public final class SoftNicDriver implements AutoCloseable {
                 throw new IllegalArgumentException("device name '" + name + "' already used");
             }
         }
-        final SoftDevice dev = new SoftDevice(this, name, fabric.attach());
+        final SoftDevice dev = new SoftDevice(this, name, fabric.attach(lid));
         devices.add(dev);
         deviceArray = devices.toArray(new SoftDevice[0]);
         if (ctx.progressMode() == SoftNicContext.ProgressMode.DEDICATED) {
             runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
         }
         return dev;
+    }
+
+    /** The fabric the devices are attached to. */
+    public Fabric fabric() {
+        return fabric;
     }
 
     public List<Device> devices() {
