@@ -27,6 +27,19 @@ public interface FabricPort {
     /** Drops the claimed packet without sending it. */
     void abort();
 
+    /**
+     * Housekeeping the sender side owes the link: releases packets a fault injector delayed, flushes
+     * buffered bytes to sockets. Called by the NIC every duty cycle with the current time.
+     */
+    default int doWork(final long nowNanos) {
+        return 0;
+    }
+
+    /** Packets received with a bad link CRC (dropped). */
+    default long crcErrors() {
+        return 0;
+    }
+
     /** Reads up to {@code limit} incoming packets. */
     int poll(SpscRingBuffer.RecordHandler handler, int limit);
 

@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Software NICs in one JVM, joined by one SPSC ring per directed link (LID to LID). The ring memory is owned by
@@ -17,9 +16,17 @@ public final class InJvmFabric implements Fabric {
     private final List<Port> ports = new ArrayList<>();
     private volatile Port[] portsByLid = new Port[1];
 
+    private final boolean crc;
+
     public InJvmFabric(final int linkCapacity, final LinkHook hook) {
+        this(linkCapacity, hook, false);
+    }
+
+    /** @param crc whether every packet carries a CRC32C checked on receipt (needed to catch corruption) */
+    public InJvmFabric(final int linkCapacity, final LinkHook hook, final boolean crc) {
         this.linkCapacity = linkCapacity;
-        this.hook = hook;
+        this.hook = hook == null ? LinkHook.PASS : hook;
+        this.crc = crc;
     }
 
     @Override
@@ -69,25 +76,18 @@ public final class InJvmFabric implements Fabric {
         arena.close();
     }
 
-    private final class Port implements FabricPort {
-        private final int lid;
+    private final class Port extends RingPort {
         /** outbound ring by destination LID; inbound rings by source. Replaced copy-on-write under the fabric lock. */
         private volatile SpscRingBuffer[] outbound = new SpscRingBuffer[0];
         private volatile SpscRingBuffer[] inbound = new SpscRingBuffer[0];
-        private SpscRingBuffer claimed;
-        private int claimedDlid;
-        private long claimedOffset;
-        private int claimedLength;
-        private final AtomicLong sent = new AtomicLong();
-        private final AtomicLong dropped = new AtomicLong();
 
         Port(final int lid) {
-            this.lid = lid;
+            super(lid, crc, linkCapacity / 4);
         }
 
         void connect(final Port to, final SpscRingBuffer ring) {
-            final SpscRingBuffer[] out = java.util.Arrays.copyOf(outbound, Math.max(outbound.length, to.lid + 1));
-            out[to.lid] = ring;
+            final SpscRingBuffer[] out = java.util.Arrays.copyOf(outbound, Math.max(outbound.length, to.lid() + 1));
+            out[to.lid()] = ring;
             outbound = out;
             final SpscRingBuffer[] in = java.util.Arrays.copyOf(to.inbound, to.inbound.length + 1);
             in[in.length - 1] = ring;
@@ -95,73 +95,24 @@ public final class InJvmFabric implements Fabric {
         }
 
         @Override
-        public int lid() {
-            return lid;
+        SpscRingBuffer outbound(final int dlid) {
+            final SpscRingBuffer[] out = outbound;
+            return dlid > 0 && dlid < out.length ? out[dlid] : null;
+        }
+
+        @Override
+        SpscRingBuffer[] inbound() {
+            return inbound;
+        }
+
+        @Override
+        LinkHook hook() {
+            return hook;
         }
 
         @Override
         public int maxPacket() {
             return linkCapacity / 2 - SpscRingBuffer.HEADER;
-        }
-
-        @Override
-        public long tryClaim(final int dlid, final int length) {
-            final SpscRingBuffer[] out = outbound;
-            if (dlid <= 0 || dlid >= out.length || out[dlid] == null) {
-                return -2;
-            }
-            final SpscRingBuffer ring = out[dlid];
-            final long offset = ring.tryClaim(length);
-            if (offset >= 0) {
-                claimed = ring;
-                claimedDlid = dlid;
-                claimedOffset = offset;
-                claimedLength = length;
-            }
-            return offset;
-        }
-
-        @Override
-        public MemorySegment claimBuffer() {
-            return claimed.buffer();
-        }
-
-        @Override
-        public void commit() {
-            final SpscRingBuffer ring = claimed;
-            if (hook.onPacket(lid, claimedDlid, ring.buffer(), claimedOffset, claimedLength) == LinkHook.DROP) {
-                ring.abort();
-                dropped.incrementAndGet();
-            } else {
-                ring.commit();
-                sent.incrementAndGet();
-            }
-            claimed = null;
-        }
-
-        @Override
-        public void abort() {
-            claimed.abort();
-            claimed = null;
-        }
-
-        @Override
-        public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
-            int n = 0;
-            for (final SpscRingBuffer ring : inbound) {
-                n += ring.read(handler, limit);
-            }
-            return n;
-        }
-
-        @Override
-        public long packetsSent() {
-            return sent.get();
-        }
-
-        @Override
-        public long packetsDropped() {
-            return dropped.get();
         }
     }
 }

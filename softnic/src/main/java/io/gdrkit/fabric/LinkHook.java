@@ -10,9 +10,18 @@ import java.lang.foreign.MemorySegment;
 public interface LinkHook {
     int DELIVER = 0;
     int DROP = 1;
+    /** Deliver the packet twice. */
+    int DUPLICATE = 2;
+    /** Hold the packet for {@link #delayNanos()} before delivering it; later packets overtake it. */
+    int DELAY = 3;
 
-    /** Decides the packet's fate: {@link #DELIVER} or {@link #DROP}. */
+    /** Decides the packet's fate: {@link #DELIVER}, {@link #DROP}, {@link #DUPLICATE} or {@link #DELAY}. */
     int onPacket(int srcLid, int dstLid, MemorySegment buffer, long offset, int length);
+
+    /** How long the packet just given {@link #DELAY} is held. */
+    default long delayNanos() {
+        return 0;
+    }
 
     LinkHook PASS = (s, d, b, o, l) -> DELIVER;
 }

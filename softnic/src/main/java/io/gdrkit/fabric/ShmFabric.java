@@ -30,7 +30,16 @@ public final class ShmFabric implements Fabric {
      * @param linkCapacity ring bytes per link (power of two)
      * @param maxLid       highest LID a port may have; a port maps an inbound ring from each
      */
+    private final boolean crc;
+
     public ShmFabric(final Path dir, final int linkCapacity, final int maxLid, final LinkHook hook) {
+        this(dir, linkCapacity, maxLid, hook, true);
+    }
+
+    /** @param crc whether packets carry a CRC32C checked on receipt */
+    public ShmFabric(final Path dir, final int linkCapacity, final int maxLid, final LinkHook hook,
+                     final boolean crc) {
+        this.crc = crc;
         if (maxLid < 1 || maxLid > 4096) {
             throw new IllegalArgumentException("maxLid " + maxLid + " outside 1..4096");
         }
@@ -136,25 +145,13 @@ public final class ShmFabric implements Fabric {
         arena.close();
     }
 
-    private final class ShmPort implements FabricPort {
-        private final int lid;
+    private final class ShmPort extends RingPort {
         private final SpscRingBuffer[] inbound;
         private final SpscRingBuffer[] outbound = new SpscRingBuffer[maxLid + 1];
-        private SpscRingBuffer claimed;
-        private int claimedDlid;
-        private long claimedOffset;
-        private int claimedLength;
-        private long sent;
-        private long dropped;
 
         ShmPort(final int lid, final SpscRingBuffer[] inbound) {
-            this.lid = lid;
+            super(lid, crc, linkCapacity / 4);
             this.inbound = inbound;
-        }
-
-        @Override
-        public int lid() {
-            return lid;
         }
 
         @Override
@@ -163,69 +160,30 @@ public final class ShmFabric implements Fabric {
         }
 
         @Override
-        public long tryClaim(final int dlid, final int length) {
+        SpscRingBuffer outbound(final int dlid) {
             if (dlid < 1 || dlid > maxLid) {
-                return -2;
+                return null;
             }
             SpscRingBuffer ring = outbound[dlid];
             if (ring == null) {
                 if (!Files.exists(dir.resolve("port-" + dlid))) {
-                    return -2; // nobody there: lost, as on a network
+                    return null; // nobody there: lost, as on a network
                 }
                 // first packet to this peer: map the link once (its consumer created and reset it)
-                ring = new SpscRingBuffer(map(linkFile(lid, dlid), false));
+                ring = new SpscRingBuffer(map(linkFile(lid(), dlid), false));
                 outbound[dlid] = ring;
             }
-            final long offset = ring.tryClaim(length);
-            if (offset >= 0) {
-                claimed = ring;
-                claimedDlid = dlid;
-                claimedOffset = offset;
-                claimedLength = length;
-            }
-            return offset;
+            return ring;
         }
 
         @Override
-        public MemorySegment claimBuffer() {
-            return claimed.buffer();
+        SpscRingBuffer[] inbound() {
+            return inbound;
         }
 
         @Override
-        public void commit() {
-            if (hook.onPacket(lid, claimedDlid, claimed.buffer(), claimedOffset, claimedLength) == LinkHook.DROP) {
-                claimed.abort();
-                dropped++;
-            } else {
-                claimed.commit();
-                sent++;
-            }
-            claimed = null;
-        }
-
-        @Override
-        public void abort() {
-            claimed.abort();
-            claimed = null;
-        }
-
-        @Override
-        public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
-            int n = 0;
-            for (final SpscRingBuffer ring : inbound) {
-                n += ring.read(handler, limit);
-            }
-            return n;
-        }
-
-        @Override
-        public long packetsSent() {
-            return sent;
-        }
-
-        @Override
-        public long packetsDropped() {
-            return dropped;
+        LinkHook hook() {
+            return hook;
         }
     }
 }

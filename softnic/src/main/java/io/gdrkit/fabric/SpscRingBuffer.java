@@ -114,6 +114,16 @@ public final class SpscRingBuffer {
         return claimIndex + HEADER;
     }
 
+    /** Sets the claimed record's 32-bit tag (the link CRC lives there). */
+    public void tag(final int tag) {
+        INT.set(buffer, claimIndex + 4, tag);
+    }
+
+    /** The tag of the record whose data starts at {@code dataOffset}. */
+    public int tagOf(final long dataOffset) {
+        return (int) INT.get(buffer, dataOffset - 4);
+    }
+
     /** Publishes the claimed record (with release semantics). */
     public void commit() {
         producerTail += claimRecordLength;
@@ -151,6 +161,40 @@ public final class SpscRingBuffer {
             LONG.setRelease(buffer, headOffset, head);
         }
         return count;
+    }
+
+    /**
+     * Hands records to {@code handler} in order while it accepts them; the first refused record stays at the
+     * head for the next call. Returns how many were accepted.
+     */
+    public int readWhile(final RecordFilter handler) {
+        final long tail = (long) LONG.getAcquire(buffer, tailOffset);
+        long head = consumerHead;
+        int count = 0;
+        while (head < tail) {
+            final int index = (int) (head & mask);
+            final int length = (int) INT.get(buffer, (long) index);
+            if (length == PADDING) {
+                head += (int) INT.get(buffer, (long) index + 4);
+                continue;
+            }
+            if (!handler.accept(buffer, index + HEADER, length)) {
+                break;
+            }
+            head += align8(length + HEADER);
+            count++;
+        }
+        if (head != consumerHead) {
+            consumerHead = head;
+            LONG.setRelease(buffer, headOffset, head);
+        }
+        return count;
+    }
+
+    /** Decides, record by record, whether to consume it. */
+    @FunctionalInterface
+    public interface RecordFilter {
+        boolean accept(MemorySegment buffer, long offset, int length);
     }
 
     public boolean isEmpty() {

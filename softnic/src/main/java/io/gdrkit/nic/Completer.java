@@ -76,7 +76,7 @@ final class Completer implements Agent {
         }
         final int psn = p.psn();
         // a response for a PSN never sent is bogus; one already completed is a duplicate
-        if (Psn.diff(psn, qp.nextPsn) >= 0 && p.opcode() != BthOpcode.ACKNOWLEDGE) {
+        if (Psn.diff(psn, qp.sentPsn) >= 0 && p.opcode() != BthOpcode.ACKNOWLEDGE) {
             return;
         }
         switch (p.opcode()) {
@@ -84,13 +84,18 @@ final class Completer implements Agent {
             case BthOpcode.ATOMIC_ACKNOWLEDGE -> onAtomicAck(qp, p, psn);
             default -> onReadResponse(qp, p, psn);
         }
+        // after a rewind the requester resends from an older PSN; when the originals are acknowledged after
+        // all, it must not resend what is already done: move it forward to the new oldest unacknowledged PSN
+        if (qp.state != QpState.ERR && Psn.diff(qp.compPsn, qp.nextPsn) > 0) {
+            dev.requester.rewind(qp);
+        }
     }
 
     private void onAck(final SoftQp qp, final Packet p, final int psn) {
         final int syndrome = p.aethSyndrome();
         switch (syndrome & Aeth.TYPE_MASK) {
             case Aeth.ACK -> {
-                if (Psn.diff(psn, qp.nextPsn) >= 0) {
+                if (Psn.diff(psn, qp.sentPsn) >= 0) {
                     return; // acknowledges something never sent
                 }
                 ackThrough(qp, psn);
@@ -216,7 +221,7 @@ final class Completer implements Agent {
     /** Everything up to and including {@code psn} was received by the responder. */
     private void ackThrough(final SoftQp qp, final int psn) {
         final int next = Psn.add(psn, 1);
-        if (Psn.diff(next, qp.compPsn) > 0 && Psn.diff(next, qp.nextPsn) <= 0) {
+        if (Psn.diff(next, qp.compPsn) > 0 && Psn.diff(next, qp.sentPsn) <= 0) {
             progress(qp, next);
         }
         completeReady(qp);
@@ -228,7 +233,7 @@ final class Completer implements Agent {
         qp.retryLeft = qp.retryCnt;
         qp.rnrRetryLeft = qp.rnrRetry;
         qp.gapRetried = false;
-        if (qp.compPsn == qp.nextPsn) {
+        if (qp.compPsn == qp.sentPsn) {
             qp.timerDeadline = 0;
         } else {
             final long rto = qp.retransmitNanos();
@@ -294,7 +299,7 @@ final class Completer implements Agent {
     }
 
     private void onTimeout(final SoftQp qp, final long now) {
-        if (qp.compPsn == qp.nextPsn) {
+        if (qp.compPsn == qp.sentPsn) {
             qp.timerDeadline = 0;
             return;
         }
@@ -302,6 +307,7 @@ final class Completer implements Agent {
     }
 
     /** Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. */
+
     private void retry(final SoftQp qp, final boolean timeout) {
         if (qp.retryLeft == 0) {
             failHead(qp, WcStatus.RETRY_EXC_ERR);

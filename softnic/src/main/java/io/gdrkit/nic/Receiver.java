@@ -29,7 +29,7 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
 
     @Override
     public int doWork() {
-        return dev.port.poll(this, burst);
+        return dev.port.doWork(dev.now()) + dev.port.poll(this, burst);
     }
 
     @Override

@@ -101,6 +101,9 @@ final class Requester implements Agent {
             if (r < 0) {
                 break; // link full, or a local error stopped the QP
             }
+            if (Psn.diff(qp.nextPsn, qp.sentPsn) > 0) {
+                qp.sentPsn = qp.nextPsn;
+            }
             sent++;
             armTimer(qp);
         }

@@ -19,6 +19,8 @@ public final class SoftNicContext {
     public static final String RETRANSMIT_FACTOR_PROP = "gdrkit.nic.retransmit.factor";
     /** Packets after which the requester sets AckReq even inside a message. */
     public static final String ACK_REQ_INTERVAL_PROP = "gdrkit.nic.ackreq.interval";
+    /** true: every packet carries a CRC32C checked on receipt (an ICRC); corrupted packets are dropped. */
+    public static final String LINK_CRC_PROP = "gdrkit.nic.link.crc";
     /** Packets one agent handles per duty cycle, per QP or link. */
     public static final String BURST_PROP = "gdrkit.nic.burst";
 
@@ -38,6 +40,7 @@ public final class SoftNicContext {
     private double retransmitFactor = Double.parseDouble(System.getProperty(RETRANSMIT_FACTOR_PROP, "1.0"));
     private int ackReqInterval = Integer.getInteger(ACK_REQ_INTERVAL_PROP, 64);
     private int burst = Integer.getInteger(BURST_PROP, 32);
+    private boolean linkCrc = Boolean.getBoolean(LINK_CRC_PROP);
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
     private boolean concluded;
@@ -96,6 +99,15 @@ public final class SoftNicContext {
         return this;
     }
 
+    public boolean linkCrc() {
+        return linkCrc;
+    }
+
+    public SoftNicContext linkCrc(final boolean on) {
+        linkCrc = on;
+        return this;
+    }
+
     public NanoClock clock() {
         return clock;
     }
@@ -136,6 +148,10 @@ public final class SoftNicContext {
         }
         if (burst < 1) {
             throw new IllegalArgumentException(BURST_PROP + " = " + burst + ": must be >= 1");
+        }
+        if (linkHook instanceof io.gdrkit.fabric.FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
+            throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP
+                + " is off: corruption would go undetected; turn the link CRC on");
         }
         if (clock == null || linkHook == null) {
             throw new IllegalArgumentException("clock and link hook must not be null");

@@ -27,7 +27,7 @@ public final class SoftNicDriver implements AutoCloseable {
 
     private SoftNicDriver(final SoftNicContext ctx, final Fabric fabric) {
         this.ctx = ctx;
-        this.fabric = fabric != null ? fabric : new InJvmFabric(ctx.linkCapacity(), ctx.linkHook());
+        this.fabric = fabric != null ? fabric : new InJvmFabric(ctx.linkCapacity(), ctx.linkHook(), ctx.linkCrc());
     }
 
     /** Concludes the context and starts a driver with no devices yet. */

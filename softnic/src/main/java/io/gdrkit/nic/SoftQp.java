@@ -72,6 +72,8 @@ final class SoftQp implements QueuePair {
     long reqHead;
     long curOffset;
     int nextPsn;
+    /** One past the highest PSN ever sent: ACKs up to here are genuine even after a rewind lowered nextPsn. */
+    int sentPsn;
     int pktsSinceAckReq;
     int outstandingRdAtomic;
     long rnrWaitUntil;
@@ -199,6 +201,7 @@ final class SoftQp implements QueuePair {
         if ((m & QpAttrMask.SQ_PSN) != 0) {
             sqPsn = a.sqPsn;
             nextPsn = a.sqPsn;
+            sentPsn = a.sqPsn;
             compPsn = a.sqPsn;
         }
         final int prev = state;
