@@ -156,10 +156,7 @@ final class Completer implements Agent {
             return; // duplicate
         }
         if (d > 0) {
-            if (!qp.gapRetried) {
-                qp.gapRetried = true;
-                retry(qp, false); // a response went missing: ask again from compPsn
-            }
+            retry(qp, false); // a response went missing: ask again from compPsn
             return;
         }
         final long offset = (long) Psn.diff(psn, qp.firstPsn[slot]) * qp.mtu;
@@ -208,13 +205,46 @@ final class Completer implements Agent {
         completeReady(qp);
     }
 
-    /** Everything up to and including {@code psn} was received by the responder. */
+    /**
+     * Everything up to and including {@code psn} was received by the responder. An acknowledgement (explicit, or
+     * implied by a later response or NAK) never covers the response PSNs of a READ or ATOMIC still waiting for
+     * its data: those advance only with the responses themselves, in order. Otherwise a lost response would be
+     * skipped over (the READ completing with bytes missing) and a rewind would restart at a wrong PSN.
+     */
     private void ackThrough(final SoftQp qp, final int psn) {
-        final int next = Psn.add(psn, 1);
+        int next = Psn.add(psn, 1);
+        final int limit = ackLimit(qp, next);
+        if (Psn.diff(next, limit) > 0) {
+            next = limit;
+        }
         if (Psn.diff(next, qp.compPsn) > 0 && Psn.diff(next, qp.nextPsn) <= 0) {
             progress(qp, next);
         }
         completeReady(qp);
+    }
+
+    /**
+     * The first PSN before {@code next} that an acknowledgement may not pass: the first unanswered response PSN
+     * of the oldest outstanding READ/ATOMIC whose PSNs start before {@code next}; {@code next} when there is none.
+     */
+    private static int ackLimit(final SoftQp qp, final int next) {
+        final SendQueue sq = qp.sq;
+        // up to the producer, not reqHead: after a rewind, responses to WQEs sent before it still arrive
+        final long producer = sq.doorbell().producer();
+        for (long i = qp.compTail; i < producer; i++) {
+            final int slot = sq.slot(i);
+            if ((qp.wqeState[slot] & SoftQp.STARTED) == 0) {
+                break;
+            }
+            final int first = qp.firstPsn[slot];
+            if (Psn.diff(first, next) >= 0) {
+                break; // this WQE and all later ones start at or after next
+            }
+            if (WrOpcode.isReadOrAtomic(sq.opcode(i))) {
+                return Psn.diff(qp.compPsn, first) > 0 ? qp.compPsn : first;
+            }
+        }
+        return next;
     }
 
     /** Forward progress: resets retry counters and restarts (or stops) the timer. */
@@ -222,7 +252,7 @@ final class Completer implements Agent {
         qp.compPsn = newCompPsn;
         qp.retryLeft = qp.retryCnt;
         qp.rnrRetryLeft = qp.rnrRetry;
-        qp.gapRetried = false;
+        qp.retryStarted = false;
         if (qp.compPsn == qp.nextPsn) {
             qp.timerDeadline = 0;
         } else {
@@ -296,8 +326,17 @@ final class Completer implements Agent {
         retry(qp, true);
     }
 
-    /** Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. */
+    /**
+     * Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. One loss produces many
+     * signals (a sequence NAK, every later ACK past an unanswered READ, every later response after a gap), so
+     * once a retry is started, only a timeout starts another before progress is made (rxe's started_retry);
+     * otherwise a single lost packet could spend the whole retry_cnt.
+     */
     private void retry(final SoftQp qp, final boolean timeout) {
+        if (!timeout && qp.retryStarted) {
+            return;
+        }
+        qp.retryStarted = true;
         if (qp.retryLeft == 0) {
             failHead(qp, WcStatus.RETRY_EXC_ERR);
             return;

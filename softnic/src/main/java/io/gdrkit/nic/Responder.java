@@ -98,6 +98,9 @@ final class Responder implements Agent {
 
     private void rnr(final SoftQp qp, final int psn) {
         qp.resources.pushAck(Aeth.rnrNak(qp.minRnrTimer), psn, qp.msn);
+        // like a sequence NAK, an RNR NAK tells the requester to resend from this PSN: the rest of the burst
+        // is dropped silently, not answered with a PSN sequence NAK that would spend the requester's retry_cnt
+        qp.nakSeqSent = true;
     }
 
     private void onSend(final SoftQp qp, final Packet p, final int psn) {
@@ -276,6 +279,9 @@ final class Responder implements Agent {
             if (len < 0 || (len > 0 && remoteMr(qp, rkey, va, len, AccessFlags.REMOTE_READ) == null)) {
                 return;
             }
+            if (qp.resources.rewindQueuedRead(psn, qp.mtu)) {
+                return; // its response is still being streamed: restarted from the requested PSN, not queued twice
+            }
             final int slot = qp.resources.push(ResponderResources.READ, psn);
             if (slot >= 0) {
                 qp.resources.va[slot] = va;
@@ -285,7 +291,7 @@ final class Responder implements Agent {
         } else if ((mask & BthOpcode.ATOMIC) != 0) {
             // answered from the saved result, never executed twice
             final int h = qp.resources.findAtomic(psn);
-            if (h >= 0) {
+            if (h >= 0 && !qp.resources.hasQueued(ResponderResources.ATOMIC, psn)) {
                 final int slot = qp.resources.push(ResponderResources.ATOMIC, psn);
                 if (slot >= 0) {
                     qp.resources.value[slot] = qp.resources.atomicValue(h);
@@ -362,10 +368,7 @@ final class Responder implements Agent {
                     r.pop();
                 }
                 case ResponderResources.ATOMIC -> {
-                    if (qp.state == QpState.ERR) {
-                        r.pop();
-                        continue;
-                    }
+                    // owed responses are sent even in ERR: they were accepted before the NAK queued behind them
                     if (!claim(qp, BthOpcode.ATOMIC_ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
@@ -374,10 +377,6 @@ final class Responder implements Agent {
                     r.pop();
                 }
                 default -> {
-                    if (qp.state == QpState.ERR) {
-                        r.pop();
-                        continue;
-                    }
                     if (!emitReadPacket(qp, r, slot)) {
                         return sent;
                     }

@@ -84,7 +84,8 @@ final class SoftQp implements QueuePair {
     long timerDeadline;
     int retryLeft;
     int rnrRetryLeft;
-    boolean gapRetried;
+    /** A go-back-N retry was started and no progress was made since. */
+    boolean retryStarted;
     boolean sqDrainedReported;
 
     // responder
@@ -225,7 +226,7 @@ final class SoftQp implements QueuePair {
         java.util.Arrays.fill(wqeState, (byte) 0);
         compTail = 0;
         timerDeadline = 0;
-        gapRetried = false;
+        retryStarted = false;
         msn = 0;
         nakSeqSent = false;
         rqHead = 0;
