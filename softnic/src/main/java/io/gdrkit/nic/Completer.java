@@ -22,10 +22,12 @@ import java.lang.foreign.ValueLayout;
  */
 final class Completer implements Agent {
     private final SoftDevice dev;
+    private final int window;
     private final MemorySegment atomicResult = java.lang.foreign.Arena.global().allocate(8, 8);
 
     Completer(final SoftDevice dev) {
         this.dev = dev;
+        this.window = dev.driver().context().window();
     }
 
     @Override
@@ -157,7 +159,7 @@ final class Completer implements Agent {
         }
         final long index = qp.compTail;
         final int slot = sq.slot(index);
-        if ((qp.wqeState[slot] & SoftQp.SENT) == 0 || sq.opcode(index) != WrOpcode.RDMA_READ
+        if ((qp.wqeState[slot] & SoftQp.STARTED) == 0 || sq.opcode(index) != WrOpcode.RDMA_READ
             || Psn.diff(psn, qp.firstPsn[slot]) < 0 || Psn.diff(psn, qp.lastPsn[slot]) > 0) {
             return; // stale: not for the READ we wait on
         }
@@ -166,10 +168,7 @@ final class Completer implements Agent {
             return; // duplicate
         }
         if (d > 0) {
-            if (!qp.gapRetried) {
-                qp.gapRetried = true;
-                retry(qp, false); // a response went missing: ask again from compPsn
-            }
+            retry(qp, false); // a response went missing: ask again from compPsn
             return;
         }
         final long offset = (long) Psn.diff(psn, qp.firstPsn[slot]) * qp.mtu;
@@ -177,7 +176,9 @@ final class Completer implements Agent {
         final int total = sq.length(index);
         final boolean last = psn == qp.lastPsn[slot];
         final int expected = (int) Math.min(qp.mtu, total - offset);
-        if (payload != expected || last != p.is(BthOpcode.LAST)) {
+        // a READ may have been asked for in pieces, so a response LAST need not end the WQE: only the size of
+        // each payload is fixed by its PSN
+        if (payload != expected) {
             failHead(qp, WcStatus.BAD_RESP_ERR);
             return;
         }
@@ -218,21 +219,55 @@ final class Completer implements Agent {
         completeReady(qp);
     }
 
-    /** Everything up to and including {@code psn} was received by the responder. */
+    /**
+     * Everything up to and including {@code psn} was received by the responder. An acknowledgement (explicit, or
+     * implied by a later response or NAK) never covers the response PSNs of a READ or ATOMIC still waiting for
+     * its data: those advance only with the responses themselves, in order. Otherwise a lost response would be
+     * skipped over (the READ completing with bytes missing) and a rewind would restart at a wrong PSN.
+     */
     private void ackThrough(final SoftQp qp, final int psn) {
-        final int next = Psn.add(psn, 1);
+        int next = Psn.add(psn, 1);
+        final int limit = ackLimit(qp, next);
+        if (Psn.diff(next, limit) > 0) {
+            next = limit;
+        }
         if (Psn.diff(next, qp.compPsn) > 0 && Psn.diff(next, qp.sentPsn) <= 0) {
             progress(qp, next);
         }
         completeReady(qp);
     }
 
+    /**
+     * The first PSN before {@code next} that an acknowledgement may not pass: the first unanswered response PSN
+     * of the oldest outstanding READ/ATOMIC whose PSNs start before {@code next}; {@code next} when there is none.
+     */
+    private static int ackLimit(final SoftQp qp, final int next) {
+        final SendQueue sq = qp.sq;
+        // up to the producer, not reqHead: after a rewind, responses to WQEs sent before it still arrive
+        final long producer = sq.doorbell().producer();
+        for (long i = qp.compTail; i < producer; i++) {
+            final int slot = sq.slot(i);
+            if ((qp.wqeState[slot] & SoftQp.STARTED) == 0) {
+                break;
+            }
+            final int first = qp.firstPsn[slot];
+            if (Psn.diff(first, next) >= 0) {
+                break; // this WQE and all later ones start at or after next
+            }
+            if (WrOpcode.isReadOrAtomic(sq.opcode(i))) {
+                return Psn.diff(qp.compPsn, first) > 0 ? qp.compPsn : first;
+            }
+        }
+        return next;
+    }
+
     /** Forward progress: resets retry counters and restarts (or stops) the timer. */
     private void progress(final SoftQp qp, final int newCompPsn) {
         qp.compPsn = newCompPsn;
+        qp.cwnd = window; // the probe after a timeout got through: back to the full window
         qp.retryLeft = qp.retryCnt;
         qp.rnrRetryLeft = qp.rnrRetry;
-        qp.gapRetried = false;
+        qp.retryStarted = false;
         if (qp.compPsn == qp.sentPsn) {
             qp.timerDeadline = 0;
         } else {
@@ -306,14 +341,25 @@ final class Completer implements Agent {
         retry(qp, true);
     }
 
-    /** Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. */
-
+    /**
+     * Go-back-N from compPsn; each retry spends one retry_cnt, none left fails the WQE. One loss produces many
+     * signals (a sequence NAK, every later ACK past an unanswered READ, every later response after a gap), so
+     * once a retry is started, only a timeout starts another before progress is made (rxe's started_retry);
+     * otherwise a single lost packet could spend the whole retry_cnt.
+     */
     private void retry(final SoftQp qp, final boolean timeout) {
+        if (!timeout && qp.retryStarted) {
+            return;
+        }
+        qp.retryStarted = true;
         if (qp.retryLeft == 0) {
             failHead(qp, WcStatus.RETRY_EXC_ERR);
             return;
         }
         qp.retryLeft--;
+        if (timeout) {
+            qp.cwnd = 1; // probe with one packet: a periodic loss cannot hit the same PSN every round
+        }
         dev.requester.rewind(qp);
         final long rto = qp.retransmitNanos();
         qp.timerDeadline = rto > 0 ? dev.now() + rto : 0;

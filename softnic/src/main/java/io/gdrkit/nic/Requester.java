@@ -15,6 +15,8 @@ import io.gdrkit.verbs.WrOpcode;
  * and max_rd_atomic gating, and the restart point that go-back-N rewinds to.
  */
 final class Requester implements Agent {
+    /** Response packets per READ request; a longer READ WQE is requested in pieces. */
+    static final int READ_PIECE_PACKETS = 64;
     private final SoftDevice dev;
     private final Transmitter tx;
     private final Packet pkt;
@@ -27,6 +29,7 @@ final class Requester implements Agent {
         this.pkt = tx.pkt;
         this.burst = dev.driver().context().burst();
         this.ackReqInterval = dev.driver().context().ackReqInterval();
+
     }
 
     @Override
@@ -63,6 +66,9 @@ final class Requester implements Agent {
         final long producer = sq.doorbell().producer();
         int sent = 0;
         while (qp.reqHead < producer && sent < burst) {
+            if (Psn.diff(qp.nextPsn, qp.compPsn) >= qp.cwnd) {
+                break; // window full: wait for acknowledgements
+            }
             final long index = qp.reqHead;
             final int slot = sq.slot(index);
             final int op = sq.opcode(index);
@@ -89,6 +95,10 @@ final class Requester implements Agent {
                 }
                 qp.wqeState[slot] = SoftQp.STARTED;
                 qp.firstPsn[slot] = qp.nextPsn;
+                if (op == WrOpcode.RDMA_READ) {
+                    // known up front: responses may complete the WQE before its last request piece is sent
+                    qp.lastPsn[slot] = Psn.add(qp.nextPsn, qp.packets(sq.length(index)) - 1);
+                }
                 if (rdAtomic) {
                     qp.outstandingRdAtomic++;
                 }
@@ -193,26 +203,37 @@ final class Requester implements Agent {
         qp.curOffset = 0;
     }
 
+    /**
+     * Sends the READ request for the next piece of the WQE. A long READ is asked for in pieces of
+     * {@link #READ_PIECE_PACKETS} response packets at fixed boundaries, each a request with its own PSNs: after
+     * a loss only the rest of one piece is asked again, and a retried request always ends where the original
+     * one ended, as the responder expects of a duplicate.
+     */
     private int sendRead(final SoftQp qp, final long index, final int slot) {
         final SendQueue sq = qp.sq;
         final int total = sq.length(index);
         final long offset = qp.curOffset;
         final int remaining = (int) (total - offset);
         final int psn = qp.nextPsn;
+        final long pieceBytes = (long) READ_PIECE_PACKETS * qp.mtu;
+        // never past the piece boundary (a retried request must end where the original did); shorter is fine,
+        // and after a timeout the window allows a single response packet: a probe
+        final long room = Math.max(1, qp.cwnd - Psn.diff(psn, qp.compPsn));
+        final int piece = (int) Math.min(Math.min(remaining, pieceBytes - offset % pieceBytes), room * qp.mtu);
         if (!claim(qp, BthOpcode.RDMA_READ_REQUEST, 0, psn, false, false)) {
             return -1;
         }
-        {
-            pkt.reth(sq.remoteAddr(index) + offset, sq.rkey(index), remaining);
-        }
+        pkt.reth(sq.remoteAddr(index) + offset, sq.rkey(index), piece);
         tx.commit();
-        final int packets = qp.packets(remaining);
-        qp.nextPsn = Psn.add(psn, packets);
-        qp.lastPsn[slot] = Psn.add(qp.firstPsn[slot], qp.packets(total) - 1);
-        qp.wqeState[slot] |= SoftQp.SENT;
-        qp.reqHead++;
-        qp.curOffset = 0;
+        qp.nextPsn = Psn.add(psn, qp.packets(piece));
         qp.pktsSinceAckReq = 0;
+        if (piece == remaining) {
+            qp.wqeState[slot] |= SoftQp.SENT;
+            qp.reqHead++;
+            qp.curOffset = 0;
+        } else {
+            qp.curOffset = offset + piece;
+        }
         return 1;
     }
 

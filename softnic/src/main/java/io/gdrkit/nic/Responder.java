@@ -50,7 +50,9 @@ final class Responder implements Agent {
         final int psn = p.psn();
         final int d = Psn.diff(psn, qp.ePsn);
         if (d > 0) {
-            if (!qp.nakSeqSent) {
+            // NAK the first out-of-sequence packet, and again whenever one asks for an ACK: if the first NAK was
+            // lost, the requester would otherwise hear nothing until its timer fires
+            if (!qp.nakSeqSent || p.ackReq()) {
                 qp.nakSeqSent = true;
                 qp.resources.pushAck(Aeth.nak(Aeth.NAK_PSN_SEQ_ERROR), qp.ePsn, qp.msn);
             }
@@ -98,6 +100,9 @@ final class Responder implements Agent {
 
     private void rnr(final SoftQp qp, final int psn) {
         qp.resources.pushAck(Aeth.rnrNak(qp.minRnrTimer), psn, qp.msn);
+        // like a sequence NAK, an RNR NAK tells the requester to resend from this PSN: the rest of the burst
+        // is dropped silently, not answered with a PSN sequence NAK that would spend the requester's retry_cnt
+        qp.nakSeqSent = true;
     }
 
     private void onSend(final SoftQp qp, final Packet p, final int psn) {
@@ -265,9 +270,9 @@ final class Responder implements Agent {
     private void duplicate(final SoftQp qp, final Packet p, final int psn) {
         final int mask = p.mask();
         if ((mask & (BthOpcode.SEND | BthOpcode.WRITE)) != 0) {
-            if (p.ackReq()) {
-                qp.resources.pushAck(Aeth.ACK_UNLIMITED, Psn.add(qp.ePsn, -1), qp.msn);
-            }
+            // re-ACK every duplicate, AckReq or not (as rxe does): the requester resent because it did not
+            // hear of our progress, and a burst of duplicates coalesces into one ACK in the response queue
+            qp.resources.pushAck(Aeth.ACK_UNLIMITED, Psn.add(qp.ePsn, -1), qp.msn);
         } else if ((mask & BthOpcode.READ) != 0) {
             // re-executed: the memory is read again (and checked again) for the requested range
             final long va = p.rethVa();
@@ -275,6 +280,9 @@ final class Responder implements Agent {
             final int len = p.rethDmaLength();
             if (len < 0 || (len > 0 && remoteMr(qp, rkey, va, len, AccessFlags.REMOTE_READ) == null)) {
                 return;
+            }
+            if (qp.resources.rewindQueuedRead(psn, qp.mtu)) {
+                return; // its response is still being streamed: restarted from the requested PSN, not queued twice
             }
             final int slot = qp.resources.push(ResponderResources.READ, psn);
             if (slot >= 0) {
@@ -285,7 +293,7 @@ final class Responder implements Agent {
         } else if ((mask & BthOpcode.ATOMIC) != 0) {
             // answered from the saved result, never executed twice
             final int h = qp.resources.findAtomic(psn);
-            if (h >= 0) {
+            if (h >= 0 && !qp.resources.hasQueued(ResponderResources.ATOMIC, psn)) {
                 final int slot = qp.resources.push(ResponderResources.ATOMIC, psn);
                 if (slot >= 0) {
                     qp.resources.value[slot] = qp.resources.atomicValue(h);
@@ -362,10 +370,7 @@ final class Responder implements Agent {
                     r.pop();
                 }
                 case ResponderResources.ATOMIC -> {
-                    if (qp.state == QpState.ERR) {
-                        r.pop();
-                        continue;
-                    }
+                    // owed responses are sent even in ERR: they were accepted before the NAK queued behind them
                     if (!claim(qp, BthOpcode.ATOMIC_ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
@@ -374,10 +379,6 @@ final class Responder implements Agent {
                     r.pop();
                 }
                 default -> {
-                    if (qp.state == QpState.ERR) {
-                        r.pop();
-                        continue;
-                    }
                     if (!emitReadPacket(qp, r, slot)) {
                         return sent;
                     }

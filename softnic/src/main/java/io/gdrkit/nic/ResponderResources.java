@@ -79,13 +79,14 @@ final class ResponderResources {
     }
 
     /**
-     * Queues an ACK or NAK. A plain ACK coalesces with a plain ACK already at the tail: ACKs are cumulative,
-     * so only the newest matters.
+     * Queues an ACK or NAK. A plain ACK or PSN sequence NAK replaces one of those already at the tail: both are
+     * cumulative, so only the newest matters.
      */
     boolean pushAck(final int syn, final int p, final int m) {
-        if (tail != head && syn == io.gdrkit.nic.wire.Aeth.ACK_UNLIMITED) {
+        if (tail != head && isCumulative(syn)) {
             final int last = (tail - 1) & (CAPACITY - 1);
-            if (type[last] == ACK && syndrome[last] == syn) {
+            if (type[last] == ACK && isCumulative(syndrome[last])) {
+                syndrome[last] = syn;
                 psn[last] = p;
                 msn[last] = m;
                 return true;
@@ -98,6 +99,51 @@ final class ResponderResources {
         syndrome[slot] = syn;
         msn[slot] = m;
         return true;
+    }
+
+    /**
+     * A plain ACK and a PSN sequence NAK both acknowledge everything before their PSN and carry no other state,
+     * so a newer one of either kind supersedes an older one still queued. Without this, alternating NAKs and
+     * ACKs behind a long READ response would fill the queue and refuse new READs.
+     */
+    private static boolean isCumulative(final int syn) {
+        return syn == io.gdrkit.nic.wire.Aeth.ACK_UNLIMITED
+            || syn == io.gdrkit.nic.wire.Aeth.nak(io.gdrkit.nic.wire.Aeth.NAK_PSN_SEQ_ERROR);
+    }
+
+    /**
+     * A duplicate READ request for {@code dupPsn}: when a READ response covering that PSN is still queued (not
+     * fully sent), rewinds that response to restart at {@code dupPsn} and returns true. Go-back-N re-requests
+     * every outstanding READ on each retry; queueing a new full response each time would pile them up behind one
+     * another (and the ACKs behind them) until the requester times out again.
+     */
+    boolean rewindQueuedRead(final int dupPsn, final int mtu) {
+        for (int i = head; i != tail; i++) {
+            final int slot = i & (CAPACITY - 1);
+            if (type[slot] != READ) {
+                continue;
+            }
+            final int k = io.gdrkit.nic.wire.Psn.diff(dupPsn, psn[slot]);
+            final int packets = length[slot] == 0 ? 1 : (int) ((length[slot] + (long) mtu - 1) / mtu);
+            if (k >= 0 && k < packets) {
+                if (k < sentPackets[slot]) {
+                    sentPackets[slot] = k;
+                }
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Is an entry of type {@code t} for {@code p} still queued? */
+    boolean hasQueued(final byte t, final int p) {
+        for (int i = head; i != tail; i++) {
+            final int slot = i & (CAPACITY - 1);
+            if (type[slot] == t && psn[slot] == p) {
+                return true;
+            }
+        }
+        return false;
     }
 
     void rememberAtomic(final int p, final long original) {

@@ -21,6 +21,8 @@ public final class SoftNicContext {
     public static final String ACK_REQ_INTERVAL_PROP = "gdrkit.nic.ackreq.interval";
     /** true: every packet carries a CRC32C checked on receipt (an ICRC); corrupted packets are dropped. */
     public static final String LINK_CRC_PROP = "gdrkit.nic.link.crc";
+    /** Most PSNs a QP may have unacknowledged; bounds what go-back-N resends after a loss. */
+    public static final String WINDOW_PROP = "gdrkit.nic.window";
     /** Packets one agent handles per duty cycle, per QP or link. */
     public static final String BURST_PROP = "gdrkit.nic.burst";
 
@@ -39,6 +41,7 @@ public final class SoftNicContext {
     private int linkCapacity = Integer.getInteger(LINK_CAPACITY_PROP, 4 << 20);
     private double retransmitFactor = Double.parseDouble(System.getProperty(RETRANSMIT_FACTOR_PROP, "1.0"));
     private int ackReqInterval = Integer.getInteger(ACK_REQ_INTERVAL_PROP, 64);
+    private int window = Integer.getInteger(WINDOW_PROP, 512);
     private int burst = Integer.getInteger(BURST_PROP, 32);
     private boolean linkCrc = Boolean.getBoolean(LINK_CRC_PROP);
     private NanoClock clock = NanoClock.SYSTEM;
@@ -87,6 +90,15 @@ public final class SoftNicContext {
 
     public SoftNicContext ackReqInterval(final int packets) {
         ackReqInterval = packets;
+        return this;
+    }
+
+    public int window() {
+        return window;
+    }
+
+    public SoftNicContext window(final int packets) {
+        window = packets;
         return this;
     }
 
@@ -145,6 +157,9 @@ public final class SoftNicContext {
         }
         if (ackReqInterval < 1) {
             throw new IllegalArgumentException(ACK_REQ_INTERVAL_PROP + " = " + ackReqInterval + ": must be >= 1");
+        }
+        if (window < 1 || window > (1 << 22)) {
+            throw new IllegalArgumentException(WINDOW_PROP + " = " + window + ": must be within 1..2^22");
         }
         if (burst < 1) {
             throw new IllegalArgumentException(BURST_PROP + " = " + burst + ": must be >= 1");

@@ -74,6 +74,12 @@ final class SoftQp implements QueuePair {
     int nextPsn;
     /** One past the highest PSN ever sent: ACKs up to here are genuine even after a rewind lowered nextPsn. */
     int sentPsn;
+    /**
+     * How many PSNs may be outstanding right now: the configured window, or one after a timeout until the
+     * next acknowledgement of progress. Resending a single packet after a timeout is what keeps a
+     * periodic loss pattern from hitting the same PSN on every go-back-N round.
+     */
+    int cwnd = 1;
     int pktsSinceAckReq;
     int outstandingRdAtomic;
     long rnrWaitUntil;
@@ -88,7 +94,8 @@ final class SoftQp implements QueuePair {
     long timerDeadline;
     int retryLeft;
     int rnrRetryLeft;
-    boolean gapRetried;
+    /** A go-back-N retry was started and no progress was made since. */
+    boolean retryStarted;
     boolean sqDrainedReported;
 
     // responder
@@ -202,6 +209,7 @@ final class SoftQp implements QueuePair {
             sqPsn = a.sqPsn;
             nextPsn = a.sqPsn;
             sentPsn = a.sqPsn;
+            cwnd = device.driver().context().window();
             compPsn = a.sqPsn;
         }
         final int prev = state;
@@ -231,7 +239,7 @@ final class SoftQp implements QueuePair {
         java.util.Arrays.fill(wqeState, (byte) 0);
         compTail = 0;
         timerDeadline = 0;
-        gapRetried = false;
+        retryStarted = false;
         msn = 0;
         nakSeqSent = false;
         rqHead = 0;

@@ -48,6 +48,12 @@ final class Fixture implements AutoCloseable {
     }
 
     Fixture(final SoftNicContext ctx, final long bufBytes, final QpInitAttr init, final QpAttr attr) {
+        this(ctx, bufBytes, init, attr, 100, 200);
+    }
+
+    /** {@code psnA}: a's sq_psn (= b's rq_psn); {@code psnB}: b's sq_psn (= a's rq_psn). */
+    Fixture(final SoftNicContext ctx, final long bufBytes, final QpInitAttr init, final QpAttr attr, final int psnA,
+            final int psnB) {
         driver = SoftNicDriver.launch(ctx);
         a = new Side(driver.addDevice("soft0"), 4096);
         b = new Side(driver.addDevice("soft1"), 4096);
@@ -57,7 +63,7 @@ final class Fixture implements AutoCloseable {
         }
         a.qp = a.pd.createQp(init.cqs(a.scq, a.rcq));
         b.qp = b.pd.createQp(init.cqs(b.scq, b.rcq));
-        RcConnector.connect(a.qp, a.dev.lid(), 100, b.qp, b.dev.lid(), 200, attr);
+        RcConnector.connect(a.qp, a.dev.lid(), psnA, b.qp, b.dev.lid(), psnB, attr);
     }
 
     /** Polls {@code cq} (advancing the NICs) until one completion arrives; fails after 20 s. */
@@ -88,6 +94,43 @@ final class Fixture implements AutoCloseable {
             }
             driver.progress();
         }
+    }
+
+    /** Polls {@code n} completions, in order, each with a timeout; copies them. */
+    java.util.List<WorkCompletion> awaitN(final CompletionQueue cq, final int n, final String what) {
+        final java.util.List<WorkCompletion> out = new java.util.ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            final WorkCompletion wc = new WorkCompletion();
+            wc.copyFrom(awaitOne(cq, what + " #" + i));
+            out.add(wc);
+        }
+        return out;
+    }
+
+    /** Asserts that {@code cq} holds no completion after the NICs ran a while. */
+    void assertNoCompletion(final CompletionQueue cq, final String what) {
+        settle(2000);
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        assertEquals(0, cq.poll(wc), () -> what + ": unexpected completion " + wc[0]);
+    }
+
+    /** Waits for an async event of {@code type} on {@code ctx} for QP/CQ {@code element}. */
+    io.gdrkit.verbs.AsyncEvent awaitEvent(final VerbsContext ctx, final int type, final int element) {
+        final java.util.List<io.gdrkit.verbs.AsyncEvent> seen = new java.util.ArrayList<>();
+        final long deadline = System.nanoTime() + 20_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            final io.gdrkit.verbs.AsyncEvent e = ctx.pollAsyncEvent();
+            if (e == null) {
+                driver.progress();
+                continue;
+            }
+            if (e.type() == type && e.element() == element) {
+                return e;
+            }
+            seen.add(e);
+        }
+        fail("no async event " + io.gdrkit.verbs.AsyncEventType.name(type) + " for " + element + "; saw " + seen);
+        return null;
     }
 
     /** Runs the NICs for a while so that anything that would happen, happens. */
