@@ -28,10 +28,13 @@ final class BwTest {
     private final RecvWorkRequest rwr = new RecvWorkRequest(1);
     private final WorkCompletion[] rwcs = new WorkCompletion[32];
     private long recvCompleted;
+    /** Built once: the wait loop must not allocate. */
+    private final String waitingFor;
 
     BwTest(final Loopback lb, final PerfConfig cfg) {
         this.lb = lb;
         this.cfg = cfg;
+        this.waitingFor = "send completions of " + cfg.test().id();
         for (int i = 0; i < rwcs.length; i++) {
             rwcs[i] = new WorkCompletion();
         }
@@ -117,7 +120,7 @@ final class BwTest {
                 }
             } else {
                 // An empty poll already advanced the NICs (invoker mode); dedicated threads need nothing.
-                deadline.check("send completions of " + cfg.test().id(), tracker.completedTotal(), postTarget);
+                deadline.check(waitingFor, tracker.completedTotal(), postTarget);
             }
         }
         if (cfg.test().isSend()) {

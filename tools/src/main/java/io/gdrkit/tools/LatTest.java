@@ -43,11 +43,20 @@ final class LatTest {
     private final Histogram histogram = new Histogram(HIGHEST_NS, 3);
     /** Offset of the outgoing half of each buffer; the incoming half starts at 0. */
     private final long outOffset;
+    /** Wait descriptions, built once: the loop must not allocate. */
+    private final String roomWait;
+    private final String completionWait;
+    private final String recvWaitA;
+    private final String recvWaitB;
 
     LatTest(final Loopback lb, final PerfConfig cfg) {
         this.lb = lb;
         this.cfg = cfg;
         this.outOffset = lb.a.buf.byteSize() / 2;
+        this.roomWait = "room in the send queue (tx-depth " + cfg.txDepth() + ")";
+        this.completionWait = cfg.test().id() + " completion";
+        this.recvWaitA = "a receive completion on " + lb.a.dev.name();
+        this.recvWaitB = "a receive completion on " + lb.b.dev.name();
     }
 
     LatResult run() {
@@ -111,7 +120,7 @@ final class LatTest {
                 ta.posted(0);
                 deadline.rearm();
                 while (ta.poll(lb.a.scq) == 0) {
-                    deadline.check(test.id() + " completion", ta.completedTotal(), ta.postedTotal());
+                    deadline.check(completionWait, ta.completedTotal(), ta.postedTotal());
                 }
             }
             final long t1 = System.nanoTime();
@@ -126,8 +135,8 @@ final class LatTest {
                 break;
             }
         }
-        ta.drain(lb.a.scq, lb, "the last send completions of side A");
-        tb.drain(lb.b.scq, lb, "the last send completions of side B");
+        flush(lb.a.qps[0], ta, lb.a.scq, lb.a);
+        flush(lb.b.qps[0], tb, lb.b.scq, lb.b);
         final double avg = sum / count;
         final double stdev = Math.sqrt(Math.max(0, sumSq / count - avg * avg));
         return new LatResult(size, count, min / 1e3, max / 1e3, histogram.getValueAtPercentile(50) / 1e3,
@@ -138,7 +147,7 @@ final class LatTest {
     /** Posts with every cq-mod-th WQE signaled, first reaping completions if the send queue is full. */
     private void post(final SendWorkRequest wr, final QueuePair qp, final SendTracker t, final CompletionQueue scq,
                       final int baseFlags) {
-        t.awaitRoom(0, scq, lb, "room in the send queue (tx-depth " + cfg.txDepth() + ")");
+        t.awaitRoom(0, scq, lb, roomWait);
         wr.wrId = t.nextWrId(0);
         wr.sendFlags = baseFlags | (t.nextSignaled(0, false) ? SendFlags.SIGNALED : 0);
         qp.postSend(wr);
@@ -147,6 +156,23 @@ final class LatTest {
             // Reap off the critical path of the next post; the CQ is big enough either way.
             t.poll(scq);
         }
+    }
+
+    /**
+     * Completes every WQE posted so far: if the last one was unsignaled, a signaled zero-byte WRITE behind it
+     * retires it (RC completes in order), then the send CQ is drained.
+     */
+    private void flush(final QueuePair qp, final SendTracker t, final CompletionQueue scq, final Loopback.Side side) {
+        if (!t.atSignalBoundary(0)) {
+            t.awaitRoom(0, scq, lb, "room in the send queue of " + side.dev.name());
+            final SendWorkRequest wr = side == lb.a ? wrA : wrB;
+            wr.clear().opcode(WrOpcode.RDMA_WRITE).numSge(0).flags(SendFlags.SIGNALED).wrId(t.nextWrId(0))
+                .remote(side == lb.a ? lb.b.mr.address() : lb.a.mr.address(),
+                    side == lb.a ? lb.b.mr.rkey() : lb.a.mr.rkey());
+            qp.postSend(wr);
+            t.posted(0);
+        }
+        t.drain(scq, lb, "the last send completions of " + side.dev.name());
     }
 
     private void awaitByte(final MemorySegment seg, final long offset, final byte v, final Deadline deadline,
@@ -162,7 +188,7 @@ final class LatTest {
     private void awaitRecv(final Loopback.Side side, final Deadline deadline) {
         deadline.rearm();
         while (side.rcq.poll(wcs) == 0) {
-            deadline.check("a receive completion on " + side.dev.name(), 0, 1);
+            deadline.check(side == lb.a ? recvWaitA : recvWaitB, 0, 1);
         }
         final WorkCompletion wc = wcs[0];
         if (wc.status != WcStatus.SUCCESS || wc.opcode != WcOpcode.RECV) {

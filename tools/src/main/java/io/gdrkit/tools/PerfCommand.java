@@ -24,6 +24,7 @@ import picocli.CommandLine.Spec;
 final class PerfCommand implements Callable<Integer> {
     static final long DEFAULT_BUFFER = 1L << 23;
     private static final int MAX_ALL_EXP = 23;
+    private static final long MIN_WARMUP = 50_000;
 
     @Spec
     CommandSpec spec;
@@ -45,7 +46,7 @@ final class PerfCommand implements Callable<Integer> {
     Long iters;
 
     @Option(names = "--warmup", description = "Unreported warm-up iterations before each size "
-        + "(default: as many as -n, at most 1 GiB of data).")
+        + "(default: max(-n, 50000), at most 16 GiB of data).")
     Long warmup;
 
     @Option(names = {"-q", "--qp"}, defaultValue = "1", description = "Number of QPs; messages go round-robin.")
@@ -277,11 +278,16 @@ final class PerfCommand implements Callable<Integer> {
         return s;
     }
 
+    /**
+     * Default warm-up: the JIT needs tens of thousands of iterations before the loop and the NIC run compiled,
+     * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
+     * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
+     */
     private long warmupFor(final int s, final long n) {
         if (warmup != null) {
             return warmup;
         }
-        return Math.max(1, Math.min(n, (1L << 30) / Math.max(1, s)));
+        return Math.max(1, Math.min(Math.max(n, MIN_WARMUP), (1L << 34) / Math.max(1, s)));
     }
 
     private ParameterException usage(final String message) {
