@@ -41,6 +41,8 @@ final class SoftQp implements QueuePair {
     final Arena arena = Arena.ofShared();
     final SendQueue sq;
     final RecvQueue rq;
+    /** Bound once: a method reference per post would allocate. */
+    private final SendQueue.InlineSource inlineSource;
 
     volatile int state = QpState.RESET;
 
@@ -112,6 +114,7 @@ final class SoftQp implements QueuePair {
         this.cap = cap.copy();
         this.sq = new SendQueue(arena, cap.maxSendWr, cap.maxSendSge, cap.maxInlineData);
         this.rq = new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge);
+        this.inlineSource = device::copyInline;
         this.cap.maxSendWr = sq.depth();
         this.cap.maxRecvWr = rq.depth();
         this.firstPsn = new int[sq.depth()];
@@ -255,7 +258,7 @@ final class SoftQp implements QueuePair {
                 }
                 final int total = checkSend(wr, index);
                 final boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
-                sq.write(head, wr, inline, total, device::copyInline);
+                sq.write(head, wr, inline, total, inlineSource);
                 head++;
             }
         } finally {
