@@ -36,10 +36,19 @@ public final class Main implements Runnable {
         cl.setErr(err);
         cl.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
             // A failed run is reported as one line: what went wrong, not where in the code.
-            commandLine.getErr().println("gdrkit " + commandLine.getCommandName() + ": error: "
+            commandLine.getErr().println((commandLine == cl ? "gdrkit" : "gdrkit " + commandLine.getCommandName())
+                + ": error: "
                 + (ex.getMessage() != null ? ex.getMessage() : ex.toString()));
             commandLine.getErr().flush();
             return EXIT_FAILURE;
+        });
+        cl.setParameterExceptionHandler((ex, args2) -> {
+            // A bad flag gets one line saying what is wrong and where to look, not the whole usage text.
+            final CommandLine c = ex.getCommandLine();
+            c.getErr().println((c == cl ? "gdrkit" : "gdrkit " + c.getCommandName()) + ": " + ex.getMessage());
+            c.getErr().println("Try 'gdrkit " + (c == cl ? "" : c.getCommandName() + " ") + "--help' for the options.");
+            c.getErr().flush();
+            return c.getCommandSpec().exitCodeOnInvalidInput();
         });
         final int rc = cl.execute(args);
         out.flush();
