@@ -25,6 +25,8 @@ final class PerfCommand implements Callable<Integer> {
     static final long DEFAULT_BUFFER = 1L << 23;
     private static final int MAX_ALL_EXP = 23;
     private static final long MIN_WARMUP = 50_000;
+    /** Round trips per ping-pong batch: about 50 ms on a quiet machine, seconds when the cores are shared. */
+    private static final int PING_PONG_ROUNDS = 100_000;
 
     @Spec
     CommandSpec spec;
@@ -182,7 +184,7 @@ final class PerfCommand implements Callable<Integer> {
             m.put("bw_mib_s", Math.round(bw * 1000) / 1000.0);
             report.jsonObject(m);
         }
-        final double[] rtts = Baseline.pingPongRttNs(200_000, 5);
+        final double[] rtts = Baseline.pingPongRttNs(PING_PONG_ROUNDS, 5);
         final double median = rtts[rtts.length / 2];
         report.comment("# cache-line ping-pong RTT[nsec] (2 threads, VarHandle release/acquire on a native "
             + "segment): min " + Report.fmt(rtts[0]) + " median " + Report.fmt(median) + " max "
