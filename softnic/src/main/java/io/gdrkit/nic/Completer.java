@@ -307,11 +307,8 @@ final class Completer implements Agent {
         final long index = qp.compTail;
         final int slot = sq.slot(index);
         final int op = sq.opcode(index);
-        if (status != WcStatus.SUCCESS || qp.isSignaled(sq.flags(index))) {
-            if (!qp.sendCq.post(sq.wrId(index), status, WrOpcode.completionOpcode(op), byteLen, 0, qp.qpn, 0, 0)) {
-                dev.toError(qp, AsyncEventType.QP_FATAL, "send CQ overflow");
-            }
-        }
+        final boolean cqe = status != WcStatus.SUCCESS || qp.isSignaled(sq.flags(index));
+        final long wrId = sq.wrId(index);
         if ((qp.wqeState[slot] & SoftQp.STARTED) != 0 && WrOpcode.isReadOrAtomic(op)) {
             qp.outstandingRdAtomic--;
         }
@@ -321,7 +318,12 @@ final class Completer implements Agent {
             qp.reqHead = qp.compTail;
             qp.curOffset = 0;
         }
+        // The slot is released before the CQE is visible: a poller (on another thread in dedicated mode) may
+        // post into it as soon as it sees the completion, as ibv_poll_cq allows.
         sq.doorbell().consumer(qp.compTail);
+        if (cqe && !qp.sendCq.post(wrId, status, WrOpcode.completionOpcode(op), byteLen, 0, qp.qpn, 0, 0)) {
+            dev.toError(qp, AsyncEventType.QP_FATAL, "send CQ overflow");
+        }
     }
 
     /** Fails the oldest WQE with {@code status} and moves the QP to ERR; the rest flush. */

@@ -331,11 +331,13 @@ final class Responder implements Agent {
     private void completeRecv(final SoftQp qp, final int status, final int opcode, final int byteLen, final int imm,
                               final int flags) {
         final RecvQueue rq = qp.rq;
-        if (!qp.recvCq.post(rq.wrId(qp.rqHead), status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags)) {
-            dev.toError(qp, AsyncEventType.QP_FATAL, "receive CQ overflow");
-        }
+        final long wrId = rq.wrId(qp.rqHead);
+        // Release the WQE before the CQE is visible: the poller may repost into the slot as soon as it sees it.
         qp.rqHead++;
         rq.doorbell().consumer(qp.rqHead);
+        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags)) {
+            dev.toError(qp, AsyncEventType.QP_FATAL, "receive CQ overflow");
+        }
     }
 
     // ---------------- transmit side ----------------

@@ -1,0 +1,106 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.tools;
+
+import io.gdrkit.nic.RcConnector;
+import io.gdrkit.nic.SoftDevice;
+import io.gdrkit.nic.SoftNicContext;
+import io.gdrkit.nic.SoftNicDriver;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.Mtu;
+import io.gdrkit.verbs.ProtectionDomain;
+import io.gdrkit.verbs.QpAttr;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.VerbsContext;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Two software NICs on one in-JVM fabric with {@code numQps} connected RC QP pairs between them, one buffer
+ * and MR per side, and a send and a receive CQ per side shared by all QPs of that side.
+ */
+final class Loopback implements AutoCloseable {
+    /** Header every tool prints before device or result lines: the NIC is not hardware. */
+    static final String SIMULATED_HEADER = "# software NIC (simulated), in-JVM fabric";
+
+    final SoftNicDriver driver;
+    final boolean invoker;
+    final Side a;
+    final Side b;
+    private final Arena arena = Arena.ofShared();
+
+    /** One end: device, context, PD, CQs, QPs and a registered buffer. */
+    static final class Side {
+        final SoftDevice dev;
+        final VerbsContext ctx;
+        final ProtectionDomain pd;
+        final CompletionQueue scq;
+        final CompletionQueue rcq;
+        final QueuePair[] qps;
+        MemorySegment buf;
+        MemoryRegion mr;
+
+        Side(final SoftDevice dev, final int numQps, final int cqe) {
+            this.dev = dev;
+            this.ctx = dev.open();
+            this.pd = ctx.allocPd();
+            this.scq = ctx.createCq(cqe);
+            this.rcq = ctx.createCq(cqe);
+            this.qps = new QueuePair[numQps];
+        }
+    }
+
+    /**
+     * @param mtuBytes 256..4096 selects an IB path MTU; larger powers of two up to 1 MiB a software MTU
+     */
+    Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+             final int rxDepth, final int maxInline, final int mtuBytes) {
+        driver = SoftNicDriver.launch(new SoftNicContext().progressMode(mode));
+        invoker = mode == SoftNicContext.ProgressMode.INVOKER;
+        try {
+            // Room for every WQE of every QP to complete signaled, so a CQ can never overflow.
+            final int cqe = Math.max(numQps * Math.max(txDepth, rxDepth) + 16, 64);
+            a = new Side(driver.addDevice("soft0"), numQps, cqe);
+            b = new Side(driver.addDevice("soft1"), numQps, cqe);
+            final QpAttr attr = RcConnector.defaults();
+            if (mtuBytes <= 4096) {
+                attr.pathMtu(Mtu.fromBytes(mtuBytes));
+            } else {
+                attr.softwareMtu(mtuBytes);
+            }
+            for (final Side s : new Side[] {a, b}) {
+                s.buf = arena.allocate(Math.max(bufBytes, 64), 4096);
+                s.mr = s.pd.registerMr(s.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            }
+            for (int i = 0; i < numQps; i++) {
+                final QpInitAttr ia = new QpInitAttr();
+                ia.cap.maxSendWr(txDepth).maxRecvWr(rxDepth).maxInlineData(maxInline);
+                a.qps[i] = a.pd.createQp(ia.cqs(a.scq, a.rcq));
+                final QpInitAttr ib = new QpInitAttr();
+                ib.cap.maxSendWr(txDepth).maxRecvWr(rxDepth).maxInlineData(maxInline);
+                b.qps[i] = b.pd.createQp(ib.cqs(b.scq, b.rcq));
+                RcConnector.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
+            }
+        } catch (final RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** Advances the NICs when the caller drives progress; dedicated NIC threads need nothing. */
+    void progress() {
+        if (invoker) {
+            driver.progress();
+        }
+    }
+
+    @Override
+    public void close() {
+        driver.close();
+        arena.close();
+    }
+}

@@ -1,0 +1,298 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.tools;
+
+import io.gdrkit.nic.SoftNicContext;
+import io.gdrkit.verbs.Mtu;
+import java.io.PrintWriter;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code perf}: perftest's ib_*_bw / ib_*_lat on two software NICs in this JVM. */
+@Command(name = "perf", mixinStandardHelpOptions = true,
+    description = {"perftest-style bandwidth and latency tests between two software NICs (simulated) on the "
+        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat"})
+final class PerfCommand implements Callable<Integer> {
+    static final long DEFAULT_BUFFER = 1L << 23;
+    private static final int MAX_ALL_EXP = 23;
+    private static final long MIN_WARMUP = 50_000;
+    /** Round trips per ping-pong batch: about 50 ms on a quiet machine, seconds when the cores are shared. */
+    private static final int PING_PONG_ROUNDS = 100_000;
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", description = "write_bw|write_lat|read_bw|"
+        + "read_lat|send_bw|send_lat|atomic_lat (optional with --baseline)")
+    String testName;
+
+    @Option(names = "--loopback", description = "Both ends in this JVM on the in-JVM fabric (the only mode now).")
+    boolean loopback;
+
+    @Option(names = {"-s", "--size"}, description = "Message size in bytes (default 65536 bw, 2 lat, 8 atomic).")
+    Integer size;
+
+    @Option(names = {"-a", "--all"}, description = "Run sizes 2, 4, .. 2^23 (8 for atomics).")
+    boolean all;
+
+    @Option(names = {"-n", "--iters"}, description = "Iterations (default 5000 bw, 1000 lat).")
+    Long iters;
+
+    @Option(names = "--warmup", description = "Unreported warm-up iterations before each size "
+        + "(default: max(-n, 50000), at most 16 GiB of data).")
+    Long warmup;
+
+    @Option(names = {"-q", "--qp"}, defaultValue = "1", description = "Number of QPs; messages go round-robin.")
+    int qps;
+
+    @Option(names = {"-t", "--tx-depth"}, defaultValue = "128", description = "Outstanding sends per QP.")
+    int txDepth;
+
+    @Option(names = {"-r", "--rx-depth"}, defaultValue = "512", description = "Receives posted per QP (send).")
+    int rxDepth;
+
+    @Option(names = {"-Q", "--cq-mod"}, defaultValue = "64", description = "Signal every N-th send (<= tx-depth).")
+    int cqMod;
+
+    @Option(names = "--mtu", defaultValue = "4096", description = "Path MTU 256..4096, or a software MTU up to "
+        + "1048576 (powers of two).")
+    int mtu;
+
+    @Option(names = {"-I", "--inline_size"}, description = "Max inline bytes (default 220 lat, 0 bw).")
+    Integer inlineSize;
+
+    @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
+    Double duration;
+
+    @Option(names = "--buffer", description = "Registered buffer per side in bytes (default 8 MiB).")
+    Long buffer;
+
+    @Option(names = "--report_gbits", description = "Report bandwidth in Gb/s.")
+    boolean gbits;
+
+    @Option(names = "--json", description = "One JSON object per size instead of the table.")
+    boolean json;
+
+    @Option(names = "--progress", description = "invoker (polling advances the NICs) or dedicated (a thread per "
+        + "NIC); default ${DEFAULT-VALUE}.", defaultValue = "invoker")
+    String progress;
+
+    @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
+        + "ping-pong RTT in this JVM, and print the test's ratio to them.")
+    boolean baseline;
+
+    @Override
+    public Integer call() {
+        final PrintWriter out = spec.commandLine().getOut();
+        final PerfTest test = testName == null ? null : PerfTest.parse(testName.toLowerCase(Locale.ROOT));
+        if (testName != null && test == null) {
+            throw usage("unknown test '" + testName + "' (valid: " + PerfTest.valid() + ")");
+        }
+        if (test == null && !baseline) {
+            throw usage("name a test (" + PerfTest.valid() + ") or give --baseline");
+        }
+        final Report report = new Report(out, json, gbits);
+        BaselineResult base = null;
+        if (baseline) {
+            base = runBaseline(report, out);
+        }
+        if (test == null) {
+            return 0;
+        }
+        final PerfConfig first = validate(test);
+        final int[] sizes = sizes(test, first.size());
+        report.comment(Loopback.SIMULATED_HEADER);
+        report.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
+            ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
+            + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
+            + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
+            + "  inline: " + first.inlineSize()
+            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+        report.header(test);
+        for (final int s : sizes) {
+            final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+            try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
+                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu())) {
+                if (test.bandwidth) {
+                    final BwResult r = new BwTest(lb, cfg).run();
+                    report.bw(cfg, r);
+                    if (base != null) {
+                        ratio(report, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
+                            + Report.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
+                    }
+                } else {
+                    final LatResult r = new LatTest(lb, cfg).run();
+                    report.lat(cfg, r);
+                    if (base != null) {
+                        ratio(report, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
+                            "cache-line ping-pong RTT " + Report.fmt(base.rttNs) + " ns");
+                    }
+                }
+            }
+        }
+        return 0;
+    }
+
+    private void ratio(final Report report, final PerfConfig cfg, final String name, final double value,
+                       final double reference, final String what) {
+        final double ratio = value / reference;
+        report.comment("# ratio " + name + " = " + String.format(Locale.ROOT, "%.3f", ratio) + " (" + what
+            + ", same run)");
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("ratio", name);
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("value", Math.round(ratio * 1000) / 1000.0);
+        m.put("simulated", true);
+        m.put("fabric", "injvm");
+        report.jsonObject(m);
+    }
+
+    /** memcpy MiB/s by size and the median ping-pong RTT. */
+    record BaselineResult(Map<Integer, Double> memcpy, double rttNs) {
+        double memcpyAt(final int bytes) {
+            final Double v = memcpy.get(bytes);
+            return v != null ? v : Baseline.memcpyMibPerSec(Math.max(bytes, 1), 200);
+        }
+    }
+
+    private BaselineResult runBaseline(final Report report, final PrintWriter out) {
+        report.comment("# baseline: physical limits of this machine, measured in this JVM (no NIC involved)");
+        report.comment("#bytes memcpy[MiB/sec]  (MemorySegment.copy native->native, single thread)");
+        final Map<Integer, Double> memcpy = new LinkedHashMap<>();
+        final int[] baseSizes = size != null && !all ? new int[] {64, 4096, 65536, 1 << 20, 1 << 22, size}
+            : new int[] {64, 4096, 65536, 1 << 20, 1 << 22};
+        for (final int s : baseSizes) {
+            if (s <= 0 || memcpy.containsKey(s)) {
+                continue;
+            }
+            final double bw = Baseline.memcpyMibPerSec(s, 300);
+            memcpy.put(s, bw);
+            report.comment(s + " " + Report.fmt(bw));
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("baseline", "memcpy");
+            m.put("bytes", s);
+            m.put("bw_mib_s", Math.round(bw * 1000) / 1000.0);
+            report.jsonObject(m);
+        }
+        final double[] rtts = Baseline.pingPongRttNs(PING_PONG_ROUNDS, 5);
+        final double median = rtts[rtts.length / 2];
+        report.comment("# cache-line ping-pong RTT[nsec] (2 threads, VarHandle release/acquire on a native "
+            + "segment): min " + Report.fmt(rtts[0]) + " median " + Report.fmt(median) + " max "
+            + Report.fmt(rtts[rtts.length - 1]));
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("baseline", "cacheline_pingpong");
+        m.put("rtt_min_ns", Math.round(rtts[0] * 10) / 10.0);
+        m.put("rtt_median_ns", Math.round(median * 10) / 10.0);
+        m.put("rtt_max_ns", Math.round(rtts[rtts.length - 1] * 10) / 10.0);
+        report.jsonObject(m);
+        return new BaselineResult(memcpy, median);
+    }
+
+    private PerfConfig validate(final PerfTest test) {
+        if (!loopback) {
+            throw usage("only --loopback is supported: both NICs in this JVM on the in-JVM fabric "
+                + "(cross-process runs come later)");
+        }
+        final SoftNicContext.ProgressMode mode = switch (progress.toLowerCase(Locale.ROOT)) {
+            case "invoker" -> SoftNicContext.ProgressMode.INVOKER;
+            case "dedicated" -> SoftNicContext.ProgressMode.DEDICATED;
+            default -> throw usage("--progress must be invoker or dedicated, not '" + progress + "'");
+        };
+        final long buf = buffer != null ? buffer : DEFAULT_BUFFER;
+        if (buf < 64 || buf > (1L << 30)) {
+            throw usage("--buffer " + buf + " must be 64 .. 1073741824 bytes");
+        }
+        final int sz;
+        if (test.isAtomic()) {
+            if (size != null && size != 8) {
+                throw usage("-s/--size " + size + " is invalid for " + test.id() + ": atomics operate on exactly "
+                    + "8 bytes");
+            }
+            sz = 8;
+        } else {
+            sz = size != null ? size : test.bandwidth ? 65536 : 2;
+            if (sz < 1) {
+                throw usage("-s/--size " + sz + " must be at least 1 byte");
+            }
+            if (sz > buf) {
+                throw usage("-s/--size " + sz + " exceeds the registered buffer (" + buf + " bytes); raise --buffer");
+            }
+        }
+        if (all && buf < (1L << MAX_ALL_EXP) && !test.isAtomic()) {
+            throw usage("-a/--all needs a buffer of at least " + (1L << MAX_ALL_EXP) + " bytes (--buffer " + buf
+                + ")");
+        }
+        final long n = iters != null ? iters : test.bandwidth ? 5000 : 1000;
+        if (n < 1) {
+            throw usage("-n/--iters " + n + " must be at least 1");
+        }
+        if (warmup != null && warmup < 0) {
+            throw usage("--warmup " + warmup + " must not be negative");
+        }
+        if (qps < 1 || qps > 1024) {
+            throw usage("-q/--qp " + qps + " must be 1 .. 1024");
+        }
+        if (!test.bandwidth && qps != 1) {
+            throw usage("latency tests use one QP (got -q " + qps + ")");
+        }
+        if (txDepth < 1 || txDepth > 16384) {
+            throw usage("-t/--tx-depth " + txDepth + " must be 1 .. 16384");
+        }
+        if (rxDepth < 1 || rxDepth > 16384) {
+            throw usage("-r/--rx-depth " + rxDepth + " must be 1 .. 16384");
+        }
+        if (cqMod < 1) {
+            throw usage("-Q/--cq-mod " + cqMod + " must be at least 1");
+        }
+        if (!(Mtu.fromBytes(mtu) > 0 || Mtu.isValidSoftwareBytes(mtu))) {
+            throw usage("--mtu " + mtu + " must be a power of two from 256 to 4096 (IB path MTU) or up to "
+                + Mtu.MAX_SOFTWARE_BYTES + " (software MTU)");
+        }
+        final int inline = inlineSize != null ? inlineSize : test.bandwidth ? 0 : 220;
+        if (inline < 0 || inline > 4096) {
+            throw usage("-I/--inline_size " + inline + " must be 0 .. 4096");
+        }
+        if (duration != null && !(duration > 0 && duration <= 3600)) {
+            throw usage("-D/--duration " + duration + " must be > 0 and <= 3600 seconds");
+        }
+        return new PerfConfig(test, sz, n, 0, qps, txDepth, rxDepth, cqMod, mtu, inline,
+            duration != null ? duration : 0, buf, mode);
+    }
+
+    private int[] sizes(final PerfTest test, final int single) {
+        if (!all || test.isAtomic()) {
+            return new int[] {single};
+        }
+        final int[] s = new int[MAX_ALL_EXP];
+        for (int e = 1; e <= MAX_ALL_EXP; e++) {
+            s[e - 1] = 1 << e;
+        }
+        return s;
+    }
+
+    /**
+     * Default warm-up: the JIT needs tens of thousands of iterations before the loop and the NIC run compiled,
+     * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
+     * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
+     */
+    private long warmupFor(final int s, final long n) {
+        if (warmup != null) {
+            return warmup;
+        }
+        return Math.max(1, Math.min(Math.max(n, MIN_WARMUP), (1L << 34) / Math.max(1, s)));
+    }
+
+    private ParameterException usage(final String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

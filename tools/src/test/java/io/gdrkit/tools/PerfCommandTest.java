@@ -1,0 +1,133 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.tools;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** perf with tiny iteration counts: output format and error handling only, never timing. */
+class PerfCommandTest {
+    private static final String BW = "#bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]";
+    private static final String LAT = "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]"
+        + " t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    void tablePrintsPerftestHeader(final String test) {
+        final Cli r = Cli.run("perf", test, "--loopback", "-n", "50", "--warmup", "10");
+        assertEquals(0, r.exitCode(), r::toString);
+        final List<String> lines = r.lines();
+        assertEquals(Loopback.SIMULATED_HEADER, lines.get(0));
+        assertTrue(lines.get(1).startsWith("# test: " + test), r::toString);
+        assertEquals(test.endsWith("_bw") ? BW : LAT, lines.get(2));
+        assertEquals(4, lines.size(), r::toString);
+        final String[] cols = lines.get(3).trim().split("\\s+");
+        assertEquals(test.endsWith("_bw") ? 5 : 9, cols.length, lines.get(3));
+        assertEquals(test.equals("atomic_lat") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
+        assertEquals("50", cols[1]);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    void jsonHasTheFields(final String test) throws Exception {
+        final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "5", "--json", "-s",
+            test.startsWith("atomic") ? "8" : "64");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(1, r.lines().size(), r::toString);
+        final JsonNode j = JSON.readTree(r.lines().get(0));
+        assertTrue(j.get("simulated").asBoolean());
+        assertEquals("injvm", j.get("fabric").asText());
+        assertEquals(test.startsWith("atomic") ? 8 : 64, j.get("bytes").asInt());
+        assertEquals(20, j.get("iterations").asLong());
+        final List<String> fields = test.endsWith("_bw")
+            ? List.of("bw_peak_mib_s", "bw_avg_mib_s", "msg_rate_mpps")
+            : List.of("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "p99_us", "p999_us");
+        for (final String f : fields) {
+            assertTrue(j.hasNonNull(f) && j.get(f).isNumber(), () -> f + " missing in " + j);
+            assertTrue(j.get(f).asDouble() >= 0, () -> f + " negative in " + j);
+        }
+    }
+
+    @Test
+    void multipleQpsSoftwareMtuAndGbits() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "40", "--warmup", "0", "-q", "3", "-t", "8",
+            "-Q", "4", "--mtu", "65536", "-s", "200000", "--report_gbits");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals("#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]", r.lines().get(2));
+        assertTrue(r.lines().get(3).startsWith("200000 40 "), r::toString);
+    }
+
+    @Test
+    void sendBwWithSeveralQpsAndDedicatedProgress() {
+        final Cli r = Cli.run("perf", "send_bw", "--loopback", "-n", "30", "--warmup", "0", "-q", "2", "-s",
+            "5000", "--progress", "dedicated", "--mtu", "1024");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(1).contains("progress: dedicated"), r::toString);
+    }
+
+    @Test
+    void durationRunStops() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-D", "0.2", "--warmup", "0", "-s", "4096", "-q",
+            "2", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertFalse(r.lines().isEmpty(), r::toString);
+    }
+
+    @Test
+    void allSizesForAtomicIsOneRow() {
+        final Cli r = Cli.run("perf", "atomic_lat", "--loopback", "-a", "-n", "10", "--warmup", "0", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(1, r.lines().size(), r::toString);
+    }
+
+    @Test
+    void baselinePrintsMemcpyAndPingPong() throws Exception {
+        final Cli r = Cli.run("perf", "--baseline", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        boolean memcpy = false;
+        boolean pingPong = false;
+        for (final String l : r.lines()) {
+            final JsonNode j = JSON.readTree(l);
+            memcpy |= "memcpy".equals(j.path("baseline").asText()) && j.get("bw_mib_s").asDouble() > 0;
+            pingPong |= "cacheline_pingpong".equals(j.path("baseline").asText());
+        }
+        assertTrue(memcpy && pingPong, r::toString);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "perf foo_bw --loopback|unknown test 'foo_bw'",
+        "perf atomic_lat --loopback -s 0|atomics operate on exactly 8 bytes",
+        "perf write_bw --loopback -n -5|-n/--iters -5 must be at least 1",
+        "perf write_bw --loopback -s 16777216|exceeds the registered buffer",
+        "perf write_bw --loopback -s 0|must be at least 1 byte",
+        "perf write_bw --loopback --mtu 3000|--mtu 3000 must be a power of two",
+        "perf write_bw --loopback -q 0|-q/--qp 0 must be",
+        "perf write_lat --loopback -q 2|latency tests use one QP",
+        "perf write_bw --loopback --progress fast|--progress must be invoker or dedicated",
+        "perf write_bw|only --loopback is supported",
+        "perf write_bw --loopback -t 0|-t/--tx-depth 0",
+        "perf write_bw --loopback -D -1|-D/--duration",
+        "perf --loopback|name a test",
+        "perf write_bw --loopback --bogus|Unknown option",
+        "perf write_bw --loopback -s abc|Invalid value",
+    })
+    void badFlagsExitTwoWithoutStackTrace(final String spec) {
+        final String[] parts = spec.split("\\|");
+        final Cli r = Cli.run(parts[0].split(" "));
+        assertEquals(2, r.exitCode(), r::toString);
+        assertTrue(r.err().contains(parts[1]), r::toString);
+        assertFalse(r.err().contains("\tat "), r::toString);
+        assertFalse(r.err().contains("Exception"), r::toString);
+    }
+}
