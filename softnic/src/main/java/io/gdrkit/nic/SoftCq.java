@@ -59,7 +59,7 @@ final class SoftCq implements CompletionQueue {
         }
         int n = ring.poll(wcs, max);
         if (n == 0) {
-            device.driver().progressIfInvoker();
+            device.driver().progressFor(device);
             n = ring.poll(wcs, max);
         }
         if (n == 0 && overflowed != 0) {

@@ -9,7 +9,7 @@ import io.gdrkit.fabric.LinkHook;
  * below, then by setters; {@link #conclude()} validates the whole.
  */
 public final class SoftNicContext {
-    /** invoker | dedicated | deterministic. */
+    /** invoker | own_device | dedicated | deterministic. */
     public static final String PROGRESS_PROP = "gdrkit.nic.progress";
     /** spin | yield | backoff | sleep:&lt;micros&gt; (dedicated threads). */
     public static final String IDLE_STRATEGY_PROP = "gdrkit.nic.idle";
@@ -29,6 +29,11 @@ public final class SoftNicContext {
     public enum ProgressMode {
         /** Polling a CQ advances every NIC of the driver (one JVM, no extra threads). */
         INVOKER,
+        /**
+         * Polling a CQ advances only the NIC that CQ belongs to: each application thread drives its own NIC,
+         * as separate processes would (perftest's client and server).
+         */
+        OWN_DEVICE,
         /** Each device runs its agents on its own thread with the idle strategy. */
         DEDICATED,
         /** Nobody runs the agents: a DeterministicRunner steps them (tests). */
@@ -36,7 +41,7 @@ public final class SoftNicContext {
     }
 
     private ProgressMode progressMode = ProgressMode.valueOf(
-        System.getProperty(PROGRESS_PROP, "invoker").toUpperCase(java.util.Locale.ROOT));
+        System.getProperty(PROGRESS_PROP, "invoker").toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
     private String idleStrategy = System.getProperty(IDLE_STRATEGY_PROP, "backoff");
     private int linkCapacity = Integer.getInteger(LINK_CAPACITY_PROP, 4 << 20);
     private double retransmitFactor = Double.parseDouble(System.getProperty(RETRANSMIT_FACTOR_PROP, "1.0"));

@@ -102,9 +102,14 @@ public final class SoftNicDriver implements AutoCloseable {
         return work;
     }
 
-    void progressIfInvoker() {
-        if (ctx.progressMode() == SoftNicContext.ProgressMode.INVOKER) {
-            progress();
+    /** What polling a CQ of {@code device} does, by progress mode. */
+    void progressFor(final SoftDevice device) {
+        switch (ctx.progressMode()) {
+            case INVOKER -> progress();
+            case OWN_DEVICE -> device.doWork();
+            default -> {
+                // dedicated threads or a deterministic runner move the NICs
+            }
         }
     }
 

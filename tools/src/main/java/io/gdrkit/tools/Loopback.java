@@ -29,6 +29,10 @@ final class Loopback implements AutoCloseable {
 
     final SoftNicDriver driver;
     final boolean invoker;
+    private final SoftNicContext.ProgressMode mode;
+    /** In OWN_DEVICE mode: the "server" thread driving NIC b, as perftest's server process would. */
+    private Thread server;
+    private volatile boolean running = true;
     final Side a;
     final Side b;
     private final Arena arena = Arena.ofShared();
@@ -61,6 +65,7 @@ final class Loopback implements AutoCloseable {
              final int rxDepth, final int maxInline, final int mtuBytes) {
         driver = SoftNicDriver.launch(new SoftNicContext().progressMode(mode));
         invoker = mode == SoftNicContext.ProgressMode.INVOKER;
+        this.mode = mode;
         try {
             // Room for every WQE of every QP to complete signaled, so a CQ can never overflow.
             final int cqe = Math.max(numQps * Math.max(txDepth, rxDepth) + 16, 64);
@@ -89,17 +94,37 @@ final class Loopback implements AutoCloseable {
             close();
             throw e;
         }
+        if (mode == SoftNicContext.ProgressMode.OWN_DEVICE) {
+            final SoftDevice bDev = b.dev;
+            server = Thread.ofPlatform().daemon(true).name("gdrkit-perf-server").start(() -> {
+                while (running) {
+                    if (bDev.doWork() == 0) {
+                        Thread.onSpinWait();
+                    }
+                }
+            });
+        }
     }
 
     /** Advances the NICs when the caller drives progress; dedicated NIC threads need nothing. */
     void progress() {
         if (invoker) {
             driver.progress();
+        } else if (mode == SoftNicContext.ProgressMode.OWN_DEVICE) {
+            a.dev.doWork();
         }
     }
 
     @Override
     public void close() {
+        running = false;
+        if (server != null) {
+            try {
+                server.join(10_000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         driver.close();
         arena.close();
     }

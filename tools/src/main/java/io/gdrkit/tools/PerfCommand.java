@@ -82,8 +82,10 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object per size instead of the table.")
     boolean json;
 
-    @Option(names = "--progress", description = "invoker (polling advances the NICs) or dedicated (a thread per "
-        + "NIC); default ${DEFAULT-VALUE}.", defaultValue = "invoker")
+    @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
+        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes) or "
+        + "dedicated (a thread per NIC with a backoff idle strategy); default ${DEFAULT-VALUE}.",
+        defaultValue = "invoker")
     String progress;
 
     @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
@@ -205,8 +207,9 @@ final class PerfCommand implements Callable<Integer> {
         }
         final SoftNicContext.ProgressMode mode = switch (progress.toLowerCase(Locale.ROOT)) {
             case "invoker" -> SoftNicContext.ProgressMode.INVOKER;
+            case "own-device" -> SoftNicContext.ProgressMode.OWN_DEVICE;
             case "dedicated" -> SoftNicContext.ProgressMode.DEDICATED;
-            default -> throw usage("--progress must be invoker or dedicated, not '" + progress + "'");
+            default -> throw usage("--progress must be invoker, own-device or dedicated, not '" + progress + "'");
         };
         final long buf = buffer != null ? buffer : DEFAULT_BUFFER;
         if (buf < 64 || buf > (1L << 30)) {
