@@ -76,6 +76,17 @@ class PerfCommandTest {
     }
 
     @Test
+    void writeAndSendBwWithOwnDeviceProgress() {
+        for (final String test : new String[] {"write_bw", "send_bw", "read_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "-n", "200", "--warmup", "0", "-s", "8192",
+                "--progress", "own-device");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.lines().get(1).contains("progress: own_device"), r::toString);
+            assertTrue(r.lines().get(r.lines().size() - 1).startsWith("8192 "), r::toString);
+        }
+    }
+
+    @Test
     void durationRunStops() {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-D", "0.2", "--warmup", "0", "-s", "4096", "-q",
             "2", "--json");
@@ -114,7 +125,7 @@ class PerfCommandTest {
         "perf write_bw --loopback --mtu 3000|--mtu 3000 must be a power of two",
         "perf write_bw --loopback -q 0|-q/--qp 0 must be",
         "perf write_lat --loopback -q 2|latency tests use one QP",
-        "perf write_bw --loopback --progress fast|--progress must be invoker or dedicated",
+        "perf write_bw --loopback --progress fast|--progress must be invoker, own-device or dedicated",
         "perf write_bw|only --loopback is supported",
         "perf write_bw --loopback -t 0|-t/--tx-depth 0",
         "perf write_bw --loopback -D -1|-D/--duration",
