@@ -22,7 +22,12 @@ final class BwTest {
     /** Peak bandwidth is the best of this many equal slices of the run. */
     private static final int PEAK_SLICES = 10;
 
-    private final Loopback lb;
+    private final Loopback.Side a;
+    /** The receiving side when it is in this JVM (send_bw posts its receives); null when a peer process does. */
+    private final Loopback.Side b;
+    private final long remoteAddr;
+    private final int remoteRkey;
+    private final Runnable progress;
     private final PerfConfig cfg;
     private final SendWorkRequest wr = new SendWorkRequest(1);
     private final RecvWorkRequest rwr = new RecvWorkRequest(1);
@@ -32,7 +37,17 @@ final class BwTest {
     private final String waitingFor;
 
     BwTest(final Loopback lb, final PerfConfig cfg) {
-        this.lb = lb;
+        this(lb.a, lb.b, lb.b.mr.address(), lb.b.mr.rkey(), lb::progress, cfg);
+    }
+
+    /** A run from {@code a} to a buffer at {@code remoteAddr}; {@code b} is null when another process receives. */
+    BwTest(final Loopback.Side a, final Loopback.Side b, final long remoteAddr, final int remoteRkey,
+           final Runnable progress, final PerfConfig cfg) {
+        this.a = a;
+        this.b = b;
+        this.remoteAddr = remoteAddr;
+        this.remoteRkey = remoteRkey;
+        this.progress = progress;
         this.cfg = cfg;
         this.waitingFor = "send completions of " + cfg.test().id();
         for (int i = 0; i < rwcs.length; i++) {
@@ -42,7 +57,7 @@ final class BwTest {
 
     /** Runs the warm-up (unreported) then the measured run. */
     BwResult run() {
-        if (cfg.test().isSend()) {
+        if (cfg.test().isSend() && b != null) {
             for (int q = 0; q < cfg.numQps(); q++) {
                 for (int i = 0; i < cfg.rxDepth(); i++) {
                     postRecv(q);
@@ -57,13 +72,13 @@ final class BwTest {
 
     private BwResult measure(final long iters, final long durationNs) {
         final int numQps = cfg.numQps();
-        final QueuePair[] qps = lb.a.qps;
+        final QueuePair[] qps = a.qps;
         final SendTracker tracker = new SendTracker(numQps, cfg.txDepth(), cfg.cqMod());
         final int size = cfg.size();
         final boolean inline = size <= cfg.inlineSize() && cfg.test().opcode != io.gdrkit.verbs.WrOpcode.RDMA_READ;
         wr.clear().opcode(cfg.test().opcode);
         // WRITE and SEND push A's buffer to B; READ pulls B's buffer into A's: the same SGE and remote address.
-        wr.sge(lb.a.mr, 0, size).remote(lb.b.mr.address(), lb.b.mr.rkey());
+        wr.sge(a.mr, 0, size).remote(remoteAddr, remoteRkey);
         final long target = durationNs > 0 ? Long.MAX_VALUE : iters;
         final long recvTarget0 = recvCompleted;
         final Deadline deadline = new Deadline();
@@ -95,8 +110,8 @@ final class BwTest {
                 qps[q].postSend(wr);
                 tracker.posted(q);
             }
-            final int got = tracker.poll(lb.a.scq);
-            if (cfg.test().isSend()) {
+            final int got = tracker.poll(a.scq);
+            if (cfg.test().isSend() && b != null) {
                 pollRecvs();
             }
             if (got > 0) {
@@ -123,14 +138,14 @@ final class BwTest {
                 deadline.check(waitingFor, tracker.completedTotal(), postTarget);
             }
         }
-        if (cfg.test().isSend()) {
+        if (cfg.test().isSend() && b != null) {
             final long want = recvTarget0 + tracker.completedTotal();
             final Deadline rd = new Deadline();
             while (recvCompleted < want) {
                 if (pollRecvs() > 0) {
                     rd.rearm();
                 } else {
-                    lb.progress();
+                    progress.run();
                     rd.check("receive completions of send_bw", recvCompleted - recvTarget0, want - recvTarget0);
                 }
             }
@@ -157,7 +172,7 @@ final class BwTest {
     }
 
     private int pollRecvs() {
-        final int n = lb.b.rcq.poll(rwcs);
+        final int n = b.rcq.poll(rwcs);
         for (int i = 0; i < n; i++) {
             final WorkCompletion wc = rwcs[i];
             if (wc.status != WcStatus.SUCCESS) {
@@ -170,7 +185,7 @@ final class BwTest {
     }
 
     private void postRecv(final int q) {
-        rwr.wrId(q).sge(lb.b.mr, 0, cfg.size());
-        lb.b.qps[q].postRecv(rwr);
+        rwr.wrId(q).sge(b.mr, 0, cfg.size());
+        b.qps[q].postRecv(rwr);
     }
 }

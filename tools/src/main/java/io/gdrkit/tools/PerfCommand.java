@@ -35,8 +35,24 @@ final class PerfCommand implements Callable<Integer> {
         + "read_lat|send_bw|send_lat|atomic_lat (optional with --baseline)")
     String testName;
 
-    @Option(names = "--loopback", description = "Both ends in this JVM on the in-JVM fabric (the only mode now).")
+    @Parameters(index = "1", arity = "0..1", paramLabel = "HOST", description = "With --fabric: the server to "
+        + "connect to (the client side). Without HOST and without --loopback this process is the server.")
+    String host;
+
+    @Option(names = "--loopback", description = "Without --fabric: both NICs in this JVM on the in-JVM fabric. With "
+        + "--fabric: start the server process on this host, then run the client against it.")
     boolean loopback;
+
+    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory; without "
+        + "it both NICs are in this JVM.")
+    String fabric;
+
+    @Option(names = {"-p", "--port"}, defaultValue = "18515", description = "TCP port of the connection manager "
+        + "(default ${DEFAULT-VALUE}, like perftest).")
+    int port;
+
+    @Option(names = "--server-timeout", defaultValue = "600", description = "Seconds a server waits for a client.")
+    long serverTimeout;
 
     @Option(names = {"-s", "--size"}, description = "Message size in bytes (default 65536 bw, 2 lat, 8 atomic).")
     Integer size;
@@ -112,6 +128,9 @@ final class PerfCommand implements Callable<Integer> {
         }
         final PerfConfig first = validate(test);
         final int[] sizes = sizes(test, first.size());
+        if (fabric != null) {
+            return remote(test, first, sizes, report, out);
+        }
         report.comment(Loopback.SIMULATED_HEADER);
         report.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
             ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
@@ -142,6 +161,91 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** Server, client, or both (--loopback) over a fabric between processes. */
+    private int remote(final PerfTest test, final PerfConfig first, final int[] sizes, final Report report,
+                       final PrintWriter out) {
+        report.fabric(fabric);
+        final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
+        if (host == null && !loopback) {
+            RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000);
+            return 0;
+        }
+        Process server = null;
+        try {
+            if (loopback) {
+                server = startServer(test);
+            }
+            report.comment(RemotePerf.header(fabric));
+            report.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
+                : host) + ":" + port + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
+                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+            report.header(test);
+            RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
+                s -> warmupFor((int) s, first.iters()), report, true);
+            if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
+            }
+            return 0;
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for the server process", e);
+        } finally {
+            if (server != null && server.isAlive()) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    /** Starts {@code gdrkit perf TEST --fabric F --port P} as a child process and waits until it listens. */
+    private Process startServer(final PerfTest test) {
+        final String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        try {
+            final Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), Main.class.getName(), "perf", test.id(), "--fabric", fabric,
+                "--port", Integer.toString(port), "--server-timeout", "60")
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            final java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+                p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+            final java.util.concurrent.CompletableFuture<Boolean> ready = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        for (String line; (line = r.readLine()) != null; ) {
+                            if (line.startsWith("# server: waiting")) {
+                                return true;
+                            }
+                        }
+                        return false;
+                    } catch (final java.io.IOException e) {
+                        return false;
+                    }
+                });
+            final Boolean ok = ready.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            if (!Boolean.TRUE.equals(ok)) {
+                p.destroyForcibly();
+                throw new IllegalStateException("the server process ended before listening on port " + port);
+            }
+            // keep draining its output so it never blocks on a full pipe
+            Thread.ofPlatform().daemon(true).start(() -> {
+                try {
+                    while (r.readLine() != null) {
+                        // discard
+                    }
+                } catch (final java.io.IOException ignored) {
+                    // the process ended
+                }
+            });
+            return p;
+        } catch (final java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("timed out after 30 s waiting for the server process to listen on port "
+                + port, e);
+        } catch (final java.io.IOException | java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("cannot start the server process: " + e.getMessage(), e);
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted starting the server process", e);
+        }
     }
 
     private void ratio(final Report report, final PerfConfig cfg, final String name, final double value,
@@ -201,9 +305,20 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     private PerfConfig validate(final PerfTest test) {
-        if (!loopback) {
-            throw usage("only --loopback is supported: both NICs in this JVM on the in-JVM fabric "
-                + "(cross-process runs come later)");
+        if (!loopback && fabric == null) {
+            throw usage("give --loopback (both NICs in this JVM) or --fabric shm (a server and a client process)");
+        }
+        if (fabric != null && !fabric.equals("shm")) {
+            throw usage("--fabric must be shm, not '" + fabric + "'");
+        }
+        if (host != null && fabric == null) {
+            throw usage("a HOST needs --fabric");
+        }
+        if (host != null && loopback) {
+            throw usage("--loopback starts its own server: do not name a HOST");
+        }
+        if (port < 1 || port > 65535) {
+            throw usage("--port " + port + " outside 1..65535");
         }
         final SoftNicContext.ProgressMode mode = switch (progress.toLowerCase(Locale.ROOT)) {
             case "invoker" -> SoftNicContext.ProgressMode.INVOKER;

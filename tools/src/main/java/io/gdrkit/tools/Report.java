@@ -98,11 +98,19 @@ final class Report {
         }
     }
 
-    private static Map<String, Object> base(final PerfConfig cfg) {
+    /** The fabric named in JSON: "injvm", "shm" or "tcp". */
+    private String fabric = "injvm";
+
+    Report fabric(final String name) {
+        fabric = name;
+        return this;
+    }
+
+    private Map<String, Object> base(final PerfConfig cfg) {
         final Map<String, Object> m = new LinkedHashMap<>();
         m.put("test", cfg.test().id());
         m.put("simulated", true);
-        m.put("fabric", "injvm");
+        m.put("fabric", fabric);
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());
         m.put("mtu", cfg.mtu());

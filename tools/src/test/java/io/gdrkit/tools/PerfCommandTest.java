@@ -87,6 +87,32 @@ class PerfCommandTest {
     }
 
     @Test
+    void acrossProcessesOverSharedMemory() {
+        int port = 19000 + (int) (ProcessHandle.current().pid() % 1000);
+        for (final String test : new String[] {"write_bw", "send_bw", "read_bw", "write_lat", "send_lat",
+            "read_lat", "atomic_lat"}) {
+            final Cli r = Cli.run("perf", test, "--fabric", "shm", "--loopback", "--port", Integer.toString(port++),
+                "-n", "300", "--warmup", "100", "--json");
+            assertEquals(0, r.exitCode(), r::toString);
+            final String last = r.lines().get(r.lines().size() - 1);
+            assertTrue(last.contains("\"fabric\":\"shm\"") && last.contains("\"simulated\":true")
+                && last.contains("\"iterations\":300"), r::toString);
+        }
+        final Cli table = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+            Integer.toString(port), "-n", "200", "--warmup", "0", "-s", "70000", "-q", "2");
+        assertEquals(0, table.exitCode(), table::toString);
+        assertTrue(table.lines().get(0).contains("shm fabric between processes"), table::toString);
+        assertTrue(table.lines().get(table.lines().size() - 1).startsWith("70000 "), table::toString);
+    }
+
+    @Test
+    void clientWithoutServerFailsClearly() {
+        final Cli r = Cli.run("perf", "write_bw", "--fabric", "shm", "127.0.0.1", "--port", "1", "-n", "10");
+        assertEquals(1, r.exitCode(), r::toString);
+        assertTrue(r.err().contains("REFUSED"), r::toString);
+    }
+
+    @Test
     void durationRunStops() {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-D", "0.2", "--warmup", "0", "-s", "4096", "-q",
             "2", "--json");
@@ -126,7 +152,11 @@ class PerfCommandTest {
         "perf write_bw --loopback -q 0|-q/--qp 0 must be",
         "perf write_lat --loopback -q 2|latency tests use one QP",
         "perf write_bw --loopback --progress fast|--progress must be invoker, own-device or dedicated",
-        "perf write_bw|only --loopback is supported",
+        "perf write_bw|give --loopback (both NICs in this JVM) or --fabric shm",
+        "perf write_bw --fabric udp --loopback|--fabric must be shm",
+        "perf write_bw --loopback somehost|a HOST needs --fabric",
+        "perf write_bw --fabric shm --loopback somehost|do not name a HOST",
+        "perf write_bw --fabric shm --loopback --port 0|--port 0 outside 1..65535",
         "perf write_bw --loopback -t 0|-t/--tx-depth 0",
         "perf write_bw --loopback -D -1|-D/--duration",
         "perf --loopback|name a test",
