@@ -3,6 +3,7 @@
  */
 package io.gdrkit.tools;
 
+import io.gdrkit.fabric.FaultInjector;
 import io.gdrkit.nic.RcConnector;
 import io.gdrkit.nic.SoftDevice;
 import io.gdrkit.nic.SoftNicContext;
@@ -63,7 +64,17 @@ final class Loopback implements AutoCloseable {
      */
     Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes) {
-        driver = SoftNicDriver.launch(new SoftNicContext().progressMode(mode));
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, null);
+    }
+
+    /** @param faults a fault injector for the fabric's links, or null; corruption turns the link CRC on */
+    Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+             final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults) {
+        final SoftNicContext ctx = new SoftNicContext().progressMode(mode);
+        if (faults != null) {
+            ctx.linkHook(faults).linkCrc(faults.config().corrupt() > 0);
+        }
+        driver = SoftNicDriver.launch(ctx);
         invoker = mode == SoftNicContext.ProgressMode.INVOKER;
         this.mode = mode;
         try {

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.tools;
 
+import io.gdrkit.fabric.FaultInjector;
 import io.gdrkit.nic.SoftNicContext;
 import io.gdrkit.verbs.Mtu;
 import java.io.PrintWriter;
@@ -50,6 +51,10 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = {"-p", "--port"}, defaultValue = "18515", description = "TCP port of the connection manager "
         + "(default ${DEFAULT-VALUE}, like perftest).")
     int port;
+
+    @Option(names = "--faults", description = "Fault injection on the links this process sends on, e.g. "
+        + "'drop=0.01,dup=0.01,reorder=0.02,corrupt=0.001,delay=0.01,delay-us=100,seed=7' (rates 0..1, seeded).")
+    String faults;
 
     @Option(names = "--server-timeout", defaultValue = "600", description = "Seconds a server waits for a client.")
     long serverTimeout;
@@ -128,10 +133,19 @@ final class PerfCommand implements Callable<Integer> {
         }
         final PerfConfig first = validate(test);
         final int[] sizes = sizes(test, first.size());
+        final FaultInjector.Config faultConfig;
+        try {
+            faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
+        } catch (final IllegalArgumentException e) {
+            throw usage("--faults: " + e.getMessage());
+        }
         if (fabric != null) {
-            return remote(test, first, sizes, report, out);
+            return remote(test, first, sizes, report, out, faultConfig);
         }
         report.comment(Loopback.SIMULATED_HEADER);
+        if (faultConfig != null) {
+            report.comment("# faults: " + faults);
+        }
         report.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
             ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
             + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
@@ -141,11 +155,14 @@ final class PerfCommand implements Callable<Integer> {
         report.header(test);
         for (final int s : sizes) {
             final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+            final FaultInjector injector = faultConfig == null ? null
+                : new FaultInjector(faultConfig, io.gdrkit.agent.NanoClock.SYSTEM);
             try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu())) {
+                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector)) {
                 if (test.bandwidth) {
                     final BwResult r = new BwTest(lb, cfg).run();
                     report.bw(cfg, r);
+                    faultCounters(report, injector);
                     if (base != null) {
                         ratio(report, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
                             + Report.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
@@ -153,6 +170,7 @@ final class PerfCommand implements Callable<Integer> {
                 } else {
                     final LatResult r = new LatTest(lb, cfg).run();
                     report.lat(cfg, r);
+                    faultCounters(report, injector);
                     if (base != null) {
                         ratio(report, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
                             "cache-line ping-pong RTT " + Report.fmt(base.rttNs) + " ns");
@@ -164,12 +182,18 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
+    private static void faultCounters(final Report report, final FaultInjector injector) {
+        if (injector != null) {
+            report.comment("# faults injected: " + injector.counters());
+        }
+    }
+
     private int remote(final PerfTest test, final PerfConfig first, final int[] sizes, final Report report,
-                       final PrintWriter out) {
+                       final PrintWriter out, final FaultInjector.Config faultConfig) {
         report.fabric(fabric);
         final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
         if (host == null && !loopback) {
-            RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000);
+            RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000, faultConfig);
             return 0;
         }
         Process server = null;
@@ -182,8 +206,11 @@ final class PerfCommand implements Callable<Integer> {
                 : host) + ":" + port + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
                 + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
             report.header(test);
+            if (faultConfig != null) {
+                report.comment("# faults (client's sending links): " + faults);
+            }
             RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
-                s -> warmupFor((int) s, first.iters()), report, true);
+                s -> warmupFor((int) s, first.iters()), report, true, faultConfig);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
             }

@@ -7,7 +7,9 @@ import io.gdrkit.cm.CmConnection;
 import io.gdrkit.cm.CmException;
 import io.gdrkit.cm.CmListener;
 import io.gdrkit.cm.ConnectionManager;
+import io.gdrkit.agent.NanoClock;
 import io.gdrkit.fabric.Fabric;
+import io.gdrkit.fabric.FaultInjector;
 import io.gdrkit.fabric.ShmFabric;
 import io.gdrkit.nic.RcConnector;
 import io.gdrkit.nic.SoftDevice;
@@ -83,11 +85,20 @@ final class RemotePerf {
     }
 
     /** The fabric both processes attach to; for shm it is named after the CM port. */
-    static Fabric fabric(final String kind, final int port, final int linkCapacity) {
+    static Fabric fabric(final String kind, final int port, final int linkCapacity,
+                         final FaultInjector.Config faults) {
+        final Fabric f = fabric(kind, port, linkCapacity, faults != null && faults.corrupt() > 0);
+        if (faults != null) {
+            f.hook(new FaultInjector(faults, NanoClock.SYSTEM));
+        }
+        return f;
+    }
+
+    private static Fabric fabric(final String kind, final int port, final int linkCapacity, final boolean crc) {
         return switch (kind) {
             case "shm" -> new ShmFabric(Path.of("/dev/shm").toFile().isDirectory()
                 ? Path.of("/dev/shm", "gdrkit-perf-" + port)
-                : Path.of(System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port), linkCapacity, 2, null, false);
+                : Path.of(System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port), linkCapacity, 2, null, crc);
             default -> throw new IllegalArgumentException("--fabric must be shm (tcp comes with the TCP fabric), not '"
                 + kind + "'");
         };
@@ -111,9 +122,9 @@ final class RemotePerf {
 
     /** Serves perf clients until one sends QUIT; prints one line per run. */
     static void serve(final String fabricKind, final int port, final int linkCapacity, final PrintWriter out,
-                      final long acceptTimeoutMs) {
+                      final long acceptTimeoutMs, final FaultInjector.Config faults) {
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity));
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults));
              CmListener listener = new CmListener(new InetSocketAddress(port))) {
             final SoftDevice dev = driver.addDevice("perf-server", SERVER_LID);
             out.println(header(fabricKind));
@@ -252,10 +263,10 @@ final class RemotePerf {
     /** Runs the test against the server at {@code host:port}, one size after another, then tells it to quit. */
     static void runClient(final String host, final int port, final String fabricKind, final int linkCapacity,
                           final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
-                          final Report report, final boolean quitServer) {
+                          final Report report, final boolean quitServer, final FaultInjector.Config faults) {
         final InetSocketAddress server = new InetSocketAddress(host, port);
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity))) {
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults))) {
             final SoftDevice dev = driver.addDevice("perf-client", CLIENT_LID);
             try {
                 for (final int size : sizes) {
