@@ -19,6 +19,14 @@ public interface FabricPort {
      */
     long tryClaim(int dlid, int length);
 
+    /**
+     * {@link #tryClaim(int, int)} with the packet's destination QP number (the BTH dest QP it will carry), so a
+     * fabric with several links to one peer can keep each QP's packets in order on one of them.
+     */
+    default long tryClaim(final int dlid, final int destQpn, final int length) {
+        return tryClaim(dlid, length);
+    }
+
     MemorySegment claimBuffer();
 
     /** Sends the claimed packet; the link hook may still drop it. */

@@ -12,6 +12,8 @@ import java.util.zip.CRC32C;
  */
 abstract class RingPort implements FabricPort {
     private static final int HELD_HEADER = 16;
+    private static final ValueLayout.OfInt BIG_U32 =
+        ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     private final int lid;
     private final boolean crc;
@@ -40,6 +42,14 @@ abstract class RingPort implements FabricPort {
     /** The ring towards {@code dlid}, or null when that LID is unknown. */
     abstract SpscRingBuffer outbound(int dlid);
 
+    /**
+     * The ring towards {@code dlid} for packets to QP {@code destQpn}; a port with one ring per peer ignores
+     * the QP.
+     */
+    SpscRingBuffer outbound(final int dlid, final int destQpn) {
+        return outbound(dlid);
+    }
+
     abstract SpscRingBuffer[] inbound();
 
     abstract LinkHook hook();
@@ -51,7 +61,12 @@ abstract class RingPort implements FabricPort {
 
     @Override
     public long tryClaim(final int dlid, final int length) {
-        final SpscRingBuffer ring = outbound(dlid);
+        return tryClaim(dlid, 0, length);
+    }
+
+    @Override
+    public long tryClaim(final int dlid, final int destQpn, final int length) {
+        final SpscRingBuffer ring = outbound(dlid, destQpn);
         if (ring == null) {
             return -2;
         }
@@ -113,6 +128,19 @@ abstract class RingPort implements FabricPort {
         }
     }
 
+    final boolean crc() {
+        return crc;
+    }
+
+    /** Checks a received packet against the link CRC in {@code tag}; counts and returns false on a mismatch. */
+    final boolean crcOk(final MemorySegment buf, final long offset, final int length, final int tag) {
+        if (tag != crcOf(buf, offset, length)) {
+            crcErrors++;
+            return false;
+        }
+        return true;
+    }
+
     private int crcOf(final MemorySegment buf, final long offset, final int length) {
         crc32c.reset();
         crc32c.update(buf.asSlice(offset, length).asByteBuffer());
@@ -158,11 +186,14 @@ abstract class RingPort implements FabricPort {
             return false;
         }
         final int dlid = h.get(ValueLayout.JAVA_INT, at);
-        final SpscRingBuffer ring = outbound(dlid);
+        final int packetLength = length - HELD_HEADER;
+        // BTH dest QP (packet offset 12, 24 bits, big-endian) picks the link, as tryClaim's destQpn did
+        final int destQpn = packetLength >= 16
+            ? h.get(BIG_U32, at + HELD_HEADER + 12) & 0xFFFFFF : 0;
+        final SpscRingBuffer ring = outbound(dlid, destQpn);
         if (ring == null) {
             return true; // the peer is gone: the packet is lost
         }
-        final int packetLength = length - HELD_HEADER;
         final long off = ring.tryClaim(packetLength);
         if (off < 0) {
             return false;

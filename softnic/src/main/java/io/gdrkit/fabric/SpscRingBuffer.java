@@ -197,6 +197,49 @@ public final class SpscRingBuffer {
         boolean accept(MemorySegment buffer, long offset, int length);
     }
 
+    // --- streaming consumer: a socket writer sends the records as laid out, headers and alignment included ---
+
+    /** The consumer's position (absolute, not wrapped): everything before it is free for the producer. */
+    public long headPosition() {
+        return consumerHead;
+    }
+
+    /** The producer's published position (read with acquire): records before it are committed. */
+    public long tailPosition() {
+        return (long) LONG.getAcquire(buffer, tailOffset);
+    }
+
+    /**
+     * The end of the run of whole records that starts at {@code from} and lies contiguously in the buffer: it
+     * stops at {@code tail}, at a padding record, or at the end of the buffer. If {@code from} itself holds a
+     * padding record, returns the negative position just past the padding (where the next run starts).
+     */
+    public long contiguousRunEnd(final long from, final long tail) {
+        long p = from;
+        final long bufferEnd = (from & ~(long) mask) + capacity;
+        while (p < tail && p < bufferEnd) {
+            final int length = (int) INT.get(buffer, p & mask);
+            if (length == PADDING) {
+                return p == from ? -(p + (int) INT.get(buffer, (p & mask) + 4)) : p;
+            }
+            p += align8(length + HEADER);
+        }
+        return p;
+    }
+
+    /** Frees the ring up to {@code position} (bytes already copied out), publishing it with release semantics. */
+    public void releaseTo(final long position) {
+        if (position != consumerHead) {
+            consumerHead = position;
+            LONG.setRelease(buffer, headOffset, position);
+        }
+    }
+
+    /** Offset in {@link #buffer()} of absolute position {@code position}. */
+    public int indexOf(final long position) {
+        return (int) (position & mask);
+    }
+
     public boolean isEmpty() {
         return consumerHead == (long) LONG.getAcquire(buffer, tailOffset);
     }

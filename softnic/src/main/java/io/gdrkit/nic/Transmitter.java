@@ -23,7 +23,7 @@ final class Transmitter {
     boolean claim(final int dlid, final int destQpn, final int opcode, final int payload, final int psn,
                   final boolean ackReq, final boolean solicited) {
         final int length = Packet.lengthFor(opcode, payload);
-        final long off = dev.port.tryClaim(dlid, length);
+        final long off = dev.port.tryClaim(dlid, destQpn, length);
         if (off == -1) {
             return false;
         }

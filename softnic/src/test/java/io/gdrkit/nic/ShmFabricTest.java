@@ -84,6 +84,7 @@ class ShmFabricTest {
             }
             assertTrue(writeDone && echoed);
             Fixture.assertBytes(src, buf.asSlice(size, size), "data echoed by the other process");
+            assertEquals("UP", out.readLine());
             assertEquals("OK " + size, out.readLine());
             assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child exits");
             assertEquals(0, child.exitValue());

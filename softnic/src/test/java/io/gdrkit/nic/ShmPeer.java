@@ -50,6 +50,8 @@ public final class ShmPeer {
             final int peerRkey = Integer.parseInt(peer[3]);
             RcConnector.bringUp(qp, peerQpn, 1, 500, 400, RcConnector.defaults());
             qp.postRecv(new RecvWorkRequest().wrId(1).sge(mr, 0, 0));
+            System.out.println("UP"); // the QP is in RTS: the peer may send
+            System.out.flush();
             final WorkCompletion wc = await(cq, "the peer's WRITE_WITH_IMM");
             if (wc.status != WcStatus.SUCCESS || wc.opcode != WcOpcode.RECV_RDMA_WITH_IMM || wc.byteLen != size) {
                 System.out.println("BAD completion " + wc);
