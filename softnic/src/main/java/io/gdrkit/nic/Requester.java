@@ -153,7 +153,10 @@ final class Requester implements Agent {
         final boolean imm = WrOpcode.hasImmediate(op);
         final int opcode = BthOpcode.forPosition(send, first, last, imm);
         final int psn = qp.nextPsn;
-        final boolean ackReq = qp.pktsSinceAckReq + 1 >= ackReqInterval
+        // ask for an ACK when the window closes behind this packet too: nothing else may be sent until one
+        // comes (after a timeout the window is a single probe packet, which must not go unanswered)
+        final boolean windowClosing = Psn.diff(Psn.add(psn, 1), qp.compPsn) >= qp.cwnd;
+        final boolean ackReq = qp.pktsSinceAckReq + 1 >= ackReqInterval || windowClosing
             || (last && (qp.isSignaled(flags) || index + 1 == producer || qp.pktsSinceAckReq + 1 >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
         if (!claim(qp, opcode, payload, psn, ackReq, solicited)) {

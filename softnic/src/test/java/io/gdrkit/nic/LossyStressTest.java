@@ -31,7 +31,7 @@ class LossyStressTest {
     private static final int QPS = 4;
 
     @ParameterizedTest
-    @ValueSource(longs = {11, 12, 13})
+    @ValueSource(longs = {11, 12, 13, 14, 15})
     void everyByteExactlyOnceInOrder(final long seed) {
         final FaultInjector faults = new FaultInjector(FaultInjector.Config.parse(
             System.getProperty("lossy.spec", "drop=0.10,dup=0.05,corrupt=0.02,delay=0.02,delay-us=300,reorder=0.05,reorder-us=50") + ",seed=" + seed),

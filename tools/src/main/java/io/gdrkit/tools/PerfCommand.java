@@ -44,8 +44,8 @@ final class PerfCommand implements Callable<Integer> {
         + "--fabric: start the server process on this host, then run the client against it.")
     boolean loopback;
 
-    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory; without "
-        + "it both NICs are in this JVM.")
+    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory; tcp: "
+        + "joined by TCP (the fabric listens on port + 1); without it both NICs are in this JVM.")
     String fabric;
 
     @Option(names = {"-p", "--port"}, defaultValue = "18515", description = "TCP port of the connection manager "
@@ -333,10 +333,13 @@ final class PerfCommand implements Callable<Integer> {
 
     private PerfConfig validate(final PerfTest test) {
         if (!loopback && fabric == null) {
-            throw usage("give --loopback (both NICs in this JVM) or --fabric shm (a server and a client process)");
+            throw usage("give --loopback (both NICs in this JVM) or --fabric shm|tcp (a server and a client process)");
         }
-        if (fabric != null && !fabric.equals("shm")) {
-            throw usage("--fabric must be shm, not '" + fabric + "'");
+        if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
+            throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (fabric != null && port > 65534) {
+            throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
         }
         if (host != null && fabric == null) {
             throw usage("a HOST needs --fabric");

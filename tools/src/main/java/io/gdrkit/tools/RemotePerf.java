@@ -11,6 +11,7 @@ import io.gdrkit.agent.NanoClock;
 import io.gdrkit.fabric.Fabric;
 import io.gdrkit.fabric.FaultInjector;
 import io.gdrkit.fabric.ShmFabric;
+import io.gdrkit.fabric.TcpFabric;
 import io.gdrkit.nic.RcConnector;
 import io.gdrkit.nic.SoftDevice;
 import io.gdrkit.nic.SoftNicContext;
@@ -85,9 +86,16 @@ final class RemotePerf {
     }
 
     /** The fabric both processes attach to; for shm it is named after the CM port. */
+    /**
+     * @param serverHost null on the server; on a client, the server's host (the TCP fabric connects to it on
+     *                   {@code port + 1}, the CM talks on {@code port})
+     */
     static Fabric fabric(final String kind, final int port, final int linkCapacity,
-                         final FaultInjector.Config faults) {
-        final Fabric f = fabric(kind, port, linkCapacity, faults != null && faults.corrupt() > 0);
+                         final FaultInjector.Config faults, final String serverHost) {
+        final boolean crc = faults != null && faults.corrupt() > 0;
+        final Fabric f = kind.equals("tcp")
+            ? new TcpFabric(new InetSocketAddress(serverHost == null ? port + 1 : 0), linkCapacity, null, crc, 1)
+            : fabric(kind, port, linkCapacity, crc);
         if (faults != null) {
             f.hook(new FaultInjector(faults, NanoClock.SYSTEM));
         }
@@ -99,8 +107,7 @@ final class RemotePerf {
             case "shm" -> new ShmFabric(Path.of("/dev/shm").toFile().isDirectory()
                 ? Path.of("/dev/shm", "gdrkit-perf-" + port)
                 : Path.of(System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port), linkCapacity, 2, null, crc);
-            default -> throw new IllegalArgumentException("--fabric must be shm (tcp comes with the TCP fabric), not '"
-                + kind + "'");
+            default -> throw new IllegalArgumentException("--fabric must be shm or tcp, not '" + kind + "'");
         };
     }
 
@@ -124,7 +131,7 @@ final class RemotePerf {
     static void serve(final String fabricKind, final int port, final int linkCapacity, final PrintWriter out,
                       final long acceptTimeoutMs, final FaultInjector.Config faults) {
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults));
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, null));
              CmListener listener = new CmListener(new InetSocketAddress(port))) {
             final SoftDevice dev = driver.addDevice("perf-server", SERVER_LID);
             out.println(header(fabricKind));
@@ -266,8 +273,11 @@ final class RemotePerf {
                           final Report report, final boolean quitServer, final FaultInjector.Config faults) {
         final InetSocketAddress server = new InetSocketAddress(host, port);
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults))) {
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, host))) {
             final SoftDevice dev = driver.addDevice("perf-client", CLIENT_LID);
+            if (driver.fabric() instanceof TcpFabric tcp) {
+                tcp.connect(SERVER_LID, new InetSocketAddress(host, port + 1));
+            }
             try {
                 for (final int size : sizes) {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));

@@ -87,22 +87,41 @@ class PerfCommandTest {
     }
 
     @Test
-    void acrossProcessesOverSharedMemory() {
-        int port = 19000 + (int) (ProcessHandle.current().pid() % 1000);
-        for (final String test : new String[] {"write_bw", "send_bw", "read_bw", "write_lat", "send_lat",
-            "read_lat", "atomic_lat"}) {
-            final Cli r = Cli.run("perf", test, "--fabric", "shm", "--loopback", "--port", Integer.toString(port++),
-                "-n", "300", "--warmup", "100", "--json");
-            assertEquals(0, r.exitCode(), r::toString);
-            final String last = r.lines().get(r.lines().size() - 1);
-            assertTrue(last.contains("\"fabric\":\"shm\"") && last.contains("\"simulated\":true")
-                && last.contains("\"iterations\":300"), r::toString);
+    void acrossProcessesOverSharedMemoryAndTcp() {
+        int port = 19000 + 2 * (int) (ProcessHandle.current().pid() % 500);
+        for (final String fabric : new String[] {"shm", "tcp"}) {
+            for (final String test : new String[] {"write_bw", "send_bw", "read_bw", "write_lat", "send_lat",
+                "read_lat", "atomic_lat"}) {
+                final Cli r = Cli.run("perf", test, "--fabric", fabric, "--loopback", "--port",
+                    Integer.toString(port), "-n", "300", "--warmup", "100", "--json");
+                port += 2;
+                assertEquals(0, r.exitCode(), r::toString);
+                final String last = r.lines().get(r.lines().size() - 1);
+                assertTrue(last.contains("\"fabric\":\"" + fabric + "\"") && last.contains("\"simulated\":true")
+                    && last.contains("\"iterations\":300"), r::toString);
+            }
         }
-        final Cli table = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+        final Cli faulty = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+            Integer.toString(port), "-n", "300", "--warmup", "0", "-s", "20000", "--faults", "drop=0.02,seed=4");
+        port += 2;
+        assertEquals(0, faulty.exitCode(), faulty::toString);
+        assertTrue(faulty.out().contains("# faults (client's sending links): drop=0.02,seed=4"), faulty::toString);
+        final Cli table = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "--port",
             Integer.toString(port), "-n", "200", "--warmup", "0", "-s", "70000", "-q", "2");
         assertEquals(0, table.exitCode(), table::toString);
-        assertTrue(table.lines().get(0).contains("shm fabric between processes"), table::toString);
+        assertTrue(table.lines().get(0).contains("tcp fabric between processes"), table::toString);
         assertTrue(table.lines().get(table.lines().size() - 1).startsWith("70000 "), table::toString);
+    }
+
+    @Test
+    void faultsOnTheInJvmFabricAreCountedAndBadSpecsRefused() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "500", "--warmup", "0", "-s", "9000",
+            "--faults", "drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=9");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.out().contains("# faults injected: dropped="), r::toString);
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "--faults", "lose=1");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("unknown fault keys [lose]"), bad::toString);
     }
 
     @Test
@@ -152,8 +171,8 @@ class PerfCommandTest {
         "perf write_bw --loopback -q 0|-q/--qp 0 must be",
         "perf write_lat --loopback -q 2|latency tests use one QP",
         "perf write_bw --loopback --progress fast|--progress must be invoker, own-device or dedicated",
-        "perf write_bw|give --loopback (both NICs in this JVM) or --fabric shm",
-        "perf write_bw --fabric udp --loopback|--fabric must be shm",
+        "perf write_bw|give --loopback (both NICs in this JVM) or --fabric shm|tcp",
+        "perf write_bw --fabric udp --loopback|--fabric must be shm or tcp",
         "perf write_bw --loopback somehost|a HOST needs --fabric",
         "perf write_bw --fabric shm --loopback somehost|do not name a HOST",
         "perf write_bw --fabric shm --loopback --port 0|--port 0 outside 1..65535",
