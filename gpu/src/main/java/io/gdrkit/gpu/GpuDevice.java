@@ -48,6 +48,12 @@ public interface GpuDevice extends AutoCloseable {
 
     void copyDtoDAsync(DeviceBuffer dst, long dstOffset, DeviceBuffer src, long srcOffset, long len, GpuStream stream);
 
+    /**
+     * {@code cuStreamQuery}: true when all work on {@code stream} has completed. Does not wait, and is not a
+     * synchronization: on the simulated GPU it makes no posted NIC write visible.
+     */
+    boolean isComplete(GpuStream stream);
+
     /** Waits until all work on {@code stream} has completed; rethrows a kernel failure as a {@link GpuException}. */
     void synchronize(GpuStream stream, Duration timeout);
 

@@ -402,6 +402,22 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     }
 
     @Override
+    public boolean isComplete(final GpuStream stream) {
+        final CudaStream s = stream(stream);
+        makeCurrent();
+        try {
+            final int rc = (int) d.cuStreamQuery.invokeExact(s.handle());
+            if (rc == CudaDriver.CUDA_ERROR_NOT_READY) {
+                return false;
+            }
+            d.check(rc, "cuStreamQuery");
+            return true;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuStreamQuery", t);
+        }
+    }
+
+    @Override
     public GpuEvent createEvent() {
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {

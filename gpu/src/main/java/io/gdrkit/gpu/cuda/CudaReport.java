@@ -62,8 +62,14 @@ public final class CudaReport {
         report.put("java", Runtime.version().toString());
         int status = 0;
         final CudaProbe probe = CudaGpu.probe();
-        report.put("probe", Map.of("found", probe.found(), "library", probe.library(),
-            "driverVersion", probe.driverVersion(), "deviceCount", probe.deviceCount(), "evidence", probe.evidence()));
+        final Map<String, Object> p = new LinkedHashMap<>();
+        p.put("found", probe.found());
+        p.put("library", probe.library());
+        p.put("driverVersion", probe.driverVersion());
+        p.put("deviceCount", probe.deviceCount());
+        p.put("devices", probe.devices());
+        p.put("evidence", probe.evidence());
+        report.put("probe", p);
         System.out.println(probe);
         if (!probe.found()) {
             status = 3;
@@ -71,7 +77,7 @@ public final class CudaReport {
             try (CudaGpu gpu = CudaGpu.open(device)) {
                 measure(gpu, bytes, iters, report);
             } catch (final GpuException e) {
-                report.put("error", Map.of("name", e.errorName(), "message", String.valueOf(e.getMessage())));
+                report.put("error", ordered("name", e.errorName(), "message", String.valueOf(e.getMessage())));
                 System.out.println("FAILED: " + e.getMessage());
                 status = 1;
             }
@@ -109,7 +115,7 @@ public final class CudaReport {
         final DeviceBuffer small = gpu.alloc(2L << 20);
         final DmaBufExport x = gpu.exportDmaBuf(small);
         System.out.println("DMA-BUF export: " + (x.supported() ? "fd " + x.fd() : "not supported") + " - " + x.evidence());
-        r.put("dmaBufExport", Map.of("supported", x.supported(), "fd", x.fd(), "evidence", x.evidence()));
+        r.put("dmaBufExport", ordered("supported", x.supported(), "fd", x.fd(), "evidence", x.evidence()));
         if (x.fd() >= 0) {
             closeFd(x.fd());
         }
@@ -133,10 +139,10 @@ public final class CudaReport {
                 final FlushResult f = gpu.flushGpuDirectRdmaWrites(scope);
                 System.out.println("flush " + scope + ": " + (f.noOp() ? "no-op by the ordering rule" : "needed")
                     + " - " + f.evidence());
-                flushes.add(Map.of("scope", scope.name(), "noOpByRule", f.noOp(), "evidence", f.evidence()));
+                flushes.add(ordered("scope", scope.name(), "noOpByRule", f.noOp(), "evidence", f.evidence()));
             } catch (final GpuException e) {
                 System.out.println("flush " + scope + ": " + e.getMessage());
-                flushes.add(Map.of("scope", scope.name(), "error", e.errorName(), "message", e.getMessage()));
+                flushes.add(ordered("scope", scope.name(), "error", e.errorName(), "message", e.getMessage()));
             }
         }
         r.put("flush", flushes);
@@ -253,6 +259,15 @@ public final class CudaReport {
             case "D2H" -> gpu.copyDtoHAsync(host, 0, d1, 0, bytes, s);
             default -> gpu.copyDtoDAsync(d2, 0, d1, 0, bytes, s);
         }
+    }
+
+    /** A map that keeps the key order given, so the JSON reads in a fixed order. */
+    private static Map<String, Object> ordered(final Object... kv) {
+        final Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return m;
     }
 
     private static void closeFd(final int fd) {

@@ -237,9 +237,23 @@ public final class PostedWriteQueue {
         }
     }
 
-    /** Drops a buffer that is being freed: its chunks go through first, as the driver waits for DMA before freeing. */
+    /**
+     * Drops the chunks aimed at a buffer that is being freed: its memory goes away, so there is nothing left for them
+     * to land in. Other buffers' chunks are untouched.
+     */
     void quiesce(final SimDeviceBuffer buffer) {
-        retireAll();
+        lock.lock();
+        try {
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.buffer == buffer && e.state != RETIRED) {
+                    e.state = RETIRED;
+                }
+            }
+            advanceHead();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

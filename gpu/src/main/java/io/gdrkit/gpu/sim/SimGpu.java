@@ -189,27 +189,47 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
 
     // ---------------------------------------------------------------- copies
 
+    // Synchronous copies run on the caller's thread once the default stream is idle, as the legacy default stream
+    // orders them; so host memory of any arena, confined ones too, can take part.
+
     @Override
     public void copyHtoD(final DeviceBuffer dst, final long dstOffset, final MemorySegment src, final long srcOffset,
                          final long len) {
-        copyHtoDAsync(dst, dstOffset, src, srcOffset, len, defaultStream);
-        synchronize(defaultStream, config.defaultTimeout());
+        final SimDeviceBuffer d = any(dst);
+        d.checkRange(dstOffset, len);
+        syncCopyPrologue("copyHtoD");
+        MemorySegment.copy(src, srcOffset, d.memory(), dstOffset, len);
     }
 
     @Override
     public void copyDtoH(final MemorySegment dst, final long dstOffset, final DeviceBuffer src, final long srcOffset,
                          final long len) {
-        copyDtoHAsync(dst, dstOffset, src, srcOffset, len, defaultStream);
-        synchronize(defaultStream, config.defaultTimeout());
+        final SimDeviceBuffer s = any(src);
+        s.checkRange(srcOffset, len);
+        syncCopyPrologue("copyDtoH");
+        readAsThisGpu(s, srcOffset, dst, dstOffset, len);
     }
 
     @Override
     public void copyDtoD(final DeviceBuffer dst, final long dstOffset, final DeviceBuffer src, final long srcOffset,
                          final long len) {
-        copyDtoDAsync(dst, dstOffset, src, srcOffset, len, defaultStream);
-        synchronize(defaultStream, config.defaultTimeout());
+        final SimDeviceBuffer d = any(dst);
+        final SimDeviceBuffer s = any(src);
+        d.checkRange(dstOffset, len);
+        s.checkRange(srcOffset, len);
+        syncCopyPrologue("copyDtoD");
+        readAsThisGpu(s, srcOffset, d.memory(), dstOffset, len);
     }
 
+    private void syncCopyPrologue(final String what) {
+        submitWork(defaultStream);
+        defaultStream.await(defaultStream.lastSubmitted(), config.defaultTimeout(), "the default stream before " + what);
+    }
+
+    /**
+     * Asynchronous copies run on the stream's thread: their host memory must be accessible from other threads
+     * (a shared, global or automatic arena, or pinned memory from {@link #allocHost}).
+     */
     @Override
     public void copyHtoDAsync(final DeviceBuffer dst, final long dstOffset, final MemorySegment src,
                               final long srcOffset, final long len, final GpuStream stream) {
@@ -278,6 +298,12 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         final SimStream s = stream(stream);
         queue.landAll();
         s.await(s.lastSubmitted(), timeout, "stream synchronize");
+    }
+
+    @Override
+    public boolean isComplete(final GpuStream stream) {
+        final SimStream s = stream(stream);
+        return s.isComplete(s.lastSubmitted());
     }
 
     @Override

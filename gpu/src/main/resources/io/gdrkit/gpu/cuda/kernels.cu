@@ -5,10 +5,12 @@
 // Result buffers (unsigned long long result[4]): [0] mismatching bytes, [1] index of the first mismatch (the host
 // sets it to ~0 before the launch), [2] 1 when a poll timed out, [3] polls made.
 
-// Round- and position-dependent byte: stale data from another round, shifted data and partial writes all differ.
+// Round- and position-dependent byte: a position hash plus round*157 (odd), so two rounds less than 256 apart
+// differ in every byte, and shifted data and partial writes show up too.
 __device__ __forceinline__ unsigned char pattern_at(unsigned long long i, unsigned int round, unsigned int seed) {
-    unsigned int h = (unsigned int)i * 2654435761u + round * 0x9E3779B9u + seed;
-    return (unsigned char)((h >> 24) ^ (h >> 8));
+    unsigned int m = (unsigned int)i * 2654435761u + seed;
+    m ^= m >> 16;
+    return (unsigned char)((m >> 8) + round * 157u);
 }
 
 // Reads go through volatile loads so that each one is served by memory (L2), not a stale L1 line: the point is
