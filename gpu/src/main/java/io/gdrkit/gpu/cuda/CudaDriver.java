@@ -26,6 +26,11 @@ import java.util.Optional;
 public final class CudaDriver {
     /** What {@link #load()} looks for. */
     public static final String LIBRARY = "libcuda.so.1";
+    /**
+     * System property naming another library file to load instead (a path): for drivers installed outside the
+     * loader's path, and for the test double that checks these bindings without a GPU.
+     */
+    public static final String LIBRARY_PROPERTY = "gdrkit.cuda.library";
 
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
@@ -152,9 +157,12 @@ public final class CudaDriver {
             if (instance == null && loadFailure == null) {
                 try {
                     // global arena: the driver stays loaded for the life of the process, as CUDA expects
-                    instance = new CudaDriver(SymbolLookup.libraryLookup(LIBRARY, Arena.global()));
+                    final String lib = library();
+                    instance = new CudaDriver(lib.contains("/")
+                        ? SymbolLookup.libraryLookup(java.nio.file.Path.of(lib), Arena.global())
+                        : SymbolLookup.libraryLookup(lib, Arena.global()));
                 } catch (final IllegalArgumentException | java.util.NoSuchElementException e) {
-                    loadFailure = "cannot load " + LIBRARY + " (dlopen through SymbolLookup.libraryLookup): "
+                    loadFailure = "cannot load " + library() + " (dlopen through SymbolLookup.libraryLookup): "
                         + e.getMessage();
                 } catch (final IllegalCallerException e) {
                     loadFailure = "native access is not enabled: run java with --enable-native-access=ALL-UNNAMED ("
@@ -163,6 +171,11 @@ public final class CudaDriver {
             }
             return Optional.ofNullable(instance);
         }
+    }
+
+    /** The library {@link #load()} opens: {@value #LIBRARY} unless {@value #LIBRARY_PROPERTY} names another. */
+    public static String library() {
+        return System.getProperty(LIBRARY_PROPERTY, LIBRARY);
     }
 
     /** Why {@link #load()} found no driver, or null. */

@@ -101,13 +101,13 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public static CudaProbe probe() {
         final var driver = CudaDriver.load();
         if (driver.isEmpty()) {
-            return new CudaProbe(false, CudaDriver.LIBRARY, -1, 0, List.of(), CudaDriver.loadFailure());
+            return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), CudaDriver.loadFailure());
         }
         final CudaDriver d = driver.get();
         try (Arena a = Arena.ofConfined()) {
             int rc = (int) d.cuInit.invokeExact(0);
             if (rc != 0) {
-                return new CudaProbe(false, CudaDriver.LIBRARY, -1, 0, List.of(), CudaDriver.LIBRARY
+                return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), CudaDriver.library()
                     + " loaded; cuInit(0) = " + d.errorName(rc) + " (" + rc + ")");
             }
             final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
@@ -123,12 +123,12 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                     "cuDeviceGetName");
                 names.add(name.getString(0));
             }
-            final String ev = CudaDriver.LIBRARY + " loaded; cuInit(0) = CUDA_SUCCESS; driver version " + version
+            final String ev = CudaDriver.library() + " loaded; cuInit(0) = CUDA_SUCCESS; driver version " + version
                 + " (" + version / 1000 + "." + version % 1000 / 10 + "); cuDeviceGetCount = " + count
                 + (names.isEmpty() ? "" : "; devices " + names);
-            return new CudaProbe(count > 0, CudaDriver.LIBRARY, version, count, List.copyOf(names), ev);
+            return new CudaProbe(count > 0, CudaDriver.library(), version, count, List.copyOf(names), ev);
         } catch (final Throwable t) {
-            return new CudaProbe(false, CudaDriver.LIBRARY, -1, 0, List.of(), "probing failed: " + t);
+            return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), "probing failed: " + t);
         }
     }
 
@@ -157,7 +157,18 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return pciBusId;
     }
 
+    /** The context this thread last made current, so hot paths skip a driver call when it is already ours. */
+    private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
+
     private void makeCurrent() {
+        if (CURRENT.get() == ctx) {
+            return;
+        }
+        setCurrent();
+        CURRENT.set(ctx);
+    }
+
+    private void setCurrent() {
         try {
             d.check((int) d.cuCtxSetCurrent.invokeExact(ctx), "cuCtxSetCurrent");
         } catch (final Throwable t) {
@@ -633,7 +644,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         final String attr = "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (124) = " + attributes.dmaBufSupported();
         if (d.cuMemGetHandleForAddressRange.isEmpty()) {
             return new DmaBufExport(false, -1, attr + "; cuMemGetHandleForAddressRange not exported by "
-                + CudaDriver.LIBRARY + " (driver older than CUDA 11.7)");
+                + CudaDriver.library() + " (driver older than CUDA 11.7)");
         }
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
@@ -660,7 +671,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             + (ordering.covers(scope) ? ">=" : "<") + " scope " + scope + "(" + scope.value() + ")";
         if (d.cuFlushGPUDirectRDMAWrites.isEmpty()) {
             throw new GpuException("CUDA_ERROR_NOT_SUPPORTED", 801, "cuFlushGPUDirectRDMAWrites not exported by "
-                + CudaDriver.LIBRARY + " (driver older than CUDA 11.3)");
+                + CudaDriver.library() + " (driver older than CUDA 11.3)");
         }
         makeCurrent();
         try {
