@@ -157,15 +157,19 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return pciBusId;
     }
 
-    /** The context this thread last made current, so hot paths skip a driver call when it is already ours. */
-    private static final ThreadLocal<MemorySegment> CURRENT = new ThreadLocal<>();
+    /**
+     * The device whose context this thread last made current, so hot paths skip a driver call when it is already
+     * ours. Keyed by instance, not handle: a reopened device gets the same primary-context handle back, but must set
+     * it current again.
+     */
+    private static final ThreadLocal<CudaGpu> CURRENT = new ThreadLocal<>();
 
     private void makeCurrent() {
-        if (CURRENT.get() == ctx) {
+        if (CURRENT.get() == this) {
             return;
         }
         setCurrent();
-        CURRENT.set(ctx);
+        CURRENT.set(this);
     }
 
     private void setCurrent() {
@@ -747,6 +751,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
             }
             final int ignored = (int) d.cuDevicePrimaryCtxRelease.invokeExact(device);
+            CURRENT.remove();
         } catch (final Throwable t) {
             // closing is best effort; the process is usually exiting
         }

@@ -286,6 +286,23 @@ class VisibilityModelTest {
     }
 
     @Test
+    void aDeterministicRunnerStepsTheDrainAgentOnVirtualTime() {
+        final io.gdrkit.agent.ManualClock clock = new io.gdrkit.agent.ManualClock(0);
+        try (SimGpu gpu = SimGpu.create(SimPreset.V100, SimGpuConfig.deterministic(19, clock));
+             Arena a = Arena.ofShared()) {
+            final DeviceBuffer data = gpu.alloc(N);
+            final MemorySegment src = SimTestSupport.patternHost(a, N, 6, SEED);
+            gpu.mapForNic(data).write(0, src, 0, N);
+            final io.gdrkit.agent.DeterministicRunner runner =
+                new io.gdrkit.agent.DeterministicRunner(19, clock, 1_000, 50_000).add(gpu.system().drainAgent());
+            runner.runUntil(() -> gpu.postedWrites().pendingLanding() + gpu.postedWrites().pendingRetire() == 0,
+                10_000, "posted writes to land and retire on virtual time");
+            assertTrue(clock.nanoTime() >= 2_000, "nothing lands before the minimum drain delay");
+            assertEquals(-1, ((SimDeviceBuffer) data).memory().mismatch(src));
+        }
+    }
+
+    @Test
     void theDrainAgentLandsWritesOnItsOwn() {
         try (SimGpu gpu = SimGpu.create(SimPreset.V100, SimGpuConfig.defaults(18)); Arena a = Arena.ofShared()) {
             final DeviceBuffer data = gpu.alloc(N);
