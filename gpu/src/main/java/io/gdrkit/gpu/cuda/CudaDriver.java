@@ -23,6 +23,8 @@ import java.util.Optional;
  * <p>Types: {@code CUresult}, {@code CUdevice} and enums are {@code int}; {@code CUdeviceptr} and {@code size_t}
  * are 64-bit; handles ({@code CUcontext}, {@code CUstream}, ...) are pointers.
  */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
 public final class CudaDriver {
     /** What {@link #load()} looks for. */
     public static final String LIBRARY = "libcuda.so.1";

@@ -39,6 +39,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * writes and reads are done by the GPU's copy engine ({@code cuMemcpyHtoD/DtoH}); they are synchronous and so
  * visible on return. {@link #describe()} says so. The BAR1 limit is taken from NVML when available.
  */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
 public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     /** {@code CU_POINTER_ATTRIBUTE_SYNC_MEMOPS}. */
     public static final int POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;

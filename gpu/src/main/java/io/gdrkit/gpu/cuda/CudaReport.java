@@ -37,6 +37,8 @@ import java.util.Map;
  *      [--device N] [--bytes N] [--iters N]</pre>
  * Exit status: 0 measured, 3 CUDA not found (the JSON then says what was looked for), 1 a failure.
  */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
 public final class CudaReport {
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
 

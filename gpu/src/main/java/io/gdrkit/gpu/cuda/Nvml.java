@@ -12,6 +12,8 @@ import java.lang.invoke.MethodHandle;
  * Best-effort BAR1 size through NVML ({@code libnvidia-ml.so.1}), the only API that reports it; the CUDA driver API
  * does not. Optional: when NVML is missing or fails, the size is unknown and the evidence says why.
  */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
 final class Nvml {
     static final String LIBRARY = "libnvidia-ml.so.1";
 

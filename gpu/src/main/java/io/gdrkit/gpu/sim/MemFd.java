@@ -10,6 +10,8 @@ import java.lang.invoke.MethodHandle;
  * A memfd standing in for the DMA-BUF a simulated GPU exports: a real file descriptor of the buffer's size, so that
  * code handing fds around (registration by fd) runs, while nothing pretends a real dma-buf exporter exists.
  */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
 final class MemFd {
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle MEMFD_CREATE = LINKER.downcallHandle(
