@@ -1,0 +1,38 @@
+package io.gdrkit.gpu;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * How a NIC touches GPU memory: through a BAR1 mapping, with posted writes and non-posted reads, which is what
+ * GPUDirect RDMA does on PCIe. The software NIC calls these from its engine threads; they allocate nothing.
+ *
+ * <p>Ordering contract (NVIDIA GPUDirect RDMA, "Synchronization and Memory Ordering"): a write is <em>posted</em>,
+ * it returns before the bytes are visible to GPU kernels; a later {@link #nicRead} on the same path is ordered
+ * behind the earlier posted writes and so flushes them; {@link #nicCompletionFence} is what the NIC calls right
+ * before it reports a completion, and it gives the visibility that the device's
+ * {@link WritesOrdering writes ordering} promises, no more.
+ */
+public interface GpuDmaTarget {
+    /**
+     * Maps {@code buffer} into the BAR1 aperture so that a NIC can reach it (what {@code ibv_reg_mr} over GPU memory
+     * does through {@code nvidia_p2p_get_pages} or DMA-BUF).
+     *
+     * @throws Bar1ExhaustedException when the aperture cannot hold the buffer
+     */
+    NicMapping mapForNic(DeviceBuffer buffer);
+
+    /** A posted NIC write of {@code len} bytes from {@code src} into the mapped buffer at {@code offset}. */
+    void nicWrite(NicMapping mapping, long offset, MemorySegment src, long srcOffset, long len);
+
+    /**
+     * A NIC read of the mapped buffer into {@code dst}. Reads do not pass posted writes on the same path: every write
+     * posted before this call lands first, then the bytes are read.
+     */
+    void nicRead(NicMapping mapping, long offset, MemorySegment dst, long dstOffset, long len);
+
+    /** Called by the NIC just before it reports a completion for writes into this GPU. */
+    void nicCompletionFence();
+
+    /** Bytes of BAR1 aperture currently mapped for NICs. */
+    long bar1MappedBytes();
+}

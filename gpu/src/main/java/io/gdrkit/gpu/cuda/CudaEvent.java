@@ -1,0 +1,14 @@
+package io.gdrkit.gpu.cuda;
+
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuEvent;
+
+import java.lang.foreign.MemorySegment;
+
+/** A {@code CUevent}. */
+public record CudaEvent(CudaGpu gpu, MemorySegment handle) implements GpuEvent {
+    @Override
+    public GpuDevice device() {
+        return gpu;
+    }
+}

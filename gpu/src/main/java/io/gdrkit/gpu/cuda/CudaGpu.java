@@ -1,0 +1,810 @@
+package io.gdrkit.gpu.cuda;
+
+import io.gdrkit.gpu.DeviceBuffer;
+import io.gdrkit.gpu.Dim3;
+import io.gdrkit.gpu.DmaBufExport;
+import io.gdrkit.gpu.FlushResult;
+import io.gdrkit.gpu.FlushScope;
+import io.gdrkit.gpu.GpuAttributes;
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuDmaTarget;
+import io.gdrkit.gpu.GpuEvent;
+import io.gdrkit.gpu.GpuException;
+import io.gdrkit.gpu.GpuFunction;
+import io.gdrkit.gpu.GpuStream;
+import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.NicMapping;
+import io.gdrkit.gpu.WritesOrdering;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A real NVIDIA GPU through the CUDA driver API, called with FFM. Uses the device's primary context and makes it
+ * current on the calling thread before each call, so any thread may use the device.
+ *
+ * <p>NIC access ({@link GpuDmaTarget}): no verbs device reaches this GPU from gdrkit's software NIC, so the NIC's
+ * writes and reads are done by the GPU's copy engine ({@code cuMemcpyHtoD/DtoH}); they are synchronous and so
+ * visible on return. {@link #describe()} says so. The BAR1 limit is taken from NVML when available.
+ */
+// native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
+@SuppressWarnings("restricted")
+public final class CudaGpu implements GpuDevice, GpuDmaTarget {
+    /** {@code CU_POINTER_ATTRIBUTE_SYNC_MEMOPS}. */
+    public static final int POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
+    /** {@code CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD}. */
+    public static final int MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
+    private static final int MAX_PARAMS = 16;
+    private static final String RESOURCE_DIR = "/io/gdrkit/gpu/cuda/";
+
+    private final CudaDriver d;
+    private final int ordinal;
+    private final int device;
+    private final MemorySegment ctx;
+    private final GpuAttributes attributes;
+    private final String pciBusId;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment paramValues;
+    private final MemorySegment paramPtrs;
+    private final ReentrantLock launchLock = new ReentrantLock();
+    private final Map<String, MemorySegment> modules = new ConcurrentHashMap<>();
+    private final Map<String, String> moduleSources = new ConcurrentHashMap<>();
+    private final Map<Long, Long> hostAllocs = new ConcurrentHashMap<>();
+    private final AtomicLong bar1Mapped = new AtomicLong();
+    private final CudaStream defaultStream;
+    private volatile boolean closed;
+
+    private CudaGpu(final CudaDriver d, final int ordinal) {
+        this.d = d;
+        this.ordinal = ordinal;
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(8, 8);
+            d.check((int) d.cuDeviceGet.invokeExact(out, ordinal), "cuDeviceGet(" + ordinal + ")");
+            this.device = out.get(ValueLayout.JAVA_INT, 0);
+            d.check((int) d.cuDevicePrimaryCtxRetain.invokeExact(out, device), "cuDevicePrimaryCtxRetain");
+            this.ctx = out.get(ValueLayout.ADDRESS, 0);
+            final MemorySegment bus = a.allocate(64);
+            d.check((int) d.cuDeviceGetPCIBusId.invokeExact(bus, 64, device), "cuDeviceGetPCIBusId");
+            this.pciBusId = bus.getString(0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("opening CUDA device " + ordinal, t);
+        }
+        makeCurrent();
+        final Nvml.Bar1 bar1 = Nvml.bar1(pciBusId);
+        this.attributes = new GpuAttributes(name(), attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_SUPPORTED),
+            attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS),
+            WritesOrdering.of(attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_WRITES_ORDERING)),
+            attr(GpuAttributes.ATTR_DMA_BUF_SUPPORTED), attr(GpuAttributes.ATTR_COMPUTE_CAPABILITY_MAJOR),
+            attr(GpuAttributes.ATTR_COMPUTE_CAPABILITY_MINOR), totalMem(), bar1.totalBytes(), bar1.evidence());
+        this.paramValues = arena.allocate(8L * MAX_PARAMS, 8);
+        this.paramPtrs = arena.allocate(ValueLayout.ADDRESS, MAX_PARAMS);
+        for (int i = 0; i < MAX_PARAMS; i++) {
+            paramPtrs.setAtIndex(ValueLayout.ADDRESS, i, paramValues.asSlice(8L * i, 8));
+        }
+        this.defaultStream = new CudaStream(this, MemorySegment.NULL);
+    }
+
+    /**
+     * Looks for the CUDA driver and its devices. Never throws and never invents a device: when nothing is found the
+     * result says what was looked for and what failed.
+     */
+    public static CudaProbe probe() {
+        final var driver = CudaDriver.load();
+        if (driver.isEmpty()) {
+            return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), CudaDriver.loadFailure());
+        }
+        final CudaDriver d = driver.get();
+        try (Arena a = Arena.ofConfined()) {
+            int rc = (int) d.cuInit.invokeExact(0);
+            if (rc != 0) {
+                return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), CudaDriver.library()
+                    + " loaded; cuInit(0) = " + d.errorName(rc) + " (" + rc + ")");
+            }
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            d.check((int) d.cuDriverGetVersion.invokeExact(out), "cuDriverGetVersion");
+            final int version = out.get(ValueLayout.JAVA_INT, 0);
+            d.check((int) d.cuDeviceGetCount.invokeExact(out), "cuDeviceGetCount");
+            final int count = out.get(ValueLayout.JAVA_INT, 0);
+            final List<String> names = new ArrayList<>();
+            final MemorySegment name = a.allocate(256);
+            for (int i = 0; i < count; i++) {
+                d.check((int) d.cuDeviceGet.invokeExact(out, i), "cuDeviceGet");
+                d.check((int) d.cuDeviceGetName.invokeExact(name, 256, out.get(ValueLayout.JAVA_INT, 0)),
+                    "cuDeviceGetName");
+                names.add(name.getString(0));
+            }
+            final String ev = CudaDriver.library() + " loaded; cuInit(0) = CUDA_SUCCESS; driver version " + version
+                + " (" + version / 1000 + "." + version % 1000 / 10 + "); cuDeviceGetCount = " + count
+                + (names.isEmpty() ? "" : "; devices " + names);
+            return new CudaProbe(count > 0, CudaDriver.library(), version, count, List.copyOf(names), ev);
+        } catch (final Throwable t) {
+            return new CudaProbe(false, CudaDriver.library(), -1, 0, List.of(), "probing failed: " + t);
+        }
+    }
+
+    /**
+     * Opens CUDA device {@code ordinal}.
+     *
+     * @throws GpuException named {@code GDRKIT_CUDA_NOT_FOUND} when the driver or the device is missing
+     */
+    public static CudaGpu open(final int ordinal) {
+        final CudaProbe p = probe();
+        if (!p.found()) {
+            throw new GpuException("GDRKIT_CUDA_NOT_FOUND", -1, p.evidence());
+        }
+        if (ordinal < 0 || ordinal >= p.deviceCount()) {
+            throw new GpuException("CUDA_ERROR_INVALID_DEVICE", 101, "device " + ordinal + " of " + p.deviceCount());
+        }
+        return new CudaGpu(CudaDriver.load().orElseThrow(), ordinal);
+    }
+
+    /** The driver bindings (for measurements that need the raw calls). */
+    public CudaDriver driver() {
+        return d;
+    }
+
+    public String pciBusId() {
+        return pciBusId;
+    }
+
+    /**
+     * The device whose context this thread last made current, so hot paths skip a driver call when it is already
+     * ours. Keyed by instance, not handle: a reopened device gets the same primary-context handle back, but must set
+     * it current again.
+     */
+    private static final ThreadLocal<CudaGpu> CURRENT = new ThreadLocal<>();
+
+    private void makeCurrent() {
+        if (CURRENT.get() == this) {
+            return;
+        }
+        setCurrent();
+        CURRENT.set(this);
+    }
+
+    private void setCurrent() {
+        try {
+            d.check((int) d.cuCtxSetCurrent.invokeExact(ctx), "cuCtxSetCurrent");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuCtxSetCurrent", t);
+        }
+    }
+
+    private int attr(final int attribute) {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            d.check((int) d.cuDeviceGetAttribute.invokeExact(out, attribute, device),
+                "cuDeviceGetAttribute(" + attribute + ")");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuDeviceGetAttribute(" + attribute + ")", t);
+        }
+    }
+
+    /** Any device attribute ({@code CUdevice_attribute} value). */
+    public int attribute(final int attribute) {
+        return attr(attribute);
+    }
+
+    private String name() {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(256);
+            d.check((int) d.cuDeviceGetName.invokeExact(out, 256, device), "cuDeviceGetName");
+            return out.getString(0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuDeviceGetName", t);
+        }
+    }
+
+    private long totalMem() {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+            d.check((int) d.cuDeviceTotalMem.invokeExact(out, device), "cuDeviceTotalMem_v2");
+            return out.get(ValueLayout.JAVA_LONG, 0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuDeviceTotalMem_v2", t);
+        }
+    }
+
+    @Override
+    public int ordinal() {
+        return ordinal;
+    }
+
+    @Override
+    public boolean isSimulated() {
+        return false;
+    }
+
+    @Override
+    public GpuAttributes attributes() {
+        return attributes;
+    }
+
+    @Override
+    public String describe() {
+        final GpuAttributes a = attributes;
+        return "GPU " + ordinal + " [CUDA] " + a.name() + " (" + pciBusId + "): cc " + a.computeCapability()
+            + ", GPUDirect RDMA (116) " + a.gpuDirectRdmaSupported() + ", flush options (117) "
+            + a.flushWritesOptions() + ", writes ordering (118) " + a.writesOrdering() + "("
+            + a.writesOrdering().value() + "), DMA-BUF (124) " + a.dmaBufSupported() + ", BAR1 "
+            + (a.bar1Bytes() < 0 ? a.bar1Evidence() : (a.bar1Bytes() >> 20) + " MiB") + ", memory "
+            + (a.totalMemBytes() >> 20) + " MiB; NIC access through the copy engine (no verbs device reaches it)";
+    }
+
+    // ---------------------------------------------------------------- memory
+
+    @Override
+    public DeviceBuffer alloc(final long bytes) {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+            d.check((int) d.cuMemAlloc.invokeExact(out, bytes), "cuMemAlloc_v2(" + bytes + ")");
+            return new CudaBuffer(this, out.get(ValueLayout.JAVA_LONG, 0), bytes);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemAlloc_v2", t);
+        }
+    }
+
+    @Override
+    public void free(final DeviceBuffer buffer) {
+        final CudaBuffer b = own(buffer);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemFree.invokeExact(b.address()), "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemFree_v2", t);
+        }
+    }
+
+    @Override
+    public MemorySegment allocHost(final long bytes) {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            d.check((int) d.cuMemAllocHost.invokeExact(out, bytes), "cuMemAllocHost_v2(" + bytes + ")");
+            final MemorySegment p = out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
+            hostAllocs.put(p.address(), bytes);
+            return p;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemAllocHost_v2", t);
+        }
+    }
+
+    @Override
+    public void freeHost(final MemorySegment host) {
+        if (hostAllocs.remove(host.address()) == null) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "0x" + Long.toHexString(host.address())
+                + " was not allocated by cuMemAllocHost on this device");
+        }
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemFreeHost.invokeExact(host), "cuMemFreeHost");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemFreeHost", t);
+        }
+    }
+
+    // ---------------------------------------------------------------- copies
+
+    @Override
+    public void copyHtoD(final DeviceBuffer dst, final long dstOffset, final MemorySegment src, final long srcOffset,
+                         final long len) {
+        final long dptr = devPtr(dst, dstOffset, len);
+        final MemorySegment h = host(src, srcOffset, len);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyHtoD.invokeExact(dptr, h, len), "cuMemcpyHtoD_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyHtoD_v2", t);
+        }
+    }
+
+    @Override
+    public void copyDtoH(final MemorySegment dst, final long dstOffset, final DeviceBuffer src, final long srcOffset,
+                         final long len) {
+        final long sptr = devPtr(src, srcOffset, len);
+        final MemorySegment h = host(dst, dstOffset, len);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyDtoH.invokeExact(h, sptr, len), "cuMemcpyDtoH_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoH_v2", t);
+        }
+    }
+
+    @Override
+    public void copyDtoD(final DeviceBuffer dst, final long dstOffset, final DeviceBuffer src, final long srcOffset,
+                         final long len) {
+        final long dptr = devPtr(dst, dstOffset, len);
+        final long sptr = devPtr(src, srcOffset, len);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyDtoD.invokeExact(dptr, sptr, len), "cuMemcpyDtoD_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoD_v2", t);
+        }
+    }
+
+    @Override
+    public void copyHtoDAsync(final DeviceBuffer dst, final long dstOffset, final MemorySegment src,
+                              final long srcOffset, final long len, final GpuStream stream) {
+        final long dptr = devPtr(dst, dstOffset, len);
+        final MemorySegment h = host(src, srcOffset, len);
+        final MemorySegment s = stream(stream).handle();
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyHtoDAsync.invokeExact(dptr, h, len, s), "cuMemcpyHtoDAsync_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyHtoDAsync_v2", t);
+        }
+    }
+
+    @Override
+    public void copyDtoHAsync(final MemorySegment dst, final long dstOffset, final DeviceBuffer src,
+                              final long srcOffset, final long len, final GpuStream stream) {
+        final long sptr = devPtr(src, srcOffset, len);
+        final MemorySegment h = host(dst, dstOffset, len);
+        final MemorySegment s = stream(stream).handle();
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyDtoHAsync.invokeExact(h, sptr, len, s), "cuMemcpyDtoHAsync_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        }
+    }
+
+    @Override
+    public void copyDtoDAsync(final DeviceBuffer dst, final long dstOffset, final DeviceBuffer src,
+                              final long srcOffset, final long len, final GpuStream stream) {
+        final long dptr = devPtr(dst, dstOffset, len);
+        final long sptr = devPtr(src, srcOffset, len);
+        final MemorySegment s = stream(stream).handle();
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyDtoDAsync.invokeExact(dptr, sptr, len, s), "cuMemcpyDtoDAsync_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoDAsync_v2", t);
+        }
+    }
+
+    // ---------------------------------------------------------------- streams and events
+
+    @Override
+    public GpuStream createStream() {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            d.check((int) d.cuStreamCreate.invokeExact(out, 0), "cuStreamCreate");
+            return new CudaStream(this, out.get(ValueLayout.ADDRESS, 0));
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuStreamCreate", t);
+        }
+    }
+
+    /** The legacy default stream. */
+    public GpuStream defaultStream() {
+        return defaultStream;
+    }
+
+    @Override
+    public void destroyStream(final GpuStream stream) {
+        final CudaStream s = stream(stream);
+        makeCurrent();
+        try {
+            d.check((int) d.cuStreamDestroy.invokeExact(s.handle()), "cuStreamDestroy_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuStreamDestroy_v2", t);
+        }
+    }
+
+    /** Polls {@code cuStreamQuery} until done or the timeout: cuStreamSynchronize itself cannot time out. */
+    @Override
+    public void synchronize(final GpuStream stream, final Duration timeout) {
+        final CudaStream s = stream(stream);
+        makeCurrent();
+        awaitQuery(d.cuStreamQuery, s.handle(), timeout, "cuStreamQuery", "stream");
+    }
+
+    @Override
+    public boolean isComplete(final GpuStream stream) {
+        final CudaStream s = stream(stream);
+        makeCurrent();
+        try {
+            final int rc = (int) d.cuStreamQuery.invokeExact(s.handle());
+            if (rc == CudaDriver.CUDA_ERROR_NOT_READY) {
+                return false;
+            }
+            d.check(rc, "cuStreamQuery");
+            return true;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuStreamQuery", t);
+        }
+    }
+
+    @Override
+    public GpuEvent createEvent() {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            d.check((int) d.cuEventCreate.invokeExact(out, 0), "cuEventCreate");
+            return new CudaEvent(this, out.get(ValueLayout.ADDRESS, 0));
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuEventCreate", t);
+        }
+    }
+
+    @Override
+    public void destroyEvent(final GpuEvent event) {
+        final CudaEvent e = event(event);
+        makeCurrent();
+        try {
+            d.check((int) d.cuEventDestroy.invokeExact(e.handle()), "cuEventDestroy_v2");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuEventDestroy_v2", t);
+        }
+    }
+
+    @Override
+    public void record(final GpuEvent event, final GpuStream stream) {
+        final CudaEvent e = event(event);
+        final CudaStream s = stream(stream);
+        makeCurrent();
+        try {
+            d.check((int) d.cuEventRecord.invokeExact(e.handle(), s.handle()), "cuEventRecord");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuEventRecord", t);
+        }
+    }
+
+    @Override
+    public void synchronize(final GpuEvent event, final Duration timeout) {
+        final CudaEvent e = event(event);
+        makeCurrent();
+        awaitQuery(d.cuEventQuery, e.handle(), timeout, "cuEventQuery", "event");
+    }
+
+    @Override
+    public float elapsedMillis(final GpuEvent start, final GpuEvent end) {
+        final CudaEvent a = event(start);
+        final CudaEvent b = event(end);
+        makeCurrent();
+        try (Arena ar = Arena.ofConfined()) {
+            final MemorySegment out = ar.allocate(ValueLayout.JAVA_FLOAT);
+            d.check((int) d.cuEventElapsedTime.invokeExact(out, a.handle(), b.handle()), "cuEventElapsedTime");
+            return out.get(ValueLayout.JAVA_FLOAT, 0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuEventElapsedTime", t);
+        }
+    }
+
+    private void awaitQuery(final MethodHandle query, final MemorySegment handle, final Duration timeout,
+                            final String call, final String what) {
+        final long deadline = System.nanoTime() + timeout.toNanos();
+        long spins = 0;
+        try {
+            while (true) {
+                final int rc = (int) query.invokeExact(handle);
+                if (rc == CudaDriver.CUDA_SUCCESS) {
+                    return;
+                }
+                if (rc != CudaDriver.CUDA_ERROR_NOT_READY) {
+                    d.check(rc, call);
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    throw new GpuException("GDRKIT_TIMEOUT", -1, "timed out after " + timeout + " waiting for " + what
+                        + " " + handle + " on CUDA device " + ordinal + " (" + call + " still CUDA_ERROR_NOT_READY)");
+                }
+                // spin briefly for short copies, then park so that a long kernel does not burn a core
+                if (++spins < 10_000) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(20_000);
+                }
+            }
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage(call, t);
+        }
+    }
+
+    // ---------------------------------------------------------------- kernels
+
+    /**
+     * Loads {@code io/gdrkit/gpu/cuda/<module>.ptx}; if the driver refuses its PTX ISA or target, falls back to
+     * {@code <module>_sm75.ptx} (PTX ISA 7.0), and remembers which one loaded ({@link #moduleSource}).
+     */
+    @Override
+    public GpuFunction function(final String module, final String name) {
+        final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            d.check((int) d.cuModuleGetFunction.invokeExact(out, mod, a.allocateFrom(name)),
+                "cuModuleGetFunction(" + module + ", " + name + ")");
+            return new CudaFunction(name, moduleSources.get(module), out.get(ValueLayout.ADDRESS, 0));
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuModuleGetFunction", t);
+        }
+    }
+
+    /** Which PTX resource a loaded module came from, and why a fallback was used if it was. */
+    public String moduleSource(final String module) {
+        return moduleSources.get(module);
+    }
+
+    private MemorySegment loadModule(final String module) {
+        final String primary = RESOURCE_DIR + module + ".ptx";
+        final String compat = RESOURCE_DIR + module + "_sm75.ptx";
+        try {
+            final MemorySegment m = loadPtx(primary);
+            moduleSources.put(module, primary);
+            return m;
+        } catch (final GpuException e) {
+            // 222 UNSUPPORTED_PTX_VERSION, 218 INVALID_PTX, 209 NO_BINARY_FOR_GPU, 200 INVALID_IMAGE
+            if (e.code() != 222 && e.code() != 218 && e.code() != 209 && e.code() != 200) {
+                throw e;
+            }
+            final MemorySegment m = loadPtx(compat);
+            moduleSources.put(module, compat + " (" + primary + " refused: " + e.errorName() + ")");
+            return m;
+        }
+    }
+
+    private MemorySegment loadPtx(final String resource) {
+        final byte[] ptx;
+        try (InputStream in = CudaGpu.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new GpuException("CUDA_ERROR_FILE_NOT_FOUND", 301, "PTX resource " + resource + " not on the class path");
+            }
+            ptx = in.readAllBytes();
+        } catch (final IOException e) {
+            throw new GpuException("CUDA_ERROR_FILE_NOT_FOUND", 301, "reading " + resource + ": " + e);
+        }
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment image = a.allocate(ptx.length + 1L); // cuModuleLoadData wants NUL-terminated PTX
+            MemorySegment.copy(ptx, 0, image, ValueLayout.JAVA_BYTE, 0, ptx.length);
+            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            d.check((int) d.cuModuleLoadData.invokeExact(out, image), "cuModuleLoadData(" + resource + ")");
+            return out.get(ValueLayout.ADDRESS, 0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuModuleLoadData", t);
+        }
+    }
+
+    @Override
+    public void launch(final GpuFunction function, final Dim3 grid, final Dim3 block, final GpuStream stream,
+                       final KernelArgs args) {
+        if (!(function instanceof CudaFunction f)) {
+            throw new GpuException("CUDA_ERROR_INVALID_HANDLE", 400, function + " is not a CUDA function");
+        }
+        if (args.count() > MAX_PARAMS) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, args.count() + " parameters > " + MAX_PARAMS);
+        }
+        final CudaStream s = stream(stream);
+        launchLock.lock();
+        try {
+            // the parameter block is reused: cuLaunchKernel copies the values before it returns
+            for (int i = 0; i < args.count(); i++) {
+                if (args.kind(i) == KernelArgs.Kind.U32) {
+                    paramValues.set(ValueLayout.JAVA_INT, 8L * i, (int) args.value(i));
+                } else {
+                    paramValues.set(ValueLayout.JAVA_LONG, 8L * i, args.value(i));
+                }
+            }
+            makeCurrent();
+            d.check((int) d.cuLaunchKernel.invokeExact(f.handle(), grid.x(), grid.y(), grid.z(), block.x(), block.y(),
+                block.z(), 0, s.handle(), paramPtrs, MemorySegment.NULL), "cuLaunchKernel(" + f.name() + ")");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuLaunchKernel", t);
+        } finally {
+            launchLock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- pointer attributes, DMA-BUF, flush
+
+    @Override
+    public boolean syncMemops(final DeviceBuffer buffer) {
+        final CudaBuffer b = own(buffer);
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            d.check((int) d.cuPointerGetAttribute.invokeExact(out, POINTER_ATTRIBUTE_SYNC_MEMOPS, b.address()),
+                "cuPointerGetAttribute(SYNC_MEMOPS)");
+            return out.get(ValueLayout.JAVA_INT, 0) != 0;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuPointerGetAttribute", t);
+        }
+    }
+
+    @Override
+    public void setSyncMemops(final DeviceBuffer buffer, final boolean enabled) {
+        final CudaBuffer b = own(buffer);
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment value = a.allocate(ValueLayout.JAVA_INT);
+            value.set(ValueLayout.JAVA_INT, 0, enabled ? 1 : 0);
+            d.check((int) d.cuPointerSetAttribute.invokeExact(value, POINTER_ATTRIBUTE_SYNC_MEMOPS, b.address()),
+                "cuPointerSetAttribute(SYNC_MEMOPS, " + enabled + ")");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuPointerSetAttribute", t);
+        }
+    }
+
+    @Override
+    public DmaBufExport exportDmaBuf(final DeviceBuffer buffer) {
+        final CudaBuffer b = own(buffer);
+        final String attr = "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (124) = " + attributes.dmaBufSupported();
+        if (d.cuMemGetHandleForAddressRange.isEmpty()) {
+            return new DmaBufExport(false, -1, attr + "; cuMemGetHandleForAddressRange not exported by "
+                + CudaDriver.library() + " (driver older than CUDA 11.7)");
+        }
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            out.set(ValueLayout.JAVA_INT, 0, -1);
+            final int rc = (int) d.cuMemGetHandleForAddressRange.get().invokeExact(out, b.address(), b.size(),
+                MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0L);
+            final String call = "cuMemGetHandleForAddressRange(0x" + Long.toHexString(b.address()) + ", " + b.size()
+                + ", DMA_BUF_FD, 0)";
+            if (rc != CudaDriver.CUDA_SUCCESS) {
+                return new DmaBufExport(false, -1, attr + "; " + call + " = " + d.errorName(rc) + " (" + rc + ")");
+            }
+            final int fd = out.get(ValueLayout.JAVA_INT, 0);
+            return new DmaBufExport(fd >= 0, fd, attr + "; " + call + " = CUDA_SUCCESS, fd " + fd);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemGetHandleForAddressRange", t);
+        }
+    }
+
+    @Override
+    public FlushResult flushGpuDirectRdmaWrites(final FlushScope scope) {
+        final WritesOrdering ordering = attributes.writesOrdering();
+        final String rule = "writes ordering (118) " + ordering + "(" + ordering.value() + ") "
+            + (ordering.covers(scope) ? ">=" : "<") + " scope " + scope + "(" + scope.value() + ")";
+        if (d.cuFlushGPUDirectRDMAWrites.isEmpty()) {
+            throw new GpuException("CUDA_ERROR_NOT_SUPPORTED", 801, "cuFlushGPUDirectRDMAWrites not exported by "
+                + CudaDriver.library() + " (driver older than CUDA 11.3)");
+        }
+        makeCurrent();
+        try {
+            final long t0 = System.nanoTime();
+            final int rc = (int) d.cuFlushGPUDirectRDMAWrites.get().invokeExact(FlushScope.TARGET_CURRENT_CTX,
+                scope.value());
+            final long ns = System.nanoTime() - t0;
+            d.check(rc, "cuFlushGPUDirectRDMAWrites(CURRENT_CTX, " + scope + ")");
+            // CUDA does not say whether it did anything; the no-op rule from its documentation decides
+            return new FlushResult(scope, ordering.covers(scope), 0, rule + "; cuFlushGPUDirectRDMAWrites(0, "
+                + scope.value() + ") = CUDA_SUCCESS in " + ns + " ns");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuFlushGPUDirectRDMAWrites", t);
+        }
+    }
+
+    // ---------------------------------------------------------------- NIC side: the copy engine stands in
+
+    @Override
+    public GpuDmaTarget dmaTarget() {
+        return this;
+    }
+
+    @Override
+    public NicMapping mapForNic(final DeviceBuffer buffer) {
+        final CudaBuffer b = own(buffer);
+        final long need = (b.size() + 65535) / 65536 * 65536;
+        final long after = bar1Mapped.addAndGet(need);
+        if (attributes.bar1Bytes() > 0 && after > attributes.bar1Bytes()) {
+            bar1Mapped.addAndGet(-need);
+            throw new io.gdrkit.gpu.Bar1ExhaustedException("mapping " + b.size() + " bytes of CUDA device " + ordinal
+                + " would exceed BAR1 of " + attributes.bar1Bytes() + " bytes (" + (after - need) + " mapped; "
+                + attributes.bar1Evidence() + ")");
+        }
+        return new NicMapping(this, b, need, () -> bar1Mapped.addAndGet(-need));
+    }
+
+    @Override
+    public void nicWrite(final NicMapping mapping, final long offset, final MemorySegment src, final long srcOffset,
+                         final long len) {
+        mapping.checkAccess(offset, len);
+        copyHtoD(mapping.buffer(), offset, src, srcOffset, len);
+    }
+
+    @Override
+    public void nicRead(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
+                        final long len) {
+        mapping.checkAccess(offset, len);
+        copyDtoH(dst, dstOffset, mapping.buffer(), offset, len);
+    }
+
+    @Override
+    public void nicCompletionFence() {
+        // synchronous copies are complete and visible when they return
+    }
+
+    @Override
+    public long bar1MappedBytes() {
+        return bar1Mapped.get();
+    }
+
+    // ---------------------------------------------------------------- lifecycle and helpers
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            makeCurrent();
+            for (final MemorySegment m : modules.values()) {
+                final int ignored = (int) d.cuModuleUnload.invokeExact(m);
+            }
+            final int ignored = (int) d.cuDevicePrimaryCtxRelease.invokeExact(device);
+            CURRENT.remove();
+        } catch (final Throwable t) {
+            // closing is best effort; the process is usually exiting
+        }
+        arena.close();
+    }
+
+    private CudaBuffer own(final DeviceBuffer buffer) {
+        if (!(buffer instanceof CudaBuffer b) || b.gpu() != this) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, buffer + " is not memory of CUDA device " + ordinal);
+        }
+        return b;
+    }
+
+    private static long devPtr(final DeviceBuffer buffer, final long offset, final long len) {
+        if (!(buffer instanceof CudaBuffer b)) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, buffer + " is not CUDA device memory");
+        }
+        if (offset < 0 || len < 0 || offset + len > b.size()) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "range [" + offset + ", " + (offset + len)
+                + ") outside " + b);
+        }
+        return b.address() + offset;
+    }
+
+    private static MemorySegment host(final MemorySegment seg, final long offset, final long len) {
+        if (!seg.isNative()) {
+            throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "host memory for CUDA copies must be native"
+                + " (a heap segment cannot be handed to the driver)");
+        }
+        return seg.asSlice(offset, len);
+    }
+
+    private CudaStream stream(final GpuStream stream) {
+        if (stream == null) {
+            return defaultStream;
+        }
+        if (!(stream instanceof CudaStream s) || s.gpu() != this) {
+            throw new GpuException("CUDA_ERROR_INVALID_HANDLE", 400, stream + " is not a stream of CUDA device " + ordinal);
+        }
+        return s;
+    }
+
+    private CudaEvent event(final GpuEvent event) {
+        if (!(event instanceof CudaEvent e) || e.gpu() != this) {
+            throw new GpuException("CUDA_ERROR_INVALID_HANDLE", 400, event + " is not an event of CUDA device " + ordinal);
+        }
+        return e;
+    }
+
+    @Override
+    public String toString() {
+        return describe();
+    }
+}

@@ -1,0 +1,33 @@
+package io.gdrkit.gpu.sim;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * How a kernel on a simulated GPU sees one device buffer. The owner's view reads device memory directly (so it
+ * sees exactly the NIC writes that have landed); a peer GPU's view also hides writes that have landed but not
+ * retired. Values are little-endian, like the GPU. Not thread-safe: one view per kernel block.
+ */
+public interface DeviceView {
+    long size();
+
+    byte getByte(long offset);
+
+    int getInt(long offset);
+
+    long getLong(long offset);
+
+    /** An acquire load, for polling a flag: later reads are not satisfied before it. */
+    int getIntAcquire(long offset);
+
+    void putByte(long offset, byte value);
+
+    void putInt(long offset, int value);
+
+    void putLong(long offset, long value);
+
+    /** A release store, for publishing a flag after data. */
+    void putIntRelease(long offset, int value);
+
+    /** Copies {@code len} bytes at {@code offset} into {@code dst}. */
+    void read(long offset, MemorySegment dst, long dstOffset, long len);
+}

@@ -1,0 +1,399 @@
+package io.gdrkit.gpu.sim;
+
+import io.gdrkit.agent.NanoClock;
+import io.gdrkit.gpu.WritesOrdering;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+import java.util.SplittableRandom;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The mechanism behind GPUDirect RDMA write visibility on one simulated GPU.
+ *
+ * <p>A NIC write is split into chunks (PCIe posted-write TLPs). Each chunk waits in this queue, its bytes held in a
+ * staging ring, and goes through two stages:
+ * <ol>
+ *   <li><b>landed</b>: the bytes are in device memory and the owner GPU's SMs read them. The old bytes are kept
+ *       (swapped into the staging slot) as long as other GPUs may still see them;</li>
+ *   <li><b>retired</b>: every GPU sees the new bytes.</li>
+ * </ol>
+ * Each chunk draws a landing deadline and a retire deadline from a seeded RNG. The device's writes ordering
+ * (attribute 118) decides the rest:
+ * <ul>
+ *   <li>{@link WritesOrdering#NONE}: chunks land in deadline order, so out of order, and a chunk can land after the
+ *       NIC reported completion (the completion fence does nothing). Chunks that overlap keep their order, so the
+ *       final memory is always the result of the writes in order;</li>
+ *   <li>{@link WritesOrdering#OWNER}: deadlines are monotonic, so chunks land in order, and the completion fence
+ *       lands them all; other GPUs still see the old bytes until the chunk retires;</li>
+ *   <li>{@link WritesOrdering#ALL_DEVICES}: as OWNER, and landing retires at once.</li>
+ * </ul>
+ * What else lands or retires chunks is decided by {@link SimGpu}: a NIC read on the path, a flush, a kernel launch or
+ * stream synchronization. Posting allocates nothing: entries and the staging ring are preallocated; when either is
+ * full the oldest chunks are forced to land and retire, which is PCIe flow control back-pressuring the NIC.
+ *
+ * <p>Thread safety: all state is guarded by one lock. Owner-side reads of device memory do not take it (they race
+ * with landing, which is the point); peer-side reads do, to overlay the old bytes.
+ */
+public final class PostedWriteQueue {
+    static final int POSTED = 0;
+    static final int LANDED = 1;
+    static final int RETIRED = 2;
+
+    private static final class Entry {
+        SimDeviceBuffer buffer;
+        long offset;
+        int len;
+        long stagingPos;
+        long landAt;
+        long retireAt;
+        int state = RETIRED;
+    }
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final WritesOrdering ordering;
+    private final NanoClock clock;
+    private final SplittableRandom random;
+    private final long minDelay;
+    private final long delaySpan;
+    private final int chunkBytes;
+    private final Entry[] ring;
+    private final int mask;
+    private final MemorySegment staging;
+    private final long stagingBytes;
+    private final MemorySegment scratch;
+    private long head;
+    private long tail;
+    private long stagingWrite;
+    private long lastLandAt;
+    private long posted;
+    private long landedCount;
+    private long retiredCount;
+    private long forced;
+
+    PostedWriteQueue(final WritesOrdering ordering, final SimGpuConfig config, final long seed, final Arena arena) {
+        this.ordering = ordering;
+        this.clock = config.clock();
+        this.random = new SplittableRandom(seed);
+        this.minDelay = config.minDrainNanos();
+        this.delaySpan = config.maxDrainNanos() - config.minDrainNanos() + 1;
+        this.chunkBytes = config.chunkBytes();
+        this.ring = new Entry[config.maxInFlight()];
+        for (int i = 0; i < ring.length; i++) {
+            ring[i] = new Entry();
+        }
+        this.mask = ring.length - 1;
+        this.stagingBytes = config.stagingBytes();
+        this.staging = arena.allocate(stagingBytes, 64);
+        this.scratch = arena.allocate(chunkBytes, 64);
+    }
+
+    /** Posts a NIC write: copies the bytes into the staging ring now, lands them later. */
+    void post(final SimDeviceBuffer buffer, final long offset, final MemorySegment src, final long srcOffset,
+              final long len) {
+        lock.lock();
+        try {
+            long done = 0;
+            while (done < len) {
+                final int n = (int) Math.min(chunkBytes, len - done);
+                final long pos = reserve(n);
+                MemorySegment.copy(src, srcOffset + done, staging, pos % stagingBytes, n);
+                final Entry e = ring[(int) (tail & mask)];
+                e.buffer = buffer;
+                e.offset = offset + done;
+                e.len = n;
+                e.stagingPos = pos;
+                final long now = clock.nanoTime();
+                long landAt = now + minDelay + random.nextLong(delaySpan);
+                if (ordering != WritesOrdering.NONE) {
+                    // in-order landing: a chunk never lands before the one posted ahead of it
+                    landAt = Math.max(landAt, lastLandAt);
+                    lastLandAt = landAt;
+                }
+                e.landAt = landAt;
+                e.retireAt = ordering == WritesOrdering.ALL_DEVICES ? landAt
+                    : landAt + minDelay + random.nextLong(delaySpan);
+                e.state = POSTED;
+                tail++;
+                posted++;
+                done += n;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Finds contiguous staging space and an entry for a chunk of {@code n} bytes, forcing old chunks out if needed. */
+    private long reserve(final int n) {
+        while (true) {
+            long pos = stagingWrite;
+            if (pos % stagingBytes + n > stagingBytes) {
+                pos += stagingBytes - pos % stagingBytes; // chunks never wrap around the end of the ring
+            }
+            final long oldest = head < tail ? ring[(int) (head & mask)].stagingPos : pos;
+            if (tail - head < ring.length && pos + n - oldest <= stagingBytes) {
+                stagingWrite = pos + n;
+                return pos;
+            }
+            // back-pressure: the oldest chunk is forced all the way through
+            final Entry e = ring[(int) (head & mask)];
+            landWithPredecessors(head);
+            retire(e);
+            forced++;
+            advanceHead();
+        }
+    }
+
+    /** Lands and retires chunks whose deadlines have passed on the clock. Returns how many changed state. */
+    public int drain() {
+        lock.lock();
+        try {
+            final long now = clock.nanoTime();
+            int work = 0;
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.state == POSTED && e.landAt <= now) {
+                    work += landWithPredecessors(s);
+                }
+                if (e.state == LANDED && e.retireAt <= now) {
+                    retire(e);
+                    work++;
+                }
+            }
+            advanceHead();
+            return work;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Lands the one posted chunk with the earliest landing deadline, whatever the clock says: the step of a
+     * deterministic test. Returns false when nothing was posted.
+     */
+    public boolean stepLanding() {
+        lock.lock();
+        try {
+            long best = -1;
+            long bestAt = Long.MAX_VALUE;
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.state == POSTED && e.landAt < bestAt) {
+                    best = s;
+                    bestAt = e.landAt;
+                }
+            }
+            if (best < 0) {
+                return false;
+            }
+            landWithPredecessors(best);
+            advanceHead();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lands every chunk posted so far (visible to the owner). Returns how many landed. */
+    int landAll() {
+        lock.lock();
+        try {
+            int n = 0;
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.state == POSTED) {
+                    land(e);
+                    n++;
+                }
+            }
+            advanceHead();
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lands and retires every chunk posted so far (visible to every GPU). Returns how many changed state. */
+    int retireAll() {
+        lock.lock();
+        try {
+            int n = 0;
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.state == POSTED) {
+                    land(e);
+                    n++;
+                }
+                if (e.state == LANDED) {
+                    retire(e);
+                    n++;
+                }
+            }
+            advanceHead();
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Drops the chunks aimed at a buffer that is being freed: its memory goes away, so there is nothing left for them
+     * to land in. Other buffers' chunks are untouched.
+     */
+    void quiesce(final SimDeviceBuffer buffer) {
+        lock.lock();
+        try {
+            for (long s = head; s < tail; s++) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.buffer == buffer && e.state != RETIRED) {
+                    e.state = RETIRED;
+                }
+            }
+            advanceHead();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Reads device memory as another GPU sees it: the bytes in memory, with the old bytes of chunks that have landed
+     * but not retired laid over them. Newest first, so the oldest old bytes win.
+     */
+    void peerRead(final SimDeviceBuffer buffer, final long offset, final MemorySegment dst, final long dstOffset,
+                  final long len) {
+        lock.lock();
+        try {
+            MemorySegment.copy(buffer.memory(), offset, dst, dstOffset, len);
+            for (long s = tail - 1; s >= head; s--) {
+                final Entry e = ring[(int) (s & mask)];
+                if (e.state != LANDED || e.buffer != buffer) {
+                    continue;
+                }
+                final long from = Math.max(offset, e.offset);
+                final long to = Math.min(offset + len, e.offset + e.len);
+                if (from < to) {
+                    MemorySegment.copy(staging, e.stagingPos % stagingBytes + (from - e.offset), dst,
+                        dstOffset + (from - offset), to - from);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lands entry {@code seq}, first landing earlier posted chunks that overlap it so same-address order holds. */
+    private int landWithPredecessors(final long seq) {
+        final Entry e = ring[(int) (seq & mask)];
+        int n = 0;
+        for (long s = head; s < seq; s++) {
+            final Entry p = ring[(int) (s & mask)];
+            if (p.state == POSTED && (ordering != WritesOrdering.NONE || overlaps(p, e))) {
+                land(p);
+                n++;
+            }
+        }
+        if (e.state == POSTED) {
+            land(e);
+            n++;
+        }
+        return n;
+    }
+
+    private static boolean overlaps(final Entry a, final Entry b) {
+        return a.buffer == b.buffer && a.offset < b.offset + b.len && b.offset < a.offset + a.len;
+    }
+
+    private void land(final Entry e) {
+        // a chunk of a freed buffer is dropped: the memory is gone
+        if (e.buffer.isFreed()) {
+            e.state = RETIRED;
+            return;
+        }
+        final MemorySegment mem = e.buffer.memory();
+        final long slot = e.stagingPos % stagingBytes;
+        // order this chunk's bytes after everything landed before it, for SM threads polling with acquire loads
+        VarHandle.releaseFence();
+        if (ordering == WritesOrdering.ALL_DEVICES) {
+            MemorySegment.copy(staging, slot, mem, e.offset, e.len);
+            e.state = RETIRED;
+            landedCount++;
+            retiredCount++;
+            return;
+        }
+        // swap: memory gets the new bytes, the slot keeps the old ones for peers until the chunk retires
+        MemorySegment.copy(mem, e.offset, scratch, 0, e.len);
+        MemorySegment.copy(staging, slot, mem, e.offset, e.len);
+        MemorySegment.copy(scratch, 0, staging, slot, e.len);
+        e.state = LANDED;
+        landedCount++;
+    }
+
+    private void retire(final Entry e) {
+        if (e.state == POSTED) {
+            land(e);
+        }
+        if (e.state == LANDED) {
+            e.state = RETIRED;
+            retiredCount++;
+        }
+    }
+
+    private void advanceHead() {
+        while (head < tail && ring[(int) (head & mask)].state == RETIRED) {
+            ring[(int) (head & mask)].buffer = null;
+            head++;
+        }
+        if (head == tail) {
+            stagingWrite = 0;
+            head = tail = 0;
+        }
+    }
+
+    /** Chunks posted and not yet landed. */
+    public int pendingLanding() {
+        lock.lock();
+        try {
+            int n = 0;
+            for (long s = head; s < tail; s++) {
+                if (ring[(int) (s & mask)].state == POSTED) {
+                    n++;
+                }
+            }
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Chunks landed for the owner and not yet visible to other GPUs. */
+    public int pendingRetire() {
+        lock.lock();
+        try {
+            int n = 0;
+            for (long s = head; s < tail; s++) {
+                if (ring[(int) (s & mask)].state == LANDED) {
+                    n++;
+                }
+            }
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counters: chunks posted, landed, retired, and forced through by back-pressure. */
+    public String stats() {
+        lock.lock();
+        try {
+            return "posted=" + posted + " landed=" + landedCount + " retired=" + retiredCount + " forced=" + forced
+                + " (simulated)";
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public WritesOrdering ordering() {
+        return ordering;
+    }
+}

@@ -1,0 +1,119 @@
+package io.gdrkit.gpu.sim;
+
+import io.gdrkit.agent.Agent;
+import io.gdrkit.agent.AgentRunner;
+import io.gdrkit.agent.BackoffIdleStrategy;
+import io.gdrkit.gpu.GpuException;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A simulated host with one or more GPUs, peer access between them, and the agent that lands posted NIC writes
+ * when their drain delays expire (started only when {@link SimGpuConfig#autoDrain()}; otherwise tests step
+ * {@link #drainAgent()} or the queues themselves).
+ */
+public final class SimGpuSystem implements AutoCloseable {
+    private final SimGpuConfig config;
+    private final List<SimGpu> gpus = new ArrayList<>();
+    private final boolean[][] peer;
+    private final Agent drainAgent;
+    private final AgentRunner drainRunner;
+
+    private SimGpuSystem(final SimGpuConfig config, final SimPreset... presets) {
+        if (presets.length == 0) {
+            throw new IllegalArgumentException("a simulated system needs at least one GPU preset");
+        }
+        this.config = config;
+        for (int i = 0; i < presets.length; i++) {
+            gpus.add(new SimGpu(this, i, presets[i], config));
+        }
+        this.peer = new boolean[presets.length][presets.length];
+        final SimGpu[] all = gpus.toArray(new SimGpu[0]);
+        this.drainAgent = new Agent() {
+            @Override
+            public int doWork() {
+                int work = 0;
+                for (final SimGpu g : all) {
+                    work += g.postedWrites().drain();
+                }
+                return work;
+            }
+
+            @Override
+            public String roleName() {
+                return "sim-gpu-drain";
+            }
+        };
+        // park quickly when idle: the drainer must not take a core from the NIC on small machines
+        this.drainRunner = config.autoDrain()
+            ? new AgentRunner(drainAgent, new BackoffIdleStrategy(0, 10, 5_000, 50_000)).start() : null;
+    }
+
+    /** A system with one GPU per preset, ordinals in order. */
+    public static SimGpuSystem create(final SimGpuConfig config, final SimPreset... presets) {
+        return new SimGpuSystem(config, presets);
+    }
+
+    public SimGpu gpu(final int ordinal) {
+        if (ordinal < 0 || ordinal >= gpus.size()) {
+            throw new GpuException("CUDA_ERROR_INVALID_DEVICE", 101, "no simulated GPU " + ordinal + " (have "
+                + gpus.size() + ")");
+        }
+        return gpus.get(ordinal);
+    }
+
+    public int count() {
+        return gpus.size();
+    }
+
+    public SimGpuConfig config() {
+        return config;
+    }
+
+    /** Lets kernels and copies on GPU {@code from} access memory of GPU {@code to} ({@code cuCtxEnablePeerAccess}). */
+    public synchronized void enablePeerAccess(final int from, final int to) {
+        gpu(from);
+        gpu(to);
+        if (from == to) {
+            throw new GpuException("CUDA_ERROR_INVALID_DEVICE", 101, "peer access from a GPU to itself");
+        }
+        if (peer[from][to]) {
+            throw new GpuException("CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", 704, "GPU " + from + " -> " + to);
+        }
+        peer[from][to] = true;
+    }
+
+    public synchronized boolean peerAccessEnabled(final int from, final int to) {
+        return peer[from][to];
+    }
+
+    /** The agent that lands and retires posted writes whose delays have expired, on every GPU. */
+    public Agent drainAgent() {
+        return drainAgent;
+    }
+
+    private boolean closed;
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (drainRunner != null) {
+            drainRunner.close();
+        }
+        for (final SimGpu g : gpus) {
+            g.shutdown();
+        }
+        for (final SimGpu g : gpus) {
+            g.releaseArena();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "SimGpuSystem[" + gpus.size() + " simulated GPU(s)]";
+    }
+}

@@ -1,0 +1,10 @@
+package io.gdrkit.gpu.sim;
+
+/**
+ * A kernel for the simulated GPU, written in Java. It runs once per block on an SM worker thread and loops over its
+ * block's threads itself; it reads and writes memory only through {@link KernelContext#view}.
+ */
+@FunctionalInterface
+public interface SimKernel {
+    void run(KernelContext ctx);
+}

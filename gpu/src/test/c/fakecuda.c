@@ -1,0 +1,123 @@
+/*
+ * A test double of libcuda.so.1 for CudaFakeDriverTest: the driver API entry points gdrkit binds, implemented on
+ * host memory, so that the FFM signatures, parameter marshalling (cuLaunchKernel's void** params) and error-name
+ * mapping are exercised on a machine without a GPU. It is NOT a GPU: its device name says "fake".
+ * fill_pattern and verify_pattern are computed on the host with the same pattern as kernels.cu.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+typedef int CUresult;
+static int inited;
+static int sync_memops;
+static int last_flush_target = -1, last_flush_scope = -1;
+
+static unsigned char pattern_at(unsigned long long i, unsigned int round, unsigned int seed) {
+    unsigned int m = (unsigned int)i * 2654435761u + seed;
+    m ^= m >> 16;
+    return (unsigned char)((m >> 8) + round * 157u);
+}
+
+CUresult cuInit(unsigned int flags) { if (flags != 0) return 1; inited = 1; return 0; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+CUresult cuDeviceGetCount(int *n) { if (!inited) return 3; *n = 1; return 0; }
+CUresult cuDeviceGet(int *d, int ordinal) { if (ordinal != 0) return 101; *d = 0; return 0; }
+CUresult cuDeviceGetName(char *name, int len, int dev) { snprintf(name, len, "gdrkit fake CUDA device (test double, not a GPU)"); return dev == 0 ? 0 : 101; }
+CUresult cuDeviceGetAttribute(int *pi, int attr, int dev) {
+    if (dev != 0) return 101;
+    switch (attr) {
+        case 116: *pi = 1; return 0;
+        case 117: *pi = 1; return 0;
+        case 118: *pi = 100; return 0;
+        case 124: *pi = 1; return 0;
+        case 75: *pi = 9; return 0;
+        case 76: *pi = 0; return 0;
+        default: return 1;
+    }
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) { *bytes = 1ull << 30; return dev == 0 ? 0 : 101; }
+CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) { snprintf(id, len, "0000:fa:ce:0"); return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { *ctx = (void *)0xC0FFEE; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; }
+CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) { void *m = aligned_alloc(4096, (n + 4095) / 4096 * 4096); if (!m) return 2; *p = (unsigned long long)m; return 0; }
+CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
+CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
+CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { memcpy(d, (void *)s, n); return 0; }
+CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { memmove((void *)d, (void *)s, n); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) { return cuMemcpyHtoD_v2(d, s, n); }
+CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoH_v2(d, s, n); }
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoD_v2(d, s, n); }
+CUresult cuStreamCreate(void **s, unsigned int flags) { *s = malloc(8); return 0; }
+CUresult cuStreamQuery(void *s) { return 0; }
+CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
+static long long fake_clock;
+CUresult cuEventCreate(void **e, unsigned int flags) { *e = calloc(1, 8); return 0; }
+CUresult cuEventRecord(void *e, void *s) { *(long long *)e = (fake_clock += 1000000); return 0; }
+CUresult cuEventQuery(void *e) { return 0; }
+CUresult cuEventSynchronize(void *e) { return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)((*(long long *)b - *(long long *)a) / 1e6); return 0; }
+CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) { if (!strstr((const char *)image, ".entry fill_pattern")) return 218; *m = (void *)0x1; return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    if (!strcmp(name, "fill_pattern")) *f = (void *)1;
+    else if (!strcmp(name, "verify_pattern")) *f = (void *)2;
+    else if (!strcmp(name, "noop")) *f = (void *)3;
+    else if (!strcmp(name, "poll_flag_verify")) *f = (void *)4;
+    else return 500;
+    return 0;
+}
+CUresult cuModuleUnload(void *m) { return 0; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, void *stream, void **params, void **extra) {
+    if (gx == 0 || bx == 0 || bx * by * bz > 1024) return 1;
+    if (f == (void *)1) {
+        unsigned char *buf = *(unsigned char **)params[0];
+        unsigned long long n = *(unsigned long long *)params[1];
+        unsigned int round = *(unsigned int *)params[2], seed = *(unsigned int *)params[3];
+        for (unsigned long long i = 0; i < n; i++) buf[i] = pattern_at(i, round, seed);
+    } else if (f == (void *)2) {
+        const unsigned char *buf = *(const unsigned char **)params[0];
+        unsigned long long n = *(unsigned long long *)params[1];
+        unsigned int round = *(unsigned int *)params[2], seed = *(unsigned int *)params[3];
+        unsigned long long *res = *(unsigned long long **)params[4];
+        for (unsigned long long i = 0; i < n; i++) {
+            if (buf[i] != pattern_at(i, round, seed)) { res[0]++; if (i < res[1]) res[1] = i; }
+        }
+    } else if (f != (void *)3) {
+        return 400;
+    }
+    return 0;
+}
+CUresult cuPointerGetAttribute(void *data, int attr, unsigned long long p) { if (attr != 6) return 1; *(int *)data = sync_memops; return 0; }
+CUresult cuPointerSetAttribute(const void *value, int attr, unsigned long long p) { if (attr != 6) return 1; sync_memops = *(const int *)value; return 0; }
+CUresult cuMemGetHandleForAddressRange(void *handle, unsigned long long p, size_t size, int type, unsigned long long flags) {
+    if (type != 1 || flags != 0 || (p % 4096) || (size % 4096)) return 1;
+    *(int *)handle = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return 0;
+}
+CUresult cuFlushGPUDirectRDMAWrites(int target, int scope) {
+    last_flush_target = target; last_flush_scope = scope;
+    return target == 0 && (scope == 100 || scope == 200) ? 0 : 1;
+}
+CUresult cuGetErrorName(CUresult e, const char **s) {
+    switch (e) {
+        case 0: *s = "CUDA_SUCCESS"; return 0;
+        case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
+        case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+        case 3: *s = "CUDA_ERROR_NOT_INITIALIZED"; return 0;
+        case 101: *s = "CUDA_ERROR_INVALID_DEVICE"; return 0;
+        case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
+        case 400: *s = "CUDA_ERROR_INVALID_HANDLE"; return 0;
+        case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+        default: *s = 0; return 1;
+    }
+}
