@@ -307,6 +307,7 @@ final class Completer implements Agent {
         final long index = qp.compTail;
         final int slot = sq.slot(index);
         final int op = sq.opcode(index);
+        qp.fenceDmaWrites(); // READ/ATOMIC results written into DMA memory: visible as promised at completion
         final boolean cqe = status != WcStatus.SUCCESS || qp.isSignaled(sq.flags(index));
         final long wrId = sq.wrId(index);
         if ((qp.wqeState[slot] & SoftQp.STARTED) != 0 && WrOpcode.isReadOrAtomic(op)) {

@@ -12,8 +12,6 @@ import io.gdrkit.verbs.QpState;
 import io.gdrkit.verbs.WcOpcode;
 import io.gdrkit.verbs.WcStatus;
 import io.gdrkit.verbs.WorkCompletion;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 
 /**
  * Executes incoming requests and answers them (rxe_resp.c): PSN checks (duplicates, sequence errors), opcode
@@ -22,7 +20,6 @@ import java.lang.invoke.VarHandle;
  * order as the link allows.
  */
 final class Responder implements Agent {
-    private static final VarHandle ATOMIC_LONG = ValueLayout.JAVA_LONG.varHandle();
     private final SoftDevice dev;
     private final Transmitter tx;
     private final Packet out;
@@ -184,8 +181,8 @@ final class Responder implements Agent {
                     + Integer.toHexString(qp.writeRkey) + " no longer valid");
                 return;
             }
-            java.lang.foreign.MemorySegment.copy(p.buffer(), p.payloadOffset(), mr.segment,
-                qp.writeVa - mr.address, len);
+            mr.copyIn(p.buffer(), p.payloadOffset(), qp.writeVa, len);
+            qp.noteDmaWrite(mr);
         }
         qp.writeVa += len;
         qp.writeRemaining -= len;
@@ -245,13 +242,9 @@ final class Responder implements Agent {
         if (qp.resources.isFull()) {
             return; // dropped: the requester retries
         }
-        final long off = va - mr.address;
-        final long original;
-        if (p.opcode() == BthOpcode.COMPARE_SWAP) {
-            original = (long) ATOMIC_LONG.compareAndExchange(mr.segment, off, p.atomicCompare(), p.atomicSwapAdd());
-        } else {
-            original = (long) ATOMIC_LONG.getAndAdd(mr.segment, off, p.atomicSwapAdd());
-        }
+        final long original = p.opcode() == BthOpcode.COMPARE_SWAP
+            ? mr.atomic(va, true, p.atomicCompare(), p.atomicSwapAdd())
+            : mr.atomic(va, false, p.atomicSwapAdd(), 0);
         qp.resources.rememberAtomic(psn, original);
         final int slot = qp.resources.push(ResponderResources.ATOMIC, psn);
         qp.resources.value[slot] = original;
@@ -330,6 +323,7 @@ final class Responder implements Agent {
 
     private void completeRecv(final SoftQp qp, final int status, final int opcode, final int byteLen, final int imm,
                               final int flags) {
+        qp.fenceDmaWrites();
         final RecvQueue rq = qp.rq;
         final long wrId = rq.wrId(qp.rqHead);
         // Release the WQE before the CQE is visible: the poller may repost into the slot as soon as it sees it.
@@ -367,6 +361,7 @@ final class Responder implements Agent {
                     if (!claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
+                    qp.fenceDmaWrites(); // what the memory promises at completion holds before the ACK leaves
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
                     r.pop();
@@ -420,8 +415,7 @@ final class Responder implements Agent {
             out.aeth(Aeth.ACK_UNLIMITED, qp.msn);
         }
         if (payload > 0) {
-            java.lang.foreign.MemorySegment.copy(mr.segment, r.va[slot] + offset - mr.address, out.buffer(),
-                out.payloadOffset(), payload);
+            mr.copyOut(r.va[slot] + offset, out.buffer(), out.payloadOffset(), payload);
         }
         commit();
         if (last) {

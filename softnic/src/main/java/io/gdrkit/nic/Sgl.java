@@ -51,7 +51,7 @@ final class Sgl {
             if (mr == null || mr.pd != qp.pd || !mr.contains(addr, chunk)) {
                 return WcStatus.LOC_PROT_ERR;
             }
-            MemorySegment.copy(mr.segment, addr - mr.address, dst, dstOffset, chunk);
+            mr.copyOut(addr, dst, dstOffset, chunk);
             dstOffset += chunk;
             len -= chunk;
             offset = 0;
@@ -76,7 +76,8 @@ final class Sgl {
                 || (mr.access & AccessFlags.LOCAL_WRITE) == 0) {
                 return WcStatus.LOC_PROT_ERR;
             }
-            MemorySegment.copy(src, srcOffset, mr.segment, addr - mr.address, chunk);
+            mr.copyIn(src, srcOffset, addr, chunk);
+            qp.noteDmaWrite(mr);
             srcOffset += chunk;
             len -= chunk;
             offset = 0;
@@ -101,7 +102,8 @@ final class Sgl {
                 || (mr.access & AccessFlags.LOCAL_WRITE) == 0) {
                 return WcStatus.LOC_PROT_ERR;
             }
-            MemorySegment.copy(src, srcOffset, mr.segment, addr - mr.address, chunk);
+            mr.copyIn(src, srcOffset, addr, chunk);
+            qp.noteDmaWrite(mr);
             srcOffset += chunk;
             len -= chunk;
             offset = 0;

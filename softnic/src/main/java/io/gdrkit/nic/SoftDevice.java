@@ -211,6 +211,24 @@ public final class SoftDevice implements Device, Agent {
         }
     }
 
+    MemoryRegion registerMr(final SoftPd pd, final io.gdrkit.verbs.DmaMemory memory, final int access) {
+        if (memory == null || memory.byteSize() <= 0) {
+            throw new VerbsException(Errno.EINVAL, "DMA memory to register is null or empty");
+        }
+        if (!AccessFlags.isValidForMr(access)) {
+            throw new VerbsException(Errno.EINVAL, "invalid MR access flags " + AccessFlags.describe(access)
+                + " (REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE)");
+        }
+        duty.acquire(CONTROL_TIMEOUT_NS, "register an MR over " + memory.describe());
+        try {
+            final SoftMr mr = new SoftMr(pd, memory, access, mrs.allocateKey());
+            mrs.publish(mr);
+            return mr;
+        } finally {
+            duty.release();
+        }
+    }
+
     void deregisterMr(final SoftMr mr) {
         duty.acquire(CONTROL_TIMEOUT_NS, "deregister an MR");
         try {
@@ -238,7 +256,7 @@ public final class SoftDevice implements Device, Agent {
             throw new VerbsException(Errno.EINVAL, "inline SGE lkey 0x" + Integer.toHexString(lkey)
                 + " was deregistered while posting");
         }
-        MemorySegment.copy(mr.segment, addr - mr.address, dst, dstOffset, len);
+        mr.copyOut(addr, dst, dstOffset, len);
     }
 
     // ---------------- completion queues ----------------

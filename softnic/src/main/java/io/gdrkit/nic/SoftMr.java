@@ -1,13 +1,20 @@
 package io.gdrkit.nic;
 
+import io.gdrkit.verbs.DmaMemory;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.ProtectionDomain;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 
 /** A memory region of the software NIC. lkey == rkey: 24-bit table index, 8-bit generation. */
 final class SoftMr implements MemoryRegion {
     final SoftPd pd;
+    private static final VarHandle ATOMIC_LONG = ValueLayout.JAVA_LONG.varHandle();
+    /** Host memory, or null for DMA memory. */
     final MemorySegment segment;
+    /** DMA memory (GPU ...), or null for host memory. */
+    final DmaMemory dma;
     final long address;
     final long length;
     final int access;
@@ -17,10 +24,54 @@ final class SoftMr implements MemoryRegion {
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
         this.pd = pd;
         this.segment = segment;
+        this.dma = null;
         this.address = segment.address();
         this.length = segment.byteSize();
         this.access = access;
         this.key = key;
+    }
+
+    SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key) {
+        this.pd = pd;
+        this.segment = null;
+        this.dma = dma;
+        this.address = dma.address();
+        this.length = dma.byteSize();
+        this.access = access;
+        this.key = key;
+    }
+
+    /** Copies {@code len} bytes at virtual address {@code va} of this MR out to {@code dst} (a NIC read). */
+    void copyOut(final long va, final MemorySegment dst, final long dstOffset, final long len) {
+        if (segment != null) {
+            MemorySegment.copy(segment, va - address, dst, dstOffset, len);
+        } else {
+            dma.dmaRead(va - address, dst, dstOffset, len);
+        }
+    }
+
+    /** Copies {@code len} bytes from {@code src} into this MR at virtual address {@code va} (a NIC write). */
+    void copyIn(final MemorySegment src, final long srcOffset, final long va, final long len) {
+        if (segment != null) {
+            MemorySegment.copy(src, srcOffset, segment, va - address, len);
+        } else {
+            dma.dmaWrite(va - address, src, srcOffset, len);
+        }
+    }
+
+    /** An 8-byte atomic at {@code va}; returns the original value. */
+    long atomic(final long va, final boolean compareAndSwap, final long operand, final long swap) {
+        if (segment != null) {
+            return compareAndSwap
+                ? (long) ATOMIC_LONG.compareAndExchange(segment, va - address, operand, swap)
+                : (long) ATOMIC_LONG.getAndAdd(segment, va - address, operand);
+        }
+        return dma.dmaAtomic(va - address, compareAndSwap, operand, swap);
+    }
+
+    @Override
+    public DmaMemory dma() {
+        return dma;
     }
 
     /** Is [va, va+len) inside this MR? Overflow-safe. */

@@ -30,6 +30,11 @@ final class SoftPd implements ProtectionDomain {
     }
 
     @Override
+    public MemoryRegion registerMr(final io.gdrkit.verbs.DmaMemory memory, final int accessFlags) {
+        return context.device().registerMr(this, memory, accessFlags);
+    }
+
+    @Override
     public QueuePair createQp(final QpInitAttr attr) {
         return context.device().createQp(this, attr);
     }

@@ -111,6 +111,8 @@ final class SoftQp implements QueuePair {
     int writeRemaining;
     int writeLength;
     final ResponderResources resources;
+    /** DMA memory written since the last completion fence (one at a time: a QP writes one MR per message). */
+    private SoftMr dmaWritten;
 
     SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
            final boolean sqSigAll, final QpCap cap) {
@@ -351,6 +353,22 @@ final class SoftQp implements QueuePair {
     @Override
     public void close() {
         device.destroyQp(this);
+    }
+
+    /** Remembers that DMA memory was written, so the next completion is fenced for it. */
+    void noteDmaWrite(final SoftMr mr) {
+        if (mr.dma != null && dmaWritten != mr) {
+            fenceDmaWrites(); // a different memory: fence the previous one now, so none is left unfenced
+            dmaWritten = mr;
+        }
+    }
+
+    /** Before a completion (ACK, receive CQE) is reported: the memory's completion fence. */
+    void fenceDmaWrites() {
+        if (dmaWritten != null) {
+            dmaWritten.dma.completionFence();
+            dmaWritten = null;
+        }
     }
 
     boolean remoteAccess(final int flag) {

@@ -4,6 +4,9 @@
 package io.gdrkit.tools;
 
 import io.gdrkit.fabric.FaultInjector;
+import io.gdrkit.gpu.DeviceBuffer;
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.nic.RcConnector;
 import io.gdrkit.nic.SoftDevice;
 import io.gdrkit.nic.SoftNicContext;
@@ -30,6 +33,7 @@ final class Loopback implements AutoCloseable {
 
     final SoftNicDriver driver;
     final boolean invoker;
+    private final GpuDevice gpu;
     private final SoftNicContext.ProgressMode mode;
     /** In OWN_DEVICE mode: the "server" thread driving NIC b, as perftest's server process would. */
     private Thread server;
@@ -48,6 +52,8 @@ final class Loopback implements AutoCloseable {
         final QueuePair[] qps;
         MemorySegment buf;
         MemoryRegion mr;
+        DeviceBuffer gpuBuffer;
+        GpuDmaMemory gpuMemory;
 
         Side(final SoftDevice dev, final int numQps, final int cqe) {
             this.dev = dev;
@@ -67,9 +73,20 @@ final class Loopback implements AutoCloseable {
         this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, null);
     }
 
-    /** @param faults a fault injector for the fabric's links, or null; corruption turns the link CRC on */
     Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults) {
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, null);
+    }
+
+    /**
+     * @param faults a fault injector for the fabric's links, or null; corruption turns the link CRC on
+     * @param gpu    when not null, each side's MR is GPU memory of this GPU (perftest's --use_cuda); the host
+     *               buffers stay allocated but the NICs read and write the GPU
+     */
+    Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+             final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
+             final GpuDevice gpu) {
+        this.gpu = gpu;
         final SoftNicContext ctx = new SoftNicContext().progressMode(mode);
         if (faults != null) {
             ctx.linkHook(faults).linkCrc(faults.config().corrupt() > 0);
@@ -90,7 +107,13 @@ final class Loopback implements AutoCloseable {
             }
             for (final Side s : new Side[] {a, b}) {
                 s.buf = arena.allocate(Math.max(bufBytes, 64), 4096);
-                s.mr = s.pd.registerMr(s.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                if (gpu != null) {
+                    s.gpuBuffer = gpu.alloc(Math.max(bufBytes, 64));
+                    s.gpuMemory = new GpuDmaMemory(gpu, s.gpuBuffer);
+                    s.mr = s.pd.registerMr(s.gpuMemory, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                } else {
+                    s.mr = s.pd.registerMr(s.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                }
             }
             for (int i = 0; i < numQps; i++) {
                 final QpInitAttr ia = new QpInitAttr();
@@ -137,6 +160,14 @@ final class Loopback implements AutoCloseable {
             }
         }
         driver.close();
+        if (gpu != null) {
+            for (final Side s : new Side[] {a, b}) {
+                if (s != null && s.gpuMemory != null) {
+                    s.gpuMemory.close();
+                    gpu.free(s.gpuBuffer);
+                }
+            }
+        }
         arena.close();
     }
 }

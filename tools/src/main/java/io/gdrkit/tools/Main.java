@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 /** The {@code gdrkit} command line: demo, perf and devices on software NICs (simulated). */
 @Command(name = "gdrkit", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "GPUDirect RDMA for the JVM. The NICs here are software NICs (simulated) on an in-JVM fabric.",
-    subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class})
+    subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class,
+        GpuPathCommand.class})
 public final class Main implements Runnable {
     /** Exit code of a run that failed (a check, a timeout, an error completion); usage errors exit 2. */
     public static final int EXIT_FAILURE = 1;

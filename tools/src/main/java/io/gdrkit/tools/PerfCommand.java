@@ -52,6 +52,14 @@ final class PerfCommand implements Callable<Integer> {
         + "(default ${DEFAULT-VALUE}, like perftest).")
     int port;
 
+    @Option(names = "--mem", defaultValue = "host", description = "host, or gpu: both sides' buffers in GPU "
+        + "memory that the NICs read and write directly (perftest's --use_cuda); see --gpu.")
+    String mem;
+
+    @Option(names = "--gpu", defaultValue = "sim:h200", description = "With --mem gpu: sim:<v100|h100|h200|"
+        + "all-devices> (simulated) or cuda:N (a real GPU through the CUDA driver).")
+    String gpuSpec;
+
     @Option(names = "--faults", description = "Fault injection on the links this process sends on, e.g. "
         + "'drop=0.01,dup=0.01,reorder=0.02,corrupt=0.001,delay=0.01,delay-us=100,seed=7' (rates 0..1, seeded).")
     String faults;
@@ -152,13 +160,49 @@ final class PerfCommand implements Callable<Integer> {
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
             + "  inline: " + first.inlineSize()
             + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+        final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
+        if (gpu != null) {
+            report.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
+                : "; no verbs device reaches this GPU: the software NIC moves bytes with the GPU's copy engine"));
+        }
         report.header(test);
+        try {
+            runSizes(test, first, sizes, report, base, faultConfig, gpu);
+        } finally {
+            if (gpu != null) {
+                gpu.close();
+            }
+        }
+        return 0;
+    }
+
+    private io.gdrkit.gpu.GpuDevice openGpu(final PerfTest test) {
+        if (mem.equals("host")) {
+            return null;
+        }
+        if (!mem.equals("gpu")) {
+            throw usage("--mem must be host or gpu, not '" + mem + "'");
+        }
+        if (test == PerfTest.WRITE_LAT) {
+            throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
+                + "memory; use send_lat, read_lat or atomic_lat");
+        }
+        try {
+            return GpuSpec.open(gpuSpec);
+        } catch (final IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
+    }
+
+    private void runSizes(final PerfTest test, final PerfConfig first, final int[] sizes, final Report report,
+                          final BaselineResult base, final FaultInjector.Config faultConfig,
+                          final io.gdrkit.gpu.GpuDevice gpu) {
         for (final int s : sizes) {
             final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
             final FaultInjector injector = faultConfig == null ? null
                 : new FaultInjector(faultConfig, io.gdrkit.agent.NanoClock.SYSTEM);
             try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector)) {
+                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
                 if (test.bandwidth) {
                     final BwResult r = new BwTest(lb, cfg).run();
                     report.bw(cfg, r);
@@ -178,7 +222,6 @@ final class PerfCommand implements Callable<Integer> {
                 }
             }
         }
-        return 0;
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
@@ -340,6 +383,9 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && port > 65534) {
             throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
+        }
+        if (fabric != null && !"host".equals(mem)) {
+            throw usage("--mem gpu works on the in-JVM fabric (--loopback without --fabric) for now");
         }
         if (host != null && fabric == null) {
             throw usage("a HOST needs --fabric");

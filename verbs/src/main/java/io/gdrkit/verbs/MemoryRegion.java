@@ -6,7 +6,13 @@ import java.lang.foreign.MemorySegment;
 public interface MemoryRegion extends AutoCloseable {
     ProtectionDomain pd();
 
+    /** The host memory of the MR, or null when it is {@link #dma() DMA memory}. */
     MemorySegment segment();
+
+    /** The DMA memory (GPU memory ...) of the MR, or null for host memory. */
+    default DmaMemory dma() {
+        return null;
+    }
 
     /** Virtual address of the first byte. */
     long address();

@@ -12,6 +12,14 @@ public interface ProtectionDomain extends AutoCloseable {
      */
     MemoryRegion registerMr(MemorySegment segment, int accessFlags);
 
+    /**
+     * Registers memory the NIC reaches by DMA, such as GPU memory (GPUDirect RDMA): the NIC reads and writes it
+     * only through {@code memory}. Providers that cannot do this throw EOPNOTSUPP.
+     */
+    default MemoryRegion registerMr(final DmaMemory memory, final int accessFlags) {
+        throw new VerbsException(Errno.EOPNOTSUPP, "this provider cannot register " + memory.describe());
+    }
+
     QueuePair createQp(QpInitAttr attr);
 
     @Override

@@ -41,6 +41,15 @@ public record SimGpuConfig(long memBytes, int smWorkers, long seed, NanoClock cl
             Duration.ofSeconds(30));
     }
 
+    /**
+     * For throughput runs (perf, gpu-path): 4 KiB chunks (one per page rather than per PCIe TLP) and a 64 MiB
+     * staging ring, so the model's bookkeeping does not dominate; ordering and visibility rules are unchanged.
+     */
+    public static SimGpuConfig throughput(final long seed) {
+        return new SimGpuConfig(1L << 30, 4, seed, NanoClock.SYSTEM, 2_000, 50_000, 4096, 64 << 20, 1 << 16, true,
+            Duration.ofSeconds(30));
+    }
+
     /** Deterministic: writes land only when the test (or the model's events) drains them, on the given clock. */
     public static SimGpuConfig deterministic(final long seed, final NanoClock clock) {
         return new SimGpuConfig(64L << 20, 4, seed, clock, 2_000, 200_000, 256, 4 << 20, 1 << 14, false,
