@@ -1,0 +1,5 @@
+/**
+ * The GPUDirect control plane (BRIEF C1-C12): topology and path types, the GDR gates with their evidence, the flush
+ * policy, and NCCL's registration caches. Semantics follow NCCL's source unless stated otherwise.
+ */
+package io.gdrkit.gdr;
