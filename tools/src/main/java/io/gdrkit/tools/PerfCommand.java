@@ -52,6 +52,10 @@ final class PerfCommand implements Callable<Integer> {
         + "(default ${DEFAULT-VALUE}, like perftest).")
     int port;
 
+    @Option(names = "--stripe", description = "write_bw only: cut every message into one chunk per QP (-q) and "
+        + "count it when all chunks completed (io.gdrkit.cm.Striper), instead of whole messages round-robin.")
+    boolean stripe;
+
     @Option(names = "--mem", defaultValue = "host", description = "host, or gpu: both sides' buffers in GPU "
         + "memory that the NICs read and write directly (perftest's --use_cuda); see --gpu.")
     String mem;
@@ -204,7 +208,8 @@ final class PerfCommand implements Callable<Integer> {
             try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
                 cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
                 if (test.bandwidth) {
-                    final BwResult r = new BwTest(lb, cfg).run();
+                    final BwResult r = stripe ? new StripedBwTest(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
+                        : new BwTest(lb, cfg).run();
                     report.bw(cfg, r);
                     faultCounters(report, injector);
                     if (base != null) {
@@ -253,7 +258,7 @@ final class PerfCommand implements Callable<Integer> {
                 report.comment("# faults (client's sending links): " + faults);
             }
             RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
-                s -> warmupFor((int) s, first.iters()), report, true, faultConfig);
+                s -> warmupFor((int) s, first.iters()), report, true, faultConfig, stripe);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
             }
@@ -316,6 +321,10 @@ final class PerfCommand implements Callable<Integer> {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted starting the server process", e);
         }
+    }
+
+    private boolean timedRun() {
+        return duration != null && duration > 0;
     }
 
     private void ratio(final Report report, final PerfConfig cfg, final String name, final double value,
@@ -383,6 +392,12 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && port > 65534) {
             throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
+        }
+        if (stripe && test != PerfTest.WRITE_BW) {
+            throw usage("--stripe works with write_bw only");
+        }
+        if (stripe && timedRun()) {
+            throw usage("--stripe counts messages: use -n, not -D");
         }
         if (fabric != null && !"host".equals(mem)) {
             throw usage("--mem gpu works on the in-JVM fabric (--loopback without --fabric) for now");

@@ -270,7 +270,8 @@ final class RemotePerf {
     /** Runs the test against the server at {@code host:port}, one size after another, then tells it to quit. */
     static void runClient(final String host, final int port, final String fabricKind, final int linkCapacity,
                           final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
-                          final Report report, final boolean quitServer, final FaultInjector.Config faults) {
+                          final Report report, final boolean quitServer, final FaultInjector.Config faults,
+                          final boolean stripe) {
         final InetSocketAddress server = new InetSocketAddress(host, port);
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
                 .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, host))) {
@@ -281,7 +282,7 @@ final class RemotePerf {
             try {
                 for (final int size : sizes) {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
-                    runSize(dev, server, cfg, report);
+                    runSize(dev, server, cfg, report, stripe);
                 }
             } finally {
                 if (quitServer) {
@@ -292,7 +293,7 @@ final class RemotePerf {
     }
 
     private static void runSize(final SoftDevice dev, final InetSocketAddress server, final PerfConfig cfg,
-                                final Report report) {
+                                final Report report, final boolean stripe) {
         final PerfTest test = cfg.test();
         try (Arena arena = Arena.ofShared()) {
             final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
@@ -317,7 +318,9 @@ final class RemotePerf {
                     remoteAddr = rep.getLong();
                     remoteRkey = rep.getInt();
                 }
-                if (test.bandwidth) {
+                if (test.bandwidth && stripe) {
+                    report.bw(cfg, new StripedBwTest(side, remoteAddr, remoteRkey, cfg).run());
+                } else if (test.bandwidth) {
                     report.bw(cfg, new BwTest(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
                         .run());
                 } else {

@@ -125,6 +125,21 @@ class PerfCommandTest {
     }
 
     @Test
+    void stripedWriteBwOverSeveralQps() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-q", "4", "--stripe", "-n", "300", "--warmup", "0",
+            "-s", "1000000", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(r.lines().size() - 1).contains("\"iterations\":300"), r::toString);
+        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+            Integer.toString(21000 + (int) (ProcessHandle.current().pid() % 1000) * 2), "-q", "3", "--stripe", "-n",
+            "100", "--warmup", "0", "-s", "300000");
+        assertEquals(0, remote.exitCode(), remote::toString);
+        final Cli bad = Cli.run("perf", "read_bw", "--loopback", "--stripe");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("--stripe works with write_bw only"), bad::toString);
+    }
+
+    @Test
     void clientWithoutServerFailsClearly() {
         final Cli r = Cli.run("perf", "write_bw", "--fabric", "shm", "127.0.0.1", "--port", "1", "-n", "10");
         assertEquals(1, r.exitCode(), r::toString);
