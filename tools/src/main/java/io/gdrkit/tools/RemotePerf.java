@@ -379,9 +379,15 @@ final class RemotePerf {
         long max = 0;
         double sum = 0;
         double sumSq = 0;
-        final long total = cfg.warmup() + cfg.iters();
+        // -D: after the warm-up, run for the duration instead of a count, as perftest does
+        final long total = cfg.timed() ? Long.MAX_VALUE : cfg.warmup() + cfg.iters();
+        long stopAt = Long.MAX_VALUE;
         for (long i = 0; i < total; i++) {
+            if (cfg.timed() && i >= cfg.warmup() && System.nanoTime() >= stopAt) {
+                break;
+            }
             if (i == cfg.warmup()) {
+                stopAt = cfg.timed() ? System.nanoTime() + (long) (cfg.durationSeconds() * 1e9) : Long.MAX_VALUE;
                 histogram.reset();
                 count = 0;
                 min = Long.MAX_VALUE;

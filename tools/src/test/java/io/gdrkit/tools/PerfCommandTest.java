@@ -134,6 +134,14 @@ class PerfCommandTest {
             Integer.toString(21000 + (int) (ProcessHandle.current().pid() % 1000) * 2), "-q", "3", "--stripe", "-n",
             "100", "--warmup", "0", "-s", "300000");
         assertEquals(0, remote.exitCode(), remote::toString);
+        int port = 23000 + (int) (ProcessHandle.current().pid() % 1000) * 2;
+        for (final String test : new String[] {"write_bw", "send_lat"}) {
+            final Cli timed = Cli.run("perf", test, "--fabric", "tcp", "--loopback", "--port", Integer.toString(port),
+                "-D", "0.3", "--warmup", "10", "--report_gbits", "-s", "4096");
+            port += 2;
+            assertEquals(0, timed.exitCode(), timed::toString);
+            assertTrue(timed.out().contains("duration: 0.3 s"), timed::toString);
+        }
         final Cli bad = Cli.run("perf", "read_bw", "--loopback", "--stripe");
         assertEquals(2, bad.exitCode(), bad::toString);
         assertTrue(bad.err().contains("--stripe works with write_bw only"), bad::toString);
