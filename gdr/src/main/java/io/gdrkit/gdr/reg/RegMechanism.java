@@ -1,0 +1,11 @@
+package io.gdrkit.gdr.reg;
+
+/** How GPU memory is handed to the NIC when it is registered. */
+public enum RegMechanism {
+    /** {@code ibv_reg_dmabuf_mr} with a DMA-BUF file descriptor exported by the GPU driver. */
+    DMABUF_FD,
+    /** {@code ibv_reg_mr} with the GPU virtual address; the peermem kernel module pins the pages. */
+    PEERMEM_POINTER,
+    /** Neither is usable: GPU memory cannot be registered, the connection falls back to the host bounce. */
+    NONE
+}
