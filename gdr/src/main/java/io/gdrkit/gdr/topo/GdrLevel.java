@@ -106,13 +106,19 @@ public record GdrLevel(PathType path, String origin)
         {
             hint = "NET and DIS are path types but not levels (NCCL accepts LOC..SYS)";
         }
+        else if (Character.isDigit(value.charAt(0)))
+        {
+            hint = "an old numeric level must be decimal digits only";
+        }
         else
         {
             hint = "it is neither a path type name nor an old numeric level";
         }
         throw new IllegalArgumentException(name + "=\"" + value + "\" is not a GDR level: " + hint +
             ". Use a name (LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS) or an old number 0..5 " +
-            "(0=LOC 1=PIX 2=PXB 3=PHB 4=SYS 5=SYS). NCCL would ignore this value and use PXB.");
+            "(0=LOC 1=PIX 2=PXB 3=PHB 4=SYS 5=SYS). " + (!value.isEmpty() && Character.isDigit(value.charAt(0)) ?
+            "NCCL would read only its leading number (strtol); gdrkit refuses the trailing text." :
+            "NCCL would ignore this value and use PXB."));
     }
 
     private static boolean isName(final String value)

@@ -235,7 +235,8 @@ public final class NvidiaSmiTopoReader
                     "; modelled as CPU " + numa);
             }
             final int numaId = numa;
-            final TopoNode cpu = cpus.computeIfAbsent(numaGroup[i], g -> builder.cpu(numaId));
+            // Keyed by NUMA id: two groups on one NUMA node are one CPU with separate host bridges.
+            final TopoNode cpu = cpus.computeIfAbsent(numaId, g -> builder.cpu(numaId));
             final TopoNode bridge = bridges.computeIfAbsent(bridgeGroup[i],
                 g -> builder.hostBridge("hostbridge" + g, cpu));
             final TopoNode top = tops.computeIfAbsent(topGroup[i], g -> builder.pciSwitch("switch" + g, bridge));
