@@ -105,6 +105,10 @@ public final class NcclTopoXmlReader
     {
     }
 
+    private record PendingC2c(TopoNode gpu, TopoNode cpu, double bandwidth)
+    {
+    }
+
     // One open element: the node it created (if any) and, for <pci>, what it is still waiting to become.
     private static final class Frame
     {
@@ -128,7 +132,7 @@ public final class NcclTopoXmlReader
         private final TopologyBuilder builder = new TopologyBuilder();
         private final Deque<Frame> stack = new ArrayDeque<>();
         private final List<PendingNvlink> nvlinks = new ArrayList<>();
-        private final List<Object[]> c2cLinks = new ArrayList<>();
+        private final List<PendingC2c> c2cLinks = new ArrayList<>();
         private Locator locator;
         private boolean sawSystem;
 
@@ -229,7 +233,7 @@ public final class NcclTopoXmlReader
                     {
                         throw error("<c2c> needs a positive bw attribute");
                     }
-                    c2cLinks.add(new Object[] { parent.node, frame.cpu, bw * count });
+                    c2cLinks.add(new PendingC2c(parent.node, frame.cpu, bw * count));
                 }
                 case "nic" ->
                 {
@@ -411,9 +415,11 @@ public final class NcclTopoXmlReader
                 }
                 builder.nvlink(link.gpu, target, link.count);
             }
-            for (final Object[] c2c : c2cLinks)
+            // C2C links go in last so that NCCL's search (which keeps the first of two equally short paths
+            // unless the later one is wider) sees the PCIe link first and then prefers the wider C2C link.
+            for (final PendingC2c c2c : c2cLinks)
             {
-                builder.c2c((TopoNode)c2c[0], (TopoNode)c2c[1], (Double)c2c[2]);
+                builder.c2c(c2c.gpu(), c2c.cpu(), c2c.bandwidth());
             }
             return builder.build();
         }
