@@ -1,0 +1,30 @@
+package io.gdrkit.gdr.topo;
+
+/**
+ * Kinds of topology node. NCCL has GPU, PCI, NVS, CPU, NIC and NET; gdrkit folds NCCL's NIC+NET pair into one
+ * {@link #NIC} node per network port (NCCL's NIC-to-NET link counts as LOC, so path types are unchanged) and adds
+ * {@link #HOST_BRIDGE} for the PCI root complexes that sysfs shows, which NCCL folds into its CPU node.
+ */
+public enum NodeType
+{
+    /** A GPU. */
+    GPU,
+    /** A PCIe switch or bridge. */
+    PCI,
+    /** An NVSwitch (NCCL models all NVSwitches of a host as one node). */
+    NVS,
+    /** A CPU / NUMA node. */
+    CPU,
+    /** A network port usable by the NET transport (an RDMA device port). */
+    NIC,
+    /** A PCIe host bridge (root complex); paths through it are PHB, like paths through the CPU. */
+    HOST_BRIDGE;
+
+    /**
+     * @return true when a PCIe link touching this node makes the path PHB.
+     */
+    boolean isHostSide()
+    {
+        return this == CPU || this == HOST_BRIDGE;
+    }
+}

@@ -1,0 +1,140 @@
+package io.gdrkit.gdr.topo;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One node of a host topology: a GPU, PCIe switch, NVSwitch, CPU, NIC port or host bridge. Identity is the
+ * {@link #id()}: a PCI bus id for PCI devices, the device name for NICs, {@code cpuN} for CPUs.
+ * Nodes are created only by {@link TopologyBuilder}.
+ */
+public final class TopoNode
+{
+    private final int index;
+    private final NodeType type;
+    private final int typeIndex;
+    private final String id;
+    private final int systemId;
+    private final Map<String, String> attributes;
+    private final List<TopoLink> links = new ArrayList<>();
+
+    TopoNode(
+        final int index,
+        final NodeType type,
+        final int typeIndex,
+        final String id,
+        final int systemId,
+        final Map<String, String> attributes)
+    {
+        this.index = index;
+        this.type = type;
+        this.typeIndex = typeIndex;
+        this.id = id;
+        this.systemId = systemId;
+        this.attributes = Collections.unmodifiableMap(new LinkedHashMap<>(attributes));
+    }
+
+    /**
+     * @return index among all nodes of the system.
+     */
+    public int index()
+    {
+        return index;
+    }
+
+    /**
+     * @return the node type.
+     */
+    public NodeType type()
+    {
+        return type;
+    }
+
+    /**
+     * @return index among the nodes of the same type (GPU0, GPU1, ...; NIC0, ...), in creation order.
+     */
+    public int typeIndex()
+    {
+        return typeIndex;
+    }
+
+    /**
+     * @return the node id (bus id, device name or cpuN).
+     */
+    public String id()
+    {
+        return id;
+    }
+
+    /**
+     * @return the host this node belongs to; GPUs on different hosts reach each other only through the network.
+     */
+    public int systemId()
+    {
+        return systemId;
+    }
+
+    /**
+     * @return descriptive attributes (sm, dev, numaid, busid, class, gdr, ...) as read from the source.
+     */
+    public Map<String, String> attributes()
+    {
+        return attributes;
+    }
+
+    /**
+     * @param name         attribute name.
+     * @param defaultValue value when the attribute is absent or not an integer.
+     * @return the attribute as an int (decimal or 0x hex).
+     */
+    public int intAttribute(final String name, final int defaultValue)
+    {
+        final String value = attributes.get(name);
+        if (value == null)
+        {
+            return defaultValue;
+        }
+        try
+        {
+            return value.startsWith("0x") ? Integer.parseInt(value.substring(2), 16) : Integer.parseInt(value.trim());
+        }
+        catch (final NumberFormatException ex)
+        {
+            return defaultValue;
+        }
+    }
+
+    /**
+     * @return the links leaving this node.
+     */
+    public List<TopoLink> links()
+    {
+        return Collections.unmodifiableList(links);
+    }
+
+    void addLink(final TopoLink link)
+    {
+        links.add(link);
+    }
+
+    /**
+     * @return a short label like GPU0, NIC1 or CPU0 (PCI and host bridges use their id).
+     */
+    public String label()
+    {
+        return switch (type)
+        {
+            case GPU, NIC, CPU, NVS -> type.name() + typeIndex;
+            default -> id;
+        };
+    }
+
+    @Override
+    public String toString()
+    {
+        return label() + (type == NodeType.GPU || type == NodeType.NIC ? "(" + id + ")" : "");
+    }
+}

@@ -1,0 +1,7 @@
+/**
+ * Host topology for GPUDirect decisions (BRIEF C3): a model of CPUs, host bridges, PCIe switches, GPUs, NICs and
+ * NVLink; readers from sysfs, NCCL topology XML and {@code nvidia-smi topo -m} text, and a builder for code; path
+ * types LOC..DIS computed as NCCL &gt;= 2.26 does, including PXN through an intermediate GPU; and the GDR level
+ * with its distance check.
+ */
+package io.gdrkit.gdr.topo;
