@@ -1,0 +1,51 @@
+package io.gdrkit.gdr.gate;
+
+import io.gdrkit.gdr.topo.GdrLevel;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The settings NCCL reads for GPUDirect RDMA, by their NCCL names (gdrkit accepts the same names as its own
+ * options). A setting can only narrow what the hardware allows: see {@link GdrGate}.
+ *
+ * @param gdrLevel     NCCL_NET_GDR_LEVEL (default PXB)
+ * @param gdrRead      NCCL_NET_GDR_READ: 1 on, 0 off, -2 (unset) NCCL's default rule
+ * @param dmabufEnable NCCL_DMABUF_ENABLE (default 1)
+ * @param forceFlush   NCCL_NET_FORCE_FLUSH (default 0)
+ * @param localRegister NCCL_LOCAL_REGISTER (default 1)
+ */
+public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, boolean forceFlush,
+                          boolean localRegister) {
+    public static final String GDR_READ = "NCCL_NET_GDR_READ";
+    public static final String DMABUF_ENABLE = "NCCL_DMABUF_ENABLE";
+    public static final String FORCE_FLUSH = "NCCL_NET_FORCE_FLUSH";
+    public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
+    public static final int GDR_READ_DEFAULT = -2;
+
+    public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.DEFAULT, GDR_READ_DEFAULT, true, false, true);
+
+    /** Reads the NCCL variables from {@code env}; a malformed value is an error naming the variable. */
+    public static GdrSettings fromEnvironment(final Map<String, String> env) {
+        return new GdrSettings(GdrLevel.fromEnvironment(env), intOf(env, GDR_READ, GDR_READ_DEFAULT),
+            intOf(env, DMABUF_ENABLE, 1) != 0, intOf(env, FORCE_FLUSH, 0) != 0, intOf(env, LOCAL_REGISTER, 1) != 0);
+    }
+
+    private static int intOf(final Map<String, String> env, final String name, final int dflt) {
+        final String v = env.get(name);
+        if (v == null || v.isBlank()) {
+            return dflt;
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (final NumberFormatException e) {
+            throw new IllegalArgumentException(name + "=" + v + " is not an integer");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "NCCL_NET_GDR_LEVEL=%s NCCL_NET_GDR_READ=%d NCCL_DMABUF_ENABLE=%d "
+            + "NCCL_NET_FORCE_FLUSH=%d NCCL_LOCAL_REGISTER=%d", gdrLevel, gdrRead, dmabufEnable ? 1 : 0,
+            forceFlush ? 1 : 0, localRegister ? 1 : 0);
+    }
+}
