@@ -43,6 +43,10 @@ final class GpuPathCommand implements Callable<Integer> {
     @Option(names = "--path", defaultValue = "both", description = "gdr, bounce or both.")
     String path;
 
+    @Option(names = "--source-gpu", description = "Also send from this GPU's memory (the NIC reads it): sim:<preset> "
+        + "or cuda:N, e.g. cuda:1 with --gpu cuda:0 for a GPU-to-GPU source (B6); compared with the host source.")
+    String sourceGpu;
+
     @Option(names = {"-s", "--size"}, defaultValue = "4194304", description = "Bytes per WRITE.")
     int size;
 
@@ -75,6 +79,12 @@ final class GpuPathCommand implements Callable<Integer> {
             }
             if (!path.equals("gdr")) {
                 run(out, gpu, lb, false);
+            }
+            if (sourceGpu != null) {
+                try (GpuDevice src = open(sourceGpu)) {
+                    out.println("# source: " + src.describe());
+                    runFromGpu(out, src, gpu, lb);
+                }
             }
             return 0;
         }
@@ -128,6 +138,47 @@ final class GpuPathCommand implements Callable<Integer> {
             if (staging != null) {
                 gpu.freeHost(staging);
             }
+            gpu.free(target);
+        }
+    }
+
+    /** GDR into {@code gpu} with the source SGE in {@code src}'s memory: the NIC reads one GPU and writes another. */
+    private void runFromGpu(final PrintWriter out, final GpuDevice src, final GpuDevice gpu, final Loopback lb) {
+        final DeviceBuffer from = src.alloc(size);
+        final DeviceBuffer target = gpu.alloc(size);
+        try (GpuDmaMemory srcMem = new GpuDmaMemory(src, from); GpuDmaMemory dstMem = new GpuDmaMemory(gpu, target)) {
+            src.copyHtoD(from, 0, lb.a.buf, 0, size);
+            final MemoryRegion srcMr = lb.a.pd.registerMr(srcMem, AccessFlags.LOCAL_WRITE);
+            final MemoryRegion dstMr = lb.b.pd.registerMr(dstMem, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .sge(srcMr, 0, size).remote(dstMr.address(), dstMr.rkey());
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            final Deadline deadline = new Deadline();
+            final long t0 = System.nanoTime();
+            for (int i = 0; i < iters; i++) {
+                lb.a.qps[0].postSend(wr);
+                deadline.rearm();
+                while (lb.a.scq.poll(wc) == 0) {
+                    deadline.check("the GPU-to-GPU WRITE completion", i, iters);
+                }
+                if (wc[0].status != WcStatus.SUCCESS) {
+                    throw new IllegalStateException("WRITE failed: " + wc[0]);
+                }
+            }
+            final long t1 = System.nanoTime();
+            final MemorySegment back = lb.b.buf.asSlice(0, size);
+            gpu.copyDtoH(back, 0, target, 0, size);
+            final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
+            out.println(String.format(Locale.ROOT, "%-7s %-10d %-6d %-10.1f %s", "gpu->gpu", size, iters,
+                (double) size * iters / ((t1 - t0) / 1e9) / (1 << 20), mismatch == -1 ? "byte-exact"
+                    : "MISMATCH at byte " + mismatch));
+            srcMr.deregister();
+            dstMr.deregister();
+            if (mismatch != -1) {
+                throw new IllegalStateException("GPU-to-GPU path delivered wrong bytes at " + mismatch);
+            }
+        } finally {
+            src.free(from);
             gpu.free(target);
         }
     }

@@ -23,6 +23,14 @@ class GpuPathCommandTest {
     }
 
     @Test
+    void gpuToGpuSourceOnSimulatedGpus() {
+        final Cli r = Cli.run("gpu-path", "--gpu", "sim:h200", "--source-gpu", "sim:v100", "-s", "200000", "-n", "10");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().stream().anyMatch(l -> l.startsWith("gpu->gpu ") && l.endsWith("byte-exact")),
+            r::toString);
+    }
+
+    @Test
     void badGpuSpecsAreClearErrors() {
         final Cli a = Cli.run("gpu-path", "--gpu", "sim:rtx9000");
         assertEquals(2, a.exitCode(), a::toString);
