@@ -157,8 +157,9 @@ final class DoctorCommand implements Callable<Integer> {
         // verbs
         final List<String> ibDevs = list("sys/class/infiniband");
         final List<String> uverbs = list("dev/infiniband");
-        final String libVerbs = library("libibverbs.so.1");
-        add("verbs", "libibverbs", libVerbs.startsWith("loaded") ? Status.PASS : Status.FAIL, libVerbs);
+        final VerbsProbe.Result verbs = VerbsProbe.probe();
+        add("verbs", "libibverbs (FFM)", !verbs.loaded() ? Status.FAIL : verbs.devices().isEmpty() ? Status.FAIL
+            : Status.PASS, verbs.evidence());
         add("verbs", "RDMA devices", ibDevs.isEmpty() ? Status.FAIL : Status.PASS, ibDevs.isEmpty()
             ? "none: /sys/class/infiniband is " + (Files.isDirectory(root.resolve("sys/class/infiniband"))
             ? "empty" : "absent") : "/sys/class/infiniband: " + ibDevs);
@@ -190,7 +191,7 @@ final class DoctorCommand implements Callable<Integer> {
         add("platform", "memlock limit", memlock.contains("unlimited") ? Status.PASS : Status.UNKNOWN, memlock);
         add("platform", "container devices", Status.UNKNOWN, containerDevices());
         // verdict
-        if (gpus == 0 || ibDevs.isEmpty()) {
+        if (gpus == 0 || (ibDevs.isEmpty() && verbs.devices().isEmpty())) {
             add("end to end", "GDR", Status.BLOCKED, "no " + (gpus == 0 ? "GPU" : "") + (gpus == 0 && ibDevs.isEmpty()
                 ? " and no " : "") + (ibDevs.isEmpty() ? "verbs device" : "") + ": nothing can move GPU memory by RDMA");
             return "HARDWARE_BLOCKED";

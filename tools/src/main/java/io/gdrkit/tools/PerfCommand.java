@@ -56,8 +56,9 @@ final class PerfCommand implements Callable<Integer> {
         + "count it when all chunks completed (io.gdrkit.cm.Striper), instead of whole messages round-robin.")
     boolean stripe;
 
-    @Option(names = "--mem", defaultValue = "host", description = "host, or gpu: both sides' buffers in GPU "
-        + "memory that the NICs read and write directly (perftest's --use_cuda); see --gpu.")
+    @Option(names = "--mem", defaultValue = "host", description = "host, gpu (the GPU named by --gpu) or gpu:N "
+        + "(CUDA GPU N): both sides' buffers in GPU memory that the NICs read and write directly (perftest's "
+        + "--use_cuda).")
     String mem;
 
     @Option(names = "--gpu", defaultValue = "sim:h200", description = "With --mem gpu: sim:<v100|h100|h200|"
@@ -184,15 +185,19 @@ final class PerfCommand implements Callable<Integer> {
         if (mem.equals("host")) {
             return null;
         }
-        if (!mem.equals("gpu")) {
-            throw usage("--mem must be host or gpu, not '" + mem + "'");
+        String gpu = gpuSpec;
+        if (mem.startsWith("gpu:")) {
+            // perftest's --use_cuda=N: GPU N of the real machine
+            gpu = "cuda:" + mem.substring(4);
+        } else if (!mem.equals("gpu")) {
+            throw usage("--mem must be host, gpu or gpu:N, not '" + mem + "'");
         }
         if (test == PerfTest.WRITE_LAT) {
             throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
                 + "memory; use send_lat, read_lat or atomic_lat");
         }
         try {
-            return GpuSpec.open(gpuSpec);
+            return GpuSpec.open(gpu);
         } catch (final IllegalArgumentException e) {
             throw usage(e.getMessage());
         }

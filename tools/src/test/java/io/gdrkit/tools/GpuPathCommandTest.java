@@ -59,6 +59,11 @@ class GpuPathCommandTest {
             assertEquals(2, cuda.exitCode(), cuda::toString);
             assertTrue(cuda.err().contains("no CUDA GPU here"), cuda::toString);
         }
+        final Cli gpuN = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu:0", "-n", "10");
+        if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
+            assertEquals(2, gpuN.exitCode(), gpuN::toString);
+            assertTrue(gpuN.err().contains("cuda:0"), gpuN::toString);
+        }
         final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--mem", "gpu");
         assertEquals(2, remote.exitCode(), remote::toString);
     }
