@@ -102,29 +102,11 @@ final class GpuPathCommand implements Callable<Integer> {
             } else {
                 mr = lb.b.pd.registerMr(staging, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
             }
-            final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                .sge(lb.a.mr, 0, size).remote(mr.address(), mr.rkey());
-            final WorkCompletion[] wc = {new WorkCompletion()};
-            final Deadline deadline = new Deadline();
-            final long t0 = System.nanoTime();
-            for (int i = 0; i < iters; i++) {
-                lb.a.qps[0].postSend(wr);
-                deadline.rearm();
-                while (lb.a.scq.poll(wc) == 0) {
-                    deadline.check("the WRITE completion", i, iters);
-                }
-                if (wc[0].status != WcStatus.SUCCESS) {
-                    throw new IllegalStateException("WRITE failed: " + wc[0]);
-                }
-                if (!gdr) {
-                    gpu.copyHtoD(target, 0, staging, 0, size); // the bounce's second hop
-                }
-            }
-            final long t1 = System.nanoTime();
+            final long nanos = timeWrites(lb, lb.a.mr, mr, gdr ? null : () -> gpu.copyHtoD(target, 0, staging, 0, size));
             final MemorySegment back = lb.b.buf.asSlice(0, size);
             gpu.copyDtoH(back, 0, target, 0, size);
             final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
-            final double mibs = (double) size * iters / ((t1 - t0) / 1e9) / (1 << 20);
+            final double mibs = (double) size * iters / (nanos / 1e9) / (1 << 20);
             out.println(String.format(Locale.ROOT, "%-7s %-10d %-6d %-10.1f %s", gdr ? "gdr" : "bounce", size, iters,
                 mibs, mismatch == -1 ? "byte-exact" : "MISMATCH at byte " + mismatch));
             mr.deregister();
@@ -150,27 +132,12 @@ final class GpuPathCommand implements Callable<Integer> {
             src.copyHtoD(from, 0, lb.a.buf, 0, size);
             final MemoryRegion srcMr = lb.a.pd.registerMr(srcMem, AccessFlags.LOCAL_WRITE);
             final MemoryRegion dstMr = lb.b.pd.registerMr(dstMem, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
-            final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                .sge(srcMr, 0, size).remote(dstMr.address(), dstMr.rkey());
-            final WorkCompletion[] wc = {new WorkCompletion()};
-            final Deadline deadline = new Deadline();
-            final long t0 = System.nanoTime();
-            for (int i = 0; i < iters; i++) {
-                lb.a.qps[0].postSend(wr);
-                deadline.rearm();
-                while (lb.a.scq.poll(wc) == 0) {
-                    deadline.check("the GPU-to-GPU WRITE completion", i, iters);
-                }
-                if (wc[0].status != WcStatus.SUCCESS) {
-                    throw new IllegalStateException("WRITE failed: " + wc[0]);
-                }
-            }
-            final long t1 = System.nanoTime();
+            final long nanos = timeWrites(lb, srcMr, dstMr, null);
             final MemorySegment back = lb.b.buf.asSlice(0, size);
             gpu.copyDtoH(back, 0, target, 0, size);
             final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
             out.println(String.format(Locale.ROOT, "%-7s %-10d %-6d %-10.1f %s", "gpu->gpu", size, iters,
-                (double) size * iters / ((t1 - t0) / 1e9) / (1 << 20), mismatch == -1 ? "byte-exact"
+                (double) size * iters / (nanos / 1e9) / (1 << 20), mismatch == -1 ? "byte-exact"
                     : "MISMATCH at byte " + mismatch));
             srcMr.deregister();
             dstMr.deregister();
@@ -181,6 +148,32 @@ final class GpuPathCommand implements Callable<Integer> {
             src.free(from);
             gpu.free(target);
         }
+    }
+
+    /**
+     * Posts {@code iters} signaled WRITEs of {@code size} bytes from {@code src} to {@code dst}, one at a time, each
+     * followed by {@code afterEach} (the bounce's GPU copy) when given; returns the nanoseconds taken.
+     */
+    private long timeWrites(final Loopback lb, final MemoryRegion src, final MemoryRegion dst, final Runnable afterEach) {
+        final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+            .sge(src, 0, size).remote(dst.address(), dst.rkey());
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        final Deadline deadline = new Deadline();
+        final long t0 = System.nanoTime();
+        for (int i = 0; i < iters; i++) {
+            lb.a.qps[0].postSend(wr);
+            deadline.rearm();
+            while (lb.a.scq.poll(wc) == 0) {
+                deadline.check("the WRITE completion", i, iters);
+            }
+            if (wc[0].status != WcStatus.SUCCESS) {
+                throw new IllegalStateException("WRITE failed: " + wc[0]);
+            }
+            if (afterEach != null) {
+                afterEach.run();
+            }
+        }
+        return System.nanoTime() - t0;
     }
 
     private GpuDevice open(final String spec) {
