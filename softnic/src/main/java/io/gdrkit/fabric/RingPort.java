@@ -141,11 +141,23 @@ abstract class RingPort implements FabricPort {
         return true;
     }
 
+    /**
+     * CRC32C of a packet. The ByteBuffer view of a ring is made once and re-windowed per packet: slicing a view
+     * per packet would allocate on the hot path.
+     */
     private int crcOf(final MemorySegment buf, final long offset, final int length) {
+        if (buf != crcSegment) {
+            crcSegment = buf;
+            crcView = buf.asByteBuffer();
+        }
+        crcView.clear().position((int) offset).limit((int) (offset + length));
         crc32c.reset();
-        crc32c.update(buf.asSlice(offset, length).asByteBuffer());
+        crc32c.update(crcView);
         return (int) crc32c.getValue();
     }
+
+    private MemorySegment crcSegment;
+    private java.nio.ByteBuffer crcView;
 
     private boolean hold(final int dlid, final MemorySegment buf, final long offset, final int length, final int tag,
                          final long delay) {

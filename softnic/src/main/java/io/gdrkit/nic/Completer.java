@@ -54,7 +54,7 @@ final class Completer implements Agent {
                     now = dev.now();
                 }
                 if (now - qp.timerDeadline >= 0) {
-                    onTimeout(qp, now);
+                    onTimeout(qp);
                     work++;
                 }
             }
@@ -336,7 +336,7 @@ final class Completer implements Agent {
         dev.toError(qp, -1, "");
     }
 
-    private void onTimeout(final SoftQp qp, final long now) {
+    private void onTimeout(final SoftQp qp) {
         if (qp.compPsn == qp.sentPsn) {
             qp.timerDeadline = 0;
             return;

@@ -74,9 +74,6 @@ final class SoftCq implements CompletionQueue {
         return ring.hasRoom();
     }
 
-    boolean isEmpty() {
-        return ring.isEmpty();
-    }
 
     @Override
     public void close() {

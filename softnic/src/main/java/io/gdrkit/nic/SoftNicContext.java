@@ -180,8 +180,4 @@ public final class SoftNicContext {
         return this;
     }
 
-    /** Largest software MTU the links can carry. */
-    public int maxSoftwareMtu() {
-        return Integer.highestOneBit(linkCapacity / 2 - 256);
-    }
 }

@@ -2,8 +2,6 @@ package io.gdrkit.nic;
 
 import io.gdrkit.nic.queue.RecvQueue;
 import io.gdrkit.nic.queue.SendQueue;
-import io.gdrkit.nic.wire.Psn;
-import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.Errno;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.PostException;
@@ -384,16 +382,10 @@ final class SoftQp implements QueuePair {
         return length == 0 ? 1 : (int) ((length + mtu - 1) / mtu);
     }
 
-    int psnOffsetPackets(final int psn, final int base) {
-        return Psn.diff(psn, base);
-    }
 
     @Override
     public String toString() {
         return "QP " + qpn + " (" + QpState.name(state) + ") on " + device.name();
     }
 
-    static String access(final int flags) {
-        return AccessFlags.describe(flags);
-    }
 }

@@ -2,7 +2,6 @@ package io.gdrkit.nic;
 
 import io.gdrkit.verbs.AsyncEvent;
 import io.gdrkit.verbs.CompletionQueue;
-import io.gdrkit.verbs.Device;
 import io.gdrkit.verbs.DeviceAttr;
 import io.gdrkit.verbs.PortAttr;
 import io.gdrkit.verbs.ProtectionDomain;
@@ -56,7 +55,4 @@ final class SoftVerbsContext implements VerbsContext {
         return "context(" + device.name() + ")";
     }
 
-    Device dev() {
-        return device;
-    }
 }
