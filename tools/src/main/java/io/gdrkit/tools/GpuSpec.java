@@ -11,12 +11,12 @@ import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
 
 /** Opens the GPU a {@code --gpu} option names: {@code sim:<preset>} or {@code cuda:N}. */
-final class GpuSpec {
+public final class GpuSpec {
     private GpuSpec() {
     }
 
     /** @throws IllegalArgumentException naming what was wrong; never invents a device */
-    static GpuDevice open(final String spec) {
+    public static GpuDevice open(final String spec) {
         if (spec.startsWith("sim:")) {
             return SimGpu.create(SimPreset.byLabel(spec.substring(4)), SimGpuConfig.throughput(1));
         }

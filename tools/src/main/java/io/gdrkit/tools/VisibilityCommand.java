@@ -5,68 +5,103 @@ package io.gdrkit.tools;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.gdrkit.tools.VisibilityExperiment.Config;
-import io.gdrkit.tools.VisibilityExperiment.Consumer;
-import io.gdrkit.tools.VisibilityExperiment.Flag;
-import io.gdrkit.tools.VisibilityExperiment.Readback;
-import io.gdrkit.tools.VisibilityExperiment.Result;
+import io.gdrkit.experiments.visibility.VisConfig;
+import io.gdrkit.experiments.visibility.VisConfig.Consumer;
+import io.gdrkit.experiments.visibility.VisConfig.Flag;
+import io.gdrkit.experiments.visibility.VisConfig.Injection;
+import io.gdrkit.experiments.visibility.VisConfig.Poll;
+import io.gdrkit.experiments.visibility.VisConfig.Readback;
+import io.gdrkit.experiments.visibility.VisConfig.Source;
+import io.gdrkit.experiments.visibility.VisResult;
+import io.gdrkit.experiments.visibility.VisibilityLab;
 import java.io.PrintWriter;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code gdrkit visibility}: is data an RDMA WRITE put into GPU memory visible to the GPU's consumer? One line (or
- * one JSON object) per configuration of the matrix. Sender and receiver run in one process for now.
+ * {@code gdrkit visibility}: is data an RDMA WRITE put into GPU memory visible to the GPU's consumer? This process
+ * is the receiver; the senders run in other processes (or threads, or hosts). One line (or one JSON object) per
+ * configuration of the matrix; every list option multiplies the matrix.
  */
 @Command(name = "visibility", mixinStandardHelpOptions = true,
-    description = {"Visibility experiment (D1/D5/D6): RDMA WRITE into GPU memory, readback off/on/flush, verified on "
-        + "the device by a launched or a persistent kernel.",
-        "Simulated GPU and software NIC (simulated); sender and receiver in ONE process (separate processes: not yet)."})
+    description = {"Visibility experiment (D1-D6): senders RDMA-WRITE into GPU memory, the receiver does readback "
+        + "off/on/flush, a launched or persistent kernel verifies every byte on the device.",
+        "The NIC is a software NIC (simulated); the GPU is simulated (sim:*) or real (cuda:N). Every line says which."})
 public final class VisibilityCommand implements Callable<Integer> {
-    /** Appended to every result line. */
-    static final String SIM = "[simulated GPU, software NIC (simulated), one process]";
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Option(names = "--gpu", split = ",", defaultValue = "sim:v100",
-        description = "sim:<v100|h100|h200|all-devices>, a list runs each (default ${DEFAULT-VALUE}).")
+        description = "sim:<v100|h100|h200|all-devices> or cuda:N, a list runs each (default ${DEFAULT-VALUE}).")
     List<String> gpus;
 
     @Option(names = "--consumer", split = ",", defaultValue = "persistent",
         description = "launch, persistent or a list (default ${DEFAULT-VALUE}).")
     List<String> consumers;
 
-    @Option(names = "--flag", defaultValue = "receiver",
-        description = "Who writes the persistent consumer's flag: receiver (implemented); sender-same-qp, "
-            + "sender-other-qp, imm (not yet).")
-    String flag;
+    @Option(names = "--flag", split = ",", defaultValue = "receiver",
+        description = "Who publishes the persistent consumer's flag: receiver, sender-same-qp, sender-other-qp, imm.")
+    List<String> flags;
 
     @Option(names = "--readback", split = ",", defaultValue = "off,on,flush",
-        description = "off, on (1-byte loopback RDMA READ), flush (cuFlushGPUDirectRDMAWrites TO_OWNER), a list.")
+        description = "off, on (1-byte RDMA READ), flush (cuFlushGPUDirectRDMAWrites TO_OWNER), a list.")
     List<String> readbacks;
 
     @Option(names = "--wr-split", split = ",", defaultValue = "1", description = "1, 16, 256 or a list.")
     List<Integer> wrSplits;
 
-    @Option(names = "--size", split = ",", defaultValue = "65536",
-        description = "Bytes per round (suffix K or M), a list (max 4M).")
+    @Option(names = "--size", split = ",", defaultValue = "64K",
+        description = "Bytes per round and sender (suffix K, M or G), a list (default ${DEFAULT-VALUE}).")
     List<String> sizes;
+
+    @Option(names = "--senders", split = ",", defaultValue = "1",
+        description = "Senders into the one receiver, each with its own buffer: 1..128, a list.")
+    List<Integer> senders;
+
+    @Option(names = "--sync-memops", split = ",", defaultValue = "0",
+        description = "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the receive buffers: 0, 1 or 0,1.")
+    List<Integer> syncMemops;
+
+    @Option(names = "--source", split = ",", defaultValue = "host",
+        description = "Where the senders' data comes from: host, gpu (another GPU), a list.")
+    List<String> sources;
+
+    @Option(names = "--poll", split = ",", defaultValue = "acquire",
+        description = "How the persistent kernel loads the flag (cuda:N only): acquire, volatile, plain, a list.")
+    List<String> polls;
 
     @Option(names = "--rounds", defaultValue = "20", description = "Rounds per configuration.")
     int rounds;
 
-    @Option(names = "--seed", defaultValue = "1", description = "Seed of the simulated GPU and the pattern.")
+    @Option(names = "--seed", defaultValue = "1", description = "Seed of the simulated GPU model and the pattern.")
     long seed;
 
-    @Option(names = "--skip-write-round", defaultValue = "0",
-        description = "Negative control (D4): the sender skips the write of this round (0 = none).")
-    int skipWriteRound;
+    @Option(names = "--inject", defaultValue = "none",
+        description = "Negative control (D4): skip-write@R, bad-rkey@R or bad-launch@R (sender 0, round R).")
+    String inject;
+
+    @Option(names = "--fabric", defaultValue = "shm",
+        description = "Where the senders run: shm (processes on this host), tcp (processes, TCP fabric), "
+            + "jvm (threads of this process). Default ${DEFAULT-VALUE}.")
+    String fabric;
+
+    @Option(names = "--sender-processes", defaultValue = "1",
+        description = "Sender processes (or threads) the senders are spread over (default ${DEFAULT-VALUE}).")
+    int senderProcesses;
+
+    @Option(names = "--port", defaultValue = "0", description = "Control port (0: any free port).")
+    int port;
+
+    @Option(names = "--listen", description = "With --fabric tcp: wait for `gdrkit visibility-sender --connect "
+        + "HOST:PORT` started by hand (on another host) instead of starting the senders.")
+    boolean listen;
 
     @Option(names = "--json", description = "One JSON object per configuration, one per line.")
     boolean json;
@@ -74,65 +109,142 @@ public final class VisibilityCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         final PrintWriter out = spec.commandLine().getOut();
-        final List<Config> matrix;
+        final List<VisConfig> matrix = new ArrayList<>();
+        final Set<String> skipped = new LinkedHashSet<>();
+        final VisibilityLab.Transport transport;
         try {
-            matrix = matrix();
+            transport = VisibilityLab.Transport.parse(fabric);
+            matrix(matrix, skipped);
         } catch (final IllegalArgumentException e) {
-            // a bad or not-yet-supported option is a usage error (exit 2), said in one line before anything runs
+            // a bad option is a usage error (exit 2), said in one line before anything runs
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
         final ObjectMapper mapper = new ObjectMapper();
-        if (!json) {
-            out.println("# visibility: simulated GPU, software NIC (simulated), in-JVM fabric; sender and receiver in"
-                + " one process (separate processes are not implemented yet)");
-        }
-        for (final Config c : matrix) {
-            final Result r = VisibilityExperiment.run(c);
-            out.println(json ? toJson(mapper, r).toString() : line(r));
-            out.flush();
+        try (VisibilityLab lab = VisibilityLab.start(transport, senderProcesses, port, listen)) {
+            if (!json) {
+                out.println("# visibility: " + lab.processes() + "; software NIC (simulated); notifications over TCP");
+                for (final String s : skipped) {
+                    out.println("# skipped: " + s);
+                }
+                out.flush();
+            }
+            for (final VisConfig c : matrix) {
+                final VisResult r = lab.run(c, null);
+                out.println(json ? toJson(mapper, r).toString() : line(r));
+                out.flush();
+            }
         }
         return 0;
     }
 
-    private List<Config> matrix() {
-        final Flag f = parse(Flag.class, flag, "--flag", "receiver, sender-same-qp, sender-other-qp, imm");
-        final List<Config> matrix = new ArrayList<>();
+    private void matrix(final List<VisConfig> matrix, final Set<String> skipped) {
+        final Injection inj = Injection.parse(inject);
+        String firstReason = null;
         for (final String g : gpus) {
             for (final String cons : consumers) {
-                for (final String rb : readbacks) {
-                    for (final int split : wrSplits) {
-                        for (final String sz : sizes) {
-                            matrix.add(new Config(g, parse(Consumer.class, cons, "--consumer", "launch, persistent"),
-                                f, parse(Readback.class, rb, "--readback", "off, on, flush"), split, size(sz), rounds,
-                                seed, skipWriteRound));
+                for (final String fl : flags) {
+                    for (final String rb : readbacks) {
+                        for (final int split : wrSplits) {
+                            for (final String sz : sizes) {
+                                for (final int n : senders) {
+                                    for (final int sm : syncMemops) {
+                                        for (final String src : sources) {
+                                            for (final String p : polls) {
+                                                final Consumer consumer = parse(Consumer.class, cons, "--consumer",
+                                                    "launch, persistent");
+                                                final Flag flag = parse(Flag.class, fl, "--flag",
+                                                    "receiver, sender-same-qp, sender-other-qp, imm");
+                                                final Readback readback = parse(Readback.class, rb, "--readback",
+                                                    "off, on, flush");
+                                                final Source source = parse(Source.class, src, "--source",
+                                                    "host, gpu");
+                                                final Poll poll = parse(Poll.class, p, "--poll",
+                                                    "acquire, volatile, plain");
+                                                if (sm != 0 && sm != 1) {
+                                                    throw new IllegalArgumentException(
+                                                        "--sync-memops must be 0 or 1, not " + sm);
+                                                }
+                                                try {
+                                                    matrix.add(new VisConfig(g, consumer, flag, readback, split,
+                                                        size(sz), rounds, n, sm == 1, source, poll, seed, inj));
+                                                } catch (final IllegalArgumentException e) {
+                                                    if (!isCombination(e)) {
+                                                        throw e;
+                                                    }
+                                                    if (firstReason == null) {
+                                                        firstReason = e.getMessage();
+                                                    }
+                                                    skipped.add(e.getMessage());
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
         }
-        return matrix;
+        if (matrix.isEmpty()) {
+            throw new IllegalArgumentException(firstReason);
+        }
     }
 
-    static String line(final Result r) {
-        final Config c = r.config();
+    /** Combinations that do not make sense are skipped in a matrix (and said); single bad values are errors. */
+    private static boolean isCombination(final IllegalArgumentException e) {
+        final String m = e.getMessage();
+        return m.startsWith("--consumer launch reads no flag") || m.startsWith("--readback flush is the receiver's")
+            || m.startsWith("--poll ");
+    }
+
+    static String line(final VisResult r) {
+        final VisConfig c = r.config();
         return String.format(Locale.ROOT, "gpu=%s ordering=%s consumer=%s flag=%s readback=%s wr_split=%d size=%d "
-                + "senders=1 rounds=%d failures=%d first_failing_round=%d first_failing_position=%d what=%s %s %s",
+                + "senders=%d sync_memops=%d source=%s%s rounds=%d failures=%d first_failing_round=%d "
+                + "first_failing_position=%d what=%s%s%s %s [%s; software NIC (simulated); %s]",
             c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
+            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.simulated() ? "" : " poll=" + low(c.poll()),
             r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
-            r.failures() == 0 ? "PASS" : "FAIL", SIM);
+            counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"",
+            r.passed() ? "PASS" : "FAIL", r.simulated() ? "simulated GPU" : "real GPU " + r.gpuName(), r.processes());
     }
 
-    static ObjectNode toJson(final ObjectMapper m, final Result r) {
-        final Config c = r.config();
+    private static String counts(final VisResult r) {
+        final StringBuilder b = new StringBuilder();
+        if (r.errorCompletions() > 0) {
+            b.append(" error_completions=").append(r.errorCompletions());
+        }
+        if (r.launchFailures() > 0) {
+            b.append(" launch_failures=").append(r.launchFailures());
+        }
+        if (r.timeouts() > 0) {
+            b.append(" timeouts=").append(r.timeouts());
+        }
+        if (r.failuresToldSenders() > 0) {
+            b.append(" told_senders=").append(r.failuresToldSenders());
+        }
+        return b.toString();
+    }
+
+    static ObjectNode toJson(final ObjectMapper m, final VisResult r) {
+        final VisConfig c = r.config();
         final ObjectNode o = m.createObjectNode();
         o.put("gpu", c.gpu()).put("gpu_name", r.gpuName()).put("ordering", r.ordering())
             .put("consumer", low(c.consumer())).put("flag", low(c.flag())).put("readback", low(c.readback()))
-            .put("wr_split", c.wrSplit()).put("size", c.size()).put("senders", 1).put("rounds", r.rounds())
-            .put("seed", c.seed()).put("skip_write_round", c.skipWriteRound()).put("failures", r.failures())
+            .put("wr_split", c.wrSplit()).put("size", c.size()).put("senders", c.senders())
+            .put("sync_memops", c.syncMemops() ? 1 : 0).put("source", low(c.source())).put("poll", low(c.poll()))
+            .put("rounds", r.rounds()).put("checks", r.checks()).put("seed", c.seed())
+            .put("inject", c.inject().toString()).put("failures", r.failures())
             .put("first_failing_round", r.firstFailingRound()).put("first_failing_position", r.firstFailingPosition())
-            .put("what", r.what()).put("stale_rounds", r.staleRounds()).put("partial_rounds", r.partialRounds())
-            .put("reordered_rounds", r.reorderedRounds()).put("simulated", true)
-            .put("nic", "software NIC (simulated), in-JVM fabric").put("processes", "one");
+            .put("what", r.what()).put("stale", r.stale()).put("partial", r.partial()).put("reordered", r.reordered())
+            .put("corrupt", r.corrupt()).put("timeouts", r.timeouts()).put("error_completions", r.errorCompletions())
+            .put("launch_failures", r.launchFailures()).put("failures_told_senders", r.failuresToldSenders())
+            .put("passed", r.passed()).put("simulated", r.simulated()).put("nic", "software NIC (simulated)")
+            .put("processes", r.processes());
+        if (r.aborted() != null) {
+            o.put("aborted", r.aborted());
+        }
         return o;
     }
 
@@ -149,18 +261,14 @@ public final class VisibilityCommand implements Callable<Integer> {
         }
     }
 
-    static int size(final String s) {
+    static long size(final String s) {
         final String t = s.trim().toUpperCase(Locale.ROOT);
         try {
-            if (t.endsWith("M")) {
-                return Math.multiplyExact(Integer.parseInt(t.substring(0, t.length() - 1)), 1 << 20);
-            }
-            if (t.endsWith("K")) {
-                return Math.multiplyExact(Integer.parseInt(t.substring(0, t.length() - 1)), 1 << 10);
-            }
-            return Integer.parseInt(t);
+            final long unit = t.endsWith("G") ? 1L << 30 : t.endsWith("M") ? 1L << 20 : t.endsWith("K") ? 1L << 10 : 1;
+            final String digits = unit == 1 ? t : t.substring(0, t.length() - 1);
+            return Math.multiplyExact(Long.parseLong(digits), unit);
         } catch (final NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("--size must be a byte count like 4096, 64K or 1M, not '" + s + "'");
+            throw new IllegalArgumentException("--size must be a byte count like 4096, 64K, 1M or 2G, not '" + s + "'");
         }
     }
 }

@@ -1,0 +1,60 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.experiments.visibility;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.experiments.visibility.VisConfig.Consumer;
+import io.gdrkit.experiments.visibility.VisConfig.Flag;
+import io.gdrkit.experiments.visibility.VisConfig.Injection;
+import io.gdrkit.experiments.visibility.VisConfig.Poll;
+import io.gdrkit.experiments.visibility.VisConfig.Readback;
+import io.gdrkit.experiments.visibility.VisConfig.Source;
+import org.junit.jupiter.api.Test;
+
+/** Sender processes started by the receiver, over the shared-memory and the TCP fabric. */
+class VisibilityProcessesTest {
+    private static VisConfig cfg(final Flag flag, final Readback rb) {
+        return new VisConfig("sim:v100", Consumer.PERSISTENT, flag, rb, 16, 16384, 5, 4, false, Source.HOST,
+            Poll.ACQUIRE, 7, Injection.NONE);
+    }
+
+    @Test
+    void separateSenderProcessesOverSharedMemory() {
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.SHM, 2, 0, false)) {
+            assertTrue(lab.processes().contains("2 sender process(es), shm fabric"), lab.processes());
+            final VisResult off = lab.run(cfg(Flag.RECEIVER, Readback.OFF), null);
+            assertTrue(off.failures() > 0, off.toString());
+            final VisResult on = lab.run(cfg(Flag.RECEIVER, Readback.ON), null);
+            assertTrue(on.passed(), on.toString());
+            assertEquals(20, on.checks());
+            final VisResult skip = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
+                4096, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.parse("skip-write@2")), null);
+            assertEquals(2, skip.firstFailingRound(), skip.toString());
+            assertEquals(1, skip.failuresToldSenders(), "reported back to the sender process");
+        }
+    }
+
+    @Test
+    void separateSenderProcessesOverTcp() {
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, 0, false)) {
+            final VisResult r = lab.run(cfg(Flag.SENDER_OTHER_QP, Readback.ON), null);
+            assertTrue(r.passed(), r.toString());
+        }
+    }
+
+    @Test
+    void listenNeedsTcpAndSenderCountsAreChecked() {
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> VisibilityLab.start(VisibilityLab.Transport.SHM, 1, 0, true));
+        assertTrue(e.getMessage().contains("--fabric tcp"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> VisibilityLab.start(VisibilityLab.Transport.JVM, 0, 0,
+            false));
+        final IllegalArgumentException t = assertThrows(IllegalArgumentException.class,
+            () -> VisibilityLab.Transport.parse("udp"));
+        assertTrue(t.getMessage().contains("--fabric must be"), t.getMessage());
+    }
+}
