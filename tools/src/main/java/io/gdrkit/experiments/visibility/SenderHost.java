@@ -148,6 +148,8 @@ public final class SenderHost implements AutoCloseable {
         final long[] flagAddr;
         final int[] flagRkey;
         final GpuDevice sourceGpu;
+        /** One stream for every fill: a stream is a thread on the simulator, slow to start and stop. */
+        final GpuStream fillStream;
         long failuresTold;
 
         Senders(final VisConfig c, final int first, final int count, final int receiverLid, final int[] rDataQpn,
@@ -170,6 +172,7 @@ public final class SenderHost implements AutoCloseable {
             this.srcGpuMem = new GpuDmaMemory[count];
             this.srcMr = new MemoryRegion[count];
             this.sourceGpu = c.source() == Source.GPU ? GpuSpec.open(sourceGpuSpec(c.gpu())) : null;
+            this.fillStream = sourceGpu == null ? null : sourceGpu.createStream();
             // per sender: the flag word written to the receiver (4 B) and the target of a readback READ (4 B)
             this.words = arena.allocate(8L * count, 64);
             this.wordsMr = pd.registerMr(words, AccessFlags.LOCAL_WRITE);
@@ -213,6 +216,7 @@ public final class SenderHost implements AutoCloseable {
             pd.close();
             ctx.close();
             if (sourceGpu != null) {
+                sourceGpu.destroyStream(fillStream);
                 sourceGpu.close();
             }
             arena.close();
@@ -440,11 +444,9 @@ public final class SenderHost implements AutoCloseable {
             Pattern.fill(s.src[i], 0, s.c.size(), 0, round, seed);
             return;
         }
-        final GpuStream st = s.sourceGpu.createStream();
-        s.sourceGpu.launch(s.sourceGpu.function("kernels", "fill_pattern"), Dim3.of(64), Dim3.of(256), st,
+        s.sourceGpu.launch(s.sourceGpu.function("kernels", "fill_pattern"), Dim3.of(64), Dim3.of(256), s.fillStream,
             new KernelArgs(4).ptr(s.srcGpu[i]).u64(s.c.size()).u32(round).u32(seed));
-        s.sourceGpu.synchronize(st, STEP_TIMEOUT);
-        s.sourceGpu.destroyStream(st);
+        s.sourceGpu.synchronize(s.fillStream, STEP_TIMEOUT);
     }
 
     @Override
