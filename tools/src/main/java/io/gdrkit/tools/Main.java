@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
     description = "GPUDirect RDMA for the JVM. The NICs here are software NICs (simulated) on an in-JVM fabric.",
     subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class,
         GpuPathCommand.class, TopoCommand.class, DoctorCommand.class, VisibilityCommand.class,
-        VisibilitySenderCommand.class})
+        VisibilitySenderCommand.class, OrderingCommand.class})
 public final class Main implements Runnable {
     /** Exit code of a run that failed (a check, a timeout, an error completion); usage errors exit 2. */
     public static final int EXIT_FAILURE = 1;
