@@ -45,10 +45,13 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { *ctx = (void *)0xC0FFEE
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return 0; }
 CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; }
 CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) { return 101; /* one device: no peer */ }
+CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) { *can = 0; return dev == 0 && peer == 0 ? 0 : 101; }
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) { void *m = aligned_alloc(4096, (n + 4095) / 4096 * 4096); if (!m) return 2; *p = (unsigned long long)m; return 0; }
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
 CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { memcpy(d, (void *)s, n); return 0; }
 CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { memmove((void *)d, (void *)s, n); return 0; }

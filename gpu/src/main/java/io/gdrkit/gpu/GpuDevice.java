@@ -40,6 +40,15 @@ public interface GpuDevice extends AutoCloseable {
     // ---- streams, copies on streams
     GpuStream createStream();
 
+    /**
+     * A stream that the synchronous copies (the legacy default stream) neither wait for nor are ordered with
+     * ({@code CU_STREAM_NON_BLOCKING}): for a persistent kernel that runs while the host keeps copying. On the
+     * simulated GPU every stream already behaves so.
+     */
+    default GpuStream createNonBlockingStream() {
+        return createStream();
+    }
+
     void destroyStream(GpuStream stream);
 
     void copyHtoDAsync(DeviceBuffer dst, long dstOffset, MemorySegment src, long srcOffset, long len, GpuStream stream);

@@ -59,10 +59,13 @@ public final class CudaDriver {
     final MethodHandle cuDevicePrimaryCtxRelease;
     final MethodHandle cuCtxSetCurrent;
     final MethodHandle cuCtxSynchronize;
+    final MethodHandle cuCtxEnablePeerAccess;
+    final MethodHandle cuDeviceCanAccessPeer;
     final MethodHandle cuMemAlloc;
     final MethodHandle cuMemFree;
     final MethodHandle cuMemAllocHost;
     final MethodHandle cuMemFreeHost;
+    final MethodHandle cuMemHostGetDevicePointer;
     final MethodHandle cuMemcpyHtoD;
     final MethodHandle cuMemcpyDtoH;
     final MethodHandle cuMemcpyDtoD;
@@ -105,10 +108,13 @@ public final class CudaDriver {
         cuDevicePrimaryCtxRelease = h("cuDevicePrimaryCtxRelease_v2", INT);
         cuCtxSetCurrent = h("cuCtxSetCurrent", PTR);
         cuCtxSynchronize = h("cuCtxSynchronize");
+        cuCtxEnablePeerAccess = h("cuCtxEnablePeerAccess", PTR, INT);
+        cuDeviceCanAccessPeer = h("cuDeviceCanAccessPeer", PTR, INT, INT);
         cuMemAlloc = h("cuMemAlloc_v2", PTR, LONG);
         cuMemFree = h("cuMemFree_v2", LONG);
         cuMemAllocHost = h("cuMemAllocHost_v2", PTR, LONG);
         cuMemFreeHost = h("cuMemFreeHost", PTR);
+        cuMemHostGetDevicePointer = h("cuMemHostGetDevicePointer_v2", PTR, PTR, INT);
         cuMemcpyHtoD = h("cuMemcpyHtoD_v2", LONG, PTR, LONG);
         cuMemcpyDtoH = h("cuMemcpyDtoH_v2", PTR, LONG, LONG);
         cuMemcpyDtoD = h("cuMemcpyDtoD_v2", LONG, LONG, LONG);

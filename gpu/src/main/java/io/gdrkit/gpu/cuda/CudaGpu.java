@@ -36,8 +36,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * current on the calling thread before each call, so any thread may use the device.
  *
  * <p>NIC access ({@link GpuDmaTarget}): no verbs device reaches this GPU from gdrkit's software NIC, so the NIC's
- * writes and reads are done by the GPU's copy engine ({@code cuMemcpyHtoD/DtoH}); they are synchronous and so
- * visible on return. {@link #describe()} says so. The BAR1 limit is taken from NVML when available.
+ * writes and reads are done by the GPU's copy engine ({@code cuMemcpyHtoDAsync/DtoHAsync} on a private
+ * non-blocking stream, then waiting for it); they are complete and visible on return, and they do not wait for
+ * kernels. {@link #describe()} says so. The BAR1 limit is taken from NVML when available.
  */
 // native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
 @SuppressWarnings("restricted")
@@ -46,6 +47,10 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public static final int POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
     /** {@code CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD}. */
     public static final int MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
+    /** {@code CU_STREAM_NON_BLOCKING}: the stream does not synchronize with the legacy NULL stream. */
+    public static final int STREAM_NON_BLOCKING = 0x1;
+    /** {@code CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED}. */
+    public static final int ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
     private static final int MAX_PARAMS = 16;
     private static final String RESOURCE_DIR = "/io/gdrkit/gpu/cuda/";
 
@@ -64,6 +69,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final Map<Long, Long> hostAllocs = new ConcurrentHashMap<>();
     private final AtomicLong bar1Mapped = new AtomicLong();
     private final CudaStream defaultStream;
+    /** The NIC stand-in's copies (see {@link #nicWrite}); non-blocking, so it never waits for a running kernel. */
+    private final MemorySegment nicStream;
     private volatile boolean closed;
 
     private CudaGpu(final CudaDriver d, final int ordinal) {
@@ -94,6 +101,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             paramPtrs.setAtIndex(ValueLayout.ADDRESS, i, paramValues.asSlice(8L * i, 8));
         }
         this.defaultStream = new CudaStream(this, MemorySegment.NULL);
+        this.nicStream = newStream(STREAM_NON_BLOCKING);
     }
 
     /**
@@ -297,6 +305,63 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
     }
 
+    /**
+     * The device address of pinned host memory from {@link #allocHost} ({@code cuMemHostGetDevicePointer_v2}), for
+     * kernel parameters ({@code KernelArgs.u64}). Under unified addressing (every 64-bit CUDA platform) it is the host
+     * address itself; asking the driver checks that instead of assuming it.
+     */
+    public long devicePointer(final MemorySegment pinned) {
+        makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+            d.check((int) d.cuMemHostGetDevicePointer.invokeExact(out, pinned, 0), "cuMemHostGetDevicePointer_v2(0x"
+                + Long.toHexString(pinned.address()) + ")");
+            return out.get(ValueLayout.JAVA_LONG, 0);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemHostGetDevicePointer_v2", t);
+        }
+    }
+
+    // ---------------------------------------------------------------- peer access
+
+    /** {@code cuDeviceCanAccessPeer}: whether kernels on this GPU can be given access to {@code peer}'s memory. */
+    public boolean canAccessPeer(final CudaGpu peer) {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            d.check((int) d.cuDeviceCanAccessPeer.invokeExact(out, device, peer.device), "cuDeviceCanAccessPeer("
+                + ordinal + ", " + peer.ordinal + ")");
+            return out.get(ValueLayout.JAVA_INT, 0) != 0;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuDeviceCanAccessPeer", t);
+        }
+    }
+
+    /**
+     * {@code cuCtxEnablePeerAccess(peer's primary context, 0)} with this GPU's context current: kernels (and copies)
+     * on this GPU may then dereference {@code peer}'s device addresses, e.g. a consumer on GPU 1 reading a buffer the
+     * NIC wrote into GPU 0. One direction only, like {@code SimGpuSystem.enablePeerAccess(from, to)}.
+     *
+     * @return false when it was already enabled ({@code CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED})
+     * @throws GpuException {@code CUDA_ERROR_PEER_ACCESS_UNSUPPORTED} etc. when the driver refuses
+     */
+    public boolean enablePeerAccess(final CudaGpu peer) {
+        if (peer == this || peer.device == device) {
+            throw new GpuException("CUDA_ERROR_INVALID_DEVICE", 101, "peer access from CUDA device " + ordinal
+                + " to itself");
+        }
+        makeCurrent();
+        try {
+            final int rc = (int) d.cuCtxEnablePeerAccess.invokeExact(peer.ctx, 0);
+            if (rc == ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+                return false;
+            }
+            d.check(rc, "cuCtxEnablePeerAccess(device " + ordinal + " -> " + peer.ordinal + ")");
+            return true;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuCtxEnablePeerAccess", t);
+        }
+    }
+
     // ---------------------------------------------------------------- copies
 
     @Override
@@ -382,13 +447,34 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     // ---------------------------------------------------------------- streams and events
 
+    /**
+     * {@code cuStreamCreate(flags 0)}: a blocking stream, which the legacy NULL stream waits for. The synchronous
+     * copies ({@link #copyHtoD} etc.) run on the legacy stream, so while a persistent kernel runs on such a stream
+     * they block until it ends; use {@link #createNonBlockingStream} for one. The NIC path does not care: it has its
+     * own stream.
+     */
     @Override
     public GpuStream createStream() {
+        return new CudaStream(this, newStream(0));
+    }
+
+    /**
+     * {@code cuStreamCreate(CU_STREAM_NON_BLOCKING)}: a stream the legacy NULL stream neither waits for nor orders.
+     * For a persistent kernel that must keep running while the host makes synchronous copies. The price: work on it is
+     * not ordered after a synchronous {@code cuMemcpyHtoD} from pageable memory, which may return before its DMA has
+     * landed (CUDA's documented behaviour; SYNC_MEMOPS makes such copies synchronize).
+     */
+    @Override
+    public GpuStream createNonBlockingStream() {
+        return new CudaStream(this, newStream(STREAM_NON_BLOCKING));
+    }
+
+    private MemorySegment newStream(final int flags) {
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-            d.check((int) d.cuStreamCreate.invokeExact(out, 0), "cuStreamCreate");
-            return new CudaStream(this, out.get(ValueLayout.ADDRESS, 0));
+            d.check((int) d.cuStreamCreate.invokeExact(out, flags), "cuStreamCreate(flags " + flags + ")");
+            return out.get(ValueLayout.ADDRESS, 0);
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuStreamCreate", t);
         }
@@ -715,23 +801,49 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return new NicMapping(this, b, need, () -> bar1Mapped.addAndGet(-need));
     }
 
+    // The stand-in NIC copies on its own non-blocking stream and waits for that stream, rather than calling the
+    // synchronous cuMemcpy on the legacy NULL stream, because a NIC's DMA is not part of CUDA's stream order:
+    //  - the legacy stream waits for every blocking stream, so a persistent kernel launched on one (the visibility
+    //    experiment's consumer, which polls for data that these very writes deliver) would deadlock the NIC;
+    //  - a synchronous cuMemcpyHtoD from pageable memory may return once the bytes are staged, before the DMA lands
+    //    (unless SYNC_MEMOPS is set on the range), so "visible when the call returns" would not hold.
+    // cuStreamSynchronize on the private stream waits for this copy (and any other NIC thread's) and nothing else.
+
+    /** A copy-engine write into the mapped buffer, complete and visible to the owner GPU when it returns. */
     @Override
     public void nicWrite(final NicMapping mapping, final long offset, final MemorySegment src, final long srcOffset,
                          final long len) {
         mapping.checkAccess(offset, len);
-        copyHtoD(mapping.buffer(), offset, src, srcOffset, len);
+        final long dptr = devPtr(mapping.buffer(), offset, len);
+        final MemorySegment h = host(src, srcOffset, len);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyHtoDAsync.invokeExact(dptr, h, len, nicStream), "cuMemcpyHtoDAsync_v2 (NIC)");
+            d.check((int) d.cuStreamSynchronize.invokeExact(nicStream), "cuStreamSynchronize (NIC)");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyHtoDAsync_v2", t);
+        }
     }
 
+    /** A copy-engine read of the mapped buffer, complete when it returns. */
     @Override
     public void nicRead(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
                         final long len) {
         mapping.checkAccess(offset, len);
-        copyDtoH(dst, dstOffset, mapping.buffer(), offset, len);
+        final long sptr = devPtr(mapping.buffer(), offset, len);
+        final MemorySegment h = host(dst, dstOffset, len);
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemcpyDtoHAsync.invokeExact(h, sptr, len, nicStream), "cuMemcpyDtoHAsync_v2 (NIC)");
+            d.check((int) d.cuStreamSynchronize.invokeExact(nicStream), "cuStreamSynchronize (NIC)");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        }
     }
 
     @Override
     public void nicCompletionFence() {
-        // synchronous copies are complete and visible when they return
+        // nicWrite waited for its copy: everything is complete and visible to the owner when it returns
     }
 
     @Override
@@ -752,6 +864,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             for (final MemorySegment m : modules.values()) {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
             }
+            final int ignoredStream = (int) d.cuStreamDestroy.invokeExact(nicStream);
             final int ignored = (int) d.cuDevicePrimaryCtxRelease.invokeExact(device);
             CURRENT.remove();
         } catch (final Throwable t) {

@@ -162,6 +162,8 @@ public final class CudaReport {
         k.put("module", gpu.moduleSource("kernels"));
         final DeviceBuffer result = gpu.alloc(32);
         final MemorySegment host = gpu.allocHost(32);
+        // kernels take pinned host memory by address (VisKernels' results and flags): unified addressing says so
+        k.put("pinnedDevicePointerIsHostAddress", gpu.devicePointer(host) == host.address());
         final KernelArgs args = new KernelArgs(8);
         final GpuStream s = gpu.createStream();
         final int round = 7;

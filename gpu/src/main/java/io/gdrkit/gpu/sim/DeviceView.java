@@ -28,6 +28,9 @@ public interface DeviceView {
     /** A release store, for publishing a flag after data. */
     void putIntRelease(long offset, int value);
 
+    /** A release store of a 64-bit word (8-byte aligned), for publishing a result slot after its other words. */
+    void putLongRelease(long offset, long value);
+
     /** Copies {@code len} bytes at {@code offset} into {@code dst}. */
     void read(long offset, MemorySegment dst, long dstOffset, long len);
 }

@@ -65,7 +65,28 @@ public final class KernelContext {
      * peer GPU's memory (which needs peer access).
      */
     public DeviceView view(final int i) {
-        final SimDeviceBuffer b = (SimDeviceBuffer) args.buffer(i);
+        return view((SimDeviceBuffer) args.buffer(i));
+    }
+
+    /**
+     * A view of {@code len} bytes at device address {@code address}, a pointer the kernel read from memory (an array
+     * of pointers): the address is resolved to the buffer holding it, on this GPU or a peer, with the same rules as
+     * {@link #view(int)}. An address outside every live buffer is {@code CUDA_ERROR_ILLEGAL_ADDRESS}, as the access
+     * would be on a GPU.
+     */
+    public DeviceView view(final long address, final long len) {
+        final SimDeviceBuffer b = gpu.system().bufferAt(address);
+        final long offset = b == null ? 0 : address - b.address();
+        if (b == null || len < 0 || len > b.size() - offset) {
+            throw new GpuException("CUDA_ERROR_ILLEGAL_ADDRESS", 700, "kernel on GPU " + gpu.ordinal() + " touched ["
+                + "0x" + Long.toHexString(address) + ", +" + len + ")" + (b == null ? ", in no live buffer" : ", past "
+                + b) + " (simulated)");
+        }
+        final DeviceView v = view(b);
+        return offset == 0 && len == b.size() ? v : new SliceView(v, offset, len);
+    }
+
+    private DeviceView view(final SimDeviceBuffer b) {
         b.checkLive();
         if (b.gpu() == gpu) {
             return new OwnerView(b);

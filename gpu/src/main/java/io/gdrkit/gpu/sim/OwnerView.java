@@ -9,6 +9,7 @@ final class OwnerView implements DeviceView {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle INT_VH = ValueLayout.JAVA_INT.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN).varHandle();
+    private static final VarHandle LONG_VH = ValueLayout.JAVA_LONG.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN).varHandle();
 
     private final SimDeviceBuffer buffer;
     private final MemorySegment mem;
@@ -61,6 +62,11 @@ final class OwnerView implements DeviceView {
     @Override
     public void putIntRelease(final long offset, final int value) {
         INT_VH.setRelease(mem, offset, value);
+    }
+
+    @Override
+    public void putLongRelease(final long offset, final long value) {
+        LONG_VH.setRelease(mem, offset, value);
     }
 
     @Override

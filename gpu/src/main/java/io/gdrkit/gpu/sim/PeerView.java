@@ -77,6 +77,11 @@ final class PeerView implements DeviceView {
     }
 
     @Override
+    public void putLongRelease(final long offset, final long value) {
+        direct.putLongRelease(offset, value);
+    }
+
+    @Override
     public void read(final long offset, final MemorySegment dst, final long dstOffset, final long len) {
         ownerQueue.peerRead(buffer, offset, dst, dstOffset, len);
     }

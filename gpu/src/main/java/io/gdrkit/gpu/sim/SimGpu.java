@@ -22,6 +22,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -62,7 +63,8 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     private final ExecutorService sms;
     private final SimStream defaultStream;
     private final Map<SimStream, Boolean> streams = new ConcurrentHashMap<>();
-    private final Map<SimDeviceBuffer, Boolean> buffers = new ConcurrentHashMap<>();
+    /** Live buffers by device address: kernels that get a pointer as a number (an array of pointers) resolve it here. */
+    private final ConcurrentSkipListMap<Long, SimDeviceBuffer> buffers = new ConcurrentSkipListMap<>();
     private final Map<Long, Arena> hostAllocs = new ConcurrentHashMap<>();
     private final Map<String, SimFunction> functions = new ConcurrentHashMap<>(SimKernels.builtins());
     private final AtomicLong nextAddress;
@@ -110,6 +112,12 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         return queue;
     }
 
+    /** The live buffer of this GPU whose range holds device address {@code address}, or null. */
+    SimDeviceBuffer bufferAt(final long address) {
+        final Map.Entry<Long, SimDeviceBuffer> e = buffers.floorEntry(address);
+        return e != null && address - e.getKey() < e.getValue().size() ? e.getValue() : null;
+    }
+
     boolean isClosing() {
         return closing;
     }
@@ -154,7 +162,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         }
         final long span = (bytes + ADDRESS_ALIGN - 1) / ADDRESS_ALIGN * ADDRESS_ALIGN;
         final SimDeviceBuffer b = new SimDeviceBuffer(this, nextAddress.getAndAdd(span), bytes);
-        buffers.put(b, Boolean.TRUE);
+        buffers.put(b.address(), b);
         return b;
     }
 
@@ -163,7 +171,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         final SimDeviceBuffer b = own(buffer);
         b.checkLive();
         queue.quiesce(b);
-        buffers.remove(b);
+        buffers.remove(b.address());
         memUsed.addAndGet(-b.size());
         b.release();
     }
@@ -545,7 +553,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         }
         defaultStream.stop();
         sms.shutdownNow();
-        for (final SimDeviceBuffer b : buffers.keySet()) {
+        for (final SimDeviceBuffer b : buffers.values()) {
             b.release();
         }
         for (final Arena a : hostAllocs.values()) {

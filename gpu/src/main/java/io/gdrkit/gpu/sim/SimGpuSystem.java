@@ -88,6 +88,17 @@ public final class SimGpuSystem implements AutoCloseable {
         return peer[from][to];
     }
 
+    /** The live buffer, on any GPU of this system, whose range holds device address {@code address}, or null. */
+    SimDeviceBuffer bufferAt(final long address) {
+        for (final SimGpu g : gpus) {
+            final SimDeviceBuffer b = g.bufferAt(address);
+            if (b != null) {
+                return b;
+            }
+        }
+        return null;
+    }
+
     /** The agent that lands and retires posted writes whose delays have expired, on every GPU. */
     public Agent drainAgent() {
         return drainAgent;

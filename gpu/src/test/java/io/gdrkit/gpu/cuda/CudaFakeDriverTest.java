@@ -41,6 +41,7 @@ class CudaFakeDriverTest {
         assertTrue(report.contains("\"attr118_writesOrdering\": 100"), report);
         assertTrue(report.contains("\"attr118_decoded\": \"OWNER\""), report);
         assertTrue(report.contains("\"fillVerifyOk\": true"), report);
+        assertTrue(report.contains("\"pinnedDevicePointerIsHostAddress\": true"), report);
         assertTrue(report.contains("\"verifySameRoundMismatches\": 0"), report);
         assertTrue(report.contains("\"afterSet1\": true"), report);
         assertTrue(report.contains("cuFlushGPUDirectRDMAWrites(0, 200) = CUDA_SUCCESS"), report);
