@@ -34,9 +34,6 @@ import java.time.Duration;
  */
 final class ReceiverGpu implements AutoCloseable {
     static final Duration TIMEOUT = Duration.ofSeconds(60);
-    /** u64 words per (round, sender) slot of the persistent consumer's result area. */
-    static final int SLOT_WORDS = 8;
-
     final GpuDevice gpu;
     private final SimGpu sim;
     private final Arena arena = Arena.ofShared();
@@ -90,7 +87,8 @@ final class ReceiverGpu implements AutoCloseable {
         }
 
         KernelArgs addTo(final KernelArgs a) {
-            return device != null ? a.ptr(device) : a.u64(host.address());
+            // pinned host memory: the device address of the mapping (equal to the host address with UVA)
+            return device != null ? a.ptr(device) : a.u64(((io.gdrkit.gpu.cuda.CudaGpu) gpu).devicePointer(host));
         }
 
         /** The receiver's CPU stores a 32-bit word: through BAR1 (sim) or into pinned host memory (CUDA). */

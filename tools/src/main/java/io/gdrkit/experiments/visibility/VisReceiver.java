@@ -15,6 +15,7 @@ import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.VisKernels;
 import io.gdrkit.nic.RcConnector;
 import io.gdrkit.nic.SoftDevice;
 import io.gdrkit.verbs.AccessFlags;
@@ -108,9 +109,6 @@ final class VisReceiver {
             final QueuePair[] flagQp = new QueuePair[n];
             for (int s = 0; s < n; s++) {
                 data[s] = g.gpu.alloc(c.size());
-                if (g.simulated()) {
-                    ((io.gdrkit.gpu.sim.SimGpu) g.gpu).register(TempSimKernels.VERIFY);
-                }
                 g.fill(data[s], 0, c.patternSeed(s));
                 if (c.syncMemops()) {
                     g.gpu.setSyncMemops(data[s], true);
@@ -196,7 +194,6 @@ final class VisReceiver {
             GpuStream consumerStream = null;
             ReceiverGpu.Words results = null;
             DeviceBuffer table = null;
-            final long slotBytes = ReceiverGpu.SLOT_WORDS * 8L;
             if (c.consumer() == Consumer.PERSISTENT) {
                 // one kernel, running before the first byte arrives and across all rounds
                 table = g.gpu.alloc(8L * n);
@@ -205,11 +202,8 @@ final class VisReceiver {
                     addrs.setAtIndex(ValueLayout.JAVA_LONG, s, data[s].address());
                 }
                 g.gpu.copyHtoD(table, 0, addrs, 0, 8L * n);
-                results = g.words(slotBytes * n * c.rounds());
+                results = g.words(VisKernels.resultBytes(c.rounds(), n));
                 consumerStream = g.gpu.createStream();
-                if (g.simulated()) {
-                    ((io.gdrkit.gpu.sim.SimGpu) g.gpu).register(TempSimKernels.persistent(data));
-                }
                 final KernelArgs a = new KernelArgs(8);
                 if (nicFlags) {
                     a.ptr(flagBuf);
@@ -219,16 +213,19 @@ final class VisReceiver {
                 a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed(0)).u64(POLL_TIMEOUT_NS);
                 results.addTo(a);
                 try {
-                    g.gpu.launch(g.gpu.function("kernels", "vis_persistent_" + VisConfig.low(c.poll())),
-                        // simulated blocks share a few SM workers: one block serves every sender there
-                        Dim3.of(g.simulated() ? 1 : Math.min(n, 128)), c.inject().at(Injection.Kind.BAD_LAUNCH, 1) ? Dim3.of(2048)
+                    g.gpu.launch(g.gpu.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
+                        // every block must be resident: simulated blocks hold one of a few SM workers each, and
+                        // blocks loop over senders when there are fewer blocks than senders
+                        Dim3.of(Math.min(n, g.simulated() ? 2 : 128)), c.inject().at(Injection.Kind.BAD_LAUNCH, 1) ? Dim3.of(2048)
                             : Dim3.of(256), consumerStream, a);
                 } catch (final GpuException e) {
                     t.fail(1, -1, "launch-failed");
                     t.aborted = "the persistent consumer did not launch: " + e.getMessage();
                 }
             }
-            final ReceiverGpu.Words launchResult = c.consumer() == Consumer.LAUNCH ? g.words(32) : null;
+            final DeviceBuffer launchResult = c.consumer() == Consumer.LAUNCH ? g.gpu.alloc(VisKernels.VERIFY_BYTES)
+                : null;
+            final MemorySegment verifyHost = arena.allocate(VisKernels.VERIFY_BYTES, 8);
             final String[] status = new String[n];
             final long[] bad = new long[n];
             final long[] first = new long[n];
@@ -283,12 +280,11 @@ final class VisReceiver {
                             continue;
                         }
                         try {
-                            verifyLaunched(g, c, launchResult, data[s], round, s,
+                            final VisKernels.Slot v = verifyLaunched(g, c, launchResult, verifyHost, data[s], round, s,
                                 c.inject().at(Injection.Kind.BAD_LAUNCH, round) && s == 0);
-                            bad[s] = launchResult.getLongAcquire(0);
-                            first[s] = launchResult.getLongAcquire(8);
-                            what[s] = VisResult.classify(c.size(), bad[s], first[s],
-                                launchResult.getLongAcquire(16) - 1, launchResult.getLongAcquire(24));
+                            bad[s] = v.bad();
+                            first[s] = v.first();
+                            what[s] = v.what(c.size());
                         } catch (final GpuException e) {
                             bad[s] = -1;
                             first[s] = -1;
@@ -321,13 +317,10 @@ final class VisReceiver {
                         if (status[s] != null) {
                             continue;
                         }
-                        final long at = slotBytes * ((long) (round - 1) * n + s);
-                        awaitSlot(g, consumerStream, res, at, round, s);
-                        bad[s] = res.getLongAcquire(at);
-                        first[s] = res.getLongAcquire(at + 8);
-                        what[s] = res.getLongAcquire(at + 40) != 0 ? "timeout"
-                            : VisResult.classify(c.size(), bad[s], first[s], res.getLongAcquire(at + 16) - 1,
-                                res.getLongAcquire(at + 24));
+                        final VisKernels.Slot v = awaitSlot(g, consumerStream, res.host, round, s, n);
+                        bad[s] = v.bad();
+                        first[s] = v.first();
+                        what[s] = v.what(c.size());
                     }
                     // the rest of this round's posted writes land before the next round is granted
                     g.landAll();
@@ -404,10 +397,13 @@ final class VisReceiver {
                 flagMr.deregister();
                 flagDma.close();
             }
-            for (final ReceiverGpu.Words w : new ReceiverGpu.Words[] {cpuFlags, results, launchResult}) {
+            for (final ReceiverGpu.Words w : new ReceiverGpu.Words[] {cpuFlags, results}) {
                 if (w != null) {
                     w.close();
                 }
+            }
+            if (launchResult != null) {
+                g.gpu.free(launchResult);
             }
             cq.close();
             pd.close();
@@ -473,29 +469,30 @@ final class VisReceiver {
         }
     }
 
-    private static void verifyLaunched(final ReceiverGpu g, final VisConfig c, final ReceiverGpu.Words result,
-                                       final DeviceBuffer buf, final int round, final int sender,
-                                       final boolean badLaunch) {
-        // result: [0] bad, [1] first (~0 none), [2] 1 + last good (0 none), [3] bytes holding the previous round
-        result.host.set(ValueLayout.JAVA_LONG, 0, 0);
-        result.host.set(ValueLayout.JAVA_LONG, 8, -1);
-        result.host.set(ValueLayout.JAVA_LONG, 16, 0);
-        result.host.set(ValueLayout.JAVA_LONG, 24, 0);
+    /** A kernel launched by the CPU after the notification: vis_verify into a device result, copied back. */
+    private static VisKernels.Slot verifyLaunched(final ReceiverGpu g, final VisConfig c, final DeviceBuffer result,
+                                                  final MemorySegment host, final DeviceBuffer buf, final int round,
+                                                  final int sender, final boolean badLaunch) {
+        VisKernels.resetVerify(host, 0);
         final GpuStream s = g.work();
-        final KernelArgs a = new KernelArgs(5).ptr(buf).u64(c.size()).u32(round).u32(c.patternSeed(sender));
-        g.gpu.launch(g.gpu.function("kernels", "vis_verify"), Dim3.of(64),
-            badLaunch ? Dim3.of(2048) : Dim3.of(256), s, result.addTo(a));
+        g.gpu.copyHtoD(result, 0, host, 0, VisKernels.VERIFY_BYTES);
+        final KernelArgs a = new KernelArgs(5).ptr(buf).u64(c.size()).u32(round).u32(c.patternSeed(sender))
+            .ptr(result);
+        g.gpu.launch(g.gpu.function("kernels", VisKernels.VERIFY), Dim3.of(64),
+            badLaunch ? Dim3.of(2048) : Dim3.of(256), s, a);
         g.gpu.synchronize(s, TIMEOUT);
+        g.gpu.copyDtoH(host, 0, result, 0, VisKernels.VERIFY_BYTES);
+        return VisKernels.readVerify(host, 0, round);
     }
 
-    private static void awaitSlot(final ReceiverGpu g, final GpuStream stream, final ReceiverGpu.Words res,
-                                  final long at, final int round, final int sender) {
+    private static VisKernels.Slot awaitSlot(final ReceiverGpu g, final GpuStream stream, final MemorySegment res,
+                                             final int round, final int sender, final int senders) {
         final long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (res.getLongAcquire(at + 56) != round) {
+        while (!VisKernels.ready(res, round, sender, senders)) {
             if (g.gpu.isComplete(stream)) {
                 g.gpu.synchronize(stream, TIMEOUT); // throws the kernel's error, if any
-                if (res.getLongAcquire(at + 56) == round) {
-                    return;
+                if (VisKernels.ready(res, round, sender, senders)) {
+                    break;
                 }
                 throw new IllegalStateException("round " + round + ": the persistent consumer exited before"
                     + " verifying sender " + sender);
@@ -506,6 +503,7 @@ final class VisReceiver {
             }
             Thread.yield();
         }
+        return VisKernels.read(res, round, sender, senders);
     }
 
     /** Publishes "every round" to every flag so a persistent consumer still waiting runs to its end. */

@@ -23,18 +23,4 @@ public record VisResult(VisConfig config, String gpuName, String ordering, boole
     public boolean passed() {
         return failures == 0 && aborted == null;
     }
-
-    /** Stale: nothing of this round; partial: a prefix of it; reordered: later positions new, earlier old. */
-    static String classify(final long n, final long bad, final long first, final long lastGood, final long prev) {
-        if (bad == 0) {
-            return "ok";
-        }
-        if (prev != bad) {
-            return "corrupt";
-        }
-        if (bad == n) {
-            return "stale";
-        }
-        return lastGood > first ? "reordered" : "partial";
-    }
 }

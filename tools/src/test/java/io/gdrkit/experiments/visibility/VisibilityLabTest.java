@@ -211,13 +211,4 @@ class VisibilityLabTest {
             assertTrue(e.getMessage().contains("--inject"), e.getMessage());
         }
     }
-
-    @Test
-    void classification() {
-        assertEquals("ok", VisResult.classify(100, 0, -1, 99, 0));
-        assertEquals("stale", VisResult.classify(100, 100, 0, -1, 100));
-        assertEquals("partial", VisResult.classify(100, 40, 60, 59, 40));
-        assertEquals("reordered", VisResult.classify(100, 40, 10, 99, 40));
-        assertEquals("corrupt", VisResult.classify(100, 3, 5, 99, 1));
-    }
 }
