@@ -122,9 +122,17 @@ final class PerfCommand implements Callable<Integer> {
         defaultValue = "invoker")
     String progress;
 
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR: report.md, "
+        + "report.json and a self-contained report.html with the results table and bandwidth or latency curves "
+        + "against message size; prints the path of report.html.")
+    java.nio.file.Path reportDir;
+
     @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
         + "ping-pong RTT in this JVM, and print the test's ratio to them.")
     boolean baseline;
+
+    /** With --mem gpu: what the buffers were, in the words the report's simulated statement uses. */
+    private String gpuMemory;
 
     @Override
     public Integer call() {
@@ -136,12 +144,19 @@ final class PerfCommand implements Callable<Integer> {
         if (test == null && !baseline) {
             throw usage("name a test (" + PerfTest.valid() + ") or give --baseline");
         }
-        final Report report = new Report(out, json, gbits);
+        if (reportDir != null && fabric != null && host == null && !loopback) {
+            throw usage("--report is written by the side that measures: the client (HOST) or --loopback, not the "
+                + "server");
+        }
+        final PerfPrinter printer = new PerfPrinter(out, json, gbits);
+        final PerfReport collected = reportDir == null ? null : new PerfReport(gbits);
+        printer.collect(collected);
         BaselineResult base = null;
         if (baseline) {
-            base = runBaseline(report, out);
+            base = runBaseline(printer, out);
         }
         if (test == null) {
+            writeReport(collected, printer, null, null, base);
             return 0;
         }
         final PerfConfig first = validate(test);
@@ -153,13 +168,15 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--faults: " + e.getMessage());
         }
         if (fabric != null) {
-            return remote(test, first, sizes, report, out, faultConfig);
+            final int rc = remote(test, first, sizes, printer, out, faultConfig);
+            writeReport(collected, printer, test, first, base);
+            return rc;
         }
-        report.comment(Loopback.SIMULATED_HEADER);
+        printer.comment(Loopback.SIMULATED_HEADER);
         if (faultConfig != null) {
-            report.comment("# faults: " + faults);
+            printer.comment("# faults: " + faults);
         }
-        report.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
+        printer.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
             ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
             + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
@@ -167,18 +184,78 @@ final class PerfCommand implements Callable<Integer> {
             + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         if (gpu != null) {
-            report.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
+            printer.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
                 : "; no verbs device reaches this GPU: the software NIC moves bytes with the GPU's copy engine"));
         }
-        report.header(test);
+        printer.header(test);
+        gpuMemory = gpu == null ? null : gpu.isSimulated() ? "buffers in simulated GPU memory ("
+            + gpu.describe() + ")" : "buffers in real GPU memory (" + gpu.describe() + "), which the software NIC "
+            + "reaches through the GPU's copy engine because no verbs device reaches the GPU";
         try {
-            runSizes(test, first, sizes, report, base, faultConfig, gpu);
+            runSizes(test, first, sizes, printer, base, faultConfig, gpu);
         } finally {
             if (gpu != null) {
                 gpu.close();
             }
         }
+        writeReport(collected, printer, test, first, base);
         return 0;
+    }
+
+    /**
+     * --report: writes the folder and prints where report.html is (a comment line, or a JSON object with --json).
+     * Called after the run, so a run that failed leaves no report that looks complete.
+     */
+    private void writeReport(final PerfReport collected, final PerfPrinter printer, final PerfTest test,
+                             final PerfConfig cfg, final BaselineResult base) {
+        if (collected == null) {
+            return;
+        }
+        final Map<String, Object> facts = new LinkedHashMap<>();
+        String simulated = null;
+        if (test != null) {
+            final String where = fabric == null ? "the in-JVM fabric (both NICs in this JVM)"
+                : "the " + fabric + " fabric between processes";
+            simulated = "software NICs (simulated) on " + where + "; "
+                + (gpuMemory != null ? gpuMemory : "buffers in host memory");
+            facts.put("test", test.id());
+            facts.put("fabric", fabric == null ? "injvm" : fabric);
+            if (fabric != null) {
+                facts.put("server", loopback ? "127.0.0.1:" + port + " (started by --loopback)" : host + ":" + port);
+            }
+            facts.put("memory", mem.equals("host") ? "host" : mem + (mem.equals("gpu") ? " " + gpuSpec : ""));
+            facts.put("qps", cfg.numQps());
+            facts.put("mtu", cfg.mtu());
+            facts.put("tx_depth", cfg.txDepth());
+            facts.put("cq_mod", Math.min(cfg.cqMod(), cfg.txDepth()));
+            facts.put("inline", cfg.inlineSize());
+            if (fabric == null) {
+                // between processes each side drives its own NIC; --progress is for the in-JVM pair
+                facts.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
+            }
+            if (cfg.timed()) {
+                facts.put("duration_s", cfg.durationSeconds());
+            } else {
+                facts.put("iterations", cfg.iters());
+            }
+            if (stripe) {
+                facts.put("stripe", true);
+            }
+            if (faults != null) {
+                facts.put("faults", faults);
+            }
+        }
+        final io.gdrkit.tools.report.ReportFiles files;
+        try {
+            files = collected.build(test, spec.commandLine().getParseResult().originalArgs(), simulated, facts, base)
+                .write(reportDir);
+        } catch (final java.io.IOException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+        final String html = files.html().toAbsolutePath().toString();
+        printer.collect(null);
+        printer.comment("# report: " + html);
+        printer.jsonObject(Map.of("report", html));
     }
 
     private io.gdrkit.gpu.GpuDevice openGpu(final PerfTest test) {
@@ -203,7 +280,7 @@ final class PerfCommand implements Callable<Integer> {
         }
     }
 
-    private void runSizes(final PerfTest test, final PerfConfig first, final int[] sizes, final Report report,
+    private void runSizes(final PerfTest test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
                           final BaselineResult base, final FaultInjector.Config faultConfig,
                           final io.gdrkit.gpu.GpuDevice gpu) {
         for (final int s : sizes) {
@@ -215,19 +292,19 @@ final class PerfCommand implements Callable<Integer> {
                 if (test.bandwidth) {
                     final BwResult r = stripe ? new StripedBwTest(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                         : new BwTest(lb, cfg).run();
-                    report.bw(cfg, r);
-                    faultCounters(report, injector);
+                    printer.bw(cfg, r);
+                    faultCounters(printer, injector);
                     if (base != null) {
-                        ratio(report, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
-                            + Report.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
+                        ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
+                            + PerfPrinter.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
                     }
                 } else {
                     final LatResult r = new LatTest(lb, cfg).run();
-                    report.lat(cfg, r);
-                    faultCounters(report, injector);
+                    printer.lat(cfg, r);
+                    faultCounters(printer, injector);
                     if (base != null) {
-                        ratio(report, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
-                            "cache-line ping-pong RTT " + Report.fmt(base.rttNs) + " ns");
+                        ratio(printer, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
+                            "cache-line ping-pong RTT " + PerfPrinter.fmt(base.rttNs) + " ns");
                     }
                 }
             }
@@ -235,15 +312,15 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
-    private static void faultCounters(final Report report, final FaultInjector injector) {
+    private static void faultCounters(final PerfPrinter printer, final FaultInjector injector) {
         if (injector != null) {
-            report.comment("# faults injected: " + injector.counters());
+            printer.comment("# faults injected: " + injector.counters());
         }
     }
 
-    private int remote(final PerfTest test, final PerfConfig first, final int[] sizes, final Report report,
+    private int remote(final PerfTest test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
                        final PrintWriter out, final FaultInjector.Config faultConfig) {
-        report.fabric(fabric);
+        printer.fabric(fabric);
         final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
         if (host == null && !loopback) {
             RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000, faultConfig);
@@ -254,16 +331,16 @@ final class PerfCommand implements Callable<Integer> {
             if (loopback) {
                 server = startServer(test);
             }
-            report.comment(RemotePerf.header(fabric));
-            report.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
+            printer.comment(RemotePerf.header(fabric));
+            printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
                 : host) + ":" + port + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
                 + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
-            report.header(test);
+            printer.header(test);
             if (faultConfig != null) {
-                report.comment("# faults (client's sending links): " + faults);
+                printer.comment("# faults (client's sending links): " + faults);
             }
             RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
-                s -> warmupFor((int) s, first.iters()), report, true, faultConfig, stripe);
+                s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, stripe);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
             }
@@ -332,10 +409,10 @@ final class PerfCommand implements Callable<Integer> {
         return duration != null && duration > 0;
     }
 
-    private void ratio(final Report report, final PerfConfig cfg, final String name, final double value,
+    private void ratio(final PerfPrinter printer, final PerfConfig cfg, final String name, final double value,
                        final double reference, final String what) {
         final double ratio = value / reference;
-        report.comment("# ratio " + name + " = " + String.format(Locale.ROOT, "%.3f", ratio) + " (" + what
+        printer.comment("# ratio " + name + " = " + String.format(Locale.ROOT, "%.3f", ratio) + " (" + what
             + ", same run)");
         final Map<String, Object> m = new LinkedHashMap<>();
         m.put("ratio", name);
@@ -344,7 +421,7 @@ final class PerfCommand implements Callable<Integer> {
         m.put("value", Math.round(ratio * 1000) / 1000.0);
         m.put("simulated", true);
         m.put("fabric", "injvm");
-        report.jsonObject(m);
+        printer.jsonObject(m);
     }
 
     /** memcpy MiB/s by size and the median ping-pong RTT. */
@@ -355,9 +432,9 @@ final class PerfCommand implements Callable<Integer> {
         }
     }
 
-    private BaselineResult runBaseline(final Report report, final PrintWriter out) {
-        report.comment("# baseline: physical limits of this machine, measured in this JVM (no NIC involved)");
-        report.comment("#bytes memcpy[MiB/sec]  (MemorySegment.copy native->native, single thread)");
+    private BaselineResult runBaseline(final PerfPrinter printer, final PrintWriter out) {
+        printer.comment("# baseline: physical limits of this machine, measured in this JVM (no NIC involved)");
+        printer.comment("#bytes memcpy[MiB/sec]  (MemorySegment.copy native->native, single thread)");
         final Map<Integer, Double> memcpy = new LinkedHashMap<>();
         final int[] baseSizes = size != null && !all ? new int[] {64, 4096, 65536, 1 << 20, 1 << 22, size}
             : new int[] {64, 4096, 65536, 1 << 20, 1 << 22};
@@ -367,24 +444,24 @@ final class PerfCommand implements Callable<Integer> {
             }
             final double bw = Baseline.memcpyMibPerSec(s, 300);
             memcpy.put(s, bw);
-            report.comment(s + " " + Report.fmt(bw));
+            printer.comment(s + " " + PerfPrinter.fmt(bw));
             final Map<String, Object> m = new LinkedHashMap<>();
             m.put("baseline", "memcpy");
             m.put("bytes", s);
             m.put("bw_mib_s", Math.round(bw * 1000) / 1000.0);
-            report.jsonObject(m);
+            printer.jsonObject(m);
         }
         final double[] rtts = Baseline.pingPongRttNs(PING_PONG_ROUNDS, 5);
         final double median = rtts[rtts.length / 2];
-        report.comment("# cache-line ping-pong RTT[nsec] (2 threads, VarHandle release/acquire on a native "
-            + "segment): min " + Report.fmt(rtts[0]) + " median " + Report.fmt(median) + " max "
-            + Report.fmt(rtts[rtts.length - 1]));
+        printer.comment("# cache-line ping-pong RTT[nsec] (2 threads, VarHandle release/acquire on a native "
+            + "segment): min " + PerfPrinter.fmt(rtts[0]) + " median " + PerfPrinter.fmt(median) + " max "
+            + PerfPrinter.fmt(rtts[rtts.length - 1]));
         final Map<String, Object> m = new LinkedHashMap<>();
         m.put("baseline", "cacheline_pingpong");
         m.put("rtt_min_ns", Math.round(rtts[0] * 10) / 10.0);
         m.put("rtt_median_ns", Math.round(median * 10) / 10.0);
         m.put("rtt_max_ns", Math.round(rtts[rtts.length - 1] * 10) / 10.0);
-        report.jsonObject(m);
+        printer.jsonObject(m);
         return new BaselineResult(memcpy, median);
     }
 

@@ -270,7 +270,7 @@ final class RemotePerf {
     /** Runs the test against the server at {@code host:port}, one size after another, then tells it to quit. */
     static void runClient(final String host, final int port, final String fabricKind, final int linkCapacity,
                           final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
-                          final Report report, final boolean quitServer, final FaultInjector.Config faults,
+                          final PerfPrinter printer, final boolean quitServer, final FaultInjector.Config faults,
                           final boolean stripe) {
         final InetSocketAddress server = new InetSocketAddress(host, port);
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
@@ -282,7 +282,7 @@ final class RemotePerf {
             try {
                 for (final int size : sizes) {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
-                    runSize(dev, server, cfg, report, stripe);
+                    runSize(dev, server, cfg, printer, stripe);
                 }
             } finally {
                 if (quitServer) {
@@ -293,7 +293,7 @@ final class RemotePerf {
     }
 
     private static void runSize(final SoftDevice dev, final InetSocketAddress server, final PerfConfig cfg,
-                                final Report report, final boolean stripe) {
+                                final PerfPrinter printer, final boolean stripe) {
         final PerfTest test = cfg.test();
         try (Arena arena = Arena.ofShared()) {
             final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
@@ -319,12 +319,12 @@ final class RemotePerf {
                     remoteRkey = rep.getInt();
                 }
                 if (test.bandwidth && stripe) {
-                    report.bw(cfg, new StripedBwTest(side, remoteAddr, remoteRkey, cfg).run());
+                    printer.bw(cfg, new StripedBwTest(side, remoteAddr, remoteRkey, cfg).run());
                 } else if (test.bandwidth) {
-                    report.bw(cfg, new BwTest(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
+                    printer.bw(cfg, new BwTest(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
                         .run());
                 } else {
-                    report.lat(cfg, latency(side, cfg, remoteAddr, remoteRkey));
+                    printer.lat(cfg, latency(side, cfg, remoteAddr, remoteRkey));
                 }
             } finally {
                 for (final CmConnection c : conns) {

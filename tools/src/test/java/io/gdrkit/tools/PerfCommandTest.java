@@ -9,8 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -167,6 +170,65 @@ class PerfCommandTest {
         final Cli r = Cli.run("perf", "atomic_lat", "--loopback", "-a", "-n", "10", "--warmup", "0", "--json");
         assertEquals(0, r.exitCode(), r::toString);
         assertEquals(1, r.lines().size(), r::toString);
+    }
+
+    @Test
+    void reportFolderBesideTheUnchangedTable(@TempDir final Path tmp) throws Exception {
+        final Path dir = tmp.resolve("perf-report");
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5", "-s", "64", "--report",
+            dir.toString());
+        assertEquals(0, r.exitCode(), r::toString);
+        final List<String> lines = r.lines();
+        assertEquals(5, lines.size(), r::toString);
+        assertEquals(Loopback.SIMULATED_HEADER, lines.get(0));
+        assertEquals(BW, lines.get(2));
+        assertTrue(lines.get(3).startsWith("64 "), r::toString);
+        final Path html = dir.resolve("report.html").toAbsolutePath();
+        assertEquals("# report: " + html, lines.get(4));
+        final JsonNode j = JSON.readTree(dir.resolve("report.json").toFile());
+        assertTrue(j.get("simulated").asBoolean());
+        assertTrue(j.get("simulated_what").asText().startsWith("software NICs (simulated) on the in-JVM fabric"),
+            j::toString);
+        assertTrue(j.get("command").asText().startsWith("gdrkit perf write_bw --loopback -n 20"), j::toString);
+        assertEquals("write_bw", j.get("facts").get("test").asText());
+        final JsonNode bw = j.get("sections").get(0);
+        assertEquals(1, bw.get("rows").size());
+        assertEquals(64, bw.get("rows").get(0).get("bytes").asInt());
+        assertEquals(20, bw.get("rows").get(0).get("iterations").asInt());
+        assertTrue(bw.get("rows").get(0).get("bw_avg_mib_s").asDouble() > 0);
+        assertEquals(2, bw.get("charts").size(), "bandwidth and message rate against size");
+        final String page = Files.readString(html);
+        assertEquals(2, page.split("<svg ", -1).length - 1, "one inline SVG per chart");
+        assertTrue(Files.readString(dir.resolve("report.md")).contains("| 64 | 20 |"));
+    }
+
+    @Test
+    void reportWithJsonAndLatencyPercentiles(@TempDir final Path tmp) throws Exception {
+        final Cli r = Cli.run("perf", "send_lat", "--loopback", "-n", "20", "--warmup", "5", "-s", "8", "--json",
+            "--report", tmp.toString());
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(2, r.lines().size(), r::toString);
+        assertEquals(8, JSON.readTree(r.lines().get(0)).get("bytes").asInt());
+        assertEquals(tmp.resolve("report.html").toAbsolutePath().toString(),
+            JSON.readTree(r.lines().get(1)).get("report").asText());
+        final JsonNode lat = JSON.readTree(tmp.resolve("report.json").toFile()).get("sections").get(0);
+        assertEquals("p999_us", lat.get("columns").get(8).asText());
+        final JsonNode series = lat.get("charts").get(0).get("series");
+        assertEquals(5, series.size(), series::toString);
+        assertEquals("p99.9", series.get(4).get("name").asText());
+    }
+
+    @Test
+    void reportRefusedOnTheServerAndUnwritableFolderFails(@TempDir final Path tmp) throws Exception {
+        final Cli server = Cli.run("perf", "write_bw", "--fabric", "shm", "--report", tmp.toString());
+        assertEquals(2, server.exitCode(), server::toString);
+        assertTrue(server.err().contains("--report is written by the side that measures"), server::toString);
+        final Path file = Files.writeString(tmp.resolve("a-file"), "x");
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "-n", "10", "--warmup", "0", "-s", "64",
+            "--report", file.resolve("r").toString());
+        assertEquals(1, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("gdrkit perf: error: cannot write report 'gdrkit perf write_bw' into "
+            + file.resolve("r")), bad::toString);
     }
 
     @Test

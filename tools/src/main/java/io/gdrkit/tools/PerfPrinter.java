@@ -11,7 +11,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /** Prints perf results as perftest's table (its exact column headers) or as one JSON object per row. */
-final class Report {
+final class PerfPrinter {
     static final String BW_HEADER = "#bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]";
     static final String BW_HEADER_GBITS = "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]";
     static final String LAT_HEADER = "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]"
@@ -26,8 +26,10 @@ final class Report {
     private final PrintWriter out;
     private final boolean json;
     private final boolean gbits;
+    /** With --report: gets every result row and comment line as well. */
+    private PerfReport collector;
 
-    Report(final PrintWriter out, final boolean json, final boolean gbits) {
+    PerfPrinter(final PrintWriter out, final boolean json, final boolean gbits) {
         this.out = out;
         this.json = json;
         this.gbits = gbits;
@@ -37,19 +39,36 @@ final class Report {
         return json;
     }
 
+    /** Also hands every result and comment to {@code r}, which --report turns into a report folder. */
+    PerfPrinter collect(final PerfReport r) {
+        collector = r;
+        return this;
+    }
+
     /** A comment line ('#'); JSON output carries the same facts in its fields instead. */
     void comment(final String line) {
+        if (collector != null) {
+            collector.note(line);
+        }
+        printLine(line);
+    }
+
+    /** The column header: a table line, not a note for the report. */
+    void header(final PerfTest test) {
+        printLine(test.bandwidth ? (gbits ? BW_HEADER_GBITS : BW_HEADER) : LAT_HEADER);
+    }
+
+    private void printLine(final String line) {
         if (!json) {
             out.println(line);
             out.flush();
         }
     }
 
-    void header(final PerfTest test) {
-        comment(test.bandwidth ? (gbits ? BW_HEADER_GBITS : BW_HEADER) : LAT_HEADER);
-    }
-
     void bw(final PerfConfig cfg, final BwResult r) {
+        if (collector != null) {
+            collector.bw(r);
+        }
         if (json) {
             final Map<String, Object> m = base(cfg);
             m.put("bytes", r.bytes());
@@ -71,6 +90,9 @@ final class Report {
     }
 
     void lat(final PerfConfig cfg, final LatResult r) {
+        if (collector != null) {
+            collector.lat(r);
+        }
         if (json) {
             final Map<String, Object> m = base(cfg);
             m.put("bytes", r.bytes());
@@ -101,7 +123,7 @@ final class Report {
     /** The fabric named in JSON: "injvm", "shm" or "tcp". */
     private String fabric = "injvm";
 
-    Report fabric(final String name) {
+    PerfPrinter fabric(final String name) {
         fabric = name;
         return this;
     }
