@@ -147,7 +147,8 @@ public final class Report {
     }
 
     /**
-     * Writes the report folder, creating it (and its parents) if needed and replacing report files already there.
+     * Writes the report folder, creating it (and its parents) if needed and replacing report files already there
+     * (including an earlier report's surplus chart-N.svg files).
      * Everything is rendered before the first file is written, so a bad chart never leaves half a folder.
      *
      * @throws IllegalStateException if {@link #command} or {@link #simulated} was not given
@@ -177,6 +178,10 @@ public final class Report {
                 final Path p = dir.resolve(chartFileName(i + 1));
                 Files.writeString(p, svgs.get(i), StandardCharsets.UTF_8);
                 chartFiles.add(p);
+            }
+            // charts of an earlier report in this folder beyond this one's count would look like part of it
+            for (int n = svgs.size() + 1; Files.deleteIfExists(dir.resolve(chartFileName(n))); n++) {
+                // deleted
             }
         } catch (final IOException e) {
             throw new IOException("cannot write report '" + title + "' into " + dir + ": " + reason(e), e);

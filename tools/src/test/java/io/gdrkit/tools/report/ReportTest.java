@@ -60,8 +60,12 @@ class ReportTest {
         for (final Path p : f.all()) {
             assertTrue(Files.size(p) > 100, p::toString);
         }
-        // written again into the same folder: replaced, not refused
-        visibility().write(dir);
+        // written again into the same folder: replaced, not refused, and no chart left from the earlier report
+        final Report one = new Report("one chart").command("gdrkit").simulated(false, "");
+        one.section("s").barChart("b", "v").bar("x", 1);
+        assertEquals(List.of(dir.resolve("chart-1.svg")), one.write(dir).charts());
+        assertFalse(Files.exists(dir.resolve("chart-2.svg")));
+        assertTrue(Files.readString(dir.resolve("report.html")).contains("one chart"));
     }
 
     @Test
