@@ -51,7 +51,8 @@ public final class VisibilityCommand implements Callable<Integer> {
     List<String> flags;
 
     @Option(names = "--readback", split = ",", defaultValue = "off,on,flush",
-        description = "off, on (1-byte RDMA READ), flush (cuFlushGPUDirectRDMAWrites TO_OWNER), a list.")
+        description = "off, on (1-byte RDMA READ), flush (cuFlushGPUDirectRDMAWrites TO_OWNER), flush-all "
+            + "(TO_ALL_DEVICES), a list.")
     List<String> readbacks;
 
     @Option(names = "--wr-split", split = ",", defaultValue = "1", description = "1, 16, 256 or a list.")
@@ -76,6 +77,11 @@ public final class VisibilityCommand implements Callable<Integer> {
     @Option(names = "--poll", split = ",", defaultValue = "acquire",
         description = "How the persistent kernel loads the flag (cuda:N only): acquire, volatile, plain, a list.")
     List<String> polls;
+
+    @Option(names = "--consumer-gpu", split = ",", defaultValue = "same",
+        description = "Where the consumer kernel runs: same (the GPU the NIC writes) or peer (a second GPU reading it "
+            + "through peer access), a list.")
+    List<String> consumerGpus;
 
     @Option(names = "--rounds", defaultValue = "20", description = "Rounds per configuration.")
     int rounds;
@@ -150,12 +156,17 @@ public final class VisibilityCommand implements Callable<Integer> {
                                     for (final int sm : syncMemops) {
                                         for (final String src : sources) {
                                             for (final String p : polls) {
+                                              for (final String cg : consumerGpus) {
+                                                if (!cg.equals("same") && !cg.equals("peer")) {
+                                                    throw new IllegalArgumentException(
+                                                        "--consumer-gpu must be same or peer, not '" + cg + "'");
+                                                }
                                                 final Consumer consumer = parse(Consumer.class, cons, "--consumer",
                                                     "launch, persistent");
                                                 final Flag flag = parse(Flag.class, fl, "--flag",
                                                     "receiver, sender-same-qp, sender-other-qp, imm");
                                                 final Readback readback = parse(Readback.class, rb, "--readback",
-                                                    "off, on, flush");
+                                                    "off, on, flush, flush-all");
                                                 final Source source = parse(Source.class, src, "--source",
                                                     "host, gpu");
                                                 final Poll poll = parse(Poll.class, p, "--poll",
@@ -166,7 +177,8 @@ public final class VisibilityCommand implements Callable<Integer> {
                                                 }
                                                 try {
                                                     matrix.add(new VisConfig(g, consumer, flag, readback, split,
-                                                        size(sz), rounds, n, sm == 1, source, poll, seed, inj));
+                                                        size(sz), rounds, n, sm == 1, source, poll, seed, inj,
+                                                        cg.equals("peer")));
                                                 } catch (final IllegalArgumentException e) {
                                                     if (!isCombination(e)) {
                                                         throw e;
@@ -176,6 +188,7 @@ public final class VisibilityCommand implements Callable<Integer> {
                                                     }
                                                     skipped.add(e.getMessage());
                                                 }
+                                              }
                                             }
                                         }
                                     }
@@ -201,10 +214,11 @@ public final class VisibilityCommand implements Callable<Integer> {
     static String line(final VisResult r) {
         final VisConfig c = r.config();
         return String.format(Locale.ROOT, "gpu=%s ordering=%s consumer=%s flag=%s readback=%s wr_split=%d size=%d "
-                + "senders=%d sync_memops=%d source=%s%s rounds=%d failures=%d first_failing_round=%d "
+                + "senders=%d sync_memops=%d source=%s%s%s rounds=%d failures=%d first_failing_round=%d "
                 + "first_failing_position=%d what=%s%s%s %s [%s; software NIC (simulated); %s]",
             c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
-            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.simulated() ? "" : " poll=" + low(c.poll()),
+            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.peerConsumer() ? " consumer_gpu=peer" : "",
+            c.simulated() ? "" : " poll=" + low(c.poll()),
             r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
             counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"",
             r.passed() ? "PASS" : "FAIL", r.simulated() ? "simulated GPU" : "real GPU " + r.gpuName(), r.processes());
@@ -234,6 +248,7 @@ public final class VisibilityCommand implements Callable<Integer> {
             .put("consumer", low(c.consumer())).put("flag", low(c.flag())).put("readback", low(c.readback()))
             .put("wr_split", c.wrSplit()).put("size", c.size()).put("senders", c.senders())
             .put("sync_memops", c.syncMemops() ? 1 : 0).put("source", low(c.source())).put("poll", low(c.poll()))
+            .put("consumer_gpu", c.peerConsumer() ? "peer" : "same")
             .put("rounds", r.rounds()).put("checks", r.checks()).put("seed", c.seed())
             .put("inject", c.inject().toString()).put("failures", r.failures())
             .put("first_failing_round", r.firstFailingRound()).put("first_failing_position", r.firstFailingPosition())

@@ -13,6 +13,8 @@ import io.gdrkit.gpu.NicMapping;
 import io.gdrkit.gpu.sim.SimDeviceBuffer;
 import io.gdrkit.gpu.sim.SimGpu;
 import io.gdrkit.gpu.sim.SimGpuConfig;
+import io.gdrkit.gpu.sim.SimGpuSystem;
+import io.gdrkit.gpu.cuda.CudaGpu;
 import io.gdrkit.gpu.sim.SimPreset;
 import io.gdrkit.tools.GpuSpec;
 import java.lang.foreign.Arena;
@@ -34,14 +36,21 @@ import java.time.Duration;
  */
 final class ReceiverGpu implements AutoCloseable {
     static final Duration TIMEOUT = Duration.ofSeconds(60);
+    /** The GPU the NIC writes (the data and NIC-written flags live here). */
     final GpuDevice gpu;
+    /** The GPU the consumer kernels run on: {@link #gpu}, or its peer reading through peer access. */
+    final GpuDevice consumer;
     private final SimGpu sim;
+    private final SimGpu consumerSim;
     private final Arena arena = Arena.ofShared();
     private GpuStream work;
+    private GpuStream fillStream;
 
-    private ReceiverGpu(final GpuDevice gpu) {
+    private ReceiverGpu(final GpuDevice gpu, final GpuDevice consumer) {
         this.gpu = gpu;
+        this.consumer = consumer;
         this.sim = gpu instanceof SimGpu s ? s : null;
+        this.consumerSim = consumer instanceof SimGpu s ? s : null;
     }
 
     /**
@@ -52,13 +61,42 @@ final class ReceiverGpu implements AutoCloseable {
         if (c.simulated()) {
             final SimGpuConfig cfg = SimGpuConfig.deterministic(c.seed(), new ManualClock(0))
                 .withMemBytes(Math.max(64L << 20, memBytes + (16L << 20)));
-            return new ReceiverGpu(SimGpu.create(SimPreset.byLabel(c.gpu().substring(4)), cfg));
+            final SimPreset preset = SimPreset.byLabel(c.gpu().substring(4));
+            if (!c.peerConsumer()) {
+                final SimGpu g = SimGpu.create(preset, cfg);
+                return new ReceiverGpu(g, g);
+            }
+            final SimGpuSystem system = SimGpuSystem.create(cfg, preset, preset);
+            system.enablePeerAccess(1, 0);
+            return new ReceiverGpu(system.gpu(0), system.gpu(1));
         }
-        return new ReceiverGpu(GpuSpec.open(c.gpu()));
+        final GpuDevice g = GpuSpec.open(c.gpu());
+        if (!c.peerConsumer()) {
+            return new ReceiverGpu(g, g);
+        }
+        final int count = CudaGpu.probe().deviceCount();
+        final int n = g.ordinal();
+        if (count < 2) {
+            g.close();
+            throw new IllegalArgumentException("--consumer-gpu peer needs a second CUDA GPU; this host has " + count);
+        }
+        final CudaGpu peer = CudaGpu.open((n + 1) % count);
+        if (!peer.canAccessPeer((CudaGpu) g)) {
+            peer.close();
+            g.close();
+            throw new IllegalArgumentException("--consumer-gpu peer: CUDA GPU " + peer.ordinal() + " cannot access GPU "
+                + n + " (cuDeviceCanAccessPeer = 0)");
+        }
+        peer.enablePeerAccess((CudaGpu) g);
+        return new ReceiverGpu(g, peer);
     }
 
     boolean simulated() {
         return sim != null;
+    }
+
+    boolean peer() {
+        return consumer != gpu;
     }
 
     String ordering() {
@@ -73,14 +111,14 @@ final class ReceiverGpu implements AutoCloseable {
         private final MemorySegment word = arena.allocate(8, 8);
 
         Words(final long bytes) {
-            if (sim != null) {
-                device = sim.alloc(bytes);
-                sim.copyHtoD(device, 0, arena.allocate(bytes, 8), 0, bytes);
+            if (consumerSim != null) {
+                device = consumerSim.alloc(bytes);
+                consumerSim.copyHtoD(device, 0, arena.allocate(bytes, 8), 0, bytes);
                 host = ((SimDeviceBuffer) device).memory();
-                bar = sim.mapForNic(device);
+                bar = consumerSim.mapForNic(device);
             } else {
                 device = null;
-                host = gpu.allocHost(bytes);
+                host = consumer.allocHost(bytes);
                 host.fill((byte) 0);
                 bar = null;
             }
@@ -88,7 +126,7 @@ final class ReceiverGpu implements AutoCloseable {
 
         KernelArgs addTo(final KernelArgs a) {
             // pinned host memory: the device address of the mapping (equal to the host address with UVA)
-            return device != null ? a.ptr(device) : a.u64(((io.gdrkit.gpu.cuda.CudaGpu) gpu).devicePointer(host));
+            return device != null ? a.ptr(device) : a.u64(((CudaGpu) consumer).devicePointer(host));
         }
 
         /** The receiver's CPU stores a 32-bit word: through BAR1 (sim) or into pinned host memory (CUDA). */
@@ -116,9 +154,9 @@ final class ReceiverGpu implements AutoCloseable {
         public void close() {
             if (bar != null) {
                 bar.close();
-                sim.free(device);
+                consumerSim.free(device);
             } else {
-                gpu.freeHost(host);
+                consumer.freeHost(host);
             }
         }
     }
@@ -130,16 +168,19 @@ final class ReceiverGpu implements AutoCloseable {
     /** The stream the receiver's CPU submits its own work on (fills, launched consumers); one per GPU. */
     GpuStream work() {
         if (work == null) {
-            work = gpu.createStream(); // created once: a stream is a thread on the simulator, slow to stop
+            work = consumer.createStream(); // created once: a stream is a thread on the simulator, slow to stop
         }
         return work;
     }
 
-    /** Fills a buffer with round {@code round}'s pattern on the device (synchronized: everything lands). */
+    /** Fills a buffer with round {@code round}'s pattern on the data GPU (synchronized: everything lands). */
     void fill(final DeviceBuffer buf, final int round, final int seed) {
-        gpu.launch(gpu.function("kernels", "fill_pattern"), Dim3.of(64), Dim3.of(256), work(),
+        if (fillStream == null) {
+            fillStream = gpu.createStream();
+        }
+        gpu.launch(gpu.function("kernels", "fill_pattern"), Dim3.of(64), Dim3.of(256), fillStream,
             new KernelArgs(4).ptr(buf).u64(buf.size()).u32(round).u32(seed));
-        gpu.synchronize(work(), TIMEOUT);
+        gpu.synchronize(fillStream, TIMEOUT);
     }
 
     /**
@@ -148,12 +189,13 @@ final class ReceiverGpu implements AutoCloseable {
      *
      * @return false when nothing is left to land and {@code landed} is still false
      */
-    boolean letTimePass(final java.util.function.BooleanSupplier landed) {
+    boolean letTimePass(final boolean flagsOnConsumer, final java.util.function.BooleanSupplier landed) {
         if (sim == null) {
             return true;
         }
+        final SimGpu owner = flagsOnConsumer ? consumerSim : sim;
         while (!landed.getAsBoolean()) {
-            if (!sim.postedWrites().stepLanding()) {
+            if (!owner.postedWrites().stepLanding()) {
                 return landed.getAsBoolean();
             }
         }
@@ -163,8 +205,14 @@ final class ReceiverGpu implements AutoCloseable {
     /** Lands whatever is still posted (simulated GPU), before the next round is granted. */
     void landAll() {
         if (sim != null) {
-            while (sim.postedWrites().stepLanding()) {
-                // the model's seeded order
+            for (final SimGpu g : peer() ? new SimGpu[] {sim, consumerSim} : new SimGpu[] {sim}) {
+                while (g.postedWrites().stepLanding()) {
+                    // the model's seeded order
+                }
+            }
+            if (peer()) {
+                // and retired, so the peer starts the next round from memory that holds this round everywhere
+                sim.flushGpuDirectRdmaWrites(io.gdrkit.gpu.FlushScope.TO_ALL_DEVICES);
             }
         }
     }
@@ -172,9 +220,19 @@ final class ReceiverGpu implements AutoCloseable {
     @Override
     public void close() {
         if (work != null) {
-            gpu.destroyStream(work);
+            consumer.destroyStream(work);
+        }
+        if (fillStream != null) {
+            gpu.destroyStream(fillStream);
         }
         arena.close();
+        if (peer() && sim != null) {
+            sim.system().close(); // the two simulated GPUs belong to a system that is closed as one
+            return;
+        }
+        if (peer()) {
+            consumer.close();
+        }
         gpu.close();
     }
 }

@@ -20,10 +20,12 @@ import java.util.Locale;
  * @param syncMemops     CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set on the receive buffers
  * @param seed           seed of the simulated GPU model and of the pattern
  * @param inject         negative controls (D4), {@link Injection#NONE} for none
+ * @param peerConsumer   the consumer runs on a second GPU and reads the NIC-written GPU's memory through peer
+ *                       access (the case the TO_ALL_DEVICES flush scope exists for)
  */
 public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readback, int wrSplit, long size,
                         int rounds, int senders, boolean syncMemops, Source source, Poll poll, long seed,
-                        Injection inject) {
+                        Injection inject, boolean peerConsumer) {
     /** Largest size per sender the simulated GPU is given (its memory is host memory of this process). */
     public static final long MAX_SIM_BYTES = 2L << 30;
 
@@ -31,7 +33,19 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
     public enum Consumer { LAUNCH, PERSISTENT }
 
     /** What the receiver does after the notification and before the consumer may read. */
-    public enum Readback { OFF, ON, FLUSH }
+    public enum Readback {
+        OFF,
+        /** A 1-byte RDMA READ of the buffer on the receiver's loopback QP, waited for. */
+        ON,
+        /** cuFlushGPUDirectRDMAWrites(TO_OWNER). */
+        FLUSH,
+        /** cuFlushGPUDirectRDMAWrites(TO_ALL_DEVICES): also for consumers on other GPUs. */
+        FLUSH_ALL;
+
+        boolean isFlush() {
+            return this == FLUSH || this == FLUSH_ALL;
+        }
+    }
 
     /** Who publishes the persistent consumer's flag. */
     public enum Flag {
@@ -125,7 +139,7 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
             throw new IllegalArgumentException("--consumer launch reads no flag: --flag " + low(flag)
                 + " needs --consumer persistent");
         }
-        if (flag.senderWritesFlag() && readback == Readback.FLUSH) {
+        if (flag.senderWritesFlag() && readback.isFlush()) {
             throw new IllegalArgumentException("--readback flush is the receiver's API, and with --flag " + low(flag)
                 + " the receiver's CPU is not between the data and the flag: use off or on");
         }
@@ -136,6 +150,10 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
         if (inject.kind() == Injection.Kind.BAD_LAUNCH && consumer == Consumer.PERSISTENT && inject.round() != 1) {
             throw new IllegalArgumentException("--inject " + inject + ": the persistent consumer is launched once,"
                 + " before round 1: use bad-launch@1");
+        }
+        if (peerConsumer && source == Source.GPU && gpu.startsWith("cuda:")) {
+            throw new IllegalArgumentException("--consumer-gpu peer with --source gpu needs three GPUs' worth of roles"
+                + " on two: use --source host");
         }
         if (poll != Poll.ACQUIRE && gpu.startsWith("sim:")) {
             throw new IllegalArgumentException("--poll " + low(poll) + " is a CUDA experiment (how the compiled kernel"
@@ -174,12 +192,13 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
         out.writeLong(seed);
         out.writeByte(inject.kind().ordinal());
         out.writeInt(inject.round());
+        out.writeBoolean(peerConsumer);
     }
 
     static VisConfig read(final DataInput in) throws IOException {
         return new VisConfig(in.readUTF(), Consumer.values()[in.readByte()], Flag.values()[in.readByte()],
             Readback.values()[in.readByte()], in.readInt(), in.readLong(), in.readInt(), in.readInt(),
             in.readBoolean(), Source.values()[in.readByte()], Poll.values()[in.readByte()], in.readLong(),
-            new Injection(Injection.Kind.values()[in.readByte()], in.readInt()));
+            new Injection(Injection.Kind.values()[in.readByte()], in.readInt()), in.readBoolean());
     }
 }

@@ -196,14 +196,14 @@ final class VisReceiver {
             DeviceBuffer table = null;
             if (c.consumer() == Consumer.PERSISTENT) {
                 // one kernel, running before the first byte arrives and across all rounds
-                table = g.gpu.alloc(8L * n);
+                table = g.consumer.alloc(8L * n);
                 final MemorySegment addrs = arena.allocate(8L * n, 8);
                 for (int s = 0; s < n; s++) {
                     addrs.setAtIndex(ValueLayout.JAVA_LONG, s, data[s].address());
                 }
-                g.gpu.copyHtoD(table, 0, addrs, 0, 8L * n);
+                g.consumer.copyHtoD(table, 0, addrs, 0, 8L * n);
                 results = g.words(VisKernels.resultBytes(c.rounds(), n));
-                consumerStream = g.gpu.createStream();
+                consumerStream = g.consumer.createStream();
                 final KernelArgs a = new KernelArgs(8);
                 if (nicFlags) {
                     a.ptr(flagBuf);
@@ -213,7 +213,7 @@ final class VisReceiver {
                 a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed(0)).u64(POLL_TIMEOUT_NS);
                 results.addTo(a);
                 try {
-                    g.gpu.launch(g.gpu.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
+                    g.consumer.launch(g.consumer.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
                         // every block must be resident: simulated blocks hold one of a few SM workers each, and
                         // blocks loop over senders when there are fewer blocks than senders
                         Dim3.of(Math.min(n, g.simulated() ? 2 : 128)), c.inject().at(Injection.Kind.BAD_LAUNCH, 1) ? Dim3.of(2048)
@@ -223,7 +223,7 @@ final class VisReceiver {
                     t.aborted = "the persistent consumer did not launch: " + e.getMessage();
                 }
             }
-            final DeviceBuffer launchResult = c.consumer() == Consumer.LAUNCH ? g.gpu.alloc(VisKernels.VERIFY_BYTES)
+            final DeviceBuffer launchResult = c.consumer() == Consumer.LAUNCH ? g.consumer.alloc(VisKernels.VERIFY_BYTES)
                 : null;
             final MemorySegment verifyHost = arena.allocate(VisKernels.VERIFY_BYTES, 8);
             final String[] status = new String[n];
@@ -271,6 +271,7 @@ final class VisReceiver {
                             }
                         }
                         case FLUSH -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_OWNER);
+                        case FLUSH_ALL -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_ALL_DEVICES);
                     }
                 }
                 // 5. the consumer verifies on the device and returns a small result
@@ -311,7 +312,7 @@ final class VisReceiver {
                     }
                     // time passes on the PCIe path until the flags have landed (simulated GPU; CUDA: real time)
                     final MemorySegment flagWords = nicFlags ? flagMemory(g, flagBuf) : cpuFlags.host;
-                    g.letTimePass(() -> flagsLanded(flagWords, status, rr));
+                    g.letTimePass(!nicFlags, () -> flagsLanded(flagWords, status, rr));
                     final ReceiverGpu.Words res = results;
                     for (int s = 0; s < n; s++) {
                         if (status[s] != null) {
@@ -366,9 +367,9 @@ final class VisReceiver {
                     releaseConsumer(g, nicFlags ? null : cpuFlags, flagDma, n, arena);
                 }
                 if (t.launchFailures == 0) {
-                    g.gpu.synchronize(consumerStream, TIMEOUT);
+                    g.consumer.synchronize(consumerStream, TIMEOUT);
                 }
-                g.gpu.destroyStream(consumerStream);
+                g.consumer.destroyStream(consumerStream);
             }
             long told = 0;
             for (int h = 0; h < hosts.size(); h++) {
@@ -403,7 +404,7 @@ final class VisReceiver {
                 }
             }
             if (launchResult != null) {
-                g.gpu.free(launchResult);
+                g.consumer.free(launchResult);
             }
             cq.close();
             pd.close();
@@ -475,13 +476,13 @@ final class VisReceiver {
                                                   final int sender, final boolean badLaunch) {
         VisKernels.resetVerify(host, 0);
         final GpuStream s = g.work();
-        g.gpu.copyHtoD(result, 0, host, 0, VisKernels.VERIFY_BYTES);
+        g.consumer.copyHtoD(result, 0, host, 0, VisKernels.VERIFY_BYTES);
         final KernelArgs a = new KernelArgs(5).ptr(buf).u64(c.size()).u32(round).u32(c.patternSeed(sender))
             .ptr(result);
-        g.gpu.launch(g.gpu.function("kernels", VisKernels.VERIFY), Dim3.of(64),
+        g.consumer.launch(g.consumer.function("kernels", VisKernels.VERIFY), Dim3.of(64),
             badLaunch ? Dim3.of(2048) : Dim3.of(256), s, a);
-        g.gpu.synchronize(s, TIMEOUT);
-        g.gpu.copyDtoH(host, 0, result, 0, VisKernels.VERIFY_BYTES);
+        g.consumer.synchronize(s, TIMEOUT);
+        g.consumer.copyDtoH(host, 0, result, 0, VisKernels.VERIFY_BYTES);
         return VisKernels.readVerify(host, 0, round);
     }
 
@@ -489,8 +490,8 @@ final class VisReceiver {
                                              final int round, final int sender, final int senders) {
         final long deadline = System.nanoTime() + TIMEOUT.toNanos();
         while (!VisKernels.ready(res, round, sender, senders)) {
-            if (g.gpu.isComplete(stream)) {
-                g.gpu.synchronize(stream, TIMEOUT); // throws the kernel's error, if any
+            if (g.consumer.isComplete(stream)) {
+                g.consumer.synchronize(stream, TIMEOUT); // throws the kernel's error, if any
                 if (VisKernels.ready(res, round, sender, senders)) {
                     break;
                 }

@@ -46,7 +46,7 @@ class VisibilityLabTest {
     static VisConfig cfg(final String gpu, final Consumer consumer, final Flag flag, final Readback rb,
                          final int senders, final Injection inject) {
         return new VisConfig(gpu, consumer, flag, rb, 16, 16384, 6, senders, false, Source.HOST, Poll.ACQUIRE, 7,
-            inject);
+            inject, false);
     }
 
     @Test
@@ -108,25 +108,25 @@ class VisibilityLabTest {
     @Test
     void manySendersEachIntoItsOwnBuffer() {
         final VisResult on = lab.run(new VisConfig("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER, Readback.ON, 1,
-            4096, 3, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE), null);
+            4096, 3, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
         assertTrue(on.passed(), on.toString());
         assertEquals(64 * 3, on.checks());
         final VisResult launch = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
-            4096, 2, 128, true, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE), null);
+            4096, 2, 128, true, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
         assertTrue(launch.passed(), launch.toString());
         assertEquals(128 * 2, launch.checks());
         final VisResult off = lab.run(new VisConfig("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER, Readback.OFF, 1,
-            4096, 2, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE), null);
+            4096, 2, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
         assertTrue(off.failures() > 0, off.toString());
     }
 
     @Test
     void aGpuSourceAndSyncMemopsAndLargeBuffersAreByteExact() {
         final VisResult gpuSrc = lab.run(new VisConfig("sim:h200", Consumer.PERSISTENT, Flag.SENDER_SAME_QP,
-            Readback.OFF, 256, 1 << 20, 2, 2, true, Source.GPU, Poll.ACQUIRE, 5, Injection.NONE), null);
+            Readback.OFF, 256, 1 << 20, 2, 2, true, Source.GPU, Poll.ACQUIRE, 5, Injection.NONE, false), null);
         assertTrue(gpuSrc.passed(), gpuSrc.toString());
         final VisResult big = lab.run(new VisConfig("sim:v100", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 16,
-            8 << 20, 2, 1, false, Source.HOST, Poll.ACQUIRE, 5, Injection.NONE), null);
+            8 << 20, 2, 1, false, Source.HOST, Poll.ACQUIRE, 5, Injection.NONE, false), null);
         assertTrue(big.passed(), big.toString());
     }
 
@@ -175,6 +175,24 @@ class VisibilityLabTest {
     }
 
     @Test
+    void aConsumerOnThePeerGpuNeedsTheAllDevicesScopeUnderOrderingOwner() {
+        for (final Consumer consumer : Consumer.values()) {
+            for (final Readback rb : Readback.values()) {
+                final VisResult r = lab.run(new VisConfig("sim:h200", consumer, Flag.RECEIVER, rb, 1, 16384, 3, 1,
+                    false, Source.HOST, Poll.ACQUIRE, 7, Injection.NONE, true), null);
+                // landed for the owner at the completion, but not retired: only TO_ALL_DEVICES makes it visible
+                assertEquals(rb == Readback.FLUSH_ALL, r.passed(), consumer + " " + rb + ": " + r);
+                if (!r.passed()) {
+                    assertEquals("stale", r.what(), r.toString());
+                }
+            }
+            final VisResult all = lab.run(new VisConfig("sim:all-devices", consumer, Flag.RECEIVER, Readback.OFF, 1,
+                16384, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.NONE, true), null);
+            assertTrue(all.passed(), all.toString());
+        }
+    }
+
+    @Test
     void progressHearsOfEveryRound() {
         final List<Integer> seen = new ArrayList<>();
         lab.run(cfg("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF), seen::add);
@@ -196,11 +214,11 @@ class VisibilityLabTest {
         assertThrows(IllegalArgumentException.class,
             () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.SENDER_OTHER_QP, Readback.FLUSH));
         assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 16, 8, 1, 1, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE));
+            Flag.RECEIVER, Readback.OFF, 16, 8, 1, 1, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false));
         assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 129, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE));
+            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 129, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false));
         assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 1, false, Source.HOST, Poll.PLAIN, 1, Injection.NONE));
+            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 1, false, Source.HOST, Poll.PLAIN, 1, Injection.NONE, false));
         assertThrows(IllegalArgumentException.class, () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER,
             Readback.OFF, 1, Injection.parse("bad-launch@2")));
         assertThrows(IllegalArgumentException.class, () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER,

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 class VisibilityProcessesTest {
     private static VisConfig cfg(final Flag flag, final Readback rb) {
         return new VisConfig("sim:v100", Consumer.PERSISTENT, flag, rb, 16, 16384, 5, 4, false, Source.HOST,
-            Poll.ACQUIRE, 7, Injection.NONE);
+            Poll.ACQUIRE, 7, Injection.NONE, false);
     }
 
     @Test
@@ -32,7 +32,7 @@ class VisibilityProcessesTest {
             assertTrue(on.passed(), on.toString());
             assertEquals(20, on.checks());
             final VisResult skip = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
-                4096, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.parse("skip-write@2")), null);
+                4096, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.parse("skip-write@2"), false), null);
             assertEquals(2, skip.firstFailingRound(), skip.toString());
             assertEquals(1, skip.failuresToldSenders(), "reported back to the sender process");
         }
