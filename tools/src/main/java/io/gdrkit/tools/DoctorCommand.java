@@ -51,7 +51,9 @@ import picocli.CommandLine.Model.CommandSpec;
  * with PASS / FAIL / BLOCKED / UNKNOWN and the evidence it read, then a verdict: GDR_READY (proven end to end),
  * DEGRADED (naming the failing gate) or HARDWARE_BLOCKED. Nothing is invented: a probe that finds nothing says so
  * and names what it looked at. {@code --provider soft --gpu sim:h200} runs it against the software NIC and a
- * simulated GPU, labelled simulated, where it can prove GDR end to end.
+ * simulated GPU, labelled simulated: the NICs are probed through verbs calls, the connector registers and connects,
+ * and data moves GPU to GPU, so it can prove GDR end to end; {@code --soft-dmabuf off} / {@code --soft-peermem off}
+ * take a registration branch away from the provider to show the other branch, or DEGRADED with the gate named.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
     description = "Layered GPUDirect RDMA checklist with evidence and a verdict.")
