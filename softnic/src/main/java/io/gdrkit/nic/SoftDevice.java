@@ -7,6 +7,8 @@ import io.gdrkit.verbs.AsyncEvent;
 import io.gdrkit.verbs.AsyncEventType;
 import io.gdrkit.verbs.Device;
 import io.gdrkit.verbs.DeviceAttr;
+import io.gdrkit.verbs.DmaBuf;
+import io.gdrkit.verbs.DmaMemory;
 import io.gdrkit.verbs.Errno;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
@@ -69,7 +71,7 @@ public final class SoftDevice implements Device, Agent {
         this.name = name;
         this.port = port;
         this.guid = 0x0002_c9ff_fe00_0000L | port.lid();
-        this.attr = new DeviceAttr(name, guid, MAX_QP - QPN_BASE, MAX_QP_WR, MAX_SGE, 1 << 16, MAX_CQE,
+        this.attr = new DeviceAttr(name, guid, driver.context().maxQp(), MAX_QP_WR, MAX_SGE, 1 << 16, MAX_CQE,
             MAX_MR - 1, Long.MAX_VALUE, MAX_RD_ATOMIC, MAX_RD_ATOMIC, MAX_INLINE,
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)), true);
         this.completer = new Completer(this);
@@ -197,10 +199,7 @@ public final class SoftDevice implements Device, Agent {
         if (segment.byteSize() == 0) {
             throw new VerbsException(Errno.EINVAL, "MR of zero bytes");
         }
-        if (!AccessFlags.isValidForMr(access)) {
-            throw new VerbsException(Errno.EINVAL, "invalid MR access flags " + AccessFlags.describe(access)
-                + " (REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE)");
-        }
+        checkAccess(access);
         duty.acquire(CONTROL_TIMEOUT_NS, "register an MR");
         try {
             final SoftMr mr = new SoftMr(pd, segment, access, mrs.allocateKey());
@@ -211,17 +210,68 @@ public final class SoftDevice implements Device, Agent {
         }
     }
 
-    MemoryRegion registerMr(final SoftPd pd, final io.gdrkit.verbs.DmaMemory memory, final int access) {
+    MemoryRegion registerMr(final SoftPd pd, final DmaMemory memory, final int access) {
         if (memory == null || memory.byteSize() <= 0) {
             throw new VerbsException(Errno.EINVAL, "DMA memory to register is null or empty");
         }
+        checkAccess(access);
+        if (!driver.context().peermem()) {
+            // Without a peer-memory client the kernel's get_user_pages cannot pin device memory: ibv_reg_mr fails
+            // with EFAULT, whatever the GPU supports.
+            throw new VerbsException(Errno.EFAULT, "ibv_reg_mr on " + name + ": no peer-memory client claims "
+                + memory.describe() + ": peermem is absent (the software provider's peermem capability is off, "
+                + SoftNicContext.PEERMEM_PROP + "=false; nvidia-peermem analogue not loaded)");
+        }
+        return publishMr(pd, memory, access, null, "register an MR over " + memory.describe());
+    }
+
+    /** ibv_reg_dmabuf_mr: the checks in the kernel's order, then the import of the exporter's buffer. */
+    MemoryRegion registerDmaBufMr(final SoftPd pd, final long offset, final long length, final long iova,
+                                  final int fd, final int access) {
+        if (!driver.context().dmaBuf()) {
+            throw new VerbsException(Errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr on " + name + ": DMA-BUF registration "
+                + "is not supported (the software provider's DMA-BUF capability is off, " + SoftNicContext.DMABUF_PROP
+                + "=false)");
+        }
+        checkAccess(access);
+        if (offset < 0 || length < 0 || offset + length < 0 || iova + length < iova) {
+            throw new VerbsException(Errno.EINVAL, "ibv_reg_dmabuf_mr: offset " + offset + ", length " + length
+                + ", iova 0x" + Long.toHexString(iova) + " overflow");
+        }
+        final DmaBuf.Exporter exporter = DmaBuf.get(fd);
+        if (length == 0 || offset + length > exporter.size()) {
+            throw new VerbsException(Errno.EINVAL, "ibv_reg_dmabuf_mr: [" + offset + ", " + (offset + length)
+                + ") is empty or outside the " + exporter.size() + "-byte DMA-BUF of fd " + fd + " ("
+                + exporter.describe() + ")");
+        }
+        final DmaMemory attachment;
+        try {
+            attachment = exporter.attach();
+        } catch (final RuntimeException e) {
+            throw new VerbsException(Errno.ENOMEM, "ibv_reg_dmabuf_mr: the exporter of fd " + fd + " refused the "
+                + "attachment: " + e.getMessage());
+        }
+        try {
+            return publishMr(pd, attachment.window(offset, length, iova), access,
+                () -> exporter.detach(attachment), "register a DMA-BUF MR over " + exporter.describe());
+        } catch (final RuntimeException e) {
+            exporter.detach(attachment);
+            throw e;
+        }
+    }
+
+    private static void checkAccess(final int access) {
         if (!AccessFlags.isValidForMr(access)) {
             throw new VerbsException(Errno.EINVAL, "invalid MR access flags " + AccessFlags.describe(access)
                 + " (REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE)");
         }
-        duty.acquire(CONTROL_TIMEOUT_NS, "register an MR over " + memory.describe());
+    }
+
+    private MemoryRegion publishMr(final SoftPd pd, final DmaMemory memory, final int access, final Runnable release,
+                                   final String what) {
+        duty.acquire(CONTROL_TIMEOUT_NS, what);
         try {
-            final SoftMr mr = new SoftMr(pd, memory, access, mrs.allocateKey());
+            final SoftMr mr = new SoftMr(pd, memory, access, mrs.allocateKey(), release);
             mrs.publish(mr);
             return mr;
         } finally {
@@ -240,6 +290,9 @@ public final class SoftDevice implements Device, Agent {
             mrs.remove(mr);
         } finally {
             duty.release();
+        }
+        if (mr.release != null) {
+            mr.release.run();
         }
     }
 
@@ -309,6 +362,10 @@ public final class SoftDevice implements Device, Agent {
             "0.." + MAX_INLINE);
         duty.acquire(CONTROL_TIMEOUT_NS, "create a QP");
         try {
+            if (activeQps.length >= attr.maxQp()) {
+                throw new VerbsException(Errno.ENOMEM, "device " + name + " already holds its maximum of "
+                    + attr.maxQp() + " QPs (" + SoftNicContext.MAX_QP_PROP + ")");
+            }
             int index = -1;
             for (int n = 0; n < MAX_QP - QPN_BASE; n++) {
                 final int i = QPN_BASE + (nextQpIndex + n) % (MAX_QP - QPN_BASE);

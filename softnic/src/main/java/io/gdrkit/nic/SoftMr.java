@@ -19,6 +19,8 @@ final class SoftMr implements MemoryRegion {
     final long length;
     final int access;
     final int key;
+    /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
+    final Runnable release;
     volatile boolean valid = true;
 
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
@@ -29,9 +31,10 @@ final class SoftMr implements MemoryRegion {
         this.length = segment.byteSize();
         this.access = access;
         this.key = key;
+        this.release = null;
     }
 
-    SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key) {
+    SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release) {
         this.pd = pd;
         this.segment = null;
         this.dma = dma;
@@ -39,6 +42,7 @@ final class SoftMr implements MemoryRegion {
         this.length = dma.byteSize();
         this.access = access;
         this.key = key;
+        this.release = release;
     }
 
     /** Copies {@code len} bytes at virtual address {@code va} of this MR out to {@code dst} (a NIC read). */

@@ -25,6 +25,20 @@ public final class SoftNicContext {
     public static final String WINDOW_PROP = "gdrkit.nic.window";
     /** Packets one agent handles per duty cycle, per QP or link. */
     public static final String BURST_PROP = "gdrkit.nic.burst";
+    /**
+     * true | false (default true): the provider registers DMA-BUF file descriptors (ibv_reg_dmabuf_mr). Off, it
+     * answers EOPNOTSUPP as a provider or kernel without DMA-BUF support does, so NCCL's fd = -1 probe says no.
+     */
+    public static final String DMABUF_PROP = "gdrkit.nic.dmabuf";
+    /**
+     * true | false (default true): a peer-memory client (the nvidia-peermem analogue) lets ibv_reg_mr register
+     * GPU memory by its address. Off, registering GPU memory by pointer fails with EFAULT, as without the module.
+     */
+    public static final String PEERMEM_PROP = "gdrkit.nic.peermem";
+    /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
+    public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
+    /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
+    public static final int MAX_QP_LIMIT = SoftDevice.MAX_QP - SoftDevice.QPN_BASE;
 
     public enum ProgressMode {
         /** Polling a CQ advances every NIC of the driver (one JVM, no extra threads). */
@@ -49,6 +63,10 @@ public final class SoftNicContext {
     private int window = Integer.getInteger(WINDOW_PROP, 512);
     private int burst = Integer.getInteger(BURST_PROP, 32);
     private boolean linkCrc = Boolean.getBoolean(LINK_CRC_PROP);
+    // kept as text until conclude(): a misspelt property must be an error naming it, not a silent "false"
+    private String dmaBuf = System.getProperty(DMABUF_PROP, "true");
+    private String peermem = System.getProperty(PEERMEM_PROP, "true");
+    private int maxQp = Integer.getInteger(MAX_QP_PROP, MAX_QP_LIMIT);
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
     private boolean concluded;
@@ -125,6 +143,35 @@ public final class SoftNicContext {
         return this;
     }
 
+    /** The provider registers DMA-BUF ({@link #DMABUF_PROP}). */
+    public boolean dmaBuf() {
+        return Boolean.parseBoolean(dmaBuf);
+    }
+
+    public SoftNicContext dmaBuf(final boolean on) {
+        dmaBuf = Boolean.toString(on);
+        return this;
+    }
+
+    /** The provider registers GPU memory by pointer ({@link #PEERMEM_PROP}). */
+    public boolean peermem() {
+        return Boolean.parseBoolean(peermem);
+    }
+
+    public SoftNicContext peermem(final boolean on) {
+        peermem = Boolean.toString(on);
+        return this;
+    }
+
+    public int maxQp() {
+        return maxQp;
+    }
+
+    public SoftNicContext maxQp(final int qps) {
+        maxQp = qps;
+        return this;
+    }
+
     public NanoClock clock() {
         return clock;
     }
@@ -166,6 +213,11 @@ public final class SoftNicContext {
         if (window < 1 || window > (1 << 22)) {
             throw new IllegalArgumentException(WINDOW_PROP + " = " + window + ": must be within 1..2^22");
         }
+        checkBoolean(DMABUF_PROP, dmaBuf);
+        checkBoolean(PEERMEM_PROP, peermem);
+        if (maxQp < 1 || maxQp > MAX_QP_LIMIT) {
+            throw new IllegalArgumentException(MAX_QP_PROP + " = " + maxQp + ": must be within 1.." + MAX_QP_LIMIT);
+        }
         if (burst < 1) {
             throw new IllegalArgumentException(BURST_PROP + " = " + burst + ": must be >= 1");
         }
@@ -178,6 +230,12 @@ public final class SoftNicContext {
         }
         concluded = true;
         return this;
+    }
+
+    private static void checkBoolean(final String property, final String value) {
+        if (!"true".equalsIgnoreCase(value) && !"false".equalsIgnoreCase(value)) {
+            throw new IllegalArgumentException(property + " = '" + value + "': must be true or false");
+        }
     }
 
 }

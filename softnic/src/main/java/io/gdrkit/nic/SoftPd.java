@@ -35,6 +35,12 @@ final class SoftPd implements ProtectionDomain {
     }
 
     @Override
+    public MemoryRegion registerDmaBufMr(final long offset, final long length, final long iova, final int fd,
+                                         final int accessFlags) {
+        return context.device().registerDmaBufMr(this, offset, length, iova, fd, accessFlags);
+    }
+
+    @Override
     public QueuePair createQp(final QpInitAttr attr) {
         return context.device().createQp(this, attr);
     }

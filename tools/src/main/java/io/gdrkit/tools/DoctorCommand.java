@@ -10,29 +10,30 @@ import io.gdrkit.gdr.gate.GdrGate;
 import io.gdrkit.gdr.gate.GdrSettings;
 import io.gdrkit.gdr.gate.GpuCaps;
 import io.gdrkit.gdr.gate.NetCaps;
-import io.gdrkit.gdr.gate.RdmaReadFlush;
+import io.gdrkit.gdr.net.ConnectorReport;
+import io.gdrkit.gdr.net.NetConnector;
+import io.gdrkit.gdr.net.NetEndpoint;
+import io.gdrkit.gdr.net.NetLink;
+import io.gdrkit.gdr.net.NetNic;
+import io.gdrkit.gdr.reg.RegMechanism;
+import io.gdrkit.gdr.reg.RegMechanismDecision;
 import io.gdrkit.gdr.topo.PathType;
 import io.gdrkit.gdr.topo.SysfsScan;
 import io.gdrkit.gdr.topo.SysfsTopoReader;
-import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuAttributes;
 import io.gdrkit.gpu.GpuDevice;
-import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.cuda.CudaGpu;
 import io.gdrkit.gpu.cuda.CudaProbe;
-import io.gdrkit.verbs.AccessFlags;
-import io.gdrkit.verbs.MemoryRegion;
-import io.gdrkit.verbs.SendFlags;
-import io.gdrkit.verbs.SendWorkRequest;
-import io.gdrkit.verbs.WcStatus;
-import io.gdrkit.verbs.WorkCompletion;
-import io.gdrkit.verbs.WrOpcode;
+import io.gdrkit.nic.SoftNicContext;
+import io.gdrkit.nic.SoftNicDriver;
+import io.gdrkit.verbs.VerbsContext;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -50,7 +51,9 @@ import picocli.CommandLine.Model.CommandSpec;
  * with PASS / FAIL / BLOCKED / UNKNOWN and the evidence it read, then a verdict: GDR_READY (proven end to end),
  * DEGRADED (naming the failing gate) or HARDWARE_BLOCKED. Nothing is invented: a probe that finds nothing says so
  * and names what it looked at. {@code --provider soft --gpu sim:h200} runs it against the software NIC and a
- * simulated GPU, labelled simulated, where it can prove GDR end to end.
+ * simulated GPU, labelled simulated: the NICs are probed through verbs calls, the connector registers and connects,
+ * and data moves GPU to GPU, so it can prove GDR end to end; {@code --soft-dmabuf off} / {@code --soft-peermem off}
+ * take a registration branch away from the provider to show the other branch, or DEGRADED with the gate named.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
     description = "Layered GPUDirect RDMA checklist with evidence and a verdict.")
@@ -69,6 +72,15 @@ final class DoctorCommand implements Callable<Integer> {
 
     @Option(names = "--gpu", description = "With --provider soft: a simulated GPU (sim:h200, sim:v100, ...).")
     String gpuSpec;
+
+    @Option(names = "--soft-dmabuf", paramLabel = "on|off", description = "With --provider soft: the software "
+        + "provider's DMA-BUF registration capability (default on; also -D" + SoftNicContext.DMABUF_PROP + ").")
+    String softDmaBuf;
+
+    @Option(names = "--soft-peermem", paramLabel = "on|off", description = "With --provider soft: the software "
+        + "provider's peermem capability, GPU memory by pointer (default on; also -D" + SoftNicContext.PEERMEM_PROP
+        + ").")
+    String softPeermem;
 
     @Option(names = "--json", description = "JSON: verdict, simulated, checks (name, status, evidence).")
     boolean json;
@@ -97,6 +109,10 @@ final class DoctorCommand implements Callable<Integer> {
         if (!soft && gpuSpec != null) {
             throw new ParameterException(spec.commandLine(), "--gpu is for --provider soft (a simulated GPU); the "
                 + "host probe finds real GPUs itself");
+        }
+        if (!soft && (softDmaBuf != null || softPeermem != null)) {
+            throw new ParameterException(spec.commandLine(), "--soft-dmabuf and --soft-peermem switch capabilities "
+                + "of the software provider: use them with --provider soft");
         }
         final String verdict = soft ? soft() : host();
         final PrintWriter out = spec.commandLine().getOut();
@@ -312,6 +328,39 @@ final class DoctorCommand implements Callable<Integer> {
 
     // ------------------------------------------------------------------ software provider, simulated GPU
 
+    /** Connection buffer of the end-to-end check: 1 MiB, whole pages. */
+    private static final int E2E_BYTES = 1 << 20;
+
+    /** The software provider, its capabilities from -D properties, then from the --soft-* options. */
+    private SoftNicDriver softProvider() {
+        final SoftNicContext ctx = new SoftNicContext();
+        if (softDmaBuf != null) {
+            ctx.dmaBuf(onOff("--soft-dmabuf", softDmaBuf));
+        }
+        if (softPeermem != null) {
+            ctx.peermem(onOff("--soft-peermem", softPeermem));
+        }
+        try {
+            return SoftNicDriver.launch(ctx);
+        } catch (final IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "software provider: " + e.getMessage());
+        }
+    }
+
+    private boolean onOff(final String option, final String value) {
+        return switch (value) {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw new ParameterException(spec.commandLine(), option + " must be on or off, not '" + value
+                + "'");
+        };
+    }
+
+    /**
+     * Two software NICs (rank 0 sends through soft0, rank 1 receives through soft1) and one simulated GPU: each NIC
+     * is asked what it can register (NetCaps.probe), the gates decide each direction, the connector registers and
+     * connects, and 1 MiB moves GPU to GPU over the connection, checked byte by byte.
+     */
     private String soft() {
         if (gpuSpec == null || !gpuSpec.startsWith("sim:")) {
             throw new ParameterException(spec.commandLine(), "--provider soft needs --gpu sim:<preset>");
@@ -322,59 +371,96 @@ final class DoctorCommand implements Callable<Integer> {
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        try (gpu; Loopback lb = new Loopback(io.gdrkit.nic.SoftNicContext.ProgressMode.INVOKER, 1, 1 << 20, 16, 16, 0,
-            4096)) {
+        try (gpu; SoftNicDriver driver = softProvider();
+             VerbsContext ctx0 = driver.addDevice("soft0").open();
+             VerbsContext ctx1 = driver.addDevice("soft1").open()) {
+            final SoftNicContext nicCtx = driver.context();
             final GpuAttributes a = gpu.attributes();
             add("GPU", "device", Status.PASS, gpu.describe());
             add("GPU", "GPUDirect RDMA (116)", a.gpuDirectRdmaSupported() != 0 ? Status.PASS : Status.FAIL,
                 "attribute 116 = " + a.gpuDirectRdmaSupported() + " (simulated)");
-            add("verbs", "RDMA devices", Status.PASS, lb.a.dev.name() + ", " + lb.b.dev.name()
-                + " (software NICs, simulated), ports ACTIVE");
-            final NetCaps net = new NetCaps(0, lb.b.dev.name(), true, "software provider: registers GPU memory "
-                + "through DmaMemory (simulated peermem)", true, "software provider: registers DMA-BUF (simulated)");
-            add("registration", "peermem / DMA-BUF", Status.PASS, net.peermemEvidence() + "; " + net.dmabufEvidence());
+            add("verbs", "RDMA devices", Status.PASS, "soft0, soft1 (software NICs, simulated), ports ACTIVE; "
+                + "provider capabilities set: DMA-BUF " + (nicCtx.dmaBuf() ? "on" : "off") + " ("
+                + SoftNicContext.DMABUF_PROP + "), peermem " + (nicCtx.peermem() ? "on" : "off") + " ("
+                + SoftNicContext.PEERMEM_PROP + ")");
+            final NetCaps net0 = NetCaps.probe(0, ctx0, gpu);
+            final NetCaps net1 = NetCaps.probe(1, ctx1, gpu);
             final GpuCaps caps = GpuCaps.of(gpu, 13000, false, true);
+            final boolean dmabufUsable = net1.dmabufProvider() && caps.dmabufSupported();
+            add("registration", "DMA-BUF", dmabufUsable ? Status.PASS : Status.FAIL, net1.dmabufEvidence()
+                + "; GPU attribute 124 = " + a.dmaBufSupported());
+            add("registration", "peermem", net1.peermem() ? Status.PASS : Status.FAIL, net1.peermemEvidence());
+            final RegMechanismDecision branch = RegMechanismDecision.decide(
+                GdrGate.regCapabilities(caps, net1, GdrSettings.DEFAULTS));
+            add("registration", "mechanism", branch.mechanism() == RegMechanism.NONE ? Status.FAIL : Status.PASS,
+                branch.evidence());
             add("topology", "GPU-NIC distance", Status.PASS, "simulated host: GPU and NIC under one PCIe switch (PIX)");
-            final GdrDecision write = GdrGate.decide(caps, net, PathType.PIX, false, false, GdrSettings.DEFAULTS);
-            final GdrDecision read = GdrGate.decide(caps, net, PathType.PIX, false, true, GdrSettings.DEFAULTS);
+            final GdrDecision write = GdrGate.decide(caps, net1, PathType.PIX, false, false, GdrSettings.DEFAULTS);
+            final GdrDecision read = GdrGate.decide(caps, net0, PathType.PIX, false, true, GdrSettings.DEFAULTS);
             add("gates", "receive (NIC writes GPU)", write.enabled() ? Status.PASS : Status.FAIL, write.logLine());
             add("gates", "send (NIC reads GPU)", read.enabled() ? Status.PASS : Status.FAIL, read.logLine());
-            final FlushPolicy.Decision flush = FlushPolicy.decide(caps, write, GdrSettings.DEFAULTS);
-            add("gates", "flush", Status.PASS, flush.evidence());
-            if (!write.enabled()) {
-                return "DEGRADED (" + write.logLine() + ")";
-            }
-            // end to end: the NIC writes GPU memory, the data is checked with a GPU copy
-            final int size = 1 << 20;
-            final DeviceBuffer buf = gpu.alloc(size);
-            try (GpuDmaMemory dma = new GpuDmaMemory(gpu, buf); RdmaReadFlush flusher = new RdmaReadFlush(lb.b.ctx,
-                lb.b.pd)) {
-                final MemoryRegion mr = lb.b.pd.registerMr(dma, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE
-                    | AccessFlags.REMOTE_READ);
-                for (int i = 0; i < size; i++) {
-                    lb.a.buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
-                }
-                lb.a.qps[0].postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                    .sge(lb.a.mr, 0, size).remote(mr.address(), mr.rkey()));
-                final WorkCompletion[] wc = {new WorkCompletion()};
-                final Deadline deadline = new Deadline();
-                while (lb.a.scq.poll(wc) == 0) {
-                    deadline.check("the end-to-end RDMA WRITE into GPU memory", 0, 1);
-                }
-                if (flush.flush()) {
-                    flusher.flush(mr);
-                }
-                final MemorySegment back = lb.b.buf.asSlice(0, size);
-                gpu.copyDtoH(back, 0, buf, 0, size);
-                final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
-                final boolean ok = wc[0].status == WcStatus.SUCCESS && mismatch == -1;
-                add("end to end", "GDR WRITE into GPU memory", ok ? Status.PASS : Status.FAIL, "1 MiB RDMA WRITE "
-                    + WcStatus.name(wc[0].status) + ", " + (flush.flush() ? "flushed (1-byte READ), " : "")
-                    + (mismatch == -1 ? "byte-exact" : "mismatch at byte " + mismatch) + " (simulated)");
-                mr.deregister();
-                gpu.free(buf);
-                return ok ? "GDR_READY" : "DEGRADED (end to end failed)";
+            add("gates", "flush", Status.PASS, FlushPolicy.decide(caps, write, GdrSettings.DEFAULTS).evidence());
+            try (NetNic nic0 = new NetNic(0, ctx0, net0); NetNic nic1 = new NetNic(1, ctx1, net1)) {
+                return connectAndMove(gpu, caps, nic0, nic1);
             }
         }
+    }
+
+    /** The connector gate and the end-to-end transfer; returns the verdict. */
+    private String connectAndMove(final GpuDevice gpu, final GpuCaps caps, final NetNic nic0, final NetNic nic1) {
+        final NetEndpoint sender = new NetEndpoint(0, gpu, caps, nic0, PathType.PIX);
+        final NetEndpoint receiver = new NetEndpoint(1, gpu, caps, nic1, PathType.PIX);
+        try (NetLink link = NetConnector.connect(0, sender, receiver, E2E_BYTES, GdrSettings.DEFAULTS)) {
+            final ConnectorReport send = link.sendReport();
+            final ConnectorReport recv = link.receiveReport();
+            for (final ConnectorReport r : new ConnectorReport[] {send, recv}) {
+                final List<String> ev = r.gdr().evidence();
+                final String why = r.gdr().enabled() ? " (" + r.gdr().mechanism().label() + ")"
+                    : r.gdr().failedGate().equals("connector") ? "; " + ev.get(ev.size() - 1)
+                    : "; host bounce: the " + r.gdr().failedGate() + " gate failed before the connector";
+                add("connector", r.send() ? "send" : "receive", r.gdr().enabled() ? Status.PASS : Status.FAIL,
+                    r.logLine() + why);
+            }
+            final MemorySegment sent = gpu.allocHost(E2E_BYTES);
+            final MemorySegment back = gpu.allocHost(E2E_BYTES);
+            try {
+                for (int i = 0; i < E2E_BYTES; i++) {
+                    sent.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+                }
+                gpu.copyHtoD(link.senderBuffer(), 0, sent, 0, E2E_BYTES);
+                link.transfer(E2E_BYTES, Duration.ofNanos(Deadline.DEFAULT_TIMEOUT_NS));
+                gpu.copyDtoH(back, 0, link.receiverBuffer(), 0, E2E_BYTES);
+                final long mismatch = sent.mismatch(back);
+                add("end to end", "data over the connection", mismatch == -1 ? Status.PASS : Status.FAIL,
+                    "1 MiB GPU to GPU over channel 0: " + path(send, "read") + ", RDMA WRITE_WITH_IMM SUCCESS, "
+                    + path(recv, "wrote") + (recv.flush() != null && recv.flush().flush() ? ", flushed (1-byte READ)"
+                    : "") + ", " + (mismatch == -1 ? "byte-exact" : "mismatch at byte " + mismatch) + " (simulated)");
+                final boolean gdr = send.gdr().enabled() && recv.gdr().enabled();
+                add("end to end", "GDR", gdr && mismatch == -1 ? Status.PASS : Status.FAIL, gdr
+                    ? "the NICs read and wrote GPU memory directly, both directions (simulated)"
+                    : "host bounce on " + (recv.gdr().enabled() ? "the send side" : send.gdr().enabled()
+                    ? "the receive side" : "both sides"));
+                if (!recv.gdr().enabled()) {
+                    return degraded(recv);
+                }
+                if (!send.gdr().enabled()) {
+                    return degraded(send);
+                }
+                return mismatch == -1 ? "GDR_READY" : "DEGRADED (end to end failed: mismatch at byte " + mismatch + ")";
+            } finally {
+                gpu.freeHost(sent);
+                gpu.freeHost(back);
+            }
+        }
+    }
+
+    private static String path(final ConnectorReport r, final String verb) {
+        return r.gdr().enabled() ? "NIC " + verb + " GPU memory (" + r.gdr().mechanism().label() + ")"
+            : "NIC " + verb + " pinned host memory (host bounce)";
+    }
+
+    private static String degraded(final ConnectorReport r) {
+        return "DEGRADED (" + (r.send() ? "send" : "receive") + ", " + r.gdr().failedGate() + " gate: "
+            + r.gdr().logLine() + ")";
     }
 }

@@ -2,8 +2,7 @@ package io.gdrkit.cm;
 
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.QpAttr;
-import io.gdrkit.verbs.QpAttrMask;
-import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.verbs.QueuePair;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -112,20 +111,10 @@ public final class ConnectionManager {
         return template.softwareMtu != 0 ? template.softwareMtu : Mtu.toBytes(template.pathMtu);
     }
 
-    /** RESET -> INIT -> RTR -> RTS towards the peer described by {@code peer}. */
+    /** RESET -> INIT -> RTR -> RTS towards the peer described by {@code peer}, at the agreed MTU. */
     static void bringUp(final QueuePair qp, final QpAttr template, final CmMessage peer, final int sqPsn,
                         final int mtuBytes) {
         final QpAttr a = template.copy();
-        a.qpState = QpState.INIT;
-        a.portNum = 1;
-        a.pkeyIndex = 0;
-        qp.modify(a, QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
-        a.qpState = QpState.RTR;
-        a.destQpNum = peer.qpn();
-        a.dlid = peer.lid();
-        a.rqPsn = peer.psn();
-        int mask = QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN
-            | QpAttrMask.RQ_PSN | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER;
         final int e = Mtu.fromBytes(mtuBytes);
         if (e > 0) {
             a.pathMtu = e;
@@ -133,13 +122,8 @@ public final class ConnectionManager {
         } else {
             a.pathMtu = Mtu.MTU_4096;
             a.softwareMtu = mtuBytes;
-            mask |= QpAttrMask.SOFTWARE_MTU;
         }
-        qp.modify(a, mask);
-        a.qpState = QpState.RTS;
-        a.sqPsn = sqPsn;
-        qp.modify(a, QpAttrMask.STATE | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
-            | QpAttrMask.SQ_PSN | QpAttrMask.MAX_QP_RD_ATOMIC);
+        QpBringUp.toRts(qp, peer.qpn(), peer.lid(), sqPsn, peer.psn(), a);
     }
 
     static void checkPrivateData(final byte[] data) {

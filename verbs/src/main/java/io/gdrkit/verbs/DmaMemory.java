@@ -36,4 +36,15 @@ public interface DmaMemory {
 
     /** What this memory is, for logs and reports: "GPU 0 (simulated H200) via BAR1", and so on. */
     String describe();
+
+    /**
+     * A view of {@code [offset, offset + length)} of this memory whose first byte has the address {@code address}:
+     * what an MR over part of a buffer (or a DMA-BUF registered at an iova) reaches. Accesses add the offset and
+     * delegate; nothing is copied or allocated per access.
+     *
+     * @throws IllegalArgumentException when the range is empty or outside this memory
+     */
+    default DmaMemory window(final long offset, final long length, final long address) {
+        return new DmaWindow(this, offset, length, address);
+    }
 }

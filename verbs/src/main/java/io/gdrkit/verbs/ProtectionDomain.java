@@ -20,6 +20,21 @@ public interface ProtectionDomain extends AutoCloseable {
         throw new VerbsException(Errno.EOPNOTSUPP, "this provider cannot register " + memory.describe());
     }
 
+    /**
+     * Registers {@code [offset, offset + length)} of the DMA-BUF behind file descriptor {@code fd}
+     * (ibv_reg_dmabuf_mr): the NIC imports the buffer from its exporter (a GPU driver) instead of pinning pages
+     * by address, so no peer-memory kernel module is needed. {@code iova} is the MR's virtual address, the one
+     * SGEs and remote addresses use. The fd may be closed once this returns: the MR holds the attachment.
+     *
+     * <p>Errors as the kernel gives them: EOPNOTSUPP when the provider cannot register DMA-BUF, EBADF when
+     * {@code fd} is not an open file, EINVAL for a file that is not a DMA-BUF, a range outside it, or bad access
+     * flags. NCCL's probe for provider support is this call with fd = -1: EBADF means supported.
+     */
+    default MemoryRegion registerDmaBufMr(final long offset, final long length, final long iova, final int fd,
+                                          final int accessFlags) {
+        throw new VerbsException(Errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr: this provider does not register DMA-BUF");
+    }
+
     QueuePair createQp(QpInitAttr attr);
 
     @Override

@@ -1,5 +1,8 @@
 package io.gdrkit.gdr.gate;
 
+import io.gdrkit.gdr.reg.RegCapabilities;
+import io.gdrkit.gdr.reg.RegMechanism;
+import io.gdrkit.gdr.reg.RegMechanismDecision;
 import io.gdrkit.gdr.topo.GdrLevel;
 import io.gdrkit.gdr.topo.PathType;
 import java.util.ArrayList;
@@ -32,27 +35,27 @@ public final class GdrGate {
         ev.add("GPU " + gpu.ordinal() + " attribute 116 (GPU_DIRECT_RDMA_SUPPORTED) = " + (gpu.gdrSupported() ? 1 : 0)
             + " [" + gpu.source() + "]");
         if (!gpu.gdrSupported()) {
-            return off(gpu, net, read, ev, "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
+            return off(gpu, net, read, ev, "GPU", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
                 + " (attribute 116 = 0)");
         }
         // gate 2: the NET device can register GPU memory (ptrSupport)
-        final String mechanism = mechanism(gpu, net, s, ev);
-        if (mechanism.equals("none")) {
-            return off(gpu, net, read, ev, "GPU Direct RDMA Disabled for " + hca
+        final RegMechanism mechanism = mechanism(gpu, net, s, ev);
+        if (mechanism == RegMechanism.NONE) {
+            return off(gpu, net, read, ev, "NET", "GPU Direct RDMA Disabled for " + hca
                 + " (no nv_peer_mem/nvidia_peermem and no usable DMA-BUF)");
         }
         // gate 3: the send (read) policy
         if (read) {
             if (s.gdrRead() == 0) {
                 ev.add(GdrSettings.GDR_READ + "=0: sends do not read GPU memory");
-                return off(gpu, net, true, ev, "GPU Direct RDMA Disabled for GPU " + gpu.ordinal() + " / " + hca
-                    + " (NCCL_NET_GDR_READ=0)");
+                return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
+                    + " / " + hca + " (NCCL_NET_GDR_READ=0)");
             }
             if (s.gdrRead() < 0 && gpu.computeCap() < 80 && !gpu.nvlinkPeer() && !gpu.singleGpu()) {
                 ev.add("default read policy: compute capability " + gpu.computeCap()
                     + " < 8.0 needs an NVLink peer or a single GPU; neither");
-                return off(gpu, net, true, ev, "GPU Direct RDMA Disabled for GPU " + gpu.ordinal() + " / " + hca
-                    + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
+                return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
+                    + " / " + hca + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
             }
             ev.add("read policy: " + (s.gdrRead() > 0 ? "NCCL_NET_GDR_READ=1" : "default, cc " + gpu.computeCap()
                 + (gpu.computeCap() >= 80 ? " >= 8.0" : gpu.nvlinkPeer() ? ", NVLink peer" : ", single GPU")));
@@ -62,39 +65,56 @@ public final class GdrGate {
         ev.add("distance " + distance + (viaPxn ? " (PXN: the intermediate GPU's distance)" : "") + ", level "
             + level);
         if (!level.allows(distance)) {
-            return off(gpu, net, read, ev, "GPU Direct RDMA Disabled for GPU " + gpu.ordinal() + " / " + hca
-                + " (distance " + distance + " > " + level.path() + ")");
+            return off(gpu, net, read, ev, "distance", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal() + " / "
+                + hca + " (distance " + distance + " > " + level.path() + ")");
         }
-        return new GdrDecision(gpu.ordinal(), net.dev(), read, true, mechanism, List.copyOf(ev),
+        return new GdrDecision(gpu.ordinal(), net.dev(), read, true, mechanism, "", List.copyOf(ev),
             "GPU Direct RDMA Enabled for GPU " + gpu.ordinal() + " / " + hca + " (distance " + distance + " <= "
-                + level.path() + "), read " + (read ? 1 : 0) + ", via " + mechanism);
+                + level.path() + "), read " + (read ? 1 : 0) + ", via " + mechanism.label());
     }
 
-    /** The last gate: the connector had to register the buffer; if it failed, GDR is off for this connection. */
-    public static GdrDecision afterConnect(final GdrDecision d, final boolean registered, final String why) {
-        if (!d.enabled() || registered) {
+    /**
+     * The last gate, connector success: the connector had to register the GPU buffer and make the connection's
+     * GDR resources; when that failed, GDR is off for this connection and it bounces through host memory.
+     *
+     * @param why what failed, e.g. "registration: ibv_reg_dmabuf_mr on soft1: ENOMEM: ..."
+     */
+    public static GdrDecision afterConnect(final GdrDecision d, final boolean connected, final String why) {
+        if (!d.enabled() || connected) {
             return d;
         }
         final List<String> ev = new ArrayList<>(d.evidence());
-        ev.add("connector: registration failed: " + why + " -> host bounce");
-        return new GdrDecision(d.gpu(), d.nic(), d.read(), false, "none", List.copyOf(ev),
+        ev.add("connector gate failed: " + why + " -> host bounce");
+        return new GdrDecision(d.gpu(), d.nic(), d.read(), false, RegMechanism.NONE, "connector", List.copyOf(ev),
             "GPU Direct RDMA Disabled for GPU " + d.gpu() + " / HCA " + d.nic() + " (connector: " + why + ")");
     }
 
-    private static String mechanism(final GpuCaps gpu, final NetCaps net, final GdrSettings s,
-                                    final List<String> ev) {
+    /**
+     * What the gates see of the two registration mechanisms: DMA-BUF is supported when the provider registers it
+     * (the fd = -1 probe), the driver is at least 11.7 and attribute 124 is set, and enabled by NCCL_DMABUF_ENABLE;
+     * peermem is the provider's pointer registration (no setting switches it off).
+     */
+    public static RegCapabilities regCapabilities(final GpuCaps gpu, final NetCaps net, final GdrSettings s) {
+        return new RegCapabilities(net.dmabufProvider() && gpu.driverVersion() >= DMABUF_MIN_DRIVER
+            && gpu.dmabufSupported(), s.dmabufEnable(), net.peermem(), true);
+    }
+
+    private static RegMechanism mechanism(final GpuCaps gpu, final NetCaps net, final GdrSettings s,
+                                          final List<String> ev) {
         final boolean driverOk = gpu.driverVersion() >= DMABUF_MIN_DRIVER;
-        final boolean dmabuf = s.dmabufEnable() && net.dmabufProvider() && driverOk && gpu.dmabufSupported();
+        final RegCapabilities caps = regCapabilities(gpu, net, s);
         ev.add("DMA-BUF: " + GdrSettings.DMABUF_ENABLE + "=" + (s.dmabufEnable() ? 1 : 0) + ", provider "
             + (net.dmabufProvider() ? "yes" : "no") + " [" + net.dmabufEvidence() + "], driver " + gpu.driverVersion()
             + (driverOk ? " >= " : " < ") + DMABUF_MIN_DRIVER + ", attribute 124 = " + (gpu.dmabufSupported() ? 1 : 0)
-            + " -> " + (dmabuf ? "usable" : "not usable"));
+            + " -> " + (caps.dmaBufSupported() && caps.dmaBufEnabled() ? "usable" : "not usable"));
         ev.add("peermem: " + (net.peermem() ? "present" : "absent") + " [" + net.peermemEvidence() + "]");
-        return dmabuf ? "DMA-BUF" : net.peermem() ? "peermem" : "none";
+        final RegMechanismDecision d = RegMechanismDecision.decide(caps);
+        ev.add("registration branch: " + d.evidence());
+        return d.mechanism();
     }
 
     private static GdrDecision off(final GpuCaps gpu, final NetCaps net, final boolean read, final List<String> ev,
-                                   final String log) {
-        return new GdrDecision(gpu.ordinal(), net.dev(), read, false, "none", List.copyOf(ev), log);
+                                   final String gate, final String log) {
+        return new GdrDecision(gpu.ordinal(), net.dev(), read, false, RegMechanism.NONE, gate, List.copyOf(ev), log);
     }
 }

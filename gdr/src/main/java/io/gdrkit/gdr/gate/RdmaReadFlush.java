@@ -7,9 +7,8 @@ import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.ProtectionDomain;
 import io.gdrkit.verbs.QpAttr;
-import io.gdrkit.verbs.QpAttrMask;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.verbs.QpInitAttr;
-import io.gdrkit.verbs.QpState;
 import io.gdrkit.verbs.QueuePair;
 import io.gdrkit.verbs.SendFlags;
 import io.gdrkit.verbs.SendWorkRequest;
@@ -35,26 +34,37 @@ public final class RdmaReadFlush implements AutoCloseable {
     private final SendWorkRequest wr = new SendWorkRequest(1);
     private final WorkCompletion[] wc = {new WorkCompletion()};
 
+    /**
+     * Creates and connects the flush QP on {@code pd}'s device.
+     *
+     * @throws VerbsException when the CQ, QP or scratch MR cannot be made (nothing is left behind)
+     */
     public RdmaReadFlush(final VerbsContext ctx, final ProtectionDomain pd) {
         this.cq = ctx.createCq(16);
-        final QpInitAttr init = new QpInitAttr().cqs(cq, cq);
-        init.cap.maxSendWr(4).maxRecvWr(1).maxInlineData(0);
-        this.qp = pd.createQp(init);
-        final MemorySegment scratch = arena.allocate(64, 64);
-        this.scratchMr = pd.registerMr(scratch, AccessFlags.LOCAL_WRITE);
-        final int lid = ctx.queryPort(1).lid();
-        final QpAttr a = new QpAttr().access(AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_READ).pathMtu(Mtu.MTU_4096)
-            .timeout(14).retryCnt(7).rnrRetry(7).minRnrTimer(1).maxRdAtomic(1).maxDestRdAtomic(1);
-        a.qpState = QpState.INIT;
-        qp.modify(a, QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
-        a.qpState = QpState.RTR;
-        a.destQpNum = qp.qpNum();
-        a.dlid = lid;
-        qp.modify(a, QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
-            | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
-        a.qpState = QpState.RTS;
-        qp.modify(a, QpAttrMask.STATE | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
-            | QpAttrMask.SQ_PSN | QpAttrMask.MAX_QP_RD_ATOMIC);
+        QueuePair q = null;
+        MemoryRegion m = null;
+        try {
+            final QpInitAttr init = new QpInitAttr().cqs(cq, cq);
+            init.cap.maxSendWr(4).maxRecvWr(1).maxInlineData(0);
+            q = pd.createQp(init);
+            m = pd.registerMr(arena.allocate(64, 64), AccessFlags.LOCAL_WRITE);
+            // Connected to itself: the READ leaves this NIC and comes back to it, on the path the writes took.
+            QpBringUp.toRts(q, q.qpNum(), ctx.queryPort(1).lid(), 0, 0, new QpAttr()
+                .access(AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_READ).pathMtu(Mtu.MTU_4096).timeout(14)
+                .retryCnt(7).rnrRetry(7).minRnrTimer(1).maxRdAtomic(1).maxDestRdAtomic(1));
+        } catch (final RuntimeException e) {
+            if (m != null) {
+                m.deregister();
+            }
+            if (q != null) {
+                q.close();
+            }
+            cq.close();
+            arena.close();
+            throw e;
+        }
+        this.qp = q;
+        this.scratchMr = m;
     }
 
     /**

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.topo.PathType;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -34,13 +35,13 @@ class GdrGateTest {
         for (final boolean read : new boolean[] {false, true}) {
             final GdrDecision d = GdrGate.decide(H200, DMABUF, PathType.PIX, false, read, GdrSettings.DEFAULTS);
             assertTrue(d.enabled(), d::toString);
-            assertEquals("DMA-BUF", d.mechanism());
+            assertEquals(RegMechanism.DMABUF_FD, d.mechanism());
             assertEquals("/GDRDMA", d.connectorSuffix());
             assertTrue(d.logLine().startsWith("GPU Direct RDMA Enabled for GPU 0 / HCA 1 'soft1' (distance PIX <= PXB)"),
                 d.logLine());
             assertTrue(d.evidence().stream().anyMatch(e -> e.contains("attribute 116")));
         }
-        assertEquals("peermem", GdrGate.decide(H200, PEERMEM, PathType.PXB, false, false, GdrSettings.DEFAULTS)
+        assertEquals(RegMechanism.PEERMEM_POINTER, GdrGate.decide(H200, PEERMEM, PathType.PXB, false, false, GdrSettings.DEFAULTS)
             .mechanism());
     }
 

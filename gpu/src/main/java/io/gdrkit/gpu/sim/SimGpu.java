@@ -8,6 +8,7 @@ import io.gdrkit.gpu.FlushResult;
 import io.gdrkit.gpu.FlushScope;
 import io.gdrkit.gpu.GpuAttributes;
 import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.GpuDmaTarget;
 import io.gdrkit.gpu.GpuEvent;
 import io.gdrkit.gpu.GpuException;
@@ -16,6 +17,8 @@ import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
 import io.gdrkit.gpu.NicMapping;
 import io.gdrkit.gpu.WritesOrdering;
+import io.gdrkit.verbs.DmaBuf;
+import io.gdrkit.verbs.DmaMemory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,6 +55,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     /** BAR1 is mapped in 64 KiB pages ({@code nvidia_p2p_get_pages} granularity). */
     public static final long BAR1_PAGE = 64 * 1024;
     private static final long ADDRESS_ALIGN = 2L << 20;
+    private static final AtomicLong DMABUF_EXPORTS = new AtomicLong();
 
     private final SimGpuSystem system;
     private final int ordinal;
@@ -454,12 +458,46 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
             return new DmaBufExport(false, -1, "address 0x" + Long.toHexString(b.address()) + " / size " + b.size()
                 + " not aligned to the 4096-byte host page: CUDA_ERROR_INVALID_VALUE (simulated)");
         }
-        final int fd = MemFd.create("gdrkit-sim-dmabuf-gpu" + ordinal, b.size());
+        // a name of its own per export, so the fd's /proc/self/fd identity tells this export from any other
+        final int fd = MemFd.create("gdrkit-sim-dmabuf-gpu" + ordinal + "-" + DMABUF_EXPORTS.incrementAndGet(),
+            b.size());
         if (fd < 0) {
             return new DmaBufExport(false, -1, "attribute 124 = 1 but memfd_create failed (simulated exporter)");
         }
+        DmaBuf.publish(fd, new DmaBufExporter(b));
         return new DmaBufExport(true, fd, "attribute 124 = 1; simulated export: fd " + fd
-            + " is a memfd of " + b.size() + " bytes standing in for a dma-buf (no real exporter)");
+            + " is a memfd of " + b.size() + " bytes standing in for a dma-buf; a software NIC imports it "
+            + "(ibv_reg_dmabuf_mr) and reaches the buffer through BAR1 (no real exporter)");
+    }
+
+    /** What an importing NIC attaches to: the buffer mapped into BAR1, as the GPU driver's dma-buf exporter does. */
+    private final class DmaBufExporter implements DmaBuf.Exporter {
+        private final SimDeviceBuffer buffer;
+
+        DmaBufExporter(final SimDeviceBuffer buffer) {
+            this.buffer = buffer;
+        }
+
+        @Override
+        public long size() {
+            return buffer.size();
+        }
+
+        @Override
+        public DmaMemory attach() {
+            return new GpuDmaMemory(SimGpu.this, buffer);
+        }
+
+        @Override
+        public void detach(final DmaMemory attachment) {
+            ((GpuDmaMemory) attachment).close();
+        }
+
+        @Override
+        public String describe() {
+            return "GPU " + ordinal + " buffer 0x" + Long.toHexString(buffer.address()) + " (" + buffer.size()
+                + " bytes, simulated " + attributes.name() + ")";
+        }
     }
 
     @Override

@@ -1,0 +1,44 @@
+package io.gdrkit.verbs;
+
+/**
+ * Moves an RC QP through RESET, INIT and RTR to RTS towards a peer, as an out-of-band exchange (or the connection
+ * manager) does once each side knows the other's QP number, LID and start PSN. Provider-neutral: only verbs calls.
+ */
+public final class QpBringUp {
+    private QpBringUp() {
+    }
+
+    /** A template with every attribute the transitions need: MTU 4096, all remote access, 16 reads in flight. */
+    public static QpAttr rcDefaults() {
+        return new QpAttr().pathMtu(Mtu.MTU_4096).access(AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE)
+            .timeout(14).retryCnt(7).rnrRetry(7).minRnrTimer(1).maxRdAtomic(16).maxDestRdAtomic(16);
+    }
+
+    /**
+     * Moves {@code qp} to RTS towards {@code remoteQpn} at {@code dlid}; its sends start at {@code sqPsn}, it
+     * expects the peer's at {@code rqPsn}. The template's attributes are used, the peer fields filled in; a
+     * non-zero software MTU is applied at RTR.
+     */
+    public static void toRts(final QueuePair qp, final int remoteQpn, final int dlid, final int sqPsn,
+                             final int rqPsn, final QpAttr template) {
+        final QpAttr a = template.copy();
+        a.qpState = QpState.INIT;
+        a.portNum = 1;
+        a.pkeyIndex = 0;
+        qp.modify(a, QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
+        a.qpState = QpState.RTR;
+        a.destQpNum = remoteQpn;
+        a.dlid = dlid;
+        a.rqPsn = rqPsn;
+        int rtr = QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
+            | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER;
+        if (a.softwareMtu != 0) {
+            rtr |= QpAttrMask.SOFTWARE_MTU;
+        }
+        qp.modify(a, rtr);
+        a.qpState = QpState.RTS;
+        a.sqPsn = sqPsn;
+        qp.modify(a, QpAttrMask.STATE | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
+            | QpAttrMask.SQ_PSN | QpAttrMask.MAX_QP_RD_ATOMIC);
+    }
+}
