@@ -11,20 +11,44 @@ import io.gdrkit.verbs.WcOpcode;
 import io.gdrkit.verbs.WcStatus;
 import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
+import io.gdrkit.experiments.visibility.VisConfig;
+import io.gdrkit.experiments.visibility.VisConfig.Consumer;
+import io.gdrkit.experiments.visibility.VisConfig.Flag;
+import io.gdrkit.experiments.visibility.VisConfig.Injection;
+import io.gdrkit.experiments.visibility.VisConfig.Poll;
+import io.gdrkit.experiments.visibility.VisConfig.Readback;
+import io.gdrkit.experiments.visibility.VisConfig.Source;
+import io.gdrkit.experiments.visibility.VisResult;
+import io.gdrkit.experiments.visibility.VisibilityLab;
+import io.gdrkit.tools.report.Report;
+import io.gdrkit.tools.report.Section;
 import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code demo}: every RC opcode and send flag once between two software NICs in this JVM, each result checked
- * byte for byte, one line per step. Exits 1 if any check fails.
+ * {@code demo}: the main job on the embedded default, in sections, each checked: every RC opcode and send flag once
+ * (byte-checked), the doctor's verdict for the simulated host and the GDR decision per direction, a GDR transfer and
+ * its host-bounce twin, the failable visibility baseline with the sender in another process (OFF fails, ON passes),
+ * the ordering lab and a short perf table. Writes a report folder and prints the path of its HTML page. Exits 1 if
+ * any check is not as expected.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-    description = "End-to-end tour of every opcode and flag on two software NICs (simulated), byte-checked.")
+    description = {"The main job on the embedded default (software NICs over shared memory, simulated GPUs): verbs "
+        + "tour, doctor verdict, GDR decision per direction, GDR transfer and its host-bounce twin, the failable "
+        + "visibility baseline, the ordering lab and a short perf table; writes an HTML report."})
 final class DemoCommand implements Callable<Integer> {
     private static final long TIMEOUT_NS = 10_000_000_000L;
     private static final long BUF = 1 << 20;
@@ -52,13 +76,54 @@ final class DemoCommand implements Callable<Integer> {
         String run();
     }
 
+    @Option(names = "--report", paramLabel = "DIR", defaultValue = "gdrkit-reports/demo",
+        description = "Where the demo writes its report folder (default ${DEFAULT-VALUE}).")
+    Path reportDir;
+
+    @Option(names = "--skip-processes", description = "Run the visibility senders as threads of this JVM instead of "
+        + "separate processes (for machines that cannot start processes).")
+    boolean skipProcesses;
+
+    private final List<String[]> verbsRows = new ArrayList<>();
+
     @Override
     public Integer call() {
         out = spec.commandLine().getOut();
         out.println(Loopback.SIMULATED_HEADER);
+        out.println("# gdrkit demo: the embedded default — software NICs (simulated), processes joined by shared memory,"
+            + " simulated GPUs. Nothing here is hardware.");
+        final long start = System.nanoTime();
+        final Report report = new Report("gdrkit demo");
+        report.command("gdrkit", "demo").simulated(true, "software NICs (simulated) on the in-JVM and shared-memory "
+            + "fabrics; simulated GPUs (V100/H200 models)");
+        int failed = verbsTour();
+        final Section verbs = report.section("1. Verbs: every opcode and flag").text("Two software NICs in this JVM,"
+            + " every RC opcode and send flag once, each result checked byte for byte.").table("step", "result");
+        verbsRows.forEach(r -> verbs.row(r[0], r[1]));
+        failed += doctor(report);
+        failed += gdrTransfer(report);
+        failed += visibility(report);
+        failed += ordering(report);
+        failed += perf(report);
+        try {
+            final var files = report.write(reportDir);
+            out.println("report: " + files.html().toAbsolutePath());
+        } catch (final java.io.IOException e) {
+            out.println("[FAIL] report: " + e.getMessage());
+            failed++;
+        }
+        final long ms = (System.nanoTime() - start) / 1_000_000;
+        out.println("summary: " + (failed == 0 ? "every check as expected" : failed + " check(s) FAILED") + " in " + ms
+            + " ms (software NICs and GPUs simulated)");
+        out.flush();
+        return failed == 0 ? 0 : Main.EXIT_FAILURE;
+    }
+
+    /** Section 1: every RC opcode and flag on two software NICs in this JVM. */
+    private int verbsTour() {
+        out.println("== 1. verbs: every opcode and flag, byte-checked ==");
         int passed = 0;
         int failed = 0;
-        final long start = System.nanoTime();
         try (Loopback l = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, BUF, 128, 128, 256, 4096)) {
             lb = l;
             out.println("setup: " + l.a.dev.name() + " (lid " + l.a.dev.lid() + ") <-> " + l.b.dev.name() + " (lid "
@@ -81,19 +146,143 @@ final class DemoCommand implements Callable<Integer> {
                 try {
                     final String result = ((Step) s[1]).run();
                     out.println("[ok]   " + name + ": " + result);
+                    verbsRows.add(new String[] {name, "ok: " + result});
                     passed++;
                 } catch (final CheckFailed | IllegalStateException | Deadline.TimeoutError e) {
                     out.println("[FAIL] " + name + ": " + e.getMessage());
+                    verbsRows.add(new String[] {name, "FAIL: " + e.getMessage()});
                     failed++;
                 }
                 out.flush();
             }
         }
-        final long ms = (System.nanoTime() - start) / 1_000_000;
-        out.println("summary: " + passed + "/" + (passed + failed) + " steps passed" + (failed > 0 ? ", " + failed
-            + " FAILED" : "") + " in " + ms + " ms (software NIC, simulated)");
+        out.println("verbs: " + passed + "/" + (passed + failed) + " steps passed");
+        return failed;
+    }
+
+    /** Runs a gdrkit subcommand in this JVM and returns its exit code and standard output lines. */
+    private static Map.Entry<Integer, List<String>> sub(final String... args) {
+        final StringWriter w = new StringWriter();
+        final CommandLine cl = new CommandLine(new Main());
+        cl.setOut(new PrintWriter(w, true));
+        cl.setErr(new PrintWriter(new StringWriter(), true));
+        final int rc = cl.execute(args);
+        return Map.entry(rc, w.toString().lines().toList());
+    }
+
+    private int expect(final String what, final boolean ok, final String detail) {
+        out.println((ok ? "  PASS   " : "  FAIL   ") + what + (detail.isEmpty() ? "" : ": " + detail));
         out.flush();
-        return failed == 0 ? 0 : Main.EXIT_FAILURE;
+        return ok ? 0 : 1;
+    }
+
+    /** Sections 2 and 3: the doctor's verdict for the simulated host and the GDR decision per direction. */
+    private int doctor(final Report report) {
+        out.println("== 2. doctor: the simulated host (--provider soft --gpu sim:h200) ==");
+        final var r = sub("doctor", "--provider", "soft", "--gpu", "sim:h200");
+        final String verdict = r.getValue().stream().filter(l -> l.startsWith("verdict:")).findFirst()
+            .orElse("verdict: (none printed)");
+        int failed = expect("doctor verdict", r.getKey() == 0 && verdict.contains("GDR_READY"), verdict);
+        out.println("== 3. GDR decision per direction ==");
+        final List<String> gates = r.getValue().stream().map(String::strip)
+            .filter(l -> l.matches("^(PASS|FAIL|BLOCKED|UNKNOWN)\\s+(receive|send|flush)\\b.*")).toList();
+        gates.forEach(g -> out.println("  " + g));
+        failed += expect("both directions decided with evidence", gates.stream().anyMatch(g -> g.startsWith("PASS")
+            && g.contains("receive")) && gates.stream().anyMatch(g -> g.startsWith("PASS") && g.contains("send")),
+            "");
+        final Section s = report.section("2-3. Doctor and the GDR decision").text("gdrkit doctor --provider soft "
+            + "--gpu sim:h200: the layered checklist against the software provider and a simulated H200.")
+            .table("line");
+        r.getValue().forEach(l -> s.row(l));
+        return failed;
+    }
+
+    /** Section 4: a byte-checked GDR transfer and its host-bounce twin. */
+    private int gdrTransfer(final Report report) {
+        out.println("== 4. a GDR transfer and its host-bounce twin (gpu-path --gpu sim:h200) ==");
+        final var r = sub("gpu-path", "--gpu", "sim:h200", "-s", "1048576", "-n", "50");
+        final List<String> rows = r.getValue().stream().filter(l -> l.startsWith("gdr ") || l.startsWith("bounce "))
+            .toList();
+        rows.forEach(l -> out.println("  " + l));
+        final boolean ok = r.getKey() == 0 && rows.size() >= 2 && rows.stream().allMatch(l -> l.contains("byte-exact"));
+        final Section s = report.section("4. GDR and host bounce").text("RDMA WRITEs into simulated GPU memory through"
+            + " BAR1 (GDR) and through a host buffer plus a copy (bounce), both checked byte for byte.")
+            .table("line");
+        r.getValue().forEach(l -> s.row(l));
+        return expect("GDR and bounce both byte-exact", ok, "");
+    }
+
+    /** Section 5: the failable visibility baseline (D6), the receiver here and the sender in another process. */
+    private int visibility(final Report report) {
+        out.println("== 5. visibility: the failable baseline (D6) ==");
+        final List<VisResult> results = new ArrayList<>();
+        int failed = 0;
+        try (VisibilityLab lab = VisibilityLab.start(skipProcesses ? VisibilityLab.Transport.JVM
+            : VisibilityLab.Transport.SHM, 1, 0, false)) {
+            out.println("  " + lab.processes() + "; notifications over TCP");
+            final Object[][] cases = {
+                {"sim:v100", Consumer.PERSISTENT, Readback.OFF, false},
+                {"sim:v100", Consumer.PERSISTENT, Readback.ON, true},
+                {"sim:v100", Consumer.PERSISTENT, Readback.FLUSH, true},
+                {"sim:v100", Consumer.LAUNCH, Readback.OFF, true},
+                {"sim:h200", Consumer.PERSISTENT, Readback.OFF, true},
+            };
+            for (final Object[] k : cases) {
+                final VisConfig c = new VisConfig((String) k[0], (Consumer) k[1], Flag.RECEIVER, (Readback) k[2], 16,
+                    65536, 10, 1, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false);
+                final VisResult v = lab.run(c, null);
+                results.add(v);
+                final boolean expectPass = (Boolean) k[3];
+                failed += expect(String.format(Locale.ROOT, "%-8s ordering=%-5s %-10s readback=%-5s -> %s (expected %s)",
+                    c.gpu(), v.ordering(), c.consumer().name().toLowerCase(Locale.ROOT),
+                    c.readback().name().toLowerCase(Locale.ROOT), v.passed() ? "PASS" : "FAIL " + v.failures() + "/"
+                        + v.checks() + " " + v.what(), expectPass ? "pass" : "fail"), v.passed() == expectPass, "");
+            }
+            ExperimentReports.visibility(report, lab.processes(), results);
+        } catch (final RuntimeException e) {
+            failed += expect("visibility experiment ran", false, e.getMessage());
+        }
+        return failed;
+    }
+
+    /** Section 6: the ordering lab (D7). */
+    private int ordering(final Report report) {
+        out.println("== 6. ordering lab: put-then-flag under inter-QP reordering (D7) ==");
+        final List<OrderingExperiment.Result> results = new ArrayList<>();
+        int failed = 0;
+        for (final OrderingExperiment.Variant v : OrderingExperiment.Variant.values()) {
+            final OrderingExperiment.Result r = OrderingExperiment.run(new OrderingExperiment.Config(v, 500, 16384,
+                0.05, 10, false, 1));
+            results.add(r);
+            final boolean ok = v.ordered() ? r.corruptedReads() == 0 : r.verdict() != OrderingExperiment.Verdict.FAIL;
+            failed += expect(String.format(Locale.ROOT, "%-13s corrupted reads %3d / %d -> %s", v.label(),
+                r.corruptedReads(), r.config().trials(), r.verdict()), ok, "");
+        }
+        ExperimentReports.ordering(report, results);
+        return failed;
+    }
+
+    /** Section 7: a short perf table on the in-JVM fabric. */
+    private int perf(final Report report) {
+        out.println("== 7. perf: a short table (write_bw and write_lat; server process over the shm fabric) ==");
+        final Section s = report.section("7. perf").text("perftest-style runs between two software NICs (simulated)"
+            + " in two processes joined by the shared-memory fabric (perf --fabric shm --loopback).")
+            .table("test", "line");
+        int failed = 0;
+        for (final String[] args : new String[][] {
+            {"perf", "write_bw", "--fabric", "shm", "--loopback", "-s", "65536", "-n", "2000"},
+            {"perf", "write_bw", "--fabric", "shm", "--loopback", "-s", "1048576", "-n", "500"},
+            {"perf", "write_lat", "--fabric", "shm", "--loopback", "-s", "8", "-n", "5000"}}) {
+            final var r = sub(args);
+            final List<String> rows = r.getValue().stream().filter(l -> l.startsWith("#bytes")
+                || !l.startsWith("#") && !l.isBlank()).toList();
+            for (final String l : rows) {
+                out.println("  " + args[1] + "  " + l.strip());
+                s.row(args[1], l.strip());
+            }
+            failed += r.getKey() == 0 ? 0 : expect("perf " + String.join(" ", args), false, "exit " + r.getKey());
+        }
+        return failed;
     }
 
     // ---------------- steps ----------------

@@ -64,6 +64,10 @@ public final class OrderingCommand implements Callable<Integer> {
             + "${DEFAULT-VALUE}).")
     long seed;
 
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
+        + "report.json, report.html with corrupted reads per variant); prints its path.")
+    java.nio.file.Path reportDir;
+
     @Option(names = "--json", description = "One JSON object per variant, one per line.")
     boolean json;
 
@@ -86,11 +90,27 @@ public final class OrderingCommand implements Callable<Integer> {
                 num(reorderMicros), reorderWithinQp, seed, SIM));
         }
         boolean failed = false;
+        final List<Result> results = new ArrayList<>();
         for (final Config c : configs) {
             final Result r = OrderingExperiment.run(c);
+            results.add(r);
             failed |= r.verdict() == Verdict.FAIL;
             out.println(json ? toJson(mapper, r).toString() : line(r));
             out.flush();
+        }
+        if (reportDir != null) {
+            final io.gdrkit.tools.report.Report report = new io.gdrkit.tools.report.Report("gdrkit ordering");
+            final List<String> cmd = new ArrayList<>(List.of("gdrkit"));
+            cmd.addAll(spec.commandLine().getParseResult().originalArgs());
+            report.command(cmd).simulated(true, "software NICs (simulated) on the in-JVM fabric, virtual time");
+            ExperimentReports.ordering(report, results);
+            final String html;
+            try {
+                html = report.write(reportDir).html().toAbsolutePath().toString();
+            } catch (final java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e.getMessage(), e);
+            }
+            out.println(json ? mapper.createObjectNode().put("report", html).toString() : "# report: " + html);
         }
         if (failed) {
             spec.commandLine().getErr().println("gdrkit ordering: a variant that orders the flag after the data "

@@ -14,6 +14,8 @@ import io.gdrkit.experiments.visibility.VisConfig.Readback;
 import io.gdrkit.experiments.visibility.VisConfig.Source;
 import io.gdrkit.experiments.visibility.VisResult;
 import io.gdrkit.experiments.visibility.VisibilityLab;
+import io.gdrkit.tools.report.Progress;
+import io.gdrkit.tools.report.Report;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -112,6 +114,14 @@ public final class VisibilityCommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object per configuration, one per line.")
     boolean json;
 
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
+        + "report.json, a self-contained report.html with failures per configuration); prints its path.")
+    java.nio.file.Path reportDir;
+
+    @Option(names = "--progress", negatable = true, description = "Rounds done and ETA on stderr (default: on when "
+        + "run on a terminal).")
+    Boolean progress;
+
     @Override
     public Integer call() {
         final PrintWriter out = spec.commandLine().getOut();
@@ -134,9 +144,36 @@ public final class VisibilityCommand implements Callable<Integer> {
                 }
                 out.flush();
             }
-            for (final VisConfig c : matrix) {
-                final VisResult r = lab.run(c, null);
-                out.println(json ? toJson(mapper, r).toString() : line(r));
+            final long total = matrix.stream().mapToLong(VisConfig::rounds).sum();
+            final List<VisResult> results = new ArrayList<>();
+            try (Progress p = Progress.stderr("visibility rounds", total,
+                progress != null ? progress : System.console() != null)) {
+                for (final VisConfig c : matrix) {
+                    final long before = p.done();
+                    final VisResult r = lab.run(c, round -> p.set(before + round));
+                    p.set(before + c.rounds());
+                    results.add(r);
+                    out.println(json ? toJson(mapper, r).toString() : line(r));
+                    out.flush();
+                }
+            }
+            if (reportDir != null) {
+                final Report report = new Report("gdrkit visibility");
+                final List<String> cmd = new ArrayList<>(List.of("gdrkit"));
+                cmd.addAll(spec.commandLine().getParseResult().originalArgs());
+                report.command(cmd);
+                final boolean simGpu = results.stream().anyMatch(VisResult::simulated);
+                report.simulated(true, "software NICs (simulated)" + (simGpu ? " and simulated GPUs" : "; the GPU is"
+                    + " real (" + results.get(0).gpuName() + "), written through its copy engine"));
+                report.fact("processes", lab.processes());
+                ExperimentReports.visibility(report, lab.processes(), results);
+                final String html;
+                try {
+                    html = report.write(reportDir).html().toAbsolutePath().toString();
+                } catch (final java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e.getMessage(), e);
+                }
+                out.println(json ? mapper.createObjectNode().put("report", html).toString() : "# report: " + html);
                 out.flush();
             }
         }

@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class OrderingCommandTest {
     @Test
@@ -28,6 +31,20 @@ class OrderingCommandTest {
         for (final String l : lines.subList(2, 6)) {
             assertTrue(l.contains(" corrupted_reads=0 ") && l.contains("verdict=PASS"), l);
         }
+    }
+
+    @Test
+    void reportFolderHasOneRowPerVariant(@TempDir final Path dir) throws Exception {
+        final Cli r = Cli.run("ordering", "--variants", "two-qp,one-qp", "--trials", "100", "--report",
+            dir.toString());
+        assertEquals(0, r.exitCode(), r.toString());
+        assertEquals("# report: " + dir.resolve("report.html").toAbsolutePath(), r.lines().get(r.lines().size() - 1));
+        final JsonNode rows = new ObjectMapper().readTree(Files.readString(dir.resolve("report.json")))
+            .get("sections").get(0).get("rows");
+        assertEquals(2, rows.size());
+        assertEquals("two-qp", rows.get(0).get("variant").asText());
+        assertEquals(0, rows.get(1).get("corrupted_reads").asInt());
+        assertTrue(Files.readString(dir.resolve("report.html")).contains("<svg"));
     }
 
     @Test

@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class VisibilityCommandTest {
     @Test
@@ -65,6 +68,24 @@ class VisibilityCommandTest {
         assertEquals(3, o.get("first_failing_round").asInt());
         assertEquals("stale", o.get("what").asText());
         assertEquals(1, o.get("failures_told_senders").asInt());
+    }
+
+    @Test
+    void reportFolderHasOneRowPerConfigurationAndAFailuresChart(@TempDir final Path dir) throws Exception {
+        final Cli r = Cli.run("visibility", "--gpu", "sim:v100", "--readback", "off,on", "--size", "4096",
+            "--rounds", "3", "--fabric", "jvm", "--report", dir.toString(), "--no-progress");
+        assertEquals(0, r.exitCode(), r.toString());
+        final String last = r.lines().get(r.lines().size() - 1);
+        assertEquals("# report: " + dir.resolve("report.html").toAbsolutePath(), last);
+        final JsonNode json = new ObjectMapper().readTree(Files.readString(dir.resolve("report.json")));
+        assertTrue(json.get("simulated").asBoolean());
+        final JsonNode rows = json.get("sections").get(0).get("rows");
+        assertEquals(2, rows.size(), json.toString());
+        assertEquals("off", rows.get(0).get("readback").asText());
+        assertEquals("FAIL", rows.get(0).get("verdict").asText());
+        assertEquals("PASS", rows.get(1).get("verdict").asText());
+        assertTrue(Files.readString(dir.resolve("report.html")).contains("<svg"));
+        assertEquals("", r.err(), "no progress lines with --no-progress");
     }
 
     @Test
