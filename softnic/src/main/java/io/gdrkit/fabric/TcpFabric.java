@@ -428,8 +428,15 @@ public final class TcpFabric implements Fabric {
         private long now;
         private long protocolErrors;
 
+        /** Packets this port sends to its own LID (loopback QPs, e.g. NCCL's flush QP) never touch a socket. */
+        private final Arena selfArena = Arena.ofAuto(); // freed with the port: a duty thread may still poll it
+        private final SpscRingBuffer self;
+        private final SpscRingBuffer[] selfOnly;
+
         TcpPort(final int lid) {
             super(lid, crc, linkCapacity / 4);
+            this.self = new SpscRingBuffer(selfArena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
+            this.selfOnly = new SpscRingBuffer[] {self};
         }
 
         @Override
@@ -444,7 +451,7 @@ public final class TcpFabric implements Fabric {
 
         @Override
         SpscRingBuffer[] inbound() {
-            return new SpscRingBuffer[0];
+            return selfOnly;
         }
 
         @Override
@@ -454,6 +461,9 @@ public final class TcpFabric implements Fabric {
 
         @Override
         SpscRingBuffer outbound(final int dlid, final int destQpn) {
+            if (dlid == lid()) {
+                return self;
+            }
             Peer p = dlid > 0 && dlid < peers.length ? peers[dlid] : null;
             if (p == null) {
                 if (connected.isEmpty()) {
@@ -558,6 +568,9 @@ public final class TcpFabric implements Fabric {
                 } catch (final IOException e) {
                     drop(c.peer);
                 }
+            }
+            if (n < limit) {
+                n += super.poll(handler, limit - n); // the loopback ring
             }
             return n;
         }

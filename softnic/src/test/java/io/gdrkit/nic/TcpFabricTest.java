@@ -120,6 +120,28 @@ class TcpFabricTest {
     }
 
     @Test
+    void aQpConnectedToItselfWorksWithoutASocket() {
+        // NCCL's flush QP is connected to itself: its packets go to the port's own LID
+        try (Pair p = new Pair(1, null, null, 1 << 20)) {
+            final QueuePair qp = p.a.qp();
+            RcConnector.bringUp(qp, qp.qpNum(), 1, 5, 5, RcConnector.defaults());
+            for (int i = 0; i < 4096; i++) {
+                p.a.buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+            }
+            final SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.RDMA_READ).wrId(77)
+                .flags(SendFlags.SIGNALED).sge(p.a.mr, 8192, 4096).remote(p.a.mr.address(), p.a.mr.rkey());
+            qp.postSend(wr);
+            final WorkCompletion wc = p.await(p.a.cq, "the loopback READ");
+            assertEquals(WcStatus.SUCCESS, wc.status, wc.toString());
+            assertEquals(77, wc.wrId);
+            for (int i = 0; i < 4096; i++) {
+                assertEquals((byte) (i * 7 + 3), p.a.buf.get(ValueLayout.JAVA_BYTE, 8192 + i), "byte " + i);
+            }
+            qp.close();
+        }
+    }
+
+    @Test
     void writeReadSendAtomicByteExactAt64KiBMtuOverTwoConnections() {
         // a: [0,16M) WRITE source, [16M,32M) READ target, [32M,+4M) SEND source, [48M] atomic results
         // b: [0,16M) WRITE target, [16M,32M) READ source, [32M,+4M) RECV target, [48M] atomic target

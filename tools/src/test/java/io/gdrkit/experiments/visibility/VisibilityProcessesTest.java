@@ -47,6 +47,35 @@ class VisibilityProcessesTest {
     }
 
     @Test
+    void aReceiverListeningForSendersStartedElsewhere() throws Exception {
+        final int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        // the sender is started "by hand" (here: a thread doing what `gdrkit visibility-sender --connect` does)
+        final Thread sender = Thread.ofPlatform().daemon(true).start(() -> {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                try {
+                    SenderHost.serve(new java.net.InetSocketAddress("127.0.0.1", port), VisibilityLab::openFabric);
+                    return;
+                } catch (final IllegalStateException e) {
+                    if (!e.getMessage().contains("cannot reach")) {
+                        throw e;
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+                }
+            }
+        });
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true)) {
+            assertTrue(lab.processes().contains("tcp fabric (remote)"), lab.processes());
+            final VisResult r = lab.run(cfg(Flag.IMM, Readback.ON), null);
+            assertTrue(r.passed(), r.toString());
+        }
+        sender.join(10_000);
+        assertTrue(!sender.isAlive(), "the sender ends on BYE");
+    }
+
+    @Test
     void listenNeedsTcpAndSenderCountsAreChecked() {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> VisibilityLab.start(VisibilityLab.Transport.SHM, 1, 0, true));
