@@ -99,18 +99,10 @@ public final class OrderingCommand implements Callable<Integer> {
             out.flush();
         }
         if (reportDir != null) {
-            final io.gdrkit.tools.report.Report report = new io.gdrkit.tools.report.Report("gdrkit ordering");
-            final List<String> cmd = new ArrayList<>(List.of("gdrkit"));
-            cmd.addAll(spec.commandLine().getParseResult().originalArgs());
-            report.command(cmd).simulated(true, "software NICs (simulated) on the in-JVM fabric, virtual time");
+            final io.gdrkit.tools.report.Report report = ExperimentReports.forCommand("gdrkit ordering", spec)
+                .simulated(true, "software NICs (simulated) on the in-JVM fabric, virtual time");
             ExperimentReports.ordering(report, results);
-            final String html;
-            try {
-                html = report.write(reportDir).html().toAbsolutePath().toString();
-            } catch (final java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e.getMessage(), e);
-            }
-            out.println(json ? mapper.createObjectNode().put("report", html).toString() : "# report: " + html);
+            ExperimentReports.writeAndPrint(report, reportDir, json, out);
         }
         if (failed) {
             spec.commandLine().getErr().println("gdrkit ordering: a variant that orders the flag after the data "

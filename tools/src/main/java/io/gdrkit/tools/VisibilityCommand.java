@@ -158,23 +158,13 @@ public final class VisibilityCommand implements Callable<Integer> {
                 }
             }
             if (reportDir != null) {
-                final Report report = new Report("gdrkit visibility");
-                final List<String> cmd = new ArrayList<>(List.of("gdrkit"));
-                cmd.addAll(spec.commandLine().getParseResult().originalArgs());
-                report.command(cmd);
+                final Report report = ExperimentReports.forCommand("gdrkit visibility", spec);
                 final boolean simGpu = results.stream().anyMatch(VisResult::simulated);
                 report.simulated(true, "software NICs (simulated)" + (simGpu ? " and simulated GPUs" : "; the GPU is"
                     + " real (" + results.get(0).gpuName() + "), written through its copy engine"));
                 report.fact("processes", lab.processes());
                 ExperimentReports.visibility(report, lab.processes(), results);
-                final String html;
-                try {
-                    html = report.write(reportDir).html().toAbsolutePath().toString();
-                } catch (final java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e.getMessage(), e);
-                }
-                out.println(json ? mapper.createObjectNode().put("report", html).toString() : "# report: " + html);
-                out.flush();
+                ExperimentReports.writeAndPrint(report, reportDir, json, out);
             }
         }
         return 0;
