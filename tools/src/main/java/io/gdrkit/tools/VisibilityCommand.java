@@ -245,7 +245,7 @@ public final class VisibilityCommand implements Callable<Integer> {
                 + "first_failing_position=%d what=%s%s%s %s [%s; software NIC (simulated); %s]",
             c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
             c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.peerConsumer() ? " consumer_gpu=peer" : "",
-            c.simulated() ? "" : " poll=" + low(c.poll()),
+            c.simulated() || c.consumer() == Consumer.LAUNCH ? "" : " poll=" + low(c.poll()),
             r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
             counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"",
             r.passed() ? "PASS" : "FAIL", r.simulated() ? "simulated GPU" : "real GPU " + r.gpuName(), r.processes());

@@ -155,6 +155,10 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
             throw new IllegalArgumentException("--consumer-gpu peer with --source gpu needs three GPUs' worth of roles"
                 + " on two: use --source host");
         }
+        if (poll != Poll.ACQUIRE && consumer == Consumer.LAUNCH) {
+            throw new IllegalArgumentException("--poll " + low(poll) + " is how the persistent consumer loads its flag;"
+                + " a launched consumer polls nothing");
+        }
         if (poll != Poll.ACQUIRE && gpu.startsWith("sim:")) {
             throw new IllegalArgumentException("--poll " + low(poll) + " is a CUDA experiment (how the compiled kernel"
                 + " loads the flag); the simulated GPU's consumer always uses acquire loads");
