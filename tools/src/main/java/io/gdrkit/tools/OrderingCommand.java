@@ -91,13 +91,17 @@ public final class OrderingCommand implements Callable<Integer> {
         }
         boolean failed = false;
         final List<Result> results = new ArrayList<>();
+        final io.gdrkit.tools.report.Progress progress = io.gdrkit.tools.report.Progress.stderr("ordering variants",
+            configs.size(), !json && System.console() != null);
         for (final Config c : configs) {
             final Result r = OrderingExperiment.run(c);
+            progress.step();
             results.add(r);
             failed |= r.verdict() == Verdict.FAIL;
             out.println(json ? toJson(mapper, r).toString() : line(r));
             out.flush();
         }
+        progress.close();
         if (reportDir != null) {
             final io.gdrkit.tools.report.Report report = ExperimentReports.forCommand("gdrkit ordering", spec)
                 .simulated(true, "software NICs (simulated) on the in-JVM fabric, virtual time");

@@ -283,29 +283,40 @@ final class PerfCommand implements Callable<Integer> {
     private void runSizes(final PerfTest test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
                           final BaselineResult base, final FaultInjector.Config faultConfig,
                           final io.gdrkit.gpu.GpuDevice gpu) {
-        for (final int s : sizes) {
-            final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
-            final FaultInjector injector = faultConfig == null ? null
-                : new FaultInjector(faultConfig, io.gdrkit.agent.NanoClock.SYSTEM);
-            try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
-                if (test.bandwidth) {
-                    final BwResult r = stripe ? new StripedBwTest(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
-                        : new BwTest(lb, cfg).run();
-                    printer.bw(cfg, r);
-                    faultCounters(printer, injector);
-                    if (base != null) {
-                        ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
-                            + PerfPrinter.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
-                    }
-                } else {
-                    final LatResult r = new LatTest(lb, cfg).run();
-                    printer.lat(cfg, r);
-                    faultCounters(printer, injector);
-                    if (base != null) {
-                        ratio(printer, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
-                            "cache-line ping-pong RTT " + PerfPrinter.fmt(base.rttNs) + " ns");
-                    }
+        // sizes done and ETA on stderr for long runs (-a), only on a terminal: stdout stays perftest's table
+        try (io.gdrkit.tools.report.Progress progress = io.gdrkit.tools.report.Progress.stderr("perf sizes",
+            sizes.length, sizes.length > 1 && System.console() != null)) {
+            for (final int s : sizes) {
+                runSize(test, first, s, printer, base, faultConfig, gpu);
+                progress.step();
+            }
+        }
+    }
+
+    private void runSize(final PerfTest test, final PerfConfig first, final int s, final PerfPrinter printer,
+                         final BaselineResult base, final FaultInjector.Config faultConfig,
+                         final io.gdrkit.gpu.GpuDevice gpu) {
+        final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+        final FaultInjector injector = faultConfig == null ? null
+            : new FaultInjector(faultConfig, io.gdrkit.agent.NanoClock.SYSTEM);
+        try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
+            cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+            if (test.bandwidth) {
+                final BwResult r = stripe ? new StripedBwTest(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
+                    : new BwTest(lb, cfg).run();
+                printer.bw(cfg, r);
+                faultCounters(printer, injector);
+                if (base != null) {
+                    ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
+                        + PerfPrinter.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
+                }
+            } else {
+                final LatResult r = new LatTest(lb, cfg).run();
+                printer.lat(cfg, r);
+                faultCounters(printer, injector);
+                if (base != null) {
+                    ratio(printer, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs,
+                        "cache-line ping-pong RTT " + PerfPrinter.fmt(base.rttNs) + " ns");
                 }
             }
         }
