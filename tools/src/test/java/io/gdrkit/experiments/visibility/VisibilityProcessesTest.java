@@ -75,6 +75,55 @@ class VisibilityProcessesTest {
         assertTrue(!sender.isAlive(), "the sender ends on BYE");
     }
 
+    /** A sender host that says HELLO with {@code version}, reads ASSIGN and then vanishes. */
+    private static Thread vanishingSender(final int port, final int version) {
+        return Thread.ofPlatform().daemon(true).start(() -> {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                    final java.io.DataOutputStream out = new java.io.DataOutputStream(s.getOutputStream());
+                    out.writeByte(Control.HELLO);
+                    out.writeInt(version);
+                    out.writeInt(128);
+                    out.flush();
+                    final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+                    in.readByte();
+                    in.readInt();
+                    in.readUTF();
+                    return;
+                } catch (final java.io.IOException e) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+                }
+            }
+        });
+    }
+
+    private static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    @Test
+    void aSenderThatVanishesIsNamedNotWaitedForForever() throws Exception {
+        final int port = freePort();
+        final Thread t = vanishingSender(port, Control.VERSION);
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true)) {
+            t.join(10_000);
+            final IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> lab.run(cfg(Flag.RECEIVER, Readback.OFF), null));
+            assertTrue(e.getMessage().contains("closed the control channel while waiting for READY"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aSenderSpeakingAnotherProtocolVersionIsRefused() throws Exception {
+        final int port = freePort();
+        vanishingSender(port, 99);
+        final IllegalStateException e = assertThrows(IllegalStateException.class,
+            () -> VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true));
+        assertTrue(e.getMessage().contains("speaks control version 99"), e.getMessage());
+    }
+
     @Test
     void listenNeedsTcpAndSenderCountsAreChecked() {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
