@@ -63,125 +63,143 @@ final class VisReceiver {
         this.hosts = hosts;
     }
 
-    /** Per-round bookkeeping of one configuration. */
-    private static final class Tally {
-        long checks;
-        long failures;
-        int firstRound = -1;
-        long firstPos = -1;
-        String what = "none";
-        long stale;
-        long partial;
-        long reordered;
-        long corrupt;
-        long timeouts;
-        long errorCompletions;
-        long launchFailures;
-        String aborted;
-
-        void fail(final int round, final long pos, final String kind) {
-            failures++;
-            switch (kind) {
-                case "stale" -> stale++;
-                case "partial" -> partial++;
-                case "reordered" -> reordered++;
-                case "corrupt" -> corrupt++;
-                case "timeout" -> timeouts++;
-                case "launch-failed" -> launchFailures++;
-                case "error-completion" -> errorCompletions++;
-                default -> { }
+    VisResult run(final VisConfig c, final String processes, final IntConsumer roundDone) {
+        try (ReceiverGpu g = ReceiverGpu.open(c, c.size() * c.senders());
+             Arena arena = Arena.ofShared()) {
+            final ConfigRun r = new ConfigRun(c, g, arena);
+            r.connectSenders();
+            r.launchConsumer();
+            for (int round = 1; round <= c.rounds() && r.tally.aborted == null; round++) {
+                r.runRound(round);
+                if (roundDone != null) {
+                    roundDone.accept(round);
+                }
             }
-            if (firstRound < 0) {
-                firstRound = round;
-                firstPos = pos;
-                what = kind;
-            }
+            final long told = r.finish();
+            r.tearDown();
+            return r.result(processes, told);
+        } catch (final IOException e) {
+            throw new UncheckedIOException("visibility receiver: control channel", e);
         }
     }
 
-    VisResult run(final VisConfig c, final String processes, final IntConsumer roundDone) {
-        final int n = c.senders();
-        try (ReceiverGpu g = ReceiverGpu.open(c, c.size() * n);
-             Arena arena = Arena.ofShared()) {
-            final VerbsContext ctx = device.open();
-            final ProtectionDomain pd = ctx.allocPd();
-            final CompletionQueue cq = ctx.createCq(Math.max(64, 4 * n));
-            final DeviceBuffer[] data = new DeviceBuffer[n];
-            final GpuDmaMemory[] dma = new GpuDmaMemory[n];
-            final MemoryRegion[] mr = new MemoryRegion[n];
-            final QueuePair[] dataQp = new QueuePair[n];
-            final QueuePair[] flagQp = new QueuePair[n];
+    /**
+     * One configuration on the receiver: the verbs objects, the receive buffers with their MRs and QPs (one per
+     * sender), the flags, the consumer and the tally. Made in the order the steps run: buffers (constructor),
+     * {@link #connectSenders}, {@link #launchConsumer}, {@link #runRound} per round, {@link #finish},
+     * {@link #tearDown}.
+     */
+    private final class ConfigRun {
+        private final VisConfig c;
+        private final ReceiverGpu g;
+        private final Arena arena;
+        private final int n;
+        /** The senders' NICs write the flags into GPU memory (else the receiver's CPU stores them, or none). */
+        private final boolean nicFlags;
+        /** Host {@code h} serves senders {@code firstOf[h]} (inclusive) to {@code firstOf[h + 1]} (exclusive). */
+        private final int[] firstOf;
+
+        private final VerbsContext ctx;
+        private final ProtectionDomain pd;
+        private final CompletionQueue cq;
+        private final DeviceBuffer[] data;
+        private final GpuDmaMemory[] dma;
+        private final MemoryRegion[] mr;
+        private final QueuePair[] dataQp;
+        private final QueuePair[] flagQp;
+        private final DeviceBuffer flagBuf;
+        private final GpuDmaMemory flagDma;
+        private final MemoryRegion flagMr;
+        private final ReceiverGpu.Words cpuFlags;
+        private final RdmaReadFlush readFlush;
+        private final RecvWorkRequest recv = new RecvWorkRequest(0);
+
+        private final Tally tally = new Tally();
+        private int roundsRun;
+        private GpuStream consumerStream;
+        private ReceiverGpu.Words results;
+        private DeviceBuffer launchResult;
+        private MemorySegment verifyHost;
+
+        /** This round's outcome per sender: the error completion (null: none), then the consumer's verdict. */
+        private final String[] status;
+        private final long[] bad;
+        private final long[] first;
+        private final String[] what;
+        private final WorkCompletion[] wc = {new WorkCompletion()};
+
+        /** Sets up the buffers: one filled receive buffer, MR and QP(s) per sender, then the flags. */
+        ConfigRun(final VisConfig c, final ReceiverGpu g, final Arena arena) {
+            this.c = c;
+            this.g = g;
+            this.arena = arena;
+            this.n = c.senders();
+            this.ctx = device.open();
+            this.pd = ctx.allocPd();
+            this.cq = ctx.createCq(Math.max(64, 4 * n));
+            this.data = new DeviceBuffer[n];
+            this.dma = new GpuDmaMemory[n];
+            this.mr = new MemoryRegion[n];
+            this.dataQp = new QueuePair[n];
+            this.flagQp = new QueuePair[n];
             for (int s = 0; s < n; s++) {
-                data[s] = g.gpu.alloc(c.size());
-                g.fill(data[s], 0, c.patternSeed(s));
-                if (c.syncMemops()) {
-                    g.gpu.setSyncMemops(data[s], true);
-                }
-                dma[s] = new GpuDmaMemory(g.gpu, data[s]);
-                mr[s] = pd.registerMr(dma[s], AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-                final QpInitAttr ia = new QpInitAttr().cqs(cq, cq);
-                ia.cap.maxSendWr(4).maxRecvWr(4).maxInlineData(0);
-                dataQp[s] = pd.createQp(ia);
-                if (c.flag() == Flag.SENDER_OTHER_QP) {
-                    flagQp[s] = pd.createQp(ia);
-                }
+                setUpSender(s);
             }
             // flags: GPU memory the senders' NICs write, or words the receiver's CPU stores
-            final boolean nicFlags = c.flag().senderWritesFlag();
-            final DeviceBuffer flagBuf = nicFlags ? g.gpu.alloc(4L * n) : null;
-            final GpuDmaMemory flagDma;
-            final MemoryRegion flagMr;
+            this.nicFlags = c.flag().senderWritesFlag();
+            this.flagBuf = nicFlags ? g.gpu.alloc(4L * n) : null;
             if (nicFlags) {
                 g.gpu.copyHtoD(flagBuf, 0, arena.allocate(4L * n), 0, 4L * n);
-                flagDma = new GpuDmaMemory(g.gpu, flagBuf);
-                flagMr = pd.registerMr(flagDma, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                this.flagDma = new GpuDmaMemory(g.gpu, flagBuf);
+                this.flagMr = pd.registerMr(flagDma, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             } else {
-                flagDma = null;
-                flagMr = null;
+                this.flagDma = null;
+                this.flagMr = null;
             }
-            final ReceiverGpu.Words cpuFlags = nicFlags || c.consumer() == Consumer.LAUNCH ? null : g.words(4L * n);
-            final RdmaReadFlush readFlush = !nicFlags && c.readback() == Readback.ON ? new RdmaReadFlush(ctx, pd) : null;
-            final RecvWorkRequest recv = new RecvWorkRequest(0);
-            // the senders: a contiguous share per host, then the QPs are brought up both ways
-            final int[] firstOf = new int[hosts.size() + 1];
+            this.cpuFlags = nicFlags || c.consumer() == Consumer.LAUNCH ? null : g.words(4L * n);
+            this.readFlush = !nicFlags && c.readback() == Readback.ON ? new RdmaReadFlush(ctx, pd) : null;
+            // the senders: a contiguous share per host
+            this.firstOf = new int[hosts.size() + 1];
             for (int h = 0; h <= hosts.size(); h++) {
                 firstOf[h] = (int) ((long) n * h / hosts.size());
             }
+            this.status = new String[n];
+            this.bad = new long[n];
+            this.first = new long[n];
+            this.what = new String[n];
+        }
+
+        private void setUpSender(final int s) {
+            data[s] = g.gpu.alloc(c.size());
+            g.fill(data[s], 0, c.patternSeed(s));
+            if (c.syncMemops()) {
+                g.gpu.setSyncMemops(data[s], true);
+            }
+            dma[s] = new GpuDmaMemory(g.gpu, data[s]);
+            mr[s] = pd.registerMr(dma[s], AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            final QpInitAttr ia = new QpInitAttr().cqs(cq, cq);
+            ia.cap.maxSendWr(4).maxRecvWr(4).maxInlineData(0);
+            dataQp[s] = pd.createQp(ia);
+            if (c.flag() == Flag.SENDER_OTHER_QP) {
+                flagQp[s] = pd.createQp(ia);
+            }
+        }
+
+        /** Whether host {@code h} has any senders (a host with none takes no part in the configuration). */
+        private boolean serves(final int h) {
+            return firstOf[h + 1] > firstOf[h];
+        }
+
+        /** CONFIG to every host, READY back, then the QPs are brought up both ways. */
+        void connectSenders() throws IOException {
             for (int h = 0; h < hosts.size(); h++) {
-                final int count = firstOf[h + 1] - firstOf[h];
-                if (count == 0) {
-                    continue;
+                if (serves(h)) {
+                    sendConfig(hosts.get(h), firstOf[h], firstOf[h + 1]);
                 }
-                final Control ch = hosts.get(h);
-                ch.out.writeByte(Control.CONFIG);
-                c.write(ch.out);
-                ch.out.writeInt(firstOf[h]);
-                ch.out.writeInt(count);
-                ch.out.writeInt(device.lid());
-                for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
-                    ch.out.writeInt(dataQp[s].qpNum());
-                    ch.out.writeInt(flagQp[s] == null ? 0 : flagQp[s].qpNum());
-                    ch.out.writeLong(mr[s].address());
-                    ch.out.writeInt(mr[s].rkey());
-                    ch.out.writeLong(nicFlags ? flagMr.address() + 4L * s : 0);
-                    ch.out.writeInt(nicFlags ? flagMr.rkey() : 0);
-                }
-                ch.flush();
             }
             for (int h = 0; h < hosts.size(); h++) {
-                if (firstOf[h + 1] == firstOf[h]) {
-                    continue;
-                }
-                final Control ch = hosts.get(h);
-                ch.expect(Control.READY, TIMEOUT, "READY (the sender host's QPs)");
-                final int lid = ch.in.readInt();
-                for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
-                    final int dq = ch.in.readInt();
-                    final int fq = ch.in.readInt();
-                    RcConnector.bringUp(dataQp[s], dq, lid, 0, 0, RcConnector.defaults());
-                    if (flagQp[s] != null) {
-                        RcConnector.bringUp(flagQp[s], fq, lid, 0, 0, RcConnector.defaults());
-                    }
+                if (serves(h)) {
+                    awaitReady(hosts.get(h), firstOf[h], firstOf[h + 1]);
                 }
             }
             if (c.flag() == Flag.IMM) {
@@ -192,192 +210,251 @@ final class VisReceiver {
                     }
                 }
             }
+        }
 
-            final Tally t = new Tally();
-            int roundsRun = 0;
-            GpuStream consumerStream = null;
-            ReceiverGpu.Words results = null;
-            DeviceBuffer table = null;
+        private void sendConfig(final Control ch, final int from, final int to) throws IOException {
+            ch.out.writeByte(Control.CONFIG);
+            c.write(ch.out);
+            ch.out.writeInt(from);
+            ch.out.writeInt(to - from);
+            ch.out.writeInt(device.lid());
+            for (int s = from; s < to; s++) {
+                ch.out.writeInt(dataQp[s].qpNum());
+                ch.out.writeInt(flagQp[s] == null ? 0 : flagQp[s].qpNum());
+                ch.out.writeLong(mr[s].address());
+                ch.out.writeInt(mr[s].rkey());
+                ch.out.writeLong(nicFlags ? flagMr.address() + 4L * s : 0);
+                ch.out.writeInt(nicFlags ? flagMr.rkey() : 0);
+            }
+            ch.flush();
+        }
+
+        private void awaitReady(final Control ch, final int from, final int to) throws IOException {
+            ch.expect(Control.READY, TIMEOUT, "READY (the sender host's QPs)");
+            final int lid = ch.in.readInt();
+            for (int s = from; s < to; s++) {
+                final int dq = ch.in.readInt();
+                final int fq = ch.in.readInt();
+                RcConnector.bringUp(dataQp[s], dq, lid, 0, 0, RcConnector.defaults());
+                if (flagQp[s] != null) {
+                    RcConnector.bringUp(flagQp[s], fq, lid, 0, 0, RcConnector.defaults());
+                }
+            }
+        }
+
+        /** The persistent consumer, if the configuration has one; the result buffer of a launched one. */
+        void launchConsumer() {
             if (c.consumer() == Consumer.PERSISTENT) {
-                // one kernel, running before the first byte arrives and across all rounds
-                table = g.consumer.alloc(8L * n);
-                final MemorySegment addrs = arena.allocate(8L * n, 8);
+                launchPersistentConsumer();
+            }
+            launchResult = c.consumer() == Consumer.LAUNCH ? g.consumer.alloc(VisKernels.VERIFY_BYTES) : null;
+            verifyHost = arena.allocate(VisKernels.VERIFY_BYTES, 8);
+        }
+
+        /** One kernel, running before the first byte arrives and across all rounds. */
+        private void launchPersistentConsumer() {
+            final DeviceBuffer table = g.consumer.alloc(8L * n);
+            final MemorySegment addrs = arena.allocate(8L * n, 8);
+            for (int s = 0; s < n; s++) {
+                addrs.setAtIndex(ValueLayout.JAVA_LONG, s, data[s].address());
+            }
+            g.consumer.copyHtoD(table, 0, addrs, 0, 8L * n);
+            results = g.words(VisKernels.resultBytes(c.rounds(), n));
+            consumerStream = g.consumer.createStream();
+            final KernelArgs a = new KernelArgs(8);
+            if (nicFlags) {
+                a.ptr(flagBuf);
+            } else {
+                cpuFlags.addTo(a);
+            }
+            a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed(0)).u64(POLL_TIMEOUT_NS);
+            results.addTo(a);
+            try {
+                g.consumer.launch(g.consumer.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
+                    // every block must be resident: simulated blocks hold one of a few SM workers each, and
+                    // blocks loop over senders when there are fewer blocks than senders
+                    Dim3.of(Math.min(n, g.simulated() ? 2 : 128)),
+                    c.inject().at(Injection.Kind.BAD_LAUNCH, 1) ? Dim3.of(2048) : Dim3.of(256), consumerStream, a);
+            } catch (final GpuException e) {
+                tally.fail(1, -1, "launch-failed");
+                tally.aborted = "the persistent consumer did not launch: " + e.getMessage();
+            }
+        }
+
+        /** One round, steps 1 to 6; the results are back with the senders when it returns. */
+        void runRound(final int round) throws IOException {
+            grant(round);
+            collectNotifications(round);
+            if (c.flag() == Flag.IMM) {
+                awaitImm(round);
+            }
+            readBack();
+            // 5. the consumer verifies on the device and returns a small result
+            if (c.consumer() == Consumer.LAUNCH) {
+                verifyByLaunch(round);
+            } else if (anyError()) {
+                // an error completion stops the configuration: the consumer's flags for this round are not
+                // all coming, so nothing of this round is verified (the errored senders are counted below)
                 for (int s = 0; s < n; s++) {
-                    addrs.setAtIndex(ValueLayout.JAVA_LONG, s, data[s].address());
+                    bad[s] = 0;
+                    first[s] = -1;
+                    what[s] = NOT_VERIFIED;
                 }
-                g.consumer.copyHtoD(table, 0, addrs, 0, 8L * n);
-                results = g.words(VisKernels.resultBytes(c.rounds(), n));
-                consumerStream = g.consumer.createStream();
-                final KernelArgs a = new KernelArgs(8);
-                if (nicFlags) {
-                    a.ptr(flagBuf);
-                } else {
-                    cpuFlags.addTo(a);
+            } else {
+                verifyByPersistent(round);
+            }
+            // 6. tally, then the results go back to the senders; the next round starts only now
+            roundsRun = round;
+            count(round);
+            sendResults(round);
+        }
+
+        /** 1. grant the round to every host. */
+        private void grant(final int round) throws IOException {
+            for (int h = 0; h < hosts.size(); h++) {
+                if (serves(h)) {
+                    hosts.get(h).out.writeByte(Control.GRANT);
+                    hosts.get(h).out.writeInt(round);
+                    hosts.get(h).flush();
                 }
-                a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed(0)).u64(POLL_TIMEOUT_NS);
-                results.addTo(a);
+            }
+        }
+
+        /** 2-3. they write, check their completions and notify: one error completion (or none) per sender. */
+        private void collectNotifications(final int round) throws IOException {
+            for (int h = 0; h < hosts.size(); h++) {
+                if (!serves(h)) {
+                    continue;
+                }
+                final Control ch = hosts.get(h);
+                ch.expect(Control.NOTIFY, TIMEOUT, "NOTIFY of round " + round);
+                final int r = ch.in.readInt();
+                if (r != round) {
+                    throw new IllegalStateException(ch.peer() + " notified round " + r + " during round " + round);
+                }
+                for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
+                    final boolean err = ch.in.readInt() != 0;
+                    final String detail = ch.in.readUTF();
+                    status[s] = err ? detail : null;
+                }
+            }
+        }
+
+        /** 4. OFF / ON / FLUSH, by the receiver's CPU (with a sender-published flag, the sender did ON). */
+        private void readBack() {
+            if (nicFlags) {
+                return;
+            }
+            switch (c.readback()) {
+                case OFF -> { }
+                case ON -> {
+                    for (int s = 0; s < n; s++) {
+                        if (status[s] == null) {
+                            readFlush.flush(mr[s]);
+                        }
+                    }
+                }
+                case FLUSH -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_OWNER);
+                case FLUSH_ALL -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_ALL_DEVICES);
+            }
+        }
+
+        /** A verify kernel launched by the CPU per sender that did not report an error completion. */
+        private void verifyByLaunch(final int round) {
+            for (int s = 0; s < n; s++) {
+                if (status[s] != null) {
+                    continue;
+                }
                 try {
-                    g.consumer.launch(g.consumer.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
-                        // every block must be resident: simulated blocks hold one of a few SM workers each, and
-                        // blocks loop over senders when there are fewer blocks than senders
-                        Dim3.of(Math.min(n, g.simulated() ? 2 : 128)), c.inject().at(Injection.Kind.BAD_LAUNCH, 1) ? Dim3.of(2048)
-                            : Dim3.of(256), consumerStream, a);
+                    final VisKernels.Slot v = verifyLaunched(round, s,
+                        c.inject().at(Injection.Kind.BAD_LAUNCH, round) && s == 0);
+                    bad[s] = v.bad();
+                    first[s] = v.first();
+                    what[s] = v.what(c.size());
                 } catch (final GpuException e) {
-                    t.fail(1, -1, "launch-failed");
-                    t.aborted = "the persistent consumer did not launch: " + e.getMessage();
+                    bad[s] = -1;
+                    first[s] = -1;
+                    what[s] = "launch-failed";
                 }
             }
-            final DeviceBuffer launchResult = c.consumer() == Consumer.LAUNCH ? g.consumer.alloc(VisKernels.VERIFY_BYTES)
-                : null;
-            final MemorySegment verifyHost = arena.allocate(VisKernels.VERIFY_BYTES, 8);
-            final String[] status = new String[n];
-            final long[] bad = new long[n];
-            final long[] first = new long[n];
-            final String[] what = new String[n];
-            final WorkCompletion[] wc = {new WorkCompletion()};
-            for (int round = 1; round <= c.rounds() && t.aborted == null; round++) {
-                // 1. grant the round to every host; 2-3. they write, check their completions and notify
-                for (int h = 0; h < hosts.size(); h++) {
-                    if (firstOf[h + 1] > firstOf[h]) {
-                        hosts.get(h).out.writeByte(Control.GRANT);
-                        hosts.get(h).out.writeInt(round);
-                        hosts.get(h).flush();
-                    }
-                }
-                for (int h = 0; h < hosts.size(); h++) {
-                    if (firstOf[h + 1] == firstOf[h]) {
-                        continue;
-                    }
-                    final Control ch = hosts.get(h);
-                    ch.expect(Control.NOTIFY, TIMEOUT, "NOTIFY of round " + round);
-                    final int r = ch.in.readInt();
-                    if (r != round) {
-                        throw new IllegalStateException(ch.peer() + " notified round " + r + " during round " + round);
-                    }
-                    for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
-                        final boolean err = ch.in.readInt() != 0;
-                        final String detail = ch.in.readUTF();
-                        status[s] = err ? detail : null;
-                    }
-                }
-                if (c.flag() == Flag.IMM) {
-                    awaitImm(cq, dataQp, status, round, recv, wc);
-                }
-                // 4. OFF / ON / FLUSH, by the receiver's CPU (with a sender-published flag, the sender did ON)
-                if (!nicFlags) {
-                    switch (c.readback()) {
-                        case OFF -> { }
-                        case ON -> {
-                            for (int s = 0; s < n; s++) {
-                                if (status[s] == null) {
-                                    readFlush.flush(mr[s]);
-                                }
-                            }
-                        }
-                        case FLUSH -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_OWNER);
-                        case FLUSH_ALL -> g.gpu.flushGpuDirectRdmaWrites(FlushScope.TO_ALL_DEVICES);
-                    }
-                }
-                // 5. the consumer verifies on the device and returns a small result
-                if (c.consumer() == Consumer.LAUNCH) {
-                    for (int s = 0; s < n; s++) {
-                        if (status[s] != null) {
-                            continue;
-                        }
-                        try {
-                            final VisKernels.Slot v = verifyLaunched(g, c, launchResult, verifyHost, data[s], round, s,
-                                c.inject().at(Injection.Kind.BAD_LAUNCH, round) && s == 0);
-                            bad[s] = v.bad();
-                            first[s] = v.first();
-                            what[s] = v.what(c.size());
-                        } catch (final GpuException e) {
-                            bad[s] = -1;
-                            first[s] = -1;
-                            what[s] = "launch-failed";
-                        }
-                    }
-                } else if (anyError(status)) {
-                    // an error completion stops the configuration: the consumer's flags for this round are not
-                    // all coming, so nothing of this round is verified (the errored senders are counted below)
-                    for (int s = 0; s < n; s++) {
-                        bad[s] = 0;
-                        first[s] = -1;
-                        what[s] = NOT_VERIFIED;
-                    }
-                } else {
-                    final int rr = round;
-                    if (cpuFlags != null) {
-                        // the receiver's CPU publishes the flag: a store through BAR1 / into mapped host memory
-                        for (int s = 0; s < n; s++) {
-                            if (status[s] == null) {
-                                cpuFlags.cpuStore(4L * s, round);
-                            }
-                        }
-                    }
-                    // time passes on the PCIe path until the flags have landed (simulated GPU; CUDA: real time)
-                    final MemorySegment flagWords = nicFlags ? flagMemory(g, flagBuf) : cpuFlags.host;
-                    g.letTimePass(!nicFlags, () -> flagsLanded(flagWords, status, rr));
-                    final ReceiverGpu.Words res = results;
-                    for (int s = 0; s < n; s++) {
-                        if (status[s] != null) {
-                            continue;
-                        }
-                        final VisKernels.Slot v = awaitSlot(g, consumerStream, res.host, round, s, n);
-                        bad[s] = v.bad();
-                        first[s] = v.first();
-                        what[s] = v.what(c.size());
-                    }
-                    // the rest of this round's posted writes land before the next round is granted
-                    g.landAll();
-                }
-                // 6. tally, then the results go back to the senders; the next round starts only now
-                roundsRun = round;
+        }
+
+        /** The flags are published (or have landed), then the persistent consumer's slots are read. */
+        private void verifyByPersistent(final int round) {
+            if (cpuFlags != null) {
+                // the receiver's CPU publishes the flag: a store through BAR1 / into mapped host memory
                 for (int s = 0; s < n; s++) {
-                    if (status[s] == null && what[s] == NOT_VERIFIED) {
-                        continue;
+                    if (status[s] == null) {
+                        cpuFlags.cpuStore(4L * s, round);
                     }
-                    t.checks++;
-                    if (status[s] != null) {
-                        bad[s] = -1;
-                        first[s] = -1;
-                        what[s] = "error-completion";
-                        t.aborted = "sender " + s + " round " + round + ": " + status[s];
-                    }
-                    if (!what[s].equals("ok")) {
-                        t.fail(round, first[s] == -1 ? -1 : first[s], what[s]);
-                    }
-                }
-                for (int h = 0; h < hosts.size(); h++) {
-                    if (firstOf[h + 1] == firstOf[h]) {
-                        continue;
-                    }
-                    final Control ch = hosts.get(h);
-                    ch.out.writeByte(Control.RESULT);
-                    ch.out.writeInt(round);
-                    for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
-                        ch.out.writeLong(bad[s]);
-                        ch.out.writeLong(first[s]);
-                        ch.out.writeUTF(what[s]);
-                    }
-                    ch.flush();
-                }
-                if (roundDone != null) {
-                    roundDone.accept(round);
                 }
             }
-            if (consumerStream != null) {
-                if (roundsRun < c.rounds() && t.launchFailures == 0) {
-                    // stopped early: let the persistent consumer run through the rounds it still waits for
-                    releaseConsumer(g, nicFlags ? null : cpuFlags, flagDma, n, arena);
+            // time passes on the PCIe path until the flags have landed (simulated GPU; CUDA: real time)
+            final MemorySegment flagWords = nicFlags ? flagMemory() : cpuFlags.host;
+            g.letTimePass(!nicFlags, () -> flagsLanded(flagWords, round));
+            for (int s = 0; s < n; s++) {
+                if (status[s] != null) {
+                    continue;
                 }
-                if (t.launchFailures == 0) {
+                final VisKernels.Slot v = awaitSlot(round, s);
+                bad[s] = v.bad();
+                first[s] = v.first();
+                what[s] = v.what(c.size());
+            }
+            // the rest of this round's posted writes land before the next round is granted
+            g.landAll();
+        }
+
+        private void count(final int round) {
+            for (int s = 0; s < n; s++) {
+                if (status[s] == null && what[s] == NOT_VERIFIED) {
+                    continue;
+                }
+                tally.checks++;
+                if (status[s] != null) {
+                    bad[s] = -1;
+                    first[s] = -1;
+                    what[s] = "error-completion";
+                    tally.aborted = "sender " + s + " round " + round + ": " + status[s];
+                }
+                if (!what[s].equals("ok")) {
+                    tally.fail(round, first[s] == -1 ? -1 : first[s], what[s]);
+                }
+            }
+        }
+
+        private void sendResults(final int round) throws IOException {
+            for (int h = 0; h < hosts.size(); h++) {
+                if (!serves(h)) {
+                    continue;
+                }
+                final Control ch = hosts.get(h);
+                ch.out.writeByte(Control.RESULT);
+                ch.out.writeInt(round);
+                for (int s = firstOf[h]; s < firstOf[h + 1]; s++) {
+                    ch.out.writeLong(bad[s]);
+                    ch.out.writeLong(first[s]);
+                    ch.out.writeUTF(what[s]);
+                }
+                ch.flush();
+            }
+        }
+
+        /** Lets the persistent consumer end, then END to every host; returns the sum of their ENDED tallies. */
+        long finish() throws IOException {
+            if (consumerStream != null) {
+                if (roundsRun < c.rounds() && tally.launchFailures == 0) {
+                    // stopped early: let the persistent consumer run through the rounds it still waits for
+                    releaseConsumer();
+                }
+                if (tally.launchFailures == 0) {
                     g.consumer.synchronize(consumerStream, TIMEOUT);
                 }
                 g.consumer.destroyStream(consumerStream);
             }
             long told = 0;
             for (int h = 0; h < hosts.size(); h++) {
-                if (firstOf[h + 1] == firstOf[h]) {
+                if (!serves(h)) {
                     continue;
                 }
                 final Control ch = hosts.get(h);
@@ -386,7 +463,14 @@ final class VisReceiver {
                 ch.expect(Control.ENDED, TIMEOUT, "ENDED (the sender host's tally)");
                 told += ch.in.readLong();
             }
-            // teardown: QPs before the MRs they use, MRs before the BAR1 mappings
+            return told;
+        }
+
+        /**
+         * Teardown: QPs before the MRs they use, MRs before the BAR1 mappings. Only after a clean {@link #finish};
+         * when a step throws, what is left goes with the GPU.
+         */
+        void tearDown() {
             for (int s = 0; s < n; s++) {
                 dataQp[s].close();
                 if (flagQp[s] != null) {
@@ -413,117 +497,116 @@ final class VisReceiver {
             cq.close();
             pd.close();
             ctx.close();
+        }
+
+        VisResult result(final String processes, final long told) {
+            final Tally t = tally;
             return new VisResult(c, g.gpu.attributes().name(), g.ordering(), g.simulated(), processes, roundsRun,
                 t.checks, t.failures, t.firstRound, t.firstPos, t.what, t.stale, t.partial, t.reordered, t.corrupt,
                 t.timeouts, t.errorCompletions, t.launchFailures, told, t.aborted);
-        } catch (final IOException e) {
-            throw new UncheckedIOException("visibility receiver: control channel", e);
         }
-    }
 
-    private static boolean anyError(final String[] status) {
-        for (final String st : status) {
-            if (st != null) {
-                return true;
+        private boolean anyError() {
+            for (final String st : status) {
+                if (st != null) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private MemorySegment flagMemory() {
+            return g.simulated() ? ((io.gdrkit.gpu.sim.SimDeviceBuffer) flagBuf).memory() : null;
+        }
+
+        private boolean flagsLanded(final MemorySegment flags, final int round) {
+            for (int s = 0; s < status.length; s++) {
+                if (status[s] == null && flags.get(ValueLayout.JAVA_INT, 4L * s) != round) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The receive completions of the WRITE_WITH_IMMs: the NIC's notification; each reposted. */
+        private void awaitImm(final int round) {
+            int missing = 0;
+            for (final String st : status) {
+                if (st == null) {
+                    missing++;
+                }
+            }
+            final long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (missing > 0) {
+                if (cq.poll(wc) == 0) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("round " + round + ": " + missing + " WRITE_WITH_IMM receive"
+                            + " completion(s) missing after " + TIMEOUT.toSeconds() + " s");
+                    }
+                    Thread.onSpinWait();
+                    continue;
+                }
+                final int s = (int) wc[0].wrId;
+                if (wc[0].status != WcStatus.SUCCESS || wc[0].opcode != WcOpcode.RECV_RDMA_WITH_IMM
+                    || wc[0].immData != round) {
+                    if (status[s] == null) {
+                        status[s] = "bad receive completion " + wc[0] + " (expected RECV_RDMA_WITH_IMM, imm " + round
+                            + ")";
+                    }
+                }
+                missing--;
+                dataQp[s].postRecv(recv.wrId(s));
             }
         }
-        return false;
-    }
 
-    private static MemorySegment flagMemory(final ReceiverGpu g, final DeviceBuffer flagBuf) {
-        return g.simulated() ? ((io.gdrkit.gpu.sim.SimDeviceBuffer) flagBuf).memory() : null;
-    }
-
-    private static boolean flagsLanded(final MemorySegment flags, final String[] status, final int round) {
-        for (int s = 0; s < status.length; s++) {
-            if (status[s] == null && flags.get(ValueLayout.JAVA_INT, 4L * s) != round) {
-                return false;
-            }
+        /** A kernel launched by the CPU after the notification: vis_verify into a device result, copied back. */
+        private VisKernels.Slot verifyLaunched(final int round, final int sender, final boolean badLaunch) {
+            VisKernels.resetVerify(verifyHost, 0);
+            final GpuStream s = g.work();
+            g.consumer.copyHtoD(launchResult, 0, verifyHost, 0, VisKernels.VERIFY_BYTES);
+            final KernelArgs a = new KernelArgs(5).ptr(data[sender]).u64(c.size()).u32(round)
+                .u32(c.patternSeed(sender)).ptr(launchResult);
+            g.consumer.launch(g.consumer.function("kernels", VisKernels.VERIFY), Dim3.of(64),
+                badLaunch ? Dim3.of(2048) : Dim3.of(256), s, a);
+            g.consumer.synchronize(s, TIMEOUT);
+            g.consumer.copyDtoH(verifyHost, 0, launchResult, 0, VisKernels.VERIFY_BYTES);
+            return VisKernels.readVerify(verifyHost, 0, round);
         }
-        return true;
-    }
 
-    /** The receive completions of the WRITE_WITH_IMMs: the NIC's notification; each reposted. */
-    private static void awaitImm(final CompletionQueue cq, final QueuePair[] qps, final String[] status,
-                                 final int round, final RecvWorkRequest recv, final WorkCompletion[] wc) {
-        int missing = 0;
-        for (final String st : status) {
-            if (st == null) {
-                missing++;
-            }
-        }
-        final long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (missing > 0) {
-            if (cq.poll(wc) == 0) {
+        private VisKernels.Slot awaitSlot(final int round, final int sender) {
+            final MemorySegment res = results.host;
+            final long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (!VisKernels.ready(res, round, sender, n)) {
+                if (g.consumer.isComplete(consumerStream)) {
+                    g.consumer.synchronize(consumerStream, TIMEOUT); // throws the kernel's error, if any
+                    if (VisKernels.ready(res, round, sender, n)) {
+                        break;
+                    }
+                    throw new IllegalStateException("round " + round + ": the persistent consumer exited before"
+                        + " verifying sender " + sender);
+                }
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("round " + round + ": " + missing + " WRITE_WITH_IMM receive"
-                        + " completion(s) missing after " + TIMEOUT.toSeconds() + " s");
+                    throw new IllegalStateException("round " + round + ": no result for sender " + sender + " from the"
+                        + " persistent consumer within " + TIMEOUT.toSeconds() + " s");
                 }
-                Thread.onSpinWait();
-                continue;
+                Thread.yield();
             }
-            final int s = (int) wc[0].wrId;
-            if (wc[0].status != WcStatus.SUCCESS || wc[0].opcode != WcOpcode.RECV_RDMA_WITH_IMM
-                || wc[0].immData != round) {
-                if (status[s] == null) {
-                    status[s] = "bad receive completion " + wc[0] + " (expected RECV_RDMA_WITH_IMM, imm " + round + ")";
+            return VisKernels.read(res, round, sender, n);
+        }
+
+        /** Publishes "every round" to every flag so a persistent consumer still waiting runs to its end. */
+        private void releaseConsumer() {
+            final MemorySegment all = arena.allocate(4L * n, 4);
+            for (int s = 0; s < n; s++) {
+                all.setAtIndex(ValueLayout.JAVA_INT, s, Integer.MAX_VALUE);
+                if (cpuFlags != null) {
+                    cpuFlags.cpuStore(4L * s, Integer.MAX_VALUE);
                 }
             }
-            missing--;
-            qps[s].postRecv(recv.wrId(s));
-        }
-    }
-
-    /** A kernel launched by the CPU after the notification: vis_verify into a device result, copied back. */
-    private static VisKernels.Slot verifyLaunched(final ReceiverGpu g, final VisConfig c, final DeviceBuffer result,
-                                                  final MemorySegment host, final DeviceBuffer buf, final int round,
-                                                  final int sender, final boolean badLaunch) {
-        VisKernels.resetVerify(host, 0);
-        final GpuStream s = g.work();
-        g.consumer.copyHtoD(result, 0, host, 0, VisKernels.VERIFY_BYTES);
-        final KernelArgs a = new KernelArgs(5).ptr(buf).u64(c.size()).u32(round).u32(c.patternSeed(sender))
-            .ptr(result);
-        g.consumer.launch(g.consumer.function("kernels", VisKernels.VERIFY), Dim3.of(64),
-            badLaunch ? Dim3.of(2048) : Dim3.of(256), s, a);
-        g.consumer.synchronize(s, TIMEOUT);
-        g.consumer.copyDtoH(host, 0, result, 0, VisKernels.VERIFY_BYTES);
-        return VisKernels.readVerify(host, 0, round);
-    }
-
-    private static VisKernels.Slot awaitSlot(final ReceiverGpu g, final GpuStream stream, final MemorySegment res,
-                                             final int round, final int sender, final int senders) {
-        final long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (!VisKernels.ready(res, round, sender, senders)) {
-            if (g.consumer.isComplete(stream)) {
-                g.consumer.synchronize(stream, TIMEOUT); // throws the kernel's error, if any
-                if (VisKernels.ready(res, round, sender, senders)) {
-                    break;
-                }
-                throw new IllegalStateException("round " + round + ": the persistent consumer exited before"
-                    + " verifying sender " + sender);
+            if (flagDma != null) {
+                flagDma.dmaWrite(0, all, 0, 4L * n);
             }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("round " + round + ": no result for sender " + sender + " from the"
-                    + " persistent consumer within " + TIMEOUT.toSeconds() + " s");
-            }
-            Thread.yield();
+            g.landAll();
         }
-        return VisKernels.read(res, round, sender, senders);
-    }
-
-    /** Publishes "every round" to every flag so a persistent consumer still waiting runs to its end. */
-    private static void releaseConsumer(final ReceiverGpu g, final ReceiverGpu.Words cpuFlags,
-                                        final GpuDmaMemory flagDma, final int n, final Arena arena) {
-        final MemorySegment all = arena.allocate(4L * n, 4);
-        for (int s = 0; s < n; s++) {
-            all.setAtIndex(ValueLayout.JAVA_INT, s, Integer.MAX_VALUE);
-            if (cpuFlags != null) {
-                cpuFlags.cpuStore(4L * s, Integer.MAX_VALUE);
-            }
-        }
-        if (flagDma != null) {
-            flagDma.dmaWrite(0, all, 0, 4L * n);
-        }
-        g.landAll();
     }
 }
