@@ -7,9 +7,10 @@ import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code gdrkit} command line: demo, perf and devices on software NICs (simulated). */
+/** The {@code gdrkit} command line: demo, perf, devices, GPU paths, the control plane tools and the experiments. */
 @Command(name = "gdrkit", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
-    description = "GPUDirect RDMA for the JVM. The NICs here are software NICs (simulated) on an in-JVM fabric.",
+    description = "GPUDirect RDMA for the JVM. The NICs here are software NICs (simulated) on in-JVM, shared-memory or "
+        + "TCP fabrics; GPUs are simulated (sim:*) or real through the CUDA driver (cuda:N). Outputs say which.",
     subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class,
         GpuPathCommand.class, TopoCommand.class, DoctorCommand.class, VisibilityCommand.class,
         VisibilitySenderCommand.class, OrderingCommand.class})
