@@ -54,6 +54,8 @@ import java.util.function.Function;
  */
 public final class SenderHost implements AutoCloseable {
     static final Duration STEP_TIMEOUT = Duration.ofSeconds(60);
+    /** Between configurations the receiver sets up its GPU buffers (up to GiBs, filled on the device). */
+    static final Duration BETWEEN_CONFIGS = Duration.ofMinutes(10);
     private static final java.util.concurrent.atomic.AtomicInteger HOSTS = new java.util.concurrent.atomic.AtomicInteger();
     private static final int KIND_DATA = 0;
     private static final int KIND_READ = 1;
@@ -112,7 +114,7 @@ public final class SenderHost implements AutoCloseable {
                 tcp.connect(1, new InetSocketAddress(receiverHost, Integer.parseInt(fabric.substring(4))));
             }
             while (true) {
-                final byte type = control.next(Duration.ofHours(24), "the next configuration (CONFIG or BYE)");
+                final byte type = control.next(BETWEEN_CONFIGS, "the next configuration (CONFIG or BYE)");
                 if (type == Control.BYE) {
                     return;
                 }
