@@ -171,64 +171,67 @@ public final class VisibilityCommand implements Callable<Integer> {
     }
 
     private void matrix(final List<VisConfig> matrix, final Set<String> skipped) {
+        // every value is parsed before anything runs, so a bad one is a usage error naming its option
         final Injection inj = Injection.parse(inject);
+        final List<Consumer> cons = parseAll(Consumer.class, consumers, "--consumer", "launch, persistent");
+        final List<Flag> fls = parseAll(Flag.class, flags, "--flag", "receiver, sender-same-qp, sender-other-qp, imm");
+        final List<Readback> rbs = parseAll(Readback.class, readbacks, "--readback", "off, on, flush, flush-all");
+        final List<Source> srcs = parseAll(Source.class, sources, "--source", "host, gpu");
+        final List<Poll> pls = parseAll(Poll.class, polls, "--poll", "acquire, volatile, plain");
+        final List<Long> szs = sizes.stream().map(VisibilityCommand::size).toList();
+        for (final int sm : syncMemops) {
+            if (sm != 0 && sm != 1) {
+                throw new IllegalArgumentException("--sync-memops must be 0 or 1, not " + sm);
+            }
+        }
+        for (final String cg : consumerGpus) {
+            if (!cg.equals("same") && !cg.equals("peer")) {
+                throw new IllegalArgumentException("--consumer-gpu must be same or peer, not '" + cg + "'");
+            }
+        }
+        final List<List<?>> dims = List.of(gpus, cons, fls, rbs, wrSplits, szs, senders, syncMemops, srcs, pls,
+            consumerGpus);
         String firstReason = null;
-        for (final String g : gpus) {
-            for (final String cons : consumers) {
-                for (final String fl : flags) {
-                    for (final String rb : readbacks) {
-                        for (final int split : wrSplits) {
-                            for (final String sz : sizes) {
-                                for (final int n : senders) {
-                                    for (final int sm : syncMemops) {
-                                        for (final String src : sources) {
-                                            for (final String p : polls) {
-                                              for (final String cg : consumerGpus) {
-                                                if (!cg.equals("same") && !cg.equals("peer")) {
-                                                    throw new IllegalArgumentException(
-                                                        "--consumer-gpu must be same or peer, not '" + cg + "'");
-                                                }
-                                                final Consumer consumer = parse(Consumer.class, cons, "--consumer",
-                                                    "launch, persistent");
-                                                final Flag flag = parse(Flag.class, fl, "--flag",
-                                                    "receiver, sender-same-qp, sender-other-qp, imm");
-                                                final Readback readback = parse(Readback.class, rb, "--readback",
-                                                    "off, on, flush, flush-all");
-                                                final Source source = parse(Source.class, src, "--source",
-                                                    "host, gpu");
-                                                final Poll poll = parse(Poll.class, p, "--poll",
-                                                    "acquire, volatile, plain");
-                                                if (sm != 0 && sm != 1) {
-                                                    throw new IllegalArgumentException(
-                                                        "--sync-memops must be 0 or 1, not " + sm);
-                                                }
-                                                try {
-                                                    matrix.add(new VisConfig(g, consumer, flag, readback, split,
-                                                        size(sz), rounds, n, sm == 1, source, poll, seed, inj,
-                                                        cg.equals("peer")));
-                                                } catch (final IllegalArgumentException e) {
-                                                    if (!isCombination(e)) {
-                                                        throw e;
-                                                    }
-                                                    if (firstReason == null) {
-                                                        firstReason = e.getMessage();
-                                                    }
-                                                    skipped.add(e.getMessage());
-                                                }
-                                              }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
+        for (final List<Object> v : cartesian(dims)) {
+            try {
+                matrix.add(new VisConfig((String) v.get(0), (Consumer) v.get(1), (Flag) v.get(2), (Readback) v.get(3),
+                    (Integer) v.get(4), (Long) v.get(5), rounds, (Integer) v.get(6), (Integer) v.get(7) == 1,
+                    (Source) v.get(8), (Poll) v.get(9), seed, inj, v.get(10).equals("peer")));
+            } catch (final IllegalArgumentException e) {
+                if (!isCombination(e)) {
+                    throw e;
                 }
+                if (firstReason == null) {
+                    firstReason = e.getMessage();
+                }
+                skipped.add(e.getMessage());
             }
         }
         if (matrix.isEmpty()) {
             throw new IllegalArgumentException(firstReason);
         }
+    }
+
+    /** Every combination of one value per dimension, the first dimension varying slowest. */
+    static List<List<Object>> cartesian(final List<List<?>> dims) {
+        List<List<Object>> out = List.of(List.of());
+        for (final List<?> dim : dims) {
+            final List<List<Object>> next = new ArrayList<>();
+            for (final List<Object> prefix : out) {
+                for (final Object value : dim) {
+                    final List<Object> row = new ArrayList<>(prefix);
+                    row.add(value);
+                    next.add(row);
+                }
+            }
+            out = next;
+        }
+        return out;
+    }
+
+    private static <E extends Enum<E>> List<E> parseAll(final Class<E> type, final List<String> values,
+                                                        final String opt, final String allowed) {
+        return values.stream().map(v -> parse(type, v, opt, allowed)).toList();
     }
 
     /** Combinations that do not make sense are skipped in a matrix (and said); single bad values are errors. */
