@@ -131,6 +131,7 @@ public final class VisibilityCommand implements Callable<Integer> {
         try {
             transport = VisibilityLab.Transport.parse(fabric);
             matrix(matrix, skipped);
+            checkCudaDevices(matrix);
         } catch (final IllegalArgumentException e) {
             // a bad option is a usage error (exit 2), said in one line before anything runs
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
@@ -209,6 +210,28 @@ public final class VisibilityCommand implements Callable<Integer> {
         }
         if (matrix.isEmpty()) {
             throw new IllegalArgumentException(firstReason);
+        }
+    }
+
+    /** A cuda:N that this host does not have is a usage error before any process starts, not a failure later. */
+    private static void checkCudaDevices(final List<VisConfig> matrix) {
+        io.gdrkit.gpu.cuda.CudaProbe probe = null;
+        for (final VisConfig c : matrix) {
+            if (c.simulated()) {
+                continue;
+            }
+            if (probe == null) {
+                probe = io.gdrkit.gpu.cuda.CudaGpu.probe();
+            }
+            final int n = Integer.parseInt(c.gpu().substring(5));
+            if (!probe.found() || n >= probe.deviceCount()) {
+                throw new IllegalArgumentException("--gpu " + c.gpu() + ": this host has " + (probe.found()
+                    ? probe.deviceCount() + " CUDA device(s)" : "no CUDA GPU (" + probe + ")"));
+            }
+            if (c.peerConsumer() && probe.deviceCount() < 2) {
+                throw new IllegalArgumentException("--consumer-gpu peer needs a second CUDA GPU; this host has "
+                    + probe.deviceCount());
+            }
         }
     }
 

@@ -118,6 +118,12 @@ class VisibilityCommandTest {
         final Cli launchOnly = Cli.run("visibility", "--consumer", "launch", "--flag", "sender-same-qp");
         assertEquals(2, launchOnly.exitCode(), launchOnly.toString());
         assertTrue(launchOnly.err().contains("reads no flag"), launchOnly.toString());
+        if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
+            final Cli cuda = Cli.run("visibility", "--gpu", "cuda:0", "--rounds", "2");
+            assertEquals(2, cuda.exitCode(), cuda.toString());
+            assertTrue(cuda.err().contains("--gpu cuda:0: this host has no CUDA GPU"), cuda.toString());
+            assertEquals("", cuda.out(), "no process started: " + cuda);
+        }
         final Cli sender = Cli.run("visibility-sender", "--connect", "nohost");
         assertEquals(2, sender.exitCode(), sender.toString());
         assertTrue(sender.err().contains("host:port"), sender.toString());
