@@ -42,17 +42,19 @@ final class ExperimentReports {
         final Section s = report.section("Visibility").text("One row per configuration. A check is one (round, "
             + "sender) verification on the device; failures are checks that did not see exactly the round's data "
             + "(stale, partial, reordered, corrupt) or could not run (timeout, launch-failed, error-completion). "
-            + "Processes: " + processes + "; notifications over TCP.")
+            + "Times are medians of the receiver's wall clock per round (on a simulated GPU they time the "
+            + "simulation, not a GPU). Processes: " + processes + "; notifications over TCP.")
             .table("gpu", "ordering", "consumer", "consumer_gpu", "flag", "readback", "poll", "wr_split", "size",
                 "senders", "sync_memops", "source", "rounds", "checks", "failures", "first_failing_round",
-                "first_failing_position", "what", "verdict");
+                "first_failing_position", "what", "round_us_median", "readback_us_median", "verdict");
         final BarChart bars = s.barChart("Failures per configuration", "failed checks").alertAbove(0);
         for (final VisResult r : results) {
             final VisConfig c = r.config();
             s.row(c.gpu(), r.ordering(), low(c.consumer()), c.peerConsumer() ? "peer" : "same", low(c.flag()),
                 low(c.readback()), c.simulated() ? "acquire" : low(c.poll()), c.wrSplit(), c.size(), c.senders(),
                 c.syncMemops() ? 1 : 0, low(c.source()), r.rounds(), r.checks(), r.failures(), r.firstFailingRound(),
-                r.firstFailingPosition(), r.what(), r.passed() ? "PASS" : "FAIL");
+                r.firstFailingPosition(), r.what(), r.roundMicrosMedian(), r.readbackMicrosMedian(),
+                r.passed() ? "PASS" : "FAIL");
             bars.bar(label(c), r.failures());
         }
     }

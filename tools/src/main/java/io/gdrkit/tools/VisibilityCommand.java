@@ -268,12 +268,14 @@ public final class VisibilityCommand implements Callable<Integer> {
         final VisConfig c = r.config();
         return String.format(Locale.ROOT, "gpu=%s ordering=%s consumer=%s flag=%s readback=%s wr_split=%d size=%d "
                 + "senders=%d sync_memops=%d source=%s%s%s rounds=%d failures=%d first_failing_round=%d "
-                + "first_failing_position=%d what=%s%s%s %s [%s; software NIC (simulated); %s]",
+                + "first_failing_position=%d what=%s%s%s round_us=%.1f readback_us=%.1f %s "
+                + "[%s; software NIC (simulated); %s]",
             c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
             c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.peerConsumer() ? " consumer_gpu=peer" : "",
             c.simulated() || c.consumer() == Consumer.LAUNCH ? "" : " poll=" + low(c.poll()),
             r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
-            counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"",
+            counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"", r.roundMicrosMedian(),
+            r.readbackMicrosMedian(),
             r.passed() ? "PASS" : "FAIL", r.simulated() ? "simulated GPU" : "real GPU " + r.gpuName(), r.processes());
     }
 
@@ -308,6 +310,8 @@ public final class VisibilityCommand implements Callable<Integer> {
             .put("what", r.what()).put("stale", r.stale()).put("partial", r.partial()).put("reordered", r.reordered())
             .put("corrupt", r.corrupt()).put("timeouts", r.timeouts()).put("error_completions", r.errorCompletions())
             .put("launch_failures", r.launchFailures()).put("failures_told_senders", r.failuresToldSenders())
+            .putPOJO("round_us_median", Double.isNaN(r.roundMicrosMedian()) ? null : r.roundMicrosMedian())
+            .putPOJO("readback_us_median", Double.isNaN(r.readbackMicrosMedian()) ? null : r.readbackMicrosMedian())
             .put("passed", r.passed()).put("simulated", r.simulated()).put("nic", "software NIC (simulated)")
             .put("processes", r.processes());
         if (r.aborted() != null) {

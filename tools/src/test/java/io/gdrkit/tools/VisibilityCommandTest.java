@@ -46,10 +46,13 @@ class VisibilityCommandTest {
             final JsonNode o = m.readTree(l);
             for (final String f : new String[] {"gpu", "ordering", "consumer", "flag", "readback", "wr_split", "size",
                 "senders", "rounds", "failures", "first_failing_round", "first_failing_position", "what",
-                "sync_memops", "source", "error_completions", "launch_failures", "processes"}) {
+                "sync_memops", "source", "error_completions", "launch_failures", "processes", "round_us_median",
+                "readback_us_median"}) {
                 assertTrue(o.has(f), f + " missing in " + l);
             }
             assertTrue(o.get("simulated").asBoolean());
+            assertTrue(o.get("round_us_median").asDouble() > 0, l);
+            assertTrue(o.get("readback_us_median").asDouble() >= 0, l);
             assertEquals(2, o.get("senders").asInt());
             assertEquals(16, o.get("wr_split").asInt());
             final boolean shouldFail = o.get("gpu").asText().equals("sim:v100")

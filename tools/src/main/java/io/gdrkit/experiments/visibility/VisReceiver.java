@@ -63,6 +63,17 @@ final class VisReceiver {
         this.hosts = hosts;
     }
 
+    /** The median of the first {@code count} values, in microseconds; NaN when there are none. */
+    static double medianMicros(final long[] nanos, final int count) {
+        if (count == 0) {
+            return Double.NaN;
+        }
+        final long[] sorted = java.util.Arrays.copyOf(nanos, count);
+        java.util.Arrays.sort(sorted);
+        final double mid = (count & 1) == 1 ? sorted[count / 2] : (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0;
+        return mid / 1_000.0;
+    }
+
     VisResult run(final VisConfig c, final String processes, final IntConsumer roundDone) {
         try (ReceiverGpu g = ReceiverGpu.open(c, c.size() * c.senders());
              Arena arena = Arena.ofShared()) {
@@ -90,6 +101,9 @@ final class VisReceiver {
      * {@link #tearDown}.
      */
     private final class ConfigRun {
+        /** Wall time of each round (grant to results sent) and of its readback step, for the medians reported. */
+        private final long[] roundNanos;
+        private final long[] readbackNanos;
         private final VisConfig c;
         private final ReceiverGpu g;
         private final Arena arena;
@@ -134,6 +148,8 @@ final class VisReceiver {
             this.g = g;
             this.arena = arena;
             this.n = c.senders();
+            this.roundNanos = new long[c.rounds()];
+            this.readbackNanos = new long[c.rounds()];
             this.ctx = device.open();
             this.pd = ctx.allocPd();
             this.cq = ctx.createCq(Math.max(64, 4 * n));
@@ -283,12 +299,15 @@ final class VisReceiver {
 
         /** One round, steps 1 to 6; the results are back with the senders when it returns. */
         void runRound(final int round) throws IOException {
+            final long start = System.nanoTime();
             grant(round);
             collectNotifications(round);
             if (c.flag() == Flag.IMM) {
                 awaitImm(round);
             }
+            final long readbackStart = System.nanoTime();
             readBack();
+            readbackNanos[round - 1] = System.nanoTime() - readbackStart;
             // 5. the consumer verifies on the device and returns a small result
             if (c.consumer() == Consumer.LAUNCH) {
                 verifyByLaunch(round);
@@ -307,6 +326,7 @@ final class VisReceiver {
             roundsRun = round;
             count(round);
             sendResults(round);
+            roundNanos[round - 1] = System.nanoTime() - start;
         }
 
         /** 1. grant the round to every host. */
@@ -503,7 +523,8 @@ final class VisReceiver {
             final Tally t = tally;
             return new VisResult(c, g.gpu.attributes().name(), g.ordering(), g.simulated(), processes, roundsRun,
                 t.checks, t.failures, t.firstRound, t.firstPos, t.what, t.stale, t.partial, t.reordered, t.corrupt,
-                t.timeouts, t.errorCompletions, t.launchFailures, told, t.aborted);
+                t.timeouts, t.errorCompletions, t.launchFailures, told, t.aborted,
+                medianMicros(roundNanos, roundsRun), medianMicros(readbackNanos, roundsRun));
         }
 
         private boolean anyError() {

@@ -14,11 +14,14 @@ package io.gdrkit.experiments.visibility;
  *                             error-completion; "none" when nothing failed
  * @param failuresToldSenders  failures the receiver reported back to the senders (D4)
  * @param aborted              why the configuration stopped early, or null
+ * @param roundMicrosMedian    median wall time of a round at the receiver (grant to results sent); NaN if none ran
+ * @param readbackMicrosMedian median wall time of the readback step (OFF: nothing; ON: the READs; FLUSH: the call)
  */
 public record VisResult(VisConfig config, String gpuName, String ordering, boolean simulated, String processes,
                         int rounds, long checks, long failures, int firstFailingRound, long firstFailingPosition,
                         String what, long stale, long partial, long reordered, long corrupt, long timeouts,
-                        long errorCompletions, long launchFailures, long failuresToldSenders, String aborted) {
+                        long errorCompletions, long launchFailures, long failuresToldSenders, String aborted,
+                        double roundMicrosMedian, double readbackMicrosMedian) {
 
     public boolean passed() {
         return failures == 0 && aborted == null;

@@ -172,6 +172,7 @@ class VisibilityLabTest {
         assertEquals(1, persistent.launchFailures(), persistent.toString());
         assertEquals(0, persistent.rounds());
         assertTrue(persistent.aborted().contains("did not launch"), persistent.aborted());
+        assertTrue(Double.isNaN(persistent.roundMicrosMedian()), "no round ran, no round time");
     }
 
     @Test
@@ -190,6 +191,13 @@ class VisibilityLabTest {
                 16384, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.NONE, true), null);
             assertTrue(all.passed(), all.toString());
         }
+    }
+
+    @Test
+    void medianOfRoundTimes() {
+        assertEquals(2.0, VisReceiver.medianMicros(new long[] {3000, 1000, 2000, 99}, 3));
+        assertEquals(2.5, VisReceiver.medianMicros(new long[] {4000, 1000, 2000, 3000}, 4));
+        assertTrue(Double.isNaN(VisReceiver.medianMicros(new long[4], 0)));
     }
 
     @Test
