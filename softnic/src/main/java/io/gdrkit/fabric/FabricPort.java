@@ -51,6 +51,30 @@ public interface FabricPort {
     /** Reads up to {@code limit} incoming packets. */
     int poll(SpscRingBuffer.RecordHandler handler, int limit);
 
+    /**
+     * Whether a packet claimed now may carry a <em>reference</em> to host memory of the sending NIC (address,
+     * length, key) instead of the payload bytes, for the receiver to copy from directly (the single-copy path).
+     * True only where that is safe: sender and receiver in this JVM, no link CRC (it would cover the reference,
+     * not the bytes), and a link hook that {@linkplain LinkHook#passesReferences() never looks at payloads}.
+     * Asked per packet: the hook may be replaced at any time. Default false (the bytes travel).
+     */
+    default boolean carriesReferences() {
+        return false;
+    }
+
+    /**
+     * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int)} of every port
+     * of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are not
+     * carried.
+     */
+    default void owner(final Object owner) {
+    }
+
+    /** The {@link #owner(Object) owner} of the port with {@code lid} on this fabric, in this JVM; null if none. */
+    default Object peer(final int lid) {
+        return null;
+    }
+
     /** Counters of this port: packets sent, dropped by the hook, unroutable. */
     long packetsSent();
 

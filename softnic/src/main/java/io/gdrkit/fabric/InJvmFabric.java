@@ -76,7 +76,14 @@ public final class InJvmFabric implements Fabric {
         arena.close();
     }
 
+    /** Whether packets carry a link CRC; a fabric with one never carries references. */
+    public boolean crc() {
+        return crc;
+    }
+
     private final class Port extends RingPort {
+        private volatile Object owner;
+
         /** outbound ring by destination LID; inbound rings by source. Replaced copy-on-write under the fabric lock. */
         private volatile SpscRingBuffer[] outbound = new SpscRingBuffer[0];
         private volatile SpscRingBuffer[] inbound = new SpscRingBuffer[0];
@@ -108,6 +115,22 @@ public final class InJvmFabric implements Fabric {
         @Override
         LinkHook hook() {
             return hook;
+        }
+
+        @Override
+        public boolean carriesReferences() {
+            return !crc && hook.passesReferences();
+        }
+
+        @Override
+        public void owner(final Object owner) {
+            this.owner = owner;
+        }
+
+        @Override
+        public Object peer(final int lid) {
+            final Port[] byLid = portsByLid;
+            return lid > 0 && lid < byLid.length && byLid[lid] != null ? byLid[lid].owner : null;
         }
 
         @Override

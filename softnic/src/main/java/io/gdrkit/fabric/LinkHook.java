@@ -23,5 +23,33 @@ public interface LinkHook {
         return 0;
     }
 
-    LinkHook PASS = (s, d, b, o, l) -> DELIVER;
+    /**
+     * Whether packets this hook sees may carry a reference to the sender's memory instead of their payload bytes
+     * (the in-JVM single-copy path, see {@code Packet}). A hook answers true only if it never reads or changes
+     * payload bytes: it may look at headers, drop, duplicate or delay. A duplicated or late reference is safe,
+     * because the responder discards any packet that is not the next expected PSN before touching its payload,
+     * and the sender's memory is stable until the WR completes. Default false: the hook sees real bytes.
+     */
+    default boolean passesReferences() {
+        return false;
+    }
+
+    /** Delivers everything and looks at nothing. */
+    LinkHook PASS = new LinkHook() {
+        @Override
+        public int onPacket(final int srcLid, final int dstLid, final MemorySegment buffer, final long offset,
+                            final int length) {
+            return DELIVER;
+        }
+
+        @Override
+        public boolean passesReferences() {
+            return true;
+        }
+
+        @Override
+        public String toString() {
+            return "LinkHook.PASS";
+        }
+    };
 }

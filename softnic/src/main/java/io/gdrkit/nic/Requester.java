@@ -159,7 +159,12 @@ final class Requester implements Agent {
         final boolean ackReq = qp.pktsSinceAckReq + 1 >= ackReqInterval || windowClosing
             || (last && (qp.isSignaled(flags) || index + 1 == producer || qp.pktsSinceAckReq + 1 >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
-        if (!claim(qp, opcode, payload, psn, ackReq, solicited)) {
+        // single copy: reference the source MR instead of copying it into the link, where the port and the MRs
+        // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
+        // that looks at payloads was installed meanwhile)
+        final int refs = payload > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+            && dev.port.carriesReferences() ? Sgl.references(dev, qp, sq, index, offset, payload, null) : 0;
+        if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
             return -1;
         }
         {
@@ -169,7 +174,13 @@ final class Requester implements Agent {
             if (last && imm) {
                 pkt.imm(sq.imm(index));
             }
-            if (payload > 0) {
+            if (refs > 0) {
+                if (Sgl.references(dev, qp, sq, index, offset, payload, pkt.reference(payload, refs)) != refs) {
+                    // deregistered between the two looks: sent again, the copy path reports the dead lkey
+                    tx.abort();
+                    return -1;
+                }
+            } else if (payload > 0) {
                 if ((flags & SendFlags.INLINE) != 0) {
                     java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,
                         pkt.buffer(), pkt.payloadOffset(), payload);

@@ -24,6 +24,10 @@ final class Responder implements Agent {
     private final Transmitter tx;
     private final Packet out;
     private final int burst;
+    /** {@link #placeReferenced}'s answer when a reference cannot be resolved; not a WcStatus. */
+    private static final int UNRESOLVED = -1;
+    private long referenced;
+    private long unresolved;
 
     Responder(final SoftDevice dev) {
         this.dev = dev;
@@ -116,8 +120,14 @@ final class Responder implements Agent {
         }
         final int len = p.payloadLength();
         if (len > 0) {
-            final int status = Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(),
-                p.payloadOffset(), len);
+            final int status = p.isReference() ? placeReferenced(qp, p, null)
+                : Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
+            if (status == UNRESOLVED) {
+                if (p.is(BthOpcode.FIRST)) {
+                    qp.inSend = false; // as if never received: its retransmission starts the message again
+                }
+                return;
+            }
             if (status != WcStatus.SUCCESS) {
                 final int nakCode = status == WcStatus.LOC_LEN_ERR ? Aeth.NAK_INVALID_REQUEST
                     : Aeth.NAK_REMOTE_OPERATIONAL_ERROR;
@@ -181,8 +191,19 @@ final class Responder implements Agent {
                     + Integer.toHexString(qp.writeRkey) + " no longer valid");
                 return;
             }
-            mr.copyIn(p.buffer(), p.payloadOffset(), qp.writeVa, len);
-            qp.noteDmaWrite(mr);
+            if (p.isReference()) {
+                final int status = placeReferenced(qp, p, mr);
+                qp.noteDmaWrite(mr);
+                if (status != WcStatus.SUCCESS) {
+                    if (p.is(BthOpcode.FIRST)) {
+                        qp.inWrite = false; // as if never received: its retransmission starts the message again
+                    }
+                    return;
+                }
+            } else {
+                mr.copyIn(p.buffer(), p.payloadOffset(), qp.writeVa, len);
+                qp.noteDmaWrite(mr);
+            }
         }
         qp.writeVa += len;
         qp.writeRemaining -= len;
@@ -195,6 +216,72 @@ final class Responder implements Agent {
             }
         }
         accept(qp, p, psn);
+    }
+
+    /**
+     * Places the payload of a reference packet (see {@link Packet}): copies it straight from the sender's MRs into
+     * {@code writeMr} at {@code qp.writeVa} (a WRITE) or into the receive WQE at {@code qp.recvOffset} (a SEND,
+     * {@code writeMr} null). Only the next expected PSN of a live connection gets here, so the WR the reference
+     * belongs to has not completed, and RC keeps its source unchanged until it does. Returns SUCCESS, the
+     * receive WQE's error status, or {@link #UNRESOLVED} when the source is gone: the sender's QP left RTS/SQD
+     * (its WRs flushed, the application may reuse the memory) or the MR was deregistered. Such a packet is
+     * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
+     */
+    private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        final SoftQp src = dev.port.peer(qp.dlid) instanceof SoftDevice d ? d.qp(qp.destQpn) : null;
+        if (src == null || src.destQpn != qp.qpn || !sending(src.state)) {
+            unresolved++;
+            return UNRESOLVED;
+        }
+        final int n = p.refCount();
+        long done = 0;
+        try {
+            for (int i = 0; i < n; i++) {
+                final long va = p.refVa(i);
+                final int len = p.refLength(i);
+                final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
+                if (from == null || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
+                    unresolved++;
+                    return UNRESOLVED;
+                }
+                if (writeMr != null) {
+                    writeMr.copyIn(from.segment, va - from.address, qp.writeVa + done, len);
+                } else {
+                    final int status = Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
+                        from.segment, va - from.address, len);
+                    if (status != WcStatus.SUCCESS) {
+                        return status;
+                    }
+                }
+                done += len;
+            }
+        } catch (final IllegalStateException | WrongThreadException e) {
+            unresolved++; // the source's arena was closed under the copy: the sender broke RC's rule, not the NIC
+            return UNRESOLVED;
+        }
+        // as StampedLock.validate: the sender's QP still sending after the copy means no flush completion (after
+        // which the application may reuse the source) can have been seen before the copy ended
+        java.lang.invoke.VarHandle.acquireFence();
+        if (!sending(src.state)) {
+            unresolved++;
+            return UNRESOLVED;
+        }
+        referenced++;
+        return WcStatus.SUCCESS;
+    }
+
+    private static boolean sending(final int state) {
+        return state == QpState.RTS || state == QpState.SQD;
+    }
+
+    /** Reference packets placed (single copy). */
+    long referencedPackets() {
+        return referenced;
+    }
+
+    /** Reference packets dropped because their source was gone. */
+    long unresolvedReferences() {
+        return unresolved;
     }
 
     private void onRead(final SoftQp qp, final Packet p, final int psn) {

@@ -2,6 +2,7 @@ package io.gdrkit.nic;
 
 import io.gdrkit.nic.queue.RecvQueue;
 import io.gdrkit.nic.queue.SendQueue;
+import io.gdrkit.nic.wire.Packet;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.WcStatus;
 import java.lang.foreign.MemorySegment;
@@ -57,6 +58,38 @@ final class Sgl {
             offset = 0;
         }
         return len == 0 ? WcStatus.SUCCESS : WcStatus.LOC_LEN_ERR;
+    }
+
+    /**
+     * How many segments reference {@code len} bytes starting {@code offset} bytes into the WQE's gather list, or 0
+     * when some of them may not be referenced (an MR that is not {@link SoftMr#referable}, or any problem the
+     * copy path must report: {@link #gather} then finds it). With {@code into}, also writes the references into
+     * that packet (already made a reference packet of that many segments).
+     */
+    static int references(final SoftDevice dev, final SoftQp qp, final SendQueue sq, final long index, long offset,
+                          int len, final Packet into) {
+        final int n = sq.numSge(index);
+        int segments = 0;
+        for (int i = 0; i < n && len > 0; i++) {
+            final long sgeLen = Integer.toUnsignedLong(sq.sgeLength(index, i));
+            if (offset >= sgeLen) {
+                offset -= sgeLen;
+                continue;
+            }
+            final int chunk = (int) Math.min(len, sgeLen - offset);
+            final long addr = sq.sgeAddr(index, i) + offset;
+            final SoftMr mr = dev.mrs.lookup(sq.sgeLkey(index, i));
+            if (mr == null || !mr.referable || mr.pd != qp.pd || !mr.contains(addr, chunk)) {
+                return 0;
+            }
+            if (into != null) {
+                into.refEntry(segments, addr, mr.key, chunk);
+            }
+            segments++;
+            len -= chunk;
+            offset = 0;
+        }
+        return len == 0 ? segments : 0;
     }
 
     /** Copies into the WQE's scatter list (READ responses, ATOMIC results). */

@@ -61,6 +61,8 @@ public final class SoftDevice implements Device, Agent {
     private int nextCqHandle = 1;
     private int openContexts;
 
+    /** SEND/WRITE packets may reference host memory where the port allows it (SoftNicContext.ONE_COPY_PROP). */
+    final boolean oneCopy;
     final Receiver receiver;
     final Requester requester;
     final Responder responder;
@@ -74,6 +76,8 @@ public final class SoftDevice implements Device, Agent {
         this.attr = new DeviceAttr(name, guid, driver.context().maxQp(), MAX_QP_WR, MAX_SGE, 1 << 16, MAX_CQE,
             MAX_MR - 1, Long.MAX_VALUE, MAX_RD_ATOMIC, MAX_RD_ATOMIC, MAX_INLINE,
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)), true);
+        this.oneCopy = driver.context().oneCopy();
+        port.owner(this);
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);

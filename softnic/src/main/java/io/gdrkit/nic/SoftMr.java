@@ -19,6 +19,13 @@ final class SoftMr implements MemoryRegion {
     final long length;
     final int access;
     final int key;
+    /**
+     * Whether a packet may reference this MR's bytes instead of carrying them (the single-copy path): host memory
+     * that any thread may read, since the peer NIC's thread does the copy. Not DMA memory, not a confined arena.
+     */
+    final boolean referable;
+    /** A thread that owns nothing: a segment it may access is accessible from any thread. */
+    private static final Thread NOBODY = Thread.ofPlatform().unstarted(() -> { });
     /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
     final Runnable release;
     volatile boolean valid = true;
@@ -32,6 +39,7 @@ final class SoftMr implements MemoryRegion {
         this.access = access;
         this.key = key;
         this.release = null;
+        this.referable = segment.isAccessibleBy(NOBODY);
     }
 
     SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release) {
@@ -43,6 +51,7 @@ final class SoftMr implements MemoryRegion {
         this.access = access;
         this.key = key;
         this.release = release;
+        this.referable = false;
     }
 
     /** Copies {@code len} bytes at virtual address {@code va} of this MR out to {@code dst} (a NIC read). */

@@ -35,6 +35,14 @@ public final class SoftNicContext {
      * GPU memory by its address. Off, registering GPU memory by pointer fails with EFAULT, as without the module.
      */
     public static final String PEERMEM_PROP = "gdrkit.nic.peermem";
+    /**
+     * true | false (default true): on the in-JVM fabric, a SEND or WRITE packet from registered host memory carries
+     * a reference to the sender's bytes instead of the bytes, and the responder copies them straight from the
+     * sender's MR into its own: one copy of every payload byte instead of two. Used only where it is safe; the
+     * bytes travel as before with a link CRC ({@link #LINK_CRC_PROP}), a link hook that may look at payloads
+     * (fault injection), DMA (GPU) or thread-confined source memory, inline data, and on other fabrics.
+     */
+    public static final String ONE_COPY_PROP = "gdrkit.nic.onecopy";
     /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
     public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
     /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
@@ -66,6 +74,7 @@ public final class SoftNicContext {
     // kept as text until conclude(): a misspelt property must be an error naming it, not a silent "false"
     private String dmaBuf = System.getProperty(DMABUF_PROP, "true");
     private String peermem = System.getProperty(PEERMEM_PROP, "true");
+    private String oneCopy = System.getProperty(ONE_COPY_PROP, "true");
     private int maxQp = Integer.getInteger(MAX_QP_PROP, MAX_QP_LIMIT);
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
@@ -163,6 +172,16 @@ public final class SoftNicContext {
         return this;
     }
 
+    /** The single-copy path may be used where safe ({@link #ONE_COPY_PROP}). */
+    public boolean oneCopy() {
+        return Boolean.parseBoolean(oneCopy);
+    }
+
+    public SoftNicContext oneCopy(final boolean on) {
+        oneCopy = Boolean.toString(on);
+        return this;
+    }
+
     public int maxQp() {
         return maxQp;
     }
@@ -215,6 +234,7 @@ public final class SoftNicContext {
         }
         checkBoolean(DMABUF_PROP, dmaBuf);
         checkBoolean(PEERMEM_PROP, peermem);
+        checkBoolean(ONE_COPY_PROP, oneCopy);
         if (maxQp < 1 || maxQp > MAX_QP_LIMIT) {
             throw new IllegalArgumentException(MAX_QP_PROP + " = " + maxQp + ": must be within 1.." + MAX_QP_LIMIT);
         }
