@@ -64,21 +64,10 @@ final class Control implements AutoCloseable {
 
     /** Waits for a message of type {@code expected}; the timeout and the message say what was awaited. */
     void expect(final byte expected, final Duration timeout, final String what) {
-        try {
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
-            final int type = in.read();
-            if (type < 0) {
-                throw new IllegalStateException(peer + " closed the control channel while waiting for " + what);
-            }
-            if (type != expected) {
-                throw new IllegalStateException("control channel to " + peer + ": got message " + type
-                    + " while waiting for " + what + " (message " + expected + ")");
-            }
-        } catch (final SocketTimeoutException e) {
-            throw new IllegalStateException("no " + what + " from " + peer + " within " + timeout.toSeconds() + " s",
-                e);
-        } catch (final IOException e) {
-            throw new UncheckedIOException("control channel to " + peer + " while waiting for " + what, e);
+        final byte type = next(timeout, what);
+        if (type != expected) {
+            throw new IllegalStateException("control channel to " + peer + ": got message " + type
+                + " while waiting for " + what + " (message " + expected + ")");
         }
     }
 

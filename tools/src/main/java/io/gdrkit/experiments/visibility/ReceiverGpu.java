@@ -10,6 +10,7 @@ import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
 import io.gdrkit.gpu.NicMapping;
+import io.gdrkit.gpu.VisKernels;
 import io.gdrkit.gpu.sim.SimDeviceBuffer;
 import io.gdrkit.gpu.sim.SimGpu;
 import io.gdrkit.gpu.sim.SimGpuConfig;
@@ -129,25 +130,17 @@ final class ReceiverGpu implements AutoCloseable {
             return device != null ? a.ptr(device) : a.u64(((CudaGpu) consumer).devicePointer(host));
         }
 
-        /** The receiver's CPU stores a 32-bit word: through BAR1 (sim) or into pinned host memory (CUDA). */
-        void cpuStore(final long offset, final int value) {
+        /**
+         * The receiver's CPU publishes {@code value} as sender {@code sender}'s flag: a store through BAR1 (sim), or a
+         * release store into pinned host memory (CUDA), so that nothing the CPU wrote before is reordered after it.
+         */
+        void publishFlag(final int sender, final int value) {
             if (bar != null) {
                 word.set(ValueLayout.JAVA_INT, 0, value);
-                bar.write(offset, word, 0, 4);
+                bar.write(4L * sender, word, 0, 4);
             } else {
-                host.set(ValueLayout.JAVA_INT.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), offset, value);
-                java.lang.invoke.VarHandle.fullFence();
+                VisKernels.publish(host, sender, value);
             }
-        }
-
-        long getLongAcquire(final long offset) {
-            final long v = host.get(ValueLayout.JAVA_LONG, offset);
-            java.lang.invoke.VarHandle.acquireFence();
-            return v;
-        }
-
-        int getInt(final long offset) {
-            return host.get(ValueLayout.JAVA_INT, offset);
         }
 
         @Override

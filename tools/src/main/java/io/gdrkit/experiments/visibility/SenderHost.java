@@ -324,7 +324,7 @@ public final class SenderHost implements AutoCloseable {
             final boolean skip = sender == 0 && c.inject().at(Injection.Kind.SKIP_WRITE, round);
             final int rkey = sender == 0 && c.inject().at(Injection.Kind.BAD_RKEY, round)
                 ? s.dataRkey[i] ^ 0x5A5A00 : s.dataRkey[i];
-            fillSource(s, i, round, c.patternSeed(sender));
+            fillSource(s, i, round, c.patternSeed());
             if (!skip) {
                 for (int w = 0; w < c.wrSplit(); w++) {
                     final long from = c.size() * w / c.wrSplit();
@@ -366,15 +366,23 @@ public final class SenderHost implements AutoCloseable {
         awaitCompletions(s, round, expected, status, wcs, -1);
     }
 
-    /** Polls until every sender's (or only sender {@code only}'s) expected completions are in, checking each. */
+    /**
+     * Polls until every sender's (or only sender {@code only}'s) expected completions are in, checking each. After a
+     * sender's error completion its QP is in error: what else it posted completes flushed, carries no news and is
+     * neither awaited nor counted.
+     */
     private void awaitCompletions(final Senders s, final int round, final int[] expected, final String[] status,
                                   final WorkCompletion[] wcs, final int only) {
         final long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
-        while (only >= 0 ? expected[only] > 0 : sum(expected) > 0) {
+        int total = 0;
+        for (final int e : expected) {
+            total += e;
+        }
+        while (only >= 0 ? expected[only] > 0 : total > 0) {
             final int n = s.cq.poll(wcs);
             if (n == 0) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("round " + round + ": " + sum(expected) + " completion(s) missing"
+                    throw new IllegalStateException("round " + round + ": " + total + " completion(s) missing"
                         + " after " + STEP_TIMEOUT.toSeconds() + " s (senders " + s.first + ".." + (s.first + s.count - 1)
                         + ")");
                 }
@@ -388,26 +396,19 @@ public final class SenderHost implements AutoCloseable {
                 if (i < 0 || i >= s.count) {
                     throw new IllegalStateException("round " + round + ": completion for an unknown sender: " + wc);
                 }
+                if (expected[i] == 0) {
+                    continue; // flushed after this sender's error completion
+                }
                 expected[i]--;
+                total--;
                 final String bad = check(wc, round, s.c);
                 if (bad != null && status[i] == null) {
                     status[i] = bad;
                 }
                 if (wc.status != WcStatus.SUCCESS) {
-                    expected[i] = 0; // the QP is in error: what else was posted is flushed, not awaited
-                    drainFlushed(s, i);
+                    total -= expected[i];
+                    expected[i] = 0;
                 }
-            }
-        }
-    }
-
-    private static void drainFlushed(final Senders s, final int i) {
-        // flushed completions of this sender may follow; they carry no news
-        final WorkCompletion[] one = {new WorkCompletion()};
-        final long until = System.nanoTime() + 200_000_000L;
-        while (System.nanoTime() < until) {
-            if (s.cq.poll(one) == 0) {
-                break;
             }
         }
     }
@@ -431,14 +432,6 @@ public final class SenderHost implements AutoCloseable {
 
     static long wrId(final int round, final int sender, final int kind, final int index) {
         return ((long) round << 32) | ((long) sender << 16) | ((long) kind << 12) | index;
-    }
-
-    private static int sum(final int[] a) {
-        int s = 0;
-        for (final int v : a) {
-            s += v;
-        }
-        return s;
     }
 
     private static void fillSource(final Senders s, final int i, final int round, final int seed) {

@@ -170,10 +170,10 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
     }
 
     /**
-     * The pattern seed of a sender's buffer. One seed for all senders: the persistent kernel takes one; a write
+     * The pattern seed of every sender's buffer. One seed for all senders: the persistent kernel takes one; a write
      * into the wrong sender's buffer is still caught by the round, which every byte depends on.
      */
-    int patternSeed(final int sender) {
+    int patternSeed() {
         return (int) (seed * 0x9E3779B1L);
     }
 

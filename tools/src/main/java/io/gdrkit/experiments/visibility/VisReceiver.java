@@ -187,7 +187,7 @@ final class VisReceiver {
 
         private void setUpSender(final int s) {
             data[s] = g.gpu.alloc(c.size());
-            g.fill(data[s], 0, c.patternSeed(s));
+            g.fill(data[s], 0, c.patternSeed());
             if (c.syncMemops()) {
                 g.gpu.setSyncMemops(data[s], true);
             }
@@ -283,7 +283,7 @@ final class VisReceiver {
             } else {
                 cpuFlags.addTo(a);
             }
-            a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed(0)).u64(POLL_TIMEOUT_NS);
+            a.ptr(table).u32(n).u64(c.size()).u32(c.rounds()).u32(c.patternSeed()).u64(POLL_TIMEOUT_NS);
             results.addTo(a);
             try {
                 g.consumer.launch(g.consumer.function("kernels", VisKernels.Poll.valueOf(c.poll().name()).kernel()),
@@ -405,7 +405,7 @@ final class VisReceiver {
                 // the receiver's CPU publishes the flag: a store through BAR1 / into mapped host memory
                 for (int s = 0; s < n; s++) {
                     if (status[s] == null) {
-                        cpuFlags.cpuStore(4L * s, round);
+                        cpuFlags.publishFlag(s, round);
                     }
                 }
             }
@@ -586,7 +586,7 @@ final class VisReceiver {
             final GpuStream s = g.work();
             g.consumer.copyHtoD(launchResult, 0, verifyHost, 0, VisKernels.VERIFY_BYTES);
             final KernelArgs a = new KernelArgs(5).ptr(data[sender]).u64(c.size()).u32(round)
-                .u32(c.patternSeed(sender)).ptr(launchResult);
+                .u32(c.patternSeed()).ptr(launchResult);
             g.consumer.launch(g.consumer.function("kernels", VisKernels.VERIFY), Dim3.of(64),
                 badLaunch ? Dim3.of(2048) : Dim3.of(256), s, a);
             g.consumer.synchronize(s, TIMEOUT);
@@ -621,7 +621,7 @@ final class VisReceiver {
             for (int s = 0; s < n; s++) {
                 all.setAtIndex(ValueLayout.JAVA_INT, s, Integer.MAX_VALUE);
                 if (cpuFlags != null) {
-                    cpuFlags.cpuStore(4L * s, Integer.MAX_VALUE);
+                    cpuFlags.publishFlag(s, Integer.MAX_VALUE);
                 }
             }
             if (flagDma != null) {
