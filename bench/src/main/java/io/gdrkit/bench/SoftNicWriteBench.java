@@ -3,10 +3,10 @@
  */
 package io.gdrkit.bench;
 
-import io.gdrkit.nic.RcConnector;
-import io.gdrkit.nic.SoftDevice;
-import io.gdrkit.nic.SoftNicContext;
-import io.gdrkit.nic.SoftNicDriver;
+import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.softnic.SoftDevice;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.MemoryRegion;

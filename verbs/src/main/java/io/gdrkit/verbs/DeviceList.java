@@ -1,5 +1,7 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.Errno;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;

@@ -1,5 +1,7 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.mem.DmaMemory;
+
 import java.lang.foreign.MemorySegment;
 
 /** A registered memory region (ibv_mr). */

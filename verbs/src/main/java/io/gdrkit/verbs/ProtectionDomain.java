@@ -1,5 +1,8 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.Errno;
+import io.gdrkit.core.mem.DmaMemory;
+
 import java.lang.foreign.MemorySegment;
 
 /** A protection domain (ibv_pd): MRs and QPs of one PD may only be used together. */

@@ -1,5 +1,7 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.Errno;
+
 import static io.gdrkit.verbs.QpAttrMask.*;
 
 /**

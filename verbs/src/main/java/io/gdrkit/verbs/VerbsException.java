@@ -1,16 +1,13 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.ErrnoException;
+
+
 /** A verbs call failed; carries the errno that libibverbs would have returned and a message naming the cause. */
-public class VerbsException extends RuntimeException {
+public class VerbsException extends ErrnoException {
     private static final long serialVersionUID = 1L;
-    private final int errno;
 
     public VerbsException(final int errno, final String message) {
-        super(Errno.name(errno) + ": " + message);
-        this.errno = errno;
-    }
-
-    public int errno() {
-        return errno;
+        super(errno, message);
     }
 }

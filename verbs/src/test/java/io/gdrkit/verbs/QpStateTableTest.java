@@ -1,5 +1,7 @@
 package io.gdrkit.verbs;
 
+import io.gdrkit.core.Errno;
+
 import static io.gdrkit.verbs.QpAttrMask.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,6 +1,6 @@
 package io.gdrkit.gdr.gate;
 
-import io.gdrkit.verbs.DmaMemory;
+import io.gdrkit.core.mem.DmaMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 

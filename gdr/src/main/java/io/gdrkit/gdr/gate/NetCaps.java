@@ -5,7 +5,7 @@ import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.GpuException;
 import io.gdrkit.verbs.AccessFlags;
-import io.gdrkit.verbs.Errno;
+import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.ProtectionDomain;
 import io.gdrkit.verbs.VerbsContext;
 import io.gdrkit.verbs.VerbsException;

@@ -2,7 +2,7 @@ package io.gdrkit.gdr.gate;
 
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
-import io.gdrkit.verbs.Errno;
+import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.ProtectionDomain;

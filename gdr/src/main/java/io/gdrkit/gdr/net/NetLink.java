@@ -2,7 +2,7 @@ package io.gdrkit.gdr.net;
 
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.verbs.CompletionQueue;
-import io.gdrkit.verbs.Errno;
+import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.QueuePair;
 import io.gdrkit.verbs.RecvWorkRequest;
 import io.gdrkit.verbs.SendFlags;

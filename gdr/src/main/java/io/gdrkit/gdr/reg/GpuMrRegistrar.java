@@ -5,7 +5,7 @@ import io.gdrkit.gpu.DmaBufExport;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.GpuException;
-import io.gdrkit.verbs.DmaBuf;
+import io.gdrkit.core.mem.DmaBuf;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.ProtectionDomain;
 import java.util.ArrayList;

@@ -4,14 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.gdrkit.agent.ManualClock;
+import io.gdrkit.core.agent.ManualClock;
 import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.topo.PathType;
 import io.gdrkit.gpu.sim.SimGpu;
 import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
-import io.gdrkit.nic.SoftNicContext;
-import io.gdrkit.nic.SoftNicDriver;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.VerbsContext;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -1,6 +1,6 @@
 package io.gdrkit.gdr.net;
 
-import io.gdrkit.agent.ManualClock;
+import io.gdrkit.core.agent.ManualClock;
 import io.gdrkit.gdr.gate.GpuCaps;
 import io.gdrkit.gdr.gate.NetCaps;
 import io.gdrkit.gdr.topo.PathType;
@@ -9,8 +9,8 @@ import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.sim.SimGpu;
 import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
-import io.gdrkit.nic.SoftNicContext;
-import io.gdrkit.nic.SoftNicDriver;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.VerbsContext;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

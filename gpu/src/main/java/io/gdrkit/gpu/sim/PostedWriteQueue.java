@@ -1,6 +1,6 @@
 package io.gdrkit.gpu.sim;
 
-import io.gdrkit.agent.NanoClock;
+import io.gdrkit.core.agent.NanoClock;
 import io.gdrkit.gpu.WritesOrdering;
 
 import java.lang.foreign.Arena;

@@ -17,8 +17,8 @@ import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
 import io.gdrkit.gpu.NicMapping;
 import io.gdrkit.gpu.WritesOrdering;
-import io.gdrkit.verbs.DmaBuf;
-import io.gdrkit.verbs.DmaMemory;
+import io.gdrkit.core.mem.DmaBuf;
+import io.gdrkit.core.mem.DmaMemory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

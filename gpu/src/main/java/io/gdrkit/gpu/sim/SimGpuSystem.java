@@ -1,8 +1,8 @@
 package io.gdrkit.gpu.sim;
 
-import io.gdrkit.agent.Agent;
-import io.gdrkit.agent.AgentRunner;
-import io.gdrkit.agent.BackoffIdleStrategy;
+import io.gdrkit.core.agent.Agent;
+import io.gdrkit.core.agent.AgentRunner;
+import io.gdrkit.core.agent.BackoffIdleStrategy;
 import io.gdrkit.gpu.GpuException;
 
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package io.gdrkit.gpu.sim;
 
-import io.gdrkit.agent.ManualClock;
+import io.gdrkit.core.agent.ManualClock;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.Dim3;
 import io.gdrkit.gpu.GpuDevice;

@@ -3,8 +3,8 @@
  */
 package io.gdrkit.gpu.sim;
 
-import io.gdrkit.agent.ManualClock;
-import io.gdrkit.agent.NanoClock;
+import io.gdrkit.core.agent.ManualClock;
+import io.gdrkit.core.agent.NanoClock;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.Dim3;
 import io.gdrkit.gpu.FlushScope;

@@ -256,7 +256,7 @@ class VisibilityModelTest {
 
     @Test
     void backPressureForcesOldWritesThroughWithoutLosingBytes() {
-        final SimGpuConfig small = new SimGpuConfig(64L << 20, 2, 16, new io.gdrkit.agent.ManualClock(0), 1000, 5000,
+        final SimGpuConfig small = new SimGpuConfig(64L << 20, 2, 16, new io.gdrkit.core.agent.ManualClock(0), 1000, 5000,
             256, 4096, 8, false, TIMEOUT);
         try (SimGpu gpu = SimGpu.create(SimPreset.V100, small); Arena a = Arena.ofShared()) {
             final int n = 64 * 1024;
@@ -287,14 +287,14 @@ class VisibilityModelTest {
 
     @Test
     void aDeterministicRunnerStepsTheDrainAgentOnVirtualTime() {
-        final io.gdrkit.agent.ManualClock clock = new io.gdrkit.agent.ManualClock(0);
+        final io.gdrkit.core.agent.ManualClock clock = new io.gdrkit.core.agent.ManualClock(0);
         try (SimGpu gpu = SimGpu.create(SimPreset.V100, SimGpuConfig.deterministic(19, clock));
              Arena a = Arena.ofShared()) {
             final DeviceBuffer data = gpu.alloc(N);
             final MemorySegment src = SimTestSupport.patternHost(a, N, 6, SEED);
             gpu.mapForNic(data).write(0, src, 0, N);
-            final io.gdrkit.agent.DeterministicRunner runner =
-                new io.gdrkit.agent.DeterministicRunner(19, clock, 1_000, 50_000).add(gpu.system().drainAgent());
+            final io.gdrkit.core.agent.DeterministicRunner runner =
+                new io.gdrkit.core.agent.DeterministicRunner(19, clock, 1_000, 50_000).add(gpu.system().drainAgent());
             runner.runUntil(() -> gpu.postedWrites().pendingLanding() + gpu.postedWrites().pendingRetire() == 0,
                 10_000, "posted writes to land and retire on virtual time");
             assertTrue(clock.nanoTime() >= 2_000, "nothing lands before the minimum drain delay");

@@ -1,0 +1,608 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import io.gdrkit.gpu.devices.GpuDevices;
+import io.gdrkit.labs.perf.BaselineResult;
+
+import io.gdrkit.labs.perf.Baseline;
+import io.gdrkit.labs.perf.BwResult;
+import io.gdrkit.labs.perf.BwRun;
+import io.gdrkit.labs.perf.LatResult;
+import io.gdrkit.labs.perf.LatRun;
+import io.gdrkit.labs.perf.Loopback;
+import io.gdrkit.labs.perf.PerfConfig;
+import io.gdrkit.labs.perf.PerfReport;
+import io.gdrkit.labs.perf.PerfKind;
+import io.gdrkit.labs.perf.RemotePerf;
+import io.gdrkit.labs.perf.StripedBwRun;
+
+import io.gdrkit.softnic.fabric.FaultInjector;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.verbs.Mtu;
+import java.io.PrintWriter;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code perf}: perftest's ib_*_bw / ib_*_lat on two software NICs in this JVM. */
+@Command(name = "perf", mixinStandardHelpOptions = true,
+    description = {"perftest-style bandwidth and latency tests between two software NICs (simulated) on the "
+        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat"})
+final class PerfCommand implements Callable<Integer> {
+    static final long DEFAULT_BUFFER = 1L << 23;
+    private static final int MAX_ALL_EXP = 23;
+    private static final long MIN_WARMUP = 50_000;
+    /** Round trips per ping-pong batch: about 50 ms on a quiet machine, seconds when the cores are shared. */
+    private static final int PING_PONG_ROUNDS = 100_000;
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", description = "write_bw|write_lat|read_bw|"
+        + "read_lat|send_bw|send_lat|atomic_lat (optional with --baseline)")
+    String testName;
+
+    @Parameters(index = "1", arity = "0..1", paramLabel = "HOST", description = "With --fabric: the server to "
+        + "connect to (the client side). Without HOST and without --loopback this process is the server.")
+    String host;
+
+    @Option(names = "--loopback", description = "Without --fabric: both NICs in this JVM on the in-JVM fabric. With "
+        + "--fabric: start the server process on this host, then run the client against it.")
+    boolean loopback;
+
+    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory; tcp: "
+        + "joined by TCP (the fabric listens on port + 1); without it both NICs are in this JVM.")
+    String fabric;
+
+    @Option(names = {"-p", "--port"}, defaultValue = "18515", description = "TCP port of the connection manager "
+        + "(default ${DEFAULT-VALUE}, like perftest).")
+    int port;
+
+    @Option(names = "--stripe", description = "write_bw only: cut every message into one chunk per QP (-q) and "
+        + "count it when all chunks completed (io.gdrkit.verbs.cm.Striper), instead of whole messages round-robin.")
+    boolean stripe;
+
+    @Option(names = "--mem", defaultValue = "host", description = "host, gpu (the GPU named by --gpu) or gpu:N "
+        + "(CUDA GPU N): both sides' buffers in GPU memory that the NICs read and write directly (perftest's "
+        + "--use_cuda).")
+    String mem;
+
+    @Option(names = "--gpu", defaultValue = "sim:h200", description = "With --mem gpu: sim:<v100|h100|h200|"
+        + "all-devices> (simulated) or cuda:N (a real GPU through the CUDA driver).")
+    String gpuSpec;
+
+    @Option(names = "--faults", description = "Fault injection on the links this process sends on, e.g. "
+        + "'drop=0.01,dup=0.01,reorder=0.02,corrupt=0.001,delay=0.01,delay-us=100,seed=7' (rates 0..1, seeded).")
+    String faults;
+
+    @Option(names = "--server-timeout", defaultValue = "600", description = "Seconds a server waits for a client.")
+    long serverTimeout;
+
+    @Option(names = {"-s", "--size"}, description = "Message size in bytes (default 65536 bw, 2 lat, 8 atomic).")
+    Integer size;
+
+    @Option(names = {"-a", "--all"}, description = "Run sizes 2, 4, .. 2^23 (8 for atomics).")
+    boolean all;
+
+    @Option(names = {"-n", "--iters"}, description = "Iterations (default 5000 bw, 1000 lat).")
+    Long iters;
+
+    @Option(names = "--warmup", description = "Unreported warm-up iterations before each size "
+        + "(default: max(-n, 50000), at most 16 GiB of data).")
+    Long warmup;
+
+    @Option(names = {"-q", "--qp"}, defaultValue = "1", description = "Number of QPs; messages go round-robin.")
+    int qps;
+
+    @Option(names = {"-t", "--tx-depth"}, defaultValue = "128", description = "Outstanding sends per QP.")
+    int txDepth;
+
+    @Option(names = {"-r", "--rx-depth"}, defaultValue = "512", description = "Receives posted per QP (send).")
+    int rxDepth;
+
+    @Option(names = {"-Q", "--cq-mod"}, defaultValue = "64", description = "Signal every N-th send (<= tx-depth).")
+    int cqMod;
+
+    @Option(names = "--mtu", defaultValue = "4096", description = "Path MTU 256..4096, or a software MTU up to "
+        + "1048576 (powers of two).")
+    int mtu;
+
+    @Option(names = {"-I", "--inline_size"}, description = "Max inline bytes (default 220 lat, 0 bw).")
+    Integer inlineSize;
+
+    @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
+    Double duration;
+
+    @Option(names = "--buffer", description = "Registered buffer per side in bytes (default 8 MiB).")
+    Long buffer;
+
+    @Option(names = "--report_gbits", description = "Report bandwidth in Gb/s.")
+    boolean gbits;
+
+    @Option(names = "--json", description = "One JSON object per size instead of the table.")
+    boolean json;
+
+    @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
+        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes) or "
+        + "dedicated (a thread per NIC with a backoff idle strategy); default ${DEFAULT-VALUE}.",
+        defaultValue = "invoker")
+    String progress;
+
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR: report.md, "
+        + "report.json and a self-contained report.html with the results table and bandwidth or latency curves "
+        + "against message size; prints the path of report.html.")
+    java.nio.file.Path reportDir;
+
+    @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
+        + "ping-pong RTT in this JVM, and print the test's ratio to them.")
+    boolean baseline;
+
+    /** With --mem gpu: what the buffers were, in the words the report's simulated statement uses. */
+    private String gpuMemory;
+
+    @Override
+    public Integer call() {
+        final PrintWriter out = spec.commandLine().getOut();
+        final PerfKind test = testName == null ? null : PerfKind.parse(testName.toLowerCase(Locale.ROOT));
+        if (testName != null && test == null) {
+            throw usage("unknown test '" + testName + "' (valid: " + PerfKind.valid() + ")");
+        }
+        if (test == null && !baseline) {
+            throw usage("name a test (" + PerfKind.valid() + ") or give --baseline");
+        }
+        if (reportDir != null && fabric != null && host == null && !loopback) {
+            throw usage("--report is written by the side that measures: the client (HOST) or --loopback, not the "
+                + "server");
+        }
+        final PerfPrinter printer = new PerfPrinter(out, json, gbits);
+        final PerfReport collected = reportDir == null ? null : new PerfReport(gbits);
+        printer.collect(collected);
+        BaselineResult base = null;
+        if (baseline) {
+            base = runBaseline(printer, out);
+        }
+        if (test == null) {
+            writeReport(collected, printer, null, null, base);
+            return 0;
+        }
+        final PerfConfig first = validate(test);
+        final int[] sizes = sizes(test, first.size());
+        final FaultInjector.Config faultConfig;
+        try {
+            faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
+        } catch (final IllegalArgumentException e) {
+            throw usage("--faults: " + e.getMessage());
+        }
+        if (fabric != null) {
+            final int rc = remote(test, first, sizes, printer, out, faultConfig);
+            writeReport(collected, printer, test, first, base);
+            return rc;
+        }
+        printer.comment(Loopback.SIMULATED_HEADER);
+        if (faultConfig != null) {
+            printer.comment("# faults: " + faults);
+        }
+        printer.comment("# test: " + test.id() + (test.bandwidth ? "" : test.halfRoundTrip()
+            ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
+            + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
+            + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
+            + "  inline: " + first.inlineSize()
+            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+        final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
+        if (gpu != null) {
+            printer.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
+                : "; no verbs device reaches this GPU: the software NIC moves bytes with the GPU's copy engine"));
+        }
+        printer.header(test);
+        gpuMemory = gpu == null ? null : gpu.isSimulated() ? "buffers in simulated GPU memory ("
+            + gpu.describe() + ")" : "buffers in real GPU memory (" + gpu.describe() + "), which the software NIC "
+            + "reaches through the GPU's copy engine because no verbs device reaches the GPU";
+        try {
+            runSizes(test, first, sizes, printer, base, faultConfig, gpu);
+        } finally {
+            if (gpu != null) {
+                gpu.close();
+            }
+        }
+        writeReport(collected, printer, test, first, base);
+        return 0;
+    }
+
+    /**
+     * --report: writes the folder and prints where report.html is (a comment line, or a JSON object with --json).
+     * Called after the run, so a run that failed leaves no report that looks complete.
+     */
+    private void writeReport(final PerfReport collected, final PerfPrinter printer, final PerfKind test,
+                             final PerfConfig cfg, final BaselineResult base) {
+        if (collected == null) {
+            return;
+        }
+        final Map<String, Object> facts = new LinkedHashMap<>();
+        String simulated = null;
+        if (test != null) {
+            final String where = fabric == null ? "the in-JVM fabric (both NICs in this JVM)"
+                : "the " + fabric + " fabric between processes";
+            simulated = "software NICs (simulated) on " + where + "; "
+                + (gpuMemory != null ? gpuMemory : "buffers in host memory");
+            facts.put("test", test.id());
+            facts.put("fabric", fabric == null ? "injvm" : fabric);
+            if (fabric != null) {
+                facts.put("server", loopback ? "127.0.0.1:" + port + " (started by --loopback)" : host + ":" + port);
+            }
+            facts.put("memory", mem.equals("host") ? "host" : mem + (mem.equals("gpu") ? " " + gpuSpec : ""));
+            facts.put("qps", cfg.numQps());
+            facts.put("mtu", cfg.mtu());
+            facts.put("tx_depth", cfg.txDepth());
+            facts.put("cq_mod", Math.min(cfg.cqMod(), cfg.txDepth()));
+            facts.put("inline", cfg.inlineSize());
+            if (fabric == null) {
+                // between processes each side drives its own NIC; --progress is for the in-JVM pair
+                facts.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
+            }
+            if (cfg.timed()) {
+                facts.put("duration_s", cfg.durationSeconds());
+            } else {
+                facts.put("iterations", cfg.iters());
+            }
+            if (stripe) {
+                facts.put("stripe", true);
+            }
+            if (faults != null) {
+                facts.put("faults", faults);
+            }
+        }
+        final io.gdrkit.labs.report.ReportFiles files;
+        try {
+            files = collected.build(test, spec.commandLine().getParseResult().originalArgs(), simulated, facts, base)
+                .write(reportDir);
+        } catch (final java.io.IOException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+        final String html = files.html().toAbsolutePath().toString();
+        printer.collect(null);
+        printer.comment("# report: " + html);
+        printer.jsonObject(Map.of("report", html));
+    }
+
+    private io.gdrkit.gpu.GpuDevice openGpu(final PerfKind test) {
+        if (mem.equals("host")) {
+            return null;
+        }
+        String gpu = gpuSpec;
+        if (mem.startsWith("gpu:")) {
+            // perftest's --use_cuda=N: GPU N of the real machine
+            gpu = "cuda:" + mem.substring(4);
+        } else if (!mem.equals("gpu")) {
+            throw usage("--mem must be host, gpu or gpu:N, not '" + mem + "'");
+        }
+        if (test == PerfKind.WRITE_LAT) {
+            throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
+                + "memory; use send_lat, read_lat or atomic_lat");
+        }
+        try {
+            return GpuDevices.open(gpu);
+        } catch (final IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
+    }
+
+    private void runSizes(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
+                          final BaselineResult base, final FaultInjector.Config faultConfig,
+                          final io.gdrkit.gpu.GpuDevice gpu) {
+        // sizes done and ETA on stderr for long runs (-a), only on a terminal: stdout stays perftest's table
+        try (io.gdrkit.labs.report.Progress progress = io.gdrkit.labs.report.Progress.stderr("perf sizes",
+            sizes.length, sizes.length > 1 && System.console() != null)) {
+            for (final int s : sizes) {
+                runSize(test, first, s, printer, base, faultConfig, gpu);
+                progress.step();
+            }
+        }
+    }
+
+    private void runSize(final PerfKind test, final PerfConfig first, final int s, final PerfPrinter printer,
+                         final BaselineResult base, final FaultInjector.Config faultConfig,
+                         final io.gdrkit.gpu.GpuDevice gpu) {
+        final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+        final FaultInjector injector = faultConfig == null ? null
+            : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
+        try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
+            cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+            if (test.bandwidth) {
+                final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
+                    : new BwRun(lb, cfg).run();
+                printer.bw(cfg, r);
+                faultCounters(printer, injector);
+                if (base != null) {
+                    ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
+                        + PerfPrinter.fmt(base.memcpyAt(s)) + " MiB/s at " + s + " B");
+                }
+            } else {
+                final LatResult r = new LatRun(lb, cfg).run();
+                printer.lat(cfg, r);
+                faultCounters(printer, injector);
+                if (base != null) {
+                    ratio(printer, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs(),
+                        "cache-line ping-pong RTT " + PerfPrinter.fmt(base.rttNs()) + " ns");
+                }
+            }
+        }
+    }
+
+    /** Server, client, or both (--loopback) over a fabric between processes. */
+    private static void faultCounters(final PerfPrinter printer, final FaultInjector injector) {
+        if (injector != null) {
+            printer.comment("# faults injected: " + injector.counters());
+        }
+    }
+
+    private int remote(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
+                       final PrintWriter out, final FaultInjector.Config faultConfig) {
+        printer.fabric(fabric);
+        final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
+        if (host == null && !loopback) {
+            RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000, faultConfig);
+            return 0;
+        }
+        Process server = null;
+        try {
+            if (loopback) {
+                server = startServer(test);
+            }
+            printer.comment(RemotePerf.header(fabric));
+            printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
+                : host) + ":" + port + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
+                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+            printer.header(test);
+            if (faultConfig != null) {
+                printer.comment("# faults (client's sending links): " + faults);
+            }
+            RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
+                s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, stripe);
+            if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
+            }
+            return 0;
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for the server process", e);
+        } finally {
+            if (server != null && server.isAlive()) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    /** Starts {@code gdrkit perf TEST --fabric F --port P} as a child process and waits until it listens. */
+    private Process startServer(final PerfKind test) {
+        final String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        try {
+            final Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), Main.class.getName(), "perf", test.id(), "--fabric", fabric,
+                "--port", Integer.toString(port), "--server-timeout", "60")
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            final java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+                p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+            final java.util.concurrent.CompletableFuture<Boolean> ready = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        for (String line; (line = r.readLine()) != null; ) {
+                            if (line.startsWith("# server: waiting")) {
+                                return true;
+                            }
+                        }
+                        return false;
+                    } catch (final java.io.IOException e) {
+                        return false;
+                    }
+                });
+            final Boolean ok = ready.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            if (!Boolean.TRUE.equals(ok)) {
+                p.destroyForcibly();
+                throw new IllegalStateException("the server process ended before listening on port " + port);
+            }
+            // keep draining its output so it never blocks on a full pipe
+            Thread.ofPlatform().daemon(true).start(() -> {
+                try {
+                    while (r.readLine() != null) {
+                        // discard
+                    }
+                } catch (final java.io.IOException ignored) {
+                    // the process ended
+                }
+            });
+            return p;
+        } catch (final java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("timed out after 30 s waiting for the server process to listen on port "
+                + port, e);
+        } catch (final java.io.IOException | java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("cannot start the server process: " + e.getMessage(), e);
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted starting the server process", e);
+        }
+    }
+
+    private boolean timedRun() {
+        return duration != null && duration > 0;
+    }
+
+    private void ratio(final PerfPrinter printer, final PerfConfig cfg, final String name, final double value,
+                       final double reference, final String what) {
+        final double ratio = value / reference;
+        printer.comment("# ratio " + name + " = " + String.format(Locale.ROOT, "%.3f", ratio) + " (" + what
+            + ", same run)");
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("ratio", name);
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("value", Math.round(ratio * 1000) / 1000.0);
+        m.put("simulated", true);
+        m.put("fabric", "injvm");
+        printer.jsonObject(m);
+    }
+
+
+    private BaselineResult runBaseline(final PerfPrinter printer, final PrintWriter out) {
+        printer.comment("# baseline: physical limits of this machine, measured in this JVM (no NIC involved)");
+        printer.comment("#bytes memcpy[MiB/sec]  (MemorySegment.copy native->native, single thread)");
+        final Map<Integer, Double> memcpy = new LinkedHashMap<>();
+        final int[] baseSizes = size != null && !all ? new int[] {64, 4096, 65536, 1 << 20, 1 << 22, size}
+            : new int[] {64, 4096, 65536, 1 << 20, 1 << 22};
+        for (final int s : baseSizes) {
+            if (s <= 0 || memcpy.containsKey(s)) {
+                continue;
+            }
+            final double bw = Baseline.memcpyMibPerSec(s, 300);
+            memcpy.put(s, bw);
+            printer.comment(s + " " + PerfPrinter.fmt(bw));
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("baseline", "memcpy");
+            m.put("bytes", s);
+            m.put("bw_mib_s", Math.round(bw * 1000) / 1000.0);
+            printer.jsonObject(m);
+        }
+        final double[] rtts = Baseline.pingPongRttNs(PING_PONG_ROUNDS, 5);
+        final double median = rtts[rtts.length / 2];
+        printer.comment("# cache-line ping-pong RTT[nsec] (2 threads, VarHandle release/acquire on a native "
+            + "segment): min " + PerfPrinter.fmt(rtts[0]) + " median " + PerfPrinter.fmt(median) + " max "
+            + PerfPrinter.fmt(rtts[rtts.length - 1]));
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("baseline", "cacheline_pingpong");
+        m.put("rtt_min_ns", Math.round(rtts[0] * 10) / 10.0);
+        m.put("rtt_median_ns", Math.round(median * 10) / 10.0);
+        m.put("rtt_max_ns", Math.round(rtts[rtts.length - 1] * 10) / 10.0);
+        printer.jsonObject(m);
+        return new BaselineResult(memcpy, median);
+    }
+
+    private PerfConfig validate(final PerfKind test) {
+        if (!loopback && fabric == null) {
+            throw usage("give --loopback (both NICs in this JVM) or --fabric shm|tcp (a server and a client process)");
+        }
+        if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
+            throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (fabric != null && port > 65534) {
+            throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
+        }
+        if (stripe && test != PerfKind.WRITE_BW) {
+            throw usage("--stripe works with write_bw only");
+        }
+        if (stripe && timedRun()) {
+            throw usage("--stripe counts messages: use -n, not -D");
+        }
+        if (fabric != null && !"host".equals(mem)) {
+            throw usage("--mem gpu works on the in-JVM fabric (--loopback without --fabric) for now");
+        }
+        if (host != null && fabric == null) {
+            throw usage("a HOST needs --fabric");
+        }
+        if (host != null && loopback) {
+            throw usage("--loopback starts its own server: do not name a HOST");
+        }
+        if (port < 1 || port > 65535) {
+            throw usage("--port " + port + " outside 1..65535");
+        }
+        final SoftNicContext.ProgressMode mode = switch (progress.toLowerCase(Locale.ROOT)) {
+            case "invoker" -> SoftNicContext.ProgressMode.INVOKER;
+            case "own-device" -> SoftNicContext.ProgressMode.OWN_DEVICE;
+            case "dedicated" -> SoftNicContext.ProgressMode.DEDICATED;
+            default -> throw usage("--progress must be invoker, own-device or dedicated, not '" + progress + "'");
+        };
+        final long buf = buffer != null ? buffer : DEFAULT_BUFFER;
+        if (buf < 64 || buf > (1L << 30)) {
+            throw usage("--buffer " + buf + " must be 64 .. 1073741824 bytes");
+        }
+        final int sz;
+        if (test.isAtomic()) {
+            if (size != null && size != 8) {
+                throw usage("-s/--size " + size + " is invalid for " + test.id() + ": atomics operate on exactly "
+                    + "8 bytes");
+            }
+            sz = 8;
+        } else {
+            sz = size != null ? size : test.bandwidth ? 65536 : 2;
+            if (sz < 1) {
+                throw usage("-s/--size " + sz + " must be at least 1 byte");
+            }
+            if (sz > buf) {
+                throw usage("-s/--size " + sz + " exceeds the registered buffer (" + buf + " bytes); raise --buffer");
+            }
+        }
+        if (all && buf < (1L << MAX_ALL_EXP) && !test.isAtomic()) {
+            throw usage("-a/--all needs a buffer of at least " + (1L << MAX_ALL_EXP) + " bytes (--buffer " + buf
+                + ")");
+        }
+        final long n = iters != null ? iters : test.bandwidth ? 5000 : 1000;
+        if (n < 1) {
+            throw usage("-n/--iters " + n + " must be at least 1");
+        }
+        if (warmup != null && warmup < 0) {
+            throw usage("--warmup " + warmup + " must not be negative");
+        }
+        if (qps < 1 || qps > 1024) {
+            throw usage("-q/--qp " + qps + " must be 1 .. 1024");
+        }
+        if (!test.bandwidth && qps != 1) {
+            throw usage("latency tests use one QP (got -q " + qps + ")");
+        }
+        if (txDepth < 1 || txDepth > 16384) {
+            throw usage("-t/--tx-depth " + txDepth + " must be 1 .. 16384");
+        }
+        if (rxDepth < 1 || rxDepth > 16384) {
+            throw usage("-r/--rx-depth " + rxDepth + " must be 1 .. 16384");
+        }
+        if (cqMod < 1) {
+            throw usage("-Q/--cq-mod " + cqMod + " must be at least 1");
+        }
+        if (!(Mtu.fromBytes(mtu) > 0 || Mtu.isValidSoftwareBytes(mtu))) {
+            throw usage("--mtu " + mtu + " must be a power of two from 256 to 4096 (IB path MTU) or up to "
+                + Mtu.MAX_SOFTWARE_BYTES + " (software MTU)");
+        }
+        final int inline = inlineSize != null ? inlineSize : test.bandwidth ? 0 : 220;
+        if (inline < 0 || inline > 4096) {
+            throw usage("-I/--inline_size " + inline + " must be 0 .. 4096");
+        }
+        if (duration != null && !(duration > 0 && duration <= 3600)) {
+            throw usage("-D/--duration " + duration + " must be > 0 and <= 3600 seconds");
+        }
+        return new PerfConfig(test, sz, n, 0, qps, txDepth, rxDepth, cqMod, mtu, inline,
+            duration != null ? duration : 0, buf, mode);
+    }
+
+    private int[] sizes(final PerfKind test, final int single) {
+        if (!all || test.isAtomic()) {
+            return new int[] {single};
+        }
+        final int[] s = new int[MAX_ALL_EXP];
+        for (int e = 1; e <= MAX_ALL_EXP; e++) {
+            s[e - 1] = 1 << e;
+        }
+        return s;
+    }
+
+    /**
+     * Default warm-up: the JIT needs tens of thousands of iterations before the loop and the NIC run compiled,
+     * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
+     * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
+     */
+    private long warmupFor(final int s, final long n) {
+        if (warmup != null) {
+            return warmup;
+        }
+        return Math.max(1, Math.min(Math.max(n, MIN_WARMUP), (1L << 34) / Math.max(1, s)));
+    }
+
+    private ParameterException usage(final String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+}

@@ -1,0 +1,348 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import io.gdrkit.labs.report.ExperimentReports;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gdrkit.labs.visibility.VisConfig;
+import io.gdrkit.labs.visibility.VisConfig.Consumer;
+import io.gdrkit.labs.visibility.VisConfig.Flag;
+import io.gdrkit.labs.visibility.VisConfig.Injection;
+import io.gdrkit.labs.visibility.VisConfig.Poll;
+import io.gdrkit.labs.visibility.VisConfig.Readback;
+import io.gdrkit.labs.visibility.VisConfig.Source;
+import io.gdrkit.labs.visibility.VisResult;
+import io.gdrkit.labs.visibility.VisibilityLab;
+import io.gdrkit.labs.report.Progress;
+import io.gdrkit.labs.report.Report;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code gdrkit visibility}: is data an RDMA WRITE put into GPU memory visible to the GPU's consumer? This process
+ * is the receiver; the senders run in other processes (or threads, or hosts). One line (or one JSON object) per
+ * configuration of the matrix; every list option multiplies the matrix.
+ */
+@Command(name = "visibility", mixinStandardHelpOptions = true,
+    description = {"Visibility experiment (D1-D6): senders RDMA-WRITE into GPU memory, the receiver does readback "
+        + "off/on/flush, a launched or persistent kernel verifies every byte on the device.",
+        "The NIC is a software NIC (simulated); the GPU is simulated (sim:*) or real (cuda:N). Every line says which."})
+public final class VisibilityCommand implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--gpu", split = ",", defaultValue = "sim:v100",
+        description = "sim:<v100|h100|h200|all-devices> or cuda:N, a list runs each (default ${DEFAULT-VALUE}).")
+    List<String> gpus;
+
+    @Option(names = "--consumer", split = ",", defaultValue = "persistent",
+        description = "launch, persistent or a list (default ${DEFAULT-VALUE}).")
+    List<String> consumers;
+
+    @Option(names = "--flag", split = ",", defaultValue = "receiver",
+        description = "Who publishes the persistent consumer's flag: receiver, sender-same-qp, sender-other-qp, imm.")
+    List<String> flags;
+
+    @Option(names = "--readback", split = ",", defaultValue = "off,on,flush",
+        description = "off, on (1-byte RDMA READ), flush (cuFlushGPUDirectRDMAWrites TO_OWNER), flush-all "
+            + "(TO_ALL_DEVICES), a list.")
+    List<String> readbacks;
+
+    @Option(names = "--wr-split", split = ",", defaultValue = "1", description = "1, 16, 256 or a list.")
+    List<Integer> wrSplits;
+
+    @Option(names = "--size", split = ",", defaultValue = "64K",
+        description = "Bytes per round and sender (suffix K, M or G), a list (default ${DEFAULT-VALUE}).")
+    List<String> sizes;
+
+    @Option(names = "--senders", split = ",", defaultValue = "1",
+        description = "Senders into the one receiver, each with its own buffer: 1..128, a list.")
+    List<Integer> senders;
+
+    @Option(names = "--sync-memops", split = ",", defaultValue = "0",
+        description = "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the receive buffers: 0, 1 or 0,1.")
+    List<Integer> syncMemops;
+
+    @Option(names = "--source", split = ",", defaultValue = "host",
+        description = "Where the senders' data comes from: host, gpu (another GPU), a list.")
+    List<String> sources;
+
+    @Option(names = "--poll", split = ",", defaultValue = "acquire",
+        description = "How the persistent kernel loads the flag (cuda:N only): acquire, volatile, plain, a list.")
+    List<String> polls;
+
+    @Option(names = "--consumer-gpu", split = ",", defaultValue = "same",
+        description = "Where the consumer kernel runs: same (the GPU the NIC writes) or peer (a second GPU reading it "
+            + "through peer access), a list.")
+    List<String> consumerGpus;
+
+    @Option(names = "--rounds", defaultValue = "20", description = "Rounds per configuration.")
+    int rounds;
+
+    @Option(names = "--seed", defaultValue = "1", description = "Seed of the simulated GPU model and the pattern.")
+    long seed;
+
+    @Option(names = "--inject", defaultValue = "none",
+        description = "Negative control (D4): skip-write@R, bad-rkey@R or bad-launch@R (sender 0, round R).")
+    String inject;
+
+    @Option(names = "--fabric", defaultValue = "shm",
+        description = "Where the senders run: shm (processes on this host), tcp (processes, TCP fabric), "
+            + "jvm (threads of this process). Default ${DEFAULT-VALUE}.")
+    String fabric;
+
+    @Option(names = "--sender-processes", defaultValue = "1",
+        description = "Sender processes (or threads) the senders are spread over (default ${DEFAULT-VALUE}).")
+    int senderProcesses;
+
+    @Option(names = "--port", defaultValue = "0", description = "Control port (0: any free port).")
+    int port;
+
+    @Option(names = "--listen", description = "With --fabric tcp: wait for `gdrkit visibility-sender --connect "
+        + "HOST:PORT` started by hand (on another host) instead of starting the senders.")
+    boolean listen;
+
+    @Option(names = "--json", description = "One JSON object per configuration, one per line.")
+    boolean json;
+
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
+        + "report.json, a self-contained report.html with failures per configuration); prints its path.")
+    java.nio.file.Path reportDir;
+
+    @Option(names = "--progress", negatable = true, description = "Rounds done and ETA on stderr (default: on when "
+        + "run on a terminal).")
+    Boolean progress;
+
+    @Override
+    public Integer call() {
+        final PrintWriter out = spec.commandLine().getOut();
+        final List<VisConfig> matrix = new ArrayList<>();
+        final Set<String> skipped = new LinkedHashSet<>();
+        final VisibilityLab.Transport transport;
+        try {
+            transport = VisibilityLab.Transport.parse(fabric);
+            matrix(matrix, skipped);
+            checkCudaDevices(matrix);
+        } catch (final IllegalArgumentException e) {
+            // a bad option is a usage error (exit 2), said in one line before anything runs
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        final ObjectMapper mapper = new ObjectMapper();
+        try (VisibilityLab lab = VisibilityLab.start(transport, senderProcesses, port, listen)) {
+            if (!json) {
+                out.println("# visibility: " + lab.processes() + "; software NIC (simulated); notifications over TCP");
+                for (final String s : skipped) {
+                    out.println("# skipped: " + s);
+                }
+                out.flush();
+            }
+            final long total = matrix.stream().mapToLong(VisConfig::rounds).sum();
+            final List<VisResult> results = new ArrayList<>();
+            try (Progress p = Progress.stderr("visibility rounds", total,
+                progress != null ? progress : System.console() != null)) {
+                for (final VisConfig c : matrix) {
+                    final long before = p.done();
+                    final VisResult r = lab.run(c, round -> p.set(before + round));
+                    p.set(before + c.rounds());
+                    results.add(r);
+                    out.println(json ? toJson(mapper, r).toString() : line(r));
+                    out.flush();
+                }
+            }
+            if (reportDir != null) {
+                final Report report = ReportOutput.forCommand("gdrkit visibility", spec);
+                final boolean simGpu = results.stream().anyMatch(VisResult::simulated);
+                report.simulated(true, "software NICs (simulated)" + (simGpu ? " and simulated GPUs" : "; the GPU is"
+                    + " real (" + results.get(0).gpuName() + "), written through its copy engine"));
+                report.fact("processes", lab.processes());
+                ExperimentReports.visibility(report, lab.processes(), results);
+                ReportOutput.writeAndPrint(report, reportDir, json, out);
+            }
+        }
+        return 0;
+    }
+
+    private void matrix(final List<VisConfig> matrix, final Set<String> skipped) {
+        // every value is parsed before anything runs, so a bad one is a usage error naming its option
+        final Injection inj = Injection.parse(inject);
+        final List<Consumer> cons = parseAll(Consumer.class, consumers, "--consumer", "launch, persistent");
+        final List<Flag> fls = parseAll(Flag.class, flags, "--flag", "receiver, sender-same-qp, sender-other-qp, imm");
+        final List<Readback> rbs = parseAll(Readback.class, readbacks, "--readback", "off, on, flush, flush-all");
+        final List<Source> srcs = parseAll(Source.class, sources, "--source", "host, gpu");
+        final List<Poll> pls = parseAll(Poll.class, polls, "--poll", "acquire, volatile, plain");
+        final List<Long> szs = sizes.stream().map(VisibilityCommand::size).toList();
+        for (final int sm : syncMemops) {
+            if (sm != 0 && sm != 1) {
+                throw new IllegalArgumentException("--sync-memops must be 0 or 1, not " + sm);
+            }
+        }
+        for (final String cg : consumerGpus) {
+            if (!cg.equals("same") && !cg.equals("peer")) {
+                throw new IllegalArgumentException("--consumer-gpu must be same or peer, not '" + cg + "'");
+            }
+        }
+        final List<List<?>> dims = List.of(gpus, cons, fls, rbs, wrSplits, szs, senders, syncMemops, srcs, pls,
+            consumerGpus);
+        String firstReason = null;
+        for (final List<Object> v : cartesian(dims)) {
+            try {
+                matrix.add(new VisConfig((String) v.get(0), (Consumer) v.get(1), (Flag) v.get(2), (Readback) v.get(3),
+                    (Integer) v.get(4), (Long) v.get(5), rounds, (Integer) v.get(6), (Integer) v.get(7) == 1,
+                    (Source) v.get(8), (Poll) v.get(9), seed, inj, v.get(10).equals("peer")));
+            } catch (final IllegalArgumentException e) {
+                if (!isCombination(e)) {
+                    throw e;
+                }
+                if (firstReason == null) {
+                    firstReason = e.getMessage();
+                }
+                skipped.add(e.getMessage());
+            }
+        }
+        if (matrix.isEmpty()) {
+            throw new IllegalArgumentException(firstReason);
+        }
+    }
+
+    /** A cuda:N that this host does not have is a usage error before any process starts, not a failure later. */
+    private static void checkCudaDevices(final List<VisConfig> matrix) {
+        io.gdrkit.gpu.cuda.CudaProbe probe = null;
+        for (final VisConfig c : matrix) {
+            if (c.simulated()) {
+                continue;
+            }
+            if (probe == null) {
+                probe = io.gdrkit.gpu.cuda.CudaGpu.probe();
+            }
+            final int n = Integer.parseInt(c.gpu().substring(5));
+            if (!probe.found() || n >= probe.deviceCount()) {
+                throw new IllegalArgumentException("--gpu " + c.gpu() + ": this host has " + (probe.found()
+                    ? probe.deviceCount() + " CUDA device(s)" : "no CUDA GPU (" + probe + ")"));
+            }
+            if (c.peerConsumer() && probe.deviceCount() < 2) {
+                throw new IllegalArgumentException("--consumer-gpu peer needs a second CUDA GPU; this host has "
+                    + probe.deviceCount());
+            }
+        }
+    }
+
+    /** Every combination of one value per dimension, the first dimension varying slowest. */
+    static List<List<Object>> cartesian(final List<List<?>> dims) {
+        List<List<Object>> out = List.of(List.of());
+        for (final List<?> dim : dims) {
+            final List<List<Object>> next = new ArrayList<>();
+            for (final List<Object> prefix : out) {
+                for (final Object value : dim) {
+                    final List<Object> row = new ArrayList<>(prefix);
+                    row.add(value);
+                    next.add(row);
+                }
+            }
+            out = next;
+        }
+        return out;
+    }
+
+    private static <E extends Enum<E>> List<E> parseAll(final Class<E> type, final List<String> values,
+                                                        final String opt, final String allowed) {
+        return values.stream().map(v -> parse(type, v, opt, allowed)).toList();
+    }
+
+    /** Combinations that do not make sense are skipped in a matrix (and said); single bad values are errors. */
+    private static boolean isCombination(final IllegalArgumentException e) {
+        final String m = e.getMessage();
+        return m.startsWith("--consumer launch reads no flag") || m.startsWith("--readback flush is the receiver's")
+            || m.startsWith("--poll ");
+    }
+
+    static String line(final VisResult r) {
+        final VisConfig c = r.config();
+        return String.format(Locale.ROOT, "gpu=%s ordering=%s consumer=%s flag=%s readback=%s wr_split=%d size=%d "
+                + "senders=%d sync_memops=%d source=%s%s%s rounds=%d failures=%d first_failing_round=%d "
+                + "first_failing_position=%d what=%s%s%s round_us=%.1f readback_us=%.1f %s "
+                + "[%s; software NIC (simulated); %s]",
+            c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
+            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.peerConsumer() ? " consumer_gpu=peer" : "",
+            c.simulated() || c.consumer() == Consumer.LAUNCH ? "" : " poll=" + low(c.poll()),
+            r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
+            counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"", r.roundMicrosMedian(),
+            r.readbackMicrosMedian(),
+            r.passed() ? "PASS" : "FAIL", r.simulated() ? "simulated GPU" : "real GPU " + r.gpuName(), r.processes());
+    }
+
+    private static String counts(final VisResult r) {
+        final StringBuilder b = new StringBuilder();
+        if (r.errorCompletions() > 0) {
+            b.append(" error_completions=").append(r.errorCompletions());
+        }
+        if (r.launchFailures() > 0) {
+            b.append(" launch_failures=").append(r.launchFailures());
+        }
+        if (r.timeouts() > 0) {
+            b.append(" timeouts=").append(r.timeouts());
+        }
+        if (r.failuresToldSenders() > 0) {
+            b.append(" told_senders=").append(r.failuresToldSenders());
+        }
+        return b.toString();
+    }
+
+    static ObjectNode toJson(final ObjectMapper m, final VisResult r) {
+        final VisConfig c = r.config();
+        final ObjectNode o = m.createObjectNode();
+        o.put("gpu", c.gpu()).put("gpu_name", r.gpuName()).put("ordering", r.ordering())
+            .put("consumer", low(c.consumer())).put("flag", low(c.flag())).put("readback", low(c.readback()))
+            .put("wr_split", c.wrSplit()).put("size", c.size()).put("senders", c.senders())
+            .put("sync_memops", c.syncMemops() ? 1 : 0).put("source", low(c.source())).put("poll", low(c.poll()))
+            .put("consumer_gpu", c.peerConsumer() ? "peer" : "same")
+            .put("rounds", r.rounds()).put("checks", r.checks()).put("seed", c.seed())
+            .put("inject", c.inject().toString()).put("failures", r.failures())
+            .put("first_failing_round", r.firstFailingRound()).put("first_failing_position", r.firstFailingPosition())
+            .put("what", r.what()).put("stale", r.stale()).put("partial", r.partial()).put("reordered", r.reordered())
+            .put("corrupt", r.corrupt()).put("timeouts", r.timeouts()).put("error_completions", r.errorCompletions())
+            .put("launch_failures", r.launchFailures()).put("failures_told_senders", r.failuresToldSenders())
+            .putPOJO("round_us_median", Double.isNaN(r.roundMicrosMedian()) ? null : r.roundMicrosMedian())
+            .putPOJO("readback_us_median", Double.isNaN(r.readbackMicrosMedian()) ? null : r.readbackMicrosMedian())
+            .put("passed", r.passed()).put("simulated", r.simulated()).put("nic", "software NIC (simulated)")
+            .put("processes", r.processes());
+        if (r.aborted() != null) {
+            o.put("aborted", r.aborted());
+        }
+        return o;
+    }
+
+    private static String low(final Enum<?> e) {
+        return e.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    private static <E extends Enum<E>> E parse(final Class<E> type, final String v, final String opt,
+                                               final String allowed) {
+        try {
+            return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT).replace('-', '_'));
+        } catch (final IllegalArgumentException e) {
+            throw new IllegalArgumentException(opt + " must be one of " + allowed + ", not '" + v + "'");
+        }
+    }
+
+    static long size(final String s) {
+        final String t = s.trim().toUpperCase(Locale.ROOT);
+        try {
+            final long unit = t.endsWith("G") ? 1L << 30 : t.endsWith("M") ? 1L << 20 : t.endsWith("K") ? 1L << 10 : 1;
+            final String digits = unit == 1 ? t : t.substring(0, t.length() - 1);
+            return Math.multiplyExact(Long.parseLong(digits), unit);
+        } catch (final NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("--size must be a byte count like 4096, 64K, 1M or 2G, not '" + s + "'");
+        }
+    }
+}

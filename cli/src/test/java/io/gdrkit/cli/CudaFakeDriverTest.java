@@ -1,0 +1,84 @@
+package io.gdrkit.cli;
+
+import io.gdrkit.gpu.cuda.CudaDriver;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Checks the FFM bindings without a GPU: builds a test double of libcuda ({@code src/test/c/fakecuda.c}) with the
+ * system C compiler and runs {@link CudaReport} against it in a child JVM (the driver is loaded once per process).
+ * Every bound symbol must resolve, every downcall's types must match (invokeExact fails otherwise), and kernel
+ * parameters must arrive where cuLaunchKernel's {@code void**} says. Skipped where no {@code cc} is installed.
+ */
+class CudaFakeDriverTest {
+
+    @Test
+    void cudaReportRunsAgainstTheFakeDriver() throws Exception {
+        final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda.so");
+        final Path json = dir.resolve("report.json");
+        Files.deleteIfExists(json);
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString()),
+            dir.resolve("cc.log")) == 0, "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path log = dir.resolve("report.log");
+        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+            CudaReport.class.getName(), json.toString(), "--bytes", "1048576", "--iters", "2"), log);
+        final String out = Files.readString(log);
+        assertEquals(0, rc, out);
+        final String report = Files.readString(json);
+        assertTrue(report.contains("\"found\": true"), report);
+        assertTrue(report.contains("\"attr118_writesOrdering\": 100"), report);
+        assertTrue(report.contains("\"attr118_decoded\": \"OWNER\""), report);
+        assertTrue(report.contains("\"fillVerifyOk\": true"), report);
+        assertTrue(report.contains("\"pinnedDevicePointerIsHostAddress\": true"), report);
+        assertTrue(report.contains("\"verifySameRoundMismatches\": 0"), report);
+        assertTrue(report.contains("\"afterSet1\": true"), report);
+        assertTrue(report.contains("cuFlushGPUDirectRDMAWrites(0, 200) = CUDA_SUCCESS"), report);
+        assertTrue(report.contains("\"noOpByRule\": true"), "TO_OWNER on an OWNER device is a no-op: " + report);
+        assertTrue(report.contains("DMA_BUF_FD, 0) = CUDA_SUCCESS"), report);
+        assertTrue(report.contains("\"bar1Bytes\": \"unknown\"") || report.contains("\"bar1Bytes\": "), report);
+        assertTrue(out.contains("fake"), "the test double names itself: " + out);
+    }
+
+    @Test
+    void missingDriverIsReportedAsNotFound() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path json = dir.resolve("missing.json");
+        final Path log = dir.resolve("missing.log");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + dir.resolve("no-such-libcuda.so"), "-cp",
+            System.getProperty("java.class.path"), CudaReport.class.getName(), json.toString()), log);
+        assertEquals(3, rc, Files.readString(log));
+        final String report = Files.readString(json);
+        assertTrue(report.contains("\"found\": false") && report.contains("no-such-libcuda.so"), report);
+        assertTrue(Files.readString(log).startsWith("CUDA not found"), Files.readString(log));
+    }
+
+    private static int run(final List<String> cmd, final Path log) throws IOException, InterruptedException {
+        final Process p;
+        try {
+            p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        } catch (final IOException e) {
+            return 127; // the command does not exist
+        }
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("timed out after 120 s waiting for " + cmd.get(0) + " (" + log + ")");
+        }
+        return p.exitValue();
+    }
+}

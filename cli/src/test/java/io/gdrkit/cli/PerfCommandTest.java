@@ -1,0 +1,280 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import io.gdrkit.labs.perf.Loopback;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** perf with tiny iteration counts: output format and error handling only, never timing. */
+class PerfCommandTest {
+    private static final String BW = "#bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]";
+    private static final String LAT = "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]"
+        + " t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    void tablePrintsPerftestHeader(final String test) {
+        final Cli r = Cli.run("perf", test, "--loopback", "-n", "50", "--warmup", "10");
+        assertEquals(0, r.exitCode(), r::toString);
+        final List<String> lines = r.lines();
+        assertEquals(Loopback.SIMULATED_HEADER, lines.get(0));
+        assertTrue(lines.get(1).startsWith("# test: " + test), r::toString);
+        assertEquals(test.endsWith("_bw") ? BW : LAT, lines.get(2));
+        assertEquals(4, lines.size(), r::toString);
+        final String[] cols = lines.get(3).trim().split("\\s+");
+        assertEquals(test.endsWith("_bw") ? 5 : 9, cols.length, lines.get(3));
+        assertEquals(test.equals("atomic_lat") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
+        assertEquals("50", cols[1]);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    void jsonHasTheFields(final String test) throws Exception {
+        final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "5", "--json", "-s",
+            test.startsWith("atomic") ? "8" : "64");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(1, r.lines().size(), r::toString);
+        final JsonNode j = JSON.readTree(r.lines().get(0));
+        assertTrue(j.get("simulated").asBoolean());
+        assertEquals("injvm", j.get("fabric").asText());
+        assertEquals(test.startsWith("atomic") ? 8 : 64, j.get("bytes").asInt());
+        assertEquals(20, j.get("iterations").asLong());
+        final List<String> fields = test.endsWith("_bw")
+            ? List.of("bw_peak_mib_s", "bw_avg_mib_s", "msg_rate_mpps")
+            : List.of("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "p99_us", "p999_us");
+        for (final String f : fields) {
+            assertTrue(j.hasNonNull(f) && j.get(f).isNumber(), () -> f + " missing in " + j);
+            assertTrue(j.get(f).asDouble() >= 0, () -> f + " negative in " + j);
+        }
+    }
+
+    @Test
+    void multipleQpsSoftwareMtuAndGbits() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "40", "--warmup", "0", "-q", "3", "-t", "8",
+            "-Q", "4", "--mtu", "65536", "-s", "200000", "--report_gbits");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals("#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]", r.lines().get(2));
+        assertTrue(r.lines().get(3).startsWith("200000 40 "), r::toString);
+    }
+
+    @Test
+    void sendBwWithSeveralQpsAndDedicatedProgress() {
+        final Cli r = Cli.run("perf", "send_bw", "--loopback", "-n", "30", "--warmup", "0", "-q", "2", "-s",
+            "5000", "--progress", "dedicated", "--mtu", "1024");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(1).contains("progress: dedicated"), r::toString);
+    }
+
+    @Test
+    void writeAndSendBwWithOwnDeviceProgress() {
+        for (final String test : new String[] {"write_bw", "send_bw", "read_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "-n", "200", "--warmup", "0", "-s", "8192",
+                "--progress", "own-device");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.lines().get(1).contains("progress: own_device"), r::toString);
+            assertTrue(r.lines().get(r.lines().size() - 1).startsWith("8192 "), r::toString);
+        }
+    }
+
+    @Test
+    void acrossProcessesOverSharedMemoryAndTcp() {
+        int port = 19000 + 2 * (int) (ProcessHandle.current().pid() % 500);
+        for (final String fabric : new String[] {"shm", "tcp"}) {
+            for (final String test : new String[] {"write_bw", "send_bw", "read_bw", "write_lat", "send_lat",
+                "read_lat", "atomic_lat"}) {
+                final Cli r = Cli.run("perf", test, "--fabric", fabric, "--loopback", "--port",
+                    Integer.toString(port), "-n", "300", "--warmup", "100", "--json");
+                port += 2;
+                assertEquals(0, r.exitCode(), r::toString);
+                final String last = r.lines().get(r.lines().size() - 1);
+                assertTrue(last.contains("\"fabric\":\"" + fabric + "\"") && last.contains("\"simulated\":true")
+                    && last.contains("\"iterations\":300"), r::toString);
+            }
+        }
+        final Cli faulty = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+            Integer.toString(port), "-n", "300", "--warmup", "0", "-s", "20000", "--faults", "drop=0.02,seed=4");
+        port += 2;
+        assertEquals(0, faulty.exitCode(), faulty::toString);
+        assertTrue(faulty.out().contains("# faults (client's sending links): drop=0.02,seed=4"), faulty::toString);
+        final Cli table = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "--port",
+            Integer.toString(port), "-n", "200", "--warmup", "0", "-s", "70000", "-q", "2");
+        assertEquals(0, table.exitCode(), table::toString);
+        assertTrue(table.lines().get(0).contains("tcp fabric between processes"), table::toString);
+        assertTrue(table.lines().get(table.lines().size() - 1).startsWith("70000 "), table::toString);
+    }
+
+    @Test
+    void faultsOnTheInJvmFabricAreCountedAndBadSpecsRefused() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "500", "--warmup", "0", "-s", "9000",
+            "--faults", "drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=9");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.out().contains("# faults injected: dropped="), r::toString);
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "--faults", "lose=1");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("unknown fault keys [lose]"), bad::toString);
+    }
+
+    @Test
+    void stripedWriteBwOverSeveralQps() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-q", "4", "--stripe", "-n", "300", "--warmup", "0",
+            "-s", "1000000", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(r.lines().size() - 1).contains("\"iterations\":300"), r::toString);
+        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
+            Integer.toString(21000 + (int) (ProcessHandle.current().pid() % 1000) * 2), "-q", "3", "--stripe", "-n",
+            "100", "--warmup", "0", "-s", "300000");
+        assertEquals(0, remote.exitCode(), remote::toString);
+        int port = 23000 + (int) (ProcessHandle.current().pid() % 1000) * 2;
+        for (final String test : new String[] {"write_bw", "send_lat"}) {
+            final Cli timed = Cli.run("perf", test, "--fabric", "tcp", "--loopback", "--port", Integer.toString(port),
+                "-D", "0.3", "--warmup", "10", "--report_gbits", "-s", "4096");
+            port += 2;
+            assertEquals(0, timed.exitCode(), timed::toString);
+            assertTrue(timed.out().contains("duration: 0.3 s"), timed::toString);
+        }
+        final Cli bad = Cli.run("perf", "read_bw", "--loopback", "--stripe");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("--stripe works with write_bw only"), bad::toString);
+    }
+
+    @Test
+    void clientWithoutServerFailsClearly() {
+        final Cli r = Cli.run("perf", "write_bw", "--fabric", "shm", "127.0.0.1", "--port", "1", "-n", "10");
+        assertEquals(1, r.exitCode(), r::toString);
+        assertTrue(r.err().contains("REFUSED"), r::toString);
+    }
+
+    @Test
+    void durationRunStops() {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-D", "0.2", "--warmup", "0", "-s", "4096", "-q",
+            "2", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertFalse(r.lines().isEmpty(), r::toString);
+    }
+
+    @Test
+    void allSizesForAtomicIsOneRow() {
+        final Cli r = Cli.run("perf", "atomic_lat", "--loopback", "-a", "-n", "10", "--warmup", "0", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(1, r.lines().size(), r::toString);
+    }
+
+    @Test
+    void reportFolderBesideTheUnchangedTable(@TempDir final Path tmp) throws Exception {
+        final Path dir = tmp.resolve("perf-report");
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5", "-s", "64", "--report",
+            dir.toString());
+        assertEquals(0, r.exitCode(), r::toString);
+        final List<String> lines = r.lines();
+        assertEquals(5, lines.size(), r::toString);
+        assertEquals(Loopback.SIMULATED_HEADER, lines.get(0));
+        assertEquals(BW, lines.get(2));
+        assertTrue(lines.get(3).startsWith("64 "), r::toString);
+        final Path html = dir.resolve("report.html").toAbsolutePath();
+        assertEquals("# report: " + html, lines.get(4));
+        final JsonNode j = JSON.readTree(dir.resolve("report.json").toFile());
+        assertTrue(j.get("simulated").asBoolean());
+        assertTrue(j.get("simulated_what").asText().startsWith("software NICs (simulated) on the in-JVM fabric"),
+            j::toString);
+        assertTrue(j.get("command").asText().startsWith("gdrkit perf write_bw --loopback -n 20"), j::toString);
+        assertEquals("write_bw", j.get("facts").get("test").asText());
+        final JsonNode bw = j.get("sections").get(0);
+        assertEquals(1, bw.get("rows").size());
+        assertEquals(64, bw.get("rows").get(0).get("bytes").asInt());
+        assertEquals(20, bw.get("rows").get(0).get("iterations").asInt());
+        assertTrue(bw.get("rows").get(0).get("bw_avg_mib_s").asDouble() > 0);
+        assertEquals(2, bw.get("charts").size(), "bandwidth and message rate against size");
+        final String page = Files.readString(html);
+        assertEquals(2, page.split("<svg ", -1).length - 1, "one inline SVG per chart");
+        assertTrue(Files.readString(dir.resolve("report.md")).contains("| 64 | 20 |"));
+    }
+
+    @Test
+    void reportWithJsonAndLatencyPercentiles(@TempDir final Path tmp) throws Exception {
+        final Cli r = Cli.run("perf", "send_lat", "--loopback", "-n", "20", "--warmup", "5", "-s", "8", "--json",
+            "--report", tmp.toString());
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals(2, r.lines().size(), r::toString);
+        assertEquals(8, JSON.readTree(r.lines().get(0)).get("bytes").asInt());
+        assertEquals(tmp.resolve("report.html").toAbsolutePath().toString(),
+            JSON.readTree(r.lines().get(1)).get("report").asText());
+        final JsonNode lat = JSON.readTree(tmp.resolve("report.json").toFile()).get("sections").get(0);
+        assertEquals("p999_us", lat.get("columns").get(8).asText());
+        final JsonNode series = lat.get("charts").get(0).get("series");
+        assertEquals(5, series.size(), series::toString);
+        assertEquals("p99.9", series.get(4).get("name").asText());
+    }
+
+    @Test
+    void reportRefusedOnTheServerAndUnwritableFolderFails(@TempDir final Path tmp) throws Exception {
+        final Cli server = Cli.run("perf", "write_bw", "--fabric", "shm", "--report", tmp.toString());
+        assertEquals(2, server.exitCode(), server::toString);
+        assertTrue(server.err().contains("--report is written by the side that measures"), server::toString);
+        final Path file = Files.writeString(tmp.resolve("a-file"), "x");
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "-n", "10", "--warmup", "0", "-s", "64",
+            "--report", file.resolve("r").toString());
+        assertEquals(1, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("gdrkit perf: error: cannot write report 'gdrkit perf write_bw' into "
+            + file.resolve("r")), bad::toString);
+    }
+
+    @Test
+    void baselinePrintsMemcpyAndPingPong() throws Exception {
+        final Cli r = Cli.run("perf", "--baseline", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        boolean memcpy = false;
+        boolean pingPong = false;
+        for (final String l : r.lines()) {
+            final JsonNode j = JSON.readTree(l);
+            memcpy |= "memcpy".equals(j.path("baseline").asText()) && j.get("bw_mib_s").asDouble() > 0;
+            pingPong |= "cacheline_pingpong".equals(j.path("baseline").asText());
+        }
+        assertTrue(memcpy && pingPong, r::toString);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "perf foo_bw --loopback|unknown test 'foo_bw'",
+        "perf atomic_lat --loopback -s 0|atomics operate on exactly 8 bytes",
+        "perf write_bw --loopback -n -5|-n/--iters -5 must be at least 1",
+        "perf write_bw --loopback -s 16777216|exceeds the registered buffer",
+        "perf write_bw --loopback -s 0|must be at least 1 byte",
+        "perf write_bw --loopback --mtu 3000|--mtu 3000 must be a power of two",
+        "perf write_bw --loopback -q 0|-q/--qp 0 must be",
+        "perf write_lat --loopback -q 2|latency tests use one QP",
+        "perf write_bw --loopback --progress fast|--progress must be invoker, own-device or dedicated",
+        "perf write_bw|give --loopback (both NICs in this JVM) or --fabric shm|tcp",
+        "perf write_bw --fabric udp --loopback|--fabric must be shm or tcp",
+        "perf write_bw --loopback somehost|a HOST needs --fabric",
+        "perf write_bw --fabric shm --loopback somehost|do not name a HOST",
+        "perf write_bw --fabric shm --loopback --port 0|--port 0 outside 1..65535",
+        "perf write_bw --loopback -t 0|-t/--tx-depth 0",
+        "perf write_bw --loopback -D -1|-D/--duration",
+        "perf --loopback|name a test",
+        "perf write_bw --loopback --bogus|Unknown option",
+        "perf write_bw --loopback -s abc|Invalid value",
+    })
+    void badFlagsExitTwoWithoutStackTrace(final String spec) {
+        final String[] parts = spec.split("\\|");
+        final Cli r = Cli.run(parts[0].split(" "));
+        assertEquals(2, r.exitCode(), r::toString);
+        assertTrue(r.err().contains(parts[1]), r::toString);
+        assertFalse(r.err().contains("\tat "), r::toString);
+        assertFalse(r.err().contains("Exception"), r::toString);
+    }
+}

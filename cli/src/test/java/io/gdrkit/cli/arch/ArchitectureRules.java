@@ -1,0 +1,51 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli.arch;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.lang.ArchRule;
+import java.util.List;
+
+/**
+ * gdrkit's layering as ArchUnit rules (docs/ARCHITECTURE.md): cli → labs → gdr → (verbs, gpu) → core, one way.
+ * Providers (the software NIC, a native provider) sit beside verbs: they implement it and are found through
+ * ServiceLoader; only labs and cli configure them. Kept apart from the test so that a planted violation can be
+ * checked against the very same rules.
+ */
+final class ArchitectureRules {
+    private ArchitectureRules() {
+    }
+
+    static final ArchRule LAYERS = layeredArchitecture().consideringOnlyDependenciesInLayers()
+        .layer("cli").definedBy("io.gdrkit.cli..")
+        .layer("labs").definedBy("io.gdrkit.labs..")
+        .layer("gdr").definedBy("io.gdrkit.gdr..")
+        .layer("providers").definedBy("io.gdrkit.softnic..", "io.gdrkit.ibverbs..")
+        .layer("verbs").definedBy("io.gdrkit.verbs..")
+        .layer("gpu").definedBy("io.gdrkit.gpu..")
+        .layer("core").definedBy("io.gdrkit.core..")
+        .whereLayer("cli").mayNotBeAccessedByAnyLayer()
+        .whereLayer("labs").mayOnlyBeAccessedByLayers("cli")
+        .whereLayer("gdr").mayOnlyBeAccessedByLayers("labs", "cli")
+        .whereLayer("providers").mayOnlyBeAccessedByLayers("labs", "cli")
+        .whereLayer("verbs").mayOnlyBeAccessedByLayers("providers", "gdr", "labs", "cli")
+        .whereLayer("gpu").mayOnlyBeAccessedByLayers("gdr", "labs", "cli")
+        .as("layers: cli -> labs -> gdr -> (verbs, gpu) -> core; providers beside verbs");
+
+    static final ArchRule NO_PACKAGE_CYCLES = slices().matching("io.gdrkit.(**)").should().beFreeOfCycles()
+        .as("no cycles between packages");
+
+    static final ArchRule PICOCLI_ONLY_IN_CLI = noClasses().that().resideOutsideOfPackage("io.gdrkit.cli..")
+        .should().dependOnClassesThat().resideInAPackage("picocli..")
+        .as("picocli is used only in cli");
+
+    static final ArchRule NO_STDOUT_BELOW_CLI = noClasses().that().resideOutsideOfPackage("io.gdrkit.cli..")
+        .should().accessField(System.class, "out")
+        .as("no System.out below cli: labs return records, only the cli prints");
+
+    static final List<ArchRule> ALL = List.of(LAYERS, NO_PACKAGE_CYCLES, PICOCLI_ONLY_IN_CLI, NO_STDOUT_BELOW_CLI);
+}

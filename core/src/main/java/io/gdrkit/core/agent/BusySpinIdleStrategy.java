@@ -1,0 +1,15 @@
+package io.gdrkit.core.agent;
+
+/** Spins with {@link Thread#onSpinWait()}; lowest latency, burns a core. */
+public final class BusySpinIdleStrategy implements IdleStrategy {
+    @Override
+    public void idle(final int workCount) {
+        if (workCount == 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    @Override
+    public void reset() {
+    }
+}

@@ -1,0 +1,15 @@
+package io.gdrkit.core.agent;
+
+/** Yields the core when idle: good when threads outnumber cores. */
+public final class YieldingIdleStrategy implements IdleStrategy {
+    @Override
+    public void idle(final int workCount) {
+        if (workCount == 0) {
+            Thread.yield();
+        }
+    }
+
+    @Override
+    public void reset() {
+    }
+}

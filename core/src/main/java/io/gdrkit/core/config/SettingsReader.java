@@ -1,0 +1,136 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.core.config;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * The one place a component reads its {@code NCCL_*} environment variables or {@code gdrkit.*} properties. Each read
+ * is parsed and range-checked once, recorded with its {@link Source}, and a malformed value is an
+ * {@link IllegalArgumentException} that names the variable, the text and what was expected. A Context calls this from
+ * its {@code conclude()}; nothing on a data path reads the environment.
+ *
+ * <p>Overrides (a flag or setter) win over the environment and properties, which win over defaults.
+ */
+public final class SettingsReader {
+    private final Map<String, String> env;
+    private final Map<String, String> props;
+    private final Map<String, String> overrides;
+    private final List<Setting<?>> recorded = new ArrayList<>();
+
+    /**
+     * @param env       environment variables (usually {@code System.getenv()}); read for {@code NCCL_*} names
+     * @param props     system properties as strings; read for {@code gdrkit.*} names
+     * @param overrides values given by flags or setters; they win and are recorded as {@link Source#FLAG}
+     */
+    public SettingsReader(final Map<String, String> env, final Map<String, String> props,
+                          final Map<String, String> overrides) {
+        this.env = Map.copyOf(env);
+        this.props = Map.copyOf(props);
+        this.overrides = Map.copyOf(overrides);
+    }
+
+    /** Reads the process's environment and system properties, with no overrides. */
+    public static SettingsReader ofProcess() {
+        final Map<String, String> p = new java.util.HashMap<>();
+        System.getProperties().forEach((k, v) -> p.put(String.valueOf(k), String.valueOf(v)));
+        return new SettingsReader(System.getenv(), p, Map.of());
+    }
+
+    /** Reads only {@code env} (tests, or a child's environment). */
+    public static SettingsReader ofEnv(final Map<String, String> env) {
+        return new SettingsReader(env, Map.of(), Map.of());
+    }
+
+    /** An integer in {@code [min, max]}. */
+    public Setting<Integer> integer(final String name, final int dflt, final int min, final int max) {
+        return read(name, dflt, s -> {
+            final int v;
+            try {
+                v = Integer.parseInt(s.trim());
+            } catch (final NumberFormatException e) {
+                throw bad(name, s, "an integer in [" + min + ", " + max + "]");
+            }
+            if (v < min || v > max) {
+                throw bad(name, s, "an integer in [" + min + ", " + max + "]");
+            }
+            return v;
+        });
+    }
+
+    /** A long in {@code [min, max]}. */
+    public Setting<Long> longValue(final String name, final long dflt, final long min, final long max) {
+        return read(name, dflt, s -> {
+            final long v;
+            try {
+                v = Long.parseLong(s.trim());
+            } catch (final NumberFormatException e) {
+                throw bad(name, s, "an integer in [" + min + ", " + max + "]");
+            }
+            if (v < min || v > max) {
+                throw bad(name, s, "an integer in [" + min + ", " + max + "]");
+            }
+            return v;
+        });
+    }
+
+    /** A flag: {@code 0/1} or {@code true/false} (NCCL uses 0/1, gdrkit properties true/false). */
+    public Setting<Boolean> flag(final String name, final boolean dflt) {
+        return read(name, dflt, s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true" -> true;
+            case "0", "false" -> false;
+            default -> throw bad(name, s, "0, 1, true or false");
+        });
+    }
+
+    /** Free text (an interface list, a plugin name). */
+    public Setting<String> text(final String name, final String dflt) {
+        return read(name, dflt, String::trim);
+    }
+
+    /** One of an enum's constants, by name, case-insensitive, '-' read as '_'. */
+    public <E extends Enum<E>> Setting<E> choice(final String name, final E dflt, final Class<E> type) {
+        return read(name, dflt, s -> {
+            try {
+                return Enum.valueOf(type, s.trim().toUpperCase(Locale.ROOT).replace('-', '_'));
+            } catch (final IllegalArgumentException e) {
+                throw bad(name, s, "one of " + java.util.Arrays.toString(type.getEnumConstants()));
+            }
+        });
+    }
+
+    /** Any value with its own parser; the parser throws IllegalArgumentException naming what it expected. */
+    public <T> Setting<T> read(final String name, final T dflt, final Function<String, T> parse) {
+        final Setting<T> s;
+        if (overrides.containsKey(name)) {
+            s = new Setting<>(name, parse.apply(overrides.get(name)), Source.FLAG, overrides.get(name));
+        } else if (name.startsWith("NCCL_") && present(env.get(name))) {
+            s = new Setting<>(name, parse.apply(env.get(name)), Source.ENVIRONMENT, env.get(name));
+        } else if (!name.startsWith("NCCL_") && present(props.get(name))) {
+            s = new Setting<>(name, parse.apply(props.get(name)), Source.PROPERTY, props.get(name));
+        } else {
+            s = new Setting<>(name, dflt, Source.DEFAULT, null);
+        }
+        recorded.add(s);
+        return s;
+    }
+
+    /** Every setting read so far, in order: what a settings table or a report prints. */
+    public List<Setting<?>> recorded() {
+        return Collections.unmodifiableList(recorded);
+    }
+
+    private static boolean present(final String v) {
+        return v != null && !v.isBlank();
+    }
+
+    private static IllegalArgumentException bad(final String name, final String text, final String want) {
+        return new IllegalArgumentException(name + "=" + text + " is not " + want);
+    }
+}

@@ -1,0 +1,50 @@
+package io.gdrkit.core.mem;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Memory a NIC reaches by DMA but the CPU does not address directly: GPU memory through a BAR1 mapping, for
+ * example. Registering it ({@link ProtectionDomain#registerMr(DmaMemory, int)}) lets remote WRITE/READ/ATOMIC
+ * and local SGEs use it like host memory, while every byte moves through these calls, so the memory's own
+ * ordering and visibility rules (posted writes, flushes) apply.
+ */
+public interface DmaMemory {
+    /** The address SGEs and remote addresses use for the first byte (a device virtual address for a GPU). */
+    long address();
+
+    long byteSize();
+
+    /** A NIC write (posted: it may become visible to the memory's consumers later). */
+    void dmaWrite(long offset, MemorySegment src, long srcOffset, long length);
+
+    /** A NIC read; it is ordered behind earlier writes on the same path. */
+    void dmaRead(long offset, MemorySegment dst, long dstOffset, long length);
+
+    /**
+     * Called by the NIC before it reports the completion of writes into this memory (an ACK, a receive
+     * completion): it gives what the memory's ordering promises at completion, no more.
+     */
+    void completionFence();
+
+    /**
+     * An 8-byte RDMA atomic executed by the memory's side of the link.
+     *
+     * @param compareAndSwap true: CMP_AND_SWP(compare = operand, swap); false: FETCH_AND_ADD(add = operand)
+     * @return the original value
+     */
+    long dmaAtomic(long offset, boolean compareAndSwap, long operand, long swap);
+
+    /** What this memory is, for logs and reports: "GPU 0 (simulated H200) via BAR1", and so on. */
+    String describe();
+
+    /**
+     * A view of {@code [offset, offset + length)} of this memory whose first byte has the address {@code address}:
+     * what an MR over part of a buffer (or a DMA-BUF registered at an iova) reaches. Accesses add the offset and
+     * delegate; nothing is copied or allocated per access.
+     *
+     * @throws IllegalArgumentException when the range is empty or outside this memory
+     */
+    default DmaMemory window(final long offset, final long length, final long address) {
+        return new DmaWindow(this, offset, length, address);
+    }
+}

@@ -1,0 +1,45 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.core.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class SettingsReaderTest {
+    enum Level { LOC, PIX, SYS }
+
+    @Test
+    void sourcesArePrecedenceOrderedAndRecorded() {
+        final SettingsReader r = new SettingsReader(Map.of("NCCL_A", "3", "NCCL_B", "1"),
+            Map.of("gdrkit.c", "false", "NCCL_A", "9"), Map.of("NCCL_B", "0"));
+        assertEquals(new Setting<>("NCCL_A", 3, Source.ENVIRONMENT, "3"), r.integer("NCCL_A", 1, 0, 5));
+        assertEquals(new Setting<>("NCCL_B", false, Source.FLAG, "0"), r.flag("NCCL_B", true));
+        assertEquals(new Setting<>("gdrkit.c", false, Source.PROPERTY, "false"), r.flag("gdrkit.c", true));
+        assertEquals(new Setting<>("NCCL_D", Level.PIX, Source.DEFAULT, null), r.choice("NCCL_D", Level.PIX,
+            Level.class));
+        assertEquals(List.of("NCCL_A", "NCCL_B", "gdrkit.c", "NCCL_D"),
+            r.recorded().stream().map(Setting::name).toList());
+        assertEquals("NCCL_A=3 (environment)", r.recorded().get(0).describe());
+    }
+
+    @Test
+    void malformedValuesNameTheVariableAndTheExpectation() {
+        final SettingsReader r = SettingsReader.ofEnv(Map.of("NCCL_X", "7", "NCCL_Y", "yes", "NCCL_Z", "abc",
+            "NCCL_L", "far"));
+        assertEquals("NCCL_X=7 is not an integer in [0, 5]",
+            assertThrows(IllegalArgumentException.class, () -> r.integer("NCCL_X", 0, 0, 5)).getMessage());
+        assertEquals("NCCL_Y=yes is not 0, 1, true or false",
+            assertThrows(IllegalArgumentException.class, () -> r.flag("NCCL_Y", false)).getMessage());
+        assertEquals("NCCL_Z=abc is not an integer in [0, 9]",
+            assertThrows(IllegalArgumentException.class, () -> r.longValue("NCCL_Z", 0, 0, 9)).getMessage());
+        assertEquals("NCCL_L=far is not one of [LOC, PIX, SYS]",
+            assertThrows(IllegalArgumentException.class, () -> r.choice("NCCL_L", Level.LOC, Level.class))
+                .getMessage());
+        assertEquals(0, r.recorded().size());
+    }
+}

@@ -1,0 +1,496 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.perf;
+
+import io.gdrkit.verbs.cm.CmConnection;
+import io.gdrkit.verbs.cm.CmException;
+import io.gdrkit.verbs.cm.CmListener;
+import io.gdrkit.verbs.cm.ConnectionManager;
+import io.gdrkit.core.agent.NanoClock;
+import io.gdrkit.softnic.fabric.Fabric;
+import io.gdrkit.softnic.fabric.FaultInjector;
+import io.gdrkit.softnic.fabric.ShmFabric;
+import io.gdrkit.softnic.fabric.TcpFabric;
+import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.softnic.SoftDevice;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.Mtu;
+import io.gdrkit.verbs.QpAttr;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.RecvWorkRequest;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.WcOpcode;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.HdrHistogram.Histogram;
+
+/**
+ * perftest across processes: a server that waits for clients, and a client, each with one software NIC on a
+ * shared-memory or TCP fabric, meeting through the connection manager on TCP port {@code port} (18515, like
+ * perftest). The client's REQ private data carries the test; the server's REP carries its buffer's address
+ * and rkey. One CM connection per QP. The server serves runs until a client sends a QUIT request.
+ *
+ * <pre>
+ * REQ private data (big-endian):  test ordinal (u8) | size (u32) | QPs (u32) | rx-depth (u32) | MTU (u32)
+ *                                 | buffer bytes (u64) | client buffer address (u64) | its rkey (u32) | quit (u8)
+ * REP private data:               buffer address (u64) | rkey (u32)
+ * </pre>
+ */
+public final class RemotePerf {
+    public static final int DEFAULT_PORT = 18515;
+    private static final Duration CM_TIMEOUT = Duration.ofSeconds(30);
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    private static final long HIGHEST_NS = 60_000_000_000L;
+    private static final int SERVER_LID = 1;
+    private static final int CLIENT_LID = 2;
+
+    private RemotePerf() {
+    }
+
+    public record Setup(PerfKind test, int size, int numQps, int rxDepth, int mtu, long bufBytes, long clientAddr,
+                 int clientRkey, boolean quit) {
+        static final int LENGTH = 42;
+
+        byte[] encode() {
+            return ByteBuffer.allocate(LENGTH).put((byte) test.ordinal()).putInt(size).putInt(numQps)
+                .putInt(rxDepth).putInt(mtu).putLong(bufBytes).putLong(clientAddr).putInt(clientRkey)
+                .put((byte) (quit ? 1 : 0)).array();
+        }
+
+        static Setup decode(final byte[] b) {
+            if (b.length != LENGTH) {
+                throw new IllegalArgumentException("not a gdrkit perf client (private data of " + b.length
+                    + " bytes)");
+            }
+            final ByteBuffer bb = ByteBuffer.wrap(b);
+            final int t = bb.get();
+            if (t < 0 || t >= PerfKind.values().length) {
+                throw new IllegalArgumentException("unknown perf test " + t);
+            }
+            return new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(), bb.getLong(),
+                bb.getLong(), bb.getInt(), bb.get() != 0);
+        }
+    }
+
+    /** The fabric both processes attach to; for shm it is named after the CM port. */
+    /**
+     * @param serverHost null on the server; on a client, the server's host (the TCP fabric connects to it on
+     *                   {@code port + 1}, the CM talks on {@code port})
+     */
+    public static Fabric fabric(final String kind, final int port, final int linkCapacity,
+                         final FaultInjector.Config faults, final String serverHost) {
+        final boolean crc = faults != null && faults.corrupt() > 0;
+        final Fabric f = kind.equals("tcp")
+            ? new TcpFabric(new InetSocketAddress(serverHost == null ? port + 1 : 0), linkCapacity, null, crc, 1)
+            : fabric(kind, port, linkCapacity, crc);
+        if (faults != null) {
+            f.hook(new FaultInjector(faults, NanoClock.SYSTEM));
+        }
+        return f;
+    }
+
+    private static Fabric fabric(final String kind, final int port, final int linkCapacity, final boolean crc) {
+        return switch (kind) {
+            case "shm" -> new ShmFabric(Path.of("/dev/shm").toFile().isDirectory()
+                ? Path.of("/dev/shm", "gdrkit-perf-" + port)
+                : Path.of(System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port), linkCapacity, 2, null, crc);
+            default -> throw new IllegalArgumentException("--fabric must be shm or tcp, not '" + kind + "'");
+        };
+    }
+
+    public static String header(final String fabric) {
+        return "# software NIC (simulated), " + fabric + " fabric between processes";
+    }
+
+    public static QpAttr attr(final int mtu) {
+        final QpAttr a = RcConnector.defaults();
+        if (mtu <= 4096) {
+            a.pathMtu(Mtu.fromBytes(mtu));
+        } else {
+            a.softwareMtu(mtu);
+        }
+        return a;
+    }
+
+    // ------------------------------------------------------------------ server
+
+    /** Serves perf clients until one sends QUIT; prints one line per run. */
+    public static void serve(final String fabricKind, final int port, final int linkCapacity, final PrintWriter out,
+                      final long acceptTimeoutMs, final FaultInjector.Config faults) {
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, null));
+             CmListener listener = new CmListener(new InetSocketAddress(port))) {
+            final SoftDevice dev = driver.addDevice("perf-server", SERVER_LID);
+            out.println(header(fabricKind));
+            out.println("# server: waiting for clients on port " + port + " (" + driver.fabric().describe() + ")");
+            out.flush();
+            while (true) {
+                final CmListener.Request first = listener.accept(Duration.ofMillis(acceptTimeoutMs));
+                final Setup setup = Setup.decode(first.privateData());
+                if (setup.quit()) {
+                    first.reject("server done");
+                    out.println("# server: done");
+                    out.flush();
+                    return;
+                }
+                serveRun(dev, listener, first, setup, out);
+            }
+        }
+    }
+
+    private static void serveRun(final SoftDevice dev, final CmListener listener, final CmListener.Request first,
+                                 final Setup s, final PrintWriter out) {
+        try (Arena arena = Arena.ofShared()) {
+            final Loopback.Side side = new Loopback.Side(dev, s.numQps(), Math.max(64, s.numQps() * s.rxDepth() * 2));
+            side.buf = arena.allocate(Math.max(s.bufBytes(), 64), 4096);
+            side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            final CmConnection[] conns = new CmConnection[s.numQps()];
+            final byte[] rep = ByteBuffer.allocate(12).putLong(side.mr.address()).putInt(side.mr.rkey()).array();
+            CmListener.Request req = first;
+            for (int q = 0; q < s.numQps(); q++) {
+                if (q > 0) {
+                    req = listener.accept(CM_TIMEOUT);
+                }
+                final QpInitAttr ia = new QpInitAttr();
+                ia.cap.maxSendWr(256).maxRecvWr(Math.max(1, s.rxDepth())).maxInlineData(256);
+                side.qps[q] = side.pd.createQp(ia.cqs(side.scq, side.rcq));
+                conns[q] = req.accept(side.qps[q], dev.lid(), attr(s.mtu()), rep);
+                if (s.test().isSend()) {
+                    // a SEND that overtakes these gets an RNR NAK and is retried: no loss
+                    for (int i = 0; i < s.rxDepth(); i++) {
+                        postRecv(side, q, s.size());
+                    }
+                }
+            }
+            final AtomicBoolean done = new AtomicBoolean();
+            final Thread watcher = Thread.ofPlatform().daemon(true).name("perf-disconnect").start(() -> {
+                while (!conns[0].isDisconnected()) {
+                    try {
+                        conns[0].awaitDisconnect();
+                    } catch (final CmException e) {
+                        if (e.reason() != CmException.Reason.TIMEOUT) {
+                            break;
+                        }
+                    }
+                }
+                done.set(true);
+            });
+            serverLoop(side, s, done);
+            for (int q = 1; q < conns.length; q++) {
+                conns[q].close();
+            }
+            join(watcher);
+            out.println("# server: finished " + s.test().id() + " " + s.size() + " B with " + s.numQps() + " QP(s)");
+            out.flush();
+            for (final var qp : side.qps) {
+                qp.close();
+            }
+            side.mr.deregister();
+            side.scq.close();
+            side.rcq.close();
+        }
+    }
+
+    /** The passive half: receives (send tests), echoes (latency ping-pong), or just drives the NIC. */
+    private static void serverLoop(final Loopback.Side side, final Setup s, final AtomicBoolean done) {
+        final WorkCompletion[] wcs = new WorkCompletion[32];
+        for (int i = 0; i < wcs.length; i++) {
+            wcs[i] = new WorkCompletion();
+        }
+        final SendWorkRequest wr = new SendWorkRequest(1);
+        final RecvWorkRequest rwr = new RecvWorkRequest(1);
+        final boolean pingPong = !s.test().bandwidth && s.test().halfRoundTrip();
+        final long outHalf = side.buf.byteSize() / 2;
+        final long last = Math.max(1, s.size()) - 1;
+        wr.opcode(s.test().opcode).sge(side.mr, outHalf, s.size());
+        if (!s.test().isSend()) {
+            wr.remote(s.clientAddr(), s.clientRkey());
+        }
+        final int inline = s.size() <= 220 ? SendFlags.INLINE : 0;
+        byte seen = 0;
+        long posted = 0;
+        while (!done.get()) {
+            boolean echo = false;
+            if (s.test().isSend()) {
+                final int n = side.rcq.poll(wcs);
+                for (int i = 0; i < n; i++) {
+                    if (wcs[i].status != WcStatus.SUCCESS) {
+                        return; // the client went away mid-run: its QP flushed
+                    }
+                    rwr.wrId(wcs[i].wrId).sge(side.mr, 0, Math.max(s.size(), 1));
+                    side.qps[(int) wcs[i].wrId].postRecv(rwr);
+                    echo |= pingPong;
+                }
+            } else if (pingPong) {
+                final byte v = (byte) BYTE.getAcquire(side.buf, last);
+                if (v != seen) {
+                    seen = v;
+                    side.buf.set(ValueLayout.JAVA_BYTE, outHalf + last, v);
+                    echo = true;
+                } else {
+                    side.dev.doWork();
+                }
+            } else {
+                side.dev.doWork();
+            }
+            if (echo) {
+                // every 64th echo signaled, so the send queue drains; RC completes in order
+                wr.wrId = posted;
+                wr.sendFlags = inline | (posted % 64 == 63 ? SendFlags.SIGNALED : 0);
+                side.qps[0].postSend(wr);
+                posted++;
+            }
+            side.scq.poll(wcs);
+        }
+    }
+
+    /** Setup only, not on the hot path. */
+    private static void postRecv(final Loopback.Side side, final int q, final int size) {
+        final RecvWorkRequest rwr = new RecvWorkRequest(1);
+        rwr.wrId(q).sge(side.mr, 0, Math.max(size, 1));
+        side.qps[q].postRecv(rwr);
+    }
+
+
+    // ------------------------------------------------------------------ client
+
+    /** Runs the test against the server at {@code host:port}, one size after another, then tells it to quit. */
+    public static void runClient(final String host, final int port, final String fabricKind, final int linkCapacity,
+                          final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
+                          final PerfListener printer, final boolean quitServer, final FaultInjector.Config faults,
+                          final boolean stripe) {
+        final InetSocketAddress server = new InetSocketAddress(host, port);
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, host))) {
+            final SoftDevice dev = driver.addDevice("perf-client", CLIENT_LID);
+            if (driver.fabric() instanceof TcpFabric tcp) {
+                tcp.connect(SERVER_LID, new InetSocketAddress(host, port + 1));
+            }
+            try {
+                for (final int size : sizes) {
+                    final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
+                    runSize(dev, server, cfg, printer, stripe);
+                }
+            } finally {
+                if (quitServer) {
+                    quit(dev, server);
+                }
+            }
+        }
+    }
+
+    private static void runSize(final SoftDevice dev, final InetSocketAddress server, final PerfConfig cfg,
+                                final PerfListener printer, final boolean stripe) {
+        final PerfKind test = cfg.test();
+        try (Arena arena = Arena.ofShared()) {
+            final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
+            final Loopback.Side side = new Loopback.Side(dev, cfg.numQps(), cqe);
+            final long bufBytes = 2 * cfg.bufferBytes();
+            side.buf = arena.allocate(bufBytes, 4096);
+            side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            final Setup setup = new Setup(test, cfg.size(), cfg.numQps(), cfg.rxDepth(), cfg.mtu(), bufBytes,
+                side.mr.address(), side.mr.rkey(), false);
+            final CmConnection[] conns = new CmConnection[cfg.numQps()];
+            long remoteAddr = 0;
+            int remoteRkey = 0;
+            try {
+                for (int q = 0; q < cfg.numQps(); q++) {
+                    final QpInitAttr ia = new QpInitAttr();
+                    ia.cap.maxSendWr(cfg.txDepth()).maxRecvWr(Math.max(1, cfg.rxDepth()))
+                        .maxInlineData(cfg.inlineSize());
+                    side.qps[q] = side.pd.createQp(ia.cqs(side.scq, side.rcq));
+                    conns[q] = ConnectionManager.connect(server, side.qps[q], dev.lid(), attr(cfg.mtu()),
+                        setup.encode(), CM_TIMEOUT);
+                    final ByteBuffer rep = ByteBuffer.wrap(conns[q].remotePrivateData());
+                    remoteAddr = rep.getLong();
+                    remoteRkey = rep.getInt();
+                }
+                if (test.bandwidth && stripe) {
+                    printer.bw(cfg, new StripedBwRun(side, remoteAddr, remoteRkey, cfg).run());
+                } else if (test.bandwidth) {
+                    printer.bw(cfg, new BwRun(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
+                        .run());
+                } else {
+                    printer.lat(cfg, latency(side, cfg, remoteAddr, remoteRkey));
+                }
+            } finally {
+                for (final CmConnection c : conns) {
+                    if (c != null) {
+                        c.close();
+                    }
+                }
+                for (final var qp : side.qps) {
+                    if (qp != null) {
+                        qp.close();
+                    }
+                }
+                side.mr.deregister();
+                side.scq.close();
+                side.rcq.close();
+            }
+        }
+    }
+
+    /** The active half of a latency run on QP 0; nothing allocated per iteration. */
+    private static LatResult latency(final Loopback.Side side, final PerfConfig cfg, final long remoteAddr,
+                                     final int remoteRkey) {
+        final PerfKind test = cfg.test();
+        final int size = cfg.size();
+        final boolean pingPong = test.halfRoundTrip();
+        final long outHalf = side.buf.byteSize() / 2;
+        final long last = Math.max(1, size) - 1;
+        final SendWorkRequest wr = new SendWorkRequest(1);
+        final RecvWorkRequest rwr = new RecvWorkRequest(1);
+        final WorkCompletion[] wcs = new WorkCompletion[16];
+        for (int i = 0; i < wcs.length; i++) {
+            wcs[i] = new WorkCompletion();
+        }
+        wr.opcode(test.opcode).sge(side.mr, pingPong ? outHalf : 0, size).remote(remoteAddr, remoteRkey);
+        if (test.isAtomic()) {
+            wr.atomic(1, 0);
+        }
+        if (test.isSend()) {
+            for (int i = 0; i < Math.max(1, cfg.rxDepth()); i++) {
+                rwr.wrId(0).sge(side.mr, 0, Math.max(size, 1));
+                side.qps[0].postRecv(rwr);
+            }
+        }
+        final int inline = pingPong && size <= cfg.inlineSize() ? SendFlags.INLINE : 0;
+        final Histogram histogram = new Histogram(HIGHEST_NS, 3);
+        final Deadline deadline = new Deadline();
+        final String waitingFor = pingPong ? "the server's echo" : test.id() + " completion";
+        long posted = 0;
+        long completed = 0;
+        long count = 0;
+        long min = Long.MAX_VALUE;
+        long max = 0;
+        double sum = 0;
+        double sumSq = 0;
+        // -D: after the warm-up, run for the duration instead of a count, as perftest does
+        final long total = cfg.timed() ? Long.MAX_VALUE : cfg.warmup() + cfg.iters();
+        long stopAt = Long.MAX_VALUE;
+        for (long i = 0; i < total; i++) {
+            if (cfg.timed() && i >= cfg.warmup() && System.nanoTime() >= stopAt) {
+                break;
+            }
+            if (i == cfg.warmup()) {
+                stopAt = cfg.timed() ? System.nanoTime() + (long) (cfg.durationSeconds() * 1e9) : Long.MAX_VALUE;
+                histogram.reset();
+                count = 0;
+                min = Long.MAX_VALUE;
+                max = 0;
+                sum = 0;
+                sumSq = 0;
+            }
+            final byte v = (byte) (i % 255 + 1);
+            final long t0 = System.nanoTime();
+            deadline.rearm();
+            if (pingPong) {
+                side.buf.set(ValueLayout.JAVA_BYTE, outHalf + last, v);
+                final boolean signaled = posted % 64 == 63;
+                wr.wrId = posted++;
+                wr.sendFlags = inline | (signaled ? SendFlags.SIGNALED : 0);
+                side.qps[0].postSend(wr);
+                if (test.isSend()) {
+                    while (true) {
+                        final int n = side.rcq.poll(wcs, 1);
+                        if (n == 1) {
+                            check(wcs[0], WcOpcode.RECV);
+                            rwr.wrId(0).sge(side.mr, 0, Math.max(size, 1));
+                            side.qps[0].postRecv(rwr);
+                            break;
+                        }
+                        deadline.check(waitingFor, count, cfg.iters());
+                    }
+                } else {
+                    while ((byte) BYTE.getAcquire(side.buf, last) != v) {
+                        side.dev.doWork();
+                        deadline.check(waitingFor, count, cfg.iters());
+                    }
+                }
+                completed += side.scq.poll(wcs);
+            } else {
+                wr.wrId = posted++;
+                wr.sendFlags = SendFlags.SIGNALED;
+                side.qps[0].postSend(wr);
+                while (side.scq.poll(wcs, 1) == 0) {
+                    deadline.check(waitingFor, count, cfg.iters());
+                }
+                check(wcs[0], -1);
+                completed++;
+            }
+            final long t = pingPong ? (System.nanoTime() - t0) / 2 : System.nanoTime() - t0;
+            histogram.recordValue(Math.min(t, HIGHEST_NS));
+            min = Math.min(min, t);
+            max = Math.max(max, t);
+            sum += t;
+            sumSq += (double) t * t;
+            count++;
+        }
+        // retire the unsignaled tail: a signaled zero-byte WRITE behind it completes in order
+        final SendWorkRequest flush = new SendWorkRequest(1).opcode(io.gdrkit.verbs.WrOpcode.RDMA_WRITE)
+            .flags(SendFlags.SIGNALED).remote(remoteAddr, remoteRkey).wrId(-1);
+        flush.numSge(0);
+        side.qps[0].postSend(flush);
+        deadline.rearm();
+        boolean flushed = false;
+        while (!flushed) {
+            final int n = side.scq.poll(wcs);
+            for (int i = 0; i < n; i++) {
+                check(wcs[i], -1);
+                flushed |= wcs[i].wrId == -1;
+            }
+            deadline.check("the last send completions", completed, posted);
+        }
+        final double avg = sum / count;
+        final double stdev = Math.sqrt(Math.max(0, sumSq / count - avg * avg));
+        return new LatResult(size, count, min / 1e3, max / 1e3, histogram.getValueAtPercentile(50) / 1e3, avg / 1e3,
+            stdev / 1e3, histogram.getValueAtPercentile(99) / 1e3, histogram.getValueAtPercentile(99.9) / 1e3);
+    }
+
+    private static void check(final WorkCompletion wc, final int opcode) {
+        if (wc.status != WcStatus.SUCCESS || (opcode >= 0 && wc.opcode != opcode)) {
+            throw new IllegalStateException("completion failed: " + wc);
+        }
+    }
+
+    /** A REQ with the quit flag: the server rejects it and exits. */
+    private static void quit(final SoftDevice dev, final InetSocketAddress server) {
+        final var ctx = dev.open();
+        final var pd = ctx.allocPd();
+        final var cq = ctx.createCq(4);
+        final var qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
+        try {
+            ConnectionManager.connect(server, qp, dev.lid(), RcConnector.defaults(),
+                new Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true).encode(), CM_TIMEOUT);
+        } catch (final CmException e) {
+            if (e.reason() != CmException.Reason.REJECTED) {
+                throw e;
+            }
+        } finally {
+            qp.close();
+            cq.close();
+        }
+    }
+
+    private static void join(final Thread t) {
+        try {
+            t.join(CM_TIMEOUT.toMillis());
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

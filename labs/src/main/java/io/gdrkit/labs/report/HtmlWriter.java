@@ -1,0 +1,106 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.report;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * report.html: one page that needs nothing else (no scripts, fonts or stylesheets from anywhere), readable with
+ * JavaScript off and printable; charts are inline SVG.
+ */
+final class HtmlWriter {
+    private static final String STYLE = """
+        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:72rem;\
+        padding:0 1rem;color:#1b1f24;line-height:1.45}
+        h1{font-size:1.6rem;margin-bottom:.4rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de;\
+        padding-bottom:.2rem}
+        .sim{padding:.5rem .8rem;border-radius:4px;margin:.6rem 0 1rem}
+        .sim-true{background:#fff4e5;border:1px solid #f0b35a}.sim-false{background:#eaf5ea;border:1px solid #8bc48b}
+        table{border-collapse:collapse;font-size:.9rem}
+        th,td{border:1px solid #d0d7de;padding:.25rem .55rem;text-align:left;vertical-align:top}
+        thead th{background:#f3f5f7;position:sticky;top:0}
+        td.n{text-align:right;font-variant-numeric:tabular-nums}
+        table.facts th{background:#f3f5f7;font-weight:600;white-space:nowrap}
+        table.facts td{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
+        .scroll{overflow-x:auto;max-width:100%}
+        figure{margin:1.2rem 0}figure svg{max-width:100%;height:auto}
+        nav ol{margin:.3rem 0}footer{margin-top:3rem;color:#57606a;font-size:.8rem}
+        """;
+
+    private HtmlWriter() {
+    }
+
+    static String render(final Report r) {
+        final StringBuilder sb = new StringBuilder(8192);
+        sb.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+            .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+            .append("<title>").append(Text.html(r.title())).append("</title>\n")
+            .append("<style>\n").append(STYLE).append("</style>\n</head>\n<body>\n<header>\n")
+            .append("<h1>").append(Text.html(r.title())).append("</h1>\n");
+        // the banner repeats the simulated fact where nobody can miss it
+        sb.append("<p class=\"sim sim-").append(r.isSimulated()).append("\"><strong>")
+            .append(r.isSimulated() ? "Simulated" : "Not simulated").append("</strong>")
+            .append(r.simulatedWhat().isBlank() ? "" : ": " + Text.html(r.simulatedWhat())).append("</p>\n");
+        sb.append("<table class=\"facts\">\n");
+        for (final Map.Entry<String, String> f : r.header().entrySet()) {
+            sb.append("<tr><th>").append(Text.html(f.getKey())).append("</th><td>").append(Text.html(f.getValue()))
+                .append("</td></tr>\n");
+        }
+        sb.append("</table>\n</header>\n");
+        final List<Section> sections = r.sections();
+        if (sections.size() > 2) {
+            sb.append("<nav><ol>\n");
+            for (int i = 0; i < sections.size(); i++) {
+                sb.append("<li><a href=\"#s").append(i + 1).append("\">").append(Text.html(sections.get(i).name()))
+                    .append("</a></li>\n");
+            }
+            sb.append("</ol></nav>\n");
+        }
+        for (int i = 0; i < sections.size(); i++) {
+            section(sb, sections.get(i), i + 1);
+        }
+        sb.append("<footer>Written by gdrkit. The same data is in report.json and report.md beside this page.")
+            .append("</footer>\n</body>\n</html>\n");
+        return sb.toString();
+    }
+
+    private static void section(final StringBuilder sb, final Section s, final int number) {
+        sb.append("<section id=\"s").append(number).append("\">\n<h2>").append(Text.html(s.name()))
+            .append("</h2>\n");
+        for (final String p : s.paragraphs()) {
+            sb.append("<p>").append(Text.html(p).replace("\n", "<br>\n")).append("</p>\n");
+        }
+        if (s.columns() != null) {
+            table(sb, s);
+        }
+        for (final Chart c : s.charts()) {
+            sb.append("<figure>\n").append(Svg.render(c)).append("</figure>\n");
+        }
+        sb.append("</section>\n");
+    }
+
+    private static void table(final StringBuilder sb, final Section s) {
+        final List<String> cols = s.columns();
+        final boolean[] numeric = new boolean[cols.size()];
+        sb.append("<div class=\"scroll\"><table class=\"data\">\n<thead><tr>");
+        for (int i = 0; i < cols.size(); i++) {
+            numeric[i] = s.numeric(i);
+            sb.append("<th>").append(Text.html(cols.get(i))).append("</th>");
+        }
+        sb.append("</tr></thead>\n<tbody>\n");
+        for (final List<Object> row : s.rows()) {
+            sb.append("<tr>");
+            for (int i = 0; i < row.size(); i++) {
+                sb.append(numeric[i] ? "<td class=\"n\">" : "<td>").append(Text.html(Text.cell(row.get(i))))
+                    .append("</td>");
+            }
+            sb.append("</tr>\n");
+        }
+        if (s.rows().isEmpty()) {
+            sb.append("<tr><td colspan=\"").append(cols.size()).append("\">(no rows)</td></tr>\n");
+        }
+        sb.append("</tbody>\n</table></div>\n");
+    }
+}

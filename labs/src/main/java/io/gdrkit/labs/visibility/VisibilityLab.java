@@ -1,0 +1,249 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.visibility;
+
+import io.gdrkit.softnic.fabric.Fabric;
+import io.gdrkit.softnic.fabric.InJvmFabric;
+import io.gdrkit.softnic.fabric.ShmFabric;
+import io.gdrkit.softnic.fabric.TcpFabric;
+import io.gdrkit.softnic.SoftDevice;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.IntConsumer;
+
+/**
+ * The visibility experiment's processes: this process is the receiver (it owns the GPU); the senders run in
+ * {@code senderProcesses} other processes it starts (shm or tcp fabric), in threads of this JVM (in-JVM fabric, for
+ * tests), or in processes started by hand on other hosts ({@code gdrkit visibility-sender --connect HOST:PORT},
+ * tcp fabric). Grants, notifications and results always travel over TCP control connections.
+ */
+public final class VisibilityLab implements AutoCloseable {
+    /** Where the senders run and how their NICs reach the receiver's. */
+    public enum Transport {
+        /** Sender threads in this JVM, in-JVM fabric (fast; used by the tests). */
+        JVM,
+        /** Sender processes on this host, shared-memory fabric (the default). */
+        SHM,
+        /** Sender processes, TCP fabric; with {@code listen} they are started by hand, on this or other hosts. */
+        TCP;
+
+        public static Transport parse(final String s) {
+            try {
+                return valueOf(s.trim().toUpperCase(Locale.ROOT));
+            } catch (final IllegalArgumentException e) {
+                throw new IllegalArgumentException("--fabric must be jvm, shm or tcp, not '" + s + "'");
+            }
+        }
+    }
+
+    private static final Duration ACCEPT_TIMEOUT = Duration.ofSeconds(60);
+    private static final int LINK_CAPACITY = 1 << 22;
+
+    private final Transport transport;
+    private final SoftNicDriver driver;
+    private final SoftDevice device;
+    private final ServerSocket server;
+    private final List<Control> hosts = new ArrayList<>();
+    private final List<Process> children = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final Path shmDir;
+    private final String processes;
+
+    /**
+     * @param senderHosts sender processes (or threads) to spread the senders over
+     * @param controlPort TCP port of the control channel (0: any; the tcp fabric then listens on the next free one)
+     * @param listen      wait for sender processes started by hand instead of starting them (tcp only)
+     */
+    public static VisibilityLab start(final Transport transport, final int senderHosts, final int controlPort,
+                                      final boolean listen) {
+        if (senderHosts < 1 || senderHosts > 128) {
+            throw new IllegalArgumentException("--sender-processes must be 1..128, not " + senderHosts);
+        }
+        if (listen && transport != Transport.TCP) {
+            throw new IllegalArgumentException("--listen waits for senders on other hosts: it needs --fabric tcp");
+        }
+        return new VisibilityLab(transport, senderHosts, controlPort, listen);
+    }
+
+    private VisibilityLab(final Transport transport, final int senderHosts, final int controlPort,
+                          final boolean listen) {
+        this.transport = transport;
+        try {
+            this.server = new ServerSocket();
+            server.bind(new InetSocketAddress(listen ? null : InetAddress.getLoopbackAddress(), controlPort));
+        } catch (final IOException e) {
+            throw new UncheckedIOException("cannot listen for visibility senders on port " + controlPort, e);
+        }
+        final int port = server.getLocalPort();
+        final Fabric fabric;
+        final String assign;
+        switch (transport) {
+            case JVM -> {
+                fabric = new InJvmFabric(LINK_CAPACITY, null);
+                assign = "jvm";
+                shmDir = null;
+            }
+            case SHM -> {
+                shmDir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
+                    : System.getProperty("java.io.tmpdir"), "gdrkit-vis-" + port);
+                fabric = new ShmFabric(shmDir, LINK_CAPACITY, senderHosts + 1, null, false);
+                assign = "shm:" + (senderHosts + 1) + ":" + shmDir;
+            }
+            default -> {
+                shmDir = null;
+                final TcpFabric tcp = new TcpFabric(new InetSocketAddress(listen ? null
+                    : InetAddress.getLoopbackAddress(), 0), LINK_CAPACITY, null, false, 1);
+                fabric = tcp;
+                assign = "tcp:" + tcp.localAddress().getPort();
+            }
+        }
+        // the receiver's NIC has its own progress thread: the senders' packets arrive while it waits on TCP. It
+        // yields rather than parks when idle, so a round's packets are not held up by a backoff sleep.
+        this.driver = SoftNicDriver.launch(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED)
+            .idleStrategy("yield"), fabric);
+        this.device = driver.addDevice("vis-receiver", 1);
+        this.processes = switch (transport) {
+            case JVM -> "receiver + " + senderHosts + " sender thread(s) in one JVM, in-JVM fabric";
+            case SHM -> "receiver + " + senderHosts + " sender process(es), shm fabric";
+            case TCP -> "receiver + " + senderHosts + " sender process(es), tcp fabric" + (listen ? " (remote)" : "");
+        };
+        try {
+            final InetSocketAddress addr = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
+            for (int i = 0; i < senderHosts; i++) {
+                if (transport == Transport.JVM) {
+                    threads.add(Thread.ofPlatform().daemon(true).name("vis-sender-" + i).start(() -> {
+                        try (SenderHost h = new SenderHost(addr, null, driver)) {
+                            h.run();
+                        }
+                    }));
+                } else if (!listen) {
+                    children.add(spawn(addr));
+                }
+            }
+            if (listen) {
+                System.err.println("# visibility receiver: waiting for " + senderHosts + " sender(s): run"
+                    + " `gdrkit visibility-sender --connect THIS_HOST:" + port + "` on the sender host(s)");
+            }
+            server.setSoTimeout((int) ACCEPT_TIMEOUT.toMillis());
+            for (int i = 0; i < senderHosts; i++) {
+                final Socket s = server.accept();
+                final Control ch = new Control(s, "sender host " + s.getRemoteSocketAddress());
+                hosts.add(ch);
+                ch.expect(Control.HELLO, ACCEPT_TIMEOUT, "HELLO");
+                final int version = ch.in.readInt();
+                ch.in.readInt();
+                if (version != Control.VERSION) {
+                    throw new IllegalStateException(ch.peer() + " speaks control version " + version + ", not "
+                        + Control.VERSION);
+                }
+                ch.out.writeByte(Control.ASSIGN);
+                // in-JVM LIDs are handed out in attach order, so the host takes the next one (0)
+                ch.out.writeInt(transport == Transport.JVM ? 0 : 2 + i);
+                ch.out.writeUTF(assign);
+                ch.flush();
+            }
+        } catch (final SocketTimeoutException e) {
+            close();
+            throw new IllegalStateException("sender processes did not connect within " + ACCEPT_TIMEOUT.toSeconds()
+                + " s (" + hosts.size() + " of " + senderHosts + " did)", e);
+        } catch (final IOException e) {
+            close();
+            throw new UncheckedIOException("visibility receiver: control channel", e);
+        } catch (final RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** Opens the fabric an ASSIGN names, in a sender process. */
+    public static Fabric openFabric(final String assign) {
+        if (assign.startsWith("shm:")) {
+            final int colon = assign.indexOf(':', 4);
+            return new ShmFabric(Path.of(assign.substring(colon + 1)), LINK_CAPACITY,
+                Integer.parseInt(assign.substring(4, colon)), null, false);
+        }
+        if (assign.startsWith("tcp:")) {
+            return new TcpFabric(new InetSocketAddress(0), LINK_CAPACITY, null, false, 1);
+        }
+        throw new IllegalStateException("the receiver assigned an unknown fabric '" + assign + "'");
+    }
+
+    private static Process spawn(final InetSocketAddress control) throws IOException {
+        final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+            System.getProperty("java.class.path"), SenderMain.class.getName(), "--connect",
+            control.getHostString() + ":" + control.getPort())
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    /** Runs one configuration; {@code roundDone} (may be null) hears of every finished round. */
+    public VisResult run(final VisConfig c, final IntConsumer roundDone) {
+        return new VisReceiver(device, hosts).run(c, processes, roundDone);
+    }
+
+    public String processes() {
+        return processes;
+    }
+
+    @Override
+    public void close() {
+        for (final Control ch : hosts) {
+            try {
+                ch.out.writeByte(Control.BYE);
+                ch.flush();
+            } catch (final IOException | UncheckedIOException e) {
+                // the host is gone already
+            }
+        }
+        for (final Process p : children) {
+            try {
+                if (!p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
+                    p.destroyForcibly();
+                }
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+                p.destroyForcibly();
+            }
+        }
+        for (final Thread t : threads) {
+            try {
+                t.join(10_000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        for (final Control ch : hosts) {
+            ch.close();
+        }
+        try {
+            server.close();
+        } catch (final IOException e) {
+            // closing
+        }
+        driver.close();
+        if (shmDir != null) {
+            try (var files = Files.list(shmDir)) {
+                for (final Path f : files.toList()) {
+                    Files.deleteIfExists(f);
+                }
+                Files.deleteIfExists(shmDir);
+            } catch (final IOException e) {
+                // best effort: the directory is in /dev/shm and named after the port
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.visibility;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.labs.visibility.VisConfig.Consumer;
+import io.gdrkit.labs.visibility.VisConfig.Flag;
+import io.gdrkit.labs.visibility.VisConfig.Injection;
+import io.gdrkit.labs.visibility.VisConfig.Poll;
+import io.gdrkit.labs.visibility.VisConfig.Readback;
+import io.gdrkit.labs.visibility.VisConfig.Source;
+import org.junit.jupiter.api.Test;
+
+/** Sender processes started by the receiver, over the shared-memory and the TCP fabric. */
+class VisibilityProcessesTest {
+    private static VisConfig cfg(final Flag flag, final Readback rb) {
+        return new VisConfig("sim:v100", Consumer.PERSISTENT, flag, rb, 16, 16384, 5, 4, false, Source.HOST,
+            Poll.ACQUIRE, 7, Injection.NONE, false);
+    }
+
+    @Test
+    void separateSenderProcessesOverSharedMemory() {
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.SHM, 2, 0, false)) {
+            assertTrue(lab.processes().contains("2 sender process(es), shm fabric"), lab.processes());
+            final VisResult off = lab.run(cfg(Flag.RECEIVER, Readback.OFF), null);
+            assertTrue(off.failures() > 0, off.toString());
+            final VisResult on = lab.run(cfg(Flag.RECEIVER, Readback.ON), null);
+            assertTrue(on.passed(), on.toString());
+            assertEquals(20, on.checks());
+            final VisResult skip = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
+                4096, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.parse("skip-write@2"), false), null);
+            assertEquals(2, skip.firstFailingRound(), skip.toString());
+            assertEquals(1, skip.failuresToldSenders(), "reported back to the sender process");
+        }
+    }
+
+    @Test
+    void separateSenderProcessesOverTcp() {
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, 0, false)) {
+            final VisResult r = lab.run(cfg(Flag.SENDER_OTHER_QP, Readback.ON), null);
+            assertTrue(r.passed(), r.toString());
+        }
+    }
+
+    @Test
+    void aReceiverListeningForSendersStartedElsewhere() throws Exception {
+        final int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        // the sender is started "by hand" (here: a thread doing what `gdrkit visibility-sender --connect` does)
+        final Thread sender = Thread.ofPlatform().daemon(true).start(() -> {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                try {
+                    SenderHost.serve(new java.net.InetSocketAddress("127.0.0.1", port), VisibilityLab::openFabric);
+                    return;
+                } catch (final IllegalStateException e) {
+                    if (!e.getMessage().contains("cannot reach")) {
+                        throw e;
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+                }
+            }
+        });
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true)) {
+            assertTrue(lab.processes().contains("tcp fabric (remote)"), lab.processes());
+            final VisResult r = lab.run(cfg(Flag.IMM, Readback.ON), null);
+            assertTrue(r.passed(), r.toString());
+        }
+        sender.join(10_000);
+        assertTrue(!sender.isAlive(), "the sender ends on BYE");
+    }
+
+    /** A sender host that says HELLO with {@code version}, reads ASSIGN and then vanishes. */
+    private static Thread vanishingSender(final int port, final int version) {
+        return Thread.ofPlatform().daemon(true).start(() -> {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                    final java.io.DataOutputStream out = new java.io.DataOutputStream(s.getOutputStream());
+                    out.writeByte(Control.HELLO);
+                    out.writeInt(version);
+                    out.writeInt(128);
+                    out.flush();
+                    final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+                    in.readByte();
+                    in.readInt();
+                    in.readUTF();
+                    return;
+                } catch (final java.io.IOException e) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+                }
+            }
+        });
+    }
+
+    private static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    @Test
+    void aSenderThatVanishesIsNamedNotWaitedForForever() throws Exception {
+        final int port = freePort();
+        final Thread t = vanishingSender(port, Control.VERSION);
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true)) {
+            t.join(10_000);
+            final IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> lab.run(cfg(Flag.RECEIVER, Readback.OFF), null));
+            assertTrue(e.getMessage().contains("closed the control channel while waiting for READY"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aSenderSpeakingAnotherProtocolVersionIsRefused() throws Exception {
+        final int port = freePort();
+        vanishingSender(port, 99);
+        final IllegalStateException e = assertThrows(IllegalStateException.class,
+            () -> VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true));
+        assertTrue(e.getMessage().contains("speaks control version 99"), e.getMessage());
+    }
+
+    @Test
+    void listenNeedsTcpAndSenderCountsAreChecked() {
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> VisibilityLab.start(VisibilityLab.Transport.SHM, 1, 0, true));
+        assertTrue(e.getMessage().contains("--fabric tcp"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> VisibilityLab.start(VisibilityLab.Transport.JVM, 0, 0,
+            false));
+        final IllegalArgumentException t = assertThrows(IllegalArgumentException.class,
+            () -> VisibilityLab.Transport.parse("udp"));
+        assertTrue(t.getMessage().contains("--fabric must be"), t.getMessage());
+    }
+}

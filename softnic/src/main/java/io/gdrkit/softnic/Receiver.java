@@ -1,0 +1,65 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.core.agent.Agent;
+import io.gdrkit.softnic.fabric.SpscRingBuffer;
+import io.gdrkit.softnic.wire.BthOpcode;
+import io.gdrkit.softnic.wire.Packet;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Reads packets from the port and hands each, in place, to the responder (requests) or the completer
+ * (responses) of its destination QP (rxe_recv.c). Malformed packets and unknown QPs are dropped and counted.
+ */
+final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
+    private final SoftDevice dev;
+    private final Packet pkt = new Packet();
+    private final int burst;
+    private long malformed;
+    private long unknownQp;
+
+    Receiver(final SoftDevice dev) {
+        this.dev = dev;
+        this.burst = dev.driver().context().burst();
+    }
+
+    @Override
+    public String roleName() {
+        return "receiver";
+    }
+
+    @Override
+    public int doWork() {
+        return dev.port.doWork(dev.now()) + dev.port.poll(this, burst);
+    }
+
+    @Override
+    public void onRecord(final MemorySegment buffer, final long offset, final int length) {
+        if (length < Packet.BASE_LENGTH) {
+            malformed++;
+            return;
+        }
+        pkt.wrap(buffer, offset, length);
+        if (!pkt.isWellFormed()) {
+            malformed++;
+            return;
+        }
+        final SoftQp qp = dev.qp(pkt.destQpn());
+        if (qp == null) {
+            unknownQp++;
+            return;
+        }
+        if (pkt.is(BthOpcode.REQUEST)) {
+            dev.responder.onRequest(qp, pkt);
+        } else {
+            dev.completer.onResponse(qp, pkt);
+        }
+    }
+
+    long malformed() {
+        return malformed;
+    }
+
+    long unknownQp() {
+        return unknownQp;
+    }
+}

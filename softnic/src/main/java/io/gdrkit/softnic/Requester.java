@@ -1,0 +1,300 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.core.agent.Agent;
+import io.gdrkit.softnic.queue.SendQueue;
+import io.gdrkit.softnic.wire.BthOpcode;
+import io.gdrkit.softnic.wire.Packet;
+import io.gdrkit.softnic.wire.Psn;
+import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WrOpcode;
+
+/**
+ * Turns WQEs into request packets (rxe_req.c): segmentation by MTU, PSN assignment, AckReq coalescing, FENCE
+ * and max_rd_atomic gating, and the restart point that go-back-N rewinds to.
+ */
+final class Requester implements Agent {
+    /** Response packets per READ request; a longer READ WQE is requested in pieces. */
+    static final int READ_PIECE_PACKETS = 64;
+    private final SoftDevice dev;
+    private final Transmitter tx;
+    private final Packet pkt;
+    private final int burst;
+    private final int ackReqInterval;
+
+    Requester(final SoftDevice dev) {
+        this.dev = dev;
+        this.tx = new Transmitter(dev);
+        this.pkt = tx.pkt;
+        this.burst = dev.driver().context().burst();
+        this.ackReqInterval = dev.driver().context().ackReqInterval();
+
+    }
+
+    @Override
+    public String roleName() {
+        return "requester";
+    }
+
+    @Override
+    public int doWork() {
+        int work = 0;
+        final SoftQp[] qps = dev.activeQps;
+        long now = Long.MIN_VALUE;
+        for (final SoftQp qp : qps) {
+            final int s = qp.state;
+            if (s != QpState.RTS && s != QpState.SQD) {
+                continue;
+            }
+            if (qp.rnrWaitUntil != 0) {
+                if (now == Long.MIN_VALUE) {
+                    now = dev.now();
+                }
+                if (now - qp.rnrWaitUntil < 0) {
+                    continue;
+                }
+                qp.rnrWaitUntil = 0;
+            }
+            work += process(qp, s);
+        }
+        return work;
+    }
+
+    private int process(final SoftQp qp, final int state) {
+        final SendQueue sq = qp.sq;
+        final long producer = sq.doorbell().producer();
+        int sent = 0;
+        while (qp.reqHead < producer && sent < burst) {
+            if (Psn.diff(qp.nextPsn, qp.compPsn) >= qp.cwnd) {
+                break; // window full: wait for acknowledgements
+            }
+            final long index = qp.reqHead;
+            final int slot = sq.slot(index);
+            final int op = sq.opcode(index);
+            final int flags = sq.flags(index);
+            if ((qp.wqeState[slot] & SoftQp.LOCAL_ERROR) != 0) {
+                break; // nothing after a failed WQE is sent; the completer reports it and errors the QP
+            }
+            if ((qp.wqeState[slot] & SoftQp.STARTED) == 0) {
+                if (state == QpState.SQD) {
+                    break; // SQD: finish what was started, start nothing new
+                }
+                if ((flags & SendFlags.FENCE) != 0 && qp.outstandingRdAtomic > 0) {
+                    break;
+                }
+                final boolean rdAtomic = WrOpcode.isReadOrAtomic(op);
+                if (rdAtomic && qp.outstandingRdAtomic >= Math.max(1, qp.maxRdAtomic)) {
+                    break;
+                }
+                final int status = (flags & SendFlags.INLINE) != 0 ? WcStatus.SUCCESS
+                    : Sgl.checkSend(dev, qp, sq, index, rdAtomic);
+                if (status != WcStatus.SUCCESS || (rdAtomic && qp.maxRdAtomic == 0)) {
+                    localError(qp, slot, status != WcStatus.SUCCESS ? status : WcStatus.LOC_QP_OP_ERR);
+                    break;
+                }
+                qp.wqeState[slot] = SoftQp.STARTED;
+                qp.firstPsn[slot] = qp.nextPsn;
+                if (op == WrOpcode.RDMA_READ) {
+                    // known up front: responses may complete the WQE before its last request piece is sent
+                    qp.lastPsn[slot] = Psn.add(qp.nextPsn, qp.packets(sq.length(index)) - 1);
+                }
+                if (rdAtomic) {
+                    qp.outstandingRdAtomic++;
+                }
+            }
+            final int r = switch (op) {
+                case WrOpcode.RDMA_READ -> sendRead(qp, index, slot);
+                case WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD -> sendAtomic(qp, index, slot, op);
+                default -> sendData(qp, index, slot, op, flags, producer);
+            };
+            if (r < 0) {
+                break; // link full, or a local error stopped the QP
+            }
+            if (Psn.diff(qp.nextPsn, qp.sentPsn) > 0) {
+                qp.sentPsn = qp.nextPsn;
+            }
+            sent++;
+            armTimer(qp);
+        }
+        return sent;
+    }
+
+    private void localError(final SoftQp qp, final int slot, final int status) {
+        qp.wqeState[slot] = SoftQp.STARTED | SoftQp.SENT | SoftQp.LOCAL_ERROR;
+        qp.wqeError[slot] = (byte) status;
+        qp.curOffset = 0;
+    }
+
+    private void armTimer(final SoftQp qp) {
+        if (qp.timerDeadline == 0) {
+            final long rto = qp.retransmitNanos();
+            if (rto > 0) {
+                qp.timerDeadline = dev.now() + rto;
+            }
+        }
+    }
+
+    private boolean claim(final SoftQp qp, final int opcode, final int payload, final int psn, final boolean ackReq,
+                          final boolean solicited) {
+        return tx.claim(qp.dlid, qp.destQpn, opcode, payload, psn, ackReq, solicited);
+    }
+
+    private int sendData(final SoftQp qp, final long index, final int slot, final int op, final int flags,
+                         final long producer) {
+        final SendQueue sq = qp.sq;
+        final int total = sq.length(index);
+        final long offset = qp.curOffset;
+        final long remaining = total - offset;
+        final int payload = (int) Math.min(qp.mtu, remaining);
+        final boolean first = offset == 0;
+        final boolean last = remaining <= qp.mtu;
+        final boolean send = WrOpcode.isSend(op);
+        final boolean imm = WrOpcode.hasImmediate(op);
+        final int opcode = BthOpcode.forPosition(send, first, last, imm);
+        final int psn = qp.nextPsn;
+        // ask for an ACK when the window closes behind this packet too: nothing else may be sent until one
+        // comes (after a timeout the window is a single probe packet, which must not go unanswered)
+        final boolean windowClosing = Psn.diff(Psn.add(psn, 1), qp.compPsn) >= qp.cwnd;
+        final boolean ackReq = qp.pktsSinceAckReq + 1 >= ackReqInterval || windowClosing
+            || (last && (qp.isSignaled(flags) || index + 1 == producer || qp.pktsSinceAckReq + 1 >= 16));
+        final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
+        // single copy: reference the source MR instead of copying it into the link, where the port and the MRs
+        // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
+        // that looks at payloads was installed meanwhile)
+        final int refs = payload > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+            && dev.port.carriesReferences() ? Sgl.references(dev, qp, sq, index, offset, payload, null) : 0;
+        if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
+            return -1;
+        }
+        {
+            if (first && !send) {
+                pkt.reth(sq.remoteAddr(index), sq.rkey(index), total);
+            }
+            if (last && imm) {
+                pkt.imm(sq.imm(index));
+            }
+            if (refs > 0) {
+                if (Sgl.references(dev, qp, sq, index, offset, payload, pkt.reference(payload, refs)) != refs) {
+                    // deregistered between the two looks: sent again, the copy path reports the dead lkey
+                    tx.abort();
+                    return -1;
+                }
+            } else if (payload > 0) {
+                if ((flags & SendFlags.INLINE) != 0) {
+                    java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,
+                        pkt.buffer(), pkt.payloadOffset(), payload);
+                } else {
+                    final int status = Sgl.gather(dev, qp, sq, index, offset, pkt.buffer(), pkt.payloadOffset(),
+                        payload);
+                    if (status != WcStatus.SUCCESS) {
+                        tx.abort();
+                        localErrorMidMessage(qp, slot, status);
+                        return -1;
+                    }
+                }
+            }
+        }
+        tx.commit();
+        qp.pktsSinceAckReq = ackReq ? 0 : qp.pktsSinceAckReq + 1;
+        qp.nextPsn = Psn.add(psn, 1);
+        if (last) {
+            qp.lastPsn[slot] = psn;
+            qp.wqeState[slot] |= SoftQp.SENT;
+            qp.reqHead++;
+            qp.curOffset = 0;
+        } else {
+            qp.curOffset = offset + payload;
+        }
+        return 1;
+    }
+
+    /** An lkey died between packets of a message: the WQE fails with the status, in order. */
+    private void localErrorMidMessage(final SoftQp qp, final int slot, final int status) {
+        qp.wqeState[slot] |= SoftQp.LOCAL_ERROR | SoftQp.SENT;
+        qp.wqeError[slot] = (byte) status;
+        qp.lastPsn[slot] = Psn.add(qp.nextPsn, -1);
+        qp.curOffset = 0;
+    }
+
+    /**
+     * Sends the READ request for the next piece of the WQE. A long READ is asked for in pieces of
+     * {@link #READ_PIECE_PACKETS} response packets at fixed boundaries, each a request with its own PSNs: after
+     * a loss only the rest of one piece is asked again, and a retried request always ends where the original
+     * one ended, as the responder expects of a duplicate.
+     */
+    private int sendRead(final SoftQp qp, final long index, final int slot) {
+        final SendQueue sq = qp.sq;
+        final int total = sq.length(index);
+        final long offset = qp.curOffset;
+        final int remaining = (int) (total - offset);
+        final int psn = qp.nextPsn;
+        final long pieceBytes = (long) READ_PIECE_PACKETS * qp.mtu;
+        // never past the piece boundary (a retried request must end where the original did); shorter is fine,
+        // and after a timeout the window allows a single response packet: a probe
+        final long room = Math.max(1, qp.cwnd - Psn.diff(psn, qp.compPsn));
+        final int piece = (int) Math.min(Math.min(remaining, pieceBytes - offset % pieceBytes), room * qp.mtu);
+        if (!claim(qp, BthOpcode.RDMA_READ_REQUEST, 0, psn, false, false)) {
+            return -1;
+        }
+        pkt.reth(sq.remoteAddr(index) + offset, sq.rkey(index), piece);
+        tx.commit();
+        qp.nextPsn = Psn.add(psn, qp.packets(piece));
+        qp.pktsSinceAckReq = 0;
+        if (piece == remaining) {
+            qp.wqeState[slot] |= SoftQp.SENT;
+            qp.reqHead++;
+            qp.curOffset = 0;
+        } else {
+            qp.curOffset = offset + piece;
+        }
+        return 1;
+    }
+
+    private int sendAtomic(final SoftQp qp, final long index, final int slot, final int op) {
+        final SendQueue sq = qp.sq;
+        final int psn = qp.nextPsn;
+        final int opcode = op == WrOpcode.ATOMIC_CMP_AND_SWP ? BthOpcode.COMPARE_SWAP : BthOpcode.FETCH_ADD;
+        if (!claim(qp, opcode, 0, psn, false, false)) {
+            return -1;
+        }
+        {
+            if (op == WrOpcode.ATOMIC_CMP_AND_SWP) {
+                pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.swap(index), sq.compareAdd(index));
+            } else {
+                pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.compareAdd(index), 0);
+            }
+        }
+        tx.commit();
+        qp.nextPsn = Psn.add(psn, 1);
+        qp.lastPsn[slot] = psn;
+        qp.wqeState[slot] |= SoftQp.SENT;
+        qp.reqHead++;
+        qp.curOffset = 0;
+        return 1;
+    }
+
+    /**
+     * Go-back-N: resend from the oldest unacknowledged PSN. The WQE holding it restarts at the byte offset that
+     * PSN stands for; later WQEs are resent whole with the same PSNs, since segmentation is deterministic.
+     */
+    void rewind(final SoftQp qp) {
+        qp.reqHead = qp.compTail;
+        qp.nextPsn = qp.compPsn;
+        qp.curOffset = 0;
+        qp.pktsSinceAckReq = 0;
+        final long producer = qp.sq.doorbell().producer();
+        if (qp.compTail < producer) {
+            final int slot = qp.sq.slot(qp.compTail);
+            if ((qp.wqeState[slot] & SoftQp.STARTED) != 0) {
+                final int op = qp.sq.opcode(qp.compTail);
+                if (!WrOpcode.isAtomic(op)) {
+                    final int done = Psn.diff(qp.compPsn, qp.firstPsn[slot]);
+                    if (done > 0) {
+                        qp.curOffset = (long) done * qp.mtu;
+                    }
+                }
+            }
+        }
+    }
+}

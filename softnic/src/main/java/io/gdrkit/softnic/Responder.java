@@ -1,0 +1,534 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.core.agent.Agent;
+import io.gdrkit.softnic.queue.RecvQueue;
+import io.gdrkit.softnic.wire.Aeth;
+import io.gdrkit.softnic.wire.BthOpcode;
+import io.gdrkit.softnic.wire.Packet;
+import io.gdrkit.softnic.wire.Psn;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.AsyncEventType;
+import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.WcOpcode;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+
+/**
+ * Executes incoming requests and answers them (rxe_resp.c): PSN checks (duplicates, sequence errors), opcode
+ * sequence, rkey/PD/access/bounds checks on every packet, receive WQE consumption and RNR NAK, placement, atomics
+ * executed once, and the response queue (READ responses, ATOMIC results, coalesced ACKs, NAKs) emitted in PSN
+ * order as the link allows.
+ */
+final class Responder implements Agent {
+    private final SoftDevice dev;
+    private final Transmitter tx;
+    private final Packet out;
+    private final int burst;
+    /** {@link #placeReferenced}'s answer when a reference cannot be resolved; not a WcStatus. */
+    private static final int UNRESOLVED = -1;
+    private long referenced;
+    private long unresolved;
+
+    Responder(final SoftDevice dev) {
+        this.dev = dev;
+        this.tx = new Transmitter(dev);
+        this.out = tx.pkt;
+        this.burst = dev.driver().context().burst();
+    }
+
+    @Override
+    public String roleName() {
+        return "responder";
+    }
+
+    // ---------------- receive side ----------------
+
+    void onRequest(final SoftQp qp, final Packet p) {
+        final int s = qp.state;
+        if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD) {
+            return; // RESET/INIT/ERR: silently dropped, as by hardware
+        }
+        final int psn = p.psn();
+        final int d = Psn.diff(psn, qp.ePsn);
+        if (d > 0) {
+            // NAK the first out-of-sequence packet, and again whenever one asks for an ACK: if the first NAK was
+            // lost, the requester would otherwise hear nothing until its timer fires
+            if (!qp.nakSeqSent || p.ackReq()) {
+                qp.nakSeqSent = true;
+                qp.resources.pushAck(Aeth.nak(Aeth.NAK_PSN_SEQ_ERROR), qp.ePsn, qp.msn);
+            }
+            return;
+        }
+        if (d < 0) {
+            duplicate(qp, p, psn);
+            return;
+        }
+        qp.nakSeqSent = false;
+        final int mask = p.mask();
+        // opcode sequence: a message's FIRST must be followed by its MIDDLE/LAST, nothing else
+        final boolean continuation = (mask & BthOpcode.FIRST) == 0;
+        if (qp.inSend != (continuation && p.is(BthOpcode.SEND))
+            || qp.inWrite != (continuation && p.is(BthOpcode.WRITE))) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "opcode " + BthOpcode.name(p.opcode())
+                + " out of sequence");
+            return;
+        }
+        if ((mask & BthOpcode.SEND) != 0) {
+            onSend(qp, p, psn);
+        } else if ((mask & BthOpcode.WRITE) != 0) {
+            onWrite(qp, p, psn);
+        } else if ((mask & BthOpcode.READ) != 0) {
+            onRead(qp, p, psn);
+        } else {
+            onAtomic(qp, p, psn);
+        }
+    }
+
+    private boolean checkPayload(final SoftQp qp, final Packet p, final int psn) {
+        final int len = p.payloadLength();
+        final boolean last = p.is(BthOpcode.LAST);
+        if (len > qp.mtu || (!last && len != qp.mtu)) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload of " + len
+                + " bytes does not fit MTU " + qp.mtu);
+            return false;
+        }
+        return true;
+    }
+
+    private boolean recvAvailable(final SoftQp qp) {
+        return qp.rqHead < qp.rq.doorbell().producer();
+    }
+
+    private void rnr(final SoftQp qp, final int psn) {
+        qp.resources.pushAck(Aeth.rnrNak(qp.minRnrTimer), psn, qp.msn);
+        // like a sequence NAK, an RNR NAK tells the requester to resend from this PSN: the rest of the burst
+        // is dropped silently, not answered with a PSN sequence NAK that would spend the requester's retry_cnt
+        qp.nakSeqSent = true;
+    }
+
+    private void onSend(final SoftQp qp, final Packet p, final int psn) {
+        if (!checkPayload(qp, p, psn)) {
+            return;
+        }
+        if (p.is(BthOpcode.FIRST)) {
+            if (!recvAvailable(qp)) {
+                rnr(qp, psn);
+                return;
+            }
+            qp.inSend = true;
+            qp.recvOffset = 0;
+        }
+        final int len = p.payloadLength();
+        if (len > 0) {
+            final int status = p.isReference() ? placeReferenced(qp, p, null)
+                : Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
+            if (status == UNRESOLVED) {
+                if (p.is(BthOpcode.FIRST)) {
+                    qp.inSend = false; // as if never received: its retransmission starts the message again
+                }
+                return;
+            }
+            if (status != WcStatus.SUCCESS) {
+                final int nakCode = status == WcStatus.LOC_LEN_ERR ? Aeth.NAK_INVALID_REQUEST
+                    : Aeth.NAK_REMOTE_OPERATIONAL_ERROR;
+                nak(qp, psn, nakCode, status, "receive buffer: " + WcStatus.name(status));
+                return;
+            }
+        }
+        qp.recvOffset += len;
+        if (p.is(BthOpcode.LAST)) {
+            qp.inSend = false;
+            qp.msn = Psn.add(qp.msn, 1);
+            final boolean imm = p.is(BthOpcode.IMM);
+            completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, imm ? p.imm() : 0,
+                imm ? WorkCompletion.WITH_IMM : 0);
+        }
+        accept(qp, p, psn);
+    }
+
+    private void onWrite(final SoftQp qp, final Packet p, final int psn) {
+        if (!checkPayload(qp, p, psn)) {
+            return;
+        }
+        final boolean consumes = p.is(BthOpcode.CONSUMES_RECV);
+        if (consumes && !recvAvailable(qp)) {
+            rnr(qp, psn);
+            return;
+        }
+        if (p.is(BthOpcode.FIRST)) {
+            if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE)) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "QP " + qp.qpn
+                    + " does not allow REMOTE_WRITE");
+                return;
+            }
+            qp.writeVa = p.rethVa();
+            qp.writeRkey = p.rethRkey();
+            qp.writeLength = p.rethDmaLength();
+            qp.writeRemaining = qp.writeLength;
+            if (qp.writeLength < 0) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "DMA length too large");
+                return;
+            }
+            if (qp.writeLength > 0 && remoteMr(qp, qp.writeRkey, qp.writeVa, qp.writeLength,
+                AccessFlags.REMOTE_WRITE) == null) {
+                nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                    + Integer.toHexString(qp.writeRkey) + " refused for WRITE of " + qp.writeLength + " bytes");
+                return;
+            }
+            qp.inWrite = true;
+        }
+        final int len = p.payloadLength();
+        if (len > qp.writeRemaining || (p.is(BthOpcode.LAST) && len != qp.writeRemaining)) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload does not match the DMA "
+                + "length " + qp.writeLength);
+            return;
+        }
+        if (len > 0) {
+            // checked on every packet: the MR may have been deregistered since the first one
+            final SoftMr mr = remoteMr(qp, qp.writeRkey, qp.writeVa, len, AccessFlags.REMOTE_WRITE);
+            if (mr == null) {
+                nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                    + Integer.toHexString(qp.writeRkey) + " no longer valid");
+                return;
+            }
+            if (p.isReference()) {
+                final int status = placeReferenced(qp, p, mr);
+                qp.noteDmaWrite(mr);
+                if (status != WcStatus.SUCCESS) {
+                    if (p.is(BthOpcode.FIRST)) {
+                        qp.inWrite = false; // as if never received: its retransmission starts the message again
+                    }
+                    return;
+                }
+            } else {
+                mr.copyIn(p.buffer(), p.payloadOffset(), qp.writeVa, len);
+                qp.noteDmaWrite(mr);
+            }
+        }
+        qp.writeVa += len;
+        qp.writeRemaining -= len;
+        if (p.is(BthOpcode.LAST)) {
+            qp.inWrite = false;
+            qp.msn = Psn.add(qp.msn, 1);
+            if (consumes) {
+                completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, qp.writeLength, p.imm(),
+                    WorkCompletion.WITH_IMM);
+            }
+        }
+        accept(qp, p, psn);
+    }
+
+    /**
+     * Places the payload of a reference packet (see {@link Packet}): copies it straight from the sender's MRs into
+     * {@code writeMr} at {@code qp.writeVa} (a WRITE) or into the receive WQE at {@code qp.recvOffset} (a SEND,
+     * {@code writeMr} null). Only the next expected PSN of a live connection gets here, so the WR the reference
+     * belongs to has not completed, and RC keeps its source unchanged until it does. Returns SUCCESS, the
+     * receive WQE's error status, or {@link #UNRESOLVED} when the source is gone: the sender's QP left RTS/SQD
+     * (its WRs flushed, the application may reuse the memory) or the MR was deregistered. Such a packet is
+     * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
+     */
+    private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        final SoftQp src = dev.port.peer(qp.dlid) instanceof SoftDevice d ? d.qp(qp.destQpn) : null;
+        if (src == null || src.destQpn != qp.qpn || !sending(src.state)) {
+            unresolved++;
+            return UNRESOLVED;
+        }
+        final int n = p.refCount();
+        long done = 0;
+        try {
+            for (int i = 0; i < n; i++) {
+                final long va = p.refVa(i);
+                final int len = p.refLength(i);
+                final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
+                if (from == null || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
+                    unresolved++;
+                    return UNRESOLVED;
+                }
+                if (writeMr != null) {
+                    writeMr.copyIn(from.segment, va - from.address, qp.writeVa + done, len);
+                } else {
+                    final int status = Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
+                        from.segment, va - from.address, len);
+                    if (status != WcStatus.SUCCESS) {
+                        return status;
+                    }
+                }
+                done += len;
+            }
+        } catch (final IllegalStateException | WrongThreadException e) {
+            unresolved++; // the source's arena was closed under the copy: the sender broke RC's rule, not the NIC
+            return UNRESOLVED;
+        }
+        // as StampedLock.validate: the sender's QP still sending after the copy means no flush completion (after
+        // which the application may reuse the source) can have been seen before the copy ended
+        java.lang.invoke.VarHandle.acquireFence();
+        if (!sending(src.state)) {
+            unresolved++;
+            return UNRESOLVED;
+        }
+        referenced++;
+        return WcStatus.SUCCESS;
+    }
+
+    private static boolean sending(final int state) {
+        return state == QpState.RTS || state == QpState.SQD;
+    }
+
+    /** Reference packets placed (single copy). */
+    long referencedPackets() {
+        return referenced;
+    }
+
+    /** Reference packets dropped because their source was gone. */
+    long unresolvedReferences() {
+        return unresolved;
+    }
+
+    private void onRead(final SoftQp qp, final Packet p, final int psn) {
+        final long va = p.rethVa();
+        final int rkey = p.rethRkey();
+        final int len = p.rethDmaLength();
+        if (!qp.remoteAccess(AccessFlags.REMOTE_READ) || len < 0) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "QP " + qp.qpn
+                + " does not allow REMOTE_READ");
+            return;
+        }
+        if (len > 0 && remoteMr(qp, rkey, va, len, AccessFlags.REMOTE_READ) == null) {
+            nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                + Integer.toHexString(rkey) + " refused for READ of " + len + " bytes");
+            return;
+        }
+        final int slot = qp.resources.push(ResponderResources.READ, psn);
+        if (slot < 0) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "more READ/ATOMIC outstanding than "
+                + "max_dest_rd_atomic");
+            return;
+        }
+        qp.resources.va[slot] = va;
+        qp.resources.rkey[slot] = rkey;
+        qp.resources.length[slot] = len;
+        qp.msn = Psn.add(qp.msn, 1);
+        qp.ePsn = Psn.add(psn, qp.packets(len));
+    }
+
+    private void onAtomic(final SoftQp qp, final Packet p, final int psn) {
+        final long va = p.atomicVa();
+        final int rkey = p.atomicRkey();
+        if (!qp.remoteAccess(AccessFlags.REMOTE_ATOMIC) || (va & 7) != 0) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, (va & 7) != 0
+                ? "atomic address 0x" + Long.toHexString(va) + " is not 8-byte aligned"
+                : "QP " + qp.qpn + " does not allow REMOTE_ATOMIC");
+            return;
+        }
+        final SoftMr mr = remoteMr(qp, rkey, va, 8, AccessFlags.REMOTE_ATOMIC);
+        if (mr == null) {
+            nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                + Integer.toHexString(rkey) + " refused for ATOMIC");
+            return;
+        }
+        if (qp.resources.isFull()) {
+            return; // dropped: the requester retries
+        }
+        final long original = p.opcode() == BthOpcode.COMPARE_SWAP
+            ? mr.atomic(va, true, p.atomicCompare(), p.atomicSwapAdd())
+            : mr.atomic(va, false, p.atomicSwapAdd(), 0);
+        qp.resources.rememberAtomic(psn, original);
+        final int slot = qp.resources.push(ResponderResources.ATOMIC, psn);
+        qp.resources.value[slot] = original;
+        qp.msn = Psn.add(qp.msn, 1);
+        qp.ePsn = Psn.add(psn, 1);
+    }
+
+    /** The packet was executed: advance ePSN and acknowledge when asked to. */
+    private void accept(final SoftQp qp, final Packet p, final int psn) {
+        qp.ePsn = Psn.add(psn, 1);
+        if (p.ackReq()) {
+            qp.resources.pushAck(Aeth.ACK_UNLIMITED, psn, qp.msn);
+        }
+    }
+
+    private void duplicate(final SoftQp qp, final Packet p, final int psn) {
+        final int mask = p.mask();
+        if ((mask & (BthOpcode.SEND | BthOpcode.WRITE)) != 0) {
+            // re-ACK every duplicate, AckReq or not (as rxe does): the requester resent because it did not
+            // hear of our progress, and a burst of duplicates coalesces into one ACK in the response queue
+            qp.resources.pushAck(Aeth.ACK_UNLIMITED, Psn.add(qp.ePsn, -1), qp.msn);
+        } else if ((mask & BthOpcode.READ) != 0) {
+            // re-executed: the memory is read again (and checked again) for the requested range
+            final long va = p.rethVa();
+            final int rkey = p.rethRkey();
+            final int len = p.rethDmaLength();
+            if (len < 0 || (len > 0 && remoteMr(qp, rkey, va, len, AccessFlags.REMOTE_READ) == null)) {
+                return;
+            }
+            if (qp.resources.rewindQueuedRead(psn, qp.mtu)) {
+                return; // its response is still being streamed: restarted from the requested PSN, not queued twice
+            }
+            final int slot = qp.resources.push(ResponderResources.READ, psn);
+            if (slot >= 0) {
+                qp.resources.va[slot] = va;
+                qp.resources.rkey[slot] = rkey;
+                qp.resources.length[slot] = len;
+            }
+        } else if ((mask & BthOpcode.ATOMIC) != 0) {
+            // answered from the saved result, never executed twice
+            final int h = qp.resources.findAtomic(psn);
+            if (h >= 0 && !qp.resources.hasQueued(ResponderResources.ATOMIC, psn)) {
+                final int slot = qp.resources.push(ResponderResources.ATOMIC, psn);
+                if (slot >= 0) {
+                    qp.resources.value[slot] = qp.resources.atomicValue(h);
+                }
+            }
+        }
+    }
+
+    private SoftMr remoteMr(final SoftQp qp, final int rkey, final long va, final long len, final int access) {
+        final SoftMr mr = dev.mrs.lookup(rkey);
+        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.contains(va, len)) {
+            return null;
+        }
+        return mr;
+    }
+
+    /**
+     * A request the responder refuses: NAK it, fail the receive WQE in use (if any) and move the QP to ERR, as
+     * rxe does for class B/C/D errors.
+     */
+    private void nak(final SoftQp qp, final int psn, final int code, final int recvStatus, final String why) {
+        qp.resources.pushAck(Aeth.nak(code), psn, qp.msn);
+        if (qp.inSend || recvStatus == WcStatus.LOC_LEN_ERR || recvStatus == WcStatus.LOC_PROT_ERR) {
+            if (recvAvailable(qp)) {
+                completeRecv(qp, recvStatus, WcOpcode.RECV, 0, 0, 0);
+            }
+        }
+        qp.inSend = false;
+        qp.inWrite = false;
+        final int event = code == Aeth.NAK_REMOTE_ACCESS_ERROR ? AsyncEventType.QP_ACCESS_ERR
+            : AsyncEventType.QP_REQ_ERR;
+        dev.toError(qp, event, "responder QP " + qp.qpn + ": " + Aeth.describe(Aeth.nak(code)) + ": " + why);
+    }
+
+    private void completeRecv(final SoftQp qp, final int status, final int opcode, final int byteLen, final int imm,
+                              final int flags) {
+        qp.fenceDmaWrites();
+        final RecvQueue rq = qp.rq;
+        final long wrId = rq.wrId(qp.rqHead);
+        // Release the WQE before the CQE is visible: the poller may repost into the slot as soon as it sees it.
+        qp.rqHead++;
+        rq.doorbell().consumer(qp.rqHead);
+        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags)) {
+            dev.toError(qp, AsyncEventType.QP_FATAL, "receive CQ overflow");
+        }
+    }
+
+    // ---------------- transmit side ----------------
+
+    @Override
+    public int doWork() {
+        int work = 0;
+        for (final SoftQp qp : dev.activeQps) {
+            if (!qp.resources.isEmpty()) {
+                work += emit(qp);
+            }
+            if (qp.state == QpState.ERR) {
+                work += flushRecv(qp);
+            }
+        }
+        return work;
+    }
+
+    /** Sends what the QP owes, in order, until done or the link is full. */
+    private int emit(final SoftQp qp) {
+        final ResponderResources r = qp.resources;
+        int sent = 0;
+        while (!r.isEmpty() && sent < burst) {
+            final int slot = r.headSlot();
+            switch (r.type[slot]) {
+                case ResponderResources.ACK -> {
+                    if (!claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
+                        return sent;
+                    }
+                    qp.fenceDmaWrites(); // what the memory promises at completion holds before the ACK leaves
+                    out.aeth(r.syndrome[slot], r.msn[slot]);
+                    commit();
+                    r.pop();
+                }
+                case ResponderResources.ATOMIC -> {
+                    // owed responses are sent even in ERR: they were accepted before the NAK queued behind them
+                    if (!claim(qp, BthOpcode.ATOMIC_ACKNOWLEDGE, 0, r.psn[slot])) {
+                        return sent;
+                    }
+                    out.aeth(Aeth.ACK_UNLIMITED, qp.msn).atomicOrig(r.value[slot]);
+                    commit();
+                    r.pop();
+                }
+                default -> {
+                    if (!emitReadPacket(qp, r, slot)) {
+                        return sent;
+                    }
+                }
+            }
+            sent++;
+        }
+        return sent;
+    }
+
+    private boolean emitReadPacket(final SoftQp qp, final ResponderResources r, final int slot) {
+        final int total = r.length[slot];
+        final int index = r.sentPackets[slot];
+        final long offset = (long) index * qp.mtu;
+        final int payload = (int) Math.min(qp.mtu, total - offset);
+        final boolean first = index == 0;
+        final boolean last = offset + payload >= total;
+        final int opcode = first && last ? BthOpcode.RDMA_READ_RESPONSE_ONLY
+            : first ? BthOpcode.RDMA_READ_RESPONSE_FIRST
+            : last ? BthOpcode.RDMA_READ_RESPONSE_LAST : BthOpcode.RDMA_READ_RESPONSE_MIDDLE;
+        final int psn = Psn.add(r.psn[slot], index);
+        SoftMr mr = null;
+        if (payload > 0) {
+            mr = remoteMr(qp, r.rkey[slot], r.va[slot] + offset, payload, AccessFlags.REMOTE_READ);
+            if (mr == null) {
+                // deregistered while the response streamed: stop, never read freed memory
+                r.pop();
+                nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                    + Integer.toHexString(r.rkey[slot]) + " invalidated during READ response");
+                return true;
+            }
+        }
+        if (!claim(qp, opcode, payload, psn)) {
+            return false;
+        }
+        if ((out.mask() & BthOpcode.AETH) != 0) {
+            out.aeth(Aeth.ACK_UNLIMITED, qp.msn);
+        }
+        if (payload > 0) {
+            mr.copyOut(r.va[slot] + offset, out.buffer(), out.payloadOffset(), payload);
+        }
+        commit();
+        if (last) {
+            r.pop();
+        } else {
+            r.sentPackets[slot] = index + 1;
+        }
+        return true;
+    }
+
+    private boolean claim(final SoftQp qp, final int opcode, final int payload, final int psn) {
+        return tx.claim(qp.dlid, qp.destQpn, opcode, payload, psn, false, false);
+    }
+
+    private void commit() {
+        tx.commit();
+    }
+
+    /** ERR: posted receive WQEs complete with WR_FLUSH_ERR. */
+    private int flushRecv(final SoftQp qp) {
+        int n = 0;
+        final long producer = qp.rq.doorbell().producer();
+        while (qp.rqHead < producer && qp.recvCq.hasRoomForFlush()) {
+            completeRecv(qp, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0);
+            n++;
+        }
+        return n;
+    }
+}

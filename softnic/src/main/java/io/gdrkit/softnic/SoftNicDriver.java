@@ -1,0 +1,137 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.core.agent.Agent;
+import io.gdrkit.core.agent.AgentRunner;
+import io.gdrkit.core.agent.IdleStrategy;
+import io.gdrkit.softnic.fabric.Fabric;
+import io.gdrkit.softnic.fabric.InJvmFabric;
+import io.gdrkit.softnic.fabric.LinkHook;
+import io.gdrkit.verbs.Device;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * Hosts software NICs on an in-JVM fabric and drives their agents the way the {@link SoftNicContext} says:
+ * on the caller's polling, on dedicated threads, or not at all (a deterministic runner steps them).
+ */
+public final class SoftNicDriver implements AutoCloseable {
+    private static final List<SoftNicDriver> LIVE = new CopyOnWriteArrayList<>();
+
+    private final SoftNicContext ctx;
+    private final Fabric fabric;
+    private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
+    private volatile SoftDevice[] deviceArray = new SoftDevice[0];
+    private final List<AgentRunner> runners = new ArrayList<>();
+    private volatile boolean closed;
+
+    private SoftNicDriver(final SoftNicContext ctx, final Fabric fabric) {
+        this.ctx = ctx;
+        this.fabric = fabric != null ? fabric : new InJvmFabric(ctx.linkCapacity(), ctx.linkHook(), ctx.linkCrc());
+    }
+
+    /** Concludes the context and starts a driver with no devices yet. */
+    public static SoftNicDriver launch(final SoftNicContext ctx) {
+        return launch(ctx, null);
+    }
+
+    /** Starts a driver whose devices attach to {@code fabric} (null: a new in-JVM fabric); it closes the fabric. */
+    public static SoftNicDriver launch(final SoftNicContext ctx, final Fabric fabric) {
+        final SoftNicDriver d = new SoftNicDriver(ctx.conclude(), fabric);
+        LIVE.add(d);
+        return d;
+    }
+
+    public static SoftNicDriver launch() {
+        return launch(new SoftNicContext());
+    }
+
+    /** Drivers alive in this JVM (the provider lists their devices). */
+    static List<SoftNicDriver> live() {
+        return LIVE;
+    }
+
+    public SoftNicContext context() {
+        return ctx;
+    }
+
+    /** Adds a software NIC named {@code name} with the next LID. */
+    public SoftDevice addDevice(final String name) {
+        return addDevice(name, 0);
+    }
+
+    /** Adds a software NIC with the given LID (0: the fabric picks the next). */
+    public synchronized SoftDevice addDevice(final String name, final int lid) {
+        if (closed) {
+            throw new IllegalStateException("driver is closed");
+        }
+        for (final SoftDevice d : devices) {
+            if (d.name().equals(name)) {
+                throw new IllegalArgumentException("device name '" + name + "' already used");
+            }
+        }
+        final SoftDevice dev = new SoftDevice(this, name, fabric.attach(lid));
+        devices.add(dev);
+        deviceArray = devices.toArray(new SoftDevice[0]);
+        if (ctx.progressMode() == SoftNicContext.ProgressMode.DEDICATED) {
+            runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
+        }
+        return dev;
+    }
+
+    /** The fabric the devices are attached to. */
+    public Fabric fabric() {
+        return fabric;
+    }
+
+    public List<Device> devices() {
+        return List.copyOf(devices);
+    }
+
+    /** Replaces the link hook of every link (fault injection, link models). */
+    public void linkHook(final LinkHook hook) {
+        fabric.hook(hook);
+    }
+
+    /** Steps every device once (each only if no other thread is in it); returns the work done. */
+    public int progress() {
+        int work = 0;
+        for (final SoftDevice d : deviceArray) {
+            work += d.doWork();
+        }
+        return work;
+    }
+
+    /** What polling a CQ of {@code device} does, by progress mode. */
+    void progressFor(final SoftDevice device) {
+        switch (ctx.progressMode()) {
+            case INVOKER -> progress();
+            case OWN_DEVICE -> device.doWork();
+            default -> {
+                // dedicated threads or a deterministic runner move the NICs
+            }
+        }
+    }
+
+    /** All agents of all devices, for a {@link io.gdrkit.core.agent.DeterministicRunner}. */
+    public List<Agent> agents() {
+        final List<Agent> all = new ArrayList<>();
+        for (final SoftDevice d : devices) {
+            all.addAll(d.agents());
+        }
+        return all;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (final AgentRunner r : runners) {
+            r.close();
+        }
+        LIVE.remove(this);
+        fabric.close();
+    }
+}

@@ -1,0 +1,391 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.softnic.queue.RecvQueue;
+import io.gdrkit.softnic.queue.SendQueue;
+import io.gdrkit.core.Errno;
+import io.gdrkit.verbs.Mtu;
+import io.gdrkit.verbs.PostException;
+import io.gdrkit.verbs.QpAttr;
+import io.gdrkit.verbs.QpAttrMask;
+import io.gdrkit.verbs.QpCap;
+import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.QpType;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.RecvWorkRequest;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.Sge;
+import io.gdrkit.verbs.WrOpcode;
+import java.lang.foreign.Arena;
+
+/**
+ * An RC queue pair of the software NIC. Posting (any one thread per queue) writes WQE records and rings the
+ * doorbell; everything below the "NIC state" line is touched only by the thread holding the device's duty,
+ * so it needs no synchronization. Requester, responder and completer each own their part of it, as in rxe.
+ */
+final class SoftQp implements QueuePair {
+    // per-WQE NIC state bits
+    static final byte STARTED = 1;
+    static final byte SENT = 2;
+    static final byte LOCAL_ERROR = 4;
+
+    final SoftDevice device;
+    final SoftPd pd;
+    final int qpn;
+    final SoftCq sendCq;
+    final SoftCq recvCq;
+    final boolean sqSigAll;
+    final QpCap cap;
+    final Arena arena = Arena.ofShared();
+    final SendQueue sq;
+    final RecvQueue rq;
+    /** Bound once: a method reference per post would allocate. */
+    private final SendQueue.InlineSource inlineSource;
+
+    volatile int state = QpState.RESET;
+
+    // attributes (written under duty by modify)
+    int accessFlags;
+    int pathMtu = Mtu.MTU_256;
+    int softwareMtu;
+    int mtu = 256;
+    int destQpn;
+    int dlid;
+    int timeout;
+    int retryCnt;
+    int rnrRetry;
+    int minRnrTimer;
+    int maxRdAtomic;
+    int maxDestRdAtomic;
+    int rqPsn;
+    int sqPsn;
+    boolean sqdNotify;
+
+    // poster side (the posting thread)
+    long sqPostHead;
+    long rqPostHead;
+
+    // ---------------- NIC state ----------------
+    // requester
+    long reqHead;
+    long curOffset;
+    int nextPsn;
+    /** One past the highest PSN ever sent: ACKs up to here are genuine even after a rewind lowered nextPsn. */
+    int sentPsn;
+    /**
+     * How many PSNs may be outstanding right now: the configured window, or one after a timeout until the
+     * next acknowledgement of progress. Resending a single packet after a timeout is what keeps a
+     * periodic loss pattern from hitting the same PSN on every go-back-N round.
+     */
+    int cwnd = 1;
+    int pktsSinceAckReq;
+    int outstandingRdAtomic;
+    long rnrWaitUntil;
+    final int[] firstPsn;
+    final int[] lastPsn;
+    final byte[] wqeState;
+    final byte[] wqeError;
+
+    // completer
+    long compTail;
+    int compPsn;
+    long timerDeadline;
+    int retryLeft;
+    int rnrRetryLeft;
+    /** A go-back-N retry was started and no progress was made since. */
+    boolean retryStarted;
+    boolean sqDrainedReported;
+
+    // responder
+    int ePsn;
+    int msn;
+    boolean nakSeqSent;
+    long rqHead;
+    boolean inSend;
+    int recvOffset;
+    boolean inWrite;
+    long writeVa;
+    int writeRkey;
+    int writeRemaining;
+    int writeLength;
+    final ResponderResources resources;
+    /** DMA memory written since the last completion fence (one at a time: a QP writes one MR per message). */
+    private SoftMr dmaWritten;
+
+    SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
+           final boolean sqSigAll, final QpCap cap) {
+        this.device = device;
+        this.pd = pd;
+        this.qpn = qpn;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
+        this.sqSigAll = sqSigAll;
+        this.cap = cap.copy();
+        this.sq = new SendQueue(arena, cap.maxSendWr, cap.maxSendSge, cap.maxInlineData);
+        this.rq = new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge);
+        this.inlineSource = device::copyInline;
+        this.cap.maxSendWr = sq.depth();
+        this.cap.maxRecvWr = rq.depth();
+        this.firstPsn = new int[sq.depth()];
+        this.lastPsn = new int[sq.depth()];
+        this.wqeState = new byte[sq.depth()];
+        this.wqeError = new byte[sq.depth()];
+        this.resources = new ResponderResources(device.attr().maxQpRdAtom());
+    }
+
+    @Override
+    public int qpNum() {
+        return qpn;
+    }
+
+    @Override
+    public int qpType() {
+        return QpType.RC;
+    }
+
+    @Override
+    public int state() {
+        return state;
+    }
+
+    /** Retransmit timeout: 4.096 us * 2^timeout * factor; 0 when timeout is 0 (infinite). */
+    long retransmitNanos() {
+        if (timeout == 0) {
+            return 0;
+        }
+        return (long) (4096.0 * (1L << timeout) * device.driver().context().retransmitFactor());
+    }
+
+    @Override
+    public void modify(final QpAttr attr, final int attrMask) {
+        device.modifyQp(this, attr, attrMask);
+    }
+
+    @Override
+    public QpAttr query() {
+        final QpAttr a = new QpAttr();
+        a.qpState = state;
+        a.curQpState = state;
+        a.qpAccessFlags = accessFlags;
+        a.pathMtu = pathMtu;
+        a.softwareMtu = softwareMtu;
+        a.destQpNum = destQpn;
+        a.dlid = dlid;
+        a.timeout = timeout;
+        a.retryCnt = retryCnt;
+        a.rnrRetry = rnrRetry;
+        a.minRnrTimer = minRnrTimer;
+        a.maxRdAtomic = maxRdAtomic;
+        a.maxDestRdAtomic = maxDestRdAtomic;
+        a.rqPsn = rqPsn;
+        a.sqPsn = sqPsn;
+        a.cap.maxSendWr(cap.maxSendWr).maxRecvWr(cap.maxRecvWr).maxSendSge(cap.maxSendSge)
+            .maxRecvSge(cap.maxRecvSge).maxInlineData(cap.maxInlineData);
+        return a;
+    }
+
+    /** Applies validated attributes; called by the device under duty. */
+    void apply(final QpAttr a, final int m, final int next) {
+        if ((m & QpAttrMask.ACCESS_FLAGS) != 0) accessFlags = a.qpAccessFlags;
+        if ((m & QpAttrMask.PATH_MTU) != 0) pathMtu = a.pathMtu;
+        if ((m & QpAttrMask.SOFTWARE_MTU) != 0) softwareMtu = a.softwareMtu;
+        if ((m & (QpAttrMask.PATH_MTU | QpAttrMask.SOFTWARE_MTU)) != 0) {
+            mtu = softwareMtu != 0 ? softwareMtu : Mtu.toBytes(pathMtu);
+        }
+        if ((m & QpAttrMask.DEST_QPN) != 0) destQpn = a.destQpNum;
+        if ((m & QpAttrMask.AV) != 0) dlid = a.dlid;
+        if ((m & QpAttrMask.TIMEOUT) != 0) timeout = a.timeout;
+        if ((m & QpAttrMask.RETRY_CNT) != 0) retryCnt = a.retryCnt;
+        if ((m & QpAttrMask.RNR_RETRY) != 0) rnrRetry = a.rnrRetry;
+        if ((m & QpAttrMask.MIN_RNR_TIMER) != 0) minRnrTimer = a.minRnrTimer;
+        if ((m & QpAttrMask.MAX_QP_RD_ATOMIC) != 0) maxRdAtomic = a.maxRdAtomic;
+        if ((m & QpAttrMask.MAX_DEST_RD_ATOMIC) != 0) maxDestRdAtomic = a.maxDestRdAtomic;
+        if ((m & QpAttrMask.EN_SQD_ASYNC_NOTIFY) != 0) sqdNotify = true;
+        if ((m & QpAttrMask.RQ_PSN) != 0) {
+            rqPsn = a.rqPsn;
+            ePsn = a.rqPsn;
+        }
+        if ((m & QpAttrMask.SQ_PSN) != 0) {
+            sqPsn = a.sqPsn;
+            nextPsn = a.sqPsn;
+            sentPsn = a.sqPsn;
+            cwnd = device.driver().context().window();
+            compPsn = a.sqPsn;
+        }
+        final int prev = state;
+        if (next == QpState.RESET && prev != QpState.RESET) {
+            resetQueues();
+        }
+        if (next == QpState.RTS && prev == QpState.RTR) {
+            retryLeft = retryCnt;
+            rnrRetryLeft = rnrRetry;
+        }
+        if (next == QpState.SQD) {
+            sqDrainedReported = false;
+        }
+        state = next;
+    }
+
+    private void resetQueues() {
+        sq.doorbell().reset();
+        rq.doorbell().reset();
+        sqPostHead = 0;
+        rqPostHead = 0;
+        reqHead = 0;
+        curOffset = 0;
+        pktsSinceAckReq = 0;
+        outstandingRdAtomic = 0;
+        rnrWaitUntil = 0;
+        java.util.Arrays.fill(wqeState, (byte) 0);
+        compTail = 0;
+        timerDeadline = 0;
+        retryStarted = false;
+        msn = 0;
+        nakSeqSent = false;
+        rqHead = 0;
+        inSend = false;
+        inWrite = false;
+        resources.clear();
+        sqdNotify = false;
+    }
+
+    // ---------------- posting ----------------
+
+    @Override
+    public void postSend(final SendWorkRequest first) {
+        final int s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in " + QpState.name(s)
+                + "; sends need RTS (or SQD/ERR)");
+        }
+        long head = sqPostHead;
+        final long consumer = sq.doorbell().consumer();
+        int index = 0;
+        try {
+            for (SendWorkRequest wr = first; wr != null; wr = wr.next, index++) {
+                if (head - consumer >= sq.depth()) {
+                    throw new PostException(Errno.ENOMEM, index, "send queue of QP " + qpn + " is full ("
+                        + sq.depth() + " WQEs outstanding)");
+                }
+                final int total = checkSend(wr, index);
+                final boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
+                sq.write(head, wr, inline, total, inlineSource);
+                head++;
+            }
+        } finally {
+            if (head != sqPostHead) {
+                sqPostHead = head;
+                sq.doorbell().ring(head);
+            }
+        }
+    }
+
+    private int checkSend(final SendWorkRequest wr, final int index) {
+        if (!WrOpcode.isSupported(wr.opcode)) {
+            throw new PostException(Errno.EINVAL, index, "opcode " + wr.opcode + " is not supported on an RC QP");
+        }
+        if ((wr.sendFlags & ~SendFlags.ALL) != 0) {
+            throw new PostException(Errno.EINVAL, index, "unknown send flags 0x" + Integer.toHexString(wr.sendFlags));
+        }
+        if (wr.numSge() > cap.maxSendSge) {
+            throw new PostException(Errno.EINVAL, index, "num_sge " + wr.numSge() + " > max_send_sge "
+                + cap.maxSendSge);
+        }
+        final long total = wr.totalLength();
+        if (total > Integer.MAX_VALUE) {
+            throw new PostException(Errno.EINVAL, index, "message length " + total + " exceeds 2^31-1 bytes");
+        }
+        if ((wr.sendFlags & SendFlags.INLINE) != 0) {
+            if (WrOpcode.isReadOrAtomic(wr.opcode)) {
+                throw new PostException(Errno.EINVAL, index, "INLINE is only valid for SEND and WRITE, not "
+                    + WrOpcode.name(wr.opcode));
+            }
+            if (total > cap.maxInlineData) {
+                throw new PostException(Errno.EINVAL, index, "inline length " + total + " > max_inline_data "
+                    + cap.maxInlineData);
+            }
+            for (int i = 0; i < wr.numSge(); i++) {
+                final Sge sge = wr.sge(i);
+                if (sge.length > 0 && !device.isReadableLocal(sge.lkey, sge.addr, sge.length)) {
+                    throw new PostException(Errno.EINVAL, index, "inline SGE " + i + " (" + sge
+                        + ") is not inside an MR registered with that lkey");
+                }
+            }
+        }
+        if (WrOpcode.isAtomic(wr.opcode) && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
+            throw new PostException(Errno.EINVAL, index, "atomic operations need exactly one 8-byte SGE");
+        }
+        return (int) total;
+    }
+
+    @Override
+    public void postRecv(final RecvWorkRequest first) {
+        final int s = state;
+        if (s == QpState.RESET) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in RESET; receives need INIT or later");
+        }
+        long head = rqPostHead;
+        final long consumer = rq.doorbell().consumer();
+        int index = 0;
+        try {
+            for (RecvWorkRequest wr = first; wr != null; wr = wr.next, index++) {
+                if (head - consumer >= rq.depth()) {
+                    throw new PostException(Errno.ENOMEM, index, "receive queue of QP " + qpn + " is full ("
+                        + rq.depth() + " WQEs)");
+                }
+                if (wr.numSge() > cap.maxRecvSge) {
+                    throw new PostException(Errno.EINVAL, index, "num_sge " + wr.numSge() + " > max_recv_sge "
+                        + cap.maxRecvSge);
+                }
+                rq.write(head, wr);
+                head++;
+            }
+        } finally {
+            if (head != rqPostHead) {
+                rqPostHead = head;
+                rq.doorbell().ring(head);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        device.destroyQp(this);
+    }
+
+    /** Remembers that DMA memory was written, so the next completion is fenced for it. */
+    void noteDmaWrite(final SoftMr mr) {
+        if (mr.dma != null && dmaWritten != mr) {
+            fenceDmaWrites(); // a different memory: fence the previous one now, so none is left unfenced
+            dmaWritten = mr;
+        }
+    }
+
+    /** Before a completion (ACK, receive CQE) is reported: the memory's completion fence. */
+    void fenceDmaWrites() {
+        if (dmaWritten != null) {
+            dmaWritten.dma.completionFence();
+            dmaWritten = null;
+        }
+    }
+
+    boolean remoteAccess(final int flag) {
+        return (accessFlags & flag) != 0;
+    }
+
+    boolean isSignaled(final int flags) {
+        return sqSigAll || (flags & SendFlags.SIGNALED) != 0;
+    }
+
+    /** Packets a message of {@code length} bytes takes: at least one. */
+    int packets(final long length) {
+        return length == 0 ? 1 : (int) ((length + mtu - 1) / mtu);
+    }
+
+
+    @Override
+    public String toString() {
+        return "QP " + qpn + " (" + QpState.name(state) + ") on " + device.name();
+    }
+
+}

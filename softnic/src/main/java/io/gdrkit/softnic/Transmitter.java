@@ -1,0 +1,54 @@
+package io.gdrkit.softnic;
+
+import io.gdrkit.softnic.wire.Packet;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Builds one outgoing packet at a time in place in the link's buffer. A packet to a LID the fabric does not
+ * know is built in a scratch buffer and never leaves: it is lost, as on a real network, and retransmission
+ * timeouts deal with it.
+ */
+final class Transmitter {
+    private final SoftDevice dev;
+    final Packet pkt = new Packet();
+    private MemorySegment scratch;
+    private boolean routable;
+
+    Transmitter(final SoftDevice dev) {
+        this.dev = dev;
+    }
+
+    /** Returns false when the link is full (nothing was claimed). */
+    boolean claim(final int dlid, final int destQpn, final int opcode, final int payload, final int psn,
+                  final boolean ackReq, final boolean solicited) {
+        final int length = Packet.lengthFor(opcode, payload);
+        final long off = dev.port.tryClaim(dlid, destQpn, length);
+        if (off == -1) {
+            return false;
+        }
+        if (off == -2) {
+            if (scratch == null || scratch.byteSize() < length) {
+                scratch = Arena.ofAuto().allocate(Math.max(length, 4096), 8);
+            }
+            routable = false;
+            pkt.init(scratch, 0, length, dlid, dev.port.lid(), opcode, destQpn, psn, ackReq, solicited);
+            return true;
+        }
+        routable = true;
+        pkt.init(dev.port.claimBuffer(), off, length, dlid, dev.port.lid(), opcode, destQpn, psn, ackReq, solicited);
+        return true;
+    }
+
+    void commit() {
+        if (routable) {
+            dev.port.commit();
+        }
+    }
+
+    void abort() {
+        if (routable) {
+            dev.port.abort();
+        }
+    }
+}

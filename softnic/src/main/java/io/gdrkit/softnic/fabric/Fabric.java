@@ -1,0 +1,19 @@
+package io.gdrkit.softnic.fabric;
+
+/** Carries packets between software NICs: in one JVM, between processes on a host, or between hosts. */
+public interface Fabric extends AutoCloseable {
+    /**
+     * Attaches a port. {@code lid} 0 picks the next free LID (in-JVM); a positive LID is claimed as given and
+     * fails if another live port holds it.
+     */
+    FabricPort attach(int lid);
+
+    /** Replaces the hook that sees every packet this process sends. */
+    void hook(LinkHook hook);
+
+    /** What the fabric is, for reports: "in-JVM", "shm:/dev/shm/...". */
+    String describe();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,82 @@
+package io.gdrkit.softnic.fabric;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A device's attachment to a fabric. The NIC writes outgoing packets in place (claim, fill, commit) and reads
+ * incoming packets in place. Only the thread that currently holds the device's duty calls these.
+ */
+public interface FabricPort {
+    int lid();
+
+    /** Largest packet (headers included) the fabric carries. */
+    int maxPacket();
+
+    /**
+     * Claims room for a packet of {@code length} bytes to {@code dlid}. Returns the offset in
+     * {@link #claimBuffer()} to write it at; -1 when the link is full (try again later); -2 when no such
+     * destination exists (the packet is lost, as on a real network).
+     */
+    long tryClaim(int dlid, int length);
+
+    /**
+     * {@link #tryClaim(int, int)} with the packet's destination QP number (the BTH dest QP it will carry), so a
+     * fabric with several links to one peer can keep each QP's packets in order on one of them.
+     */
+    default long tryClaim(final int dlid, final int destQpn, final int length) {
+        return tryClaim(dlid, length);
+    }
+
+    MemorySegment claimBuffer();
+
+    /** Sends the claimed packet; the link hook may still drop it. */
+    void commit();
+
+    /** Drops the claimed packet without sending it. */
+    void abort();
+
+    /**
+     * Housekeeping the sender side owes the link: releases packets a fault injector delayed, flushes
+     * buffered bytes to sockets. Called by the NIC every duty cycle with the current time.
+     */
+    default int doWork(final long nowNanos) {
+        return 0;
+    }
+
+    /** Packets received with a bad link CRC (dropped). */
+    default long crcErrors() {
+        return 0;
+    }
+
+    /** Reads up to {@code limit} incoming packets. */
+    int poll(SpscRingBuffer.RecordHandler handler, int limit);
+
+    /**
+     * Whether a packet claimed now may carry a <em>reference</em> to host memory of the sending NIC (address,
+     * length, key) instead of the payload bytes, for the receiver to copy from directly (the single-copy path).
+     * True only where that is safe: sender and receiver in this JVM, no link CRC (it would cover the reference,
+     * not the bytes), and a link hook that {@linkplain LinkHook#passesReferences() never looks at payloads}.
+     * Asked per packet: the hook may be replaced at any time. Default false (the bytes travel).
+     */
+    default boolean carriesReferences() {
+        return false;
+    }
+
+    /**
+     * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int)} of every port
+     * of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are not
+     * carried.
+     */
+    default void owner(final Object owner) {
+    }
+
+    /** The {@link #owner(Object) owner} of the port with {@code lid} on this fabric, in this JVM; null if none. */
+    default Object peer(final int lid) {
+        return null;
+    }
+
+    /** Counters of this port: packets sent, dropped by the hook, unroutable. */
+    long packetsSent();
+
+    long packetsDropped();
+}

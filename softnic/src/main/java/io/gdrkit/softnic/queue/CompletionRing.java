@@ -1,0 +1,98 @@
+package io.gdrkit.softnic.queue;
+
+import io.gdrkit.verbs.WorkCompletion;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The CQ ring: CQE records written by the NIC (single writer), read by the poller (single reader).
+ *
+ * <pre>
+ * CQE record (32 bytes):
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +---------------------------------------------------------------+
+ *  |                          wr_id (64)                           |  0
+ *  +---------------------------------------------------------------+
+ *  |                          byte_len                             |  8
+ *  |                          imm_data                             | 12
+ *  |                           qp_num                              | 16
+ *  |                           src_qp                              | 20
+ *  +---------------+---------------+---------------+---------------+
+ *  |    status     |    opcode     |   wc_flags    |   reserved    | 24
+ *  +---------------+---------------+---------------+---------------+
+ *  |                         vendor_err                            | 28
+ *  +---------------------------------------------------------------+
+ * </pre>
+ */
+public final class CompletionRing {
+    public static final int CQE_SIZE = 32;
+    private final MemorySegment ring;
+    private final Doorbell counters;
+    private final int depth;
+    private final int mask;
+    private long producer;
+
+    public CompletionRing(final Arena arena, final int minDepth) {
+        this.depth = Integer.highestOneBit(Math.max(1, minDepth - 1)) << 1;
+        this.mask = depth - 1;
+        this.ring = arena.allocate((long) CQE_SIZE * depth, 64);
+        this.counters = new Doorbell(arena.allocate(Doorbell.SIZE, 64));
+    }
+
+    public int depth() {
+        return depth;
+    }
+
+    /** NIC side: room for one more CQE? */
+    public boolean hasRoom() {
+        return producer - counters.consumer() < depth;
+    }
+
+    /** NIC side: writes a CQE and publishes it. The caller checked {@link #hasRoom()}. */
+    public void post(final long wrId, final int status, final int opcode, final int byteLen, final int imm,
+                     final int qpNum, final int srcQp, final int wcFlags, final int vendorErr) {
+        final long o = (producer & mask) * CQE_SIZE;
+        ring.set(ValueLayout.JAVA_LONG, o, wrId);
+        ring.set(ValueLayout.JAVA_INT, o + 8, byteLen);
+        ring.set(ValueLayout.JAVA_INT, o + 12, imm);
+        ring.set(ValueLayout.JAVA_INT, o + 16, qpNum);
+        ring.set(ValueLayout.JAVA_INT, o + 20, srcQp);
+        ring.set(ValueLayout.JAVA_BYTE, o + 24, (byte) status);
+        ring.set(ValueLayout.JAVA_BYTE, o + 25, (byte) opcode);
+        ring.set(ValueLayout.JAVA_BYTE, o + 26, (byte) wcFlags);
+        ring.set(ValueLayout.JAVA_INT, o + 28, vendorErr);
+        producer++;
+        counters.ring(producer);
+    }
+
+    /** Poller side: copies up to {@code max} CQEs into {@code wcs}. */
+    public int poll(final WorkCompletion[] wcs, final int max) {
+        long consumer = counters.consumer();
+        final long available = counters.producer() - consumer;
+        final int n = (int) Math.min(available, Math.min(max, wcs.length));
+        for (int i = 0; i < n; i++) {
+            final long o = (consumer & mask) * CQE_SIZE;
+            final WorkCompletion wc = wcs[i];
+            wc.wrId = ring.get(ValueLayout.JAVA_LONG, o);
+            wc.byteLen = ring.get(ValueLayout.JAVA_INT, o + 8);
+            wc.immData = ring.get(ValueLayout.JAVA_INT, o + 12);
+            wc.qpNum = ring.get(ValueLayout.JAVA_INT, o + 16);
+            wc.srcQp = ring.get(ValueLayout.JAVA_INT, o + 20);
+            wc.status = ring.get(ValueLayout.JAVA_BYTE, o + 24) & 0xFF;
+            wc.opcode = ring.get(ValueLayout.JAVA_BYTE, o + 25) & 0xFF;
+            wc.wcFlags = ring.get(ValueLayout.JAVA_BYTE, o + 26) & 0xFF;
+            wc.vendorErr = ring.get(ValueLayout.JAVA_INT, o + 28);
+            consumer++;
+        }
+        if (n > 0) {
+            counters.consumer(consumer);
+        }
+        return n;
+    }
+
+    public boolean isEmpty() {
+        return counters.producer() == counters.consumer();
+    }
+}

@@ -1,0 +1,98 @@
+package io.gdrkit.softnic;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.softnic.fabric.ShmFabric;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.ProtectionDomain;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.RecvWorkRequest;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.WcOpcode;
+import io.gdrkit.verbs.WorkCompletion;
+import io.gdrkit.verbs.WrOpcode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/** Two processes, one software NIC each, exchanging RDMA WRITEs through shared memory. */
+class ShmFabricTest {
+    @Test
+    void writeBetweenProcessesIsByteExact() throws Exception {
+        final int size = 6 << 20;
+        final Path base = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(
+            System.getProperty("java.io.tmpdir"));
+        final Path dir = Files.createTempDirectory(base, "gdrkit-test-");
+        final Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+            ShmPeer.class.getName(), dir.toString(), Integer.toString(size))
+            .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext(),
+            new ShmFabric(dir, 4 << 20, 4, null)); Arena arena = Arena.ofShared()) {
+            final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
+            final PrintStream to = new PrintStream(child.getOutputStream(), true);
+            final SoftDevice dev = driver.addDevice("shm-test", 1);
+            final VerbsContext ctx = dev.open();
+            final ProtectionDomain pd = ctx.allocPd();
+            final CompletionQueue cq = ctx.createCq(64);
+            final MemorySegment buf = arena.allocate(2L * size, 4096);
+            final MemoryRegion mr = pd.registerMr(buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            final QueuePair qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
+            final String ready = out.readLine();
+            assertTrue(ready != null && ready.startsWith("READY "), "child said: " + ready);
+            final String[] f = ready.split(" ");
+            RcConnector.bringUp(qp, Integer.parseInt(f[1]), 2, 400, 500, RcConnector.defaults());
+            qp.postRecv(new RecvWorkRequest().wrId(77).sge(mr, 0, 0));
+            to.println("PEER " + qp.qpNum() + " " + (mr.address() + size) + " " + mr.rkey());
+            final MemorySegment src = buf.asSlice(0, size);
+            Fixture.fill(src, 1234);
+            qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).flags(SendFlags.SIGNALED)
+                .wrId(5).imm(1234).sge(mr, 0, size).remote(Long.parseLong(f[2]), Integer.parseInt(f[3])));
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            int seen = 0;
+            boolean writeDone = false;
+            boolean echoed = false;
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (seen < 2) {
+                assertTrue(System.nanoTime() < deadline, "timed out waiting for the write and the echo");
+                if (cq.poll(wc) == 1) {
+                    seen++;
+                    assertTrue(wc[0].isSuccess(), wc[0]::toString);
+                    if (wc[0].opcode == WcOpcode.RDMA_WRITE) {
+                        writeDone = true;
+                    } else {
+                        assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc[0].opcode);
+                        assertEquals(1235, wc[0].immData);
+                        assertEquals(size, wc[0].byteLen);
+                        echoed = true;
+                    }
+                }
+            }
+            assertTrue(writeDone && echoed);
+            Fixture.assertBytes(src, buf.asSlice(size, size), "data echoed by the other process");
+            assertEquals("UP", out.readLine());
+            assertEquals("OK " + size, out.readLine());
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child exits");
+            assertEquals(0, child.exitValue());
+        } finally {
+            child.destroyForcibly();
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+}
