@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <infiniband/verbs.h>
+#if __has_include(<rdma/rdma_cma.h>)
+#include <rdma/rdma_cma.h>
+#define HAVE_RDMACM 1
+#endif
 
 #define SZ(T) printf("%s.sizeof %zu\n", #T, sizeof(struct T))
 #define OFF(T, F) printf("%s.%s %zu\n", #T, #F, offsetof(struct T, F))
@@ -102,6 +106,19 @@ int main(void) {
     OFF(ibv_qp, qp_type);
     SZ(ibv_comp_channel); OFF(ibv_comp_channel, context); OFF(ibv_comp_channel, fd); OFF(ibv_comp_channel, refcnt);
     SZ(ibv_async_event); OFF(ibv_async_event, element.cq); OFF(ibv_async_event, event_type);
+#ifdef HAVE_RDMACM
+    SZ(rdma_conn_param); OFF(rdma_conn_param, private_data); OFF(rdma_conn_param, private_data_len);
+    OFF(rdma_conn_param, responder_resources); OFF(rdma_conn_param, initiator_depth);
+    OFF(rdma_conn_param, flow_control); OFF(rdma_conn_param, retry_count); OFF(rdma_conn_param, rnr_retry_count);
+    OFF(rdma_conn_param, srq); OFF(rdma_conn_param, qp_num);
+    SZ(rdma_cm_event); OFF(rdma_cm_event, id); OFF(rdma_cm_event, listen_id); OFF(rdma_cm_event, event);
+    OFF(rdma_cm_event, status); OFF(rdma_cm_event, param.conn.private_data);
+    OFF(rdma_cm_event, param.conn.private_data_len); OFF(rdma_cm_event, param.ud.qp_num);
+    OFF(rdma_cm_event, param.ud.qkey);
+    OFF(rdma_cm_id, verbs); OFF(rdma_cm_id, channel); OFF(rdma_cm_id, context); OFF(rdma_cm_id, qp);
+    printf("RDMA_PS_TCP.value %d\nRDMA_CM_EVENT_ESTABLISHED.value %d\nRDMA_CM_EVENT_TIMEWAIT_EXIT.value %d\n",
+           RDMA_PS_TCP, RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+#endif
     printf("IBV_WR_RDMA_WRITE.value %d\nIBV_WR_RDMA_WRITE_WITH_IMM.value %d\nIBV_WR_SEND.value %d\n"
            "IBV_WR_SEND_WITH_IMM.value %d\nIBV_WR_RDMA_READ.value %d\nIBV_WR_ATOMIC_CMP_AND_SWP.value %d\n"
            "IBV_WR_ATOMIC_FETCH_AND_ADD.value %d\nIBV_QPT_RC.value %d\nIBV_QPS_RTS.value %d\n",

@@ -80,12 +80,21 @@ public final class IbvLibrary {
     final MethodHandle getAsyncEvent;
     final MethodHandle ackAsyncEvent;
     final MethodHandle wcStatusStr;
-    /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **)}, called by address. */
-    final MethodHandle opsPostSend;
-    final MethodHandle opsPostRecv;
+    /*
+     * The ops-table entry points, called by address. static final so that the JIT treats each handle as a constant
+     * and inlines the downcall into the post/poll path (an instance field would stay an opaque call).
+     */
+    /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **)}. */
+    static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS,
+        ADDRESS), Linker.Option.critical(false));
+    /** {@code int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **)}. */
+    static final MethodHandle OPS_POST_RECV = OPS_POST_SEND;
     /** {@code int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *)}. */
-    final MethodHandle opsPollCq;
-    final MethodHandle opsReqNotifyCq;
+    static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT,
+        ADDRESS), Linker.Option.critical(false));
+    /** {@code int (*req_notify_cq)(struct ibv_cq *, int)}. */
+    static final MethodHandle OPS_REQ_NOTIFY_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS,
+        JAVA_INT));
 
     /** Outcome of loading: the library, or the reason there is none. */
     public record Loaded(IbvLibrary library, String unavailable) {
@@ -126,12 +135,6 @@ public final class IbvLibrary {
         ackAsyncEvent = down(l, "ibv_ack_async_event", FunctionDescriptor.ofVoid(ADDRESS));
         wcStatusStr = down(l, "ibv_wc_status_str", FunctionDescriptor.of(ADDRESS.withTargetLayout(
             MemoryLayout.sequenceLayout(64, JAVA_BYTE)), JAVA_INT));
-        opsPostSend = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS),
-            Linker.Option.critical(false));
-        opsPostRecv = opsPostSend;
-        opsPollCq = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS),
-            Linker.Option.critical(false));
-        opsReqNotifyCq = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     /** Loads libibverbs once per process; never throws: an absent or unchecked library is a reason. */

@@ -60,7 +60,7 @@ final class NativeCq implements CompletionQueue {
         final int n = Math.min(Math.min(max, out.length), BATCH);
         final int got;
         try {
-            got = (int) ctx.lib.opsPollCq.invokeExact(ctx.pollCqFn, cq, n, wcs);
+            got = (int) IbvLibrary.OPS_POLL_CQ.invokeExact(ctx.pollCqFn, cq, n, wcs);
         } catch (final Throwable t) {
             throw new IllegalStateException("poll_cq: " + t, t);
         }
@@ -93,7 +93,7 @@ final class NativeCq implements CompletionQueue {
     void reqNotify(final boolean solicitedOnly) {
         final int rc;
         try {
-            rc = (int) ctx.lib.opsReqNotifyCq.invokeExact(ctx.reqNotifyFn, cq, solicitedOnly ? 1 : 0);
+            rc = (int) IbvLibrary.OPS_REQ_NOTIFY_CQ.invokeExact(ctx.reqNotifyFn, cq, solicitedOnly ? 1 : 0);
         } catch (final Throwable t) {
             throw new IllegalStateException("req_notify_cq: " + t, t);
         }

@@ -41,6 +41,14 @@ public final class NativeProvider implements VerbsProvider {
         return probe(IbvLibrary.load());
     }
 
+    /**
+     * Probes a given libibverbs file instead of the process's (a test double, a second rdma-core install); the ABI
+     * rule applies as for the default library.
+     */
+    public static Probe probe(final java.nio.file.Path library) {
+        return probe(IbvLibrary.doLoad(library.toAbsolutePath().toString(), false));
+    }
+
     static Probe probe(final IbvLibrary.Loaded l) {
         final String sysfs = sysfs();
         if (l.library() == null) {

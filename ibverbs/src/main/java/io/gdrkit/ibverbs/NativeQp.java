@@ -85,6 +85,11 @@ final class NativeQp implements QueuePair {
         attr = arena.allocate(QP_ATTR);
     }
 
+    /** The {@code struct ibv_qp *} (benchmarks call the ops table with it). */
+    MemorySegment qpPointer() {
+        return qp;
+    }
+
     @Override
     public int qpNum() {
         return qp.get(JAVA_INT, offset(QP, "qp_num"));
@@ -203,7 +208,7 @@ final class NativeQp implements QueuePair {
         }
         final int rc;
         try {
-            rc = (int) pd.ctx.lib.opsPostSend.invokeExact(pd.ctx.postSendFn, qp, sendWrs, badWr);
+            rc = (int) IbvLibrary.OPS_POST_SEND.invokeExact(pd.ctx.postSendFn, qp, sendWrs, badWr);
         } catch (final Throwable t) {
             throw new IllegalStateException("post_send: " + t, t);
         }
@@ -236,7 +241,7 @@ final class NativeQp implements QueuePair {
         }
         final int rc;
         try {
-            rc = (int) pd.ctx.lib.opsPostRecv.invokeExact(pd.ctx.postRecvFn, qp, recvWrs, badWr);
+            rc = (int) IbvLibrary.OPS_POST_RECV.invokeExact(pd.ctx.postRecvFn, qp, recvWrs, badWr);
         } catch (final Throwable t) {
             throw new IllegalStateException("post_recv: " + t, t);
         }
