@@ -6,7 +6,6 @@ package io.gdrkit.ibverbs;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,21 +49,8 @@ final class AbiCheck {
         return new Probe(values, null);
     }
 
-    /** Each C entry that the layouts disagree with or lack, as one line naming both values. */
     static List<String> mismatches(final Map<String, Long> c, final Map<String, Long> java) {
-        final List<String> bad = new ArrayList<>();
-        c.forEach((name, value) -> {
-            if (name.endsWith(".value")) {
-                return;
-            }
-            final Long j = java.get(name);
-            if (j == null) {
-                bad.add(name + ": C says " + value + ", the FFM layout has no such member");
-            } else if (!j.equals(value)) {
-                bad.add(name + ": C says " + value + ", the FFM layout says " + j);
-            }
-        });
-        return bad;
+        return AbiCompare.mismatches(c, java);
     }
 
     private static int run(final List<String> cmd, final Path log) throws IOException, InterruptedException {
