@@ -11,7 +11,9 @@ public final class Errno {
     public static final int EFAULT = 14;
     public static final int EBUSY = 16;
     public static final int EINVAL = 22;
+    public static final int ENODEV = 19;
     public static final int ENOSPC = 28;
+    public static final int ENOSYS = 38;
     public static final int EPROTONOSUPPORT = 93;
     public static final int EOPNOTSUPP = 95;
     public static final int ETIMEDOUT = 110;
@@ -30,7 +32,9 @@ public final class Errno {
             case EFAULT -> "EFAULT";
             case EBUSY -> "EBUSY";
             case EINVAL -> "EINVAL";
+            case ENODEV -> "ENODEV";
             case ENOSPC -> "ENOSPC";
+            case ENOSYS -> "ENOSYS";
             case EPROTONOSUPPORT -> "EPROTONOSUPPORT";
             case EOPNOTSUPP -> "EOPNOTSUPP";
             case ETIMEDOUT -> "ETIMEDOUT";

@@ -1,0 +1,135 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.ibverbs;
+
+import static io.gdrkit.ibverbs.IbvLayouts.CONTEXT;
+import static io.gdrkit.ibverbs.IbvLayouts.DEVICE_ATTR;
+import static io.gdrkit.ibverbs.IbvLayouts.PORT_ATTR;
+import static io.gdrkit.ibverbs.IbvLayouts.offset;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.Device;
+import io.gdrkit.verbs.DeviceAttr;
+import io.gdrkit.verbs.PortAttr;
+import io.gdrkit.verbs.ProtectionDomain;
+import io.gdrkit.verbs.VerbsContext;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/** An opened native device ({@code struct ibv_context}); its ops table holds the data-path entry points. */
+final class NativeContext implements VerbsContext {
+    final IbvLibrary lib;
+    final MemorySegment ctx;
+    final MemorySegment postSendFn;
+    final MemorySegment postRecvFn;
+    final MemorySegment pollCqFn;
+    final MemorySegment reqNotifyFn;
+    private final NativeDevice device;
+    private boolean closed;
+
+    NativeContext(final IbvLibrary lib, final NativeDevice device, final MemorySegment ctx) {
+        this.lib = lib;
+        this.device = device;
+        this.ctx = ctx;
+        postSendFn = ctx.get(ADDRESS, offset(CONTEXT, "ops", "post_send"));
+        postRecvFn = ctx.get(ADDRESS, offset(CONTEXT, "ops", "post_recv"));
+        pollCqFn = ctx.get(ADDRESS, offset(CONTEXT, "ops", "poll_cq"));
+        reqNotifyFn = ctx.get(ADDRESS, offset(CONTEXT, "ops", "req_notify_cq"));
+    }
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    @Override
+    public DeviceAttr queryDevice() {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment attr = a.allocate(DEVICE_ATTR);
+            Native.check("ibv_query_device", Native.call(() -> (int) lib.queryDevice.invokeExact(ctx, attr)));
+            return new DeviceAttr(device.name(), Long.reverseBytes(attr.get(JAVA_LONG, offset(DEVICE_ATTR,
+                "node_guid"))), i(attr, "max_qp"), i(attr, "max_qp_wr"), i(attr, "max_sge"), i(attr, "max_cq"),
+                i(attr, "max_cqe"), i(attr, "max_mr"), attr.get(JAVA_LONG, offset(DEVICE_ATTR, "max_mr_size")),
+                i(attr, "max_qp_rd_atom"), i(attr, "max_qp_init_rd_atom"), 0, 0, false);
+        }
+    }
+
+    private static int i(final MemorySegment attr, final String field) {
+        return attr.get(JAVA_INT, offset(DEVICE_ATTR, field));
+    }
+
+    @Override
+    public PortAttr queryPort(final int port) {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment attr = a.allocate(PORT_ATTR); // zeroed: the exported call fills the compat part
+            Native.check("ibv_query_port(" + port + ")", Native.call(() -> (int) lib.queryPort.invokeExact(ctx,
+                (byte) port, attr)));
+            final int linkLayer = attr.get(JAVA_BYTE, offset(PORT_ATTR, "link_layer"));
+            return new PortAttr(attr.get(JAVA_INT, offset(PORT_ATTR, "state")), attr.get(JAVA_INT, offset(PORT_ATTR,
+                "max_mtu")), attr.get(JAVA_INT, offset(PORT_ATTR, "active_mtu")),
+                Short.toUnsignedInt(attr.get(JAVA_SHORT, offset(PORT_ATTR, "lid"))),
+                switch (linkLayer) {
+                    case 1 -> "InfiniBand";
+                    case 2 -> "Ethernet";
+                    default -> "unknown (" + linkLayer + ")";
+                });
+        }
+    }
+
+    /** The GID at {@code index} of {@code port} as 16 raw bytes ({@code ibv_query_gid}). */
+    byte[] queryGid(final int port, final int index) {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment gid = a.allocate(16, 8);
+            Native.check("ibv_query_gid(" + port + ", " + index + ")", Native.call(() ->
+                (int) lib.queryGid.invokeExact(ctx, (byte) port, index, gid)));
+            return gid.toArray(JAVA_BYTE);
+        }
+    }
+
+    @Override
+    public ProtectionDomain allocPd() {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment st = lib.captureState(a);
+            final MemorySegment pd = Native.call(() -> (MemorySegment) lib.allocPd.invokeExact(st, ctx));
+            if (pd.equals(MemorySegment.NULL)) {
+                throw IbvLibrary.error("ibv_alloc_pd", IbvLibrary.errnoOf(st));
+            }
+            return new NativePd(this, pd.reinterpret(IbvLayouts.PD.byteSize()));
+        }
+    }
+
+    @Override
+    public CompletionQueue createCq(final int cqe) {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment st = lib.captureState(a);
+            final MemorySegment cq = Native.call(() -> (MemorySegment) lib.createCq.invokeExact(st, ctx, cqe,
+                MemorySegment.NULL, MemorySegment.NULL, 0));
+            if (cq.equals(MemorySegment.NULL)) {
+                throw IbvLibrary.error("ibv_create_cq(" + cqe + ")", IbvLibrary.errnoOf(st));
+            }
+            return new NativeCq(this, cq.reinterpret(IbvLayouts.CQ.byteSize()), cqe);
+        }
+    }
+
+    @Override
+    public AsyncEvent pollAsyncEvent() {
+        // ibv_get_async_event blocks; a non-blocking check would need async_fd in O_NONBLOCK. Not needed by the
+        // callers yet: report none rather than block a polling loop.
+        return null;
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            Native.check("ibv_close_device", Native.call(() -> (int) lib.closeDevice.invokeExact(ctx)));
+        }
+    }
+}

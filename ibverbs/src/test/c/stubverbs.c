@@ -1,0 +1,177 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ *
+ * A stub libibverbs for tests and the FFM-cost benchmark: NOT a NIC. It lists one device ("stub0"), hands out
+ * contexts whose ops table holds post_send / post_recv / poll_cq / req_notify_cq stubs, and records what was
+ * posted so a test can check the binding's marshalling byte by byte. Every posted send completes at once with
+ * IBV_WC_SUCCESS; a send with wr_id == 0xbad fails with EINVAL and sets bad_wr, as a provider would.
+ * Built with gcc against the installed rdma-core headers, so its struct layouts are the real ones.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#define MAXQ 1024
+static struct ibv_device dev0;
+static struct ibv_device *devlist[2];
+static struct ibv_wc done[MAXQ];
+static int ndone;
+/* the last chain posted, flattened: one ibv_send_wr (next cleared) and its first SGE per entry */
+static struct ibv_send_wr last_wr[16];
+static struct ibv_sge last_sge[16];
+static int nlast;
+static long long posts;
+
+static int stub_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
+    nlast = 0;
+    for (; wr; wr = wr->next) {
+        if (wr->wr_id == 0xbad) { *bad = wr; return EINVAL; }
+        if (nlast < 16) {
+            last_wr[nlast] = *wr; last_wr[nlast].next = NULL;
+            if (wr->num_sge > 0) last_sge[nlast] = wr->sg_list[0];
+            nlast++;
+        }
+        if (ndone < MAXQ) {
+            struct ibv_wc *c = &done[ndone++];
+            memset(c, 0, sizeof(*c));
+            c->wr_id = wr->wr_id; c->status = IBV_WC_SUCCESS; c->opcode = IBV_WC_RDMA_WRITE;
+            c->byte_len = wr->num_sge > 0 ? wr->sg_list[0].length : 0; c->qp_num = qp->qp_num;
+            c->imm_data = wr->imm_data; c->wc_flags = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_WITH_IMM : 0;
+        }
+        posts++;
+    }
+    return 0;
+}
+
+static int stub_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad) {
+    (void) qp; (void) bad;
+    for (; wr; wr = wr->next) posts++;
+    return 0;
+}
+
+static int stub_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
+    (void) cq;
+    int k = n < ndone ? n : ndone;
+    memcpy(wc, done, k * sizeof(*wc));
+    memmove(done, done + k, (ndone - k) * sizeof(*wc));
+    ndone -= k;
+    return k;
+}
+
+static int stub_req_notify(struct ibv_cq *cq, int solicited) { (void) cq; (void) solicited; return 0; }
+
+/* The benchmark's C side: the same ops-table calls, looped in C. */
+long long stub_c_loop(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_send_wr *wr, long long iters) {
+    struct ibv_send_wr *bad;
+    struct ibv_wc wc[1];
+    long long got = 0;
+    for (long long i = 0; i < iters; i++) {
+        qp->context->ops.post_send(qp, wr, &bad);
+        got += cq->context->ops.poll_cq(cq, 1, wc);
+    }
+    return got;
+}
+
+int stub_last_count(void) { return nlast; }
+struct ibv_send_wr *stub_last_wr(int i) { return &last_wr[i]; }
+struct ibv_sge *stub_last_sge(int i) { return &last_sge[i]; }
+long long stub_posts(void) { return posts; }
+
+struct ibv_device **ibv_get_device_list(int *num) {
+    strcpy(dev0.name, "stub0");
+    devlist[0] = &dev0; devlist[1] = NULL;
+    if (num) *num = 1;
+    return devlist;
+}
+void ibv_free_device_list(struct ibv_device **list) { (void) list; }
+const char *ibv_get_device_name(struct ibv_device *d) { return d->name; }
+__be64 ibv_get_device_guid(struct ibv_device *d) { (void) d; return __builtin_bswap64(0x0002c90300a1b2c3ULL); }
+
+struct ibv_context *ibv_open_device(struct ibv_device *d) {
+    struct ibv_context *c = calloc(1, sizeof(*c));
+    c->device = d;
+    c->ops.post_send = stub_post_send; c->ops.post_recv = stub_post_recv;
+    c->ops.poll_cq = stub_poll_cq; c->ops.req_notify_cq = stub_req_notify;
+    return c;
+}
+int ibv_close_device(struct ibv_context *c) { free(c); return 0; }
+
+int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a) {
+    (void) c; memset(a, 0, sizeof(*a));
+    strcpy(a->fw_ver, "stub"); a->node_guid = __builtin_bswap64(0x0002c90300a1b2c3ULL); a->max_qp = 1000;
+    a->max_qp_wr = 4096; a->max_sge = 30; a->max_cq = 2000; a->max_cqe = 65536; a->max_mr = 4000;
+    a->max_mr_size = 1ULL << 40; a->max_qp_rd_atom = 16; a->max_qp_init_rd_atom = 16; a->phys_port_cnt = 1;
+    a->max_pd = 77; a->atomic_cap = IBV_ATOMIC_HCA;
+    return 0;
+}
+int (ibv_query_port)(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *a) {
+    (void) c;
+    if (port != 1) return EINVAL;
+    struct ibv_port_attr *p = (struct ibv_port_attr *) a;
+    p->state = IBV_PORT_ACTIVE; p->max_mtu = IBV_MTU_4096; p->active_mtu = IBV_MTU_1024; p->lid = 0x1234;
+    p->link_layer = IBV_LINK_LAYER_INFINIBAND;
+    return 0;
+}
+int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid) {
+    (void) c; (void) port;
+    if (index != 0) return EINVAL;
+    for (int i = 0; i < 16; i++) gid->raw[i] = (uint8_t) (0xf0 + i);
+    return 0;
+}
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) {
+    struct ibv_pd *pd = calloc(1, sizeof(*pd)); pd->context = c; pd->handle = 7; return pd;
+}
+int ibv_dealloc_pd(struct ibv_pd *pd) { free(pd); return 0; }
+static uint32_t nextkey = 0x100;
+struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access) {
+    if (access & ~0x1fff) { errno = EINVAL; return NULL; }
+    struct ibv_mr *m = calloc(1, sizeof(*m));
+    m->context = pd->context; m->pd = pd; m->addr = addr; m->length = len; m->lkey = nextkey++; m->rkey = nextkey++;
+    return m;
+}
+struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, uint64_t iova, int fd, int access) {
+    (void) pd; (void) off; (void) len; (void) iova; (void) access;
+    errno = fd < 0 ? EBADF : EOPNOTSUPP; return NULL;
+}
+int ibv_dereg_mr(struct ibv_mr *m) { free(m); return 0; }
+struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *ctx, struct ibv_comp_channel *ch, int vec) {
+    (void) ctx; (void) vec;
+    if (cqe <= 0 || cqe > 65536) { errno = EINVAL; return NULL; }
+    struct ibv_cq *cq = calloc(1, sizeof(*cq)); cq->context = c; cq->channel = ch; cq->cqe = cqe; return cq;
+}
+int ibv_destroy_cq(struct ibv_cq *cq) { free(cq); return 0; }
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c) {
+    struct ibv_comp_channel *ch = calloc(1, sizeof(*ch)); ch->context = c; ch->fd = -1; return ch;
+}
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch) { free(ch); return 0; }
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx) {
+    (void) ch; (void) cq; (void) ctx; errno = EAGAIN; return -1;
+}
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n) { (void) cq; (void) n; }
+static uint32_t nextqpn = 0x40;
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a) {
+    if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) { errno = EOPNOTSUPP; return NULL; }
+    if (a->cap.max_send_wr > 4096) { errno = EINVAL; return NULL; }
+    struct ibv_qp *qp = calloc(1, sizeof(*qp));
+    qp->context = pd->context; qp->pd = pd; qp->send_cq = a->send_cq; qp->recv_cq = a->recv_cq;
+    qp->qp_num = nextqpn++; qp->state = IBV_QPS_RESET; qp->qp_type = a->qp_type;
+    return qp;
+}
+static struct ibv_qp_attr lastattr;
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask) {
+    if ((mask & IBV_QP_STATE) && a->qp_state == IBV_QPS_RTS && qp->state != IBV_QPS_RTR) return EINVAL;
+    if (mask & IBV_QP_STATE) qp->state = a->qp_state;
+    lastattr = *a;
+    return 0;
+}
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init) {
+    (void) mask; (void) init;
+    *a = lastattr; a->qp_state = qp->state;
+    return 0;
+}
+int ibv_destroy_qp(struct ibv_qp *qp) { free(qp); return 0; }
+int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *e) { (void) c; (void) e; return -1; }
+void ibv_ack_async_event(struct ibv_async_event *e) { (void) e; }
+const char *ibv_wc_status_str(enum ibv_wc_status s) { return s == IBV_WC_SUCCESS ? "success" : "stub error"; }

@@ -1,0 +1,207 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.ibverbs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.Device;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.ProtectionDomain;
+import io.gdrkit.verbs.QpBringUp;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QpState;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.RecvWorkRequest;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.WcOpcode;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+import io.gdrkit.verbs.WrOpcode;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Random;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * RC conformance through the verbs API only, run against every provider: the software NIC always; the native
+ * provider where libibverbs lists a device (rxe, siw or hardware; two QPs on its port 1 connected to each other).
+ * Where no native device exists the native run is skipped with the evidence of where the provider looked.
+ */
+class ProviderConformanceTest {
+    private static final int SIZE = 65536;
+    private static final long TIMEOUT_NS = 10_000_000_000L;
+
+    /** Two connected RC QPs, each with a registered buffer, on one provider. */
+    private static final class Pair implements AutoCloseable {
+        final Arena arena = Arena.ofShared();
+        final SoftNicDriver driver;
+        final VerbsContext ca;
+        final VerbsContext cb;
+        final ProtectionDomain pa;
+        final ProtectionDomain pb;
+        final CompletionQueue qa;
+        final CompletionQueue qb;
+        final QueuePair a;
+        final QueuePair b;
+        final MemorySegment ba;
+        final MemorySegment bb;
+        final MemoryRegion ma;
+        final MemoryRegion mb;
+
+        Pair(final String provider) {
+            final Device da;
+            final Device db;
+            if (provider.equals("soft")) {
+                driver = SoftNicDriver.launch();
+                da = driver.addDevice("conf0");
+                db = driver.addDevice("conf1");
+            } else {
+                driver = null;
+                final NativeProvider.Probe p = NativeProvider.probe();
+                Assumptions.assumeTrue(!p.devices().isEmpty(), "no native RDMA device: " + p.evidence());
+                da = p.devices().get(0);
+                db = da;
+            }
+            ca = da.open();
+            cb = db == da && driver == null ? ca : db.open();
+            pa = ca.allocPd();
+            pb = cb == ca ? pa : cb.allocPd();
+            qa = ca.createCq(256);
+            qb = cb.createCq(256);
+            a = pa.createQp(new QpInitAttr().cqs(qa, qa));
+            b = pb.createQp(new QpInitAttr().cqs(qb, qb));
+            ba = arena.allocate(SIZE, 4096);
+            bb = arena.allocate(SIZE, 4096);
+            final int access = AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE;
+            ma = pa.registerMr(ba, access);
+            mb = pb.registerMr(bb, access);
+            final int lidA = ca.queryPort(1).lid();
+            final int lidB = cb.queryPort(1).lid();
+            QpBringUp.toRts(a, b.qpNum(), lidB, 100, 200, QpBringUp.rcDefaults());
+            QpBringUp.toRts(b, a.qpNum(), lidA, 200, 100, QpBringUp.rcDefaults());
+        }
+
+        @Override
+        public void close() {
+            a.close();
+            b.close();
+            ma.deregister();
+            mb.deregister();
+            qa.close();
+            qb.close();
+            if (pb != pa) {
+                pb.close();
+            }
+            pa.close();
+            if (cb != ca) {
+                cb.close();
+            }
+            ca.close();
+            if (driver != null) {
+                driver.close();
+            }
+            arena.close();
+        }
+    }
+
+    private static WorkCompletion await(final CompletionQueue cq, final CompletionQueue other, final String what) {
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        final long deadline = System.nanoTime() + TIMEOUT_NS;
+        while (cq.poll(wc) == 0) {
+            other.poll(new WorkCompletion[0]); // keeps caller-driven NICs moving
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("no completion within 10 s waiting for " + what);
+            }
+            Thread.onSpinWait();
+        }
+        return wc[0];
+    }
+
+    private static void fill(final MemorySegment s, final long seed) {
+        final byte[] b = new byte[(int) s.byteSize()];
+        new Random(seed).nextBytes(b);
+        s.copyFrom(MemorySegment.ofArray(b));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"soft", "native"})
+    void writeReadSendAndAtomicsAreByteExact(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            fill(p.ba, 11);
+            p.a.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address(), p.mb.rkey()).sge(p.ma, 0, SIZE));
+            final WorkCompletion w = await(p.qa, p.qb, "RDMA_WRITE");
+            assertEquals(WcStatus.SUCCESS, w.status, w.toString());
+            assertEquals(WcOpcode.RDMA_WRITE, w.opcode);
+            assertArrayEquals(p.ba.toArray(ValueLayout.JAVA_BYTE), p.bb.toArray(ValueLayout.JAVA_BYTE));
+
+            fill(p.bb, 12);
+            p.a.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address() + 4096, p.mb.rkey()).sge(p.ma, 0, 8192));
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "RDMA_READ").status);
+            assertArrayEquals(p.bb.asSlice(4096, 8192).toArray(ValueLayout.JAVA_BYTE),
+                p.ba.asSlice(0, 8192).toArray(ValueLayout.JAVA_BYTE));
+
+            fill(p.ba, 13);
+            p.b.postRecv(new RecvWorkRequest().wrId(30).sge(p.mb, 1000, 5000));
+            p.a.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.SEND_WITH_IMM).imm(0x0a0b0c0d)
+                .flags(SendFlags.SIGNALED).sge(p.ma, 100, 4321));
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "SEND_WITH_IMM").status);
+            final WorkCompletion r = await(p.qb, p.qa, "the RECV");
+            assertEquals(WcStatus.SUCCESS, r.status);
+            assertEquals(30, r.wrId);
+            assertEquals(4321, r.byteLen);
+            assertTrue(r.hasImm());
+            assertEquals(0x0a0b0c0d, r.immData);
+            assertArrayEquals(p.ba.asSlice(100, 4321).toArray(ValueLayout.JAVA_BYTE),
+                p.bb.asSlice(1000, 4321).toArray(ValueLayout.JAVA_BYTE));
+
+            p.bb.set(ValueLayout.JAVA_LONG, 64, 40L);
+            p.a.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                .flags(SendFlags.SIGNALED).remote(p.mb.address() + 64, p.mb.rkey()).atomic(2, 0).sge(p.ma, 0, 8));
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "FETCH_AND_ADD").status);
+            assertEquals(40L, p.ba.get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(42L, p.bb.get(ValueLayout.JAVA_LONG, 64));
+            p.a.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                .flags(SendFlags.SIGNALED).remote(p.mb.address() + 64, p.mb.rkey()).atomic(42, 7).sge(p.ma, 8, 8));
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "CMP_AND_SWP").status);
+            assertEquals(42L, p.ba.get(ValueLayout.JAVA_LONG, 8));
+            assertEquals(7L, p.bb.get(ValueLayout.JAVA_LONG, 64));
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"soft", "native"})
+    void aBadRkeyIsARemoteAccessErrorAndTheQpGoesToError(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            p.a.postSend(new SendWorkRequest().wrId(9).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address(), p.mb.rkey() ^ 0x5a5a00).sge(p.ma, 0, 64));
+            final WorkCompletion w = await(p.qa, p.qb, "the failed RDMA_WRITE");
+            assertEquals(WcStatus.REM_ACCESS_ERR, w.status, w.toString());
+            assertEquals(9, w.wrId);
+            assertEquals(QpState.ERR, p.a.query().qpState);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"soft", "native"})
+    void aBadLkeyIsALocalProtectionError(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            p.a.postSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address(), p.mb.rkey()).sge(p.ma.address(), 64, p.ma.lkey() ^ 0x70000));
+            final WorkCompletion w = await(p.qa, p.qb, "the failed RDMA_WRITE");
+            assertEquals(WcStatus.LOC_PROT_ERR, w.status, w.toString());
+        }
+    }
+}

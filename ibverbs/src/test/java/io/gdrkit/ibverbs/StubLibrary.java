@@ -1,0 +1,43 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.ibverbs;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/** Builds src/test/c/stubverbs.c (a libibverbs test double, not a NIC) under target/stub with a given soname tail. */
+final class StubLibrary {
+    private StubLibrary() {
+    }
+
+    /** The built library's path, or null when gcc or the rdma-core headers are missing. */
+    static Path build(final String version) throws IOException, InterruptedException {
+        if (!Files.exists(Path.of("/usr/include/infiniband/verbs.h"))) {
+            return null;
+        }
+        final Path dir = Files.createDirectories(Path.of("target/stub").toAbsolutePath());
+        final Path lib = dir.resolve("libibverbs.so." + version);
+        if (Files.exists(lib)) {
+            return lib;
+        }
+        final Path tmp = dir.resolve("build-" + version + ".so");
+        final Process p;
+        try {
+            p = new ProcessBuilder("gcc", "-Wall", "-shared", "-fPIC", "-O2", "-o", tmp.toString(),
+                Path.of("src/test/c/stubverbs.c").toAbsolutePath().toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("cc-" + version + ".log").toFile()).start();
+        } catch (final IOException e) {
+            return null;
+        }
+        if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new AssertionError("the stub libibverbs does not build: "
+                + Files.readString(dir.resolve("cc-" + version + ".log")));
+        }
+        Files.move(tmp, lib, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        return lib;
+    }
+
+}
