@@ -315,8 +315,7 @@ final class PerfCommand implements Callable<Integer> {
         final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
         final FaultInjector injector = faultConfig == null ? null
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
-        try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-            cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+        try (Loopback lb = new Loopback(cfg, injector, gpu)) {
             if (test.bandwidth) {
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();

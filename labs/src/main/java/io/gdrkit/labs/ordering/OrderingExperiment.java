@@ -325,8 +325,9 @@ public final class OrderingExperiment {
             c.conclude();
         }
         final ManualClock clock = new ManualClock(0);
-        final FaultInjector faults = new FaultInjector(new FaultInjector.Config(0, 0, 0, 0, 0, c.reorder(),
-            Math.round(c.reorderMicros() * 1000), c.reorderWithinQp(), c.seed() ^ 0x5DEECE66DL), clock);
+        final FaultInjector faults = new FaultInjector(new FaultInjector.Config().reorder(c.reorder())
+            .reorderNanos(Math.round(c.reorderMicros() * 1000)).reorderWithinQp(c.reorderWithinQp())
+            .seed(c.seed() ^ 0x5DEECE66DL), clock);
         // the NIC's tunables are set here, not taken from system properties, so that a seed replays anywhere
         final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .clock(clock).linkHook(faults).linkCapacity(4 << 20).burst(32).window(512).ackReqInterval(64);
