@@ -5,8 +5,24 @@ package io.gdrkit.labs.perf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.labs.perf.RemotePerf.Setup;
+import io.gdrkit.softnic.SoftDevice;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.QpBringUp;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.cm.CmException;
+import io.gdrkit.verbs.cm.ConnectionManager;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /** A perf client's setup, as the server decodes it: checked through PerfConfig before anything is allocated. */
@@ -51,5 +67,60 @@ class RemoteSetupTest {
             assertThrows(IllegalArgumentException.class, () -> Setup.decode(unknown)).getMessage());
         assertEquals("not a gdrkit perf client (private data of 3 bytes)",
             assertThrows(IllegalArgumentException.class, () -> Setup.decode(new byte[3])).getMessage());
+    }
+
+    /** A server refuses a bad client with the reason, says so, and still serves (here: the QUIT that ends it). */
+    @Test
+    void theServerRefusesABadClientAndKeepsServing() throws Exception {
+        final int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort(); // a free port; the shm fabric is named after it
+        }
+        final StringWriter said = new StringWriter();
+        final PrintWriter out = new PrintWriter(said, true);
+        final Throwable[] failed = {null};
+        final Thread server = Thread.ofPlatform().name("perf-server").start(() -> {
+            try {
+                RemotePerf.serve("shm", port, 1 << 20, out, 30_000, null);
+            } catch (final Throwable t) {
+                failed[0] = t;
+            }
+        });
+        final InetSocketAddress at = new InetSocketAddress("127.0.0.1", port);
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext())) {
+            final SoftDevice dev = driver.addDevice("perf-client");
+            final VerbsContext ctx = dev.open();
+            final CompletionQueue cq = ctx.createCq(4);
+            final QueuePair bad = ctx.allocPd().createQp(new QpInitAttr().cqs(cq, cq));
+            final CmException e = connectWhenListening(at, bad, dev,
+                new Setup(PerfKind.WRITE_BW, 64, 100_000, 1, 4096, 1 << 20, 0, 0, false));
+            assertEquals(CmException.Reason.REJECTED, e.reason(), e::toString);
+            assertTrue(e.getMessage().endsWith("rejected: bad perf setup: -q/--qp 100000 must be 1 .. 1024"),
+                e.getMessage());
+            final QueuePair quit = ctx.allocPd().createQp(new QpInitAttr().cqs(cq, cq));
+            final CmException q = connectWhenListening(at, quit, dev,
+                new Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true));
+            assertTrue(q.getMessage().endsWith("rejected: server done"), q.getMessage());
+        }
+        server.join(30_000);
+        assertEquals(null, failed[0]);
+        assertTrue(said.toString().contains("# server: refused a client: -q/--qp 100000 must be 1 .. 1024\n"),
+            said::toString);
+        assertTrue(said.toString().endsWith("# server: done\n"), said::toString);
+    }
+
+    /** Connects with {@code setup}, retrying while the server is not listening yet (up to 30 s); returns the REJ. */
+    private static CmException connectWhenListening(final InetSocketAddress at, final QueuePair qp,
+                                                    final SoftDevice dev, final Setup setup)
+        throws InterruptedException {
+        final long deadline = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            final CmException e = assertThrows(CmException.class, () -> ConnectionManager.connect(at, qp, dev.lid(),
+                QpBringUp.rcDefaults(), setup.encode(), Duration.ofSeconds(30)));
+            if (e.reason() != CmException.Reason.REFUSED || System.nanoTime() > deadline) {
+                return e;
+            }
+            Thread.sleep(50);
+        }
     }
 }
