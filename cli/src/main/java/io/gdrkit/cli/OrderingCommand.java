@@ -41,31 +41,33 @@ public final class OrderingCommand implements Callable<Integer> {
         description = "Variants to run, in order (default ${DEFAULT-VALUE}).")
     List<String> variants;
 
-    @Option(names = "--trials", defaultValue = "2000", description = "Trials per variant (default ${DEFAULT-VALUE}).")
-    int trials;
+    @Option(names = "--trials", description = "Trials per variant (default " + Config.DEFAULT_TRIALS + ").")
+    Integer trials;
 
-    @Option(names = "--size", defaultValue = "16384",
-        description = "Data bytes per trial, 1.." + OrderingExperiment.MAX_SIZE + " (default ${DEFAULT-VALUE}; "
-            + "MTU 4096).")
-    int size;
+    @Option(names = "--size",
+        description = "Data bytes per trial, 1.." + OrderingExperiment.MAX_SIZE + " (default " + Config.DEFAULT_SIZE
+            + "; MTU 4096).")
+    Integer size;
 
-    @Option(names = "--reorder", defaultValue = "0.05",
-        description = "Probability that a packet is held so packets of other QPs pass it (default ${DEFAULT-VALUE}).")
-    double reorder;
+    @Option(names = "--reorder",
+        description = "Probability that a packet is held so packets of other QPs pass it (default "
+            + Config.DEFAULT_REORDER + ").")
+    Double reorder;
 
-    @Option(names = "--reorder-us", defaultValue = "10",
-        description = "Longest hold of a reordered packet, microseconds of virtual time (default ${DEFAULT-VALUE}).")
-    double reorderMicros;
+    @Option(names = "--reorder-us",
+        description = "Longest hold of a reordered packet, microseconds of virtual time (default "
+            + Config.DEFAULT_REORDER_MICROS + ").")
+    Double reorderMicros;
 
     @Option(names = "--reorder-within-qp",
         description = "Let packets of one QP pass each other too (a multi-path QP); RC's PSN check then NAKs and "
             + "retransmits.")
     boolean reorderWithinQp;
 
-    @Option(names = "--seed", defaultValue = "1",
+    @Option(names = "--seed",
         description = "Seed of the fabric's reordering, the agents' interleaving and the pattern (default "
-            + "${DEFAULT-VALUE}).")
-    long seed;
+            + Config.DEFAULT_SEED + ").")
+    Long seed;
 
     @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
         + "report.json, report.html with corrupted reads per variant); prints its path.")
@@ -80,7 +82,24 @@ public final class OrderingCommand implements Callable<Integer> {
         final List<Config> configs = new ArrayList<>();
         try {
             for (final String v : variants) {
-                configs.add(new Config(Variant.parse(v), trials, size, reorder, reorderMicros, reorderWithinQp, seed));
+                // the picocli fields only feed the lab's Context, which owns the defaults and the validation
+                final Config c = new Config(Variant.parse(v)).reorderWithinQp(reorderWithinQp);
+                if (trials != null) {
+                    c.trials(trials);
+                }
+                if (size != null) {
+                    c.size(size);
+                }
+                if (reorder != null) {
+                    c.reorder(reorder);
+                }
+                if (reorderMicros != null) {
+                    c.reorderMicros(reorderMicros);
+                }
+                if (seed != null) {
+                    c.seed(seed);
+                }
+                configs.add(c.conclude());
             }
         } catch (final IllegalArgumentException e) {
             // a bad option is a usage error (exit 2), said in one line before anything runs
@@ -88,9 +107,10 @@ public final class OrderingCommand implements Callable<Integer> {
         }
         final ObjectMapper mapper = new ObjectMapper();
         if (!json) {
+            final Config c = configs.get(0); // every variant has the same values
             out.println(String.format(Locale.ROOT, "# ordering: put-then-flag, %d trials of %d bytes per variant, "
-                    + "reorder=%s reorder-us=%s reorder-within-qp=%s seed=%d %s", trials, size, num(reorder),
-                num(reorderMicros), reorderWithinQp, seed, SIM));
+                    + "reorder=%s reorder-us=%s reorder-within-qp=%s seed=%d %s", c.trials(), c.size(),
+                num(c.reorder()), num(c.reorderMicros()), c.reorderWithinQp(), c.seed(), SIM));
         }
         boolean failed = false;
         final List<Result> results = new ArrayList<>();

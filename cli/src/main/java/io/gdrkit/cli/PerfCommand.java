@@ -20,7 +20,6 @@ import io.gdrkit.labs.perf.StripedBwRun;
 
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.SoftNicContext;
-import io.gdrkit.verbs.Mtu;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -38,7 +37,6 @@ import picocli.CommandLine.Spec;
     description = {"perftest-style bandwidth and latency tests between two software NICs (simulated) on the "
         + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat"})
 final class PerfCommand implements Callable<Integer> {
-    static final long DEFAULT_BUFFER = 1L << 23;
     private static final int MAX_ALL_EXP = 23;
     private static final long MIN_WARMUP = 50_000;
     /** Round trips per ping-pong batch: about 50 ms on a quiet machine, seconds when the cores are shared. */
@@ -100,21 +98,25 @@ final class PerfCommand implements Callable<Integer> {
         + "(default: max(-n, 50000), at most 16 GiB of data).")
     Long warmup;
 
-    @Option(names = {"-q", "--qp"}, defaultValue = "1", description = "Number of QPs; messages go round-robin.")
-    int qps;
+    @Option(names = {"-q", "--qp"}, description = "Number of QPs; messages go round-robin (default "
+        + PerfConfig.DEFAULT_QPS + ").")
+    Integer qps;
 
-    @Option(names = {"-t", "--tx-depth"}, defaultValue = "128", description = "Outstanding sends per QP.")
-    int txDepth;
+    @Option(names = {"-t", "--tx-depth"}, description = "Outstanding sends per QP (default "
+        + PerfConfig.DEFAULT_TX_DEPTH + ").")
+    Integer txDepth;
 
-    @Option(names = {"-r", "--rx-depth"}, defaultValue = "512", description = "Receives posted per QP (send).")
-    int rxDepth;
+    @Option(names = {"-r", "--rx-depth"}, description = "Receives posted per QP (send; default "
+        + PerfConfig.DEFAULT_RX_DEPTH + ").")
+    Integer rxDepth;
 
-    @Option(names = {"-Q", "--cq-mod"}, defaultValue = "64", description = "Signal every N-th send (<= tx-depth).")
-    int cqMod;
+    @Option(names = {"-Q", "--cq-mod"}, description = "Signal every N-th send (<= tx-depth; default "
+        + PerfConfig.DEFAULT_CQ_MOD + ").")
+    Integer cqMod;
 
-    @Option(names = "--mtu", defaultValue = "4096", description = "Path MTU 256..4096, or a software MTU up to "
-        + "1048576 (powers of two).")
-    int mtu;
+    @Option(names = "--mtu", description = "Path MTU 256..4096, or a software MTU up to "
+        + "1048576 (powers of two; default " + PerfConfig.DEFAULT_MTU + ").")
+    Integer mtu;
 
     @Option(names = {"-I", "--inline_size"}, description = "Max inline bytes (default 220 lat, 0 bw).")
     Integer inlineSize;
@@ -133,8 +135,7 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
         + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes) or "
-        + "dedicated (a thread per NIC with a backoff idle strategy); default ${DEFAULT-VALUE}.",
-        defaultValue = "invoker")
+        + "dedicated (a thread per NIC with a backoff idle strategy); default invoker.")
     String progress;
 
     @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR: report.md, "
@@ -314,8 +315,7 @@ final class PerfCommand implements Callable<Integer> {
         final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
         final FaultInjector injector = faultConfig == null ? null
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
-        try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-            cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+        try (Loopback lb = new Loopback(cfg, injector, gpu)) {
             if (test.bandwidth) {
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
@@ -512,71 +512,60 @@ final class PerfCommand implements Callable<Integer> {
         if (port < 1 || port > 65535) {
             throw usage("--port " + port + " outside 1..65535");
         }
-        final SoftNicContext.ProgressMode mode = switch (progress.toLowerCase(Locale.ROOT)) {
-            case "invoker" -> SoftNicContext.ProgressMode.INVOKER;
-            case "own-device" -> SoftNicContext.ProgressMode.OWN_DEVICE;
-            case "dedicated" -> SoftNicContext.ProgressMode.DEDICATED;
-            default -> throw usage("--progress must be invoker, own-device or dedicated, not '" + progress + "'");
-        };
-        final long buf = buffer != null ? buffer : DEFAULT_BUFFER;
-        if (buf < 64 || buf > (1L << 30)) {
-            throw usage("--buffer " + buf + " must be 64 .. 1073741824 bytes");
+        // the picocli fields only feed the engine's Context, which owns the defaults and the validation
+        final PerfConfig cfg = new PerfConfig(test);
+        if (progress != null) {
+            cfg.progress(switch (progress.toLowerCase(Locale.ROOT)) {
+                case "invoker" -> SoftNicContext.ProgressMode.INVOKER;
+                case "own-device" -> SoftNicContext.ProgressMode.OWN_DEVICE;
+                case "dedicated" -> SoftNicContext.ProgressMode.DEDICATED;
+                default -> throw usage("--progress must be invoker, own-device or dedicated, not '" + progress
+                    + "'");
+            });
         }
-        final int sz;
-        if (test.isAtomic()) {
-            if (size != null && size != 8) {
-                throw usage("-s/--size " + size + " is invalid for " + test.id() + ": atomics operate on exactly "
-                    + "8 bytes");
-            }
-            sz = 8;
-        } else {
-            sz = size != null ? size : test.bandwidth ? 65536 : 2;
-            if (sz < 1) {
-                throw usage("-s/--size " + sz + " must be at least 1 byte");
-            }
-            if (sz > buf) {
-                throw usage("-s/--size " + sz + " exceeds the registered buffer (" + buf + " bytes); raise --buffer");
-            }
+        if (qps != null) {
+            cfg.numQps(qps);
         }
-        if (all && buf < (1L << MAX_ALL_EXP) && !test.isAtomic()) {
-            throw usage("-a/--all needs a buffer of at least " + (1L << MAX_ALL_EXP) + " bytes (--buffer " + buf
-                + ")");
+        if (txDepth != null) {
+            cfg.txDepth(txDepth);
         }
-        final long n = iters != null ? iters : test.bandwidth ? 5000 : 1000;
-        if (n < 1) {
-            throw usage("-n/--iters " + n + " must be at least 1");
+        if (rxDepth != null) {
+            cfg.rxDepth(rxDepth);
         }
-        if (warmup != null && warmup < 0) {
-            throw usage("--warmup " + warmup + " must not be negative");
+        if (cqMod != null) {
+            cfg.cqMod(cqMod);
         }
-        if (qps < 1 || qps > 1024) {
-            throw usage("-q/--qp " + qps + " must be 1 .. 1024");
+        if (mtu != null) {
+            cfg.mtu(mtu);
         }
-        if (!test.bandwidth && qps != 1) {
-            throw usage("latency tests use one QP (got -q " + qps + ")");
+        if (buffer != null) {
+            cfg.bufferBytes(buffer);
         }
-        if (txDepth < 1 || txDepth > 16384) {
-            throw usage("-t/--tx-depth " + txDepth + " must be 1 .. 16384");
+        if (size != null) {
+            cfg.size(size);
         }
-        if (rxDepth < 1 || rxDepth > 16384) {
-            throw usage("-r/--rx-depth " + rxDepth + " must be 1 .. 16384");
+        if (iters != null) {
+            cfg.iters(iters);
         }
-        if (cqMod < 1) {
-            throw usage("-Q/--cq-mod " + cqMod + " must be at least 1");
+        if (warmup != null) {
+            cfg.warmup(warmup);
         }
-        if (!(Mtu.fromBytes(mtu) > 0 || Mtu.isValidSoftwareBytes(mtu))) {
-            throw usage("--mtu " + mtu + " must be a power of two from 256 to 4096 (IB path MTU) or up to "
-                + Mtu.MAX_SOFTWARE_BYTES + " (software MTU)");
+        if (inlineSize != null) {
+            cfg.inlineSize(inlineSize);
         }
-        final int inline = inlineSize != null ? inlineSize : test.bandwidth ? 0 : 220;
-        if (inline < 0 || inline > 4096) {
-            throw usage("-I/--inline_size " + inline + " must be 0 .. 4096");
+        if (duration != null) {
+            cfg.durationSeconds(duration);
         }
-        if (duration != null && !(duration > 0 && duration <= 3600)) {
-            throw usage("-D/--duration " + duration + " must be > 0 and <= 3600 seconds");
+        try {
+            cfg.conclude();
+        } catch (final IllegalArgumentException e) {
+            throw usage(e.getMessage());
         }
-        return new PerfConfig(test, sz, n, 0, qps, txDepth, rxDepth, cqMod, mtu, inline,
-            duration != null ? duration : 0, buf, mode);
+        if (all && cfg.bufferBytes() < (1L << MAX_ALL_EXP) && !test.isAtomic()) {
+            throw usage("-a/--all needs a buffer of at least " + (1L << MAX_ALL_EXP) + " bytes (--buffer "
+                + cfg.bufferBytes() + ")");
+        }
+        return cfg;
     }
 
     private int[] sizes(final PerfKind test, final int single) {

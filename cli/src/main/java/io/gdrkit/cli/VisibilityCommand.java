@@ -87,11 +87,11 @@ public final class VisibilityCommand implements Callable<Integer> {
             + "through peer access), a list.")
     List<String> consumerGpus;
 
-    @Option(names = "--rounds", defaultValue = "20", description = "Rounds per configuration.")
-    int rounds;
+    @Option(names = "--rounds", description = "Rounds per configuration (default 20).")
+    Integer rounds;
 
-    @Option(names = "--seed", defaultValue = "1", description = "Seed of the simulated GPU model and the pattern.")
-    long seed;
+    @Option(names = "--seed", description = "Seed of the simulated GPU model and the pattern (default 1).")
+    Long seed;
 
     @Option(names = "--inject", defaultValue = "none",
         description = "Negative control (D4): skip-write@R, bad-rkey@R or bad-launch@R (sender 0, round R).")
@@ -197,9 +197,18 @@ public final class VisibilityCommand implements Callable<Integer> {
         String firstReason = null;
         for (final List<Object> v : cartesian(dims)) {
             try {
-                matrix.add(new VisConfig((String) v.get(0), (Consumer) v.get(1), (Flag) v.get(2), (Readback) v.get(3),
-                    (Integer) v.get(4), (Long) v.get(5), rounds, (Integer) v.get(6), (Integer) v.get(7) == 1,
-                    (Source) v.get(8), (Poll) v.get(9), seed, inj, v.get(10).equals("peer")));
+                final VisConfig c = new VisConfig().gpu((String) v.get(0)).consumer((Consumer) v.get(1))
+                    .flag((Flag) v.get(2)).readback((Readback) v.get(3)).wrSplit((Integer) v.get(4))
+                    .size((Long) v.get(5)).senders((Integer) v.get(6)).syncMemops((Integer) v.get(7) == 1)
+                    .source((Source) v.get(8)).poll((Poll) v.get(9)).inject(inj)
+                    .peerConsumer(v.get(10).equals("peer"));
+                if (rounds != null) {
+                    c.rounds(rounds);
+                }
+                if (seed != null) {
+                    c.seed(seed);
+                }
+                matrix.add(c.conclude());
             } catch (final IllegalArgumentException e) {
                 if (!isCombination(e)) {
                     throw e;

@@ -100,7 +100,7 @@ class DoctorCommandTest {
             System.setProperty("gdrkit.nic.peermem", "nope");
             final Cli bad = Cli.run("doctor", "--provider", "soft", "--gpu", "sim:h200");
             assertEquals(2, bad.exitCode(), bad::toString);
-            assertTrue(bad.err().contains("gdrkit.nic.peermem = 'nope': must be true or false"), bad::toString);
+            assertTrue(bad.err().contains("gdrkit.nic.peermem=nope is not 0, 1, true or false"), bad::toString);
         } finally {
             System.clearProperty("gdrkit.nic.peermem");
         }

@@ -26,6 +26,15 @@ class PerfCommandTest {
         + " t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]";
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** One line of --json output, parsed; a line that is not JSON fails the test naming it. */
+    private static JsonNode json(final String line) {
+        try {
+            return JSON.readTree(line);
+        } catch (final com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new AssertionError("not a JSON line: " + line, e);
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
     void tablePrintsPerftestHeader(final String test) {
@@ -101,9 +110,10 @@ class PerfCommandTest {
                     Integer.toString(port), "-n", "300", "--warmup", "100", "--json");
                 port += 2;
                 assertEquals(0, r.exitCode(), r::toString);
-                final String last = r.lines().get(r.lines().size() - 1);
-                assertTrue(last.contains("\"fabric\":\"" + fabric + "\"") && last.contains("\"simulated\":true")
-                    && last.contains("\"iterations\":300"), r::toString);
+                final JsonNode last = json(r.lines().get(r.lines().size() - 1));
+                assertEquals(fabric, last.path("fabric").asText(), r::toString);
+                assertTrue(last.path("simulated").asBoolean(false), r::toString);
+                assertEquals(300, last.path("iterations").asLong(), r::toString);
             }
         }
         final Cli faulty = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
@@ -134,7 +144,7 @@ class PerfCommandTest {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-q", "4", "--stripe", "-n", "300", "--warmup", "0",
             "-s", "1000000", "--json");
         assertEquals(0, r.exitCode(), r::toString);
-        assertTrue(r.lines().get(r.lines().size() - 1).contains("\"iterations\":300"), r::toString);
+        assertEquals(300, json(r.lines().get(r.lines().size() - 1)).path("iterations").asLong(), r::toString);
         final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--port",
             Integer.toString(21000 + (int) (ProcessHandle.current().pid() % 1000) * 2), "-q", "3", "--stripe", "-n",
             "100", "--warmup", "0", "-s", "300000");

@@ -2,11 +2,21 @@ package io.gdrkit.softnic;
 
 import io.gdrkit.core.agent.IdleStrategy;
 import io.gdrkit.core.agent.NanoClock;
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.LinkHook;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 
 /**
- * Configuration of a {@link SoftNicDriver}: defaults, overridable by system properties named by the constants
- * below, then by setters; {@link #conclude()} validates the whole.
+ * Configuration of a {@link SoftNicDriver} (Aeron's Context pattern): every value has a default, a system property
+ * named by the constants below overrides it, a setter overrides both. {@link #conclude()} reads the properties once
+ * through {@link SettingsReader}, validates the whole, records where each value came from ({@link #settings()}) and
+ * freezes the context; the getters answer only after it. A malformed property is an IllegalArgumentException that
+ * names the property, the text and what was expected.
  */
 public final class SoftNicContext {
     /** invoker | own_device | dedicated | deterministic. */
@@ -62,132 +72,160 @@ public final class SoftNicContext {
         DETERMINISTIC
     }
 
-    private ProgressMode progressMode = ProgressMode.valueOf(
-        System.getProperty(PROGRESS_PROP, "invoker").toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
-    private String idleStrategy = System.getProperty(IDLE_STRATEGY_PROP, "backoff");
-    private int linkCapacity = Integer.getInteger(LINK_CAPACITY_PROP, 4 << 20);
-    private double retransmitFactor = Double.parseDouble(System.getProperty(RETRANSMIT_FACTOR_PROP, "1.0"));
-    private int ackReqInterval = Integer.getInteger(ACK_REQ_INTERVAL_PROP, 64);
-    private int window = Integer.getInteger(WINDOW_PROP, 512);
-    private int burst = Integer.getInteger(BURST_PROP, 32);
-    private boolean linkCrc = Boolean.getBoolean(LINK_CRC_PROP);
-    // kept as text until conclude(): a misspelt property must be an error naming it, not a silent "false"
-    private String dmaBuf = System.getProperty(DMABUF_PROP, "true");
-    private String peermem = System.getProperty(PEERMEM_PROP, "true");
-    private String oneCopy = System.getProperty(ONE_COPY_PROP, "true");
-    private int maxQp = Integer.getInteger(MAX_QP_PROP, MAX_QP_LIMIT);
+    /** Setter values by property name: they win over the properties and are recorded as {@code FLAG}. */
+    private final Map<String, String> overrides = new LinkedHashMap<>();
+    /** Where properties are read from; null: the JVM's system properties at {@link #conclude()}. */
+    private Map<String, String> properties;
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
     private boolean concluded;
 
-    public ProgressMode progressMode() {
-        return progressMode;
+    // the concluded values (read only after conclude())
+    private ProgressMode progressMode;
+    private String idleStrategy;
+    private int linkCapacity;
+    private double retransmitFactor;
+    private int ackReqInterval;
+    private int window;
+    private int burst;
+    private boolean linkCrc;
+    private boolean dmaBuf;
+    private boolean peermem;
+    private boolean oneCopy;
+    private int maxQp;
+    private List<Setting<?>> settings = List.of();
+
+    /** Reads {@code gdrkit.nic.*} from {@code props} instead of the system properties (tests, a child's view). */
+    public SoftNicContext properties(final Map<String, String> props) {
+        unconcluded();
+        properties = Map.copyOf(props);
+        return this;
     }
 
     public SoftNicContext progressMode(final ProgressMode mode) {
-        progressMode = mode;
-        return this;
+        return set(PROGRESS_PROP, Objects.requireNonNull(mode, "progress mode").name());
     }
 
-    public String idleStrategy() {
-        return idleStrategy;
+    /** {@code invoker} (default), {@code own_device}, {@code dedicated} or {@code deterministic}. */
+    public ProgressMode progressMode() {
+        concluded();
+        return progressMode;
     }
 
     public SoftNicContext idleStrategy(final String spec) {
-        idleStrategy = spec;
-        return this;
+        return set(IDLE_STRATEGY_PROP, Objects.requireNonNull(spec, "idle strategy"));
     }
 
-    public int linkCapacity() {
-        return linkCapacity;
+    /** Idle strategy of dedicated threads (default {@code backoff}). */
+    public String idleStrategy() {
+        concluded();
+        return idleStrategy;
     }
 
     public SoftNicContext linkCapacity(final int bytes) {
-        linkCapacity = bytes;
-        return this;
+        return set(LINK_CAPACITY_PROP, Integer.toString(bytes));
     }
 
-    public double retransmitFactor() {
-        return retransmitFactor;
+    /** Bytes of ring per directed link (default 4 MiB). */
+    public int linkCapacity() {
+        concluded();
+        return linkCapacity;
     }
 
     public SoftNicContext retransmitFactor(final double f) {
-        retransmitFactor = f;
-        return this;
+        return set(RETRANSMIT_FACTOR_PROP, Double.toString(f));
     }
 
-    public int ackReqInterval() {
-        return ackReqInterval;
+    /** Multiplier on the IB retransmit timeout (default 1.0). */
+    public double retransmitFactor() {
+        concluded();
+        return retransmitFactor;
     }
 
     public SoftNicContext ackReqInterval(final int packets) {
-        ackReqInterval = packets;
-        return this;
+        return set(ACK_REQ_INTERVAL_PROP, Integer.toString(packets));
     }
 
-    public int window() {
-        return window;
+    /** Packets between AckReq bits inside a message (default 64). */
+    public int ackReqInterval() {
+        concluded();
+        return ackReqInterval;
     }
 
     public SoftNicContext window(final int packets) {
-        window = packets;
-        return this;
+        return set(WINDOW_PROP, Integer.toString(packets));
     }
 
-    public int burst() {
-        return burst;
+    /** Most unacknowledged PSNs per QP (default 512). */
+    public int window() {
+        concluded();
+        return window;
     }
 
     public SoftNicContext burst(final int packets) {
-        burst = packets;
-        return this;
+        return set(BURST_PROP, Integer.toString(packets));
     }
 
-    public boolean linkCrc() {
-        return linkCrc;
+    /** Packets per agent duty cycle (default 32). */
+    public int burst() {
+        concluded();
+        return burst;
     }
 
     public SoftNicContext linkCrc(final boolean on) {
-        linkCrc = on;
-        return this;
+        return set(LINK_CRC_PROP, Boolean.toString(on));
     }
 
-    /** The provider registers DMA-BUF ({@link #DMABUF_PROP}). */
-    public boolean dmaBuf() {
-        return Boolean.parseBoolean(dmaBuf);
+    /** Every packet carries a CRC32C (default off). */
+    public boolean linkCrc() {
+        concluded();
+        return linkCrc;
     }
 
     public SoftNicContext dmaBuf(final boolean on) {
-        dmaBuf = Boolean.toString(on);
-        return this;
+        return set(DMABUF_PROP, Boolean.toString(on));
     }
 
-    /** The provider registers GPU memory by pointer ({@link #PEERMEM_PROP}). */
-    public boolean peermem() {
-        return Boolean.parseBoolean(peermem);
+    /** The provider registers DMA-BUF ({@link #DMABUF_PROP}, default on). */
+    public boolean dmaBuf() {
+        concluded();
+        return dmaBuf;
     }
 
     public SoftNicContext peermem(final boolean on) {
-        peermem = Boolean.toString(on);
-        return this;
+        return set(PEERMEM_PROP, Boolean.toString(on));
     }
 
-    /** The single-copy path may be used where safe ({@link #ONE_COPY_PROP}). */
-    public boolean oneCopy() {
-        return Boolean.parseBoolean(oneCopy);
+    /** The provider registers GPU memory by pointer ({@link #PEERMEM_PROP}, default on). */
+    public boolean peermem() {
+        concluded();
+        return peermem;
     }
 
     public SoftNicContext oneCopy(final boolean on) {
-        oneCopy = Boolean.toString(on);
-        return this;
+        return set(ONE_COPY_PROP, Boolean.toString(on));
     }
 
-    public int maxQp() {
-        return maxQp;
+    /** The single-copy path may be used where safe ({@link #ONE_COPY_PROP}, default on). */
+    public boolean oneCopy() {
+        concluded();
+        return oneCopy;
     }
 
     public SoftNicContext maxQp(final int qps) {
-        maxQp = qps;
+        return set(MAX_QP_PROP, Integer.toString(qps));
+    }
+
+    /** Most QPs per device (default {@link #MAX_QP_LIMIT}). */
+    public int maxQp() {
+        concluded();
+        return maxQp;
+    }
+
+    /** Time source of retransmit timers (not a property: code sets it, tests a ManualClock). */
+    public SoftNicContext clock(final NanoClock clock) {
+        unconcluded();
+        this.clock = Objects.requireNonNull(clock, "clock");
         return this;
     }
 
@@ -195,8 +233,10 @@ public final class SoftNicContext {
         return clock;
     }
 
-    public SoftNicContext clock(final NanoClock clock) {
-        this.clock = clock;
+    /** What every link does to packets (not a property: fault injection, link models). */
+    public SoftNicContext linkHook(final LinkHook hook) {
+        unconcluded();
+        linkHook = Objects.requireNonNull(hook, "link hook");
         return this;
     }
 
@@ -204,58 +244,104 @@ public final class SoftNicContext {
         return linkHook;
     }
 
-    public SoftNicContext linkHook(final LinkHook hook) {
-        linkHook = hook;
-        return this;
+    /** Every property-backed value in effect, with its source (default, property, flag = a setter), in order. */
+    public List<Setting<?>> settings() {
+        concluded();
+        return settings;
     }
 
-    /** Validates; every problem names the setting and its property. */
+    /**
+     * Reads the properties once, validates every value and their combinations and freezes the context; every
+     * problem names the property. A context is concluded once, by the driver that owns it.
+     */
     public SoftNicContext conclude() {
-        if (concluded) {
-            throw new IllegalStateException("SoftNicContext already concluded; use a new one per driver");
-        }
-        if (progressMode == null) {
-            throw new IllegalArgumentException(PROGRESS_PROP + " must be invoker, dedicated or deterministic");
-        }
-        IdleStrategy.parse(idleStrategy);
-        if (linkCapacity < 64 * 1024 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
-            throw new IllegalArgumentException(LINK_CAPACITY_PROP + " = " + linkCapacity
-                + ": must be a power of two from 64 KiB to 1 GiB");
-        }
-        if (!(retransmitFactor > 0) || retransmitFactor > 1e6) {
-            throw new IllegalArgumentException(RETRANSMIT_FACTOR_PROP + " = " + retransmitFactor
-                + ": must be > 0 and <= 1e6");
-        }
-        if (ackReqInterval < 1) {
-            throw new IllegalArgumentException(ACK_REQ_INTERVAL_PROP + " = " + ackReqInterval + ": must be >= 1");
-        }
-        if (window < 1 || window > (1 << 22)) {
-            throw new IllegalArgumentException(WINDOW_PROP + " = " + window + ": must be within 1..2^22");
-        }
-        checkBoolean(DMABUF_PROP, dmaBuf);
-        checkBoolean(PEERMEM_PROP, peermem);
-        checkBoolean(ONE_COPY_PROP, oneCopy);
-        if (maxQp < 1 || maxQp > MAX_QP_LIMIT) {
-            throw new IllegalArgumentException(MAX_QP_PROP + " = " + maxQp + ": must be within 1.." + MAX_QP_LIMIT);
-        }
-        if (burst < 1) {
-            throw new IllegalArgumentException(BURST_PROP + " = " + burst + ": must be >= 1");
-        }
-        if (linkHook instanceof io.gdrkit.softnic.fabric.FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
+        unconcluded();
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : systemProperties(),
+            overrides);
+        progressMode = r.choice(PROGRESS_PROP, ProgressMode.INVOKER, ProgressMode.class).value();
+        idleStrategy = r.read(IDLE_STRATEGY_PROP, "backoff", s -> {
+            final String spec = s.trim();
+            try {
+                IdleStrategy.parse(spec);
+            } catch (final IllegalArgumentException e) {
+                throw new IllegalArgumentException(IDLE_STRATEGY_PROP + "=" + s + " is not spin, yield, backoff or "
+                    + "sleep:<micros>");
+            }
+            return spec;
+        }).value();
+        linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
+            final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
+            if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {
+                throw bad(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
+            }
+            return v;
+        }).value();
+        retransmitFactor = r.read(RETRANSMIT_FACTOR_PROP, 1.0, s -> {
+            final double v;
+            try {
+                v = Double.parseDouble(s.trim());
+            } catch (final NumberFormatException e) {
+                throw bad(RETRANSMIT_FACTOR_PROP, s, "a number > 0 and <= 1e6");
+            }
+            if (!(v > 0) || v > 1e6) {
+                throw bad(RETRANSMIT_FACTOR_PROP, s, "a number > 0 and <= 1e6");
+            }
+            return v;
+        }).value();
+        ackReqInterval = r.integer(ACK_REQ_INTERVAL_PROP, 64, 1, Integer.MAX_VALUE).value();
+        window = r.integer(WINDOW_PROP, 512, 1, 1 << 22).value();
+        burst = r.integer(BURST_PROP, 32, 1, Integer.MAX_VALUE).value();
+        linkCrc = r.flag(LINK_CRC_PROP, false).value();
+        dmaBuf = r.flag(DMABUF_PROP, true).value();
+        peermem = r.flag(PEERMEM_PROP, true).value();
+        oneCopy = r.flag(ONE_COPY_PROP, true).value();
+        maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();
+        if (linkHook instanceof FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP
                 + " is off: corruption would go undetected; turn the link CRC on");
         }
-        if (clock == null || linkHook == null) {
-            throw new IllegalArgumentException("clock and link hook must not be null");
-        }
+        settings = List.copyOf(r.recorded());
         concluded = true;
         return this;
     }
 
-    private static void checkBoolean(final String property, final String value) {
-        if (!"true".equalsIgnoreCase(value) && !"false".equalsIgnoreCase(value)) {
-            throw new IllegalArgumentException(property + " = '" + value + "': must be true or false");
+    private SoftNicContext set(final String property, final String value) {
+        unconcluded();
+        overrides.put(property, value);
+        return this;
+    }
+
+    private void unconcluded() {
+        if (concluded) {
+            throw new IllegalStateException("SoftNicContext already concluded; use a new one per driver");
         }
     }
 
+    private void concluded() {
+        if (!concluded) {
+            throw new IllegalStateException("SoftNicContext not concluded: SoftNicDriver.launch concludes it");
+        }
+    }
+
+    private static Map<String, String> systemProperties() {
+        final Map<String, String> p = new java.util.HashMap<>();
+        System.getProperties().forEach((k, v) -> {
+            if (String.valueOf(k).startsWith("gdrkit.nic.")) {
+                p.put(String.valueOf(k), String.valueOf(v));
+            }
+        });
+        return p;
+    }
+
+    private static int parseInt(final String name, final String s, final String want) {
+        try {
+            return Integer.parseInt(s.trim());
+        } catch (final NumberFormatException e) {
+            throw bad(name, s, want);
+        }
+    }
+
+    private static IllegalArgumentException bad(final String name, final String text, final String want) {
+        return new IllegalArgumentException(name + "=" + text + " is not " + want);
+    }
 }

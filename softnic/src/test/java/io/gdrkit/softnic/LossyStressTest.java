@@ -167,6 +167,20 @@ class LossyStressTest {
         assertEquals(0.1, c.drop());
         assertEquals(9, c.seed());
         assertEquals(5000, c.delayNanos());
+        assertTrue(c.isConcluded());
+        // the spec and the setters build the same Context; absent keys keep the defaults
+        assertEquals(new FaultInjector.Config().drop(0.1).seed(9).delayNanos(5000).conclude(), c);
+        assertEquals("Config[drop=0.0, duplicate=0.0, delay=0.0, delayNanos=100000, corrupt=0.0, reorder=0.0, "
+            + "reorderNanos=10000, reorderWithinQp=false, seed=1]", FaultInjector.Config.parse("").toString());
+        assertEquals("fault rates must be within 0..1, got -0.1", assertThrows(IllegalArgumentException.class,
+            () -> new FaultInjector.Config().reorder(-0.1).conclude()).getMessage());
+        assertEquals("delays must be >= 0", assertThrows(IllegalArgumentException.class,
+            () -> new FaultInjector.Config().reorderNanos(-1).conclude()).getMessage());
+        assertEquals("FaultInjector.Config already concluded: it is frozen", assertThrows(
+            IllegalStateException.class, () -> c.drop(0.2)).getMessage());
+        // an injector concludes a config given unconcluded, so a bad one never reaches a link
+        assertThrows(IllegalArgumentException.class,
+            () -> new FaultInjector(new FaultInjector.Config().drop(2), io.gdrkit.core.agent.NanoClock.SYSTEM));
     }
 
     @Test

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.agent.ManualClock;
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.Source;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.DmaBufExport;
 import io.gdrkit.gpu.GpuDmaMemory;
@@ -26,6 +28,7 @@ import io.gdrkit.verbs.WrOpcode;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -187,18 +190,21 @@ class RegistrationCapabilityTest {
 
     @Test
     void capabilitiesAreValidatedAndReadFromProperties() {
-        final SoftNicContext defaults = new SoftNicContext();
+        final SoftNicContext defaults = new SoftNicContext().properties(Map.of()).conclude();
         assertTrue(defaults.dmaBuf() && defaults.peermem(), "both mechanisms on by default");
         for (final String prop : new String[] {SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP}) {
             System.setProperty(prop, "off");
             try {
                 final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> new SoftNicContext().conclude());
-                assertEquals(prop + " = 'off': must be true or false", e.getMessage());
+                assertEquals(prop + "=off is not 0, 1, true or false", e.getMessage());
                 System.setProperty(prop, "FALSE");
                 final SoftNicContext c = new SoftNicContext().conclude();
                 assertEquals(!prop.equals(SoftNicContext.DMABUF_PROP), c.dmaBuf());
                 assertEquals(!prop.equals(SoftNicContext.PEERMEM_PROP), c.peermem());
+                final Setting<?> s = c.settings().stream().filter(x -> x.name().equals(prop)).findFirst()
+                    .orElseThrow();
+                assertEquals(new Setting<>(prop, false, Source.PROPERTY, "FALSE"), s);
             } finally {
                 System.clearProperty(prop);
             }
@@ -206,7 +212,8 @@ class RegistrationCapabilityTest {
         for (final int bad : new int[] {0, SoftNicContext.MAX_QP_LIMIT + 1}) {
             final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new SoftNicContext().maxQp(bad).conclude());
-            assertTrue(e.getMessage().startsWith(SoftNicContext.MAX_QP_PROP + " = " + bad), e.getMessage());
+            assertEquals(SoftNicContext.MAX_QP_PROP + "=" + bad + " is not an integer in [1, "
+                + SoftNicContext.MAX_QP_LIMIT + "]", e.getMessage());
         }
     }
 

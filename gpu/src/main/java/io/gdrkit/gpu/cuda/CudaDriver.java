@@ -1,5 +1,7 @@
 package io.gdrkit.gpu.cuda;
 
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gpu.GpuException;
 
 import java.lang.foreign.AddressLayout;
@@ -183,7 +185,20 @@ public final class CudaDriver {
 
     /** The library {@link #load()} opens: {@value #LIBRARY} unless {@value #LIBRARY_PROPERTY} names another. */
     public static String library() {
-        return System.getProperty(LIBRARY_PROPERTY, LIBRARY);
+        return librarySetting().value();
+    }
+
+    /**
+     * {@value #LIBRARY_PROPERTY} with its source: read once per JVM through {@link SettingsReader}, the one place it
+     * is read, so the library loaded and the one reported cannot differ.
+     */
+    public static Setting<String> librarySetting() {
+        return LibrarySetting.VALUE;
+    }
+
+    /** Holder: the property is read on first use (a test's -D is in place by then), and only once. */
+    private static final class LibrarySetting {
+        static final Setting<String> VALUE = SettingsReader.ofProcess().text(LIBRARY_PROPERTY, LIBRARY);
     }
 
     /** Why {@link #load()} found no driver, or null. */

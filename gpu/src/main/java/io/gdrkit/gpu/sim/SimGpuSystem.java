@@ -24,7 +24,7 @@ public final class SimGpuSystem implements AutoCloseable {
         if (presets.length == 0) {
             throw new IllegalArgumentException("a simulated system needs at least one GPU preset");
         }
-        this.config = config;
+        this.config = config.conclude();
         for (int i = 0; i < presets.length; i++) {
             gpus.add(new SimGpu(this, i, presets[i], config));
         }
@@ -50,7 +50,7 @@ public final class SimGpuSystem implements AutoCloseable {
             ? new AgentRunner(drainAgent, new BackoffIdleStrategy(0, 10, 5_000, 50_000)).start() : null;
     }
 
-    /** A system with one GPU per preset, ordinals in order. */
+    /** A system with one GPU per preset, ordinals in order; concludes {@code config}. */
     public static SimGpuSystem create(final SimGpuConfig config, final SimPreset... presets) {
         return new SimGpuSystem(config, presets);
     }

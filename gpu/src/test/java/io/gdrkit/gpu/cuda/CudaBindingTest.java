@@ -23,6 +23,8 @@ class CudaBindingTest {
     void probeNeverInventsADevice() {
         final CudaProbe p = CudaGpu.probe();
         assertEquals("libcuda.so.1", p.library());
+        assertEquals(new io.gdrkit.core.config.Setting<>(CudaDriver.LIBRARY_PROPERTY, "libcuda.so.1",
+            io.gdrkit.core.config.Source.DEFAULT, null), CudaDriver.librarySetting());
         if (!p.found()) {
             assertEquals(0, p.deviceCount());
             assertTrue(p.devices().isEmpty());

@@ -90,7 +90,7 @@ class SimGpuBasicsTest {
 
     @Test
     void outOfMemoryIsNamed() {
-        try (SimGpu gpu = SimGpu.create(SimPreset.V100, deterministic(3).withMemBytes(1 << 20))) {
+        try (SimGpu gpu = SimGpu.create(SimPreset.V100, deterministic(3).memBytes(1 << 20))) {
             gpu.alloc(1 << 19);
             final GpuException e = assertThrows(GpuException.class, () -> gpu.alloc(1 << 20));
             assertEquals("CUDA_ERROR_OUT_OF_MEMORY", e.errorName());

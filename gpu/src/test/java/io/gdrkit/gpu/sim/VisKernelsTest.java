@@ -196,8 +196,7 @@ class VisKernelsTest {
         final int n = 256;
         final ManualClock clock = new ManualClock(0);
         // defaultTimeout 100 ms: the wall-clock guard of a poll whose GPU clock never moves
-        final SimGpuConfig config = new SimGpuConfig(64L << 20, 4, 4, clock, 2_000, 200_000, 256, 4 << 20, 1 << 14,
-            false, Duration.ofMillis(100));
+        final SimGpuConfig config = SimGpuConfig.deterministic(4, clock).defaultTimeout(Duration.ofMillis(100));
         try (SimGpu gpu = SimGpu.create(SimPreset.H200, config)) {
             final DeviceBuffer data = gpu.alloc(n);
             // 1 h of GPU time: the wall-clock guard is max(1 h, 100 ms), so only the test's advance ends the poll

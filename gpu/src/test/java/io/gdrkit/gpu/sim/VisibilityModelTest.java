@@ -256,8 +256,9 @@ class VisibilityModelTest {
 
     @Test
     void backPressureForcesOldWritesThroughWithoutLosingBytes() {
-        final SimGpuConfig small = new SimGpuConfig(64L << 20, 2, 16, new io.gdrkit.core.agent.ManualClock(0), 1000, 5000,
-            256, 4096, 8, false, TIMEOUT);
+        final SimGpuConfig small = SimGpuConfig.deterministic(16, new io.gdrkit.core.agent.ManualClock(0))
+            .smWorkers(2).minDrainNanos(1000).maxDrainNanos(5000).stagingBytes(4096).maxInFlight(8)
+            .defaultTimeout(TIMEOUT);
         try (SimGpu gpu = SimGpu.create(SimPreset.V100, small); Arena a = Arena.ofShared()) {
             final int n = 64 * 1024;
             final DeviceBuffer data = gpu.alloc(n);

@@ -119,18 +119,128 @@ public final class OrderingExperiment {
     public static final int MAX_SIZE = 1 << 20;
 
     /**
-     * One variant's run.
-     *
-     * @param reorder         probability that a packet is held so later packets of other QPs pass it
-     * @param reorderMicros   how long at most a reordered packet is held (virtual time)
-     * @param reorderWithinQp whether packets of one QP may pass each other too (a multi-path QP)
+     * One variant's run, the ordering lab's Context (Aeron's pattern): the variant, then every other value by name
+     * with the defaults below; {@link #conclude()} validates once, naming the option, and freezes it.
      */
-    public record Config(Variant variant, int trials, int size, double reorder, double reorderMicros,
-                         boolean reorderWithinQp, long seed) {
-        public Config {
+    public static final class Config {
+        /** Default trials per variant. */
+        public static final int DEFAULT_TRIALS = 2000;
+        /** Default data bytes per trial. */
+        public static final int DEFAULT_SIZE = 16384;
+        /** Default probability that a packet is held so packets of other QPs pass it. */
+        public static final double DEFAULT_REORDER = 0.05;
+        /** Default longest hold of a reordered packet, microseconds of virtual time. */
+        public static final double DEFAULT_REORDER_MICROS = 10;
+        /** Default seed. */
+        public static final long DEFAULT_SEED = 1;
+
+        private final Variant variant;
+        private int trials = DEFAULT_TRIALS;
+        private int size = DEFAULT_SIZE;
+        private double reorder = DEFAULT_REORDER;
+        private double reorderMicros = DEFAULT_REORDER_MICROS;
+        private boolean reorderWithinQp;
+        private long seed = DEFAULT_SEED;
+        private boolean concluded;
+
+        /** A run of {@code variant} with every default. */
+        public Config(final Variant variant) {
             if (variant == null) {
                 throw new IllegalArgumentException("--variants: no variant given");
             }
+            this.variant = variant;
+        }
+
+        /**
+         * The seven values by position: kept only for {@code DemoCommand}, whose owner moves it to the setters.
+         *
+         * @deprecated set values by name and call {@link #conclude()}
+         */
+        @Deprecated(forRemoval = true)
+        public Config(final Variant variant, final int trials, final int size, final double reorder,
+                      final double reorderMicros, final boolean reorderWithinQp, final long seed) {
+            this(variant);
+            trials(trials).size(size).reorder(reorder).reorderMicros(reorderMicros).reorderWithinQp(reorderWithinQp)
+                .seed(seed).conclude();
+        }
+
+        public Variant variant() {
+            return variant;
+        }
+
+        /** Trials, at least 1. */
+        public int trials() {
+            return trials;
+        }
+
+        public Config trials(final int n) {
+            open();
+            trials = n;
+            return this;
+        }
+
+        /** Data bytes per trial, 1..{@link #MAX_SIZE}. */
+        public int size() {
+            return size;
+        }
+
+        public Config size(final int bytes) {
+            open();
+            size = bytes;
+            return this;
+        }
+
+        /** Probability that a packet is held so later packets of other QPs pass it, 0..1. */
+        public double reorder() {
+            return reorder;
+        }
+
+        public Config reorder(final double p) {
+            open();
+            reorder = p;
+            return this;
+        }
+
+        /** How long at most a reordered packet is held, microseconds of virtual time, 0..1000. */
+        public double reorderMicros() {
+            return reorderMicros;
+        }
+
+        public Config reorderMicros(final double micros) {
+            open();
+            reorderMicros = micros;
+            return this;
+        }
+
+        /** Whether packets of one QP may pass each other too (a multi-path QP). */
+        public boolean reorderWithinQp() {
+            return reorderWithinQp;
+        }
+
+        public Config reorderWithinQp(final boolean on) {
+            open();
+            reorderWithinQp = on;
+            return this;
+        }
+
+        /** Seed of the fabric's reordering, the agents' interleaving and the pattern. */
+        public long seed() {
+            return seed;
+        }
+
+        public Config seed(final long s) {
+            open();
+            seed = s;
+            return this;
+        }
+
+        public boolean isConcluded() {
+            return concluded;
+        }
+
+        /** Validates every value, naming its option, and freezes the configuration. */
+        public Config conclude() {
+            open();
             if (trials < 1) {
                 throw new IllegalArgumentException("--trials must be at least 1, not " + trials);
             }
@@ -143,6 +253,32 @@ public final class OrderingExperiment {
             if (!(reorderMicros >= 0 && reorderMicros <= 1000)) {
                 throw new IllegalArgumentException("--reorder-us must be within 0..1000, not " + reorderMicros);
             }
+            concluded = true;
+            return this;
+        }
+
+        private void open() {
+            if (concluded) {
+                throw new IllegalStateException("ordering Config already concluded: it is frozen");
+            }
+        }
+
+        @Override
+        public boolean equals(final Object o) {
+            return o instanceof Config c && variant == c.variant && trials == c.trials && size == c.size
+                && Double.compare(reorder, c.reorder) == 0 && Double.compare(reorderMicros, c.reorderMicros) == 0
+                && reorderWithinQp == c.reorderWithinQp && seed == c.seed;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(variant, trials, size, reorder, reorderMicros, reorderWithinQp, seed);
+        }
+
+        @Override
+        public String toString() {
+            return "Config[variant=" + variant + ", trials=" + trials + ", size=" + size + ", reorder=" + reorder
+                + ", reorderMicros=" + reorderMicros + ", reorderWithinQp=" + reorderWithinQp + ", seed=" + seed + "]";
         }
     }
 
@@ -180,11 +316,18 @@ public final class OrderingExperiment {
     private OrderingExperiment() {
     }
 
-    /** Runs one variant on its own pair of software NICs (a fresh fabric, clock and runner, all seeded). */
+    /**
+     * Runs one variant on its own pair of software NICs (a fresh fabric, clock and runner, all seeded); concludes
+     * {@code c} if it is not yet.
+     */
     public static Result run(final Config c) {
+        if (!c.isConcluded()) {
+            c.conclude();
+        }
         final ManualClock clock = new ManualClock(0);
-        final FaultInjector faults = new FaultInjector(new FaultInjector.Config(0, 0, 0, 0, 0, c.reorder(),
-            Math.round(c.reorderMicros() * 1000), c.reorderWithinQp(), c.seed() ^ 0x5DEECE66DL), clock);
+        final FaultInjector faults = new FaultInjector(new FaultInjector.Config().reorder(c.reorder())
+            .reorderNanos(Math.round(c.reorderMicros() * 1000)).reorderWithinQp(c.reorderWithinQp())
+            .seed(c.seed() ^ 0x5DEECE66DL), clock);
         // the NIC's tunables are set here, not taken from system properties, so that a seed replays anywhere
         final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .clock(clock).linkHook(faults).linkCapacity(4 << 20).burst(32).window(512).ackReqInterval(64);

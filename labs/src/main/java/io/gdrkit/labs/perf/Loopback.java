@@ -79,6 +79,18 @@ public final class Loopback implements AutoCloseable {
     }
 
     /**
+     * The pair a perf run needs: QPs, depths, inline size, MTU and progress mode from the concluded {@code cfg}, a
+     * registered buffer of twice {@link PerfConfig#bufferBytes()} per side.
+     *
+     * @param faults a fault injector for the fabric's links, or null; corruption turns the link CRC on
+     * @param gpu    when not null, each side's MR is GPU memory of this GPU
+     */
+    public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu) {
+        this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
+            cfg.mtu(), faults, gpu);
+    }
+
+    /**
      * @param faults a fault injector for the fabric's links, or null; corruption turns the link CRC on
      * @param gpu    when not null, each side's MR is GPU memory of this GPU (perftest's --use_cuda); the host
      *               buffers stay allocated but the NICs read and write the GPU

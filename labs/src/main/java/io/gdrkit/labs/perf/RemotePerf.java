@@ -80,8 +80,25 @@ public final class RemotePerf {
             if (t < 0 || t >= PerfKind.values().length) {
                 throw new IllegalArgumentException("unknown perf test " + t);
             }
-            return new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(), bb.getLong(),
-                bb.getLong(), bb.getInt(), bb.get() != 0);
+            final Setup s = new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(),
+                bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0);
+            if (!s.quit()) {
+                s.config();
+            }
+            return s;
+        }
+
+        /**
+         * The run the client asks for, concluded through the engine's Context as the client's own flags were: a
+         * client is a peer, so a size, QP count, depth, MTU or buffer out of range is a named error before the
+         * server allocates or creates anything. The client registers twice its buffer (see runSize).
+         */
+        PerfConfig config() {
+            if (bufBytes % 2 != 0) {
+                throw new IllegalArgumentException("client buffer of " + bufBytes + " bytes is not twice a --buffer");
+            }
+            return new PerfConfig(test).size(size).numQps(numQps).rxDepth(rxDepth).mtu(mtu).bufferBytes(bufBytes / 2)
+                .conclude();
         }
     }
 
@@ -139,7 +156,16 @@ public final class RemotePerf {
             out.flush();
             while (true) {
                 final CmListener.Request first = listener.accept(Duration.ofMillis(acceptTimeoutMs));
-                final Setup setup = Setup.decode(first.privateData());
+                final Setup setup;
+                try {
+                    setup = Setup.decode(first.privateData());
+                } catch (final IllegalArgumentException e) {
+                    // an unknown or out-of-range client is refused, named, and the server waits for the next
+                    first.reject("bad perf setup: " + e.getMessage());
+                    out.println("# server: refused a client: " + e.getMessage());
+                    out.flush();
+                    continue;
+                }
                 if (setup.quit()) {
                     first.reject("server done");
                     out.println("# server: done");

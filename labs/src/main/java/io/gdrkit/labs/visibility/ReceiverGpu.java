@@ -61,7 +61,7 @@ final class ReceiverGpu implements AutoCloseable {
     static ReceiverGpu open(final VisConfig c, final long memBytes) {
         if (c.simulated()) {
             final SimGpuConfig cfg = SimGpuConfig.deterministic(c.seed(), new ManualClock(0))
-                .withMemBytes(Math.max(64L << 20, memBytes + (16L << 20)));
+                .memBytes(Math.max(64L << 20, memBytes + (16L << 20)));
             final SimPreset preset = SimPreset.byLabel(c.gpu().substring(4));
             if (!c.peerConsumer()) {
                 final SimGpu g = SimGpu.create(preset, cfg);

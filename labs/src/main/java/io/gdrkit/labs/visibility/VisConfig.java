@@ -8,24 +8,23 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.util.Locale;
+import java.util.Objects;
 
 /**
- * One configuration of the visibility matrix. Validated on construction, so a bad combination is rejected before
- * anything runs, with a message that names the option.
+ * One configuration of the visibility matrix, the visibility lab's Context (Aeron's pattern): every value has a
+ * default and is set by name; {@link #conclude()} validates the whole once, with a message that names the option, so
+ * a bad combination is rejected before anything runs; a concluded config is frozen and is what the lab runs and
+ * sends to its senders.
  *
- * @param gpu            {@code sim:<preset>} or {@code cuda:N}
- * @param wrSplit        WRITE WRs per round and sender (1, 16 or 256); only the last is signaled
- * @param size           bytes per round and sender
- * @param senders        senders writing into the receiver, each into its own buffer (1..128)
- * @param syncMemops     CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set on the receive buffers
- * @param seed           seed of the simulated GPU model and of the pattern
- * @param inject         negative controls (D4), {@link Injection#NONE} for none
- * @param peerConsumer   the consumer runs on a second GPU and reads the NIC-written GPU's memory through peer
- *                       access (the case the TO_ALL_DEVICES flush scope exists for)
+ * <p>Values and defaults: {@code gpu} ({@code sim:<preset>} or {@code cuda:N}; sim:v100), {@code consumer}
+ * (persistent), {@code flag} (receiver), {@code readback} (off), {@code wrSplit} WRITE WRs per round and sender, only
+ * the last signaled (1, 16 or 256; 1), {@code size} bytes per round and sender (64 KiB), {@code rounds} (20),
+ * {@code senders} each writing its own buffer (1..128; 1), {@code syncMemops} CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
+ * the receive buffers (false), {@code source} (host), {@code poll} (acquire), {@code seed} of the simulated GPU model
+ * and the pattern (1), {@code inject} a negative control (D4; none), {@code peerConsumer} the consumer runs on a
+ * second GPU and reads the NIC-written GPU's memory through peer access, the case TO_ALL_DEVICES exists for (false).
  */
-public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readback, int wrSplit, long size,
-                        int rounds, int senders, boolean syncMemops, Source source, Poll poll, long seed,
-                        Injection inject, boolean peerConsumer) {
+public final class VisConfig {
     /** Largest size per sender the simulated GPU is given (its memory is host memory of this process). */
     public static final long MAX_SIM_BYTES = 2L << 30;
 
@@ -115,7 +114,200 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
         }
     }
 
-    public VisConfig {
+    private String gpu = "sim:v100";
+    private Consumer consumer = Consumer.PERSISTENT;
+    private Flag flag = Flag.RECEIVER;
+    private Readback readback = Readback.OFF;
+    private int wrSplit = 1;
+    private long size = 64 * 1024;
+    private int rounds = 20;
+    private int senders = 1;
+    private boolean syncMemops;
+    private Source source = Source.HOST;
+    private Poll poll = Poll.ACQUIRE;
+    private long seed = 1;
+    private Injection inject = Injection.NONE;
+    private boolean peerConsumer;
+    private boolean concluded;
+
+    /** A configuration with every default; set what differs by name, then {@link #conclude()}. */
+    public VisConfig() {
+    }
+
+    /**
+     * The 14 values by position: kept only for {@code DemoCommand}, whose owner moves it to the setters.
+     *
+     * @deprecated set values by name and call {@link #conclude()}
+     */
+    @Deprecated(forRemoval = true)
+    public VisConfig(final String gpu, final Consumer consumer, final Flag flag, final Readback readback,
+                     final int wrSplit, final long size, final int rounds, final int senders, final boolean syncMemops,
+                     final Source source, final Poll poll, final long seed, final Injection inject,
+                     final boolean peerConsumer) {
+        gpu(gpu).consumer(consumer).flag(flag).readback(readback).wrSplit(wrSplit).size(size).rounds(rounds)
+            .senders(senders).syncMemops(syncMemops).source(source).poll(poll).seed(seed).inject(inject)
+            .peerConsumer(peerConsumer).conclude();
+    }
+
+    /** {@code sim:<preset>} or {@code cuda:N} */
+    public String gpu() {
+        return gpu;
+    }
+
+    public VisConfig gpu(final String value) {
+        open();
+        gpu = Objects.requireNonNull(value, "gpu");
+        return this;
+    }
+
+    /** What consumes the data on the GPU. */
+    public Consumer consumer() {
+        return consumer;
+    }
+
+    public VisConfig consumer(final Consumer value) {
+        open();
+        consumer = Objects.requireNonNull(value, "consumer");
+        return this;
+    }
+
+    /** Who publishes the persistent consumer's flag. */
+    public Flag flag() {
+        return flag;
+    }
+
+    public VisConfig flag(final Flag value) {
+        open();
+        flag = Objects.requireNonNull(value, "flag");
+        return this;
+    }
+
+    /** What the receiver does between the notification and the consumer. */
+    public Readback readback() {
+        return readback;
+    }
+
+    public VisConfig readback(final Readback value) {
+        open();
+        readback = Objects.requireNonNull(value, "readback");
+        return this;
+    }
+
+    /** WRITE WRs per round and sender: 1, 16 or 256. */
+    public int wrSplit() {
+        return wrSplit;
+    }
+
+    public VisConfig wrSplit(final int value) {
+        open();
+        wrSplit = value;
+        return this;
+    }
+
+    /** Bytes per round and sender, from the WR split to 2 GiB. */
+    public long size() {
+        return size;
+    }
+
+    public VisConfig size(final long value) {
+        open();
+        size = value;
+        return this;
+    }
+
+    /** Rounds, 1..2^24-1. */
+    public int rounds() {
+        return rounds;
+    }
+
+    public VisConfig rounds(final int value) {
+        open();
+        rounds = value;
+        return this;
+    }
+
+    /** Senders into the one receiver, 1..128. */
+    public int senders() {
+        return senders;
+    }
+
+    public VisConfig senders(final int value) {
+        open();
+        senders = value;
+        return this;
+    }
+
+    /** CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the receive buffers. */
+    public boolean syncMemops() {
+        return syncMemops;
+    }
+
+    public VisConfig syncMemops(final boolean value) {
+        open();
+        syncMemops = value;
+        return this;
+    }
+
+    /** Where the senders' data comes from. */
+    public Source source() {
+        return source;
+    }
+
+    public VisConfig source(final Source value) {
+        open();
+        source = Objects.requireNonNull(value, "source");
+        return this;
+    }
+
+    /** How the persistent kernel loads its flag (CUDA only). */
+    public Poll poll() {
+        return poll;
+    }
+
+    public VisConfig poll(final Poll value) {
+        open();
+        poll = Objects.requireNonNull(value, "poll");
+        return this;
+    }
+
+    /** Seed of the simulated GPU model and of the pattern. */
+    public long seed() {
+        return seed;
+    }
+
+    public VisConfig seed(final long value) {
+        open();
+        seed = value;
+        return this;
+    }
+
+    /** A negative control (D4). */
+    public Injection inject() {
+        return inject;
+    }
+
+    public VisConfig inject(final Injection value) {
+        open();
+        inject = Objects.requireNonNull(value, "inject");
+        return this;
+    }
+
+    /** The consumer reads through peer access from a second GPU. */
+    public boolean peerConsumer() {
+        return peerConsumer;
+    }
+
+    public VisConfig peerConsumer(final boolean value) {
+        open();
+        peerConsumer = value;
+        return this;
+    }
+
+    /** Validates every value and their combinations, naming the option, and freezes the configuration. */
+    public VisConfig conclude() {
+        if (concluded) {
+            throw new IllegalStateException("VisConfig already concluded");
+        }
         if (gpu.startsWith("sim:")) {
             SimPreset.byLabel(gpu.substring(4)); // names the known presets when unknown
         } else if (!gpu.matches("cuda:\\d+")) {
@@ -163,6 +355,19 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
             throw new IllegalArgumentException("--poll " + low(poll) + " is a CUDA experiment (how the compiled kernel"
                 + " loads the flag); the simulated GPU's consumer always uses acquire loads");
         }
+        concluded = true;
+        return this;
+    }
+
+    /** Whether {@link #conclude()} validated and froze this configuration. */
+    public boolean isConcluded() {
+        return concluded;
+    }
+
+    private void open() {
+        if (concluded) {
+            throw new IllegalStateException("VisConfig already concluded: it is frozen");
+        }
     }
 
     public boolean simulated() {
@@ -199,10 +404,47 @@ public record VisConfig(String gpu, Consumer consumer, Flag flag, Readback readb
         out.writeBoolean(peerConsumer);
     }
 
+    /** Reads what {@link #write} wrote, from a peer: every value is checked as if set by hand. */
     static VisConfig read(final DataInput in) throws IOException {
-        return new VisConfig(in.readUTF(), Consumer.values()[in.readByte()], Flag.values()[in.readByte()],
-            Readback.values()[in.readByte()], in.readInt(), in.readLong(), in.readInt(), in.readInt(),
-            in.readBoolean(), Source.values()[in.readByte()], Poll.values()[in.readByte()], in.readLong(),
-            new Injection(Injection.Kind.values()[in.readByte()], in.readInt()), in.readBoolean());
+        try {
+            return new VisConfig().gpu(in.readUTF()).consumer(at(Consumer.values(), in.readByte(), "consumer"))
+                .flag(at(Flag.values(), in.readByte(), "flag")).readback(at(Readback.values(), in.readByte(), "readback"))
+                .wrSplit(in.readInt()).size(in.readLong()).rounds(in.readInt()).senders(in.readInt())
+                .syncMemops(in.readBoolean()).source(at(Source.values(), in.readByte(), "source"))
+                .poll(at(Poll.values(), in.readByte(), "poll")).seed(in.readLong())
+                .inject(new Injection(at(Injection.Kind.values(), in.readByte(), "inject"), in.readInt()))
+                .peerConsumer(in.readBoolean()).conclude();
+        } catch (final IllegalArgumentException e) {
+            throw new IOException("bad configuration from the receiver: " + e.getMessage(), e);
+        }
+    }
+
+    private static <E extends Enum<E>> E at(final E[] values, final int ordinal, final String what) {
+        if (ordinal < 0 || ordinal >= values.length) {
+            throw new IllegalArgumentException(what + " ordinal " + ordinal + " is not one of 0.." + (values.length - 1));
+        }
+        return values[ordinal];
+    }
+
+    @Override
+    public boolean equals(final Object o) {
+        return o instanceof VisConfig c && gpu.equals(c.gpu) && consumer == c.consumer && flag == c.flag
+            && readback == c.readback && wrSplit == c.wrSplit && size == c.size && rounds == c.rounds
+            && senders == c.senders && syncMemops == c.syncMemops && source == c.source && poll == c.poll
+            && seed == c.seed && inject.equals(c.inject) && peerConsumer == c.peerConsumer;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(gpu, consumer, flag, readback, wrSplit, size, rounds, senders, syncMemops, source, poll,
+            seed, inject, peerConsumer);
+    }
+
+    @Override
+    public String toString() {
+        return "VisConfig[gpu=" + gpu + ", consumer=" + consumer + ", flag=" + flag + ", readback=" + readback
+            + ", wrSplit=" + wrSplit + ", size=" + size + ", rounds=" + rounds + ", senders=" + senders
+            + ", syncMemops=" + syncMemops + ", source=" + source + ", poll=" + poll + ", seed=" + seed
+            + ", inject=" + inject + ", peerConsumer=" + peerConsumer + "]";
     }
 }

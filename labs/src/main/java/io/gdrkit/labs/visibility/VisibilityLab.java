@@ -190,8 +190,14 @@ public final class VisibilityLab implements AutoCloseable {
             .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
-    /** Runs one configuration; {@code roundDone} (may be null) hears of every finished round. */
+    /**
+     * Runs one configuration, concluding it first if it is not yet; {@code roundDone} (may be null) hears of every
+     * finished round.
+     */
     public VisResult run(final VisConfig c, final IntConsumer roundDone) {
+        if (!c.isConcluded()) {
+            c.conclude();
+        }
         return new VisReceiver(device, hosts).run(c, processes, roundDone);
     }
 

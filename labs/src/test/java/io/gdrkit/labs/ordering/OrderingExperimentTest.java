@@ -19,7 +19,8 @@ class OrderingExperimentTest {
     private static final int SIZE = 16384;
 
     private static Result run(final Variant v, final double reorder, final boolean withinQp, final long seed) {
-        return OrderingExperiment.run(new Config(v, TRIALS, SIZE, reorder, 10, withinQp, seed));
+        return OrderingExperiment.run(new Config(v).trials(TRIALS).size(SIZE).reorder(reorder)
+            .reorderWithinQp(withinQp).seed(seed));
     }
 
     @Test
@@ -68,10 +69,12 @@ class OrderingExperimentTest {
     @Test
     void aLargePutIsPassedByTheFlagEvenWithoutReordering() {
         // 64 packets of data against one flag packet: the sending NIC takes turns between QPs every 32 packets
-        final Result r = OrderingExperiment.run(new Config(Variant.TWO_QP, 5, 256 * 1024, 0, 10, false, 1));
+        final Result r = OrderingExperiment.run(new Config(Variant.TWO_QP).trials(5).size(256 * 1024)
+            .reorder(0));
         assertEquals(5, r.corruptedReads(), r::toString);
         assertEquals(5, r.partialReads(), r::toString);
-        final Result ordered = OrderingExperiment.run(new Config(Variant.COMPLETION, 5, 256 * 1024, 0, 10, false, 1));
+        final Result ordered = OrderingExperiment.run(new Config(Variant.COMPLETION).trials(5)
+            .size(256 * 1024).reorder(0));
         assertEquals(0, ordered.corruptedReads(), ordered::toString);
     }
 
@@ -85,13 +88,33 @@ class OrderingExperimentTest {
 
     @Test
     void badConfigsNameTheOption() {
-        assertTrue(assertThrows(IllegalArgumentException.class,
-            () -> new Config(Variant.ONE_QP, 0, SIZE, 0, 10, false, 1)).getMessage().startsWith("--trials"));
-        assertTrue(assertThrows(IllegalArgumentException.class,
-            () -> new Config(Variant.ONE_QP, 1, 0, 0, 10, false, 1)).getMessage().startsWith("--size"));
-        assertTrue(assertThrows(IllegalArgumentException.class,
-            () -> new Config(Variant.ONE_QP, 1, SIZE, 1.5, 10, false, 1)).getMessage().startsWith("--reorder"));
+        assertEquals("--trials must be at least 1, not 0", assertThrows(IllegalArgumentException.class,
+            () -> new Config(Variant.ONE_QP).trials(0).conclude()).getMessage());
+        assertEquals("--size must be between 1 and 1048576 bytes, not 0", assertThrows(IllegalArgumentException.class,
+            () -> new Config(Variant.ONE_QP).size(0).conclude()).getMessage());
+        assertEquals("--size must be between 1 and 1048576 bytes, not 1048577", assertThrows(
+            IllegalArgumentException.class, () -> new Config(Variant.ONE_QP).size((1 << 20) + 1).conclude())
+            .getMessage());
+        assertEquals("--reorder must be a probability within 0..1, not 1.5", assertThrows(
+            IllegalArgumentException.class, () -> new Config(Variant.ONE_QP).reorder(1.5).conclude()).getMessage());
+        assertEquals("--reorder must be a probability within 0..1, not NaN", assertThrows(
+            IllegalArgumentException.class, () -> new Config(Variant.ONE_QP).reorder(Double.NaN).conclude())
+            .getMessage());
+        assertEquals("--reorder-us must be within 0..1000, not 1001.0", assertThrows(IllegalArgumentException.class,
+            () -> new Config(Variant.ONE_QP).reorderMicros(1001).conclude()).getMessage());
+        assertEquals("--variants: no variant given", assertThrows(IllegalArgumentException.class,
+            () -> new Config(null)).getMessage());
         assertTrue(assertThrows(IllegalArgumentException.class, () -> Variant.parse("three-qp")).getMessage()
             .contains("two-qp, one-qp, imm"));
+    }
+
+    @Test
+    void configDefaultsByNameAndFrozenAfterConclude() {
+        final Config c = new Config(Variant.IMM);
+        assertEquals("Config[variant=IMM, trials=2000, size=16384, reorder=0.05, reorderMicros=10.0, "
+            + "reorderWithinQp=false, seed=1]", c.toString());
+        assertEquals(new Config(Variant.IMM).seed(1).conclude(), c.conclude());
+        assertEquals("ordering Config already concluded: it is frozen",
+            assertThrows(IllegalStateException.class, () -> c.trials(3)).getMessage());
     }
 }

@@ -45,8 +45,8 @@ class VisibilityLabTest {
 
     static VisConfig cfg(final String gpu, final Consumer consumer, final Flag flag, final Readback rb,
                          final int senders, final Injection inject) {
-        return new VisConfig(gpu, consumer, flag, rb, 16, 16384, 6, senders, false, Source.HOST, Poll.ACQUIRE, 7,
-            inject, false);
+        return new VisConfig().gpu(gpu).consumer(consumer).flag(flag).readback(rb).wrSplit(16).size(16384).rounds(6)
+            .senders(senders).seed(7).inject(inject).conclude();
     }
 
     @Test
@@ -107,26 +107,25 @@ class VisibilityLabTest {
 
     @Test
     void manySendersEachIntoItsOwnBuffer() {
-        final VisResult on = lab.run(new VisConfig("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER, Readback.ON, 1,
-            4096, 3, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
+        final VisResult on = lab.run(new VisConfig().readback(Readback.ON).size(4096).rounds(3).senders(64).seed(3)
+            .conclude(), null);
         assertTrue(on.passed(), on.toString());
         assertEquals(64 * 3, on.checks());
-        final VisResult launch = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
-            4096, 2, 128, true, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
+        final VisResult launch = lab.run(new VisConfig().gpu("sim:h200").consumer(Consumer.LAUNCH).size(4096)
+            .rounds(2).senders(128).syncMemops(true).seed(3).conclude(), null);
         assertTrue(launch.passed(), launch.toString());
         assertEquals(128 * 2, launch.checks());
-        final VisResult off = lab.run(new VisConfig("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER, Readback.OFF, 1,
-            4096, 2, 64, false, Source.HOST, Poll.ACQUIRE, 3, Injection.NONE, false), null);
+        final VisResult off = lab.run(new VisConfig().size(4096).rounds(2).senders(64).seed(3).conclude(), null);
         assertTrue(off.failures() > 0, off.toString());
     }
 
     @Test
     void aGpuSourceAndSyncMemopsAndLargeBuffersAreByteExact() {
-        final VisResult gpuSrc = lab.run(new VisConfig("sim:h200", Consumer.PERSISTENT, Flag.SENDER_SAME_QP,
-            Readback.OFF, 256, 1 << 20, 2, 2, true, Source.GPU, Poll.ACQUIRE, 5, Injection.NONE, false), null);
+        final VisResult gpuSrc = lab.run(new VisConfig().gpu("sim:h200").flag(Flag.SENDER_SAME_QP).wrSplit(256)
+            .size(1 << 20).rounds(2).senders(2).syncMemops(true).source(Source.GPU).seed(5).conclude(), null);
         assertTrue(gpuSrc.passed(), gpuSrc.toString());
-        final VisResult big = lab.run(new VisConfig("sim:v100", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 16,
-            8 << 20, 2, 1, false, Source.HOST, Poll.ACQUIRE, 5, Injection.NONE, false), null);
+        final VisResult big = lab.run(new VisConfig().consumer(Consumer.LAUNCH).wrSplit(16).size(8 << 20).rounds(2)
+            .seed(5).conclude(), null);
         assertTrue(big.passed(), big.toString());
     }
 
@@ -179,16 +178,16 @@ class VisibilityLabTest {
     void aConsumerOnThePeerGpuNeedsTheAllDevicesScopeUnderOrderingOwner() {
         for (final Consumer consumer : Consumer.values()) {
             for (final Readback rb : Readback.values()) {
-                final VisResult r = lab.run(new VisConfig("sim:h200", consumer, Flag.RECEIVER, rb, 1, 16384, 3, 1,
-                    false, Source.HOST, Poll.ACQUIRE, 7, Injection.NONE, true), null);
+                final VisResult r = lab.run(new VisConfig().gpu("sim:h200").consumer(consumer).readback(rb)
+                    .size(16384).rounds(3).seed(7).peerConsumer(true).conclude(), null);
                 // landed for the owner at the completion, but not retired: only TO_ALL_DEVICES makes it visible
                 assertEquals(rb == Readback.FLUSH_ALL, r.passed(), consumer + " " + rb + ": " + r);
                 if (!r.passed()) {
                     assertEquals("stale", r.what(), r.toString());
                 }
             }
-            final VisResult all = lab.run(new VisConfig("sim:all-devices", consumer, Flag.RECEIVER, Readback.OFF, 1,
-                16384, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.NONE, true), null);
+            final VisResult all = lab.run(new VisConfig().gpu("sim:all-devices").consumer(consumer).size(16384)
+                .rounds(3).seed(7).peerConsumer(true).conclude(), null);
             assertTrue(all.passed(), all.toString());
         }
     }
@@ -221,12 +220,11 @@ class VisibilityLabTest {
             () -> cfg("sim:v100", Consumer.LAUNCH, Flag.SENDER_SAME_QP, Readback.OFF));
         assertThrows(IllegalArgumentException.class,
             () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.SENDER_OTHER_QP, Readback.FLUSH));
-        assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 16, 8, 1, 1, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false));
-        assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 129, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false));
-        assertThrows(IllegalArgumentException.class, () -> new VisConfig("sim:v100", Consumer.PERSISTENT,
-            Flag.RECEIVER, Readback.OFF, 1, 4096, 1, 1, false, Source.HOST, Poll.PLAIN, 1, Injection.NONE, false));
+        assertThrows(IllegalArgumentException.class, () -> new VisConfig().wrSplit(16).size(8).rounds(1).conclude());
+        assertThrows(IllegalArgumentException.class, () -> new VisConfig().size(4096).rounds(1).senders(129)
+            .conclude());
+        assertThrows(IllegalArgumentException.class, () -> new VisConfig().size(4096).rounds(1).poll(Poll.PLAIN)
+            .conclude());
         assertThrows(IllegalArgumentException.class, () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER,
             Readback.OFF, 1, Injection.parse("bad-launch@2")));
         assertThrows(IllegalArgumentException.class, () -> cfg("sim:v100", Consumer.PERSISTENT, Flag.RECEIVER,

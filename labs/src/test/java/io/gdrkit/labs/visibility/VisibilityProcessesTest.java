@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 /** Sender processes started by the receiver, over the shared-memory and the TCP fabric. */
 class VisibilityProcessesTest {
     private static VisConfig cfg(final Flag flag, final Readback rb) {
-        return new VisConfig("sim:v100", Consumer.PERSISTENT, flag, rb, 16, 16384, 5, 4, false, Source.HOST,
-            Poll.ACQUIRE, 7, Injection.NONE, false);
+        return new VisConfig().flag(flag).readback(rb).wrSplit(16).size(16384).rounds(5).senders(4).seed(7)
+            .conclude();
     }
 
     @Test
@@ -31,8 +31,8 @@ class VisibilityProcessesTest {
             final VisResult on = lab.run(cfg(Flag.RECEIVER, Readback.ON), null);
             assertTrue(on.passed(), on.toString());
             assertEquals(20, on.checks());
-            final VisResult skip = lab.run(new VisConfig("sim:h200", Consumer.LAUNCH, Flag.RECEIVER, Readback.OFF, 1,
-                4096, 3, 1, false, Source.HOST, Poll.ACQUIRE, 7, Injection.parse("skip-write@2"), false), null);
+            final VisResult skip = lab.run(new VisConfig().gpu("sim:h200").consumer(Consumer.LAUNCH).size(4096)
+                .rounds(3).seed(7).inject(Injection.parse("skip-write@2")).conclude(), null);
             assertEquals(2, skip.firstFailingRound(), skip.toString());
             assertEquals(1, skip.failuresToldSenders(), "reported back to the sender process");
         }

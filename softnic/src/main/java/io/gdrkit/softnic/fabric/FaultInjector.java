@@ -19,16 +19,129 @@ public final class FaultInjector implements LinkHook {
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     /**
-     * @param drop            probability a packet is lost
-     * @param duplicate       probability a packet arrives twice
-     * @param delay           probability a packet is held up to {@code delayNanos}
-     * @param corrupt         probability one byte of a packet is flipped
-     * @param reorder         probability a packet is held up to {@code reorderNanos} so others pass it
-     * @param reorderWithinQp whether packets of one QP may overtake each other (a multi-path QP)
+     * The fault injector's Context (Aeron's pattern): every rate is 0 by default and set by name; {@link #conclude()}
+     * validates the whole once and freezes it; {@link #parse} builds one from a command line's spec.
      */
-    public record Config(double drop, double duplicate, double delay, long delayNanos, double corrupt,
-                         double reorder, long reorderNanos, boolean reorderWithinQp, long seed) {
-        public Config {
+    public static final class Config {
+        private double drop;
+        private double duplicate;
+        private double delay;
+        private long delayNanos = 100_000;
+        private double corrupt;
+        private double reorder;
+        private long reorderNanos = 10_000;
+        private boolean reorderWithinQp;
+        private long seed = 1;
+        private boolean concluded;
+
+        /** Probability a packet is lost. */
+        public double drop() {
+            return drop;
+        }
+
+        public Config drop(final double p) {
+            open();
+            drop = p;
+            return this;
+        }
+
+        /** Probability a packet arrives twice. */
+        public double duplicate() {
+            return duplicate;
+        }
+
+        public Config duplicate(final double p) {
+            open();
+            duplicate = p;
+            return this;
+        }
+
+        /** Probability a packet is held up to {@link #delayNanos()}. */
+        public double delay() {
+            return delay;
+        }
+
+        public Config delay(final double p) {
+            open();
+            delay = p;
+            return this;
+        }
+
+        /** Longest hold of a delayed packet (default 100 us). */
+        public long delayNanos() {
+            return delayNanos;
+        }
+
+        public Config delayNanos(final long nanos) {
+            open();
+            delayNanos = nanos;
+            return this;
+        }
+
+        /** Probability one byte of a packet is flipped. */
+        public double corrupt() {
+            return corrupt;
+        }
+
+        public Config corrupt(final double p) {
+            open();
+            corrupt = p;
+            return this;
+        }
+
+        /** Probability a packet is held up to {@link #reorderNanos()} so others pass it. */
+        public double reorder() {
+            return reorder;
+        }
+
+        public Config reorder(final double p) {
+            open();
+            reorder = p;
+            return this;
+        }
+
+        /** Longest hold of a reordered packet (default 10 us). */
+        public long reorderNanos() {
+            return reorderNanos;
+        }
+
+        public Config reorderNanos(final long nanos) {
+            open();
+            reorderNanos = nanos;
+            return this;
+        }
+
+        /** Whether packets of one QP may overtake each other (a multi-path QP). */
+        public boolean reorderWithinQp() {
+            return reorderWithinQp;
+        }
+
+        public Config reorderWithinQp(final boolean on) {
+            open();
+            reorderWithinQp = on;
+            return this;
+        }
+
+        /** Seed of the injector's RNG (default 1). */
+        public long seed() {
+            return seed;
+        }
+
+        public Config seed(final long s) {
+            open();
+            seed = s;
+            return this;
+        }
+
+        public boolean isConcluded() {
+            return concluded;
+        }
+
+        /** Validates the rates (each within 0..1, together at most 1) and the holds, and freezes the config. */
+        public Config conclude() {
+            if (concluded) {
+                return this;
+            }
             for (final double r : new double[] {drop, duplicate, delay, corrupt, reorder}) {
                 if (!(r >= 0 && r <= 1)) {
                     throw new IllegalArgumentException("fault rates must be within 0..1, got " + r);
@@ -40,13 +153,20 @@ public final class FaultInjector implements LinkHook {
             if (delayNanos < 0 || reorderNanos < 0) {
                 throw new IllegalArgumentException("delays must be >= 0");
             }
+            concluded = true;
+            return this;
         }
 
-        public static final Config NONE = new Config(0, 0, 0, 0, 0, 0, 0, false, 1);
+        private void open() {
+            if (concluded) {
+                throw new IllegalStateException("FaultInjector.Config already concluded: it is frozen");
+            }
+        }
 
         /**
          * Parses "drop=0.1,dup=0.05,delay=0.01,delay-us=200,corrupt=0.01,reorder=0.05,reorder-us=20,
-         * reorder-within-qp=true,seed=42"; absent keys are 0 (delay-us 100, reorder-us 10, seed 1).
+         * reorder-within-qp=true,seed=42"; absent keys keep their defaults (rates 0, delay-us 100, reorder-us 10,
+         * seed 1). The result is concluded.
          */
         public static Config parse(final String spec) {
             final Map<String, String> kv = new HashMap<>();
@@ -59,13 +179,13 @@ public final class FaultInjector implements LinkHook {
                     kv.put(part.substring(0, eq).trim().toLowerCase(Locale.ROOT), part.substring(eq + 1).trim());
                 }
             }
-            final Config c;
+            final Config c = new Config();
             try {
-                c = new Config(d(kv, "drop"), d(kv, "dup"), d(kv, "delay"),
-                    (long) (Double.parseDouble(kv.getOrDefault("delay-us", "100")) * 1000), d(kv, "corrupt"),
-                    d(kv, "reorder"), (long) (Double.parseDouble(kv.getOrDefault("reorder-us", "10")) * 1000),
-                    Boolean.parseBoolean(kv.getOrDefault("reorder-within-qp", "false")),
-                    Long.parseLong(kv.getOrDefault("seed", "1")));
+                c.drop(d(kv, "drop", c.drop)).duplicate(d(kv, "dup", c.duplicate)).delay(d(kv, "delay", c.delay))
+                    .delayNanos(micros(kv, "delay-us", c.delayNanos)).corrupt(d(kv, "corrupt", c.corrupt))
+                    .reorder(d(kv, "reorder", c.reorder)).reorderNanos(micros(kv, "reorder-us", c.reorderNanos))
+                    .reorderWithinQp(Boolean.parseBoolean(kv.getOrDefault("reorder-within-qp", "false")))
+                    .seed(Long.parseLong(kv.getOrDefault("seed", Long.toString(c.seed))));
             } catch (final NumberFormatException e) {
                 throw new IllegalArgumentException("fault spec '" + spec + "': " + e.getMessage(), e);
             }
@@ -75,11 +195,37 @@ public final class FaultInjector implements LinkHook {
                 throw new IllegalArgumentException("unknown fault keys " + kv.keySet()
                     + " (drop, dup, delay, delay-us, corrupt, reorder, reorder-us, reorder-within-qp, seed)");
             }
-            return c;
+            return c.conclude();
         }
 
-        private static double d(final Map<String, String> kv, final String k) {
-            return Double.parseDouble(kv.getOrDefault(k, "0"));
+        private static double d(final Map<String, String> kv, final String k, final double dflt) {
+            return kv.containsKey(k) ? Double.parseDouble(kv.get(k)) : dflt;
+        }
+
+        private static long micros(final Map<String, String> kv, final String k, final long dfltNanos) {
+            return kv.containsKey(k) ? (long) (Double.parseDouble(kv.get(k)) * 1000) : dfltNanos;
+        }
+
+        @Override
+        public boolean equals(final Object o) {
+            return o instanceof Config c && Double.compare(drop, c.drop) == 0
+                && Double.compare(duplicate, c.duplicate) == 0 && Double.compare(delay, c.delay) == 0
+                && delayNanos == c.delayNanos && Double.compare(corrupt, c.corrupt) == 0
+                && Double.compare(reorder, c.reorder) == 0 && reorderNanos == c.reorderNanos
+                && reorderWithinQp == c.reorderWithinQp && seed == c.seed;
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(drop, duplicate, delay, delayNanos, corrupt, reorder, reorderNanos,
+                reorderWithinQp, seed);
+        }
+
+        @Override
+        public String toString() {
+            return "Config[drop=" + drop + ", duplicate=" + duplicate + ", delay=" + delay + ", delayNanos="
+                + delayNanos + ", corrupt=" + corrupt + ", reorder=" + reorder + ", reorderNanos=" + reorderNanos
+                + ", reorderWithinQp=" + reorderWithinQp + ", seed=" + seed + "]";
         }
     }
 
@@ -95,8 +241,9 @@ public final class FaultInjector implements LinkHook {
     private long corrupted;
     private long reordered;
 
+    /** Concludes {@code config} if it is not yet. */
     public FaultInjector(final Config config, final NanoClock clock) {
-        this.config = config;
+        this.config = config.conclude();
         this.clock = clock;
         this.random = new SplittableRandom(config.seed());
     }
