@@ -1,7 +1,6 @@
 package io.gdrkit.gdr.topo;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,6 +28,9 @@ public final class NvidiaSmiTopoReader
     private static final Pattern NIC_LEGEND = Pattern.compile("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
     private static final Pattern ANSI = Pattern.compile("\u001B\\[[0-9;]*m");
 
+    /** The most devices (GPUs and NICs) a matrix may name: the matrix grows with their square. */
+    public static final int MAX_DEVICES = 1024;
+
     private NvidiaSmiTopoReader()
     {
     }
@@ -36,12 +38,12 @@ public final class NvidiaSmiTopoReader
     /**
      * @param file a file holding the output of {@code nvidia-smi topo -m}.
      * @return the topology.
-     * @throws IOException            when the file can not be read.
+     * @throws TopologyReadException  when the file can not be read as text.
      * @throws TopologyParseException when the text is not a topology matrix.
      */
     public static TopoSystem read(final Path file) throws IOException
     {
-        return parse(Files.readString(file), file.toString());
+        return parse(TopoFiles.readText(file), file.toString());
     }
 
     // One cell: the relation and, for NV#, the link count.
@@ -85,6 +87,11 @@ public final class NvidiaSmiTopoReader
             throw new TopologyParseException(name, 0,
                 "no matrix header found (expected an indented line starting with GPU0, as printed by " +
                 "'nvidia-smi topo -m')");
+        }
+        if (labels.size() > MAX_DEVICES)
+        {
+            throw new TopologyParseException(name, headerLine + 1, "the header names " + labels.size() +
+                " devices, more than the cap of " + MAX_DEVICES + " (docs/TOPOLOGY.md)");
         }
         final String header = lines[headerLine];
         final boolean hasNuma = header.contains("NUMA Affinity");
@@ -243,14 +250,18 @@ public final class NvidiaSmiTopoReader
             final TopoNode leaf = leaves.computeIfAbsent(leafGroup[i],
                 g -> builder.pciSwitch("switch" + g + "." + labels.get(g), top));
             final String label = labels.get(i);
+            // The matrix's own numbers (GPU3, NIC5) are the devices' numbers; nothing else is known of them.
+            final String dev = label.replaceAll("\\D", "");
+            final Map<String, String> attrs = dev.isEmpty() ? Map.of("label", label) :
+                Map.of("label", label, "dev", dev);
             if (GPU_LABEL.matcher(label).matches())
             {
-                devices[i] = builder.gpu(label, leaf, TopologyBuilder.PCI_BW, Map.of("label", label));
+                devices[i] = builder.gpu(label, leaf, TopologyBuilder.PCI_BW, attrs);
             }
             else
             {
                 final String nicName = nicNames.getOrDefault(label, label);
-                devices[i] = builder.nic(nicName, leaf, TopologyBuilder.PCI_BW, Map.of("label", label));
+                devices[i] = builder.nic(nicName, leaf, TopologyBuilder.PCI_BW, attrs);
             }
         }
         for (int a = 0; a < size; a++)

@@ -89,7 +89,7 @@ class TopoXmlTest
         final GdrDistanceCheck far =
             paths.gdrDistance(system.gpus().get(4), system.nics().get(0), GdrLevel.DEFAULT);
         assertFalse(far.allowed());
-        assertEquals("GPU Direct RDMA Disabled for GPU 4 / HCA mlx5_0 (distance SYS > PXB)", far.logLine());
+        assertEquals("GPU Direct RDMA Disabled for GPU 4 / HCA mlx5_0 (distance SYS > P2C)", far.logLine());
         assertTrue(paths.gdrDistance(system.gpus().get(4), system.nics().get(0),
             GdrLevel.parse("SYS", "NCCL_NET_GDR_LEVEL")).allowed());
         assertTrue(paths.gdrDistance(system.gpus().get(2), system.nics().get(0),
@@ -168,9 +168,14 @@ class TopoXmlTest
         assertEquals(C2C, paths.type(gpu, system.cpus().getFirst()));
         assertEquals(P2C, paths.type(gpu, nic));
         assertEquals(P2C, paths.type(nic, gpu));
+        // NCCL 2.30 paths.cc: the default level is P2C when NCCL_NET_GDR_C2C=1 (its default), PXB otherwise.
         final GdrDistanceCheck c2c = paths.gdrDistance(gpu, nic, GdrLevel.DEFAULT);
-        assertEquals(C2C, c2c.distance(), "NCCL_NET_GDR_C2C=1 (default) counts P2C as C2C");
+        assertEquals(P2C, c2c.distance());
+        assertEquals(P2C, c2c.level().path(), "NCCL_NET_GDR_C2C=1 (default) raises the default level to P2C");
         assertTrue(c2c.allowed());
+        assertFalse(c2c.pciMapping(), "a P2C distance keeps NCCL's default mapping, not the PCI one");
+        assertFalse(paths.gdrDistance(gpu, nic, GdrLevel.parse("PXB", "NCCL_NET_GDR_LEVEL")).allowed(),
+            "an explicit PXB is not raised: P2C > PXB");
         final TopoPaths off = PathComputer.compute(system, PathOptions.DEFAULTS.withNetGdrC2c(false));
         final GdrDistanceCheck p2c = off.gdrDistance(gpu, nic, GdrLevel.DEFAULT);
         assertEquals(P2C, p2c.distance());
@@ -193,7 +198,9 @@ class TopoXmlTest
             """);
         final TopoSystem system = NcclTopoXmlReader.read(file);
         assertEquals(1, system.gpus().size());
-        assertEquals(3, system.notes().size(), system.notes().toString());
+        assertEquals(4, system.notes().size(), system.notes().toString());
+        assertTrue(system.notes().get(3).contains("<pci> without link_width or link_speed: NCCL reads them from " +
+            "sysfs at run time"), system.notes().toString());
         assertTrue(system.notes().get(0).contains(":5: <pci busid=\"0000:02:00.0\""), system.notes().toString());
         assertTrue(system.notes().get(1).contains(":6: element <gin> ignored"), system.notes().toString());
         assertTrue(system.notes().get(2).contains(":4: nvlink target 0000:99:00.0"), system.notes().toString());
@@ -203,12 +210,10 @@ class TopoXmlTest
     void errorsCarryFileAndLine()
     {
         assertError("""
-            <system version="1">
-              <cpu numaid="0">
-                <pci busid="0000:01:00.0" class="0x030200"><gpu dev="0"/></pci>
-              </cpu>
-            </system>
-            """, 3, "<gpu> needs a sm attribute");
+            <graphs version="1">
+              <graph id="0" pattern="4" crossnic="0" nchannels="2"/>
+            </graphs>
+            """, 1, "this is an NCCL graph file (<graphs>, written by NCCL_GRAPH_DUMP_FILE");
         assertError("""
             <system version="1">
               <cpu>
@@ -244,7 +249,7 @@ class TopoXmlTest
             """, 3, "numaid 0 defined twice");
         final TopologyParseException none =
             assertThrows(TopologyParseException.class, () -> NcclTopoXmlReader.parse("<topo/>", "t.xml"));
-        assertTrue(none.getMessage().startsWith("t.xml:1: element") || none.getMessage().contains("no <system>"),
+        assertEquals("t.xml:1: the root element is <topo>, not <system>: not an NCCL topology file",
             none.getMessage());
     }
 
