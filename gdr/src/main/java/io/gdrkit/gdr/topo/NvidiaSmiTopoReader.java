@@ -226,6 +226,21 @@ public final class NvidiaSmiTopoReader
             }
         }
         int nextNuma = groupNuma.values().stream().mapToInt(Integer::intValue).max().orElse(-1) + 1;
+        // Two NODE groups are SYS to each other by construction, so they can not share a CPU (that would make them
+        // PHB). A VM can show SYS between devices of one reported NUMA node; the later group gets its own CPU.
+        final Map<Integer, Integer> groupOfNuma = new HashMap<>();
+        for (final Map.Entry<Integer, Integer> e : groupNuma.entrySet())
+        {
+            final Integer earlier = groupOfNuma.putIfAbsent(e.getValue(), e.getKey());
+            if (earlier != null)
+            {
+                final int fresh = nextNuma++;
+                builder.note(name + ": " + labels.get(e.getKey()) + " reports NUMA " + e.getValue() + " like " +
+                    labels.get(earlier) + ", but the matrix puts them SYS apart (a VM's root ports?); modelled as " +
+                    "CPU " + fresh + " so that their paths stay SYS as printed");
+                e.setValue(fresh);
+            }
+        }
         final Map<Integer, TopoNode> cpus = new LinkedHashMap<>();
         final Map<Integer, TopoNode> bridges = new HashMap<>();
         final Map<Integer, TopoNode> tops = new HashMap<>();
@@ -242,8 +257,7 @@ public final class NvidiaSmiTopoReader
                     "; modelled as CPU " + numa);
             }
             final int numaId = numa;
-            // Keyed by NUMA id: two groups on one NUMA node are one CPU with separate host bridges.
-            final TopoNode cpu = cpus.computeIfAbsent(numaId, g -> builder.cpu(numaId));
+            final TopoNode cpu = cpus.computeIfAbsent(numaGroup[i], g -> builder.cpu(numaId));
             final TopoNode bridge = bridges.computeIfAbsent(bridgeGroup[i],
                 g -> builder.hostBridge("hostbridge" + g, cpu));
             final TopoNode top = tops.computeIfAbsent(topGroup[i], g -> builder.pciSwitch("switch" + g, bridge));

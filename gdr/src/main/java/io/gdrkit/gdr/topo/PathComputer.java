@@ -88,6 +88,8 @@ public final class PathComputer
         private final int[] pred;
         private final int[] queued;
         private int stamp;
+        private final List<TopoNode> sources = new ArrayList<>();
+        private int nicToGpuVersion;
         // ncclTopoGetLocal(GPU g -> NET), kept up to date as paths change.
         private final Map<TopoNode, LocalSet> localNets = new HashMap<>();
         private final Map<TopoNode, TopoNode> deviceOf = new HashMap<>();
@@ -122,11 +124,35 @@ public final class PathComputer
 
         TopoPaths run()
         {
+            // NICs that hang by one link of the same kind and width from the same node, with the same NET width, have
+            // the same search from the second round on: their paths from GPUs and CPUs differ only in the last hop.
+            // One search per such group (exact, not an approximation) is what makes 10,000 NICs cheap.
+            final Map<String, TopoNode> leafGroups = new HashMap<>();
+            sources.addAll(system.cpus());
+            sources.addAll(system.gpus());
             for (final TopoNode base : nodes)
             {
-                if (base.type() == NodeType.CPU || base.type() == NodeType.GPU || base.type() == NodeType.NIC)
+                if (base.type() == NodeType.CPU || base.type() == NodeType.GPU)
                 {
                     search(base);
+                }
+                else if (base.type() == NodeType.NIC)
+                {
+                    final boolean keepNicPairs = system.nics().size() <= NIC_PAIRS_UP_TO;
+                    final String group = !keepNicPairs && base.links().size() == 1 ? leafKey(base) : null;
+                    final TopoNode twin = group == null ? null : leafGroups.get(group);
+                    if (twin != null)
+                    {
+                        copyFromTwin(twin, base);
+                    }
+                    else
+                    {
+                        search(base);
+                        if (group != null)
+                        {
+                            leafGroups.put(group, base);
+                        }
+                    }
                 }
             }
             markNet();
@@ -138,6 +164,33 @@ public final class PathComputer
                 localGpu.put(nic, localGpu(nic));
             }
             return new TopoPaths(system, paths, options, localGpu);
+        }
+
+        private String leafKey(final TopoNode nic)
+        {
+            final TopoLink up = nic.links().getFirst();
+            return up.to().index() + "/" + up.type() + "/" + up.bandwidth() + "/" + netBw[nic.index()];
+        }
+
+        private void copyFromTwin(final TopoNode twin, final TopoNode base)
+        {
+            for (final TopoNode from : sources)
+            {
+                final Work src = paths.get(key(from, twin));
+                final Work w = work(from, base);
+                w.type = src.type;
+                w.bw = src.bw;
+                w.count = src.count;
+                if (!src.hops.isEmpty())
+                {
+                    final List<TopoNode> hops = new ArrayList<>(src.hops);
+                    hops.set(hops.size() - 1, base);
+                    w.hops = hops;
+                }
+            }
+            final Work self = work(base, base);
+            self.type = PathType.LOC;
+            self.bw = netBw[base.index()];
         }
 
         private static double netBandwidth(final TopoNode nic)
@@ -305,6 +358,7 @@ public final class PathComputer
                         setType(gpu, nic, g2n, PathType.P2C.min(g2n.type), g2n.bw);
                         final Work n2g = work(nic, gpu);
                         n2g.type = PathType.P2C.min(n2g.type);
+                        nicToGpuVersion++;
                     }
                 }
             }
@@ -393,6 +447,10 @@ public final class PathComputer
             target.hops = hops;
             target.count = hops.size();
             final PathType t = forced != null ? forced : merge(first.type, second.type);
+            if (src.type() == NodeType.NIC)
+            {
+                nicToGpuVersion++;
+            }
             setType(src, dst, target, t, Math.min(first.bw, second.bw));
         }
 
@@ -471,7 +529,7 @@ public final class PathComputer
             {
                 return null;
             }
-            final int localGpuCount = Math.max(1, localGpusOf(system.nics().get(nets[0])).size());
+            final int localGpuCount = locals(gpu).localGpuCount(nets[0]);
             final int netsPerGpu = (nets.length + localGpuCount - 1) / localGpuCount;
             int net = gpu.dev() % localGpuCount;
             if (Integer.bitCount(nets.length) == 1)
@@ -507,6 +565,8 @@ public final class PathComputer
             private PathType minType;
             private double maxBw;
             private int[] array;
+            private int gpuCount = -1;
+            private int gpuCountVersion = -1;
 
             LocalSet(final TopoNode gpu)
             {
@@ -558,11 +618,24 @@ public final class PathComputer
                 consider(idx, t, b);
             }
 
+            // ncclTopoGetLocal(NET first -> GPU).size(), cached until this set or a NIC-to-GPU path changes.
+            int localGpuCount(final int firstNic)
+            {
+                if (array == null || gpuCount < 0 || gpuCountVersion != nicToGpuVersion)
+                {
+                    array();
+                    gpuCount = Math.max(1, localGpusOf(system.nics().get(firstNic)).size());
+                    gpuCountVersion = nicToGpuVersion;
+                }
+                return gpuCount;
+            }
+
             int[] array()
             {
                 if (array == null)
                 {
                     array = members.stream().mapToInt(Integer::intValue).toArray();
+                    gpuCount = -1;
                 }
                 return array;
             }
