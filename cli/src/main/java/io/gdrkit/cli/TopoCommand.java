@@ -165,8 +165,8 @@ final class TopoCommand implements Callable<Integer> {
         out.println();
         out.println("GPU x NIC: path, GDR write (receive), GDR read (send), mechanism, reason");
         for (final Map<String, Object> m : gpuNic) {
-            out.println(String.format("%-6s %-14s %-5s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
-                m.get("gpu"), m.get("gpu_busid"), "", m.get("nic_dev"), m.get("nic"), m.get("path"),
+            out.println(String.format("%-6s %-13s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
+                m.get("gpu"), m.get("gpu_busid"), m.get("nic_dev"), m.get("nic"), m.get("path"),
                 m.get("gdr_write"), m.get("gdr_read"), m.get("mechanism"), m.get("reason")));
         }
         return 0;
