@@ -80,7 +80,8 @@ public final class TopoPaths
      */
     public PathType type(final TopoNode from, final TopoNode to)
     {
-        return path(from, to).type();
+        final PathComputer.Work w = paths.get(((long)from.index() << 32) | to.index());
+        return w != null ? w.type : path(from, to).type();
     }
 
     /**
@@ -113,7 +114,8 @@ public final class TopoPaths
         int min = Integer.MAX_VALUE;
         for (final TopoNode cpu : system.cpus())
         {
-            final int hops = path(gpu, cpu).hops().size();
+            final PathComputer.Work w = paths.get(((long)gpu.index() << 32) | cpu.index());
+            final int hops = w == null ? 0 : w.hops.size();
             if (hops > 0 && hops < min)
             {
                 best = cpu;
@@ -136,14 +138,14 @@ public final class TopoPaths
         final TopoPath path = path(gpu, nic);
         final TopoNode effectiveGpu = path.type() == PathType.PXN && path.intermediate() != null ?
             path.intermediate() : gpu;
-        final PathType distance = path(effectiveGpu, nic).type();
+        final PathType distance = type(effectiveGpu, nic);
         // NCCL 2.30: the default level is P2C with NCCL_NET_GDR_C2C (on by default), PXB without it.
         final PathType effective = PathComputer.effectiveLevel(level, options.netGdrC2c());
         final GdrLevel used = effective == level.path() ? level :
             new GdrLevel(effective, level.origin() + ", NCCL_NET_GDR_C2C=" + (options.netGdrC2c() ? 1 : 0));
         final boolean allowed = used.allows(distance);
         final TopoNode cpu = localCpu(effectiveGpu);
-        final boolean pci = cpu != null && path(effectiveGpu, cpu).type() == PathType.C2C && distance != PathType.P2C;
+        final boolean pci = cpu != null && type(effectiveGpu, cpu) == PathType.C2C && distance != PathType.P2C;
         return new GdrDistanceCheck(gpu, nic, path, distance, used, allowed, pci);
     }
 

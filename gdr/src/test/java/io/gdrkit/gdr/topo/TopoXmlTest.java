@@ -262,4 +262,41 @@ class TopoXmlTest
         assertTrue(ex.getMessage().startsWith("bad.xml:" + line + ": "), ex.getMessage());
         assertTrue(ex.getMessage().contains(text), ex.getMessage());
     }
+
+    /**
+     * NCCL 2.30 reads several {@code <gpu>} under one {@code <pci>} as GPUs of one device (ncclTopoAddGpuSub: one DEV
+     * node, each GPU linked to it with LINK_LOC). Two GPUs of one device are LOC apart; both are PIX to a NIC under
+     * the same switch, as the device is; the NVLinks are the first GPU's.
+     */
+    @Test
+    void severalGpusUnderOnePci()
+    {
+        final TopoSystem system = NcclTopoXmlReader.parse("""
+            <system version="1">
+              <cpu numaid="0" arch="x86_64" vendor="GenuineIntel">
+                <pci busid="0000:10:00.0" class="0x060400" link_speed="32.0 GT/s PCIe" link_width="16">
+                  <pci busid="0000:11:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+                    <gpu dev="0" sm="100" rank="0" gdr="1" mlopart="0"><nvlink target="fffffff:ff:ff.0" count="18" tclass="0x068000"/></gpu>
+                    <gpu dev="1" sm="100" rank="1" gdr="1" mlopart="1"/>
+                  </pci>
+                  <pci busid="0000:12:00.0" class="0x020700" link_speed="32.0 GT/s PCIe" link_width="16">
+                    <nic><net name="mlx5_0" dev="0" speed="400000" gdr="1"/></nic>
+                  </pci>
+                </pci>
+              </cpu>
+            </system>
+            """, "mlopart.xml");
+        assertEquals(2, system.gpus().size());
+        assertEquals(1, system.nodes(NodeType.DEV).size());
+        final TopoPaths paths = PathComputer.compute(system);
+        final TopoNode g0 = system.gpus().get(0);
+        final TopoNode g1 = system.gpus().get(1);
+        assertEquals("GPU1", g1.label());
+        assertEquals("0000:11:00.0", g1.busId());
+        assertEquals(LOC, paths.type(g0, g1));
+        assertEquals(PIX, paths.type(g0, system.nics().getFirst()));
+        assertEquals(PIX, paths.type(g1, system.nics().getFirst()));
+        assertTrue(system.notes().stream().anyMatch(n -> n.contains("holds 2 GPUs: one GPU device")),
+            system.notes().toString());
+    }
 }
