@@ -94,7 +94,8 @@ public final class NvidiaSmiTopoReader
                 " devices, more than the cap of " + MAX_DEVICES + " (docs/TOPOLOGY.md)");
         }
         final String header = lines[headerLine];
-        final boolean hasNuma = header.contains("NUMA Affinity");
+        // "NUMA Affinity" in nvidia-smi's own header; shortened to "NUMA" where people reformat it.
+        final boolean hasNuma = header.contains("NUMA");
         final int size = labels.size();
 
         final Map<String, String> nicNames = new HashMap<>();
@@ -114,6 +115,10 @@ public final class NvidiaSmiTopoReader
         for (int i = headerLine + 1; i < lines.length && row < size; i++)
         {
             final String line = lines[i];
+            if (!line.isBlank() && line.strip().chars().allMatch(c -> c == '-'))
+            {
+                continue; // a dashed rule under the header, as some posts have
+            }
             if (line.isBlank())
             {
                 if (row == 0)

@@ -303,4 +303,38 @@ class TopoRealFilesTest
         assertEquals(NVL, paths.type(system.gpus().get(2), system.gpus().get(3)));
         assertEquals(PHB, paths.type(system.gpus().get(0), system.gpus().get(2)));
     }
+
+    /**
+     * An H200 host's nvidia-smi output from a public blog post: GPU k PIX to NIC k, NODE to the other NICs of its
+     * socket, and a bonded NIC8 NODE to GPU0..3. NIC8's closest GPUs are GPU0..3 (PHB, as wide as the rest), but
+     * each of those has its PIX NIC as its only local NIC, so no GPU picks NIC8: no local GPU, no PXN, PHB from
+     * GPU0..3 and SYS from GPU4..7, GDR off by distance. A compute NIC is reached from every other GPU through its
+     * PIX GPU over NVLink (the GPU's own path is PHB or SYS, farther than PXN).
+     */
+    @Test
+    void nvidiaSmiH200WithABondedStorageNic()
+    {
+        final TopoSystem system = TopoFixtures.smi("real/nvidia-smi-h200-bond-storage.txt");
+        assertEquals(8, system.gpus().size());
+        assertEquals(9, system.nics().size());
+        assertEquals("mlx5_bond_0", system.nics().get(8).id());
+        assertEquals("mlx5_3", system.nics().get(1).id(), "names from the NIC legend");
+        final TopoPaths paths = PathComputer.compute(system);
+        final TopoNode bond = system.nics().get(8);
+        assertNull(paths.localGpu(bond));
+        for (final TopoNode gpu : system.gpus())
+        {
+            final int g = gpu.dev();
+            assertEquals(g < 4 ? PHB : SYS, paths.type(gpu, bond), gpu.toString());
+            assertEquals(Tri.NO, write(paths, gpu, bond).enabled());
+            for (int n = 0; n < 8; n++)
+            {
+                final TopoNode nic = system.nics().get(n);
+                assertEquals(n, paths.localGpu(nic).dev());
+                assertEquals(n == g ? PIX : PXN, paths.type(gpu, nic), gpu + " " + nic);
+            }
+        }
+        assertTrue(system.notes().stream().noneMatch(s -> s.contains("no NUMA affinity known")),
+            "the shortened NUMA column is read: " + system.notes());
+    }
 }
