@@ -4,7 +4,9 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.gdrkit.gdr.devices.IbvDeviceList;
+import io.gdrkit.ibverbs.NativeProvider;
+import io.gdrkit.verbs.Device;
+import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.DeviceAttr;
@@ -25,14 +27,17 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code devices}: like ibv_devinfo, from the providers. The libibverbs device list (asked through FFM: name, GUID,
- * ports, state, link layer), each marked {@code real}; gdrkit's software NICs only when asked ({@code --soft N}),
- * marked simulated. An empty list is said plainly, with why. Exit 0 when a device is listed, 1 when none is.
+ * {@code devices}: like ibv_devinfo, from the providers. The native provider's devices (libibverbs' device list,
+ * through FFM: name, GUID, ports with state, link layer, MTU and LID), each marked {@code real}; gdrkit's software
+ * NICs only when asked ({@code --soft N}), marked simulated. An empty list is said plainly, with the provider's
+ * evidence of why. Exit 0 when a device is listed, 1 when none is.
  */
 @Command(name = "devices", mixinStandardHelpOptions = true,
     description = {"List the RDMA devices the providers find: libibverbs' devices (real), and with --soft N that "
         + "many software NICs (simulated). Exit 0 when a device is listed, 1 when none is."})
 final class DevicesCommand implements Callable<Integer> {
+    private static final String[] PORT_STATES = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+
     @Spec
     CommandSpec spec;
 
@@ -50,28 +55,21 @@ final class DevicesCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--soft " + soft + " must be 0 .. 64");
         }
         final PrintWriter out = spec.commandLine().getOut();
-        final IbvDeviceList.Listing ibv = IbvDeviceList.list();
+        final NativeProvider.Probe probe = NativeProvider.probe();
+        final List<Map<String, Object>> real = new ArrayList<>();
+        for (final Device d : probe.devices()) {
+            real.add(describe(d));
+        }
         final List<Map<String, Object>> softRows = soft > 0 ? softNics(soft) : List.of();
-        final boolean any = !ibv.devices().isEmpty() || !softRows.isEmpty();
+        final boolean any = !real.isEmpty() || !softRows.isEmpty();
         if (json) {
             final Map<String, Object> root = new LinkedHashMap<>();
             final Map<String, Object> verbs = new LinkedHashMap<>();
-            verbs.put("library", ibv.library());
-            verbs.put("loaded", ibv.loaded());
-            verbs.put("evidence", ibv.evidence());
-            verbs.put("empty_reason", ibv.devices().isEmpty() ? ibv.emptyReason() : null);
-            final List<Map<String, Object>> devs = new ArrayList<>();
-            for (final IbvDeviceList.Device d : ibv.devices()) {
-                final Map<String, Object> m = new LinkedHashMap<>();
-                m.put("name", d.name());
-                m.put("guid", d.guid());
-                m.put("real", d.real());
-                m.put("simulated", false);
-                m.put("ports", d.ports().stream().map(DevicesCommand::port).toList());
-                m.put("evidence", d.evidence());
-                devs.add(m);
-            }
-            verbs.put("devices", devs);
+            verbs.put("provider", "ibverbs (native, libibverbs through FFM)");
+            verbs.put("loaded", probe.libraryLoaded());
+            verbs.put("evidence", probe.evidence());
+            verbs.put("empty_reason", real.isEmpty() ? emptyReason(probe) : null);
+            verbs.put("devices", real);
             root.put("ibverbs", verbs);
             root.put("soft", softRows);
             root.put("simulated", !softRows.isEmpty());
@@ -79,16 +77,18 @@ final class DevicesCommand implements Callable<Integer> {
             out.flush();
             return any ? 0 : Main.EXIT_FAILURE;
         }
-        out.println("# libibverbs (FFM): " + ibv.evidence());
-        if (ibv.devices().isEmpty()) {
-            out.println("no RDMA device: " + ibv.emptyReason());
+        out.println("# native provider (libibverbs, FFM): " + probe.evidence());
+        if (real.isEmpty()) {
+            out.println("no RDMA device: " + emptyReason(probe));
         }
-        for (final IbvDeviceList.Device d : ibv.devices()) {
-            out.println(d.name() + ": real, node_guid " + d.guid() + ", " + d.ports().size() + " port(s)"
-                + (d.ports().isEmpty() ? " (" + d.evidence() + ")" : ""));
-            for (final IbvDeviceList.Port p : d.ports()) {
-                out.println("  port " + p.port() + ": state " + p.state() + ", link_layer " + p.linkLayer()
-                    + ", active_mtu " + p.activeMtu() + ", lid " + p.lid());
+        for (final Map<String, Object> m : real) {
+            @SuppressWarnings("unchecked")
+            final List<Map<String, Object>> ports = (List<Map<String, Object>>) m.get("ports");
+            out.println(m.get("name") + ": real, node_guid " + m.get("guid") + ", " + ports.size() + " port(s)"
+                + (ports.isEmpty() ? " (" + m.get("evidence") + ")" : ""));
+            for (final Map<String, Object> p : ports) {
+                out.println("  port " + p.get("port") + ": state " + p.get("state") + ", link_layer "
+                    + p.get("link_layer") + ", active_mtu " + p.get("active_mtu") + ", lid " + p.get("lid"));
             }
         }
         if (!softRows.isEmpty()) {
@@ -108,13 +108,53 @@ final class DevicesCommand implements Callable<Integer> {
         return any ? 0 : Main.EXIT_FAILURE;
     }
 
-    private static Map<String, Object> port(final IbvDeviceList.Port p) {
+    static String emptyReason(final NativeProvider.Probe probe) {
+        if (!probe.libraryLoaded()) {
+            return "libibverbs is not loadable (install rdma-core's libibverbs): " + probe.evidence();
+        }
+        final String ev = probe.evidence();
+        final String kernel = ev.contains("/sys/class/infiniband does not exist")
+            ? " /sys/class/infiniband does not exist: no RDMA driver is loaded (no HCA, or its kernel module, e.g. "
+                + "mlx5_ib, is not loaded; a software one would be rdma_rxe or siw)."
+            : ev.contains("/sys/class/infiniband lists")
+                ? " The kernel has RDMA devices that libibverbs does not list: its provider library (e.g. libmlx5) "
+                    + "may be missing from /usr/lib/*/libibverbs/." : "";
+        return "libibverbs loaded but lists no device." + kernel + " (" + ev + ")";
+    }
+
+    /** Name, GUID and every port (1, 2, ... until ibv_query_port refuses) of a provider's device. */
+    private static Map<String, Object> describe(final Device d) {
         final Map<String, Object> m = new LinkedHashMap<>();
-        m.put("port", p.port());
-        m.put("state", p.state());
-        m.put("link_layer", p.linkLayer());
-        m.put("active_mtu", p.activeMtu());
-        m.put("lid", p.lid());
+        m.put("name", d.name());
+        m.put("guid", guid(d.guid()));
+        m.put("real", !d.isSimulated());
+        m.put("simulated", d.isSimulated());
+        final List<Map<String, Object>> ports = new ArrayList<>();
+        String evidence;
+        try (VerbsContext ctx = d.open()) {
+            int p = 1;
+            for (; p <= 16; p++) {
+                final PortAttr a;
+                try {
+                    a = ctx.queryPort(p);
+                } catch (final VerbsException e) {
+                    break; // past the last port: the device refuses the number
+                }
+                final Map<String, Object> row = new LinkedHashMap<>();
+                row.put("port", p);
+                row.put("state", a.state() >= 0 && a.state() < PORT_STATES.length ? PORT_STATES[a.state()]
+                    : "state " + a.state());
+                row.put("link_layer", a.linkLayer());
+                row.put("active_mtu", a.activeMtu() >= 1 && a.activeMtu() <= 5 ? 128 << a.activeMtu() : 0);
+                row.put("lid", a.lid());
+                ports.add(row);
+            }
+            evidence = "ibv_open_device; ibv_query_port 1.." + (p - 1) + (p <= 16 ? ", " + p + " refused" : "");
+        } catch (final RuntimeException e) {
+            evidence = "could not open: " + e.getMessage();
+        }
+        m.put("ports", ports);
+        m.put("evidence", evidence);
         return m;
     }
 

@@ -65,7 +65,7 @@ class DemoCommandTest {
     void devicesListSoftNicsOnlyWhenAskedAndSaySimulated() {
         final Cli r = Cli.run("devices", "--soft", "2");
         assertEquals(0, r.exitCode(), r::toString);
-        assertTrue(r.lines().get(0).startsWith("# libibverbs (FFM): "), r::toString);
+        assertTrue(r.lines().get(0).startsWith("# native provider (libibverbs, FFM): "), r::toString);
         assertTrue(r.out().contains(Loopback.SIMULATED_HEADER + ": 2 started here because --soft asked"), r::toString);
         final List<String> devs = r.lines().stream().filter(l -> l.startsWith("soft")).toList();
         assertEquals(2, devs.size(), r::toString);
