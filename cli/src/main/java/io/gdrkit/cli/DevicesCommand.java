@@ -3,56 +3,192 @@
  */
 package io.gdrkit.cli;
 
-import io.gdrkit.labs.perf.Loopback;
-
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gdrkit.ibverbs.NativeProvider;
+import io.gdrkit.verbs.Device;
+import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.DeviceAttr;
+import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.PortAttr;
 import io.gdrkit.verbs.VerbsContext;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code devices}: like ibv_devinfo, for the software NICs this JVM can host. */
+/**
+ * {@code devices}: like ibv_devinfo, from the providers. The native provider's devices (libibverbs' device list,
+ * through FFM: name, GUID, ports with state, link layer, MTU and LID), each marked {@code real}; gdrkit's software
+ * NICs only when asked ({@code --soft N}), marked simulated. An empty list is said plainly, with the provider's
+ * evidence of why. Exit 0 when a device is listed, 1 when none is.
+ */
 @Command(name = "devices", mixinStandardHelpOptions = true,
-    description = "List the RDMA devices: software NICs (simulated) on the in-JVM fabric.")
+    description = {"List the RDMA devices the providers find: libibverbs' devices (real), and with --soft N that "
+        + "many software NICs (simulated). Exit 0 when a device is listed, 1 when none is."})
 final class DevicesCommand implements Callable<Integer> {
+    private static final String[] PORT_STATES = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+
     @Spec
     CommandSpec spec;
 
-    @Option(names = {"-c", "--count"}, defaultValue = "2", description = "Software NICs to start (default 2).")
-    int count;
+    @Option(names = "--soft", defaultValue = "0", paramLabel = "N",
+        description = "Also start and list N software NICs (simulated, in this JVM only), 0..64 (default 0).")
+    int soft;
+
+    @Option(names = "--json", description = "JSON: ibverbs {library, loaded, evidence, empty_reason, devices[]}, "
+        + "soft[] and simulated.")
+    boolean json;
 
     @Override
-    public Integer call() {
-        if (count < 1 || count > 64) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--count " + count
-                + " must be 1 .. 64");
+    public Integer call() throws IOException {
+        if (soft < 0 || soft > 64) {
+            throw new ParameterException(spec.commandLine(), "--soft " + soft + " must be 0 .. 64");
         }
         final PrintWriter out = spec.commandLine().getOut();
-        out.println(Loopback.SIMULATED_HEADER);
-        out.println("# no hardware RDMA device is used: these NICs exist only inside this JVM");
+        final NativeProvider.Probe probe = NativeProvider.probe();
+        final List<Map<String, Object>> real = new ArrayList<>();
+        for (final Device d : probe.devices()) {
+            real.add(describe(d));
+        }
+        final List<Map<String, Object>> softRows = soft > 0 ? softNics(soft) : List.of();
+        final boolean any = !real.isEmpty() || !softRows.isEmpty();
+        if (json) {
+            final Map<String, Object> root = new LinkedHashMap<>();
+            final Map<String, Object> verbs = new LinkedHashMap<>();
+            verbs.put("provider", "ibverbs (native, libibverbs through FFM)");
+            verbs.put("loaded", probe.libraryLoaded());
+            verbs.put("evidence", probe.evidence());
+            verbs.put("empty_reason", real.isEmpty() ? emptyReason(probe) : null);
+            verbs.put("devices", real);
+            root.put("ibverbs", verbs);
+            root.put("soft", softRows);
+            root.put("simulated", !softRows.isEmpty());
+            out.println(new ObjectMapper().writeValueAsString(root));
+            out.flush();
+            return any ? 0 : Main.EXIT_FAILURE;
+        }
+        out.println("# native provider (libibverbs, FFM): " + probe.evidence());
+        if (real.isEmpty()) {
+            out.println("no RDMA device: " + emptyReason(probe));
+        }
+        for (final Map<String, Object> m : real) {
+            @SuppressWarnings("unchecked")
+            final List<Map<String, Object>> ports = (List<Map<String, Object>>) m.get("ports");
+            out.println(m.get("name") + ": real, node_guid " + m.get("guid") + ", " + ports.size() + " port(s)"
+                + (ports.isEmpty() ? " (" + m.get("evidence") + ")" : ""));
+            for (final Map<String, Object> p : ports) {
+                out.println("  port " + p.get("port") + ": state " + p.get("state") + ", link_layer "
+                    + p.get("link_layer") + ", active_mtu " + p.get("active_mtu") + ", lid " + p.get("lid"));
+            }
+        }
+        if (!softRows.isEmpty()) {
+            out.println(io.gdrkit.labs.perf.Loopback.SIMULATED_HEADER + ": " + softRows.size()
+                + " started here because --soft asked; they exist only inside this JVM");
+            for (final Map<String, Object> m : softRows) {
+                @SuppressWarnings("unchecked")
+                final Map<String, Object> p = ((List<Map<String, Object>>) m.get("ports")).getFirst();
+                out.println(m.get("name") + ": software NIC (simulated), node_guid " + m.get("guid") + ", port 1: state "
+                    + p.get("state") + ", link_layer " + p.get("link_layer") + ", active_mtu " + p.get("active_mtu")
+                    + ", lid " + p.get("lid") + ", max_qp " + m.get("max_qp") + ", max_mr " + m.get("max_mr"));
+            }
+        } else if (!any) {
+            out.println("(gdrkit's software NICs are listed only when asked: --soft N)");
+        }
+        out.flush();
+        return any ? 0 : Main.EXIT_FAILURE;
+    }
+
+    static String emptyReason(final NativeProvider.Probe probe) {
+        if (!probe.libraryLoaded()) {
+            return "libibverbs is not loadable (install rdma-core's libibverbs): " + probe.evidence();
+        }
+        final String ev = probe.evidence();
+        final String kernel = ev.contains("/sys/class/infiniband does not exist")
+            ? " /sys/class/infiniband does not exist: no RDMA driver is loaded (no HCA, or its kernel module, e.g. "
+                + "mlx5_ib, is not loaded; a software one would be rdma_rxe or siw)."
+            : ev.contains("/sys/class/infiniband lists")
+                ? " The kernel has RDMA devices that libibverbs does not list: its provider library (e.g. libmlx5) "
+                    + "may be missing from /usr/lib/*/libibverbs/." : "";
+        return "libibverbs loaded but lists no device." + kernel + " (" + ev + ")";
+    }
+
+    /** Name, GUID and every port (1, 2, ... until ibv_query_port refuses) of a provider's device. */
+    private static Map<String, Object> describe(final Device d) {
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", d.name());
+        m.put("guid", guid(d.guid()));
+        m.put("real", !d.isSimulated());
+        m.put("simulated", d.isSimulated());
+        final List<Map<String, Object>> ports = new ArrayList<>();
+        String evidence;
+        try (VerbsContext ctx = d.open()) {
+            int p = 1;
+            for (; p <= 16; p++) {
+                final PortAttr a;
+                try {
+                    a = ctx.queryPort(p);
+                } catch (final VerbsException e) {
+                    break; // past the last port: the device refuses the number
+                }
+                final Map<String, Object> row = new LinkedHashMap<>();
+                row.put("port", p);
+                row.put("state", a.state() >= 0 && a.state() < PORT_STATES.length ? PORT_STATES[a.state()]
+                    : "state " + a.state());
+                row.put("link_layer", a.linkLayer());
+                row.put("active_mtu", a.activeMtu() >= 1 && a.activeMtu() <= 5 ? 128 << a.activeMtu() : 0);
+                row.put("lid", a.lid());
+                ports.add(row);
+            }
+            evidence = "ibv_open_device; ibv_query_port 1.." + (p - 1) + (p <= 16 ? ", " + p + " refused" : "");
+        } catch (final RuntimeException e) {
+            evidence = "could not open: " + e.getMessage();
+        }
+        m.put("ports", ports);
+        m.put("evidence", evidence);
+        return m;
+    }
+
+    private static List<Map<String, Object>> softNics(final int count) {
+        final List<Map<String, Object>> rows = new ArrayList<>();
         try (SoftNicDriver driver = SoftNicDriver.launch()) {
             for (int i = 0; i < count; i++) {
                 final SoftDevice dev = driver.addDevice("soft" + i);
                 try (VerbsContext ctx = dev.open()) {
                     final DeviceAttr a = ctx.queryDevice();
                     final PortAttr p = ctx.queryPort(1);
-                    out.printf("%s: software NIC (simulated) guid %016x lid %d port 1 state %s active_mtu %d link_layer %s max_qp %d max_qp_wr %d"
-                            + " max_sge %d max_cqe %d max_mr %d max_qp_rd_atom %d max_inline %d"
-                            + " max_software_mtu %d%n", a.name(), a.nodeGuid(), dev.lid(),
-                        p.state() == PortAttr.PORT_ACTIVE ? "ACTIVE" : Integer.toString(p.state()),
-                        io.gdrkit.verbs.Mtu.toBytes(p.activeMtu()), p.linkLayer(), a.maxQp(),
-                        a.maxQpWr(), a.maxSge(), a.maxCqe(), a.maxMr(), a.maxQpRdAtom(), a.maxInlineData(),
-                        a.maxSoftwareMtu());
+                    final Map<String, Object> port = new LinkedHashMap<>();
+                    port.put("port", 1);
+                    port.put("state", p.state() == PortAttr.PORT_ACTIVE ? "ACTIVE" : "state " + p.state());
+                    port.put("link_layer", String.valueOf(p.linkLayer()));
+                    port.put("active_mtu", Mtu.toBytes(p.activeMtu()));
+                    port.put("lid", dev.lid());
+                    final Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("name", a.name());
+                    m.put("guid", guid(a.nodeGuid()));
+                    m.put("real", false);
+                    m.put("simulated", true);
+                    m.put("ports", List.of(port));
+                    m.put("max_qp", a.maxQp());
+                    m.put("max_mr", a.maxMr());
+                    rows.add(m);
                 }
             }
         }
-        out.flush();
-        return 0;
+        return rows;
+    }
+
+    private static String guid(final long g) {
+        return String.format("%04x:%04x:%04x:%04x", (g >>> 48) & 0xffff, (g >>> 32) & 0xffff, (g >>> 16) & 0xffff,
+            g & 0xffff);
     }
 }

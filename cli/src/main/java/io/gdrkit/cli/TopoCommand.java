@@ -4,23 +4,22 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.gdrkit.gdr.gate.GdrDecision;
-import io.gdrkit.gdr.gate.GdrGate;
 import io.gdrkit.gdr.gate.GdrSettings;
-import io.gdrkit.gdr.gate.GpuCaps;
-import io.gdrkit.gdr.gate.NetCaps;
-import io.gdrkit.gdr.topo.GdrDistanceCheck;
 import io.gdrkit.gdr.topo.GdrLevel;
 import io.gdrkit.gdr.topo.NcclTopoXmlReader;
 import io.gdrkit.gdr.topo.NvidiaSmiTopoReader;
 import io.gdrkit.gdr.topo.PathComputer;
+import io.gdrkit.gdr.topo.PathOptions;
 import io.gdrkit.gdr.topo.PathType;
 import io.gdrkit.gdr.topo.SysfsScan;
 import io.gdrkit.gdr.topo.SysfsTopoReader;
+import io.gdrkit.gdr.topo.TopoGdr;
 import io.gdrkit.gdr.topo.TopoNode;
+import io.gdrkit.gdr.topo.TopoPath;
 import io.gdrkit.gdr.topo.TopoPaths;
 import io.gdrkit.gdr.topo.TopoSystem;
 import io.gdrkit.gdr.topo.TopologyParseException;
+import io.gdrkit.gdr.topo.TopologyReadException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -30,16 +29,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code topo}: the host's topology (from sysfs, an NCCL topology XML file or {@code nvidia-smi topo -m} text), the
- * NCCL path type of every GPU-NIC and GPU-GPU pair, and the GDR read and write decision for each GPU-NIC pair with
- * its reasons. GPU and NIC support come from the file's {@code gdr}/{@code sm} attributes where it has them; sysfs
- * and nvidia-smi text do not carry them, and the output says so.
+ * NCCL path type of every GPU-NIC and GPU-GPU pair, and NCCL's GDR read and write decision for each GPU-NIC pair
+ * with its reasons. GPUs and NICs are named as the source names them (the file's {@code dev}, bus id and NIC name).
+ * What the source does not say stays {@code unknown}: GDR support of bare PCI devices, compute capability, and
+ * always the registration mechanism (no topology source says DMA-BUF or peermem).
  */
 @Command(name = "topo", mixinStandardHelpOptions = true,
     description = "Topology, NCCL path types and GDR decisions per GPU-NIC pair, with reasons.")
@@ -54,11 +54,12 @@ final class TopoCommand implements Callable<Integer> {
     Path nvidiaSmi;
 
     @Option(names = "--gdr-level", description = "NCCL_NET_GDR_LEVEL (a name or an old number); default from the "
-        + "environment, else PXB.")
+        + "environment, else NCCL's default (P2C with NCCL_NET_GDR_C2C=1, its default).")
     String gdrLevel;
 
-    @Option(names = "--json", description = "JSON: gpu_nic entries (gpu, nic, path, gdr_read, gdr_write, reason) and "
-        + "gpu_gpu entries.")
+    @Option(names = "--json", description = "JSON: gpus, nics, gpu_nic entries (gpu, gpu_dev, gpu_busid, nic, "
+        + "nic_dev, nic_busid, path, gdr_read, gdr_write as true/false/\"unknown\", mechanism, reason), gpu_gpu "
+        + "entries and notes.")
     boolean json;
 
     @Override
@@ -68,99 +69,146 @@ final class TopoCommand implements Callable<Integer> {
         }
         final PrintWriter out = spec.commandLine().getOut();
         final TopoSystem system;
-        String note = null;
+        final List<String> notes = new ArrayList<>();
         try {
             if (topoFile != null) {
                 system = NcclTopoXmlReader.read(topoFile);
             } else if (nvidiaSmi != null) {
                 system = NvidiaSmiTopoReader.read(nvidiaSmi);
-                note = "nvidia-smi text carries no GPU/NIC GDR support: the decisions below assume both supported";
+                notes.add("nvidia-smi text carries no GDR support and no compute capability: those stay unknown");
             } else {
                 final SysfsScan scan = SysfsTopoReader.scan();
                 system = scan.system();
-                note = "sysfs carries no GDR support attributes; see `gdrkit doctor` for the device probes";
+                notes.add("sysfs carries no GDR support attributes; see `gdrkit doctor` for the device probes");
                 if (!json) {
                     out.println(scan.report());
                 }
             }
+        } catch (final TopologyReadException e) {
+            spec.commandLine().getErr().println("gdrkit topo: " + e.getMessage());
+            spec.commandLine().getErr().flush();
+            return 2;
         } catch (final TopologyParseException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        final GdrSettings settings;
+        notes.addAll(0, system.notes());
+        final GdrLevel level;
+        final int gdrRead;
         try {
             final GdrSettings env = GdrSettings.fromEnvironment(System.getenv());
-            settings = gdrLevel == null ? env : new GdrSettings(GdrLevel.parse(gdrLevel, "--gdr-level"),
-                env.gdrRead(), env.dmabufEnable(), env.forceFlush(), env.localRegister());
+            level = gdrLevel == null ? env.gdrLevel() : GdrLevel.parse(gdrLevel, "--gdr-level");
+            gdrRead = env.gdrRead();
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        final TopoPaths paths = PathComputer.compute(system);
+        final TopoPaths paths = PathComputer.compute(system, PathOptions.DEFAULTS.withGdrLevel(level)
+            .withGdrRead(gdrRead));
+        final List<TopoNode> gpus = system.gpus();
         final List<Map<String, Object>> gpuNic = new ArrayList<>();
         final List<Map<String, Object>> gpuGpu = new ArrayList<>();
-        final List<TopoNode> gpus = system.gpus();
         for (final TopoNode g : gpus) {
-            boolean nvlinkPeer = false;
             for (final TopoNode o : gpus) {
                 if (o != g) {
-                    final PathType t = paths.type(g, o);
-                    nvlinkPeer |= t.compareTo(PathType.NVB) <= 0;
                     final Map<String, Object> m = new LinkedHashMap<>();
                     m.put("gpu", g.label());
                     m.put("peer", o.label());
-                    m.put("path", t.name());
+                    m.put("path", paths.type(g, o).name());
                     gpuGpu.add(m);
                 }
             }
-            final GpuCaps caps = new GpuCaps(g.typeIndex(), !"0".equals(g.attributes().get("gdr")),
-                g.intAttribute("sm", 0), false, 0, nvlinkPeer, gpus.size() == 1, "topology " + system.source()
-                + " (gdr=" + g.attributes().getOrDefault("gdr", "unset") + ", sm=" + g.attributes().getOrDefault("sm",
-                "unset") + ")");
             for (final TopoNode n : system.nics()) {
-                final GdrDistanceCheck dist = paths.gdrDistance(g, n, settings.gdrLevel());
-                final NetCaps net = new NetCaps(n.typeIndex(), n.id(), !"0".equals(n.attributes().get("gdr")),
-                    "topology attribute gdr=" + n.attributes().getOrDefault("gdr", "unset"), false,
-                    "not probed from a topology description");
-                final GdrDecision w = GdrGate.decide(caps, net, dist.distance(), dist.path().type() == PathType.PXN,
-                    false, settings);
-                final GdrDecision r = GdrGate.decide(caps, net, dist.distance(), dist.path().type() == PathType.PXN,
-                    true, settings);
+                final TopoPath path = paths.path(g, n);
+                final TopoGdr.Decision w = TopoGdr.decide(paths, g, n, false, level, gdrRead);
+                final TopoGdr.Decision r = TopoGdr.decide(paths, g, n, true, level, gdrRead);
                 final Map<String, Object> m = new LinkedHashMap<>();
                 m.put("gpu", g.label());
+                m.put("gpu_dev", g.dev());
+                m.put("gpu_busid", g.busId());
                 m.put("nic", n.id());
-                m.put("path", paths.type(g, n).name());
-                m.put("gdr_read", r.enabled());
-                m.put("gdr_write", w.enabled());
-                m.put("reason", (w.enabled() && r.enabled()) ? w.logLine() : (w.enabled() ? r.logLine() : w.logLine()));
+                m.put("nic_dev", n.dev());
+                m.put("nic_busid", n.busId());
+                m.put("path", path.type().name());
+                m.put("distance", w.distance().name());
+                m.put("relay", path.intermediate() == null ? null : path.intermediate().label());
+                m.put("gdr_write", w.enabled().json());
+                m.put("gdr_read", r.enabled().json());
+                m.put("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none"
+                    : "unknown");
+                m.put("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason() : w.reason());
                 gpuNic.add(m);
             }
         }
+        final PathType effective = gpus.isEmpty() || system.nics().isEmpty() ? level.path()
+            : paths.gdrDistance(gpus.getFirst(), system.nics().getFirst(), level).level().path();
+        final String levelText = effective + " (" + level.origin()
+            + (level.origin().equals("default") ? ": NCCL 2.30's default with NCCL_NET_GDR_C2C=1" : "") + ")";
         if (json) {
-            final Map<String, Object> root = new LinkedHashMap<>();
-            root.put("source", system.source());
-            root.put("gdr_level", settings.gdrLevel().toString());
-            root.put("gpu_nic", gpuNic);
-            root.put("gpu_gpu", gpuGpu);
-            if (note != null) {
-                root.put("note", note);
-            }
-            out.println(new ObjectMapper().writeValueAsString(root));
+            out.println(new ObjectMapper().writeValueAsString(jsonRoot(system, paths, levelText, gdrRead, notes,
+                gpuNic, gpuGpu)));
             return 0;
         }
         out.println("# topology: " + system.source() + "; " + gpus.size() + " GPU(s), " + system.nics().size()
-            + " NIC(s); GDR level " + settings.gdrLevel());
-        if (note != null) {
-            out.println("# " + note);
+            + " NIC(s); GDR level " + levelText + "; NCCL_NET_GDR_READ=" + (gdrRead < 0 ? "default" : gdrRead));
+        for (final String note : notes) {
+            out.println("# note: " + note);
         }
         if (gpus.isEmpty()) {
             out.println("no GPU in this topology: nothing to decide");
             return 0;
         }
         out.println(paths.matrix());
-        out.println("GPU x NIC: path, GDR write (receive), GDR read (send), reason");
+        for (final TopoNode n : system.nics()) {
+            final TopoNode local = paths.localGpu(n);
+            out.println(n.label() + " " + n.id() + ": NCCL's local GPU " + (local == null
+                ? "none (no GPU picks this NIC, as for a storage NIC: no PXN through it)" : local.label()));
+        }
+        out.println();
+        out.println("GPU x NIC: path, GDR write (receive), GDR read (send), mechanism, reason");
         for (final Map<String, Object> m : gpuNic) {
-            out.println(String.format("%-6s %-12s %-4s write=%-5s read=%-5s %s", m.get("gpu"), m.get("nic"),
-                m.get("path"), m.get("gdr_write"), m.get("gdr_read"), m.get("reason")));
+            out.println(String.format("%-6s %-13s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
+                m.get("gpu"), m.get("gpu_busid"), m.get("nic_dev"), m.get("nic"), m.get("path"),
+                m.get("gdr_write"), m.get("gdr_read"), m.get("mechanism"), m.get("reason")));
         }
         return 0;
+    }
+
+    private static Map<String, Object> jsonRoot(final TopoSystem system, final TopoPaths paths, final String level,
+                                                final int gdrRead, final List<String> notes,
+                                                final List<Map<String, Object>> gpuNic,
+                                                final List<Map<String, Object>> gpuGpu) {
+        final Map<String, Object> root = new LinkedHashMap<>();
+        root.put("source", system.source());
+        root.put("gdr_level", level);
+        root.put("gdr_read_setting", gdrRead < 0 ? "default" : Integer.toString(gdrRead));
+        final List<Map<String, Object>> gpus = new ArrayList<>();
+        for (final TopoNode g : system.gpus()) {
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("label", g.label());
+            m.put("dev", g.dev());
+            m.put("busid", g.busId());
+            m.put("sm", g.attributes().containsKey("sm") ? g.intAttribute("sm", 0) : "unknown");
+            m.put("gdr", TopoGdr.gpuSupport(g).value().json());
+            m.put("gdr_source", TopoGdr.gpuSupport(g).evidence());
+            gpus.add(m);
+        }
+        final List<Map<String, Object>> nics = new ArrayList<>();
+        for (final TopoNode n : system.nics()) {
+            final Map<String, Object> m = new LinkedHashMap<>();
+            m.put("label", n.label());
+            m.put("name", n.id());
+            m.put("dev", n.dev());
+            m.put("busid", n.busId());
+            m.put("gdr", TopoGdr.nicSupport(n).value().json());
+            m.put("gdr_source", TopoGdr.nicSupport(n).evidence());
+            final TopoNode local = paths.localGpu(n);
+            m.put("local_gpu", local == null ? null : local.label());
+            nics.add(m);
+        }
+        root.put("gpus", gpus);
+        root.put("nics", nics);
+        root.put("gpu_nic", gpuNic);
+        root.put("gpu_gpu", gpuGpu);
+        root.put("notes", notes);
+        return root;
     }
 }

@@ -62,13 +62,16 @@ class DemoCommandTest {
     }
 
     @Test
-    void devicesSaySimulated() {
-        final Cli r = Cli.run("devices");
+    void devicesListSoftNicsOnlyWhenAskedAndSaySimulated() {
+        final Cli r = Cli.run("devices", "--soft", "2");
         assertEquals(0, r.exitCode(), r::toString);
-        assertEquals(Loopback.SIMULATED_HEADER, r.lines().get(0));
+        assertTrue(r.lines().get(0).startsWith("# native provider (libibverbs, FFM): "), r::toString);
+        assertTrue(r.out().contains(Loopback.SIMULATED_HEADER + ": 2 started here because --soft asked"), r::toString);
         final List<String> devs = r.lines().stream().filter(l -> l.startsWith("soft")).toList();
         assertEquals(2, devs.size(), r::toString);
-        devs.forEach(d -> assertTrue(d.contains("software NIC (simulated)"), d));
+        devs.forEach(d -> assertTrue(d.contains("software NIC (simulated)") && d.contains("link_layer"), d));
+        final Cli plain = Cli.run("devices");
+        assertTrue(plain.lines().stream().noneMatch(l -> l.startsWith("soft")), plain::toString);
     }
 
     @Test

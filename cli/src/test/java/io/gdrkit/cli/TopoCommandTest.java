@@ -8,10 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class TopoCommandTest {
     private static final String DGX = "../gdr/src/test/resources/topo/dgx-8gpu-4nic.xml";
+    private static final String REAL = "../gdr/src/test/resources/topo/real/";
 
     @Test
     void xmlTopologyGivesPathsAndDecisions() throws Exception {
@@ -46,5 +51,101 @@ class TopoCommandTest {
         final Cli bad = Cli.run("topo", "--topo-file", DGX, "--gdr-level", "FAR");
         assertEquals(2, bad.exitCode(), bad::toString);
         assertTrue(bad.err().contains("FAR"), bad::toString);
+    }
+
+    @Test
+    void labelsAndBusIdsComeFromTheFile() throws Exception {
+        final Cli r = Cli.run("topo", "--topo-file", REAL + "aws-p5.48xl-topo.xml", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        final JsonNode root = new ObjectMapper().readTree(r.out());
+        assertEquals(8 * 32, root.get("gpu_nic").size());
+        // GPU dev 1 is at 0000:60:00.0 and its switch holds NICs dev 4..7 (rdmap96s0 at 0000:61:00.0 first).
+        final JsonNode e = root.get("gpu_nic").get(32 + 4);
+        assertEquals("GPU1", e.get("gpu").asText());
+        assertEquals(1, e.get("gpu_dev").asInt());
+        assertEquals("0000:60:00.0", e.get("gpu_busid").asText());
+        assertEquals("rdmap96s0", e.get("nic").asText());
+        assertEquals(4, e.get("nic_dev").asInt());
+        assertEquals("0000:61:00.0", e.get("nic_busid").asText());
+        assertEquals("PIX", e.get("path").asText());
+        assertTrue(e.get("gdr_write").isBoolean() && e.get("gdr_write").asBoolean(), e.toString());
+        assertTrue(e.get("gdr_read").asBoolean(), e.toString());
+        assertEquals("unknown", e.get("mechanism").asText(), "no topology file says DMA-BUF or peermem");
+        assertTrue(e.get("reason").asText().contains("mechanism unknown"), e.toString());
+        assertTrue(!e.get("reason").asText().contains("peermem)") && !e.get("reason").asText().contains("via peer"),
+            e.toString());
+        final JsonNode far = root.get("gpu_nic").get(32);
+        assertEquals("PHB", far.get("path").asText());
+        assertEquals(false, far.get("gdr_write").asBoolean());
+        assertEquals("none", far.get("mechanism").asText());
+        assertEquals("GPU1", root.get("nics").get(4).get("local_gpu").asText());
+    }
+
+    @Test
+    void partialFileSaysUnknownAndPrintsEveryNote() throws Exception {
+        final Cli j = Cli.run("topo", "--topo-file", REAL + "azure-ndv4-topo.xml", "--json");
+        assertEquals(0, j.exitCode(), j::toString);
+        final JsonNode root = new ObjectMapper().readTree(j.out());
+        final JsonNode first = root.get("gpu_nic").get(0);
+        assertEquals("unknown", first.get("gdr_write").asText());
+        assertTrue(first.get("gdr_write").isTextual(), "unknown is a third state, not a boolean");
+        assertEquals("unknown", root.get("gpus").get(0).get("gdr").asText());
+        assertEquals("unknown", root.get("gpus").get(0).get("sm").asText());
+        assertEquals(3, root.get("notes").size(), root.get("notes").toString());
+        final Cli t = Cli.run("topo", "--topo-file", REAL + "azure-ndv4-topo.xml");
+        assertEquals(0, t.exitCode(), t::toString);
+        assertTrue(t.out().contains("8 GPU(s), 8 NIC(s)"), t::toString);
+        assertEquals(3, t.lines().stream().filter(l -> l.startsWith("# note: ")).count(), t::toString);
+        assertTrue(t.out().contains("# note: at run time NCCL adds: NVLink/NVSwitch links from NVML"), t::toString);
+    }
+
+    @Test
+    void nvidiaSmiNeverInventsAComputeCapability() throws Exception {
+        final Cli r = Cli.run("topo", "--nvidia-smi", REAL + "nvidia-smi-nccl-issue-1264-h100.txt", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(!r.out().contains("cc 0") && !r.out().contains("sm=0"), r::toString);
+        final JsonNode root = new ObjectMapper().readTree(r.out());
+        assertEquals("unknown", root.get("gpus").get(0).get("sm").asText());
+        // Storage NIC3: no GPU picks it, so no PXN: SYS and GDR off.
+        final JsonNode storage = root.get("gpu_nic").get(3);
+        assertEquals("NIC3", "NIC" + storage.get("nic_dev").asInt());
+        assertEquals("SYS", storage.get("path").asText());
+        assertEquals(false, storage.get("gdr_write").asBoolean());
+        assertTrue(root.get("nics").get(3).get("local_gpu").isNull());
+    }
+
+    @Test
+    void unreadableInputIsOneNamedLine(@TempDir final Path dir) throws Exception {
+        final Path missing = dir.resolve("nope.xml");
+        assertReadError(Cli.run("topo", "--topo-file", missing.toString()), missing + ": no such file");
+        assertReadError(Cli.run("topo", "--topo-file", dir.toString()), dir + ": it is a directory, not a file");
+        final Path binary = dir.resolve("bin.xml");
+        Files.write(binary, new byte[] {'<', 's', 0, 1, 2, (byte) 0xff});
+        assertReadError(Cli.run("topo", "--topo-file", binary.toString()),
+            binary + ": binary content (a NUL byte at offset 2), not a topology text file");
+        final Path latin = dir.resolve("latin1.txt");
+        Files.write(latin, new byte[] {'G', 'P', 'U', (byte) 0xe9, '\n'});
+        assertReadError(Cli.run("topo", "--nvidia-smi", latin.toString()),
+            latin + ": not UTF-8 text (binary or another encoding)");
+        final Path locked = dir.resolve("locked.xml");
+        Files.writeString(locked, "<system/>");
+        Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("---------"));
+        if (!Files.isReadable(locked)) {
+            assertReadError(Cli.run("topo", "--topo-file", locked.toString()), locked + ": permission denied");
+        } else {
+            // running as root: the permission bits do not stop the read, and the file parses as an empty topology
+            assertEquals(0, Cli.run("topo", "--topo-file", locked.toString()).exitCode());
+        }
+        final Path graph = dir.resolve("graph.xml");
+        Files.writeString(graph, "<graphs version=\"1\"><graph id=\"0\"/></graphs>");
+        final Cli g = Cli.run("topo", "--topo-file", graph.toString());
+        assertEquals(2, g.exitCode(), g::toString);
+        assertTrue(g.err().contains("this is an NCCL graph file"), g::toString);
+    }
+
+    private static void assertReadError(final Cli r, final String expected) {
+        assertEquals(2, r.exitCode(), r::toString);
+        assertEquals("gdrkit topo: cannot read " + expected, r.err().strip(), r::toString);
+        assertTrue(r.out().isEmpty(), r::toString);
     }
 }

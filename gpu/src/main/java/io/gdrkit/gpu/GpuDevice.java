@@ -30,6 +30,23 @@ public interface GpuDevice extends AutoCloseable {
 
     void freeHost(MemorySegment host);
 
+    /**
+     * Pins existing host memory for the GPU ({@code cuMemHostRegister}, flags 0): the page-locking a host-bounce
+     * buffer gets. Timed by {@code gdrkit regtiming}.
+     *
+     * @throws GpuException on failure, and from a device that has no such call (a simulated GPU)
+     */
+    default void hostRegister(final MemorySegment host) {
+        throw new GpuException("CUDA_ERROR_NOT_SUPPORTED", 801, describe() + ": cuMemHostRegister is not "
+            + "available on this device" + (isSimulated() ? " (simulated GPU: nothing to pin)" : ""));
+    }
+
+    /** Unpins memory pinned by {@link #hostRegister(MemorySegment)} ({@code cuMemHostUnregister}). */
+    default void hostUnregister(final MemorySegment host) {
+        throw new GpuException("CUDA_ERROR_NOT_SUPPORTED", 801, describe() + ": cuMemHostUnregister is not "
+            + "available on this device" + (isSimulated() ? " (simulated GPU)" : ""));
+    }
+
     // ---- synchronous copies (complete when the call returns)
     void copyHtoD(DeviceBuffer dst, long dstOffset, MemorySegment src, long srcOffset, long len);
 

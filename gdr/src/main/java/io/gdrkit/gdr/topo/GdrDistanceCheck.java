@@ -24,7 +24,7 @@ public record GdrDistanceCheck(
     public String logLine()
     {
         final String via = path.intermediate() != null ? ", via " + path.intermediate().label() + " (PXN)" : "";
-        return "GPU Direct RDMA " + (allowed ? "Enabled" : "Disabled") + " for GPU " + gpu.typeIndex() +
+        return "GPU Direct RDMA " + (allowed ? "Enabled" : "Disabled") + " for GPU " + gpu.dev() +
             " / HCA " + nic.id() + " (distance " + distance + (allowed ? " <= " : " > ") + level.path() +
             via + ")" + (allowed && pciMapping ? " mode PCI" : "");
     }

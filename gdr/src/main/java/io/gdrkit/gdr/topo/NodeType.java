@@ -18,7 +18,12 @@ public enum NodeType
     /** A network port usable by the NET transport (an RDMA device port). */
     NIC,
     /** A PCIe host bridge (root complex); paths through it are PHB, like paths through the CPU. */
-    HOST_BRIDGE;
+    HOST_BRIDGE,
+    /**
+     * A GPU device that holds several GPUs (NCCL 2.30's DEV node: several {@code <gpu>} elements under one
+     * {@code <pci>}). Only created for that form; a lone GPU is its own device, so paths keep their hop counts.
+     */
+    DEV;
 
     /**
      * @return true when a PCIe link touching this node makes the path PHB.

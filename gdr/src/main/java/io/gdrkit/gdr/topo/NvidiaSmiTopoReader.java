@@ -1,7 +1,6 @@
 package io.gdrkit.gdr.topo;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,6 +28,9 @@ public final class NvidiaSmiTopoReader
     private static final Pattern NIC_LEGEND = Pattern.compile("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
     private static final Pattern ANSI = Pattern.compile("\u001B\\[[0-9;]*m");
 
+    /** The most devices (GPUs and NICs) a matrix may name: the matrix grows with their square. */
+    public static final int MAX_DEVICES = 1024;
+
     private NvidiaSmiTopoReader()
     {
     }
@@ -36,12 +38,12 @@ public final class NvidiaSmiTopoReader
     /**
      * @param file a file holding the output of {@code nvidia-smi topo -m}.
      * @return the topology.
-     * @throws IOException            when the file can not be read.
+     * @throws TopologyReadException  when the file can not be read as text.
      * @throws TopologyParseException when the text is not a topology matrix.
      */
     public static TopoSystem read(final Path file) throws IOException
     {
-        return parse(Files.readString(file), file.toString());
+        return parse(TopoFiles.readText(file), file.toString());
     }
 
     // One cell: the relation and, for NV#, the link count.
@@ -86,8 +88,14 @@ public final class NvidiaSmiTopoReader
                 "no matrix header found (expected an indented line starting with GPU0, as printed by " +
                 "'nvidia-smi topo -m')");
         }
+        if (labels.size() > MAX_DEVICES)
+        {
+            throw new TopologyParseException(name, headerLine + 1, "the header names " + labels.size() +
+                " devices, more than the cap of " + MAX_DEVICES + " (docs/TOPOLOGY.md)");
+        }
         final String header = lines[headerLine];
-        final boolean hasNuma = header.contains("NUMA Affinity");
+        // "NUMA Affinity" in nvidia-smi's own header; shortened to "NUMA" where people reformat it.
+        final boolean hasNuma = header.contains("NUMA");
         final int size = labels.size();
 
         final Map<String, String> nicNames = new HashMap<>();
@@ -107,6 +115,10 @@ public final class NvidiaSmiTopoReader
         for (int i = headerLine + 1; i < lines.length && row < size; i++)
         {
             final String line = lines[i];
+            if (!line.isBlank() && line.strip().chars().allMatch(c -> c == '-'))
+            {
+                continue; // a dashed rule under the header, as some posts have
+            }
             if (line.isBlank())
             {
                 if (row == 0)
@@ -219,6 +231,21 @@ public final class NvidiaSmiTopoReader
             }
         }
         int nextNuma = groupNuma.values().stream().mapToInt(Integer::intValue).max().orElse(-1) + 1;
+        // Two NODE groups are SYS to each other by construction, so they can not share a CPU (that would make them
+        // PHB). A VM can show SYS between devices of one reported NUMA node; the later group gets its own CPU.
+        final Map<Integer, Integer> groupOfNuma = new HashMap<>();
+        for (final Map.Entry<Integer, Integer> e : groupNuma.entrySet())
+        {
+            final Integer earlier = groupOfNuma.putIfAbsent(e.getValue(), e.getKey());
+            if (earlier != null)
+            {
+                final int fresh = nextNuma++;
+                builder.note(name + ": " + labels.get(e.getKey()) + " reports NUMA " + e.getValue() + " like " +
+                    labels.get(earlier) + ", but the matrix puts them SYS apart (a VM's root ports?); modelled as " +
+                    "CPU " + fresh + " so that their paths stay SYS as printed");
+                e.setValue(fresh);
+            }
+        }
         final Map<Integer, TopoNode> cpus = new LinkedHashMap<>();
         final Map<Integer, TopoNode> bridges = new HashMap<>();
         final Map<Integer, TopoNode> tops = new HashMap<>();
@@ -235,22 +262,25 @@ public final class NvidiaSmiTopoReader
                     "; modelled as CPU " + numa);
             }
             final int numaId = numa;
-            // Keyed by NUMA id: two groups on one NUMA node are one CPU with separate host bridges.
-            final TopoNode cpu = cpus.computeIfAbsent(numaId, g -> builder.cpu(numaId));
+            final TopoNode cpu = cpus.computeIfAbsent(numaGroup[i], g -> builder.cpu(numaId));
             final TopoNode bridge = bridges.computeIfAbsent(bridgeGroup[i],
                 g -> builder.hostBridge("hostbridge" + g, cpu));
             final TopoNode top = tops.computeIfAbsent(topGroup[i], g -> builder.pciSwitch("switch" + g, bridge));
             final TopoNode leaf = leaves.computeIfAbsent(leafGroup[i],
                 g -> builder.pciSwitch("switch" + g + "." + labels.get(g), top));
             final String label = labels.get(i);
+            // The matrix's own numbers (GPU3, NIC5) are the devices' numbers; nothing else is known of them.
+            final String dev = label.replaceAll("\\D", "");
+            final Map<String, String> attrs = dev.isEmpty() ? Map.of("label", label) :
+                Map.of("label", label, "dev", dev);
             if (GPU_LABEL.matcher(label).matches())
             {
-                devices[i] = builder.gpu(label, leaf, TopologyBuilder.PCI_BW, Map.of("label", label));
+                devices[i] = builder.gpu(label, leaf, TopologyBuilder.PCI_BW, attrs);
             }
             else
             {
                 final String nicName = nicNames.getOrDefault(label, label);
-                devices[i] = builder.nic(nicName, leaf, TopologyBuilder.PCI_BW, Map.of("label", label));
+                devices[i] = builder.nic(nicName, leaf, TopologyBuilder.PCI_BW, attrs);
             }
         }
         for (int a = 0; a < size; a++)

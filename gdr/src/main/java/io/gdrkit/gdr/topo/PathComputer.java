@@ -1,32 +1,45 @@
 package io.gdrkit.gdr.topo;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
 
 /**
- * Computes the path type between every pair of nodes the way NCCL's ncclTopoComputePaths does (NCCL &gt;= 2.26).
+ * Computes path types the way NCCL 2.30's ncclTopoComputePaths does (graph/paths.cc), between CPUs, GPUs and NICs.
  *
  * <ol>
- * <li>A breadth-first search from every CPU, GPU, NIC and NVSwitch. A path's type is the farthest of its steps:
- * a PCIe step is PIX, a step between two PCIe switches is PXB, a PCIe step touching a CPU or host bridge is PHB,
- * a CPU-CPU step is SYS, an NVLink step is NVL and becomes NVB when it continues through a GPU. Routing through
- * a GPU is allowed only as the single NVLink hop between two GPUs. A path is replaced when the new one has fewer
- * hops and more bandwidth (NCCL's exact rule).</li>
+ * <li>A breadth-first search towards every CPU, GPU and NIC. A path's type is the farthest of its steps: a PCIe step
+ * is PIX, a step between two PCIe switches is PXB, a PCIe step touching a CPU or host bridge is PHB, a CPU-CPU step
+ * is SYS, an NVLink step is NVL and becomes NVB when it continues through a GPU. A path may pass through a GPU only
+ * as the single NVLink hop between two GPUs. A path is replaced when the new one has fewer hops and more bandwidth
+ * (NCCL's rule, so of two equally short paths the first found is kept unless the later one is wider).</li>
  * <li>GPUs on different hosts: NET. Unreachable on the same host: DIS.</li>
- * <li>P2C: when the GPU reaches its CPU over C2C and the CPU reaches the NIC over PHB, the GPU-NIC path is P2C
- * (if that is closer than what the search found).</li>
- * <li>PXN: for each NIC, take its local GPU (closest path type, then widest); another GPU uses it as relay when
- * the relay is PXB-or-closer to the NIC (P2C with NCCL_PXN_C2C), NVLink-connected to the GPU, on the same host,
- * and either has more bandwidth to the NIC or the GPU's own path is farther than PXN.</li>
- * <li>Optionally ({@link PathOptions#divertWithoutGdr()}), GPU-NIC pairs closer than PHB that can not use GDR
- * are routed through the GPU's CPU.</li>
+ * <li>P2C: for each GPU and each of its local NICs (see below), when the GPU reaches its CPU over C2C and the NIC
+ * reaches that CPU over PHB, the pair is P2C.</li>
+ * <li>PXN: a NIC's local GPU (NCCL's ncclTopoGetLocalGpu: the GPU among the NIC's closest that picks this NIC on
+ * some channel; none for a NIC that no GPU picks, such as a storage NIC) relays for another GPU when it is P2C or
+ * closer to the NIC (PXB without NCCL_PXN_C2C), GDR read is possible for it, it is NVLink-connected to the GPU on
+ * the same host, and it has more bandwidth to the NIC or the GPU's own path is farther than PXN.</li>
+ * <li>Optionally ({@link PathOptions#divertWithoutGdr()}), a GPU-NIC pair closer than PHB that can not use GDR is
+ * routed through the GPU's CPU.</li>
  * </ol>
- * Not modelled: NCCL's diversion of GPU-GPU traffic through the CPU when P2P is disabled (it changes the route,
- * and the type only on C2C hosts), and the channel-based tie-break between equally close local GPUs (the lowest
- * GPU index wins here).
+ * "Closest" is NCCL's ncclTopoGetLocal: the widest paths, then among them the closest type. A GPU's or NIC's GDR
+ * support that the source does not give is treated as supported here (paths only; the GDR decision says unknown).
+ * Not modelled: NCCL's diversion of GPU-GPU traffic through the CPU when P2P is disabled.
+ *
+ * <p>Paths are kept only from CPUs, GPUs and NICs towards CPUs, GPUs and NICs, and between two NICs only up to 1,024
+ * NICs, so that a file with 10,000 NICs needs memory in proportion to NICs x (GPUs + CPUs).
  */
 public final class PathComputer
 {
+    // NCCL's MAXCHANNELS: ncclTopoGetLocalGpu tries this many channels.
+    private static final int MAX_CHANNELS = 64;
+    // NIC-to-NIC paths (only the nvidia-smi matrix check needs them) are kept up to this many NICs.
+    static final int NIC_PAIRS_UP_TO = 1024;
+
     private PathComputer()
     {
     }
@@ -43,237 +56,604 @@ public final class PathComputer
     /**
      * @param system  the topology.
      * @param options path settings.
-     * @return the paths between every node and every CPU, GPU, NIC and NVSwitch.
+     * @return the paths between CPUs, GPUs and NICs.
      */
     public static TopoPaths compute(final TopoSystem system, final PathOptions options)
     {
-        final int n = system.nodes().size();
-        final Work[][] paths = new Work[n][n];
-        for (int i = 0; i < n; i++)
-        {
-            for (int j = 0; j < n; j++)
-            {
-                paths[i][j] = new Work();
-            }
-        }
-        for (final TopoNode base : system.nodes())
-        {
-            switch (base.type())
-            {
-                case CPU, GPU, NIC, NVS -> search(base, paths, options);
-                default ->
-                {
-                }
-            }
-        }
-        markNet(system, paths);
-        applyP2c(system, paths);
-        final TopoNode[] relay = new TopoNode[n * n];
-        applyPxnAndGdr(system, paths, options, relay);
-
-        final TopoPath[][] result = new TopoPath[n][n];
-        for (final TopoNode from : system.nodes())
-        {
-            for (final TopoNode to : system.nodes())
-            {
-                final Work w = paths[from.index()][to.index()];
-                result[from.index()][to.index()] = new TopoPath(
-                    from, to, w.type, w.bw, List.copyOf(w.hops), relay[from.index() * n + to.index()]);
-            }
-        }
-        return new TopoPaths(system, result, options);
+        return new Run(system, options).run();
     }
 
-    // Mutable path while computing: the path from a node to a base node.
-    private static final class Work
+    // Mutable path while computing.
+    static final class Work
     {
         PathType type = PathType.DIS;
         double bw;
         int count;
         List<TopoNode> hops = List.of();
+        TopoNode relay;
     }
 
-    private static void search(final TopoNode base, final Work[][] paths, final PathOptions options)
+    private static final class Run
     {
-        final int b = base.index();
-        final Work basePath = paths[b][b];
-        basePath.type = PathType.LOC;
-        basePath.bw = TopologyBuilder.LOC_BW;
-        basePath.count = 0;
+        private final TopoSystem system;
+        private final PathOptions options;
+        private final List<TopoNode> nodes;
+        private final int n;
+        private final Map<Long, Work> paths = new HashMap<>();
+        private final double[] netBw;
+        // BFS scratch, reused for every base.
+        private final PathType[] type;
+        private final double[] bw;
+        private final int[] count;
+        private final int[] pred;
+        private final int[] queued;
+        private int stamp;
+        private final List<TopoNode> sources = new ArrayList<>();
+        private int nicToGpuVersion;
+        // ncclTopoGetLocal(GPU g -> NET), kept up to date as paths change.
+        private final Map<TopoNode, LocalSet> localNets = new HashMap<>();
+        private final Map<TopoNode, TopoNode> deviceOf = new HashMap<>();
 
-        List<TopoNode> frontier = List.of(base);
-        while (!frontier.isEmpty())
+        Run(final TopoSystem system, final PathOptions options)
         {
-            final List<TopoNode> next = new ArrayList<>();
-            for (final TopoNode node : frontier)
+            this.system = system;
+            this.options = options;
+            this.nodes = system.nodes();
+            this.n = nodes.size();
+            this.netBw = new double[n];
+            this.type = new PathType[n];
+            this.bw = new double[n];
+            this.count = new int[n];
+            this.pred = new int[n];
+            this.queued = new int[n];
+            for (final TopoNode node : nodes)
             {
-                final Work path = paths[node.index()][b];
-                for (final TopoLink link : node.links())
+                netBw[node.index()] = node.type() == NodeType.NIC ? netBandwidth(node) : TopologyBuilder.LOC_BW;
+                if (node.type() == NodeType.GPU)
                 {
-                    final TopoNode rem = link.to();
-                    // Only a GPU's single NVLink hop to another GPU may go through a GPU (NVB).
-                    if (node != base && node.type() == NodeType.GPU &&
-                        (options.nvbDisable() || link.type() != LinkType.NVL || rem.type() != NodeType.GPU ||
-                            path.count > 1))
+                    for (final TopoLink l : node.links())
                     {
-                        continue;
-                    }
-                    final Work remPath = paths[rem.index()][b];
-                    final double bw = Math.min(path.bw, link.bandwidth());
-                    if ((remPath.bw == 0 || remPath.count > path.count) && remPath.bw < bw)
-                    {
-                        final List<TopoNode> hops = new ArrayList<>(path.count + 1);
-                        hops.add(node);
-                        hops.addAll(path.hops);
-                        remPath.hops = hops;
-                        remPath.count = path.count + 1;
-                        remPath.bw = bw;
-
-                        PathType type = link.type().startType();
-                        if (node.type() == NodeType.PCI && rem.type() == NodeType.PCI)
+                        if (l.type() == LinkType.LOC && l.to().type() == NodeType.DEV)
                         {
-                            type = PathType.PXB;
-                        }
-                        if (link.type() == LinkType.PCI && (node.type().isHostSide() || rem.type().isHostSide()))
-                        {
-                            type = PathType.PHB;
-                        }
-                        if (node.type() == NodeType.GPU && path.type == PathType.NVL && type == PathType.NVL &&
-                            remPath.count > 1)
-                        {
-                            type = PathType.NVB;
-                        }
-                        remPath.type = path.type.max(type);
-                        if (!next.contains(rem))
-                        {
-                            next.add(rem);
+                            deviceOf.put(node, l.to());
                         }
                     }
                 }
             }
-            frontier = next;
         }
-    }
 
-    private static void markNet(final TopoSystem system, final Work[][] paths)
-    {
-        // NCCL marks peers it can reach neither by P2P nor SHM as NET; in a host model that means another host.
-        for (final TopoNode a : system.gpus())
+        TopoPaths run()
         {
-            for (final TopoNode b : system.gpus())
+            // NICs that hang by one link of the same kind and width from the same node, with the same NET width, have
+            // the same search from the second round on: their paths from GPUs and CPUs differ only in the last hop.
+            // One search per such group (exact, not an approximation) is what makes 10,000 NICs cheap.
+            final Map<String, TopoNode> leafGroups = new HashMap<>();
+            sources.addAll(system.cpus());
+            sources.addAll(system.gpus());
+            for (final TopoNode base : nodes)
             {
-                if (a.systemId() != b.systemId())
+                if (base.type() == NodeType.CPU || base.type() == NodeType.GPU)
                 {
-                    final Work w = paths[a.index()][b.index()];
-                    w.type = PathType.NET;
-                    w.hops = List.of();
-                    w.bw = 0;
-                    w.count = 0;
+                    search(base);
+                }
+                else if (base.type() == NodeType.NIC)
+                {
+                    final boolean keepNicPairs = system.nics().size() <= NIC_PAIRS_UP_TO;
+                    final String group = !keepNicPairs && base.links().size() == 1 ? leafKey(base) : null;
+                    final TopoNode twin = group == null ? null : leafGroups.get(group);
+                    if (twin != null)
+                    {
+                        copyFromTwin(twin, base);
+                    }
+                    else
+                    {
+                        search(base);
+                        if (group != null)
+                        {
+                            leafGroups.put(group, base);
+                        }
+                    }
+                }
+            }
+            markNet();
+            applyP2c();
+            applyPxnAndGdr();
+            final Map<TopoNode, TopoNode> localGpu = new HashMap<>();
+            for (final TopoNode nic : system.nics())
+            {
+                localGpu.put(nic, localGpu(nic));
+            }
+            return new TopoPaths(system, paths, options, localGpu);
+        }
+
+        private String leafKey(final TopoNode nic)
+        {
+            final TopoLink up = nic.links().getFirst();
+            return up.to().index() + "/" + up.type() + "/" + up.bandwidth() + "/" + netBw[nic.index()];
+        }
+
+        private void copyFromTwin(final TopoNode twin, final TopoNode base)
+        {
+            for (final TopoNode from : sources)
+            {
+                final Work src = paths.get(key(from, twin));
+                final Work w = work(from, base);
+                w.type = src.type;
+                w.bw = src.bw;
+                w.count = src.count;
+                if (!src.hops.isEmpty())
+                {
+                    final List<TopoNode> hops = new ArrayList<>(src.hops);
+                    hops.set(hops.size() - 1, base);
+                    w.hops = hops;
+                }
+            }
+            final Work self = work(base, base);
+            self.type = PathType.LOC;
+            self.bw = netBw[base.index()];
+        }
+
+        private static double netBandwidth(final TopoNode nic)
+        {
+            // A NIC read from <net> carries NCCL's NET link: speed in Mb/s, 10 Gb/s when unset or <= 0 (topo.cc).
+            if (!nic.attributes().containsKey("#net"))
+            {
+                return TopologyBuilder.LOC_BW;
+            }
+            int mbps = nic.intAttribute("speed", 0);
+            if (mbps <= 0)
+            {
+                mbps = 10000;
+            }
+            return mbps / 8000.0;
+        }
+
+        private boolean devLike(final TopoNode node)
+        {
+            return node.type() == NodeType.DEV || (node.type() == NodeType.GPU && !deviceOf.containsKey(node));
+        }
+
+        private boolean stored(final TopoNode from, final TopoNode base)
+        {
+            final NodeType f = from.type();
+            if (f != NodeType.CPU && f != NodeType.GPU && f != NodeType.NIC)
+            {
+                return false;
+            }
+            return !(f == NodeType.NIC && base.type() == NodeType.NIC) || system.nics().size() <= NIC_PAIRS_UP_TO;
+        }
+
+        private static long key(final TopoNode from, final TopoNode to)
+        {
+            return ((long)from.index() << 32) | to.index();
+        }
+
+        Work work(final TopoNode from, final TopoNode to)
+        {
+            return paths.computeIfAbsent(key(from, to), k -> new Work());
+        }
+
+        // NCCL ncclTopoSetPaths: breadth-first from the base over every link, NCCL's replacement rule.
+        private void search(final TopoNode base)
+        {
+            Arrays.fill(type, PathType.DIS);
+            Arrays.fill(bw, 0);
+            Arrays.fill(count, 0);
+            Arrays.fill(pred, -1);
+            final int b = base.index();
+            type[b] = PathType.LOC;
+            bw[b] = netBw[b];
+            final TopoNode baseDev = deviceOf.getOrDefault(base, base);
+            final int maxLength = deviceOf.containsKey(base) ? 2 : 1;
+            List<TopoNode> frontier = List.of(base);
+            while (!frontier.isEmpty())
+            {
+                stamp++;
+                final List<TopoNode> next = new ArrayList<>();
+                for (final TopoNode node : frontier)
+                {
+                    final int i = node.index();
+                    for (final TopoLink link : node.links())
+                    {
+                        final TopoNode rem = link.to();
+                        final int r = rem.index();
+                        if (node != baseDev && devLike(node) &&
+                            !(node.type() == NodeType.DEV && link.type() == LinkType.LOC &&
+                                rem.type() == NodeType.GPU) &&
+                            (options.nvbDisable() || link.type() != LinkType.NVL || !devLike(rem) ||
+                                count[i] > maxLength))
+                        {
+                            continue;
+                        }
+                        final double nbw = Math.min(bw[i], link.bandwidth());
+                        if ((bw[r] == 0 || count[r] > count[i]) && bw[r] < nbw)
+                        {
+                            pred[r] = i;
+                            count[r] = count[i] + 1;
+                            bw[r] = nbw;
+                            PathType t = link.type().startType();
+                            if (node.type() == NodeType.PCI && rem.type() == NodeType.PCI)
+                            {
+                                t = PathType.PXB;
+                            }
+                            if (link.type() == LinkType.PCI && (node.type().isHostSide() || rem.type().isHostSide()))
+                            {
+                                t = PathType.PHB;
+                            }
+                            if (devLike(node) && type[i] == PathType.NVL && t == PathType.NVL &&
+                                count[r] > maxLength)
+                            {
+                                t = PathType.NVB;
+                            }
+                            type[r] = type[i].max(t);
+                            if (queued[r] != stamp)
+                            {
+                                queued[r] = stamp;
+                                next.add(rem);
+                            }
+                        }
+                    }
+                }
+                frontier = next;
+            }
+            for (final TopoNode from : nodes)
+            {
+                if (!stored(from, base))
+                {
+                    continue;
+                }
+                final int f = from.index();
+                final Work w = work(from, base);
+                w.type = type[f];
+                // A NIC source is NCCL's NET node: its NET link bounds the path's bandwidth.
+                w.bw = from == base ? netBw[f] : Math.min(bw[f], netBw[f]);
+                w.count = count[f];
+                if (from != base && type[f] != PathType.DIS)
+                {
+                    final List<TopoNode> hops = new ArrayList<>(count[f]);
+                    for (int at = pred[f]; at >= 0; at = pred[at])
+                    {
+                        hops.add(nodes.get(at));
+                    }
+                    w.hops = hops;
                 }
             }
         }
-    }
 
-    private static void applyP2c(final TopoSystem system, final Work[][] paths)
-    {
-        for (final TopoNode nic : system.nics())
+        private void markNet()
+        {
+            // NCCL marks peers it can reach neither by P2P nor SHM as NET; in a host model that means another host.
+            for (final TopoNode a : system.gpus())
+            {
+                for (final TopoNode c : system.gpus())
+                {
+                    if (a.systemId() != c.systemId())
+                    {
+                        final Work w = work(a, c);
+                        w.type = PathType.NET;
+                        w.hops = List.of();
+                        w.bw = 0;
+                        w.count = 0;
+                    }
+                }
+            }
+        }
+
+        // P2C is only set for the GPU's local NICs (2.30); other NICs are left to PXN.
+        private void applyP2c()
         {
             for (final TopoNode gpu : system.gpus())
             {
-                final TopoNode cpu = localCpu(system, gpu, paths);
+                final TopoNode cpu = localCpu(gpu);
                 if (cpu == null)
                 {
                     continue;
                 }
-                final PathType merged = merge(
-                    paths[gpu.index()][cpu.index()].type, paths[nic.index()][cpu.index()].type);
-                if (merged == PathType.P2C)
+                for (final int idx : locals(gpu).array())
                 {
-                    final Work g2n = paths[gpu.index()][nic.index()];
-                    final Work n2g = paths[nic.index()][gpu.index()];
-                    g2n.type = PathType.P2C.min(g2n.type);
-                    n2g.type = PathType.P2C.min(n2g.type);
+                    final TopoNode nic = system.nics().get(idx);
+                    if (merge(work(gpu, cpu).type, work(nic, cpu).type) == PathType.P2C)
+                    {
+                        final Work g2n = work(gpu, nic);
+                        setType(gpu, nic, g2n, PathType.P2C.min(g2n.type), g2n.bw);
+                        final Work n2g = work(nic, gpu);
+                        n2g.type = PathType.P2C.min(n2g.type);
+                        nicToGpuVersion++;
+                    }
                 }
             }
         }
-    }
 
-    private static void applyPxnAndGdr(
-        final TopoSystem system, final Work[][] paths, final PathOptions options, final TopoNode[] relay)
-    {
-        final int n = system.nodes().size();
-        for (final TopoNode nic : system.nics())
+        private void applyPxnAndGdr()
         {
-            for (final TopoNode gpu : system.gpus())
+            for (final TopoNode nic : system.nics())
             {
-                if (!options.pxnDisable())
+                for (final TopoNode gpu : system.gpus())
                 {
-                    final TopoNode peer = localGpu(system, nic, paths);
-                    if (peer != null && peer != gpu)
+                    if (!options.pxnDisable())
                     {
-                        final Work peerToNic = paths[peer.index()][nic.index()];
-                        final Work gpuToNic = paths[gpu.index()][nic.index()];
-                        final PathType pxnType = options.pxnC2c() ? PathType.P2C : PathType.PXB;
-                        if (peerToNic.type.value() <= pxnType.value() &&
-                            paths[peer.index()][gpu.index()].type.value() <= PathType.NVL.value() &&
-                            peer.systemId() == gpu.systemId() &&
-                            (peerToNic.bw > gpuToNic.bw || gpuToNic.type.value() > PathType.PXN.value()))
+                        final TopoNode peer = localGpu(nic);
+                        if (peer != null && peer != gpu)
                         {
-                            interStep(paths, peer, gpu, nic, PathType.PXN);
-                            relay[gpu.index() * n + nic.index()] = peer;
+                            final Work peerToNic = work(peer, nic);
+                            final Work gpuToNic = work(gpu, nic);
+                            final PathType pxnType = options.pxnC2c() ? PathType.P2C : PathType.PXB;
+                            if (peerToNic.type.value() <= pxnType.value() && gdrPossible(peer, nic, true) &&
+                                work(peer, gpu).type.value() <= PathType.NVL.value() &&
+                                peer.systemId() == gpu.systemId() &&
+                                (peerToNic.bw > gpuToNic.bw || gpuToNic.type.value() > PathType.PXN.value()))
+                            {
+                                interStep(peer, gpu, nic, PathType.PXN);
+                                work(gpu, nic).relay = peer;
+                            }
+                        }
+                    }
+                    if (options.divertWithoutGdr() && work(gpu, nic).type.value() < PathType.PHB.value() &&
+                        !gdrPossible(gpu, nic, false))
+                    {
+                        final TopoNode cpu = localCpu(gpu);
+                        if (cpu != null)
+                        {
+                            interStep(cpu, nic, gpu, null);
+                            interStep(cpu, gpu, nic, null);
+                            work(gpu, nic).relay = null;
                         }
                     }
                 }
-                if (options.divertWithoutGdr() &&
-                    paths[gpu.index()][nic.index()].type.value() < PathType.PHB.value() &&
-                    !gdrPossible(system, paths, gpu, nic, options, relay))
+            }
+        }
+
+        // ncclTopoCheckGdr as far as the topology knows; unknown support counts as supported.
+        private boolean gdrPossible(final TopoNode gpu, final TopoNode nic, final boolean read)
+        {
+            if ("0".equals(gpu.attributes().get("gdr")) || TopoGdr.nicSupport(nic).value() == TopoGdr.Tri.NO)
+            {
+                return false;
+            }
+            if (read && options.gdrRead() == 0)
+            {
+                return false;
+            }
+            if (read && options.gdrRead() < 0 && gpu.attributes().containsKey("sm") &&
+                gpu.intAttribute("sm", 0) < 80 && !hasNvlinkPeer(gpu) && system.gpus().size() > 1)
+            {
+                return false;
+            }
+            final Work path = work(gpu, nic);
+            final TopoNode via = path.type == PathType.PXN && path.relay != null ? path.relay : gpu;
+            return effectiveLevel(options).value() >= work(via, nic).type.value();
+        }
+
+        private boolean hasNvlinkPeer(final TopoNode gpu)
+        {
+            for (final TopoNode other : system.gpus())
+            {
+                if (other != gpu && work(gpu, other).type == PathType.NVL)
                 {
-                    final TopoNode cpu = localCpu(system, gpu, paths);
-                    if (cpu != null)
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        // NCCL addInterStep: src -> inter, then inter -> dst; the type merges both halves, PXN when inter is a GPU.
+        private void interStep(final TopoNode inter, final TopoNode src, final TopoNode dst, final PathType forced)
+        {
+            final Work first = work(src, inter);
+            final Work second = work(inter, dst);
+            final Work target = work(src, dst);
+            final List<TopoNode> hops = new ArrayList<>(first.hops);
+            hops.addAll(second.hops);
+            target.hops = hops;
+            target.count = hops.size();
+            final PathType t = forced != null ? forced : merge(first.type, second.type);
+            if (src.type() == NodeType.NIC)
+            {
+                nicToGpuVersion++;
+            }
+            setType(src, dst, target, t, Math.min(first.bw, second.bw));
+        }
+
+        private void setType(final TopoNode src, final TopoNode dst, final Work w, final PathType t, final double b)
+        {
+            final PathType oldType = w.type;
+            final double oldBw = w.bw;
+            w.type = t;
+            w.bw = b;
+            if (src.type() == NodeType.GPU && dst.type() == NodeType.NIC && (oldType != t || oldBw != b))
+            {
+                final LocalSet set = localNets.get(src);
+                if (set != null)
+                {
+                    set.update(dst.typeIndex(), oldType, oldBw, t, b);
+                }
+            }
+        }
+
+        // NCCL ncclGetLocalCpu: the CPU with the fewest hops from the GPU.
+        private TopoNode localCpu(final TopoNode gpu)
+        {
+            TopoNode best = null;
+            int minHops = 0;
+            for (final TopoNode cpu : system.cpus())
+            {
+                final int hops = work(gpu, cpu).count;
+                if (hops > 0 && (minHops == 0 || hops < minHops))
+                {
+                    best = cpu;
+                    minHops = hops;
+                }
+            }
+            return best;
+        }
+
+        private LocalSet locals(final TopoNode gpu)
+        {
+            LocalSet set = localNets.get(gpu);
+            if (set == null)
+            {
+                set = new LocalSet(gpu);
+                localNets.put(gpu, set);
+            }
+            return set;
+        }
+
+        // NCCL ncclTopoGetLocal(NET n -> GPU): widest, then closest; in GPU order.
+        private List<TopoNode> localGpusOf(final TopoNode nic)
+        {
+            PathType minType = PathType.DIS;
+            double maxBw = 0;
+            final List<TopoNode> result = new ArrayList<>();
+            for (final TopoNode gpu : system.gpus())
+            {
+                final Work w = work(nic, gpu);
+                if (w.bw > maxBw || (w.bw == maxBw && w.type.value() < minType.value()))
+                {
+                    maxBw = w.bw;
+                    minType = w.type;
+                    result.clear();
+                }
+                if (w.bw == maxBw && w.type == minType && w.bw > 0)
+                {
+                    result.add(gpu);
+                }
+            }
+            return result;
+        }
+
+        // NCCL ncclTopoGetLocalNet (NETDEVS_POLICY AUTO): the NIC a GPU uses on a channel; null when it has none.
+        private TopoNode localNet(final TopoNode gpu, final int channel)
+        {
+            final int[] nets = locals(gpu).array();
+            if (nets.length == 0)
+            {
+                return null;
+            }
+            final int localGpuCount = locals(gpu).localGpuCount(nets[0]);
+            final int netsPerGpu = (nets.length + localGpuCount - 1) / localGpuCount;
+            int net = gpu.dev() % localGpuCount;
+            if (Integer.bitCount(nets.length) == 1)
+            {
+                net = mirrorBits(net, nets.length);
+            }
+            net += channel % netsPerGpu;
+            return system.nics().get(nets[net % nets.length]);
+        }
+
+        // NCCL ncclTopoGetLocalGpu: the first of the NIC's closest GPUs that picks this NIC on some channel.
+        private TopoNode localGpu(final TopoNode nic)
+        {
+            final List<TopoNode> candidates = localGpusOf(nic);
+            for (int c = 0; c < MAX_CHANNELS; c++)
+            {
+                for (final TopoNode gpu : candidates)
+                {
+                    if (localNet(gpu, c) == nic)
                     {
-                        interStep(paths, cpu, nic, gpu, null);
-                        interStep(paths, cpu, gpu, nic, null);
-                        relay[gpu.index() * n + nic.index()] = null;
+                        return gpu;
                     }
                 }
+            }
+            return null;
+        }
+
+        // ncclTopoGetLocal(GPU g -> NET), updated in place when one of g's NIC paths changes.
+        private final class LocalSet
+        {
+            private final TopoNode gpu;
+            private final TreeSet<Integer> members = new TreeSet<>();
+            private PathType minType;
+            private double maxBw;
+            private int[] array;
+            private int gpuCount = -1;
+            private int gpuCountVersion = -1;
+
+            LocalSet(final TopoNode gpu)
+            {
+                this.gpu = gpu;
+                recompute();
+            }
+
+            private void recompute()
+            {
+                members.clear();
+                minType = PathType.DIS;
+                maxBw = 0;
+                for (final TopoNode nic : system.nics())
+                {
+                    final Work w = work(gpu, nic);
+                    consider(nic.typeIndex(), w.type, w.bw);
+                }
+                array = null;
+            }
+
+            private void consider(final int idx, final PathType t, final double b)
+            {
+                if (b > maxBw || (b == maxBw && t.value() < minType.value()))
+                {
+                    maxBw = b;
+                    minType = t;
+                    members.clear();
+                }
+                if (b == maxBw && t == minType && b > 0)
+                {
+                    members.add(idx);
+                }
+                array = null;
+            }
+
+            void update(final int idx, final PathType oldType, final double oldBw, final PathType t, final double b)
+            {
+                if (members.contains(idx) && (b != maxBw || t != minType))
+                {
+                    members.remove(idx);
+                    if (members.isEmpty() || b > maxBw || (b == maxBw && t.value() < minType.value()))
+                    {
+                        recompute();
+                        return;
+                    }
+                    array = null;
+                    return;
+                }
+                consider(idx, t, b);
+            }
+
+            // ncclTopoGetLocal(NET first -> GPU).size(), cached until this set or a NIC-to-GPU path changes.
+            int localGpuCount(final int firstNic)
+            {
+                if (array == null || gpuCount < 0 || gpuCountVersion != nicToGpuVersion)
+                {
+                    array();
+                    gpuCount = Math.max(1, localGpusOf(system.nics().get(firstNic)).size());
+                    gpuCountVersion = nicToGpuVersion;
+                }
+                return gpuCount;
+            }
+
+            int[] array()
+            {
+                if (array == null)
+                {
+                    array = members.stream().mapToInt(Integer::intValue).toArray();
+                    gpuCount = -1;
+                }
+                return array;
             }
         }
     }
 
-    private static boolean gdrPossible(
-        final TopoSystem system,
-        final Work[][] paths,
-        final TopoNode gpu,
-        final TopoNode nic,
-        final PathOptions options,
-        final TopoNode[] relay)
+    // NCCL mirrorBits: reverse the low log2(pow2) bits, so GPUs spread over a power-of-two number of NICs.
+    static int mirrorBits(final int value, final int pow2)
     {
-        if ("0".equals(gpu.attributes().get("gdr")) || "0".equals(nic.attributes().get("gdr")))
+        int mirror = 0;
+        for (int b = 1, mb = pow2 >> 1; b < pow2; b <<= 1, mb >>= 1)
         {
-            return false;
+            if ((value & b) != 0)
+            {
+                mirror |= mb;
+            }
         }
-        final TopoNode via = relay[gpu.index() * system.nodes().size() + nic.index()];
-        PathType distance = paths[(via != null ? via : gpu).index()][nic.index()].type;
-        if (options.netGdrC2c() && distance == PathType.P2C)
-        {
-            distance = PathType.C2C;
-        }
-        return options.gdrLevel().allows(distance);
-    }
-
-    // NCCL addInterStep: src -> inter, then inter -> dst; the type merges both halves, PXN when inter is a GPU.
-    private static void interStep(
-        final Work[][] paths, final TopoNode inter, final TopoNode src, final TopoNode dst, final PathType forced)
-    {
-        final Work first = paths[src.index()][inter.index()];
-        final Work second = paths[inter.index()][dst.index()];
-        final Work target = paths[src.index()][dst.index()];
-        final List<TopoNode> hops = new ArrayList<>(first.hops);
-        hops.addAll(second.hops);
-        target.hops = hops;
-        target.count = hops.size();
-        target.type = forced != null ? forced : merge(first.type, second.type);
-        target.bw = Math.min(first.bw, second.bw);
+        return mirror;
     }
 
     // NCCL mergePathType: C2C then PHB is P2C, otherwise the farther type.
@@ -284,39 +664,24 @@ public final class PathComputer
         return max == PathType.PHB && min == PathType.C2C ? PathType.P2C : max;
     }
 
-    // NCCL ncclGetLocalCpu: the CPU with the fewest hops from the GPU.
-    private static TopoNode localCpu(final TopoSystem system, final TopoNode gpu, final Work[][] paths)
+    /**
+     * NCCL's GDR level: NCCL_NET_GDR_LEVEL when set, otherwise P2C with NCCL_NET_GDR_C2C (its default) and PXB
+     * without.
+     *
+     * @param options path options.
+     * @return the farthest distance GDR is used at.
+     */
+    static PathType effectiveLevel(final PathOptions options)
     {
-        TopoNode best = null;
-        int minHops = 0;
-        for (final TopoNode cpu : system.cpus())
-        {
-            final int hops = paths[gpu.index()][cpu.index()].count;
-            if (hops > 0 && (minHops == 0 || hops < minHops))
-            {
-                best = cpu;
-                minHops = hops;
-            }
-        }
-        return best;
+        return effectiveLevel(options.gdrLevel(), options.netGdrC2c());
     }
 
-    // NCCL ncclTopoGetLocal(NET, GPU): closest path type from the NIC, then widest; ties go to the lowest index.
-    private static TopoNode localGpu(final TopoSystem system, final TopoNode nic, final Work[][] paths)
+    static PathType effectiveLevel(final GdrLevel level, final boolean netGdrC2c)
     {
-        TopoNode best = null;
-        PathType minType = PathType.DIS;
-        double maxBw = 0;
-        for (final TopoNode gpu : system.gpus())
+        if (level == GdrLevel.DEFAULT || "default".equals(level.origin()))
         {
-            final Work w = paths[nic.index()][gpu.index()];
-            if (w.type.value() < minType.value() || (w.type == minType && w.bw > maxBw))
-            {
-                minType = w.type;
-                maxBw = w.bw;
-                best = gpu;
-            }
+            return netGdrC2c ? PathType.P2C : PathType.PXB;
         }
-        return minType == PathType.DIS ? null : best;
+        return level.path();
     }
 }

@@ -5,13 +5,17 @@ package io.gdrkit.gdr.topo;
  *
  * @param nvbDisable       NCCL_NVB_DISABLE: no NVLink routing through an intermediate GPU (no NVB paths).
  * @param pxnDisable       NCCL_PXN_DISABLE: no GPU-to-NIC relay through an NVLink peer (no PXN paths).
- * @param pxnC2c           NCCL_PXN_C2C: a relay GPU may reach the NIC over P2C, not only PXB or closer.
+ * @param pxnC2c           NCCL_PXN_C2C (default on in NCCL 2.30): a relay GPU may reach the NIC over P2C, not only
+ *                         PXB or closer.
  * @param divertWithoutGdr apply NCCL's last step: when GDR is not possible between a GPU and a NIC (either node
- *                         has attribute {@code gdr="0"}, or the distance exceeds {@code gdrLevel}) route that pair
+ *                         has attribute {@code gdr="0"}, or the distance exceeds the GDR level) route that pair
  *                         through the GPU's CPU. Off by default so that the matrices show the physical distance
- *                         the GDR gate compares; the gate itself lives outside the topology.
- * @param gdrLevel         the GDR level used by {@code divertWithoutGdr}.
- * @param netGdrC2c        NCCL_NET_GDR_C2C (default on): a P2C GPU-NIC pair counts as C2C for the GDR distance.
+ *                         the GDR gate compares.
+ * @param gdrLevel         NCCL_NET_GDR_LEVEL; {@link GdrLevel#DEFAULT} means NCCL's default (P2C with
+ *                         NCCL_NET_GDR_C2C, else PXB).
+ * @param netGdrC2c        NCCL_NET_GDR_C2C (default on).
+ * @param gdrRead          NCCL_NET_GDR_READ: 1, 0, or negative for NCCL's default rule; PXN needs GDR read for the
+ *                         relay GPU.
  */
 public record PathOptions(
     boolean nvbDisable,
@@ -19,11 +23,12 @@ public record PathOptions(
     boolean pxnC2c,
     boolean divertWithoutGdr,
     GdrLevel gdrLevel,
-    boolean netGdrC2c)
+    boolean netGdrC2c,
+    int gdrRead)
 {
-    /** NCCL's defaults: NVB and PXN on, PXN_C2C off, NET_GDR_C2C on; no GDR diversion. */
+    /** NCCL 2.30's defaults: NVB and PXN on, PXN_C2C on, NET_GDR_C2C on, GDR read by NCCL's rule; no diversion. */
     public static final PathOptions DEFAULTS =
-        new PathOptions(false, false, false, false, GdrLevel.DEFAULT, true);
+        new PathOptions(false, false, true, false, GdrLevel.DEFAULT, true, -2);
 
     /**
      * @param disable true to turn PXN off.
@@ -31,7 +36,7 @@ public record PathOptions(
      */
     public PathOptions withPxnDisable(final boolean disable)
     {
-        return new PathOptions(nvbDisable, disable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c);
+        return new PathOptions(nvbDisable, disable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
     }
 
     /**
@@ -40,7 +45,16 @@ public record PathOptions(
      */
     public PathOptions withNvbDisable(final boolean disable)
     {
-        return new PathOptions(disable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c);
+        return new PathOptions(disable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
+    }
+
+    /**
+     * @param enable NCCL_PXN_C2C.
+     * @return a copy with NCCL_PXN_C2C set.
+     */
+    public PathOptions withPxnC2c(final boolean enable)
+    {
+        return new PathOptions(nvbDisable, pxnDisable, enable, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
     }
 
     /**
@@ -50,7 +64,16 @@ public record PathOptions(
      */
     public PathOptions withDivertWithoutGdr(final boolean divert, final GdrLevel level)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divert, level, netGdrC2c);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divert, level, netGdrC2c, gdrRead);
+    }
+
+    /**
+     * @param level the GDR level (NCCL_NET_GDR_LEVEL).
+     * @return a copy with the level set.
+     */
+    public PathOptions withGdrLevel(final GdrLevel level)
+    {
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, level, netGdrC2c, gdrRead);
     }
 
     /**
@@ -59,6 +82,15 @@ public record PathOptions(
      */
     public PathOptions withNetGdrC2c(final boolean enable)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, enable);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, enable, gdrRead);
+    }
+
+    /**
+     * @param read NCCL_NET_GDR_READ (1, 0, or negative for the default rule).
+     * @return a copy with NCCL_NET_GDR_READ set.
+     */
+    public PathOptions withGdrRead(final int read)
+    {
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, read);
     }
 }

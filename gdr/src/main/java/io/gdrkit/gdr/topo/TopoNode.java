@@ -121,13 +121,37 @@ public final class TopoNode
     }
 
     /**
-     * @return a short label like GPU0, NIC1 or CPU0 (PCI and host bridges use their id).
+     * @return the device number the source gave this GPU or NIC (NCCL's {@code dev}: the CUDA device of a GPU, the
+     *     NET device of a NIC); the index among its type when the source gave none.
+     */
+    public int dev()
+    {
+        return intAttribute("dev", typeIndex);
+    }
+
+    /**
+     * @return the PCI bus id, or null when the source gave none.
+     */
+    public String busId()
+    {
+        final String busId = attributes.get("busid");
+        if (busId != null)
+        {
+            return busId;
+        }
+        return type == NodeType.GPU || type == NodeType.PCI || type == NodeType.DEV ? id.split("#")[0] : null;
+    }
+
+    /**
+     * @return a short label like GPU0, NIC1 or CPU0: GPUs and NICs by the source's {@code dev} (so that GPU2 is the
+     *     file's {@code dev="2"}, not the third GPU in document order), PCI nodes by their id.
      */
     public String label()
     {
         return switch (type)
         {
-            case GPU, NIC, CPU, NVS -> type.name() + typeIndex;
+            case GPU, NIC -> type.name() + dev();
+            case CPU, NVS -> type.name() + typeIndex;
             default -> id;
         };
     }

@@ -1,6 +1,7 @@
 package io.gdrkit.gdr.topo;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * Computed paths of a {@link TopoSystem} (see {@link PathComputer}).
@@ -8,14 +9,30 @@ import java.util.List;
 public final class TopoPaths
 {
     private final TopoSystem system;
-    private final TopoPath[][] paths;
+    private final Map<Long, PathComputer.Work> paths;
     private final PathOptions options;
+    private final Map<TopoNode, TopoNode> localGpu;
 
-    TopoPaths(final TopoSystem system, final TopoPath[][] paths, final PathOptions options)
+    TopoPaths(
+        final TopoSystem system,
+        final Map<Long, PathComputer.Work> paths,
+        final PathOptions options,
+        final Map<TopoNode, TopoNode> localGpu)
     {
         this.system = system;
         this.paths = paths;
         this.options = options;
+        this.localGpu = localGpu;
+    }
+
+    /**
+     * @param nic a NIC.
+     * @return NCCL's local GPU of the NIC (ncclTopoGetLocalGpu, the GPU that relays for others with PXN), or null
+     *     when no GPU picks this NIC (NCCL's -1: a storage NIC, for example).
+     */
+    public TopoNode localGpu(final TopoNode nic)
+    {
+        return localGpu.get(nic);
     }
 
     /**
@@ -35,23 +52,36 @@ public final class TopoPaths
     }
 
     /**
-     * @param from a node.
-     * @param to   a CPU, GPU, NIC or NVSwitch (paths are computed towards those).
+     * @param from a CPU, GPU or NIC.
+     * @param to   a CPU, GPU or NIC (paths between two NICs are not kept).
      * @return the path.
+     * @throws IllegalArgumentException for a pair whose path is not kept.
      */
     public TopoPath path(final TopoNode from, final TopoNode to)
     {
-        return paths[from.index()][to.index()];
+        final PathComputer.Work w = paths.get(((long)from.index() << 32) | to.index());
+        if (w == null)
+        {
+            if (from == to)
+            {
+                return new TopoPath(from, to, PathType.LOC, TopologyBuilder.LOC_BW, List.of(), null);
+            }
+            throw new IllegalArgumentException("no path kept from " + from + " to " + to +
+                ": paths are kept between CPUs, GPUs and NICs, and between two NICs only up to " +
+                PathComputer.NIC_PAIRS_UP_TO + " NICs");
+        }
+        return new TopoPath(from, to, w.type, w.bw, List.copyOf(w.hops), w.relay);
     }
 
     /**
-     * @param from a node.
-     * @param to   a CPU, GPU, NIC or NVSwitch.
+     * @param from a CPU, GPU or NIC.
+     * @param to   a CPU, GPU or NIC.
      * @return the path type.
      */
     public PathType type(final TopoNode from, final TopoNode to)
     {
-        return path(from, to).type();
+        final PathComputer.Work w = paths.get(((long)from.index() << 32) | to.index());
+        return w != null ? w.type : path(from, to).type();
     }
 
     /**
@@ -84,7 +114,8 @@ public final class TopoPaths
         int min = Integer.MAX_VALUE;
         for (final TopoNode cpu : system.cpus())
         {
-            final int hops = path(gpu, cpu).hops().size();
+            final PathComputer.Work w = paths.get(((long)gpu.index() << 32) | cpu.index());
+            final int hops = w == null ? 0 : w.hops.size();
             if (hops > 0 && hops < min)
             {
                 best = cpu;
@@ -107,15 +138,15 @@ public final class TopoPaths
         final TopoPath path = path(gpu, nic);
         final TopoNode effectiveGpu = path.type() == PathType.PXN && path.intermediate() != null ?
             path.intermediate() : gpu;
-        PathType distance = path(effectiveGpu, nic).type();
-        if (options.netGdrC2c() && distance == PathType.P2C)
-        {
-            distance = PathType.C2C;
-        }
-        final boolean allowed = level.allows(distance);
+        final PathType distance = type(effectiveGpu, nic);
+        // NCCL 2.30: the default level is P2C with NCCL_NET_GDR_C2C (on by default), PXB without it.
+        final PathType effective = PathComputer.effectiveLevel(level, options.netGdrC2c());
+        final GdrLevel used = effective == level.path() ? level :
+            new GdrLevel(effective, level.origin() + ", NCCL_NET_GDR_C2C=" + (options.netGdrC2c() ? 1 : 0));
+        final boolean allowed = used.allows(distance);
         final TopoNode cpu = localCpu(effectiveGpu);
-        final boolean pci = cpu != null && path(effectiveGpu, cpu).type() == PathType.C2C && distance != PathType.C2C;
-        return new GdrDistanceCheck(gpu, nic, path, distance, level, allowed, pci);
+        final boolean pci = cpu != null && type(effectiveGpu, cpu) == PathType.C2C && distance != PathType.P2C;
+        return new GdrDistanceCheck(gpu, nic, path, distance, used, allowed, pci);
     }
 
     /**
@@ -148,9 +179,14 @@ public final class TopoPaths
             }
             sb.append('\n');
         }
+        for (final TopoNode g : gpus)
+        {
+            sb.append(String.format("%s: %s%n", g.label(), g.busId()));
+        }
         for (final TopoNode n : nics)
         {
-            sb.append(String.format("NIC%d: %s%n", n.typeIndex(), n.id()));
+            sb.append(String.format("%s: %s%s%n", n.label(), n.id(), n.busId() != null && !n.busId().equals(n.id()) ?
+                " (" + n.busId() + ")" : ""));
         }
         return sb.toString();
     }

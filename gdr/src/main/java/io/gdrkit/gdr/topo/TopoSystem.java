@@ -18,6 +18,7 @@ public final class TopoSystem
     private final Map<NodeType, List<TopoNode>> byType = new EnumMap<>(NodeType.class);
     private final List<String> notes;
     private final String source;
+    private final Map<String, TopoNode> byId = new java.util.HashMap<>();
 
     TopoSystem(final List<TopoNode> nodes, final List<String> notes, final String source)
     {
@@ -33,6 +34,10 @@ public final class TopoSystem
         byType.replaceAll((type, list) -> Collections.unmodifiableList(list));
         this.notes = List.copyOf(notes);
         this.source = source;
+        for (final TopoNode node : nodes)
+        {
+            byId.putIfAbsent(node.id().toLowerCase(java.util.Locale.ROOT), node);
+        }
     }
 
     /**
@@ -82,14 +87,7 @@ public final class TopoSystem
      */
     public Optional<TopoNode> find(final String id)
     {
-        for (final TopoNode node : nodes)
-        {
-            if (node.id().equalsIgnoreCase(id))
-            {
-                return Optional.of(node);
-            }
-        }
-        return Optional.empty();
+        return Optional.ofNullable(byId.get(id.toLowerCase(java.util.Locale.ROOT)));
     }
 
     /**

@@ -2,7 +2,9 @@ package io.gdrkit.gdr.topo;
 
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -28,6 +30,8 @@ public final class TopologyBuilder
     public static final double SYS_BW = 10.0;
 
     private final List<TopoNode> nodes = new ArrayList<>();
+    // Lookup by id (lower case): files with thousands of NICs must not scan the node list per node.
+    private final Map<String, TopoNode> byId = new HashMap<>();
     private final Map<NodeType, Integer> counts = new EnumMap<>(NodeType.class);
     private final List<String> notes = new ArrayList<>();
     private String source = "builder";
@@ -149,6 +153,39 @@ public final class TopologyBuilder
     }
 
     /**
+     * Add a GPU device that holds several GPUs (NCCL 2.30's DEV node), below a parent. Add its GPUs with
+     * {@link #gpuOnDevice(TopoNode, String, Map)}.
+     *
+     * @param busId     the device's bus id.
+     * @param parent    a CPU, host bridge or switch.
+     * @param bandwidth PCIe bandwidth to the parent, GB/s.
+     * @param attributes descriptive attributes.
+     * @return the device node.
+     */
+    public TopoNode gpuDevice(
+        final String busId, final TopoNode parent, final double bandwidth, final Map<String, String> attributes)
+    {
+        final TopoNode node = add(NodeType.DEV, busId, parent.systemId(), attributes);
+        link(node, parent, LinkType.PCI, bandwidth, 1);
+        return node;
+    }
+
+    /**
+     * Add one GPU of a multi-GPU device, linked to it as NCCL links a GPU to its DEV node (LOC).
+     *
+     * @param device     the device from {@link #gpuDevice}.
+     * @param id         a unique id for this GPU (the device bus id and a suffix).
+     * @param attributes attributes (dev, sm, gdr, ...).
+     * @return the GPU node.
+     */
+    public TopoNode gpuOnDevice(final TopoNode device, final String id, final Map<String, String> attributes)
+    {
+        final TopoNode node = add(NodeType.GPU, id, device.systemId(), attributes);
+        link(node, device, LinkType.LOC, LOC_BW, 1);
+        return node;
+    }
+
+    /**
      * Add a NIC port below a parent.
      *
      * @param name   the device name, e.g. mlx5_0.
@@ -252,14 +289,15 @@ public final class TopologyBuilder
      */
     public TopoNode findNode(final String id)
     {
-        for (final TopoNode node : nodes)
-        {
-            if (node.id().equalsIgnoreCase(id))
-            {
-                return node;
-            }
-        }
-        return null;
+        return byId.get(id.toLowerCase(Locale.ROOT));
+    }
+
+    /**
+     * @return the number of nodes added so far (readers cap their input with it).
+     */
+    public int size()
+    {
+        return nodes.size();
     }
 
     /**
@@ -329,6 +367,7 @@ public final class TopologyBuilder
         final int typeIndex = counts.merge(type, 1, Integer::sum) - 1;
         final TopoNode node = new TopoNode(nodes.size(), type, typeIndex, id, systemId, attributes);
         nodes.add(node);
+        byId.putIfAbsent(id.toLowerCase(Locale.ROOT), node);
         return node;
     }
 

@@ -89,7 +89,7 @@ class TopoXmlTest
         final GdrDistanceCheck far =
             paths.gdrDistance(system.gpus().get(4), system.nics().get(0), GdrLevel.DEFAULT);
         assertFalse(far.allowed());
-        assertEquals("GPU Direct RDMA Disabled for GPU 4 / HCA mlx5_0 (distance SYS > PXB)", far.logLine());
+        assertEquals("GPU Direct RDMA Disabled for GPU 4 / HCA mlx5_0 (distance SYS > P2C)", far.logLine());
         assertTrue(paths.gdrDistance(system.gpus().get(4), system.nics().get(0),
             GdrLevel.parse("SYS", "NCCL_NET_GDR_LEVEL")).allowed());
         assertTrue(paths.gdrDistance(system.gpus().get(2), system.nics().get(0),
@@ -168,9 +168,14 @@ class TopoXmlTest
         assertEquals(C2C, paths.type(gpu, system.cpus().getFirst()));
         assertEquals(P2C, paths.type(gpu, nic));
         assertEquals(P2C, paths.type(nic, gpu));
+        // NCCL 2.30 paths.cc: the default level is P2C when NCCL_NET_GDR_C2C=1 (its default), PXB otherwise.
         final GdrDistanceCheck c2c = paths.gdrDistance(gpu, nic, GdrLevel.DEFAULT);
-        assertEquals(C2C, c2c.distance(), "NCCL_NET_GDR_C2C=1 (default) counts P2C as C2C");
+        assertEquals(P2C, c2c.distance());
+        assertEquals(P2C, c2c.level().path(), "NCCL_NET_GDR_C2C=1 (default) raises the default level to P2C");
         assertTrue(c2c.allowed());
+        assertFalse(c2c.pciMapping(), "a P2C distance keeps NCCL's default mapping, not the PCI one");
+        assertFalse(paths.gdrDistance(gpu, nic, GdrLevel.parse("PXB", "NCCL_NET_GDR_LEVEL")).allowed(),
+            "an explicit PXB is not raised: P2C > PXB");
         final TopoPaths off = PathComputer.compute(system, PathOptions.DEFAULTS.withNetGdrC2c(false));
         final GdrDistanceCheck p2c = off.gdrDistance(gpu, nic, GdrLevel.DEFAULT);
         assertEquals(P2C, p2c.distance());
@@ -193,7 +198,9 @@ class TopoXmlTest
             """);
         final TopoSystem system = NcclTopoXmlReader.read(file);
         assertEquals(1, system.gpus().size());
-        assertEquals(3, system.notes().size(), system.notes().toString());
+        assertEquals(4, system.notes().size(), system.notes().toString());
+        assertTrue(system.notes().get(3).contains("<pci> without link_width or link_speed: NCCL reads them from " +
+            "sysfs at run time"), system.notes().toString());
         assertTrue(system.notes().get(0).contains(":5: <pci busid=\"0000:02:00.0\""), system.notes().toString());
         assertTrue(system.notes().get(1).contains(":6: element <gin> ignored"), system.notes().toString());
         assertTrue(system.notes().get(2).contains(":4: nvlink target 0000:99:00.0"), system.notes().toString());
@@ -203,12 +210,10 @@ class TopoXmlTest
     void errorsCarryFileAndLine()
     {
         assertError("""
-            <system version="1">
-              <cpu numaid="0">
-                <pci busid="0000:01:00.0" class="0x030200"><gpu dev="0"/></pci>
-              </cpu>
-            </system>
-            """, 3, "<gpu> needs a sm attribute");
+            <graphs version="1">
+              <graph id="0" pattern="4" crossnic="0" nchannels="2"/>
+            </graphs>
+            """, 1, "this is an NCCL graph file (<graphs>, written by NCCL_GRAPH_DUMP_FILE");
         assertError("""
             <system version="1">
               <cpu>
@@ -244,7 +249,7 @@ class TopoXmlTest
             """, 3, "numaid 0 defined twice");
         final TopologyParseException none =
             assertThrows(TopologyParseException.class, () -> NcclTopoXmlReader.parse("<topo/>", "t.xml"));
-        assertTrue(none.getMessage().startsWith("t.xml:1: element") || none.getMessage().contains("no <system>"),
+        assertEquals("t.xml:1: the root element is <topo>, not <system>: not an NCCL topology file",
             none.getMessage());
     }
 
@@ -256,5 +261,42 @@ class TopoXmlTest
         assertEquals("bad.xml", ex.file());
         assertTrue(ex.getMessage().startsWith("bad.xml:" + line + ": "), ex.getMessage());
         assertTrue(ex.getMessage().contains(text), ex.getMessage());
+    }
+
+    /**
+     * NCCL 2.30 reads several {@code <gpu>} under one {@code <pci>} as GPUs of one device (ncclTopoAddGpuSub: one DEV
+     * node, each GPU linked to it with LINK_LOC). Two GPUs of one device are LOC apart; both are PIX to a NIC under
+     * the same switch, as the device is; the NVLinks are the first GPU's.
+     */
+    @Test
+    void severalGpusUnderOnePci()
+    {
+        final TopoSystem system = NcclTopoXmlReader.parse("""
+            <system version="1">
+              <cpu numaid="0" arch="x86_64" vendor="GenuineIntel">
+                <pci busid="0000:10:00.0" class="0x060400" link_speed="32.0 GT/s PCIe" link_width="16">
+                  <pci busid="0000:11:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+                    <gpu dev="0" sm="100" rank="0" gdr="1" mlopart="0"><nvlink target="fffffff:ff:ff.0" count="18" tclass="0x068000"/></gpu>
+                    <gpu dev="1" sm="100" rank="1" gdr="1" mlopart="1"/>
+                  </pci>
+                  <pci busid="0000:12:00.0" class="0x020700" link_speed="32.0 GT/s PCIe" link_width="16">
+                    <nic><net name="mlx5_0" dev="0" speed="400000" gdr="1"/></nic>
+                  </pci>
+                </pci>
+              </cpu>
+            </system>
+            """, "mlopart.xml");
+        assertEquals(2, system.gpus().size());
+        assertEquals(1, system.nodes(NodeType.DEV).size());
+        final TopoPaths paths = PathComputer.compute(system);
+        final TopoNode g0 = system.gpus().get(0);
+        final TopoNode g1 = system.gpus().get(1);
+        assertEquals("GPU1", g1.label());
+        assertEquals("0000:11:00.0", g1.busId());
+        assertEquals(LOC, paths.type(g0, g1));
+        assertEquals(PIX, paths.type(g0, system.nics().getFirst()));
+        assertEquals(PIX, paths.type(g1, system.nics().getFirst()));
+        assertTrue(system.notes().stream().anyMatch(n -> n.contains("holds 2 GPUs: one GPU device")),
+            system.notes().toString());
     }
 }

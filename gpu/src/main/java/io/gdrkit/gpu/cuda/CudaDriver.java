@@ -95,6 +95,9 @@ public final class CudaDriver {
     final Optional<MethodHandle> cuMemGetHandleForAddressRange;
     /** CUDA 11.3+; empty on older drivers. */
     final Optional<MethodHandle> cuFlushGPUDirectRDMAWrites;
+    /** cuMemHostRegister_v2 / cuMemHostUnregister (CUDA 4.0+); optional so that a stub driver still loads. */
+    final Optional<MethodHandle> cuMemHostRegister;
+    final Optional<MethodHandle> cuMemHostUnregister;
 
     private CudaDriver(final SymbolLookup lookup) {
         this.lookup = lookup;
@@ -143,6 +146,8 @@ public final class CudaDriver {
         cuGetErrorName = h("cuGetErrorName", INT, PTR);
         cuMemGetHandleForAddressRange = optional("cuMemGetHandleForAddressRange", PTR, LONG, LONG, INT, LONG);
         cuFlushGPUDirectRDMAWrites = optional("cuFlushGPUDirectRDMAWrites", INT, INT);
+        cuMemHostRegister = optional("cuMemHostRegister_v2", PTR, LONG, INT);
+        cuMemHostUnregister = optional("cuMemHostUnregister", PTR);
     }
 
     private MethodHandle h(final String name, final MemoryLayout... args) {

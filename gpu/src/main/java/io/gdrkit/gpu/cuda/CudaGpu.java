@@ -731,6 +731,34 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     }
 
     @Override
+    public void hostRegister(final MemorySegment host) {
+        if (d.cuMemHostRegister.isEmpty()) {
+            GpuDevice.super.hostRegister(host);
+        }
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemHostRegister.get().invokeExact(host, host.byteSize(), 0),
+                "cuMemHostRegister_v2(0x" + Long.toHexString(host.address()) + ", " + host.byteSize() + ", 0)");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+        }
+    }
+
+    @Override
+    public void hostUnregister(final MemorySegment host) {
+        if (d.cuMemHostUnregister.isEmpty()) {
+            GpuDevice.super.hostUnregister(host);
+        }
+        makeCurrent();
+        try {
+            d.check((int) d.cuMemHostUnregister.get().invokeExact(host),
+                "cuMemHostUnregister(0x" + Long.toHexString(host.address()) + ")");
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemHostUnregister", t);
+        }
+    }
+
+    @Override
     public DmaBufExport exportDmaBuf(final DeviceBuffer buffer) {
         final CudaBuffer b = own(buffer);
         final String attr = "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (124) = " + attributes.dmaBufSupported();

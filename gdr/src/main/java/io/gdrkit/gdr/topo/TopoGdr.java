@@ -1,0 +1,247 @@
+package io.gdrkit.gdr.topo;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * NCCL's ncclTopoCheckGdr (graph/paths.cc) for a GPU and a NIC of a topology description, in NCCL's order: NIC
+ * support, GPU support, the read policy (for sends), then the distance. A description may not say whether a device
+ * supports GDR, so each gate answers yes, no or unknown, and the decision is no when any gate is certainly closed,
+ * unknown when none is closed but one is unknown, and yes only when every gate is open. How GPU memory would be
+ * registered (DMA-BUF or peermem) is not in any topology source, so the mechanism is always {@code unknown} here;
+ * {@code gdrkit doctor} asks the devices.
+ */
+public final class TopoGdr
+{
+    private TopoGdr()
+    {
+    }
+
+    /** A gate's answer. */
+    public enum Tri
+    {
+        /** Open. */
+        YES,
+        /** Closed. */
+        NO,
+        /** The source does not say. */
+        UNKNOWN;
+
+        /**
+         * @return true, false or the string "unknown", for JSON.
+         */
+        public Object json()
+        {
+            return this == UNKNOWN ? "unknown" : this == YES;
+        }
+    }
+
+    /**
+     * A device's GDR support as the source gives it.
+     *
+     * @param value    yes, no or unknown.
+     * @param evidence where the answer comes from.
+     */
+    public record Support(Tri value, String evidence)
+    {
+    }
+
+    /**
+     * One decision.
+     *
+     * @param gpu       the GPU.
+     * @param nic       the NIC.
+     * @param read      true for sends (the NIC reads GPU memory), false for receives.
+     * @param enabled   yes, no or unknown.
+     * @param gate      the first closed gate ("NIC", "GPU", "read policy", "distance"), or "" when none is.
+     * @param distance  the distance compared with the level (the relay GPU's for PXN).
+     * @param level     the GDR level used.
+     * @param relay     the PXN relay GPU, or null.
+     * @param mechanism how GPU memory would be registered: always "unknown" from a topology description.
+     * @param reason    an NCCL-style log line with the reason.
+     * @param evidence  every gate's answer with its source.
+     */
+    public record Decision(
+        TopoNode gpu, TopoNode nic, boolean read, Tri enabled, String gate, PathType distance, PathType level,
+        TopoNode relay, String mechanism, String reason, List<String> evidence)
+    {
+    }
+
+    /**
+     * @param nic a NIC.
+     * @return its GDR support: the {@code gdr} attribute of its {@code <net>}, NCCL's XML default 0 when a
+     *     {@code <net>} has none, unknown for a bare PCI NIC or a source without the attribute.
+     */
+    public static Support nicSupport(final TopoNode nic)
+    {
+        final String gdr = nic.attributes().get("gdr");
+        if (gdr != null)
+        {
+            final Tri v = nic.intAttribute("gdr", 0) != 0 ? Tri.YES : Tri.NO;
+            return new Support(v, "NIC gdr=\"" + gdr.trim() + "\" in " + sourceOf(nic));
+        }
+        if (nic.attributes().containsKey("#net"))
+        {
+            return new Support(Tri.NO, "<net> has no gdr attribute: NCCL's XML default is 0 (topo.cc), and NCCL " +
+                "sets it from its network plugin only for NICs it detects itself");
+        }
+        if (nic.attributes().containsKey("#bare"))
+        {
+            return new Support(Tri.UNKNOWN, "bare <pci> NIC: NCCL takes gdr from its network plugin at run time");
+        }
+        return new Support(Tri.UNKNOWN, "the source carries no NIC GDR support");
+    }
+
+    /**
+     * @param gpu a GPU.
+     * @return its GDR support: the {@code gdr} attribute of its {@code <gpu>}, unknown when the source has none
+     *     (NCCL requires it and fills it from the CUDA driver at run time).
+     */
+    public static Support gpuSupport(final TopoNode gpu)
+    {
+        final String gdr = gpu.attributes().get("gdr");
+        if (gdr != null)
+        {
+            return new Support(gpu.intAttribute("gdr", 0) != 0 ? Tri.YES : Tri.NO,
+                "GPU gdr=\"" + gdr.trim() + "\" in " + sourceOf(gpu));
+        }
+        if (gpu.attributes().containsKey("#bare"))
+        {
+            return new Support(Tri.UNKNOWN, "bare <pci> GPU: NCCL fills <gpu gdr> from the CUDA driver at run time");
+        }
+        if (gpu.attributes().containsKey("#gpu"))
+        {
+            return new Support(Tri.UNKNOWN, "<gpu> has no gdr attribute: NCCL fills it from the CUDA driver at " +
+                "run time");
+        }
+        return new Support(Tri.UNKNOWN, "the source carries no GPU GDR support");
+    }
+
+    private static String sourceOf(final TopoNode node)
+    {
+        return node.attributes().containsKey("#net") ? "<net>" : node.attributes().containsKey("#gpu") ? "<gpu>" :
+            "the source";
+    }
+
+    /**
+     * @param paths   the paths.
+     * @param gpu     a GPU.
+     * @param nic     a NIC.
+     * @param read    true for sends (NIC reads GPU memory).
+     * @param level   NCCL_NET_GDR_LEVEL, or {@link GdrLevel#DEFAULT}.
+     * @param gdrRead NCCL_NET_GDR_READ: 1, 0, or negative for NCCL's default rule.
+     * @return the decision with its evidence.
+     */
+    public static Decision decide(
+        final TopoPaths paths, final TopoNode gpu, final TopoNode nic, final boolean read, final GdrLevel level,
+        final int gdrRead)
+    {
+        final List<String> evidence = new ArrayList<>();
+        final List<String> unknown = new ArrayList<>();
+        final GdrDistanceCheck dist = paths.gdrDistance(gpu, nic, level);
+        final String who = "GPU " + gpu.dev() + " (" + gpu.busId() + ") / HCA " + nic.dev() + " '" + nic.id() + "'";
+        final String name = who + ", distance " + dist.distance() +
+            (dist.path().intermediate() != null ? " via GPU " + dist.path().intermediate().dev() + " (PXN)" : "");
+
+        final Support nicSup = nicSupport(nic);
+        evidence.add("NIC: " + nicSup.value() + " [" + nicSup.evidence() + "]");
+        if (nicSup.value() == Tri.NO)
+        {
+            return off(gpu, nic, read, "NIC", dist, evidence, who + " (NIC: " + nicSup.evidence() + ")");
+        }
+        if (nicSup.value() == Tri.UNKNOWN)
+        {
+            unknown.add("NIC support unknown (" + nicSup.evidence() + ")");
+        }
+        final Support gpuSup = gpuSupport(gpu);
+        evidence.add("GPU: " + gpuSup.value() + " [" + gpuSup.evidence() + "]");
+        if (gpuSup.value() == Tri.NO)
+        {
+            return off(gpu, nic, read, "GPU", dist, evidence, who + " (GPU: " + gpuSup.evidence() + ")");
+        }
+        if (gpuSup.value() == Tri.UNKNOWN)
+        {
+            unknown.add("GPU support unknown (" + gpuSup.evidence() + ")");
+        }
+        if (read)
+        {
+            final Tri policy = readPolicy(paths, gpu, gdrRead, evidence);
+            if (policy == Tri.NO)
+            {
+                return off(gpu, nic, true, "read policy", dist, evidence, who + " (" + evidence.getLast() + ")");
+            }
+            if (policy == Tri.UNKNOWN)
+            {
+                unknown.add(evidence.getLast());
+            }
+        }
+        evidence.add("distance " + dist.distance() + (dist.path().intermediate() != null ?
+            " (PXN: the relay GPU " + dist.path().intermediate().dev() + "'s distance)" : "") + ", level " +
+            dist.level());
+        if (!dist.allowed())
+        {
+            return off(gpu, nic, read, "distance", dist, evidence,
+                who + " (distance " + dist.distance() + " > " + dist.level().path() + ")");
+        }
+        final String mechanism = "unknown";
+        if (!unknown.isEmpty())
+        {
+            return new Decision(gpu, nic, read, Tri.UNKNOWN, "", dist.distance(), dist.level().path(),
+                dist.path().intermediate(), mechanism, "GPU Direct RDMA unknown for " + name + " <= " +
+                dist.level().path() + ": " + String.join("; ", unknown), List.copyOf(evidence));
+        }
+        return new Decision(gpu, nic, read, Tri.YES, "", dist.distance(), dist.level().path(),
+            dist.path().intermediate(), mechanism, "GPU Direct RDMA Enabled for " + name + " <= " +
+            dist.level().path() + ", read " + (read ? 1 : 0) + "; mechanism unknown: no topology source says " +
+            "DMA-BUF or peermem", List.copyOf(evidence));
+    }
+
+    private static Tri readPolicy(
+        final TopoPaths paths, final TopoNode gpu, final int gdrRead, final List<String> evidence)
+    {
+        if (gdrRead == 0)
+        {
+            evidence.add("read policy: NCCL_NET_GDR_READ=0: sends do not read GPU memory");
+            return Tri.NO;
+        }
+        if (gdrRead > 0)
+        {
+            evidence.add("read policy: NCCL_NET_GDR_READ=" + gdrRead);
+            return Tri.YES;
+        }
+        final List<TopoNode> gpus = paths.system().gpus();
+        boolean nvlink = gpus.size() == 1;
+        for (final TopoNode other : gpus)
+        {
+            nvlink |= other != gpu && paths.type(gpu, other) == PathType.NVL;
+        }
+        final String sm = gpu.attributes().get("sm");
+        if (sm != null && gpu.intAttribute("sm", 0) >= 80)
+        {
+            evidence.add("read policy: default, compute capability sm=" + sm + " >= 80");
+            return Tri.YES;
+        }
+        if (nvlink)
+        {
+            evidence.add("read policy: default, " + (gpus.size() == 1 ? "single GPU" : "NVLink peer") +
+                (sm == null ? " (compute capability unknown, not needed)" : ", sm=" + sm));
+            return Tri.YES;
+        }
+        if (sm == null)
+        {
+            evidence.add("read policy: compute capability unknown (the source gives no sm) and no NVLink peer: " +
+                "NCCL's default rule needs sm >= 80 here");
+            return Tri.UNKNOWN;
+        }
+        evidence.add("read policy: default, sm=" + sm + " < 80 without an NVLink peer");
+        return Tri.NO;
+    }
+
+    private static Decision off(
+        final TopoNode gpu, final TopoNode nic, final boolean read, final String gate, final GdrDistanceCheck dist,
+        final List<String> evidence, final String detail)
+    {
+        return new Decision(gpu, nic, read, Tri.NO, gate, dist.distance(), dist.level().path(),
+            dist.path().intermediate(), "none", "GPU Direct RDMA Disabled for " + detail, List.copyOf(evidence));
+    }
+}

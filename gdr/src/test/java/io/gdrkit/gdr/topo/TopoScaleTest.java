@@ -1,0 +1,86 @@
+package io.gdrkit.gdr.topo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Large inputs: node lookup is by map and paths are kept sparsely, so 10,000 NICs read and compute (the time is
+ * measured in docs/TOPOLOGY.md, never asserted here); past the cap the reader names the cap.
+ */
+class TopoScaleTest
+{
+    /**
+     * @param nics NICs in all.
+     * @return an NCCL topology with 2 CPUs, 8 switches each holding one GPU (sm 90, gdr 1) and nics/8 NICs.
+     */
+    static String manyNics(final int nics)
+    {
+        final StringBuilder sb = new StringBuilder("<system version=\"1\">\n");
+        int dev = 0;
+        for (int cpu = 0; cpu < 2; cpu++)
+        {
+            sb.append("<cpu numaid=\"").append(cpu).append("\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n");
+            for (int s = 0; s < 4; s++)
+            {
+                final int sw = cpu * 4 + s;
+                sb.append(String.format("<pci busid=\"%04x:00:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\"" +
+                    " link_width=\"16\">%n", sw + 1));
+                sb.append(String.format("<pci busid=\"%04x:01:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\"" +
+                    " link_width=\"16\"><gpu dev=\"%d\" sm=\"90\" rank=\"%d\" gdr=\"1\"/></pci>%n", sw + 1, sw, sw));
+                for (int k = 0; k < nics / 8; k++)
+                {
+                    sb.append(String.format("<pci busid=\"%04x:%02x:%02x.%x\" class=\"0x020700\" " +
+                        "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"><nic><net name=\"mlx5_%d\" dev=\"%d\" " +
+                        "speed=\"400000\" gdr=\"1\"/></nic></pci>%n", sw + 1, 2 + k / 256, (k / 8) % 32, k % 8, dev,
+                        dev));
+                    dev++;
+                }
+                sb.append("</pci>\n");
+            }
+            sb.append("</cpu>\n");
+        }
+        return sb.append("</system>\n").toString();
+    }
+
+    @Test
+    void tenThousandNics()
+    {
+        final String xml = manyNics(10_000);
+        final long t0 = System.nanoTime();
+        final TopoSystem system = NcclTopoXmlReader.parse(xml, "10k.xml");
+        final long t1 = System.nanoTime();
+        final TopoPaths paths = PathComputer.compute(system);
+        final long t2 = System.nanoTime();
+        System.out.printf("10,000 NICs (%d KiB of XML): read %.0f ms, paths %.0f ms%n", xml.length() / 1024,
+            (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+        assertEquals(10_000, system.nics().size());
+        assertEquals(8, system.gpus().size());
+        // NIC 1250*s + k sits under switch s with GPU s: PIX there; no NVLink in this file, so no PXN: PHB from the
+        // GPUs of the same CPU and SYS across.
+        final TopoNode nic = system.nics().get(1250 * 5 + 17);
+        for (final TopoNode gpu : system.gpus())
+        {
+            final PathType want = gpu.dev() == 5 ? PathType.PIX : gpu.dev() / 4 == 1 ? PathType.PHB : PathType.SYS;
+            assertEquals(want, paths.type(gpu, nic), gpu.toString());
+        }
+        // GPU 5 has 1,250 equally close NICs and is the only GPU near them; ncclTopoGetLocalGpu tries 64 channels
+        // (MAXCHANNELS) and GPU 5 uses NIC c on channel c, so its first 64 NICs have it as local GPU, the rest none.
+        assertSame(system.gpus().get(5), paths.localGpu(system.nics().get(1250 * 5 + 63)));
+        assertNull(paths.localGpu(system.nics().get(1250 * 5 + 64)));
+    }
+
+    @Test
+    void pastTheCapIsANamedError()
+    {
+        final TopologyParseException ex = assertThrows(TopologyParseException.class,
+            () -> NcclTopoXmlReader.parse(manyNics(800), "big.xml", 500));
+        assertTrue(ex.getMessage().contains("more than 500 topology nodes: past the input cap (docs/TOPOLOGY.md)"),
+            ex.getMessage());
+        assertTrue(ex.line() > 0, ex.getMessage());
+    }
+}
