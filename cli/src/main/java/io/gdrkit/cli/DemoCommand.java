@@ -111,11 +111,10 @@ final class DemoCommand implements Callable<Integer> {
     /** Section 1: every RC opcode and flag on two software NICs in this JVM. */
     private int verbsTour(final Report report) {
         out.println("== 1. verbs: every opcode and flag, byte-checked ==");
-        final VerbsTour.Result r = VerbsTour.run(step -> {
+        final VerbsTour.Result r = VerbsTour.run(setup -> out.println("setup: " + setup), step -> {
             out.println((step.ok() ? "[ok]   " : "[FAIL] ") + step.name() + ": " + step.detail());
             out.flush();
         });
-        out.println("setup: " + r.setup());
         out.println("verbs: " + r.passed() + "/" + r.steps().size() + " steps passed");
         final Section s = report.section("1. Verbs: every opcode and flag").text("Two software NICs in this JVM, "
             + "every RC opcode and send flag once, each result checked byte for byte. Setup: " + r.setup() + ".")

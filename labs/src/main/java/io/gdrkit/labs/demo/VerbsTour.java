@@ -77,16 +77,24 @@ public final class VerbsTour {
 
     /** Runs the tour; {@code each} (may be null) hears of every step as it finishes, for progress. */
     public static Result run(final Consumer<Step> each) {
-        return new VerbsTour().tour(each);
+        return run(null, each);
     }
 
-    private Result tour(final Consumer<Step> each) {
+    /** Also tells {@code setupDone} (may be null) the setup line once both QPs are in RTS, before the first step. */
+    public static Result run(final Consumer<String> setupDone, final Consumer<Step> each) {
+        return new VerbsTour().tour(setupDone, each);
+    }
+
+    private Result tour(final Consumer<String> setupDone, final Consumer<Step> each) {
         final List<Step> steps = new ArrayList<>();
         try (Loopback l = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, BUF, 128, 128, 256, 4096)) {
             lb = l;
             final String setup = l.a.dev.name() + " (lid " + l.a.dev.lid() + ") <-> " + l.b.dev.name() + " (lid "
                 + l.b.dev.lid() + "), RC QP " + l.a.qps[0].qpNum() + " <-> " + l.b.qps[0].qpNum()
                 + " in RTS, MTU 4096, 1 MiB MR per side";
+            if (setupDone != null) {
+                setupDone.accept(setup);
+            }
             final Object[][] bodies = {
                 {"RDMA_WRITE 65536 B, SIGNALED", (Body) this::write},
                 {"RDMA_WRITE 48 B, INLINE|SIGNALED", (Body) this::writeInline},

@@ -14,8 +14,13 @@ class VerbsTourTest {
     @Test
     void everyOpcodeAndFlagPassesAndEachStepIsReportedAsItFinishes() {
         final List<VerbsTour.Step> heard = new ArrayList<>();
-        final VerbsTour.Result r = VerbsTour.run(heard::add);
+        final List<String> setup = new ArrayList<>();
+        final VerbsTour.Result r = VerbsTour.run(s -> {
+            assertTrue(heard.isEmpty(), "the setup comes before the first step");
+            setup.add(s);
+        }, heard::add);
         assertEquals(r.steps(), heard);
+        assertEquals(List.of(r.setup()), setup);
         assertEquals(10, r.steps().size());
         assertTrue(r.allPassed(), r::toString);
         assertEquals(10, r.passed());
