@@ -40,6 +40,10 @@ public final class HostDoctor {
             checks.add(new Check("GPU", "CUDA driver", Status.PASS, probe.toString()));
             try (CudaGpu g = CudaGpu.open(0)) {
                 attrs = g.attributes();
+                final int driver = g.driverVersion();
+                checks.add(new Check("GPU", "driver version", driver >= GdrGate.DMABUF_MIN_DRIVER ? Status.PASS
+                    : Status.FAIL, "cuDriverGetVersion = " + driver + " (" + driver / 1000 + "." + driver % 1000 / 10
+                    + (driver >= GdrGate.DMABUF_MIN_DRIVER ? ", >= 11.7: DMA-BUF possible)" : ", < 11.7: no DMA-BUF)")));
                 checks.add(new Check("GPU", "GPUDirect RDMA (116)", attrs.gpuDirectRdmaSupported() != 0 ? Status.PASS
                     : Status.FAIL, "GPU 0 " + attrs.name() + ": attribute 116 = " + attrs.gpuDirectRdmaSupported()));
                 checks.add(new Check("GPU", "flush options (117)", Status.PASS, "attribute 117 = "
