@@ -3,7 +3,6 @@
  */
 package io.gdrkit.cli;
 
-import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.doctor.Check;
 import io.gdrkit.gdr.doctor.DoctorReport;
 import io.gdrkit.gdr.doctor.SettingRow;
@@ -39,7 +38,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -129,7 +127,7 @@ final class DemoCommand implements Callable<Integer> {
     private int doctor(final Report report) {
         out.println("== 2. doctor: the simulated host (--provider soft --gpu sim:h200) ==");
         // NCCL's defaults, whatever this shell sets: the demo shows the embedded default
-        final NcclSettings defaults = new NcclSettings.Context().reader(SettingsReader.ofEnv(Map.of())).conclude();
+        final NcclSettings defaults = NcclSettings.DEFAULTS;
         final DoctorReport d;
         try {
             d = DoctorLab.simulated("sim:h200", null, null, defaults);

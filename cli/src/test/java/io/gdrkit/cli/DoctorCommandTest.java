@@ -77,17 +77,25 @@ class DoctorCommandTest {
             check(noPeermem, "mechanism").get("evidence").asText());
         assertTrue(check(noPeermem, "send").get("evidence").asText().endsWith("/GDRDMA (DMA-BUF)"));
         // both off: DEGRADED naming the NET gate, data still exact through the host bounce
-        final Cli both = Cli.run("doctor", "--provider", "soft", "--gpu", "sim:h200", "--soft-dmabuf", "off",
-            "--soft-peermem", "off", "--strict");
-        assertEquals(1, both.exitCode(), both::toString);
-        assertTrue(both.out().contains("verdict: DEGRADED (receive, NET gate: GPU Direct RDMA Disabled for HCA 1 "
-            + "'soft1' (no nv_peer_mem/nvidia_peermem and no usable DMA-BUF)) (simulated)"), both::toString);
-        assertTrue(both.out().contains("[receive] via NET/IB/1; host bounce: the NET gate failed"), both::toString);
-        assertTrue(both.out().contains("host bounce), byte-exact (simulated)"), both::toString);
+        assertEquals(1, Cli.run("doctor", "--provider", "soft", "--gpu", "sim:h200", "--soft-dmabuf", "off",
+            "--soft-peermem", "off", "--strict").exitCode());
+        final JsonNode both = json.readTree(Cli.run("doctor", "--provider", "soft", "--gpu", "sim:h200",
+            "--soft-dmabuf", "off", "--soft-peermem", "off", "--json").out());
+        assertEquals("DEGRADED (receive, NET gate: GPU Direct RDMA Disabled for HCA 1 'soft1' (no "
+            + "nv_peer_mem/nvidia_peermem and no usable DMA-BUF))", both.get("verdict").asText());
+        assertTrue(check(both, "receive").get("evidence").asText().startsWith("Channel 00/0 : 0[0] -> 1[0] [receive] "
+            + "via NET/IB/1; host bounce: the NET gate failed"), both::toString);
+        assertEquals("PASS", check(both, "data over the connection").get("status").asText());
+        assertTrue(check(both, "data over the connection").get("evidence").asText()
+            .endsWith("host bounce), byte-exact (simulated)"), both::toString);
         // a V100 has no DMA-BUF (attribute 124 = 0): without peermem nothing is left
-        final Cli v100 = Cli.run("doctor", "--provider", "soft", "--gpu", "sim:v100", "--soft-peermem", "off");
-        assertTrue(v100.out().contains("GPU attribute 124 = 0") && v100.out().contains("DEGRADED (receive, NET gate"),
-            v100::toString);
+        final JsonNode v100 = json.readTree(Cli.run("doctor", "--provider", "soft", "--gpu", "sim:v100",
+            "--soft-peermem", "off", "--json").out());
+        assertTrue(check(v100, "DMA-BUF").get("evidence").asText().contains("GPU attribute 124 = 0"), v100::toString);
+        assertTrue(v100.get("verdict").asText().startsWith("DEGRADED (receive, NET gate"), v100::toString);
+        // the text form prints the same records: one line per check, the settings, the verdict
+        final Cli text = Cli.run("doctor", "--provider", "soft", "--gpu", "sim:v100", "--soft-peermem", "off");
+        assertTrue(text.out().contains("verdict: " + v100.get("verdict").asText() + " (simulated)"), text::toString);
     }
 
     @Test
