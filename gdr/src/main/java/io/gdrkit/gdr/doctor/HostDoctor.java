@@ -16,8 +16,8 @@ import java.util.List;
 
 /**
  * The doctor on this machine: the CUDA driver and GPU attributes through FFM, libibverbs' device list (given by the
- * caller), the host's files through {@link HostProbes}, and the NCCL settings. Without a native verbs provider it can
- * not prove GDR end to end, and says so; without a GPU or a verbs device it ends HARDWARE_BLOCKED whatever the
+ * caller), the host's files through {@link HostProbes}, and the NCCL settings. It does not yet run the end-to-end
+ * check ({@link ProviderDoctor}) over the native provider's devices, so it cannot prove GDR end to end, and says so; without a GPU or a verbs device it ends HARDWARE_BLOCKED whatever the
  * settings say.
  */
 public final class HostDoctor {
@@ -105,9 +105,11 @@ public final class HostDoctor {
             verdict = Verdict.degraded("NET gate: no peermem and no usable DMA-BUF", dmabufHw
                 ? NcclSettings.describe(s.dmabufEnable()) : "");
         } else {
-            checks.add(new Check("end to end", "GDR", Status.UNKNOWN, "a native verbs provider (A9) is needed to "
-                + "prove it on hardware"));
-            verdict = Verdict.degraded("end to end not proven: no native verbs provider yet", "");
+            checks.add(new Check("end to end", "GDR", Status.UNKNOWN, "not run: the host doctor does not yet "
+                + "connect and move GPU memory through the native verbs provider (ProviderDoctor does, given two "
+                + "contexts)"));
+            verdict = Verdict.degraded("end to end not proven: the host doctor does not yet run the transfer over "
+                + "the native provider", "");
         }
         final boolean gdrcopy = gdrdrv.status() == Status.PASS && gdrapi.status() == Status.PASS;
         final Facts f = new Facts(gpus, null, attrs == null ? null : attrs.gpuDirectRdmaSupported() != 0,
