@@ -3,19 +3,26 @@
  */
 package io.gdrkit.cli;
 
+import io.gdrkit.gdr.doctor.Check;
+import io.gdrkit.gdr.doctor.DoctorReport;
+import io.gdrkit.gdr.doctor.SettingRow;
+import io.gdrkit.gdr.doctor.Status;
+import io.gdrkit.gdr.gate.NcclSettings;
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.devices.GpuDevices;
+import io.gdrkit.labs.demo.VerbsTour;
+import io.gdrkit.labs.doctor.DoctorLab;
+import io.gdrkit.labs.gpupath.GpuPathLab;
 import io.gdrkit.labs.ordering.OrderingExperiment;
-import io.gdrkit.labs.perf.Deadline;
+import io.gdrkit.labs.perf.BwResult;
+import io.gdrkit.labs.perf.LatResult;
 import io.gdrkit.labs.perf.Loopback;
+import io.gdrkit.labs.perf.PerfConfig;
+import io.gdrkit.labs.perf.PerfKind;
+import io.gdrkit.labs.perf.ShmLoopbackPerf;
 import io.gdrkit.labs.report.ExperimentReports;
-
-import io.gdrkit.softnic.SoftNicContext;
-import io.gdrkit.verbs.RecvWorkRequest;
-import io.gdrkit.verbs.SendFlags;
-import io.gdrkit.verbs.SendWorkRequest;
-import io.gdrkit.verbs.WcOpcode;
-import io.gdrkit.verbs.WcStatus;
-import io.gdrkit.verbs.WorkCompletion;
-import io.gdrkit.verbs.WrOpcode;
+import io.gdrkit.labs.report.Report;
+import io.gdrkit.labs.report.Section;
 import io.gdrkit.labs.visibility.VisConfig;
 import io.gdrkit.labs.visibility.VisConfig.Consumer;
 import io.gdrkit.labs.visibility.VisConfig.Flag;
@@ -25,61 +32,35 @@ import io.gdrkit.labs.visibility.VisConfig.Readback;
 import io.gdrkit.labs.visibility.VisConfig.Source;
 import io.gdrkit.labs.visibility.VisResult;
 import io.gdrkit.labs.visibility.VisibilityLab;
-import io.gdrkit.labs.report.Report;
-import io.gdrkit.labs.report.Section;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code demo}: the main job on the embedded default, in sections, each checked: every RC opcode and send flag once
- * (byte-checked), the doctor's verdict for the simulated host and the GDR decision per direction, a GDR transfer and
- * its host-bounce twin, the failable visibility baseline with the sender in another process (OFF fails, ON passes),
- * the ordering lab and a short perf table. Writes a report folder and prints the path of its HTML page. Exits 1 if
- * any check is not as expected.
+ * {@code demo}: the main job on the embedded default, in sections, each checked from the labs' result records (never
+ * from printed text): every RC opcode and send flag once ({@link VerbsTour}), the doctor's report for the simulated
+ * host and the GDR decision per direction ({@link DoctorLab}), a GDR transfer and its host-bounce twin
+ * ({@link GpuPathLab}), the failable visibility baseline with the sender in another process (OFF fails, ON passes),
+ * the ordering lab and a short perf table ({@link ShmLoopbackPerf}). Writes a report folder whose HTML page shows the
+ * records as tables and charts, and prints its path. Exits 1 if any check is not as expected.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = {"The main job on the embedded default (software NICs over shared memory, simulated GPUs): verbs "
         + "tour, doctor verdict, GDR decision per direction, GDR transfer and its host-bounce twin, the failable "
         + "visibility baseline, the ordering lab and a short perf table; writes an HTML report."})
 final class DemoCommand implements Callable<Integer> {
-    private static final long TIMEOUT_NS = 10_000_000_000L;
-    private static final long BUF = 1 << 20;
-
     @Spec
     CommandSpec spec;
 
-    private Loopback lb;
     private PrintWriter out;
-    private final WorkCompletion[] wcs = {new WorkCompletion()};
-    private long nextWrId = 1;
-
-    /** A failed check: reported on the step's line. */
-    static final class CheckFailed extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        CheckFailed(final String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    /** One step: does its work and returns what it verified. */
-    @FunctionalInterface
-    interface Step {
-        String run();
-    }
 
     @Option(names = "--report", paramLabel = "DIR", defaultValue = "gdrkit-reports/demo",
         description = "Where the demo writes its report folder (default ${DEFAULT-VALUE}).")
@@ -88,8 +69,6 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--skip-processes", description = "Run the visibility senders as threads of this JVM instead of "
         + "separate processes (for machines that cannot start processes).")
     boolean skipProcesses;
-
-    private final List<String[]> verbsRows = new ArrayList<>();
 
     @Override
     public Integer call() {
@@ -101,10 +80,7 @@ final class DemoCommand implements Callable<Integer> {
         final Report report = new Report("gdrkit demo");
         report.command("gdrkit", "demo").simulated(true, "software NICs (simulated) on the in-JVM and shared-memory "
             + "fabrics; simulated GPUs (V100/H200 models)");
-        int failed = verbsTour();
-        final Section verbs = report.section("1. Verbs: every opcode and flag").text("Two software NICs in this JVM,"
-            + " every RC opcode and send flag once, each result checked byte for byte.").table("step", "result");
-        verbsRows.forEach(r -> verbs.row(r[0], r[1]));
+        int failed = verbsTour(report);
         failed += doctor(report);
         failed += gdrTransfer(report);
         failed += visibility(report);
@@ -124,97 +100,89 @@ final class DemoCommand implements Callable<Integer> {
         return failed == 0 ? 0 : Main.EXIT_FAILURE;
     }
 
-    /** Section 1: every RC opcode and flag on two software NICs in this JVM. */
-    private int verbsTour() {
-        out.println("== 1. verbs: every opcode and flag, byte-checked ==");
-        int passed = 0;
-        int failed = 0;
-        try (Loopback l = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, BUF, 128, 128, 256, 4096)) {
-            lb = l;
-            out.println("setup: " + l.a.dev.name() + " (lid " + l.a.dev.lid() + ") <-> " + l.b.dev.name() + " (lid "
-                + l.b.dev.lid() + "), RC QP " + l.a.qps[0].qpNum() + " <-> " + l.b.qps[0].qpNum()
-                + " in RTS, MTU 4096, 1 MiB MR per side");
-            final Object[][] steps = {
-                {"RDMA_WRITE 65536 B, SIGNALED", (Step) this::write},
-                {"RDMA_WRITE 48 B, INLINE|SIGNALED", (Step) this::writeInline},
-                {"RDMA_WRITE unsignaled + RDMA_WRITE SIGNALED", (Step) this::unsignaled},
-                {"RDMA_WRITE_WITH_IMM 5000 B", (Step) this::writeWithImm},
-                {"SEND 5000 B", (Step) this::send},
-                {"SEND_WITH_IMM 100 B, SOLICITED", (Step) this::sendImmSolicited},
-                {"RDMA_READ 300000 B", (Step) this::read},
-                {"RDMA_READ then RDMA_WRITE|FENCE on the same bytes", (Step) this::fence},
-                {"ATOMIC_FETCH_AND_ADD", (Step) this::fetchAdd},
-                {"ATOMIC_CMP_AND_SWP (match, then mismatch)", (Step) this::cmpSwap},
-            };
-            for (final Object[] s : steps) {
-                final String name = (String) s[0];
-                try {
-                    final String result = ((Step) s[1]).run();
-                    out.println("[ok]   " + name + ": " + result);
-                    verbsRows.add(new String[] {name, "ok: " + result});
-                    passed++;
-                } catch (final CheckFailed | IllegalStateException | Deadline.TimeoutError e) {
-                    out.println("[FAIL] " + name + ": " + e.getMessage());
-                    verbsRows.add(new String[] {name, "FAIL: " + e.getMessage()});
-                    failed++;
-                }
-                out.flush();
-            }
-        }
-        out.println("verbs: " + passed + "/" + (passed + failed) + " steps passed");
-        return failed;
-    }
-
-    /** Runs a gdrkit subcommand in this JVM and returns its exit code and standard output lines. */
-    private static Map.Entry<Integer, List<String>> sub(final String... args) {
-        final StringWriter w = new StringWriter();
-        final CommandLine cl = new CommandLine(new Main());
-        cl.setOut(new PrintWriter(w, true));
-        cl.setErr(new PrintWriter(new StringWriter(), true));
-        final int rc = cl.execute(args);
-        return Map.entry(rc, w.toString().lines().toList());
-    }
-
     private int expect(final String what, final boolean ok, final String detail) {
         out.println((ok ? "  PASS   " : "  FAIL   ") + what + (detail.isEmpty() ? "" : ": " + detail));
         out.flush();
         return ok ? 0 : 1;
     }
 
-    /** Sections 2 and 3: the doctor's verdict for the simulated host and the GDR decision per direction. */
+    /** Section 1: every RC opcode and flag on two software NICs in this JVM. */
+    private int verbsTour(final Report report) {
+        out.println("== 1. verbs: every opcode and flag, byte-checked ==");
+        final VerbsTour.Result r = VerbsTour.run(setup -> out.println("setup: " + setup), step -> {
+            out.println((step.ok() ? "[ok]   " : "[FAIL] ") + step.name() + ": " + step.detail());
+            out.flush();
+        });
+        out.println("verbs: " + r.passed() + "/" + r.steps().size() + " steps passed");
+        final Section s = report.section("1. Verbs: every opcode and flag").text("Two software NICs in this JVM, "
+            + "every RC opcode and send flag once, each result checked byte for byte. Setup: " + r.setup() + ".")
+            .table("step", "result", "verified").statusColumn("result");
+        for (final VerbsTour.Step step : r.steps()) {
+            s.row(step.name(), step.ok() ? "ok" : "FAIL", step.detail());
+        }
+        return (int) (r.steps().size() - r.passed());
+    }
+
+    /** Sections 2 and 3: the doctor's report for the simulated host and the GDR decision per direction. */
     private int doctor(final Report report) {
         out.println("== 2. doctor: the simulated host (--provider soft --gpu sim:h200) ==");
-        final var r = sub("doctor", "--provider", "soft", "--gpu", "sim:h200");
-        final String verdict = r.getValue().stream().filter(l -> l.startsWith("verdict:")).findFirst()
-            .orElse("verdict: (none printed)");
-        int failed = expect("doctor verdict", r.getKey() == 0 && verdict.contains("GDR_READY"), verdict);
+        // NCCL's defaults, whatever this shell sets: the demo shows the embedded default
+        final NcclSettings defaults = NcclSettings.DEFAULTS;
+        final DoctorReport d;
+        try {
+            d = DoctorLab.simulated("sim:h200", null, null, defaults);
+        } catch (final RuntimeException e) {
+            return expect("doctor ran", false, e.getMessage());
+        }
+        int failed = expect("doctor verdict", d.verdict().isReady(), "verdict: " + d.verdict().text()
+            + (d.simulated() ? " (simulated)" : ""));
         out.println("== 3. GDR decision per direction ==");
-        final List<String> gates = r.getValue().stream().map(String::strip)
-            .filter(l -> l.matches("^(PASS|FAIL|BLOCKED|UNKNOWN)\\s+(receive|send|flush)\\b.*")).toList();
-        gates.forEach(g -> out.println("  " + g));
-        failed += expect("both directions decided with evidence", gates.stream().anyMatch(g -> g.startsWith("PASS")
-            && g.contains("receive")) && gates.stream().anyMatch(g -> g.startsWith("PASS") && g.contains("send")),
-            "");
+        final List<Check> gates = d.checks().stream().filter(c -> c.layer().equals("gates")).toList();
+        gates.forEach(g -> out.println(String.format("  %-8s %-28s %s", g.status(), g.name(), g.evidence())));
+        failed += expect("both directions decided with evidence", pass(d, "receive (NIC writes GPU)")
+            && pass(d, "send (NIC reads GPU)"), "");
         final Section s = report.section("2-3. Doctor and the GDR decision").text("gdrkit doctor --provider soft "
-            + "--gpu sim:h200: the layered checklist against the software provider and a simulated H200.")
-            .table("line");
-        r.getValue().forEach(l -> s.row(l));
+            + "--gpu sim:h200: the layered checklist against the software provider and a simulated H200, every line "
+            + "from a call (port query, simulated driver, path engine, gates, connector, transfer, flush). Verdict: "
+            + d.verdict().text() + (d.simulated() ? " (simulated)." : "."))
+            .table("layer", "check", "status", "evidence").statusColumn("status");
+        for (final Check c : d.checks()) {
+            s.row(c.layer(), c.name(), c.status().name(), c.evidence());
+        }
+        final Section st = report.section("2b. NCCL settings the doctor honoured").text("Each NCCL variable with its "
+            + "effective value, where the value came from and what it did on the simulated host (the demo runs with "
+            + "NCCL's defaults).").table("setting", "value", "source", "effect");
+        for (final SettingRow r : d.settings()) {
+            st.row(r.name(), r.value(), r.source(), r.effect());
+        }
         return failed;
+    }
+
+    private static boolean pass(final DoctorReport d, final String check) {
+        final Check c = d.check(check);
+        return c != null && c.status() == Status.PASS;
     }
 
     /** Section 4: a byte-checked GDR transfer and its host-bounce twin. */
     private int gdrTransfer(final Report report) {
         out.println("== 4. a GDR transfer and its host-bounce twin (gpu-path --gpu sim:h200) ==");
-        final var r = sub("gpu-path", "--gpu", "sim:h200", "-s", "1048576", "-n", "50");
-        final List<String> rows = r.getValue().stream().filter(l -> l.startsWith("gdr ") || l.startsWith("bounce "))
-            .toList();
-        rows.forEach(l -> out.println("  " + l));
-        final boolean ok = r.getKey() == 0 && rows.size() >= 2 && rows.stream().allMatch(l -> l.contains("byte-exact"));
+        final GpuPathLab.Result r;
+        try (GpuDevice gpu = GpuDevices.open("sim:h200")) {
+            r = GpuPathLab.run(gpu, null, 1 << 20, 50, true, true);
+        } catch (final RuntimeException e) {
+            return expect("GDR and bounce ran", false, e.getMessage());
+        }
+        r.runs().forEach(run -> out.println("  " + GpuPathCommand.row(run)));
         final Section s = report.section("4. GDR and host bounce").text("RDMA WRITEs into simulated GPU memory through"
-            + " BAR1 (GDR) and through a host buffer plus a copy (bounce), both checked byte for byte.")
-            .table("line");
-        r.getValue().forEach(l -> s.row(l));
-        return expect("GDR and bounce both byte-exact", ok, "");
+            + " BAR1 (GDR) and through a host buffer plus a copy (bounce), both checked byte for byte. GPU: " + r.gpu()
+            + ". Timings are of the simulation, not of hardware.")
+            .table("path", "bytes", "iterations", "MiB/s", "check").statusColumn("check");
+        final var chart = s.barChart("WRITE throughput into GPU memory (simulated)", "MiB/s");
+        for (final GpuPathLab.PathRun run : r.runs()) {
+            s.row(run.path(), run.bytes(), run.iters(), run.mibPerSecond(), GpuPathCommand.check(run));
+            chart.bar(run.path(), run.mibPerSecond());
+        }
+        return expect("GDR and bounce both byte-exact", r.runs().size() == 2 && r.allByteExact(), "");
     }
 
     /** Section 5: the failable visibility baseline (D6), the receiver here and the sender in another process. */
@@ -267,249 +235,58 @@ final class DemoCommand implements Callable<Integer> {
         return failed;
     }
 
-    /** Section 7: a short perf table on the in-JVM fabric. */
+    /** Section 7: a short perf table between two processes over the shared-memory fabric. */
     private int perf(final Report report) {
         out.println("== 7. perf: a short table (write_bw and write_lat; server process over the shm fabric) ==");
-        final Section s = report.section("7. perf").text("perftest-style runs between two software NICs (simulated)"
-            + " in two processes joined by the shared-memory fabric (perf --fabric shm --loopback).")
-            .table("test", "line");
+        final Section bwSection = report.section("7. perf: bandwidth").text("perftest-style write_bw between two "
+            + "software NICs (simulated) in two processes joined by the shared-memory fabric (perf --fabric shm "
+            + "--loopback), perftest's columns.").table("test", "#bytes", "#iterations", "BW peak[MiB/sec]",
+            "BW average[MiB/sec]", "MsgRate[Mpps]");
+        final var bwChart = bwSection.barChart("write_bw average by message size (simulated)", "MiB/s");
+        final Section latSection = report.section("7. perf: latency").text("write_lat, the same two processes; "
+            + "one-way latency as perftest reports it.").table("test", "#bytes", "#iterations", "t_min[usec]",
+            "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]",
+            "99.9% percentile[usec]");
         int failed = 0;
-        for (final String[] args : new String[][] {
-            {"perf", "write_bw", "--fabric", "shm", "--loopback", "-s", "65536", "-n", "2000"},
-            {"perf", "write_bw", "--fabric", "shm", "--loopback", "-s", "1048576", "-n", "500"},
-            {"perf", "write_lat", "--fabric", "shm", "--loopback", "-s", "8", "-n", "5000"}}) {
-            final var r = sub(args);
-            final List<String> rows = r.getValue().stream().filter(l -> l.startsWith("#bytes")
-                || !l.startsWith("#") && !l.isBlank()).toList();
-            for (final String l : rows) {
-                out.println("  " + args[1] + "  " + l.strip());
-                s.row(args[1], l.strip());
+        final Object[][] runs = {{PerfKind.WRITE_BW, 65536, 2000L}, {PerfKind.WRITE_BW, 1048576, 500L},
+            {PerfKind.WRITE_LAT, 8, 5000L}};
+        boolean latHeader = false;
+        boolean bwHeader = false;
+        for (final Object[] k : runs) {
+            final PerfConfig cfg = ShmLoopbackPerf.defaults((PerfKind) k[0], (Integer) k[1], (Long) k[2]);
+            final String id = cfg.test().id();
+            final ShmLoopbackPerf.Run r;
+            try {
+                r = ShmLoopbackPerf.run(cfg);
+            } catch (final RuntimeException e) {
+                failed += expect("perf " + id + " -s " + cfg.size(), false, e.getMessage());
+                continue;
             }
-            failed += r.getKey() == 0 ? 0 : expect("perf " + String.join(" ", args), false, "exit " + r.getKey());
+            final StringWriter w = new StringWriter();
+            final PerfPrinter printer = new PerfPrinter(new PrintWriter(w, true), false, false);
+            if (cfg.test().bandwidth ? !bwHeader : !latHeader) {
+                printer.header(cfg.test());
+                bwHeader |= cfg.test().bandwidth;
+                latHeader |= !cfg.test().bandwidth;
+            }
+            for (final BwResult b : r.bw()) {
+                printer.bw(cfg, b);
+                bwSection.row(id, b.bytes(), b.iterations(), b.bwPeakMibS(), b.bwAvgMibS(), b.msgRateMpps());
+                bwChart.bar(b.bytes() + " B", b.bwAvgMibS());
+            }
+            for (final LatResult l : r.lat()) {
+                printer.lat(cfg, l);
+                latSection.row(id, l.bytes(), l.iterations(), l.tMinUs(), l.tMaxUs(), l.tTypicalUs(), l.tAvgUs(),
+                    l.tStdevUs(), l.p99Us(), l.p999Us());
+            }
+            w.toString().lines().forEach(l -> out.println("  " + id + "  " + l.strip()));
+            final boolean ok = cfg.test().bandwidth ? r.bw().size() == 1 && r.bw().get(0).bytes() == cfg.size()
+                && r.bw().get(0).iterations() == cfg.iters() && r.bw().get(0).bwAvgMibS() > 0
+                : r.lat().size() == 1 && r.lat().get(0).bytes() == cfg.size() && r.lat().get(0).tMinUs() > 0;
+            if (!ok) {
+                failed += expect("perf " + id + " -s " + cfg.size() + " returned its row", false, r.toString());
+            }
         }
         return failed;
-    }
-
-    // ---------------- steps ----------------
-
-    private String write() {
-        final int n = 65536;
-        fill(lb.a.buf.asSlice(0, n), 1);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 0, n).remote(lb.b.mr.address() + 4096, lb.b.mr.rkey()));
-        final String wc = expect(lb.a.scq, id, WcOpcode.RDMA_WRITE, "WRITE completion");
-        same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(4096, n), "B+4096");
-        return wc + "; " + n + " bytes verified at B+4096";
-    }
-
-    private String writeInline() {
-        final int n = 48;
-        fill(lb.a.buf.asSlice(0, n), 2);
-        final MemorySegment expected = copyOf(lb.a.buf.asSlice(0, n));
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE)
-            .flags(SendFlags.SIGNALED | SendFlags.INLINE).sge(lb.a.mr, 0, n)
-            .remote(lb.b.mr.address() + 200_000, lb.b.mr.rkey()));
-        // Inline data is copied at post time, so the source may change right after postSend returns.
-        fill(lb.a.buf.asSlice(0, n), 99);
-        final String wc = expect(lb.a.scq, id, WcOpcode.RDMA_WRITE, "inline WRITE completion");
-        same(expected, lb.b.buf.asSlice(200_000, n), "B+200000");
-        return wc + "; " + n + " bytes verified (source overwritten after post: inline copied at post time)";
-    }
-
-    private String unsignaled() {
-        fill(lb.a.buf.asSlice(0, 1000), 3);
-        final long quiet = nextWrId++;
-        lb.a.qps[0].postSend(new SendWorkRequest().wrId(quiet).opcode(WrOpcode.RDMA_WRITE).flags(0)
-            .sge(lb.a.mr, 0, 500).remote(lb.b.mr.address() + 300_000, lb.b.mr.rkey()));
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 500, 500).remote(lb.b.mr.address() + 300_500, lb.b.mr.rkey()));
-        final String wc = expect(lb.a.scq, id, WcOpcode.RDMA_WRITE, "signaled WRITE completion");
-        same(lb.a.buf.asSlice(0, 1000), lb.b.buf.asSlice(300_000, 1000), "B+300000");
-        settle();
-        if (lb.a.scq.poll(wcs) != 0) {
-            throw new CheckFailed("unexpected extra completion " + wcs[0] + " for the unsignaled WRITE");
-        }
-        return "one completion (" + wc + ") for two WRITEs; 1000 bytes verified";
-    }
-
-    private String writeWithImm() {
-        final int n = 5000;
-        lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(501).sge(lb.b.mr, 0, 0));
-        fill(lb.a.buf.asSlice(0, n), 4);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).flags(SendFlags.SIGNALED)
-            .imm(0x1234ABCD).sge(lb.a.mr, 0, n).remote(lb.b.mr.address() + 400_000, lb.b.mr.rkey()));
-        final String wc = expect(lb.a.scq, id, WcOpcode.RDMA_WRITE, "WRITE_WITH_IMM completion");
-        final WorkCompletion r = await(lb.b.rcq, "B's RECV_RDMA_WITH_IMM completion");
-        check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RECV_RDMA_WITH_IMM && r.wrId == 501,
-            "B's completion " + r);
-        check(r.hasImm() && r.immData == 0x1234ABCD && r.byteLen == n, "B's completion imm/len " + r);
-        same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(400_000, n), "B+400000");
-        return wc + "; B: " + desc(r) + " imm=0x1234abcd; " + n + " bytes verified";
-    }
-
-    private String send() {
-        final int n = 5000;
-        lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(601).sge(lb.b.mr, 500_000, 8192));
-        fill(lb.a.buf.asSlice(0, n), 5);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 0, n));
-        final String wc = expect(lb.a.scq, id, WcOpcode.SEND, "SEND completion");
-        final WorkCompletion r = await(lb.b.rcq, "B's RECV completion");
-        check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RECV && r.wrId == 601 && r.byteLen == n
-            && !r.hasImm(), "B's completion " + r);
-        same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(500_000, n), "B's receive buffer");
-        return wc + "; B: " + desc(r) + "; " + n + " bytes verified in the receive buffer";
-    }
-
-    private String sendImmSolicited() {
-        final int n = 100;
-        lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(701).sge(lb.b.mr, 520_000, 4096));
-        fill(lb.a.buf.asSlice(0, n), 6);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM)
-            .flags(SendFlags.SIGNALED | SendFlags.SOLICITED).imm(0xCAFEBABE).sge(lb.a.mr, 0, n));
-        final String wc = expect(lb.a.scq, id, WcOpcode.SEND, "SEND_WITH_IMM completion");
-        final WorkCompletion r = await(lb.b.rcq, "B's RECV completion");
-        check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RECV && r.wrId == 701 && r.byteLen == n
-            && r.hasImm() && r.immData == 0xCAFEBABE, "B's completion " + r);
-        same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(520_000, n), "B's receive buffer");
-        return wc + "; B: " + desc(r) + " imm=0xcafebabe; " + n + " bytes verified (SOLICITED carried in the "
-            + "BTH; CQ event notification is not modelled)";
-    }
-
-    private String read() {
-        final int n = 300_000;
-        fill(lb.b.buf.asSlice(600_000, n), 7);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 100_000, n).remote(lb.b.mr.address() + 600_000, lb.b.mr.rkey()));
-        final WorkCompletion wc = awaitFor(lb.a.scq, id, "READ completion");
-        check(wc.status == WcStatus.SUCCESS && wc.opcode == WcOpcode.RDMA_READ && wc.byteLen == n, "" + wc);
-        same(lb.b.buf.asSlice(600_000, n), lb.a.buf.asSlice(100_000, n), "A+100000");
-        return desc(wc) + "; " + n + " bytes verified at A+100000";
-    }
-
-    private String fence() {
-        final int n = 4096;
-        final long region = 950_000;
-        fill(lb.b.buf.asSlice(region, n), 8);
-        final MemorySegment before = copyOf(lb.b.buf.asSlice(region, n));
-        fill(lb.a.buf.asSlice(0, n), 9);
-        final long readId = nextWrId++;
-        final long writeId = nextWrId++;
-        final SendWorkRequest write = new SendWorkRequest().wrId(writeId).opcode(WrOpcode.RDMA_WRITE)
-            .flags(SendFlags.SIGNALED | SendFlags.FENCE).sge(lb.a.mr, 0, n)
-            .remote(lb.b.mr.address() + region, lb.b.mr.rkey());
-        lb.a.qps[0].postSend(new SendWorkRequest().wrId(readId).opcode(WrOpcode.RDMA_READ)
-            .flags(SendFlags.SIGNALED).sge(lb.a.mr, 8192, n).remote(lb.b.mr.address() + region, lb.b.mr.rkey())
-            .next(write));
-        final WorkCompletion r = awaitFor(lb.a.scq, readId, "READ completion");
-        check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RDMA_READ, "READ " + r);
-        final WorkCompletion w = awaitFor(lb.a.scq, writeId, "fenced WRITE completion");
-        check(w.status == WcStatus.SUCCESS && w.opcode == WcOpcode.RDMA_WRITE, "WRITE " + w);
-        same(before, lb.a.buf.asSlice(8192, n), "READ result (old bytes)");
-        same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(region, n), "B+950000 (new bytes)");
-        return "READ returned the " + n + " old bytes, then the fenced WRITE replaced them; both completions "
-            + "SUCCESS, in order";
-    }
-
-    private String fetchAdd() {
-        lb.b.buf.set(ValueLayout.JAVA_LONG, 1_000_000, 40);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 16_384, 8).remote(lb.b.mr.address() + 1_000_000, lb.b.mr.rkey()).atomic(2, 0));
-        final String wc = expect(lb.a.scq, id, WcOpcode.FETCH_ADD, "FETCH_ADD completion");
-        final long fetched = lb.a.buf.get(ValueLayout.JAVA_LONG, 16_384);
-        final long now = lb.b.buf.get(ValueLayout.JAVA_LONG, 1_000_000);
-        check(fetched == 40 && now == 42, "fetched " + fetched + " (want 40), remote now " + now + " (want 42)");
-        return wc + "; fetched 40, remote 40 -> 42";
-    }
-
-    private String cmpSwap() {
-        lb.b.buf.set(ValueLayout.JAVA_LONG, 1_000_008, 42);
-        final long id = post(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 16_392, 8).remote(lb.b.mr.address() + 1_000_008, lb.b.mr.rkey()).atomic(42, 99));
-        final String wc = expect(lb.a.scq, id, WcOpcode.COMP_SWAP, "CMP_AND_SWP completion");
-        long fetched = lb.a.buf.get(ValueLayout.JAVA_LONG, 16_392);
-        long now = lb.b.buf.get(ValueLayout.JAVA_LONG, 1_000_008);
-        check(fetched == 42 && now == 99, "match: fetched " + fetched + " (want 42), remote " + now + " (want 99)");
-        final long id2 = post(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).flags(SendFlags.SIGNALED)
-            .sge(lb.a.mr, 16_400, 8).remote(lb.b.mr.address() + 1_000_008, lb.b.mr.rkey()).atomic(1, 5));
-        expect(lb.a.scq, id2, WcOpcode.COMP_SWAP, "second CMP_AND_SWP completion");
-        fetched = lb.a.buf.get(ValueLayout.JAVA_LONG, 16_400);
-        now = lb.b.buf.get(ValueLayout.JAVA_LONG, 1_000_008);
-        check(fetched == 99 && now == 99, "mismatch: fetched " + fetched + " (want 99), remote " + now
-            + " (want 99, untouched)");
-        return wc + "; 42 == 42: swapped to 99; then 1 != 99: fetched 99, remote untouched";
-    }
-
-    // ---------------- helpers ----------------
-
-    private long post(final SendWorkRequest wr) {
-        final long id = nextWrId++;
-        lb.a.qps[0].postSend(wr.wrId(id));
-        return id;
-    }
-
-    private String expect(final io.gdrkit.verbs.CompletionQueue cq, final long wrId, final int opcode,
-                          final String what) {
-        final WorkCompletion wc = awaitFor(cq, wrId, what);
-        check(wc.status == WcStatus.SUCCESS && wc.opcode == opcode, what + ": " + wc);
-        return desc(wc);
-    }
-
-    private WorkCompletion awaitFor(final io.gdrkit.verbs.CompletionQueue cq, final long wrId, final String what) {
-        final WorkCompletion wc = await(cq, what);
-        check(wc.wrId == wrId, what + ": expected wr_id " + wrId + ", got " + wc);
-        return wc;
-    }
-
-    private WorkCompletion await(final io.gdrkit.verbs.CompletionQueue cq, final String what) {
-        final long deadline = System.nanoTime() + TIMEOUT_NS;
-        while (cq.poll(wcs) == 0) {
-            lb.progress();
-            if (System.nanoTime() > deadline) {
-                throw new Deadline.TimeoutError("timed out after 10 s waiting for " + what);
-            }
-        }
-        final WorkCompletion copy = new WorkCompletion();
-        copy.copyFrom(wcs[0]);
-        return copy;
-    }
-
-    /** Runs the NICs a while so that a completion that should not exist would have shown up. */
-    private void settle() {
-        for (int i = 0; i < 1000; i++) {
-            lb.driver.progress();
-        }
-    }
-
-    private static String desc(final WorkCompletion wc) {
-        return "wc " + WcStatus.name(wc.status) + "/" + WcOpcode.name(wc.opcode) + " wr_id=" + wc.wrId
-            + (wc.opcode >= WcOpcode.RECV ? " byte_len=" + wc.byteLen : "");
-    }
-
-    private static void check(final boolean ok, final String what) {
-        if (!ok) {
-            throw new CheckFailed(what);
-        }
-    }
-
-    private static void same(final MemorySegment expected, final MemorySegment actual, final String where) {
-        final long mismatch = expected.mismatch(actual);
-        if (mismatch != -1) {
-            throw new CheckFailed("bytes differ at " + where + " offset " + mismatch + " of " + expected.byteSize());
-        }
-    }
-
-    private static MemorySegment copyOf(final MemorySegment seg) {
-        final MemorySegment copy = java.lang.foreign.Arena.ofAuto().allocate(seg.byteSize());
-        MemorySegment.copy(seg, 0, copy, 0, seg.byteSize());
-        return copy;
-    }
-
-    private static void fill(final MemorySegment seg, final long seed) {
-        long x = seed * 0x9E3779B97F4A7C15L;
-        for (long i = 0; i < seg.byteSize(); i++) {
-            x = x * 6364136223846793005L + 1442695040888963407L;
-            seg.set(ValueLayout.JAVA_BYTE, i, (byte) (x >>> 56));
-        }
     }
 }

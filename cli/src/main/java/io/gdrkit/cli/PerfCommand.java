@@ -588,7 +588,7 @@ final class PerfCommand implements Callable<Integer> {
         if (warmup != null) {
             return warmup;
         }
-        return Math.max(1, Math.min(Math.max(n, MIN_WARMUP), (1L << 34) / Math.max(1, s)));
+        return io.gdrkit.labs.perf.ShmLoopbackPerf.defaultWarmup(s, n);
     }
 
     private ParameterException usage(final String message) {

@@ -15,6 +15,12 @@ public interface GpuDevice extends AutoCloseable {
     /** True for a simulated GPU; everything that prints about one must say so. */
     boolean isSimulated();
 
+    /**
+     * {@code cuDriverGetVersion}: the driver's CUDA version as 1000 * major + 10 * minor (13000 for 13.0). A simulated
+     * GPU answers for its simulated driver.
+     */
+    int driverVersion();
+
     GpuAttributes attributes();
 
     /** One line naming the device, its kind (simulated or CUDA) and its GPUDirect attributes. */

@@ -48,6 +48,13 @@ public final class SettingsReader {
         return new SettingsReader(env, Map.of(), Map.of());
     }
 
+    /** The same environment and properties with {@code more} overrides (flags) on top of this reader's. */
+    public SettingsReader withOverrides(final Map<String, String> more) {
+        final Map<String, String> all = new java.util.HashMap<>(overrides);
+        all.putAll(more);
+        return new SettingsReader(env, props, all);
+    }
+
     /** An integer in {@code [min, max]}. */
     public Setting<Integer> integer(final String name, final int dflt, final int min, final int max) {
         return read(name, dflt, s -> {

@@ -6,7 +6,8 @@ import java.util.Map;
 
 /**
  * The settings NCCL reads for GPUDirect RDMA, by their NCCL names (gdrkit accepts the same names as its own
- * options). A setting can only narrow what the hardware allows: see {@link GdrGate}.
+ * options). A setting can only narrow what the hardware allows: see {@link GdrGate}. Read by
+ * {@link NcclSettings}, which records each value's source.
  *
  * @param gdrLevel     NCCL_NET_GDR_LEVEL (default PXB)
  * @param gdrRead      NCCL_NET_GDR_READ: 1 on, 0 off, -2 (unset) NCCL's default rule
@@ -24,22 +25,12 @@ public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, 
 
     public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.DEFAULT, GDR_READ_DEFAULT, true, false, true);
 
-    /** Reads the NCCL variables from {@code env}; a malformed value is an error naming the variable. */
+    /**
+     * Reads the NCCL variables from {@code env} through {@link NcclSettings} (the one place they are parsed); a
+     * malformed value is an error naming the variable.
+     */
     public static GdrSettings fromEnvironment(final Map<String, String> env) {
-        return new GdrSettings(GdrLevel.fromEnvironment(env), intOf(env, GDR_READ, GDR_READ_DEFAULT),
-            intOf(env, DMABUF_ENABLE, 1) != 0, intOf(env, FORCE_FLUSH, 0) != 0, intOf(env, LOCAL_REGISTER, 1) != 0);
-    }
-
-    private static int intOf(final Map<String, String> env, final String name, final int dflt) {
-        final String v = env.get(name);
-        if (v == null || v.isBlank()) {
-            return dflt;
-        }
-        try {
-            return Integer.parseInt(v.trim());
-        } catch (final NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + v + " is not an integer");
-        }
+        return NcclSettings.ofEnv(env).gdr();
     }
 
     @Override

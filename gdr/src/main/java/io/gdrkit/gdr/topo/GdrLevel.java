@@ -1,7 +1,5 @@
 package io.gdrkit.gdr.topo;
 
-import java.util.Map;
-
 /**
  * The GDR level: the farthest GPU-NIC path type for which GPUDirect RDMA is used (NCCL_NET_GDR_LEVEL).
  * The default is PXB, as in NCCL's ncclTopoCheckGdr.
@@ -42,19 +40,6 @@ public record GdrLevel(PathType path, String origin)
     public boolean allows(final PathType path)
     {
         return distanceAllows(path, this.path);
-    }
-
-    /**
-     * Read the level from an environment map.
-     *
-     * @param env the environment (e.g. {@link System#getenv()}).
-     * @return the level; {@link #DEFAULT} when the variable is absent.
-     * @throws IllegalArgumentException when the value is not a level.
-     */
-    public static GdrLevel fromEnvironment(final Map<String, String> env)
-    {
-        final String value = env.get(ENV);
-        return value == null ? DEFAULT : parse(value, ENV);
     }
 
     /**

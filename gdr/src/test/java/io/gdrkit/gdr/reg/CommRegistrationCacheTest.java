@@ -1,5 +1,7 @@
 package io.gdrkit.gdr.reg;
 
+import io.gdrkit.gdr.gate.NcclSettings;
+
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -65,7 +67,7 @@ class CommRegistrationCacheTest {
 
     @Test
     void localRegisterOffSucceedsWithNullHandleAndRegistersNothing() {
-        final RegSettings off = RegSettings.from(Map.of(RegSettings.LOCAL_REGISTER, "0"));
+        final RegSettings off = NcclSettings.ofEnv(Map.of(RegSettings.LOCAL_REGISTER, "0")).reg();
         final CommRegistrationCache comm = new CommRegistrationCache(off, true, connections);
         final RegHandle h = comm.register(BASE, P);
         assertNull(h);
@@ -76,11 +78,11 @@ class CommRegistrationCacheTest {
 
     @Test
     void localRegisterSettingParsesLikeNccl() {
-        assertTrue(RegSettings.from(Map.of()).localRegister());
-        assertTrue(RegSettings.from(Map.of(RegSettings.LOCAL_REGISTER, "2")).localRegister());
+        assertTrue(NcclSettings.ofEnv(Map.of()).reg().localRegister());
+        assertTrue(NcclSettings.ofEnv(Map.of(RegSettings.LOCAL_REGISTER, "2")).reg().localRegister());
         final IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
-            () -> RegSettings.from(Map.of(RegSettings.LOCAL_REGISTER, "yes")));
-        assertTrue(bad.getMessage().contains("NCCL_LOCAL_REGISTER must be an integer, was 'yes'"), bad.getMessage());
+            () -> NcclSettings.ofEnv(Map.of(RegSettings.LOCAL_REGISTER, "yes")));
+        assertTrue(bad.getMessage().contains("NCCL_LOCAL_REGISTER=yes is not an integer"), bad.getMessage());
     }
 
     @Test

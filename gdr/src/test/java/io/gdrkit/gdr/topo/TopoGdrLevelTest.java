@@ -33,8 +33,9 @@ class TopoGdrLevelTest
     void defaultIsPxb()
     {
         assertEquals(PathType.PXB, GdrLevel.DEFAULT.path());
-        assertEquals(GdrLevel.DEFAULT, GdrLevel.fromEnvironment(Map.of()));
-        assertEquals(PathType.PHB, GdrLevel.fromEnvironment(Map.of("NCCL_NET_GDR_LEVEL", "PHB")).path());
+        assertEquals(GdrLevel.DEFAULT, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of()).gdrLevel().value());
+        assertEquals(PathType.PHB, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of("NCCL_NET_GDR_LEVEL", "PHB"))
+            .gdrLevel().value().path());
     }
 
     @ParameterizedTest

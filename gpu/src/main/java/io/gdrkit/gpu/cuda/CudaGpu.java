@@ -237,6 +237,19 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     }
 
     @Override
+    public int driverVersion() {
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment out = a.allocate(ValueLayout.JAVA_INT);
+            d.check((int) d.cuDriverGetVersion.invokeExact(out), "cuDriverGetVersion");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        } catch (final GpuException e) {
+            throw e;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuDriverGetVersion", t);
+        }
+    }
+
+    @Override
     public GpuAttributes attributes() {
         return attributes;
     }

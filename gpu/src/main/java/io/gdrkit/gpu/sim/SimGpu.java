@@ -136,6 +136,12 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         return true;
     }
 
+    /** The simulated driver reports CUDA 13.0 ({@link SimGpuSystem#DRIVER_VERSION}). */
+    @Override
+    public int driverVersion() {
+        return SimGpuSystem.DRIVER_VERSION;
+    }
+
     @Override
     public GpuAttributes attributes() {
         return attributes;

@@ -14,6 +14,12 @@ import java.util.List;
  * {@link #drainAgent()} or the queues themselves).
  */
 public final class SimGpuSystem implements AutoCloseable {
+    /**
+     * What the simulated driver answers to cuDriverGetVersion: 13000 (CUDA 13.0), a driver new enough for DMA-BUF
+     * (NCCL's floor is 11.7), like the drivers shipped with the H100/H200 generation.
+     */
+    public static final int DRIVER_VERSION = 13000;
+
     private final SimGpuConfig config;
     private final List<SimGpu> gpus = new ArrayList<>();
     private final boolean[][] peer;

@@ -26,6 +26,9 @@ final class HtmlWriter {
         table.facts td{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
         .scroll{overflow-x:auto;max-width:100%}
         figure{margin:1.2rem 0}figure svg{max-width:100%;height:auto}
+        td.st{font-weight:600;white-space:nowrap}td.st-pass{background:#dafbe1;color:#116329}\
+        td.st-fail{background:#ffebe9;color:#a40e26}td.st-warn{background:#fff8c5;color:#7d4e00}\
+        td.st-unknown{background:#eef1f4;color:#57606a}
         nav ol{margin:.3rem 0}footer{margin-top:3rem;color:#57606a;font-size:.8rem}
         """;
 
@@ -81,6 +84,18 @@ final class HtmlWriter {
         sb.append("</section>\n");
     }
 
+    /** The colour class of a status value: by its first word, case-insensitive. */
+    static String statusClass(final Object value) {
+        final String v = value == null ? "" : String.valueOf(value).trim().toUpperCase(java.util.Locale.ROOT);
+        final String word = v.split("[\\s:(,]", 2)[0];
+        return switch (word) {
+            case "PASS", "OK", "GDR", "GDR_READY", "TRUE", "YES", "BYTE-EXACT" -> "st-pass";
+            case "FAIL", "FAILED", "FALSE", "MISMATCH" -> "st-fail";
+            case "BLOCKED", "DEGRADED", "HARDWARE_BLOCKED", "HOST" -> "st-warn";
+            default -> "st-unknown";
+        };
+    }
+
     private static void table(final StringBuilder sb, final Section s) {
         final List<String> cols = s.columns();
         final boolean[] numeric = new boolean[cols.size()];
@@ -93,8 +108,9 @@ final class HtmlWriter {
         for (final List<Object> row : s.rows()) {
             sb.append("<tr>");
             for (int i = 0; i < row.size(); i++) {
-                sb.append(numeric[i] ? "<td class=\"n\">" : "<td>").append(Text.html(Text.cell(row.get(i))))
-                    .append("</td>");
+                final String cls = i == s.statusColumn() ? "st " + statusClass(row.get(i)) : numeric[i] ? "n" : "";
+                sb.append(cls.isEmpty() ? "<td>" : "<td class=\"" + cls + "\">")
+                    .append(Text.html(Text.cell(row.get(i)))).append("</td>");
             }
             sb.append("</tr>\n");
         }

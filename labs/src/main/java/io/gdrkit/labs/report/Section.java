@@ -24,6 +24,7 @@ public final class Section {
     private List<String> columns;
     private final List<List<Object>> rows = new ArrayList<>();
     private final List<Chart> charts = new ArrayList<>();
+    private int statusColumn = -1;
 
     Section(final String name) {
         this.name = Report.requireText(name, "section name");
@@ -65,6 +66,30 @@ public final class Section {
         }
         this.columns = List.copyOf(Arrays.asList(columns));
         return this;
+    }
+
+    /**
+     * Marks {@code column} as a status column: HTML colours its cells by value (PASS / ok / GDR / true green, FAIL /
+     * false red, BLOCKED / DEGRADED amber, UNKNOWN grey). Markdown and JSON keep the plain value.
+     *
+     * @throws IllegalStateException    if {@link #table} was not called
+     * @throws IllegalArgumentException if the table has no such column
+     */
+    public Section statusColumn(final String column) {
+        if (columns == null) {
+            throw new IllegalStateException("section '" + name + "': statusColumn() before table(columns)");
+        }
+        final int i = columns.indexOf(column);
+        if (i < 0) {
+            throw new IllegalArgumentException("section '" + name + "': no column '" + column + "' in " + columns);
+        }
+        statusColumn = i;
+        return this;
+    }
+
+    /** The status column's index, or -1. */
+    int statusColumn() {
+        return statusColumn;
     }
 
     /** {@link #table(String...)} from a list. */

@@ -129,6 +129,24 @@ class ReportTest {
     }
 
     @Test
+    void aStatusColumnIsColouredInHtmlOnly() {
+        final Report r = new Report("t").command("gdrkit").simulated(true, "x");
+        r.section("doctor").table("layer", "check", "status", "evidence").statusColumn("status")
+            .row("GPU", "116", "PASS", "attribute 116 = 1").row("verbs", "port", "FAIL", "DOWN")
+            .row("topology", "distance", "BLOCKED", "no pair").row("platform", "IOMMU", "UNKNOWN", "groups");
+        final String html = r.html();
+        assertTrue(html.contains("<td class=\"st st-pass\">PASS</td>"), html);
+        assertTrue(html.contains("<td class=\"st st-fail\">FAIL</td>"), html);
+        assertTrue(html.contains("<td class=\"st st-warn\">BLOCKED</td>"), html);
+        assertTrue(html.contains("<td class=\"st st-unknown\">UNKNOWN</td>"), html);
+        assertTrue(html.contains("<td>attribute 116 = 1</td>"), "other columns are plain");
+        assertTrue(r.markdown().contains("| GPU | 116 | PASS | attribute 116 = 1 |"), r::markdown);
+        assertEquals(1, count(html, "<th>status</th>"), "one header row");
+        assertThrows(IllegalArgumentException.class, () -> r.section("x").table("a").statusColumn("b"));
+        assertThrows(IllegalStateException.class, () -> r.section("y").statusColumn("a"));
+    }
+
+    @Test
     void userTextIsEscapedEverywhere(@TempDir final Path tmp) throws Exception {
         final Report r = new Report(NASTY).command("gdrkit", NASTY).simulated(true, NASTY).fact(NASTY, NASTY);
         final Section s = r.section(NASTY).text(NASTY).table(NASTY, "n").row(NASTY, 1);

@@ -1,0 +1,186 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.gpupath;
+
+import io.gdrkit.gpu.DeviceBuffer;
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuDmaMemory;
+import io.gdrkit.labs.perf.Deadline;
+import io.gdrkit.labs.perf.Loopback;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+import io.gdrkit.verbs.WrOpcode;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * GDR versus host bounce (B5): RDMA WRITEs from host memory into GPU memory over two software NICs, by the GDR path
+ * (the NIC writes the GPU's memory itself, an MR over {@link GpuDmaMemory}) and by the host-bounce path (the NIC
+ * writes a pinned staging buffer, then a GPU copy), each checked byte by byte with a copy back, and timed; with a
+ * source GPU, also GPU to GPU (B6). Returns records; the CLI prints them.
+ */
+public final class GpuPathLab {
+    /** Seed of the source bytes. */
+    private static final long SEED = 0x5eed;
+
+    private GpuPathLab() {
+    }
+
+    /**
+     * One path's run.
+     *
+     * @param path       "gdr", "bounce" or "gpu->gpu"
+     * @param bytes      bytes per WRITE
+     * @param iters      WRITEs
+     * @param nanos      time for all of them (and the bounce's copies)
+     * @param mismatch   the first byte that differs after the copy back, -1 when byte-exact
+     */
+    public record PathRun(String path, int bytes, int iters, long nanos, long mismatch) {
+        public boolean byteExact() {
+            return mismatch == -1;
+        }
+
+        public double mibPerSecond() {
+            return (double) bytes * iters / (nanos / 1e9) / (1 << 20);
+        }
+    }
+
+    /**
+     * @param gpu       the target GPU as it describes itself
+     * @param simulated the target GPU is simulated
+     * @param source    the source GPU's description, or null when the source is host memory only
+     * @param runs      each path in order
+     */
+    public record Result(String gpu, boolean simulated, String source, List<PathRun> runs) {
+        public boolean allByteExact() {
+            return runs.stream().allMatch(PathRun::byteExact);
+        }
+    }
+
+    /**
+     * @param gpu    the GPU written to
+     * @param source a GPU to send from as well (the NIC reads it), or null
+     * @throws IllegalArgumentException for a size outside 1 .. 256 MiB, iterations below 1, or no path
+     */
+    public static Result run(final GpuDevice gpu, final GpuDevice source, final int size, final int iters,
+                             final boolean gdr, final boolean bounce) {
+        if (size < 1 || size > (256 << 20)) {
+            throw new IllegalArgumentException("size must be 1 .. 268435456, not " + size);
+        }
+        if (iters < 1) {
+            throw new IllegalArgumentException("iterations must be >= 1, not " + iters);
+        }
+        final List<PathRun> runs = new ArrayList<>();
+        try (Loopback lb = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, 2L * size, 128, 128, 0, 4096)) {
+            fill(lb.a.buf.asSlice(0, size));
+            if (gdr) {
+                runs.add(toGpu(gpu, lb, size, iters, true));
+            }
+            if (bounce) {
+                runs.add(toGpu(gpu, lb, size, iters, false));
+            }
+            if (source != null) {
+                runs.add(fromGpu(source, gpu, lb, size, iters));
+            }
+        }
+        return new Result(gpu.describe(), gpu.isSimulated(), source == null ? null : source.describe(),
+            List.copyOf(runs));
+    }
+
+    private static PathRun toGpu(final GpuDevice gpu, final Loopback lb, final int size, final int iters,
+                                 final boolean gdr) {
+        final DeviceBuffer target = gpu.alloc(size);
+        final MemorySegment staging = gdr ? null : gpu.allocHost(size);
+        GpuDmaMemory dma = null;
+        try {
+            final MemoryRegion mr;
+            if (gdr) {
+                dma = new GpuDmaMemory(gpu, target);
+                mr = lb.b.pd.registerMr(dma, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            } else {
+                mr = lb.b.pd.registerMr(staging, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            }
+            final long nanos = timeWrites(lb, lb.a.mr, mr, size, iters, gdr ? null
+                : () -> gpu.copyHtoD(target, 0, staging, 0, size));
+            final MemorySegment back = lb.b.buf.asSlice(0, size);
+            gpu.copyDtoH(back, 0, target, 0, size);
+            final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
+            mr.deregister();
+            return new PathRun(gdr ? "gdr" : "bounce", size, iters, nanos, mismatch);
+        } finally {
+            if (dma != null) {
+                dma.close();
+            }
+            if (staging != null) {
+                gpu.freeHost(staging);
+            }
+            gpu.free(target);
+        }
+    }
+
+    /** GDR into {@code gpu} with the source SGE in {@code src}'s memory: the NIC reads one GPU and writes another. */
+    private static PathRun fromGpu(final GpuDevice src, final GpuDevice gpu, final Loopback lb, final int size,
+                                   final int iters) {
+        final DeviceBuffer from = src.alloc(size);
+        final DeviceBuffer target = gpu.alloc(size);
+        try (GpuDmaMemory srcMem = new GpuDmaMemory(src, from); GpuDmaMemory dstMem = new GpuDmaMemory(gpu, target)) {
+            src.copyHtoD(from, 0, lb.a.buf, 0, size);
+            final MemoryRegion srcMr = lb.a.pd.registerMr(srcMem, AccessFlags.LOCAL_WRITE);
+            final MemoryRegion dstMr = lb.b.pd.registerMr(dstMem, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            final long nanos = timeWrites(lb, srcMr, dstMr, size, iters, null);
+            final MemorySegment back = lb.b.buf.asSlice(0, size);
+            gpu.copyDtoH(back, 0, target, 0, size);
+            final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
+            srcMr.deregister();
+            dstMr.deregister();
+            return new PathRun("gpu->gpu", size, iters, nanos, mismatch);
+        } finally {
+            src.free(from);
+            gpu.free(target);
+        }
+    }
+
+    /**
+     * Posts {@code iters} signaled WRITEs of {@code size} bytes from {@code src} to {@code dst}, one at a time, each
+     * followed by {@code afterEach} (the bounce's GPU copy) when given; returns the nanoseconds taken.
+     */
+    private static long timeWrites(final Loopback lb, final MemoryRegion src, final MemoryRegion dst, final int size,
+                                   final int iters, final Runnable afterEach) {
+        final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+            .sge(src, 0, size).remote(dst.address(), dst.rkey());
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        final Deadline deadline = new Deadline();
+        final long t0 = System.nanoTime();
+        for (int i = 0; i < iters; i++) {
+            lb.a.qps[0].postSend(wr);
+            deadline.rearm();
+            while (lb.a.scq.poll(wc) == 0) {
+                deadline.check("the WRITE completion", i, iters);
+            }
+            if (wc[0].status != WcStatus.SUCCESS) {
+                throw new IllegalStateException("WRITE failed: " + wc[0]);
+            }
+            if (afterEach != null) {
+                afterEach.run();
+            }
+        }
+        return System.nanoTime() - t0;
+    }
+
+    /** Deterministic bytes from {@link #SEED}. */
+    private static void fill(final MemorySegment seg) {
+        long x = SEED;
+        for (long i = 0; i < seg.byteSize(); i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+            seg.set(ValueLayout.JAVA_BYTE, i, (byte) (x >>> 56));
+        }
+    }
+}
