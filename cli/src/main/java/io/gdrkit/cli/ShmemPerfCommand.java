@@ -4,6 +4,7 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gdrkit.labs.shmem.CudaShmemPerf;
 import io.gdrkit.labs.shmem.ShmemContext;
 import io.gdrkit.labs.shmem.ShmemException;
 import io.gdrkit.labs.shmem.ShmemMode;
@@ -30,7 +31,8 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(index = "0", description = "put_lat, get_lat, put_bw, put_signal_lat, atomic_lat or msg_rate.")
+    @Parameters(index = "0", description = "put_lat, get_lat, put_bw, put_signal_lat, atomic_lat, msg_rate, or "
+        + "ring_rtt (CUDA only: a kernel that only rings host memory and polls for the CPU's answer: the floor).")
     String test;
 
     @Option(names = "--mode", defaultValue = "ibgda", description = "ibrc (CPU proxy) or ibgda (GPU rings the "
@@ -40,9 +42,13 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--np", defaultValue = "2", description = "PEs (2..8), one thread, software NIC and GPU each.")
     int np;
 
-    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<v100|h100|h200|all-devices>. CUDA "
-        + "kernels: see bench/h200-shmem.sh.")
+    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<v100|h100|h200|all-devices> (Java "
+        + "kernels on SM workers) or cuda:N (the PTX kernels; every PE on that GPU).")
     String gpu;
+
+    @Option(names = "--variant", defaultValue = "thread", description = "put_bw/msg_rate on CUDA: thread, warp "
+        + "(put_warp: lane 0 posts the warp's range) or block (put_block).")
+    String variant;
 
     @Option(names = "--threads", defaultValue = "1", description = "GPU threads per block (put_bw, msg_rate).")
     int threads;
@@ -62,6 +68,10 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--no-fence", description = "Negative control: leave out the fence before the doorbell (ibgda).")
     boolean noFence;
 
+    @Option(names = "--idle", defaultValue = "backoff", description = "Idle strategy of the NIC threads and the "
+        + "proxy: spin (for measurements on a host with cores to spare), yield, backoff, sleep:<us>.")
+    String idle;
+
     @Option(names = "--json", description = "One JSON object instead of text.")
     boolean json;
 
@@ -77,16 +87,48 @@ final class ShmemPerfCommand implements Callable<Integer> {
         if (np < 2 || np > 8) {
             throw new ParameterException(spec.commandLine(), "--np must be 2..8");
         }
-        if (!gpu.startsWith("sim:")) {
-            throw new ParameterException(spec.commandLine(), "--gpu " + gpu + ": shmem-perf runs simulated kernels; "
-                + "the CUDA kernels run from bench/h200-shmem.sh (docs/SHMEM.md)");
+        final boolean cuda = gpu.startsWith("cuda:");
+        if (!cuda && !gpu.startsWith("sim:")) {
+            throw new ParameterException(spec.commandLine(), "--gpu must be sim:<preset> or cuda:N, not '" + gpu + "'");
+        }
+        final int v = switch (variant) {
+            case "thread" -> 0;
+            case "warp" -> 1;
+            case "block" -> 2;
+            default -> throw new ParameterException(spec.commandLine(), "--variant must be thread, warp or block");
+        };
+        if (test.equals("ring_rtt")) {
+            if (!cuda) {
+                throw new ParameterException(spec.commandLine(), "ring_rtt needs --gpu cuda:N (it measures PCIe)");
+            }
+            final CudaShmemPerf.RingRtt rr;
+            try {
+                rr = CudaShmemPerf.ringRtt(gpu, iters, Duration.ofSeconds(30));
+            } catch (final ShmemException e) {
+                out.println("# FAILED: " + e.getMessage());
+                return Main.EXIT_FAILURE;
+            }
+            if (json) {
+                final Map<String, Object> root = new LinkedHashMap<>();
+                root.put("simulated", rr.simulatedGpu());
+                root.put("real", "the CUDA kernel and PCIe round trips (no NIC involved)");
+                root.put("result", rr);
+                out.println(new ObjectMapper().writeValueAsString(root));
+            } else {
+                out.printf(Locale.ROOT, "# ring_rtt on %s: a kernel stores to pinned host memory and spins on the CPU's "
+                    + "answer%n#iters  t_min[us]  t_med[us]  t_max[us]%n%-7d %10.2f %10.2f %10.2f%n", gpu, rr.iters(),
+                    rr.minUs(), rr.medianUs(), rr.maxUs());
+            }
+            return 0;
         }
         final ShmemPerf.Test t;
         final ShmemPerf.Result r;
         try {
             t = ShmemPerf.Test.byLabel(test);
-            r = ShmemPerf.run(new ShmemContext().nPes(np).gpu(gpu).mode(m).wqeFence(!noFence)
-                .timeout(Duration.ofSeconds(30)), t, min, max, iters, blocks, threads);
+            final ShmemContext c = new ShmemContext().nPes(np).gpu(gpu).mode(m).wqeFence(!noFence)
+                .idle(idle).timeout(Duration.ofSeconds(30));
+            r = cuda ? CudaShmemPerf.run(c, t, min, max, iters, blocks, threads, v)
+                : ShmemPerf.run(c, t, min, max, iters, blocks, threads);
         } catch (final ShmemException e) {
             if (e.reason() == ShmemException.Reason.BAD_ARGUMENT) {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
@@ -99,20 +141,24 @@ final class ShmemPerfCommand implements Callable<Integer> {
         if (json) {
             final Map<String, Object> root = new LinkedHashMap<>();
             root.put("simulated", true);
-            root.put("real", "nothing: software NIC (simulated) and simulated GPU kernels; the bytes, WQEs, "
-                + "doorbells and CQEs are real memory");
+            root.put("real", r.simulatedGpu() ? "nothing: software NIC (simulated) and simulated GPU kernels; the "
+                + "bytes, WQEs, doorbells and CQEs are real memory" : "the GPU: CUDA kernels write the WQEs or proxy "
+                + "requests into pinned host memory and poll completions across PCIe; the NIC is the software NIC "
+                + "(simulated) on the host, moving bytes to and from GPU memory with the copy engine");
             root.put("result", r);
             out.println(new ObjectMapper().writeValueAsString(root));
             return 0;
         }
         out.println("# shmem-perf " + r.test() + " --mode " + r.mode().name().toLowerCase(Locale.ROOT) + " --np "
-            + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + " (simulated kernels)"
+            + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + (r.simulatedGpu() ? " (simulated kernels)"
+            : " (CUDA kernels)")
             + (r.wqeFence() ? "" : ", NO fence before the doorbell"));
         out.println(r.rows().get(0).mibPerSec() > 0 ? "#bytes     ops      threads  MiB/s        Mops"
             : "#bytes     iters    t_min[us]  t_med[us]  t_max[us]");
         for (final ShmemPerf.Row row : r.rows()) {
             out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
         }
+        out.println("# device: " + r.device());
         final ShmemPerf.Breakdown b = r.breakdown();
         if (b.samples() > 0) {
             out.printf(Locale.ROOT, "# breakdown (median us, %d ops of the largest size): issue->proxy %s, ->NIC "

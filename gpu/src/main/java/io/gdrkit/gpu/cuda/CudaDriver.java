@@ -93,6 +93,8 @@ public final class CudaDriver {
     final Optional<MethodHandle> cuMemGetHandleForAddressRange;
     /** CUDA 11.3+; empty on older drivers. */
     final Optional<MethodHandle> cuFlushGPUDirectRDMAWrites;
+    final Optional<MethodHandle> cuMemHostRegister;
+    final Optional<MethodHandle> cuMemHostUnregister;
 
     private CudaDriver(final SymbolLookup lookup) {
         this.lookup = lookup;
@@ -141,6 +143,8 @@ public final class CudaDriver {
         cuGetErrorName = h("cuGetErrorName", INT, PTR);
         cuMemGetHandleForAddressRange = optional("cuMemGetHandleForAddressRange", PTR, LONG, LONG, INT, LONG);
         cuFlushGPUDirectRDMAWrites = optional("cuFlushGPUDirectRDMAWrites", INT, INT);
+        cuMemHostRegister = optional("cuMemHostRegister_v2", PTR, LONG, INT);
+        cuMemHostUnregister = optional("cuMemHostUnregister", PTR);
     }
 
     private MethodHandle h(final String name, final MemoryLayout... args) {

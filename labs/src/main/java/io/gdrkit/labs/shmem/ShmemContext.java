@@ -17,6 +17,7 @@ public final class ShmemContext {
     private long seed = 1;
     private Duration timeout = Duration.ofSeconds(20);
     private boolean stamps;
+    private String idle = "backoff";
     private boolean concluded;
 
     public ShmemContext nPes(final int v) {
@@ -80,6 +81,16 @@ public final class ShmemContext {
         return this;
     }
 
+    /** Idle strategy of the NIC threads and the proxy (spin, yield, backoff, sleep:&lt;us&gt;): spin on a real host. */
+    public ShmemContext idle(final String v) {
+        idle = v;
+        return this;
+    }
+
+    public String idle() {
+        return idle;
+    }
+
     public int nPes() {
         return nPes;
     }
@@ -141,6 +152,11 @@ public final class ShmemContext {
         bad((long) nPes * sqDepth * 8 > RESERVED / 2, "nPes x sqDepth x 8 bytes of fetch slots exceed the reserved "
             + RESERVED / 2 + " bytes");
         bad(staleProbability < 0 || staleProbability > 1, "staleProbability " + staleProbability + " is not in 0..1");
+        try {
+            io.gdrkit.core.agent.IdleStrategy.parse(idle);
+        } catch (final IllegalArgumentException | NullPointerException e) {
+            bad(true, "idle strategy: " + e.getMessage());
+        }
         bad(timeout == null || timeout.isNegative() || timeout.isZero(), "timeout must be positive");
         concluded = true;
         return this;

@@ -89,8 +89,7 @@ public final class ShmemPe implements AutoCloseable {
         this.heapMr = pd.registerMr(heapMem, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
         this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth()), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
-        final byte[] zero = new byte[(int) ShmemContext.RESERVED];
-        gpu.copyHtoD(heapBuf, 0, MemorySegment.ofArray(zero), 0, zero.length);
+        toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
         this.hostCq = vctx.createCq(4 * ctx.sqDepth());
         this.recvCq = vctx.createCq(16);
         this.hostQp = new QueuePair[n];
@@ -145,7 +144,7 @@ public final class ShmemPe implements AutoCloseable {
         this.device = new ShmemDevice(this);
         boot.barrier(); // every PE's QPs are in RTS before anyone sends
         if (proxy != null) {
-            proxyRunner = new AgentRunner(proxy, new io.gdrkit.core.agent.BackoffIdleStrategy());
+            proxyRunner = new AgentRunner(proxy, io.gdrkit.core.agent.IdleStrategy.parse(ctx.idle()));
             proxyRunner.start();
         }
     }
@@ -330,19 +329,45 @@ public final class ShmemPe implements AutoCloseable {
     /** Host copy into this PE's own heap. */
     public void write(final long off, final MemorySegment src) {
         checkRange(off, src.byteSize(), "write");
-        gpu.copyHtoD(heapBuf, off, src, 0, src.byteSize());
+        toDevice(gpu, heapBuf, off, src);
     }
 
     /** Host copy out of this PE's own heap. */
     public byte[] read(final long off, final int len) {
         checkRange(off, len, "read");
         final byte[] out = new byte[len];
-        gpu.copyDtoH(MemorySegment.ofArray(out), 0, heapBuf, off, len);
+        fromDevice(gpu, MemorySegment.ofArray(out), heapBuf, off);
         return out;
     }
 
     public long readLong(final long off) {
         return MemorySegment.ofArray(read(off, 8)).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+
+    /** Host-to-device copy from any segment: CUDA takes native memory only, so heap segments are staged. */
+    static void toDevice(final GpuDevice gpu, final DeviceBuffer dst, final long off, final MemorySegment src) {
+        if (src.isNative()) {
+            gpu.copyHtoD(dst, off, src, 0, src.byteSize());
+            return;
+        }
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment n = a.allocate(Math.max(1, src.byteSize()), 64);
+            MemorySegment.copy(src, 0, n, 0, src.byteSize());
+            gpu.copyHtoD(dst, off, n, 0, src.byteSize());
+        }
+    }
+
+    /** Device-to-host copy into any segment (staged when it is a heap segment). */
+    static void fromDevice(final GpuDevice gpu, final MemorySegment dst, final DeviceBuffer src, final long off) {
+        if (dst.isNative()) {
+            gpu.copyDtoH(dst, 0, src, off, dst.byteSize());
+            return;
+        }
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment n = a.allocate(Math.max(1, dst.byteSize()), 64);
+            gpu.copyDtoH(n, 0, src, off, dst.byteSize());
+            MemorySegment.copy(n, 0, dst, 0, dst.byteSize());
+        }
     }
 
     // ------------------------------------------------------------------ host API (CPU-posted verbs)
@@ -552,6 +577,10 @@ public final class ShmemPe implements AutoCloseable {
             }
         }
         return s;
+    }
+
+    io.gdrkit.verbs.DirectQueue direct(final int pe) {
+        return chanQp[pe].direct();
     }
 
     long nicPickup(final int pe, final long wqeIndex) {

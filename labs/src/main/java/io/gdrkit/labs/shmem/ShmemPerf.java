@@ -48,7 +48,7 @@ public final class ShmemPerf {
     }
 
     /** A run: what ran, on what (simulated or not), the rows, the breakdown and the NIC's doorbell counters. */
-    public record Result(String test, ShmemMode mode, int nPes, String gpu, boolean simulatedGpu,
+    public record Result(String test, ShmemMode mode, int nPes, String gpu, String device, boolean simulatedGpu,
                          boolean simulatedNic, boolean wqeFence, List<Row> rows, Breakdown breakdown,
                          long cpuDoorbells, long gpuDoorbells, long staleWqes, String clock) {
     }
@@ -207,7 +207,8 @@ public final class ShmemPerf {
             return null;
         }
         final long[] db = pe.doorbellCounters();
-        return new Result(test.label, pe.context().mode(), pe.nPes(), pe.context().gpu(), pe.gpu().isSimulated(), true,
+        return new Result(test.label, pe.context().mode(), pe.nPes(), pe.context().gpu(), pe.gpu().describe(),
+            pe.gpu().isSimulated(), true,
             pe.context().wqeFence(), rows, breakdown(stamps, test == Test.PUT_SIGNAL_LAT ? landing : null, iters),
             db[0], db[1], db[2], pe.gpu().isSimulated() ? "System.nanoTime (the simulator's shared clock)"
                 : "System.nanoTime");

@@ -36,7 +36,7 @@ public final class ShmemWorld {
         final GpuDevice[] gpus = new GpuDevice[n];
         final long waitSeconds = ctx.timeout().toSeconds() * 4 + 30;
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.DEDICATED));
+                .progressMode(SoftNicContext.ProgressMode.DEDICATED).idleStrategy(ctx.idle()));
              BootstrapRoot root = BootstrapRoot.startLoopback(n, ctx.timeout())) {
             if (ctx.gpu().startsWith("sim:")) {
                 final SimPreset p = SimPreset.byLabel(ctx.gpu().substring(4));
