@@ -27,6 +27,7 @@ SHD u64 shd_now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 SHD void shd_pause() { __nanosleep(32); }
 #else
 #include <time.h>
+#include <sched.h>
 #define SHD static inline
 SHD u64 shd_ld_acq(const u64* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 SHD void shd_st_rel(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
@@ -34,7 +35,7 @@ SHD void shd_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); return cmp; }
 SHD u64 shd_now() { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (u64)ts.tv_sec * 1000000000ull + ts.tv_nsec; }
-SHD void shd_pause() { }
+SHD void shd_pause() { sched_yield(); } /* the CPU playing the GPU shares cores with the NIC threads */
 #endif
 
 #define SHD_ERR_TIMEOUT 1

@@ -202,8 +202,16 @@ public final class CudaShmemPerf {
             case 5 -> ShmemException.Reason.PE_OUT_OF_RANGE;
             default -> ShmemException.Reason.OPERATION_FAILED;
         };
-        throw new ShmemException(r, "kernel " + kernel + " on PE " + pe.myPe() + " reported error code " + code
-            + " (detail " + detail + "; see shmem_device.cuh SHD_ERR_*)");
+        final String what = switch (code) {
+            case 1 -> "a wait timed out (wait site " + detail + " in shmem_device.cuh)";
+            case 2 -> "a CQE of the queue to PE " + (detail >>> 8) + " completed with "
+                + io.gdrkit.verbs.WcStatus.name((int) (detail & 0xFF));
+            case 3 -> "the proxy reported a failed completion (" + detail + ")";
+            case 4 -> "heap offset " + detail + " is outside the symmetric heap";
+            case 5 -> "PE " + detail + " is out of range";
+            default -> "error code " + code + " detail " + detail;
+        };
+        throw new ShmemException(r, "kernel " + kernel + " on PE " + pe.myPe() + ": " + what);
     }
 
     private static void verify(final ShmemPe pe, final ShmemPerf.Test test, final long dst, final long ctr,

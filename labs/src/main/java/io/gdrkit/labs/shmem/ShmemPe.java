@@ -124,8 +124,11 @@ public final class ShmemPe implements AutoCloseable {
             peerRkey[pe] = b.getInt();
             final int hostQpn = b.getInt(BLOB_HEAD + 8 * me);
             final int chanQpn = b.getInt(BLOB_HEAD + 8 * me + 4);
-            QpBringUp.toRts(hostQp[pe], hostQpn, lid, psn(me, pe, 0), psn(pe, me, 0), QpBringUp.rcDefaults());
-            QpBringUp.toRts(chanQp[pe], chanQpn, lid, psn(me, pe, 1), psn(pe, me, 1), QpBringUp.rcDefaults());
+            // retransmit timeout 2^18 x 4.096 us (about 1 s): software NICs on a shared host can be descheduled for
+            // longer than the default's 67 ms, and a lost packet never happens on the in-JVM fabric anyway
+            final io.gdrkit.verbs.QpAttr rc = QpBringUp.rcDefaults().timeout(18);
+            QpBringUp.toRts(hostQp[pe], hostQpn, lid, psn(me, pe, 0), psn(pe, me, 0), rc);
+            QpBringUp.toRts(chanQp[pe], chanQpn, lid, psn(me, pe, 1), psn(pe, me, 1), rc);
         }
         if (ctx.mode() == ShmemMode.IBRC) {
             proxyRing = new ProxyRing(allocPinned(ProxyRing.bytes(ctx.proxyDepth())), ctx.proxyDepth());
