@@ -5,8 +5,9 @@
 #
 #   JAVA=/path/to/jlink-runtime/bin/java JAR=/path/to/gdrkit.jar OUT=/some/dir bench/h200-shmem.sh [GPU]
 #
-# GPU defaults to cuda:0. SECTIONS picks parts (default "floor lat bw nofence sim"), RUNS the repeats (3). Every run is bounded by `timeout`; a failed run is recorded (rc and its output) and the
-# script goes on. Expect 3-6 minutes on an H200 host.
+# GPU defaults to cuda:0. SECTIONS picks parts (default "floor lat bw moe nofence sim"), RUNS the repeats (3). Every run is bounded by `timeout`; a failed run is recorded (rc and its output) and the
+# script goes on. All sections can pass 10 minutes: under a per-command limit run SECTIONS="floor lat", then
+# SECTIONS="bw moe", then SECTIONS="nofence sim" with the same OUT (files append).
 set -u
 GPU=${1:-cuda:0}
 JAVA=${JAVA:-java}
@@ -16,7 +17,7 @@ mkdir -p "$OUT"
 RUNS=${RUNS:-3}
 # NIC threads and the proxy spin: the host has cores to spare, and parking would be measured instead of the path
 IDLE=${IDLE:-spin}
-SECTIONS=${SECTIONS:-"floor lat bw nofence sim"}
+SECTIONS=${SECTIONS:-"floor lat bw moe nofence sim"}
 # JAVA_OPTS: extra JVM options (the test double of libcuda: -Dgdrkit.cuda.library=/path/libfakecuda.so)
 G() { timeout 240 "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_OPTS:-} -jar "$JAR" "$@"; }
 on() { case " $SECTIONS " in *" $1 "*) return 0;; esac; return 1; }
@@ -72,6 +73,16 @@ for mode in ibrc ibgda; do
     m "put_bw_${mode}_$v" put_bw --mode "$mode" -b 64 -e 65536 -n 2048 --blocks 4 --threads 64 --variant "$v"
   done
 done
+
+if on moe; then
+log "== MoE dispatch/combine (kernel shmem_moe), PEs as threads of one JVM on the one GPU"
+for np in 2 4 8; do for mode in ibrc ibgda; do
+  for r in $(seq 1 "$RUNS"); do
+    G shmem-moe --gpu "$GPU" --np "$np" --mode "$mode" --tokens 64 --bytes 4096 --json >> "$OUT/moe.jsonl" 2>> "$OUT/moe.err"
+    log "moe np=$np $mode run $r rc=$?"
+  done
+done; done
+fi
 
 if on nofence; then
 log "== negative control: no fence between the WQE and the doorbell (IBGDA); does a stale WQE show on this GPU?"

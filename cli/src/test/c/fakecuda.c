@@ -150,6 +150,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     else if (!strcmp(name, "shmem_put_bw")) *f = (void *)7;
     else if (!strcmp(name, "shmem_ring_rtt")) *f = (void *)8;
     else if (!strcmp(name, "shmem_clock_sync")) *f = (void *)9;
+    else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
     else return 500;
     return 0;
 }
@@ -170,6 +171,10 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         for (unsigned long long i = 0; i < n; i++) {
             if (buf[i] != pattern_at(i, round, seed)) { res[0]++; if (i < res[1]) res[1] = i; }
         }
+    } else if (f == (void *)10) { /* shmem_moe(s, seed, tokens, bytes, in, recv, out, recv_sig, done_sig, times) */
+        u64 t0 = shd_now();
+        if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))
+            *(u64 *)P64(9) = shd_now() - t0;
     } else if (f == (void *)5 || f == (void *)6 || f == (void *)7 || f == (void *)8 || f == (void *)9) {
         return fake_shmem(f, gx, bx, params);
     } else if (f != (void *)3) {

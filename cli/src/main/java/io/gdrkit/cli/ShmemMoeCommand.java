@@ -41,6 +41,10 @@ final class ShmemMoeCommand implements Callable<Integer> {
     @Option(names = "--bytes", defaultValue = "1024", description = "Bytes per token (multiple of 8).")
     int bytes;
 
+    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<preset> (Java kernels) or cuda:N (the "
+        + "shmem_moe PTX kernel; every PE on that GPU).")
+    String gpu;
+
     @Option(names = "--seed", defaultValue = "1", description = "Router seed.")
     long seed;
 
@@ -60,7 +64,7 @@ final class ShmemMoeCommand implements Callable<Integer> {
         };
         final MoeRun.Result r;
         try {
-            r = MoeRun.run(new ShmemContext().nPes(np).mode(m).seed(seed).sqDepth(64)
+            r = MoeRun.run(new ShmemContext().nPes(np).gpu(gpu).mode(m).seed(seed).sqDepth(64)
                 .timeout(Duration.ofSeconds(60)), tokens, bytes);
         } catch (final ShmemException e) {
             if (e.reason() == ShmemException.Reason.BAD_ARGUMENT) {
@@ -75,10 +79,12 @@ final class ShmemMoeCommand implements Callable<Integer> {
             root.put("result", r);
             out.println(new ObjectMapper().writeValueAsString(root));
         } else {
-            out.printf(Locale.ROOT, "# shmem-moe --np %d --mode %s: software NIC (simulated), simulated GPUs%n"
+            out.printf(Locale.ROOT, "# shmem-moe --np %d --mode %s: software NIC (simulated), GPU " + gpu
+                    + (r.simulated() ? " (simulated kernels)" : " (CUDA kernel shmem_moe)") + "%n"
                     + "tokens/PE %d x %d B, tokens per expert %s, kernel %.1f ms on PE 0: %s%n", np, mode, tokens, bytes,
                 Arrays.toString(r.tokensPerExpert()), r.kernelMillis(), r.verified() ? "every byte right"
                     : r.mismatches() + " BYTES WRONG");
+            out.println("# device: " + r.device());
         }
         return r.verified() ? 0 : Main.EXIT_FAILURE;
     }

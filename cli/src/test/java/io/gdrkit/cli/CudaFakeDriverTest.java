@@ -92,6 +92,16 @@ class CudaFakeDriverTest {
                 assertTrue(out.contains("\"iters\":20"), out);
             }
         }
+        // MoE dispatch/combine: the C kernel routes with moe_route, the Java check with MoeRun.route
+        for (final String mode : new String[] {"ibgda", "ibrc"}) {
+            final Path log = dir.resolve("shmem-moe-" + mode + ".log");
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
+                "cuda:0", "--np", "3", "--mode", mode, "--tokens", "8", "--bytes", "256", "--json"), log);
+            final String out = Files.readString(log);
+            assertEquals(0, rc, out);
+            assertTrue(out.contains("\"verified\":true") && out.contains("\"mismatches\":0"), out);
+        }
     }
 
     @Test

@@ -242,4 +242,42 @@ SHD int shmem_wait_ge(u64* s, u64 off, u64 value) {
     return 0;
 }
 
+// ---------------------------------------------------------------- MoE dispatch / combine (io.gdrkit.labs.shmem.MoeRun)
+
+// The router of MoeRun.route: splitmix-style mixing of (seed, pe, token), modulo the number of PEs.
+SHD u32 moe_route(u64 seed, u64 pe, u64 token, u64 n) {
+    u64 z = seed * 0x9E3779B97F4A7C15ull + pe * 0xBF58476D1CE4E5B9ull + token * 0x94D049BB133111EBull;
+    z = (z ^ (z >> 31)) * 0x94D049BB133111EBull;
+    return (u32)((z ^ (z >> 29)) % n);
+}
+
+// One thread of PE me: dispatch every token to its expert (put-with-signal ADD 1 on the expert's recv_sig[me]),
+// act as expert for what arrives (wait for each source's count, add me + 1 to every byte, put the result home with
+// ADD 1 on the source's done_sig), then wait until all of its own tokens are back. 0 on success.
+SHD int shmem_moe_body(u64* s, u64 seed, u32 tokens, u32 bytes, u64 in, u64 recv, u64 out, u64 recv_sig,
+                       u64 done_sig) {
+    u64 me = ST(s, 8), n = ST(s, 16);
+    for (u32 t = 0; t < tokens; t++) {
+        u32 e = moe_route(seed, me, t, n);
+        if (shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)e, recv + (me * tokens + t) * bytes, in + (u64)t * bytes, bytes,
+                        1, 0, recv_sig + 8 * me, 1) == ~0ull) return 1;
+    }
+    for (u64 src = 0; src < n; src++) {
+        u64 expected = 0;
+        for (u32 t = 0; t < tokens; t++) expected += moe_route(seed, src, t, n) == me;
+        if (shmem_wait_ge(s, recv_sig + 8 * src, expected)) return 1;
+        for (u32 t = 0; t < tokens; t++) {
+            if (moe_route(seed, src, t, n) != me) continue;
+            u64 slot = recv + (src * tokens + t) * bytes;
+            volatile unsigned char* b = (volatile unsigned char*)(ST(s, 24) + slot);
+            for (u32 i = 0; i < bytes; i++) b[i] = (unsigned char)(b[i] + me + 1);
+            shd_fence_sys(); // the NIC reads the result from GPU memory: make the stores visible first
+            if (shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)src, out + (u64)t * bytes, slot, bytes, 1, 0, done_sig, 1)
+                == ~0ull) return 1;
+        }
+    }
+    if (shmem_wait_ge(s, done_sig, tokens)) return 1;
+    return shmem_quiet(s);
+}
+
 #endif

@@ -187,7 +187,7 @@ public final class CudaShmemPerf {
         return buf;
     }
 
-    private static void checkError(final ShmemPe pe, final DeviceBuffer state, final String kernel) {
+    static void checkError(final ShmemPe pe, final DeviceBuffer state, final String kernel) {
         final long e = longs(pe.gpu(), state, 72, 1)[0];
         if (e == 0) {
             return;

@@ -13,12 +13,13 @@ import java.util.List;
 public final class MoeRun {
     /** The run: what ran, whether every byte was right, and the kernel's wall time on PE 0. */
     public record Result(int nPes, ShmemMode mode, int tokens, int bytes, boolean verified, long mismatches,
-                         double kernelMillis, int[] tokensPerExpert, boolean simulated) {
+                         double kernelMillis, int[] tokensPerExpert, boolean simulated, String device) {
     }
 
     private MoeRun() {
     }
 
+    /** The router; shmem_device.cuh's moe_route is the same function (CudaFakeDriverTest runs both). */
     static int route(final long seed, final int pe, final int token, final int n) {
         long z = seed * 0x9E3779B97F4A7C15L + pe * 0xBF58476D1CE4E5B9L + token * 0x94D049BB133111EBL;
         z = (z ^ (z >>> 31)) * 0x94D049BB133111EBL;
@@ -37,7 +38,13 @@ public final class MoeRun {
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes + 64L * n
             + 8192));
         ctx.conclude();
-        final List<long[]> per = ShmemWorld.run(ctx, pe -> body(pe, ctx.seed(), tokens, bytes));
+        final java.util.concurrent.atomic.AtomicReference<String> device = new java.util.concurrent.atomic.AtomicReference<>();
+        final List<long[]> per = ShmemWorld.run(ctx, pe -> {
+            if (pe.myPe() == 0) {
+                device.set(pe.gpu().describe());
+            }
+            return body(pe, ctx.seed(), tokens, bytes);
+        });
         long bad = 0;
         final int[] load = new int[n];
         for (int p = 0; p < n; p++) {
@@ -45,8 +52,9 @@ public final class MoeRun {
             load[p] = (int) per.get(p)[2];
         }
         return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad, per.get(0)[1] / 1e6, load,
-            ctx.gpu().startsWith("sim:"));
+            ctx.gpu().startsWith("sim:"), device.get());
     }
+
 
     private static long[] body(final ShmemPe pe, final long seed, final int tokens, final int bytes) {
         final int n = pe.nPes();
@@ -72,8 +80,61 @@ public final class MoeRun {
             }
         }
         pe.barrierAll();
-        final ShmemDevice d = pe.device();
         final long[] wall = new long[1];
+        if (!pe.gpu().isSimulated()) {
+            wall[0] = cudaKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
+        } else {
+            simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
+        }
+        final byte[] got = pe.read(out, tokens * bytes);
+        long bad = 0;
+        for (int t = 0; t < tokens; t++) {
+            final int e = route(seed, me, t, n);
+            for (int i = 0; i < bytes; i++) {
+                if (got[t * bytes + i] != (byte) (input(me, t, i) + e + 1)) {
+                    bad++;
+                }
+            }
+        }
+        int load = 0;
+        for (final int c : expected) {
+            load += c;
+        }
+        pe.barrierAll();
+        return new long[] {bad, wall[0], load};
+    }
+
+    /** kernels.cu's shmem_moe (shmem_moe_body in shmem_device.cuh): the same steps in one CUDA thread. */
+    private static long cudaKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
+                                   final long in, final long recv, final long out, final long recvSig,
+                                   final long doneSig) {
+        final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+        final io.gdrkit.gpu.DeviceBuffer state = CudaShmemPerf.deviceState(pe);
+        final io.gdrkit.gpu.DeviceBuffer times = gpu.alloc(8);
+        final io.gdrkit.gpu.GpuStream stream = gpu.createNonBlockingStream();
+        try {
+            ShmemPe.toDevice(gpu, times, 0, MemorySegment.ofArray(new long[1]));
+            gpu.launch(gpu.function("kernels", "shmem_moe"), io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1),
+                stream, new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in)
+                    .u64(recv).u64(out).u64(recvSig).u64(doneSig).ptr(times));
+            gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
+            CudaShmemPerf.checkError(pe, state, "shmem_moe");
+            final long[] t = new long[1];
+            ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
+            return t[0];
+        } finally {
+            gpu.destroyStream(stream);
+            gpu.free(times);
+            gpu.free(state);
+        }
+    }
+
+    private static void simKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
+                                  final long in, final long recv, final long out, final long recvSig,
+                                  final long doneSig, final int[] expected, final long[] wall) {
+        final int n = pe.nPes();
+        final int me = pe.myPe();
+        final ShmemDevice d = pe.device();
         pe.launchSim("moe", 1, 1, k -> {
             final long t0 = System.nanoTime();
             // dispatch: token t to expert e, into e's slot [me][t], counted on e's recvSig[me]
@@ -102,21 +163,5 @@ public final class MoeRun {
             d.quiet(k);
             wall[0] = System.nanoTime() - t0;
         });
-        final byte[] got = pe.read(out, tokens * bytes);
-        long bad = 0;
-        for (int t = 0; t < tokens; t++) {
-            final int e = route(seed, me, t, n);
-            for (int i = 0; i < bytes; i++) {
-                if (got[t * bytes + i] != (byte) (input(me, t, i) + e + 1)) {
-                    bad++;
-                }
-            }
-        }
-        int load = 0;
-        for (final int c : expected) {
-            load += c;
-        }
-        pe.barrierAll();
-        return new long[] {bad, wall[0], load};
     }
 }

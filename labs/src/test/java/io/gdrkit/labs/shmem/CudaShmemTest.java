@@ -33,6 +33,14 @@ class CudaShmemTest {
 
     @ParameterizedTest
     @EnumSource(ShmemMode.class)
+    void moeDispatchCombineKernel(final ShmemMode mode) {
+        final MoeRun.Result r = MoeRun.run(new ShmemContext().nPes(4).mode(mode).gpu("cuda:0").sqDepth(64)
+            .timeout(Duration.ofSeconds(30)), 16, 1024);
+        assertTrue(r.verified(), "mismatching bytes: " + r.mismatches());
+    }
+
+    @ParameterizedTest
+    @EnumSource(ShmemMode.class)
     void warpAndBlockVariants(final ShmemMode mode) {
         for (int variant = 1; variant <= 2; variant++) {
             final ShmemPerf.Result r = CudaShmemPerf.run(new ShmemContext().mode(mode).gpu("cuda:0")
