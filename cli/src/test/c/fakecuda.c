@@ -11,6 +11,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+/* the shmem device functions of kernels.cu, compiled for the CPU (see shmem_device.cuh) */
+#include "../../../../gpu/src/main/resources/io/gdrkit/gpu/cuda/shmem_device.cuh"
+
 typedef int CUresult;
 static int inited;
 static int sync_memops;
@@ -69,12 +72,85 @@ CUresult cuEventQuery(void *e) { return 0; }
 CUresult cuEventSynchronize(void *e) { return 0; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)((*(long long *)b - *(long long *)a) / 1e6); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+#define P64(i) (*(u64 *)params[i])
+#define P32(i) (*(u32 *)params[i])
+/* The shmem kernels of kernels.cu, one CPU thread playing every GPU thread in turn, over the same device functions. */
+static CUresult fake_shmem(void *f, unsigned gx, unsigned bx, void **params) {
+    if (f == (void *)5) { /* shmem_lat(s, op, pe, dst, src, len, iters, times) */
+        u64 *s = (u64 *)P64(0), *times = (u64 *)P64(7), last = 0;
+        u32 op = P32(1), iters = P32(6);
+        for (u32 i = 0; i < iters; i++) {
+            u64 t0 = shd_now(), t = shmem_issue(s, op, (int)P32(2), P64(3), P64(4), P32(5), 1, 0, 0, 0);
+            if (shmem_wait(s, t)) return 0;
+            if (op == SHD_OP_FETCH_ADD) last = shmem_fetched(s, t);
+            times[2 * i] = t0;
+            times[2 * i + 1] = shd_now();
+        }
+        times[2 * iters] = last;
+    } else if (f == (void *)6) { /* shmem_pingpong(s, peer, dst, src, len, sig, iters, initiator, base, times) */
+        u64 *s = (u64 *)P64(0), *times = (u64 *)P64(9), sig = P64(5), base = P64(8);
+        for (u32 i = 0; i < P32(6); i++) {
+            if (P32(7)) {
+                u64 t0 = shd_now();
+                if (shmem_wait(s, shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)P32(1), P64(2), P64(3), P32(4), 1, 0, sig, 1))) return 0;
+                if (shmem_wait_ge(s, sig, base + i + 1)) return 0;
+                times[2 * i] = t0;
+                times[2 * i + 1] = shd_now();
+            } else {
+                if (shmem_wait_ge(s, sig, base + i + 1)) return 0;
+                times[2 * i] = times[2 * i + 1] = shd_now();
+                if (shmem_wait(s, shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)P32(1), P64(2), P64(3), P32(4), 1, 0, sig, 1))) return 0;
+            }
+        }
+    } else if (f == (void *)7) { /* shmem_put_bw(s, pe, dst, src, len, per, variant, times): thread variant only */
+        u64 *s = (u64 *)P64(0), *times = (u64 *)P64(7), len = P32(4);
+        for (unsigned b = 0; b < gx; b++) {
+            u64 t0 = shd_now();
+            for (u32 i = 0; i < P32(5); i++) {
+                for (unsigned t = 0; t < bx; t++) {
+                    u64 g = (u64)b * bx + t;
+                    shmem_issue(s, SHD_OP_PUT, (int)P32(1), P64(2) + g * len, P64(3) + g * len, (u32)len, 0, 0, 0, 0);
+                }
+            }
+            shmem_quiet(s);
+            times[b] = shd_now() - t0;
+        }
+    } else if (f == (void *)8) { /* shmem_ring_rtt(ring, answer, iters, timeout, times) */
+        u64 *ring = (u64 *)P64(0), *answer = (u64 *)P64(1), *times = (u64 *)P64(4);
+        for (u32 i = 0; i < P32(2); i++) {
+            u64 t0 = shd_now();
+            shd_st_rel(ring, i + 1);
+            while (shd_ld_acq(answer) != i + 1) if (shd_now() - t0 > P64(3)) return 0;
+            times[i] = shd_now() - t0;
+        }
+    } else { /* shmem_clock_sync(req, reply, rounds, timeout) */
+        u64 *req = (u64 *)P64(0), *reply = (u64 *)P64(1);
+        u32 rounds = P32(2);
+        for (u32 i = 0; i < rounds; i++) {
+            u64 t0 = shd_now();
+            while (shd_ld_acq(req) != i + 1) if (shd_now() - t0 > P64(3)) return 0;
+            reply[i] = shd_now();
+            shd_st_rel(reply + rounds, i + 1);
+        }
+    }
+    return 0;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) { return p && n && (flags & 2) ? 0 : 1; }
+CUresult cuMemHostUnregister(void *p) { return 0; }
+
 CUresult cuModuleLoadData(void **m, const void *image) { if (!strstr((const char *)image, ".entry fill_pattern")) return 218; *m = (void *)0x1; return 0; }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     if (!strcmp(name, "fill_pattern")) *f = (void *)1;
     else if (!strcmp(name, "verify_pattern")) *f = (void *)2;
     else if (!strcmp(name, "noop")) *f = (void *)3;
     else if (!strcmp(name, "poll_flag_verify")) *f = (void *)4;
+    else if (!strcmp(name, "shmem_lat")) *f = (void *)5;
+    else if (!strcmp(name, "shmem_pingpong")) *f = (void *)6;
+    else if (!strcmp(name, "shmem_put_bw")) *f = (void *)7;
+    else if (!strcmp(name, "shmem_ring_rtt")) *f = (void *)8;
+    else if (!strcmp(name, "shmem_clock_sync")) *f = (void *)9;
+    else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
     else return 500;
     return 0;
 }
@@ -95,6 +171,12 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         for (unsigned long long i = 0; i < n; i++) {
             if (buf[i] != pattern_at(i, round, seed)) { res[0]++; if (i < res[1]) res[1] = i; }
         }
+    } else if (f == (void *)10) { /* shmem_moe(s, seed, tokens, bytes, in, recv, out, recv_sig, done_sig, times) */
+        u64 t0 = shd_now();
+        if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))
+            *(u64 *)P64(9) = shd_now() - t0;
+    } else if (f == (void *)5 || f == (void *)6 || f == (void *)7 || f == (void *)8 || f == (void *)9) {
+        return fake_shmem(f, gx, bx, params);
     } else if (f != (void *)3) {
         return 400;
     }

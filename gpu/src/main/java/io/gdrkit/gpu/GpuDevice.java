@@ -53,6 +53,16 @@ public interface GpuDevice extends AutoCloseable {
             + "available on this device" + (isSimulated() ? " (simulated GPU)" : ""));
     }
 
+    /**
+     * Makes host memory that someone else allocated (a NIC's queue rings) reachable by this GPU's kernels and returns
+     * its device address: {@code cuMemHostRegister(DEVICEMAP)} of the pages it spans plus
+     * {@code cuMemHostGetDevicePointer} on CUDA; on the simulated GPU (whose kernels are Java) its address.
+     * The pages stay registered until the device closes.
+     */
+    default long mapHost(final MemorySegment host) {
+        throw new GpuException("CUDA_ERROR_NOT_SUPPORTED", 801, "this GPU cannot map host memory");
+    }
+
     // ---- synchronous copies (complete when the call returns)
     void copyHtoD(DeviceBuffer dst, long dstOffset, MemorySegment src, long srcOffset, long len);
 

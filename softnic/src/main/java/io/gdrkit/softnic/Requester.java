@@ -64,6 +64,12 @@ final class Requester implements Agent {
     private int process(final SoftQp qp, final int state) {
         final SendQueue sq = qp.sq;
         final long producer = sq.doorbell().producer();
+        if (producer != qp.lastSeenProducer) {
+            qp.lastSeenProducer = producer;
+            if (qp.directOwned) {
+                qp.directDoorbells++;
+            }
+        }
         int sent = 0;
         while (qp.reqHead < producer && sent < burst) {
             if (Psn.diff(qp.nextPsn, qp.compPsn) >= qp.cwnd) {
@@ -79,6 +85,15 @@ final class Requester implements Agent {
             if ((qp.wqeState[slot] & SoftQp.STARTED) == 0) {
                 if (state == QpState.SQD) {
                     break; // SQD: finish what was started, start nothing new
+                }
+                if (qp.stampPickups) {
+                    qp.pickupNanos[slot] = System.nanoTime();
+                }
+                if (qp.directOwned && sq.stamp(index) != (int) (index + 1)) {
+                    // a WQE written by a direct poster that is not all there: the doorbell overtook it
+                    qp.staleWqes++;
+                    localError(qp, slot, WcStatus.LOC_QP_OP_ERR);
+                    break;
                 }
                 if ((flags & SendFlags.FENCE) != 0 && qp.outstandingRdAtomic > 0) {
                     break;

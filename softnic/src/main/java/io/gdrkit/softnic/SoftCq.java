@@ -69,6 +69,10 @@ final class SoftCq implements CompletionQueue {
         return n;
     }
 
+    CompletionRing ring() {
+        return ring;
+    }
+
     /** Flushing waits for room rather than lose a flush completion. */
     boolean hasRoomForFlush() {
         return ring.hasRoom();

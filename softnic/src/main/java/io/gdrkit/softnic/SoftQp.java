@@ -3,7 +3,9 @@ package io.gdrkit.softnic;
 import io.gdrkit.softnic.queue.RecvQueue;
 import io.gdrkit.softnic.queue.SendQueue;
 import io.gdrkit.core.Errno;
+import io.gdrkit.verbs.DirectQueue;
 import io.gdrkit.verbs.Mtu;
+import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.verbs.PostException;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QpAttrMask;
@@ -64,6 +66,17 @@ final class SoftQp implements QueuePair {
     // poster side (the posting thread)
     long sqPostHead;
     long rqPostHead;
+
+    // direct access (IBGDA): see DirectQueue
+    volatile boolean directOwned;
+    volatile boolean stampPickups;
+    volatile long cpuDoorbells;
+    /** NIC-written counters (one writer: the duty holder), read by anyone. */
+    volatile long directDoorbells;
+    volatile long staleWqes;
+    long lastSeenProducer;
+    final long[] pickupNanos;
+    private Direct direct;
 
     // ---------------- NIC state ----------------
     // requester
@@ -130,6 +143,7 @@ final class SoftQp implements QueuePair {
         this.lastPsn = new int[sq.depth()];
         this.wqeState = new byte[sq.depth()];
         this.wqeError = new byte[sq.depth()];
+        this.pickupNanos = new long[sq.depth()];
         this.resources = new ResponderResources(device.attr().maxQpRdAtom());
     }
 
@@ -230,6 +244,7 @@ final class SoftQp implements QueuePair {
         sq.doorbell().reset();
         rq.doorbell().reset();
         sqPostHead = 0;
+        lastSeenProducer = 0;
         rqPostHead = 0;
         reqHead = 0;
         curOffset = 0;
@@ -254,6 +269,9 @@ final class SoftQp implements QueuePair {
     @Override
     public void postSend(final SendWorkRequest first) {
         final int s = state;
+        if (directOwned) {
+            throw new PostException(Errno.EPERM, 0, "QP " + qpn + "'s send queue is owned by a direct poster");
+        }
         if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in " + QpState.name(s)
                 + "; sends need RTS (or SQD/ERR)");
@@ -275,6 +293,7 @@ final class SoftQp implements QueuePair {
         } finally {
             if (head != sqPostHead) {
                 sqPostHead = head;
+                cpuDoorbells++;
                 sq.doorbell().ring(head);
             }
         }
@@ -351,6 +370,104 @@ final class SoftQp implements QueuePair {
     @Override
     public void close() {
         device.destroyQp(this);
+    }
+
+    @Override
+    public synchronized DirectQueue direct() {
+        if (direct == null) {
+            direct = new Direct();
+        }
+        return direct;
+    }
+
+    /** The software NIC's mlx5dv-like view of this QP: the rings it already reads, handed out as memory. */
+    private final class Direct implements DirectQueue {
+        @Override
+        public java.lang.foreign.MemorySegment sqRing() {
+            return sq.ring();
+        }
+
+        @Override
+        public int sqDepth() {
+            return sq.depth();
+        }
+
+        @Override
+        public int sqStride() {
+            return sq.stride();
+        }
+
+        @Override
+        public int inlineOffset() {
+            return sq.inlineOffset();
+        }
+
+        @Override
+        public java.lang.foreign.MemorySegment sqDoorbell() {
+            return sq.doorbell().record();
+        }
+
+        @Override
+        public java.lang.foreign.MemorySegment cqRing() {
+            return sendCq.ring().ring();
+        }
+
+        @Override
+        public int cqDepth() {
+            return sendCq.ring().depth();
+        }
+
+        @Override
+        public java.lang.foreign.MemorySegment cqCounters() {
+            return sendCq.ring().counters().record();
+        }
+
+        @Override
+        public void takeOwnership() {
+            for (final SoftQp other : device.activeQps) {
+                if (other != SoftQp.this && (other.sendCq == sendCq || other.recvCq == sendCq)) {
+                    throw new VerbsException(Errno.EINVAL, "QP " + qpn + "'s send CQ is shared with QP " + other.qpn
+                        + "; a direct queue needs a CQ of its own");
+                }
+            }
+            if (recvCq == sendCq) {
+                throw new VerbsException(Errno.EINVAL, "QP " + qpn + " uses its send CQ for receives too");
+            }
+            if (sq.doorbell().producer() != sq.doorbell().consumer()) {
+                throw new VerbsException(Errno.EBUSY, "QP " + qpn + " has WQEs outstanding");
+            }
+            directOwned = true;
+        }
+
+        @Override
+        public boolean owned() {
+            return directOwned;
+        }
+
+        @Override
+        public long cpuDoorbells() {
+            return cpuDoorbells;
+        }
+
+        @Override
+        public long directDoorbells() {
+            return directDoorbells;
+        }
+
+        @Override
+        public long staleWqes() {
+            return staleWqes;
+        }
+
+        @Override
+        public void stampPickups(final boolean on) {
+            stampPickups = on;
+        }
+
+        @Override
+        public long pickupNanos(final long index) {
+            return pickupNanos[sq.slot(index)];
+        }
     }
 
     /** Remembers that DMA memory was written, so the next completion is fenced for it. */

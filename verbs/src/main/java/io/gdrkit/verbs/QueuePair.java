@@ -28,6 +28,14 @@ public interface QueuePair extends AutoCloseable {
     /** Posts a chain of receive work requests (ibv_post_recv). */
     void postRecv(RecvWorkRequest wr);
 
+    /**
+     * Direct access to the send queue and send CQ memory (IBGDA), or EOPNOTSUPP when the provider has none (a real
+     * NIC through libibverbs: mlx5dv is not wrapped).
+     */
+    default DirectQueue direct() {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider gives no direct queue access");
+    }
+
     @Override
     void close();
 }

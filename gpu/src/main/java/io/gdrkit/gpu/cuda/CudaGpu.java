@@ -67,6 +67,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final Map<String, MemorySegment> modules = new ConcurrentHashMap<>();
     private final Map<String, String> moduleSources = new ConcurrentHashMap<>();
     private final Map<Long, Long> hostAllocs = new ConcurrentHashMap<>();
+    /** Pages registered by {@link #mapHost}, unregistered on close. */
+    private final java.util.Set<Long> registeredPages = ConcurrentHashMap.newKeySet();
     private final AtomicLong bar1Mapped = new AtomicLong();
     private final CudaStream defaultStream;
     /** The NIC stand-in's copies (see {@link #nicWrite}); non-blocking, so it never waits for a running kernel. */
@@ -333,6 +335,38 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemHostGetDevicePointer_v2", t);
         }
+    }
+
+    /**
+     * {@inheritDoc} Registers page by page (4 KiB), so that rings sharing a page with memory registered before are
+     * fine; each page once ({@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED} is success for a page someone else
+     * registered).
+     */
+    @Override
+    public synchronized long mapHost(final MemorySegment host) {
+        final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
+            "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
+        makeCurrent();
+        final long first = host.address() & ~4095L;
+        final long end = (host.address() + Math.max(1, host.byteSize()) + 4095) & ~4095L;
+        for (long page = first; page < end; page += 4096) {
+            if (registeredPages.contains(page)) {
+                continue;
+            }
+            try {
+                // CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP
+                final int rc = (int) reg.invokeExact(MemorySegment.ofAddress(page), 4096L, 0x3);
+                if (rc != 0 && rc != 712) {
+                    d.check(rc, "cuMemHostRegister_v2(0x" + Long.toHexString(page) + ", 4096, PORTABLE|DEVICEMAP)");
+                }
+                if (rc == 0) {
+                    registeredPages.add(page);
+                }
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+            }
+        }
+        return devicePointer(host);
     }
 
     // ---------------------------------------------------------------- peer access
@@ -904,6 +938,11 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             makeCurrent();
             for (final MemorySegment m : modules.values()) {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
+            }
+            if (d.cuMemHostUnregister.isPresent()) {
+                for (final long page : registeredPages) {
+                    final int ignoredUnreg = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(page));
+                }
             }
             final int ignoredStream = (int) d.cuStreamDestroy.invokeExact(nicStream);
             final int ignored = (int) d.cuDevicePrimaryCtxRelease.invokeExact(device);

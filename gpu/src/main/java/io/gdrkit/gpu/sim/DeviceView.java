@@ -19,6 +19,13 @@ public interface DeviceView {
     /** An acquire load, for polling a flag: later reads are not satisfied before it. */
     int getIntAcquire(long offset);
 
+    /** An acquire load of a 64-bit word (a signal or a counter). */
+    default long getLongAcquire(final long offset) {
+        final long v = getLong(offset);
+        java.lang.invoke.VarHandle.acquireFence();
+        return v;
+    }
+
     void putByte(long offset, byte value);
 
     void putInt(long offset, int value);

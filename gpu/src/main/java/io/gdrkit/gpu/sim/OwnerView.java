@@ -45,6 +45,11 @@ final class OwnerView implements DeviceView {
     }
 
     @Override
+    public long getLongAcquire(final long offset) {
+        return (long) LONG_VH.getAcquire(mem, offset);
+    }
+
+    @Override
     public void putByte(final long offset, final byte value) {
         mem.set(ValueLayout.JAVA_BYTE, offset, value);
     }

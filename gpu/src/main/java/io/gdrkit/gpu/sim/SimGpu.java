@@ -196,6 +196,11 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     }
 
     @Override
+    public long mapHost(final MemorySegment host) {
+        return host.address(); // Java kernels reach host memory directly
+    }
+
+    @Override
     public void freeHost(final MemorySegment host) {
         final Arena a = hostAllocs.remove(host.address());
         if (a == null) {

@@ -277,3 +277,117 @@ extern "C" __global__ void vis_persistent_acquire(const unsigned int* flags, con
                                                   unsigned long long* res) {
     vis_persistent<PollAcquire>(flags, bufs, senders, n, rounds, seed, timeout_ns, res);
 }
+
+// ================================================================ shmem (GPU-initiated communication)
+// The device functions are in shmem_device.cuh (shared with the CPU test double of libcuda). Kernels below are the
+// measurement kernels of io.gdrkit.labs.shmem.CudaShmemPerf; times are %globaltimer nanoseconds.
+#include "shmem_device.cuh"
+
+// Thread 0 issues `iters` blocking operations (op: 1 put, 2 get, 4 fetch_add) to `pe`;
+// times[2i] = issue, times[2i+1] = completion seen. times[2 iters] = the fetched value of the last atomic.
+extern "C" __global__ void shmem_lat(u64* s, u32 op, u32 pe, u64 dst, u64 src, u32 len, u32 iters, u64* times) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    u64 last = 0;
+    for (u32 i = 0; i < iters; i++) {
+        u64 t0 = shd_now();
+        u64 t = shmem_issue(s, op, (int)pe, dst, src, len, 1, 0, 0, 0);
+        if (shmem_wait(s, t)) return;
+        if (op == SHD_OP_FETCH_ADD) last = shmem_fetched(s, t);
+        times[2 * i] = t0;
+        times[2 * i + 1] = shd_now();
+    }
+    times[2 * iters] = last;
+}
+
+// Ping-pong of put-with-signal (ADD 1) between this PE and `peer`. The initiator stamps times[2i] = issue,
+// times[2i+1] = the answer seen; the responder stamps times[2i] = the signal seen (landing), times[2i+1] = its
+// answer issued. The signal word counts from `base`.
+extern "C" __global__ void shmem_pingpong(u64* s, u32 peer, u64 dst, u64 src, u32 len, u64 sig, u32 iters,
+                                          u32 initiator, u64 base, u64* times) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    for (u32 i = 0; i < iters; i++) {
+        if (initiator) {
+            u64 t0 = shd_now();
+            if (shmem_wait(s, shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)peer, dst, src, len, 1, 0, sig, 1))) return;
+            if (shmem_wait_ge(s, sig, base + i + 1)) return;
+            times[2 * i] = t0;
+            times[2 * i + 1] = shd_now();
+        } else {
+            if (shmem_wait_ge(s, sig, base + i + 1)) return;
+            times[2 * i] = shd_now();
+            times[2 * i + 1] = shd_now();
+            if (shmem_wait(s, shmem_issue(s, SHD_OP_PUT_SIGNAL, (int)peer, dst, src, len, 1, 0, sig, 1))) return;
+        }
+    }
+}
+
+// Bandwidth / message rate: every thread (variant 0), every warp's lane 0 for its 32 slots (variant 1, put_warp)
+// or every block's thread 0 for its blockDim slots (variant 2, put_block) issues `per` non-blocking puts of its
+// slots, then thread 0 of each block waits for all (quiet). times[block] = elapsed ns of that block.
+extern "C" __global__ void shmem_put_bw(u64* s, u32 pe, u64 dst, u64 src, u32 len, u32 per, u32 variant,
+                                        u64* times) {
+    u64 t0 = shd_now();
+    u64 gtid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (u32 i = 0; i < per; i++) {
+        if (variant == 0) {
+            shmem_issue(s, SHD_OP_PUT, (int)pe, dst + gtid * len, src + gtid * len, len, 0, 0, 0, 0);
+        } else if (variant == 1) {
+            __syncwarp();
+            if ((threadIdx.x & 31) == 0) {
+                u64 first = gtid;
+                u32 lanes = min(32u, blockDim.x - threadIdx.x);
+                shmem_issue(s, SHD_OP_PUT, (int)pe, dst + first * len, src + first * len, len * lanes, 0, 0, 0, 0);
+            }
+            __syncwarp();
+        } else {
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                u64 first = (u64)blockIdx.x * blockDim.x;
+                shmem_issue(s, SHD_OP_PUT, (int)pe, dst + first * len, src + first * len, len * blockDim.x, 0, 0, 0, 0);
+            }
+            __syncthreads();
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        shmem_quiet(s);
+        times[blockIdx.x] = shd_now() - t0;
+    }
+}
+
+// The floor: a kernel that only rings host memory and polls for the CPU's answer (one PCIe round trip each).
+// times[i] = the round trip of ring i in ns.
+extern "C" __global__ void shmem_ring_rtt(u64* ring, u64* answer, u32 iters, u64 timeout_ns, u64* times) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    for (u32 i = 0; i < iters; i++) {
+        u64 t0 = shd_now();
+        shd_st_rel(ring, i + 1);
+        while (shd_ld_acq(answer) != i + 1) {
+            if (shd_now() - t0 > timeout_ns) return;
+        }
+        times[i] = shd_now() - t0;
+    }
+}
+
+// Clock pairing: for round i, waits for the host's req == i + 1, writes %globaltimer to reply[i], then acks in
+// reply[rounds]. The host pairs each reply with the midpoint of its own nanoTime stamps around the round.
+extern "C" __global__ void shmem_clock_sync(u64* req, u64* reply, u32 rounds, u64 timeout_ns) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    for (u32 i = 0; i < rounds; i++) {
+        u64 t0 = shd_now();
+        while (shd_ld_acq(req) != i + 1) {
+            if (shd_now() - t0 > timeout_ns) return;
+        }
+        reply[i] = shd_now();
+        shd_st_rel(reply + rounds, i + 1);
+    }
+}
+
+// MoE dispatch/combine (MoeRun on CUDA): thread 0 of the single block runs shmem_moe_body; times[0] = its ns.
+extern "C" __global__ void shmem_moe(u64* s, u64 seed, u32 tokens, u32 bytes, u64 in, u64 recv, u64 out,
+                                     u64 recv_sig, u64 done_sig, u64* times) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    u64 t0 = shd_now();
+    if (shmem_moe_body(s, seed, tokens, bytes, in, recv, out, recv_sig, done_sig)) return;
+    times[0] = shd_now() - t0;
+}

@@ -45,6 +45,14 @@ public final class CompletionRing {
         return depth;
     }
 
+    public MemorySegment ring() {
+        return ring;
+    }
+
+    public Doorbell counters() {
+        return counters;
+    }
+
     /** NIC side: room for one more CQE? */
     public boolean hasRoom() {
         return producer - counters.consumer() < depth;

@@ -22,6 +22,11 @@ public final class Doorbell {
         this.record = record;
     }
 
+    /** The record's memory, for a poster that writes it directly. */
+    public MemorySegment record() {
+        return record;
+    }
+
     public long producer() {
         return (long) LONG.getAcquire(record, 0L);
     }

@@ -25,7 +25,8 @@ import java.lang.foreign.ValueLayout;
  *  |              total length (inline: inline length)             | 28
  *  |                       compare_add (64)                        | 32
  *  |                          swap (64)                            | 40
- *  |                       reserved (16)                           | 48
+ *  |   stamp (32): (u32)(index + 1), checked on a direct queue     | 48
+ *  |                       reserved (12)                           | 52
  *  |          sge[i]: addr (64) | length (32) | lkey (32)          | 64 + 16 i
  *  |                       inline data                             | 64 + 16 max_sge
  * </pre>
@@ -42,6 +43,7 @@ public final class SendQueue {
     public static final int OFF_LENGTH = 28;
     public static final int OFF_COMPARE_ADD = 32;
     public static final int OFF_SWAP = 40;
+    public static final int OFF_STAMP = 48;
     public static final int OFF_SGE = 64;
     public static final int SGE_SIZE = 16;
 
@@ -109,6 +111,19 @@ public final class SendQueue {
                 inlinePos += sge.length;
             }
         }
+    }
+
+    public int stride() {
+        return stride;
+    }
+
+    public int inlineOffset() {
+        return inlineOffset;
+    }
+
+    /** The WQE's stamp word; a direct poster writes (u32)(index + 1) there. */
+    public int stamp(final long index) {
+        return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_STAMP);
     }
 
     public long wrId(final long index) {

@@ -1,0 +1,174 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gdrkit.labs.shmem.CudaShmemPerf;
+import io.gdrkit.labs.shmem.ShmemContext;
+import io.gdrkit.labs.shmem.ShmemException;
+import io.gdrkit.labs.shmem.ShmemMode;
+import io.gdrkit.labs.shmem.ShmemPerf;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code shmem-perf}: NVSHMEM-perftest-shaped device-API measurements over the IBRC or the IBGDA path. */
+@Command(name = "shmem-perf", mixinStandardHelpOptions = true,
+    description = "GPU-initiated communication (symmetric heap, device put/get/signal/atomics) over the CPU-proxy "
+        + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown. "
+        + "Simulated kernels on sim:* GPUs (docs/SHMEM.md).")
+final class ShmemPerfCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", description = "put_lat, get_lat, put_bw, put_signal_lat, atomic_lat, msg_rate, or "
+        + "ring_rtt (CUDA only: a kernel that only rings host memory and polls for the CPU's answer: the floor).")
+    String test;
+
+    @Option(names = "--mode", defaultValue = "ibgda", description = "ibrc (CPU proxy) or ibgda (GPU rings the "
+        + "doorbell).")
+    String mode;
+
+    @Option(names = "--np", defaultValue = "2", description = "PEs (2..8), one thread, software NIC and GPU each.")
+    int np;
+
+    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<v100|h100|h200|all-devices> (Java "
+        + "kernels on SM workers) or cuda:N (the PTX kernels; every PE on that GPU).")
+    String gpu;
+
+    @Option(names = "--variant", defaultValue = "thread", description = "put_bw/msg_rate on CUDA: thread, warp "
+        + "(put_warp: lane 0 posts the warp's range) or block (put_block).")
+    String variant;
+
+    @Option(names = "--threads", defaultValue = "1", description = "GPU threads per block (put_bw, msg_rate).")
+    int threads;
+
+    @Option(names = "--blocks", defaultValue = "1", description = "Blocks (put_bw, msg_rate).")
+    int blocks;
+
+    @Option(names = "-b", defaultValue = "8", description = "Smallest message, bytes.")
+    long min;
+
+    @Option(names = "-e", defaultValue = "4096", description = "Largest message, bytes (sizes double).")
+    long max;
+
+    @Option(names = {"-n", "--iters"}, defaultValue = "200", description = "Operations per size.")
+    int iters;
+
+    @Option(names = "--no-fence", description = "Negative control: leave out the fence before the doorbell (ibgda).")
+    boolean noFence;
+
+    @Option(names = "--idle", defaultValue = "backoff", description = "Idle strategy of the NIC threads and the "
+        + "proxy: spin (for measurements on a host with cores to spare), yield, backoff, sleep:<us>.")
+    String idle;
+
+    @Option(names = "--json", description = "One JSON object instead of text.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+        final PrintWriter out = spec.commandLine().getOut();
+        final ShmemMode m = switch (mode.toLowerCase(Locale.ROOT)) {
+            case "ibrc" -> ShmemMode.IBRC;
+            case "ibgda" -> ShmemMode.IBGDA;
+            default -> throw new ParameterException(spec.commandLine(), "--mode must be ibrc or ibgda, not '" + mode
+                + "'");
+        };
+        if (np < 2 || np > 8) {
+            throw new ParameterException(spec.commandLine(), "--np must be 2..8");
+        }
+        final boolean cuda = gpu.startsWith("cuda:");
+        if (!cuda && !gpu.startsWith("sim:")) {
+            throw new ParameterException(spec.commandLine(), "--gpu must be sim:<preset> or cuda:N, not '" + gpu + "'");
+        }
+        final int v = switch (variant) {
+            case "thread" -> 0;
+            case "warp" -> 1;
+            case "block" -> 2;
+            default -> throw new ParameterException(spec.commandLine(), "--variant must be thread, warp or block");
+        };
+        if (test.equals("ring_rtt")) {
+            if (!cuda) {
+                throw new ParameterException(spec.commandLine(), "ring_rtt needs --gpu cuda:N (it measures PCIe)");
+            }
+            final CudaShmemPerf.RingRtt rr;
+            try {
+                rr = CudaShmemPerf.ringRtt(gpu, iters, Duration.ofSeconds(30));
+            } catch (final ShmemException e) {
+                out.println("# FAILED: " + e.getMessage());
+                return Main.EXIT_FAILURE;
+            }
+            if (json) {
+                final Map<String, Object> root = new LinkedHashMap<>();
+                root.put("simulated", rr.simulatedGpu());
+                root.put("real", "the CUDA kernel and PCIe round trips (no NIC involved)");
+                root.put("result", rr);
+                out.println(new ObjectMapper().writeValueAsString(root));
+            } else {
+                out.printf(Locale.ROOT, "# ring_rtt on %s: a kernel stores to pinned host memory and spins on the CPU's "
+                    + "answer%n#iters  t_min[us]  t_med[us]  t_max[us]%n%-7d %10.2f %10.2f %10.2f%n", gpu, rr.iters(),
+                    rr.minUs(), rr.medianUs(), rr.maxUs());
+            }
+            return 0;
+        }
+        final ShmemPerf.Test t;
+        final ShmemPerf.Result r;
+        try {
+            t = ShmemPerf.Test.byLabel(test);
+            final ShmemContext c = new ShmemContext().nPes(np).gpu(gpu).mode(m).wqeFence(!noFence)
+                .idle(idle).timeout(Duration.ofSeconds(30));
+            r = cuda ? CudaShmemPerf.run(c, t, min, max, iters, blocks, threads, v)
+                : ShmemPerf.run(c, t, min, max, iters, blocks, threads);
+        } catch (final ShmemException e) {
+            if (e.reason() == ShmemException.Reason.BAD_ARGUMENT) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+            out.println((json ? "{\"error\":" + new ObjectMapper().writeValueAsString(e.getMessage()) + ",\"reason\":\""
+                + e.reason() + "\",\"simulated\":true}" : "# FAILED: " + e.getMessage()));
+            out.flush();
+            return Main.EXIT_FAILURE;
+        }
+        if (json) {
+            final Map<String, Object> root = new LinkedHashMap<>();
+            root.put("simulated", true);
+            root.put("real", r.simulatedGpu() ? "nothing: software NIC (simulated) and simulated GPU kernels; the "
+                + "bytes, WQEs, doorbells and CQEs are real memory" : "the GPU: CUDA kernels write the WQEs or proxy "
+                + "requests into pinned host memory and poll completions across PCIe; the NIC is the software NIC "
+                + "(simulated) on the host, moving bytes to and from GPU memory with the copy engine");
+            root.put("result", r);
+            out.println(new ObjectMapper().writeValueAsString(root));
+            return 0;
+        }
+        out.println("# shmem-perf " + r.test() + " --mode " + r.mode().name().toLowerCase(Locale.ROOT) + " --np "
+            + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + (r.simulatedGpu() ? " (simulated kernels)"
+            : " (CUDA kernels)")
+            + (r.wqeFence() ? "" : ", NO fence before the doorbell"));
+        out.println(r.rows().get(0).mibPerSec() > 0 ? "#bytes     ops      threads  MiB/s        Mops"
+            : "#bytes     iters    t_min[us]  t_med[us]  t_max[us]");
+        for (final ShmemPerf.Row row : r.rows()) {
+            out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
+        }
+        out.println("# device: " + r.device());
+        final ShmemPerf.Breakdown b = r.breakdown();
+        if (b.samples() > 0) {
+            out.printf(Locale.ROOT, "# breakdown (median us, %d ops of the largest size): issue->proxy %s, ->NIC "
+                    + "pick-up %.2f, NIC->landing %s, ->completion seen %.2f, total %.2f%n", b.samples(),
+                b.issueToProxyUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", b.issueToProxyUs()),
+                b.toNicPickupUs(), b.nicToLandingUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f",
+                    b.nicToLandingUs()), b.toCompletionUs(), b.totalUs());
+        }
+        out.println("# doorbells seen by the NIC on the path's QPs: rung by a CPU " + r.cpuDoorbells() + ", by the GPU "
+            + r.gpuDoorbells() + "; stale WQEs refused " + r.staleWqes());
+        return 0;
+    }
+}

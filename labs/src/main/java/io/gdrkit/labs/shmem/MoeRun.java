@@ -1,0 +1,167 @@
+package io.gdrkit.labs.shmem;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * A MoE-style dispatch and combine over the device API: every PE holds {@code tokens} tokens of {@code bytes} bytes;
+ * a seeded router sends each to an expert (one per PE) with put-with-signal (ADD 1 on the expert's per-source
+ * counter); each expert waits for its tokens, applies its "expert" (adds expert + 1 to every byte), and puts each
+ * result back to the token's home slot with a signal; every PE waits for all its tokens and the host checks them
+ * byte for byte. One simulated kernel per PE does all of it.
+ */
+public final class MoeRun {
+    /** The run: what ran, whether every byte was right, and the kernel's wall time on PE 0. */
+    public record Result(int nPes, ShmemMode mode, int tokens, int bytes, boolean verified, long mismatches,
+                         double kernelMillis, int[] tokensPerExpert, boolean simulated, String device) {
+    }
+
+    private MoeRun() {
+    }
+
+    /** The router; shmem_device.cuh's moe_route is the same function (CudaFakeDriverTest runs both). */
+    static int route(final long seed, final int pe, final int token, final int n) {
+        long z = seed * 0x9E3779B97F4A7C15L + pe * 0xBF58476D1CE4E5B9L + token * 0x94D049BB133111EBL;
+        z = (z ^ (z >>> 31)) * 0x94D049BB133111EBL;
+        return (int) Long.remainderUnsigned(z ^ (z >>> 29), n);
+    }
+
+    static byte input(final int pe, final int token, final int i) {
+        return (byte) (pe * 29 + token * 13 + i * 7 + 1);
+    }
+
+    public static Result run(final ShmemContext ctx, final int tokens, final int bytes) {
+        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || (bytes & 7) != 0) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "tokens 1..1024, bytes 8..65536 (multiple of 8)");
+        }
+        final int n = ctx.nPes();
+        ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes + 64L * n
+            + 8192));
+        ctx.conclude();
+        final java.util.concurrent.atomic.AtomicReference<String> device = new java.util.concurrent.atomic.AtomicReference<>();
+        final List<long[]> per = ShmemWorld.run(ctx, pe -> {
+            if (pe.myPe() == 0) {
+                device.set(pe.gpu().describe());
+            }
+            return body(pe, ctx.seed(), tokens, bytes);
+        });
+        long bad = 0;
+        final int[] load = new int[n];
+        for (int p = 0; p < n; p++) {
+            bad += per.get(p)[0];
+            load[p] = (int) per.get(p)[2];
+        }
+        return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad, per.get(0)[1] / 1e6, load,
+            ctx.gpu().startsWith("sim:"), device.get());
+    }
+
+
+    private static long[] body(final ShmemPe pe, final long seed, final int tokens, final int bytes) {
+        final int n = pe.nPes();
+        final int me = pe.myPe();
+        final long in = pe.malloc((long) tokens * bytes);
+        final long recv = pe.malloc((long) n * tokens * bytes);
+        final long out = pe.malloc((long) tokens * bytes);
+        final long recvSig = pe.malloc(8L * n);
+        final long doneSig = pe.malloc(8);
+        final byte[] mine = new byte[tokens * bytes];
+        for (int t = 0; t < tokens; t++) {
+            for (int i = 0; i < bytes; i++) {
+                mine[t * bytes + i] = input(me, t, i);
+            }
+        }
+        pe.write(in, MemorySegment.ofArray(mine));
+        final int[] expected = new int[n]; // tokens each source sends to me
+        for (int src = 0; src < n; src++) {
+            for (int t = 0; t < tokens; t++) {
+                if (route(seed, src, t, n) == me) {
+                    expected[src]++;
+                }
+            }
+        }
+        pe.barrierAll();
+        final long[] wall = new long[1];
+        if (!pe.gpu().isSimulated()) {
+            wall[0] = cudaKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
+        } else {
+            simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
+        }
+        final byte[] got = pe.read(out, tokens * bytes);
+        long bad = 0;
+        for (int t = 0; t < tokens; t++) {
+            final int e = route(seed, me, t, n);
+            for (int i = 0; i < bytes; i++) {
+                if (got[t * bytes + i] != (byte) (input(me, t, i) + e + 1)) {
+                    bad++;
+                }
+            }
+        }
+        int load = 0;
+        for (final int c : expected) {
+            load += c;
+        }
+        pe.barrierAll();
+        return new long[] {bad, wall[0], load};
+    }
+
+    /** kernels.cu's shmem_moe (shmem_moe_body in shmem_device.cuh): the same steps in one CUDA thread. */
+    private static long cudaKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
+                                   final long in, final long recv, final long out, final long recvSig,
+                                   final long doneSig) {
+        final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+        final io.gdrkit.gpu.DeviceBuffer state = CudaShmemPerf.deviceState(pe);
+        final io.gdrkit.gpu.DeviceBuffer times = gpu.alloc(8);
+        final io.gdrkit.gpu.GpuStream stream = gpu.createNonBlockingStream();
+        try {
+            ShmemPe.toDevice(gpu, times, 0, MemorySegment.ofArray(new long[1]));
+            gpu.launch(gpu.function("kernels", "shmem_moe"), io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1),
+                stream, new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in)
+                    .u64(recv).u64(out).u64(recvSig).u64(doneSig).ptr(times));
+            gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
+            CudaShmemPerf.checkError(pe, state, "shmem_moe");
+            final long[] t = new long[1];
+            ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
+            return t[0];
+        } finally {
+            gpu.destroyStream(stream);
+            gpu.free(times);
+            gpu.free(state);
+        }
+    }
+
+    private static void simKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
+                                  final long in, final long recv, final long out, final long recvSig,
+                                  final long doneSig, final int[] expected, final long[] wall) {
+        final int n = pe.nPes();
+        final int me = pe.myPe();
+        final ShmemDevice d = pe.device();
+        pe.launchSim("moe", 1, 1, k -> {
+            final long t0 = System.nanoTime();
+            // dispatch: token t to expert e, into e's slot [me][t], counted on e's recvSig[me]
+            for (int t = 0; t < tokens; t++) {
+                final int e = route(seed, me, t, n);
+                d.putSignalNbi(k, recv + ((long) me * tokens + t) * bytes, in + (long) t * bytes, bytes,
+                    recvSig + 8L * me, 1, SignalOp.ADD, e);
+            }
+            // expert: wait for every source's tokens, apply, send each result home
+            final var heap = k.view(pe.heapAddress(), pe.context().heapBytes());
+            for (int src = 0; src < n; src++) {
+                d.signalWaitUntil(k, recvSig + 8L * src, Cmp.GE, expected[src]);
+                for (int t = 0; t < tokens; t++) {
+                    if (route(seed, src, t, n) != me) {
+                        continue;
+                    }
+                    final long slot = recv + ((long) src * tokens + t) * bytes;
+                    for (int i = 0; i < bytes; i++) {
+                        heap.putByte(slot + i, (byte) (heap.getByte(slot + i) + me + 1));
+                    }
+                    d.putSignalNbi(k, out + (long) t * bytes, slot, bytes, doneSig, 1, SignalOp.ADD, src);
+                }
+            }
+            // combine: wait until all my tokens are back
+            d.signalWaitUntil(k, doneSig, Cmp.GE, tokens);
+            d.quiet(k);
+            wall[0] = System.nanoTime() - t0;
+        });
+    }
+}
