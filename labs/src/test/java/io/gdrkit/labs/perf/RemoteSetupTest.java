@@ -103,6 +103,14 @@ class RemoteSetupTest {
             assertTrue(q.getMessage().endsWith("rejected: server done"), q.getMessage());
         }
         server.join(30_000);
+        // the shm fabric's folder is named after the port; this test's own, so it removes it
+        final java.nio.file.Path dir = java.nio.file.Path.of(java.nio.file.Files.isDirectory(
+            java.nio.file.Path.of("/dev/shm")) ? "/dev/shm" : System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port);
+        if (java.nio.file.Files.isDirectory(dir)) {
+            try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
         assertEquals(null, failed[0]);
         assertTrue(said.toString().contains("# server: refused a client: -q/--qp 100000 must be 1 .. 1024\n"),
             said::toString);
