@@ -9,6 +9,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.gdrkit.core.Errno;
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -144,13 +146,28 @@ public final class IbvLibrary {
             synchronized (IbvLibrary.class) {
                 l = loaded;
                 if (l == null) {
-                    l = doLoad(System.getProperty(LIBRARY_PROPERTY, "libibverbs.so.1"),
-                        Boolean.getBoolean(ABI_OVERRIDE_PROPERTY));
+                    l = load(SettingsReader.ofProcess());
                     loaded = l;
                 }
             }
         }
         return l;
+    }
+
+    /**
+     * Reads {@value #LIBRARY_PROPERTY} and {@value #ABI_OVERRIDE_PROPERTY} through {@code settings} (the one place
+     * they are read) and loads; a malformed value is a reason naming the property, like an absent library.
+     */
+    static Loaded load(final SettingsReader settings) {
+        final Setting<String> library;
+        final Setting<Boolean> override;
+        try {
+            library = settings.text(LIBRARY_PROPERTY, "libibverbs.so.1");
+            override = settings.flag(ABI_OVERRIDE_PROPERTY, false);
+        } catch (final IllegalArgumentException e) {
+            return new Loaded(null, "libibverbs not loaded: " + e.getMessage());
+        }
+        return doLoad(library.value(), override.value());
     }
 
     static Loaded doLoad(final String name, final boolean override) {

@@ -80,6 +80,20 @@ class NativeProviderTest {
     }
 
     @Test
+    void theLibraryPropertiesAreReadThroughSettingsReaderAndABadOneIsAReason() {
+        final IbvLibrary.Loaded bad = IbvLibrary.load(new io.gdrkit.core.config.SettingsReader(java.util.Map.of(),
+            java.util.Map.of(IbvLibrary.ABI_OVERRIDE_PROPERTY, "yes"), java.util.Map.of()));
+        assertNull(bad.library());
+        assertEquals("libibverbs not loaded: gdrkit.ibverbs.abi.override=yes is not 0, 1, true or false",
+            bad.unavailable());
+        final IbvLibrary.Loaded named = IbvLibrary.load(new io.gdrkit.core.config.SettingsReader(java.util.Map.of(),
+            java.util.Map.of(IbvLibrary.LIBRARY_PROPERTY, "/nonexistent/libibverbs-prop.so"), java.util.Map.of()));
+        assertNull(named.library());
+        assertTrue(named.unavailable().startsWith("libibverbs not loadable: cannot open "
+            + "/nonexistent/libibverbs-prop.so"), named.unavailable());
+    }
+
+    @Test
     void anUncheckedAbiIsRefusedWithANamedErrorUnlessOverridden() throws Exception {
         final Path stub = StubLibrary.build("1.99.0.0");
         Assumptions.assumeTrue(stub != null, "no gcc or rdma-core headers to build the stub");

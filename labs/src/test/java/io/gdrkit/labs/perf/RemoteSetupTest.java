@@ -22,7 +22,11 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /** A perf client's setup, as the server decodes it: checked through PerfConfig before anything is allocated. */
@@ -103,6 +107,14 @@ class RemoteSetupTest {
             assertTrue(q.getMessage().endsWith("rejected: server done"), q.getMessage());
         }
         server.join(30_000);
+        // the shm fabric's folder is named after the port; this test's own, so it removes it
+        final Path dir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
+            : System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port);
+        if (Files.isDirectory(dir)) {
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
         assertEquals(null, failed[0]);
         assertTrue(said.toString().contains("# server: refused a client: -q/--qp 100000 must be 1 .. 1024\n"),
             said::toString);
