@@ -201,8 +201,10 @@ final class DemoCommand implements Callable<Integer> {
                 {"sim:h200", Consumer.PERSISTENT, Readback.OFF, true},
             };
             for (final Object[] k : cases) {
-                final VisConfig c = new VisConfig((String) k[0], (Consumer) k[1], Flag.RECEIVER, (Readback) k[2], 16,
-                    65536, 10, 1, false, Source.HOST, Poll.ACQUIRE, 1, Injection.NONE, false);
+                final VisConfig c = new VisConfig().gpu((String) k[0]).consumer((Consumer) k[1]).flag(Flag.RECEIVER)
+                    .readback((Readback) k[2]).wrSplit(16).size(65536).rounds(10).senders(1).syncMemops(false)
+                    .source(Source.HOST).poll(Poll.ACQUIRE).seed(1).inject(Injection.NONE).peerConsumer(false)
+                    .conclude();
                 final VisResult v = lab.run(c, null);
                 results.add(v);
                 final boolean expectPass = (Boolean) k[3];
@@ -224,8 +226,8 @@ final class DemoCommand implements Callable<Integer> {
         final List<OrderingExperiment.Result> results = new ArrayList<>();
         int failed = 0;
         for (final OrderingExperiment.Variant v : OrderingExperiment.Variant.values()) {
-            final OrderingExperiment.Result r = OrderingExperiment.run(new OrderingExperiment.Config(v, 500, 16384,
-                0.05, 10, false, 1));
+            final OrderingExperiment.Result r = OrderingExperiment.run(new OrderingExperiment.Config(v).trials(500)
+                .size(16384).reorder(0.05).reorderMicros(10).reorderWithinQp(false).seed(1).conclude());
             results.add(r);
             final boolean ok = v.ordered() ? r.corruptedReads() == 0 : r.verdict() != OrderingExperiment.Verdict.FAIL;
             failed += expect(String.format(Locale.ROOT, "%-13s corrupted reads %3d / %d -> %s", v.label(),

@@ -151,19 +151,6 @@ public final class OrderingExperiment {
             this.variant = variant;
         }
 
-        /**
-         * The seven values by position: kept only for {@code DemoCommand}, whose owner moves it to the setters.
-         *
-         * @deprecated set values by name and call {@link #conclude()}
-         */
-        @Deprecated(forRemoval = true)
-        public Config(final Variant variant, final int trials, final int size, final double reorder,
-                      final double reorderMicros, final boolean reorderWithinQp, final long seed) {
-            this(variant);
-            trials(trials).size(size).reorder(reorder).reorderMicros(reorderMicros).reorderWithinQp(reorderWithinQp)
-                .seed(seed).conclude();
-        }
-
         public Variant variant() {
             return variant;
         }

@@ -134,21 +134,6 @@ public final class VisConfig {
     public VisConfig() {
     }
 
-    /**
-     * The 14 values by position: kept only for {@code DemoCommand}, whose owner moves it to the setters.
-     *
-     * @deprecated set values by name and call {@link #conclude()}
-     */
-    @Deprecated(forRemoval = true)
-    public VisConfig(final String gpu, final Consumer consumer, final Flag flag, final Readback readback,
-                     final int wrSplit, final long size, final int rounds, final int senders, final boolean syncMemops,
-                     final Source source, final Poll poll, final long seed, final Injection inject,
-                     final boolean peerConsumer) {
-        gpu(gpu).consumer(consumer).flag(flag).readback(readback).wrSplit(wrSplit).size(size).rounds(rounds)
-            .senders(senders).syncMemops(syncMemops).source(source).poll(poll).seed(seed).inject(inject)
-            .peerConsumer(peerConsumer).conclude();
-    }
-
     /** {@code sim:<preset>} or {@code cuda:N} */
     public String gpu() {
         return gpu;
