@@ -38,8 +38,9 @@ final class DoctorCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--provider", defaultValue = "host", description = "host (probe this machine) or soft (the "
-        + "software NIC, simulated).")
+    @Option(names = "--provider", defaultValue = "host", description = "host (probe this machine), native (the "
+        + "same, its verbs layer through the native provider: ports, GIDs, NCCL's DMA-BUF probe) or soft (the software "
+        + "NIC, simulated).")
     String provider;
 
     @Option(names = "--gpu", description = "With --provider soft: a simulated GPU (sim:h200, sim:v100, ...).")
@@ -84,10 +85,10 @@ final class DoctorCommand implements Callable<Integer> {
             return negativeControls(out);
         }
         final boolean soft = switch (provider) {
-            case "host" -> false;
+            case "host", "native" -> false;
             case "soft" -> true;
-            default -> throw new ParameterException(spec.commandLine(), "--provider must be host or soft, not '"
-                + provider + "'");
+            default -> throw new ParameterException(spec.commandLine(), "--provider must be host, native or soft, "
+                + "not '" + provider + "'");
         };
         if (!soft && gpuSpec != null) {
             throw new ParameterException(spec.commandLine(), "--gpu is for --provider soft (a simulated GPU); the "
@@ -104,7 +105,8 @@ final class DoctorCommand implements Callable<Integer> {
         final DoctorReport report;
         try {
             report = soft ? DoctorLab.simulated(gpuSpec, onOff("--soft-dmabuf", softDmaBuf),
-                onOff("--soft-peermem", softPeermem), settings) : DoctorLab.host(root, nativeVerbs(), settings);
+                onOff("--soft-peermem", softPeermem), settings) : DoctorLab.host(root, provider.equals("native")
+                ? DoctorLab.nativeVerbs() : nativeVerbs(), settings);
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -112,7 +114,8 @@ final class DoctorCommand implements Callable<Integer> {
             out.println(new ObjectMapper().writeValueAsString(json(report)));
         } else {
             print(out, report, soft ? "# gdrkit doctor: software NIC and " + gpuSpec + " (SIMULATED hardware)"
-                : "# gdrkit doctor: probing this machine");
+                : "# gdrkit doctor: probing this machine" + (provider.equals("native") ? " (verbs through the native "
+                    + "provider)" : ""));
         }
         return strict && !report.verdict().isReady() ? Main.EXIT_FAILURE : 0;
     }

@@ -15,6 +15,30 @@ import org.junit.jupiter.api.io.TempDir;
 
 class DoctorCommandTest {
     @Test
+    void nativeProviderFillsTheVerbsLayerWithWhatItFound() throws Exception {
+        final Cli c = Cli.run("doctor", "--provider", "native", "--json");
+        assertEquals(0, c.exitCode(), c.toString());
+        final JsonNode j = new ObjectMapper().readTree(c.out());
+        final String verdict = j.get("verdict").asText();
+        boolean sawNative = false;
+        for (final JsonNode check : j.get("checks")) {
+            if (check.get("layer").asText().equals("verbs") && check.get("evidence").asText()
+                .startsWith("native provider: ")) {
+                sawNative = true;
+                // no RDMA device on a CI machine: the evidence says how many the library listed and where it looked
+                assertTrue(check.get("evidence").asText().contains("device(s)"), check.toString());
+            }
+        }
+        assertTrue(sawNative, c.out());
+        if (!Files.isDirectory(Path.of("/sys/class/infiniband"))) {
+            assertTrue(verdict.equals("HARDWARE_BLOCKED") || verdict.equals("DEGRADED"), verdict);
+        }
+        final Cli bad = Cli.run("doctor", "--provider", "nic");
+        assertEquals(2, bad.exitCode());
+        assertTrue(bad.err().contains("--provider must be host, native or soft, not 'nic'"), bad.toString());
+    }
+
+    @Test
     void thisMachineIsProbedHonestly() throws Exception {
         final Cli r = Cli.run("doctor", "--json");
         assertEquals(0, r.exitCode(), r::toString);

@@ -26,6 +26,41 @@ public final class DoctorLab {
     private DoctorLab() {
     }
 
+    /**
+     * What the native provider finds on this machine, for the host doctor's verbs layer: the libibverbs device list
+     * and, for each device, port 1's state and link layer, GID 0, and NCCL's DMA-BUF probe (ibv_reg_dmabuf_mr with
+     * fd = -1: EBADF means supported, EOPNOTSUPP means not). Never throws: a failure is part of the evidence.
+     */
+    public static NativeVerbs nativeVerbs() {
+        final io.gdrkit.ibverbs.NativeProvider.Probe p = io.gdrkit.ibverbs.NativeProvider.probe();
+        final List<String> devices = new java.util.ArrayList<>();
+        for (final io.gdrkit.verbs.Device d : p.devices()) {
+            devices.add(describe(d));
+        }
+        return new NativeVerbs(p.libraryLoaded(), devices, "native provider: " + p.evidence());
+    }
+
+    private static String describe(final io.gdrkit.verbs.Device d) {
+        final StringBuilder sb = new StringBuilder(d.name());
+        try (VerbsContext ctx = d.open()) {
+            final io.gdrkit.verbs.PortAttr port = ctx.queryPort(1);
+            sb.append(" port 1 ").append(port.state() == io.gdrkit.verbs.PortAttr.PORT_ACTIVE ? "ACTIVE"
+                : "state " + port.state()).append(' ').append(port.linkLayer()).append(" lid ").append(port.lid());
+            try (io.gdrkit.verbs.ProtectionDomain pd = ctx.allocPd()) {
+                try {
+                    pd.registerDmaBufMr(0, 4096, 0, -1, io.gdrkit.verbs.AccessFlags.LOCAL_WRITE).deregister();
+                    sb.append("; dmabuf probe: fd -1 accepted (unexpected)");
+                } catch (final io.gdrkit.verbs.VerbsException e) {
+                    sb.append("; dmabuf probe (fd -1): ").append(io.gdrkit.core.Errno.name(e.errno()))
+                        .append(e.errno() == io.gdrkit.core.Errno.EBADF ? " = supported" : " = not supported");
+                }
+            }
+        } catch (final RuntimeException e) {
+            sb.append(" (could not open: ").append(e.getMessage()).append(')');
+        }
+        return sb.toString();
+    }
+
     /** This machine. */
     public static DoctorReport host(final Path root, final NativeVerbs verbs, final NcclSettings settings) {
         return HostDoctor.run(root, verbs, settings);
