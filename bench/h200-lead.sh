@@ -1,28 +1,19 @@
-#!/usr/bin/env bash
-# The lead's H200 run (device tool): issue 11's before/after perf, the native provider's checks on a host with
-# libibverbs and no RDMA device, and the FFM ops-table cost. Carry: runtime (jlink'd JDK 25 with
-# runtime/gdrkit-before.jar = the jar of commit 7733c8b), cli/target/gdrkit.jar, bench/target/gdrkit-bench.jar.
-# Usage on the device: bash bench/h200-lead.sh   (writes under $OUT)
 set -u
-OUT="${OUT:-out}"; mkdir -p "$OUT"
+OUT=${OUT:-out}; mkdir -p $OUT
 J="runtime/bin/java --enable-native-access=ALL-UNNAMED"
-NOW=cli/target/gdrkit.jar
-BEFORE=runtime/gdrkit-before.jar
-{ nproc; uname -r; ls /sys/class/infiniband 2>&1; ls -la /usr/lib/x86_64-linux-gnu/libibverbs.so* 2>&1; gcc --version | head -1; } > "$OUT/host.txt" 2>&1
-# 1. issue 11: perf before and after the restructuring, 3 runs each, interleaved
-for run in 1 2 3; do
-  for tag in before after; do
-    jar=$NOW; [ $tag = before ] && jar=$BEFORE
-    echo "{\"run\":$run,\"jar\":\"$tag\",\"row\":$($J -jar $jar perf write_bw --loopback -s 1048576 --json | tail -1)}" >> "$OUT/arch-perf.jsonl"
-    echo "{\"run\":$run,\"jar\":\"$tag\",\"row\":$($J -jar $jar perf write_lat --loopback -s 8 --json | tail -1)}" >> "$OUT/arch-perf.jsonl"
-  done
-done
-# 2. the native provider on a host with libibverbs and no RDMA device
-$J -jar $NOW abi-check --json > "$OUT/native-abi.json" 2>&1; echo "rc=$?" >> "$OUT/native-abi.json"
-$J -jar $NOW devices --provider native > "$OUT/native-devices.txt" 2>&1; echo "rc=$?" >> "$OUT/native-devices.txt"
-$J -jar $NOW devices --provider native --json >> "$OUT/native-devices.txt" 2>&1; echo "rc=$?" >> "$OUT/native-devices.txt"
-$J -jar $NOW doctor --provider native > "$OUT/native-doctor.txt" 2>&1; echo "rc=$?" >> "$OUT/native-doctor.txt"
-$J -jar $NOW doctor --provider native --json >> "$OUT/native-doctor.txt" 2>&1; echo "rc=$?" >> "$OUT/native-doctor.txt"
-# 3. FFM cost of post_send + poll_cq through the ops table against a C loop (stub provider), 3 forks
-$J -jar bench/target/gdrkit-bench.jar NativeOpsBench -wi 3 -i 5 -w 1 -r 1 -f 3 -rf json -rff "$OUT/native-ops.json" > "$OUT/native-ops.txt" 2>&1
-tail -8 "$OUT/native-ops.txt"
+T() { local s=$1; shift; timeout $s "$@"; }
+# native provider (issue 17)
+{ T 60 $J -jar cli/target/gdrkit.jar abi-check; echo "rc=$?"; T 60 $J -jar cli/target/gdrkit.jar abi-check --json; echo "rc=$?"; } > $OUT/native-abi.txt 2>&1
+{ T 60 $J -jar cli/target/gdrkit.jar devices; echo "rc=$?"; T 60 $J -jar cli/target/gdrkit.jar devices --json; echo "rc=$?"; } > $OUT/native-devices.txt 2>&1
+{ T 90 $J -jar cli/target/gdrkit.jar doctor --provider native; echo "rc=$?"; T 90 $J -jar cli/target/gdrkit.jar doctor --provider native --json; echo "rc=$?"; } > $OUT/native-doctor.txt 2>&1
+# regtiming (issue 14)
+{ T 150 $J -jar cli/target/gdrkit.jar regtiming --gpu cuda:0 --reps 20 --json > $OUT/regtiming-h200.json; echo "rc=$?"; T 120 $J -jar cli/target/gdrkit.jar regtiming --gpu cuda:0 --reps 20; echo "rc=$?"; } > $OUT/regtiming-h200.txt 2>&1
+# issue 11 perf before/after, 3 runs interleaved
+for run in 1 2 3; do for tag in before after; do jar=cli/target/gdrkit.jar; [ $tag = before ] && jar=runtime/gdrkit-before.jar
+  echo "{\"run\":$run,\"jar\":\"$tag\",\"row\":$(T 60 $J -jar $jar perf write_bw --loopback -s 1048576 --json | tail -1)}" >> $OUT/arch-perf.jsonl
+  echo "{\"run\":$run,\"jar\":\"$tag\",\"row\":$(T 60 $J -jar $jar perf write_lat --loopback -s 8 --json | tail -1)}" >> $OUT/arch-perf.jsonl
+done; done
+# FFM ops-table cost (issue 17)
+T 150 $J -jar bench/target/gdrkit-bench.jar NativeOpsBench -wi 3 -i 5 -w 1 -r 1 -f 2 -rf json -rff $OUT/native-ops.json > $OUT/native-ops.txt 2>&1
+tail -6 $OUT/native-ops.txt
+ls $OUT
