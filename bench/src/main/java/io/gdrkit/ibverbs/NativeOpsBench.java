@@ -68,6 +68,11 @@ public class NativeOpsBench {
     private MemorySegment cqPtr;
     private MemorySegment postSendFn;
     private MemorySegment pollCqFn;
+    private long qpAddr;
+    private long cqAddr;
+    private long wrAddr;
+    private long badWrAddr;
+    private long wcAddr;
 
     @Setup
     public void setup() throws Exception {
@@ -105,6 +110,11 @@ public class NativeOpsBench {
         cqPtr = cq.cq;
         postSendFn = ((NativeContext) ctx).postSendFn;
         pollCqFn = ((NativeContext) ctx).pollCqFn;
+        qpAddr = qpPtr.address();
+        cqAddr = cqPtr.address();
+        wrAddr = nativeWr.address();
+        badWrAddr = badWr.address();
+        wcAddr = nativeWc.address();
     }
 
     @TearDown
@@ -120,8 +130,8 @@ public class NativeOpsBench {
 
     @Benchmark
     public int ffmRaw() throws Throwable {
-        final int rc = (int) IbvLibrary.OPS_POST_SEND.invokeExact(postSendFn, qpPtr, nativeWr, badWr);
-        return rc + (int) IbvLibrary.OPS_POLL_CQ.invokeExact(pollCqFn, cqPtr, 1, nativeWc);
+        final int rc = (int) IbvLibrary.OPS_POST_SEND.invokeExact(postSendFn, qpAddr, wrAddr, badWrAddr);
+        return rc + (int) IbvLibrary.OPS_POLL_CQ.invokeExact(pollCqFn, cqAddr, 1, wcAddr);
     }
 
     @Benchmark

@@ -123,6 +123,16 @@ public final class IbvLayouts {
         u8("sm_sl"), u8("subnet_timeout"), u8("init_type_reply"), u8("active_width"), u8("active_speed"),
         u8("phys_state"), u8("link_layer"), u8("flags"), u16("port_cap_flags2"));
 
+    /**
+     * Structs that newer rdma-core releases extend at their end, with how many bytes more the binding allocates for
+     * them: rdma-core 47 added {@code uint32_t active_speed_ex} to {@code ibv_port_attr} (52 -> 56 bytes). The binding
+     * reads only the members both layouts share, so a host struct up to that much larger is accepted by the check.
+     */
+    public static final java.util.Map<String, Long> GROWS_AT_END = java.util.Map.of("ibv_port_attr", 16L);
+
+    /** Bytes to allocate for an {@code ibv_port_attr}: the layout plus room for newer members. */
+    static final long PORT_ATTR_ALLOC = PORT_ATTR.byteSize() + GROWS_AT_END.get("ibv_port_attr");
+
     public static final StructLayout DEVICE_ATTR = struct("ibv_device_attr", opaque("fw_ver", 64, 1),
         u64("node_guid"), u64("sys_image_guid"), u64("max_mr_size"), u64("page_size_cap"), u32("vendor_id"),
         u32("vendor_part_id"), u32("hw_ver"), u32("max_qp"), u32("max_qp_wr"), u32("device_cap_flags"),

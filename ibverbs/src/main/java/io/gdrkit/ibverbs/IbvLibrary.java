@@ -84,18 +84,21 @@ public final class IbvLibrary {
     final MethodHandle wcStatusStr;
     /*
      * The ops-table entry points, called by address. static final so that the JIT treats each handle as a constant
-     * and inlines the downcall into the post/poll path (an instance field would stay an opaque call).
+     * and inlines the downcall into the post/poll path (an instance field would stay an opaque call). The pointer
+     * arguments are passed as JAVA_LONG (the same register on x86-64 System V): a MemorySegment argument makes every
+     * call acquire and release its arena's scope, which for the per-QP shared arenas costs atomic operations on the
+     * data path. The QP and CQ own that memory and keep it alive until they are closed.
      */
     /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **)}. */
-    static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS,
-        ADDRESS), Linker.Option.critical(false));
+    static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
     /** {@code int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **)}. */
     static final MethodHandle OPS_POST_RECV = OPS_POST_SEND;
     /** {@code int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *)}. */
-    static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT,
-        ADDRESS), Linker.Option.critical(false));
+    static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT,
+        JAVA_LONG), Linker.Option.critical(false));
     /** {@code int (*req_notify_cq)(struct ibv_cq *, int)}. */
-    static final MethodHandle OPS_REQ_NOTIFY_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS,
+    static final MethodHandle OPS_REQ_NOTIFY_CQ = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
         JAVA_INT));
 
     /** Outcome of loading: the library, or the reason there is none. */

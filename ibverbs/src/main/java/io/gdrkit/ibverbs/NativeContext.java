@@ -68,7 +68,7 @@ final class NativeContext implements VerbsContext {
     @Override
     public PortAttr queryPort(final int port) {
         try (Arena a = Arena.ofConfined()) {
-            final MemorySegment attr = a.allocate(PORT_ATTR); // zeroed: the exported call fills the compat part
+            final MemorySegment attr = a.allocate(IbvLayouts.PORT_ATTR_ALLOC, 8); // zeroed; room for newer members
             Native.check("ibv_query_port(" + port + ")", Native.call(() -> (int) lib.queryPort.invokeExact(ctx,
                 (byte) port, attr)));
             final int linkLayer = attr.get(JAVA_BYTE, offset(PORT_ATTR, "link_layer"));

@@ -36,6 +36,8 @@ final class NativeCq implements CompletionQueue {
     private final int capacity;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment wcs;
+    private final long wcsAddr;
+    private final long cqAddr;
     private boolean closed;
 
     NativeCq(final NativeContext ctx, final MemorySegment cq, final int capacity) {
@@ -43,6 +45,8 @@ final class NativeCq implements CompletionQueue {
         this.cq = cq;
         this.capacity = capacity;
         this.wcs = arena.allocate(WC, BATCH);
+        this.wcsAddr = wcs.address();
+        this.cqAddr = cq.address();
     }
 
     @Override
@@ -60,7 +64,7 @@ final class NativeCq implements CompletionQueue {
         final int n = Math.min(Math.min(max, out.length), BATCH);
         final int got;
         try {
-            got = (int) IbvLibrary.OPS_POLL_CQ.invokeExact(ctx.pollCqFn, cq, n, wcs);
+            got = (int) IbvLibrary.OPS_POLL_CQ.invokeExact(ctx.pollCqFn, cqAddr, n, wcsAddr);
         } catch (final Throwable t) {
             throw new IllegalStateException("poll_cq: " + t, t);
         }
@@ -93,7 +97,7 @@ final class NativeCq implements CompletionQueue {
     void reqNotify(final boolean solicitedOnly) {
         final int rc;
         try {
-            rc = (int) IbvLibrary.OPS_REQ_NOTIFY_CQ.invokeExact(ctx.reqNotifyFn, cq, solicitedOnly ? 1 : 0);
+            rc = (int) IbvLibrary.OPS_REQ_NOTIFY_CQ.invokeExact(ctx.reqNotifyFn, cqAddr, solicitedOnly ? 1 : 0);
         } catch (final Throwable t) {
             throw new IllegalStateException("req_notify_cq: " + t, t);
         }

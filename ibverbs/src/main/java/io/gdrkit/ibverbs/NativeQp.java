@@ -66,6 +66,10 @@ final class NativeQp implements QueuePair {
     private final MemorySegment recvSges;
     private final MemorySegment badWr;
     private final MemorySegment attr;
+    private final long qpAddr;
+    private final long sendWrsAddr;
+    private final long recvWrsAddr;
+    private final long badWrAddr;
     private boolean closed;
 
     NativeQp(final NativePd pd, final MemorySegment qp, final int qpType, final int maxSendWr, final int maxSendSge,
@@ -83,6 +87,10 @@ final class NativeQp implements QueuePair {
         recvSges = arena.allocate(SGE_SIZE * recvChain * recvSge, 8);
         badWr = arena.allocate(ADDRESS);
         attr = arena.allocate(QP_ATTR);
+        qpAddr = qp.address();
+        sendWrsAddr = sendWrs.address();
+        recvWrsAddr = recvWrs.address();
+        badWrAddr = badWr.address();
     }
 
     /** The {@code struct ibv_qp *} (benchmarks call the ops table with it). */
@@ -208,7 +216,7 @@ final class NativeQp implements QueuePair {
         }
         final int rc;
         try {
-            rc = (int) IbvLibrary.OPS_POST_SEND.invokeExact(pd.ctx.postSendFn, qp, sendWrs, badWr);
+            rc = (int) IbvLibrary.OPS_POST_SEND.invokeExact(pd.ctx.postSendFn, qpAddr, sendWrsAddr, badWrAddr);
         } catch (final Throwable t) {
             throw new IllegalStateException("post_send: " + t, t);
         }
@@ -241,7 +249,7 @@ final class NativeQp implements QueuePair {
         }
         final int rc;
         try {
-            rc = (int) IbvLibrary.OPS_POST_RECV.invokeExact(pd.ctx.postRecvFn, qp, recvWrs, badWr);
+            rc = (int) IbvLibrary.OPS_POST_RECV.invokeExact(pd.ctx.postRecvFn, qpAddr, recvWrsAddr, badWrAddr);
         } catch (final Throwable t) {
             throw new IllegalStateException("post_recv: " + t, t);
         }

@@ -70,6 +70,18 @@ class AbiCheckTest {
     }
 
     @Test
+    void aStructThatNewerRdmaCoreGrewAtItsEndIsAcceptedOnlyWithinTheRoomAllocated() {
+        // rdma-core 50 (the H200 host) prints ibv_port_attr.sizeof 56; rdma-core 44 prints 52; the binding allocates 68
+        assertTrue(AbiCompare.mismatches(Map.of("ibv_port_attr.sizeof", 56L), AbiCompare.layouts()).isEmpty());
+        assertEquals(List.of("ibv_port_attr.sizeof: C says 72, the FFM layout says 52"),
+            AbiCompare.mismatches(Map.of("ibv_port_attr.sizeof", 72L), AbiCompare.layouts()));
+        assertEquals(List.of("ibv_port_attr.sizeof: C says 48, the FFM layout says 52"),
+            AbiCompare.mismatches(Map.of("ibv_port_attr.sizeof", 48L), AbiCompare.layouts()));
+        assertEquals(List.of("ibv_wc.sizeof: C says 52, the FFM layout says 48"),
+            AbiCompare.mismatches(Map.of("ibv_wc.sizeof", 52L), AbiCompare.layouts()));
+    }
+
+    @Test
     void aDeliberatelyWrongLayoutIsCaught() {
         Assumptions.assumeTrue(probe.unavailable() == null, () -> "ABI check not run: " + probe.unavailable());
         // planted: ibv_wc with vendor_err and byte_len swapped, and slid widened: the check must name each
