@@ -13,7 +13,8 @@ import picocli.CommandLine.Command;
         + "TCP fabrics; GPUs are simulated (sim:*) or real through the CUDA driver (cuda:N). Outputs say which.",
     subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class,
         GpuPathCommand.class, TopoCommand.class, DoctorCommand.class, VisibilityCommand.class,
-        VisibilitySenderCommand.class, OrderingCommand.class, AbiCheckCommand.class, RegTimingCommand.class})
+        VisibilitySenderCommand.class, OrderingCommand.class, AbiCheckCommand.class, RegTimingCommand.class,
+        CollCommand.class, LaunchCommand.class})
 public final class Main implements Runnable {
     /** Exit code of a run that failed (a check, a timeout, an error completion); usage errors exit 2. */
     public static final int EXIT_FAILURE = 1;

@@ -114,7 +114,7 @@ public final class Communicator implements AutoCloseable {
             if (missing > 0) {
                 waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * channels
                     + " not up)");
-                Thread.onSpinWait();
+                idle(1000);
             }
         }
         for (int p = 0; p < n; p++) {
@@ -214,6 +214,7 @@ public final class Communicator implements AutoCloseable {
         final NetTransport.MrHandle[] mh = new NetTransport.MrHandle[1];
         final int[] got = new int[1];
         final long deadline = System.nanoTime() + ctx.timeout().toNanos();
+        int idle = 0;
         final String what = "exchange (send " + sendBytes + " B to rank " + to + ", receive " + recvBytes
             + " B from rank " + from + ")";
         try {
@@ -284,11 +285,27 @@ public final class Communicator implements AutoCloseable {
                 }
                 if (!progress) {
                     waitCheck(deadline, what);
-                    Thread.onSpinWait();
+                    idle(++idle);
+                } else {
+                    idle = 0;
                 }
             }
         } catch (final NetTransportException e) {
             throw new CollException("rank " + rank + " " + what + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Backs off while nothing moves: spin, then yield, then park briefly. A busy-spinning rank on a shared or
+     * oversubscribed host would take the CPU its peer (or its software NIC) needs to make the progress it waits for.
+     */
+    private static void idle(final int idleRounds) {
+        if (idleRounds < 50) {
+            Thread.onSpinWait();
+        } else if (idleRounds < 100) {
+            Thread.yield();
+        } else {
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000);
         }
     }
 
