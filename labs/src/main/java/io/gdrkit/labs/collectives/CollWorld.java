@@ -125,6 +125,16 @@ public final class CollWorld implements AutoCloseable {
                         tf.connect(p + 1, parse(addrs[p], p));
                     }
                     b.barrier();
+                    // the lower ranks' hellos are in this port's sockets now; the port takes them in its duty
+                    // cycle, which otherwise runs only when this rank polls a CQ: before then, packets to those
+                    // ranks would have no route
+                    final long until = System.nanoTime() + 200_000_000L;
+                    while (System.nanoTime() < until) {
+                        if (driver.progress() == 0) {
+                            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                        }
+                    }
+                    b.barrier();
                 }
                 vctx = dev.open();
                 nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, null));

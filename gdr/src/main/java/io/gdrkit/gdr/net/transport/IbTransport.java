@@ -258,6 +258,7 @@ public final class IbTransport implements NetTransport {
                 qpns[i] = checkQpn(a.getInt());
             }
             c.comm.sizesAddr = sizesAddr;
+            c.comm.remLid = lid;
             c.comm.sizesRkey = sizesRkey;
             for (int i = 0; i < nq; i++) {
                 toRts(c.comm.qps[i], qpns[i], lid, c.comm.psn, psn & 0xffffff);
@@ -566,6 +567,7 @@ public final class IbTransport implements NetTransport {
         final MemoryRegion sizesSrcMr;
         long sizesAddr;
         int sizesRkey;
+        int remLid;
         int qpRound;
         /** Per slot: the requests matched so far for entry i (null: not yet). */
         final IbRequest[][] matched = new IbRequest[MAX_REQUESTS][MAX_RECVS];
@@ -594,7 +596,7 @@ public final class IbTransport implements NetTransport {
 
         @Override
         int remoteLid() {
-            return -1;
+            return remLid;
         }
 
         @Override
