@@ -161,9 +161,16 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
-    /** The software NIC's context for a rank: it drives its own device when it polls (separate processes). */
+    /**
+     * The software NIC's context for a rank. By default each NIC runs on its own thread (DEDICATED), as a hardware
+     * NIC answers while its host computes: with OWN_DEVICE a rank busy reducing a large chunk leaves its NIC
+     * silent, and the peer's retransmission timer (NCCL_IB_TIMEOUT) can run out. {@code gdrkit.nic.progress}
+     * picks another mode.
+     */
     public static SoftNicContext nicContext() {
-        return new SoftNicContext().progressMode(SoftNicContext.ProgressMode.OWN_DEVICE);
+        final SoftNicContext c = new SoftNicContext();
+        return System.getProperty(SoftNicContext.PROGRESS_PROP) == null
+            ? c.progressMode(SoftNicContext.ProgressMode.DEDICATED) : c;
     }
 
     private static InetSocketAddress parse(final byte[] blob, final int rank) {

@@ -57,7 +57,7 @@ class LauncherTest {
     };
 
     @ParameterizedTest(name = "{0} over {1}, {2} ranks")
-    @CsvSource({"ib,shm,3", "socket,tcp,2"})
+    @CsvSource({"ib,shm,3", "ib,tcp,2", "socket,tcp,2"})
     void allreduceAcrossProcessesIsRightOnEveryRank(final String transport, final String fabric, final int n,
                                                     @TempDir final Path dir) throws Exception {
         final Launcher.Result r = Launcher.run(spec(n, java(CollRank.class, transport, fabric), dir), QUIET);
