@@ -1,0 +1,324 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.bootstrap.Bootstrap;
+import io.gdrkit.gdr.bootstrap.BootstrapContext;
+import io.gdrkit.gdr.bootstrap.UniqueId;
+import io.gdrkit.labs.collectives.CollContext;
+import io.gdrkit.labs.collectives.CollLocal;
+import io.gdrkit.labs.collectives.CollOp;
+import io.gdrkit.labs.collectives.CollResult;
+import io.gdrkit.labs.collectives.CollRun;
+import io.gdrkit.labs.collectives.CollWorld;
+import io.gdrkit.labs.collectives.DataType;
+import io.gdrkit.labs.collectives.RedOp;
+import io.gdrkit.labs.launch.Launcher;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.function.Consumer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code gdrkit coll OP}: nccl-tests for gdrkit's collectives over the NetTransport seam, with nccl-tests' columns.
+ */
+@Command(name = "coll", mixinStandardHelpOptions = true,
+    description = {"Collectives over the NetTransport seam with nccl-tests' output (F2): allreduce, allgather, "
+        + "reduce-scatter, broadcast, reduce, alltoall, sendrecv. Every element is checked on every size; #wrong "
+        + "counts the bad ones on all ranks.",
+        "--fabric injvm runs the ranks as threads of this JVM; shm and tcp start --np processes (or, under "
+            + "`gdrkit launch`, this process is one rank). Software NICs (simulated) for --transport ib.",
+        "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
+            + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
+public final class CollCommand implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "OP", description = "allreduce, allgather, reduce-scatter, broadcast, "
+        + "reduce, alltoall, sendrecv")
+    String opName;
+
+    @Option(names = "--np", defaultValue = "2", description = "Ranks (default ${DEFAULT-VALUE}).")
+    int np;
+
+    @Option(names = "--transport", defaultValue = "ib", description = "ib or socket (default ${DEFAULT-VALUE}).")
+    String transport;
+
+    @Option(names = "--fabric", defaultValue = "injvm", description = "injvm, shm or tcp (default ${DEFAULT-VALUE}).")
+    String fabric;
+
+    @Option(names = "--mem", defaultValue = "host", description = "host or gpu (default ${DEFAULT-VALUE}).")
+    String mem;
+
+    @Option(names = "--gpu", description = "GPU spec for --mem gpu (sim:h200, cuda:0).")
+    String gpu;
+
+    @Option(names = {"-b", "--minbytes"}, defaultValue = "32M", description = "Smallest size (default ${DEFAULT-VALUE}).")
+    String minBytes;
+
+    @Option(names = {"-e", "--maxbytes"}, defaultValue = "32M", description = "Largest size (default ${DEFAULT-VALUE}).")
+    String maxBytes;
+
+    @Option(names = {"-f", "--stepfactor"}, defaultValue = "2", description = "Size factor (default ${DEFAULT-VALUE}).")
+    double factor;
+
+    @Option(names = {"-i", "--stepbytes"}, defaultValue = "0", description = "Size increment instead of -f.")
+    String stepBytes;
+
+    @Option(names = {"-n", "--iters"}, defaultValue = "20", description = "Timed iterations (default ${DEFAULT-VALUE}).")
+    int iters;
+
+    @Option(names = {"-w", "--warmup_iters"}, defaultValue = "5", description = "Warm-up iterations (default "
+        + "${DEFAULT-VALUE}).")
+    int warmup;
+
+    @Option(names = {"-c", "--check"}, defaultValue = "1", description = "Check the results: 1 (default) or 0.")
+    int check;
+
+    @Option(names = {"-d", "--datatype"}, defaultValue = "float", description = "int8, int32, int64, half, bfloat16, "
+        + "float, double (default ${DEFAULT-VALUE}).")
+    String type;
+
+    @Option(names = {"-o", "--op"}, defaultValue = "sum", description = "sum, prod, min, max (default "
+        + "${DEFAULT-VALUE}).")
+    String redop;
+
+    @Option(names = {"-r", "--root"}, defaultValue = "0", description = "Root of broadcast and reduce.")
+    int root;
+
+    @Option(names = "--timeout-ms", defaultValue = "60000", description = "Longest wait for a peer (default "
+        + "${DEFAULT-VALUE}).")
+    long timeoutMs;
+
+    @Option(names = "--json", description = "One JSON object per size.")
+    boolean json;
+
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write DIR/coll.json (the rows) and "
+        + "DIR/coll.md.")
+    Path reportDir;
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    @Override
+    public Integer call() throws Exception {
+        final PrintWriter out = spec.commandLine().getOut();
+        final PrintWriter err = spec.commandLine().getErr();
+        final CollOp op = CollOp.parse(opName);
+        final CollWorld.TransportKind kind = CollWorld.TransportKind.parse(transport);
+        if (!List.of("injvm", "shm", "tcp").contains(fabric)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric must be injvm, shm or tcp");
+        }
+        if (!mem.equals("host")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--mem " + mem + ": only host memory is "
+                + "implemented for collectives (GPU buffers are not done yet)");
+        }
+        final Duration timeout = Duration.ofMillis(timeoutMs);
+        final Map<String, String> env = System.getenv();
+        final boolean launched = BootstrapContext.launched(env);
+        final int ranks = launched ? Integer.parseInt(env.getOrDefault(BootstrapContext.ENV_NRANKS, "0")) : np;
+        final CollRun.Config cfg = new CollRun.Config(op, DataType.parse(type), RedOp.parse(redop), root,
+            parseSize(minBytes), parseSize(maxBytes), factor, parseSize(stepBytes), iters, warmup, check != 0,
+            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB);
+        if (root < 0 || root >= ranks) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--root " + root + " outside 0.."
+                + (ranks - 1));
+        }
+        final SettingsReader settings = SettingsReader.ofProcess();
+        final CollContext coll = new CollContext().settings(settings).timeout(timeout);
+        final List<CollResult> rows = new ArrayList<>();
+        if (!launched && !fabric.equals("injvm")) {
+            return selfLaunch(err);
+        }
+        final boolean printer = !launched || Integer.parseInt(env.get(BootstrapContext.ENV_RANK)) == 0;
+        if (printer && !json) {
+            header(out, cfg, ranks, kind, coll);
+        }
+        final Consumer<CollResult> row = r -> {
+            rows.add(r);
+            if (printer) {
+                out.println(json ? json(r) : line(r));
+                out.flush();
+            }
+        };
+        if (launched) {
+            if (fabric.equals("injvm")) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one "
+                    + "JVM; launched ranks need shm or tcp");
+            }
+            final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
+            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout)) {
+                CollRun.run(w.communicator(), cfg, row);
+            } catch (final RuntimeException e) {
+                b.abort(String.valueOf(e.getMessage()));
+                throw e;
+            }
+            b.close();
+        } else {
+            CollLocal.run(np, kind, cfg, coll, settings, timeout, row);
+        }
+        long wrong = 0;
+        double bus = 0;
+        for (final CollResult r : rows) {
+            wrong += r.wrong() + r.inPlaceWrong();
+            bus += r.busBwGbs() + r.inPlaceBusBwGbs();
+        }
+        if (printer && !json) {
+            out.println("# Out of bounds values : " + wrong + (wrong == 0 ? " OK" : " FAILED"));
+            out.printf(Locale.ROOT, "# Avg bus bandwidth    : %.4f %n", rows.isEmpty() ? 0 : bus / (2 * rows.size()));
+            out.println("#");
+            out.flush();
+        }
+        if (printer && reportDir != null) {
+            writeReport(rows, out);
+        }
+        return wrong == 0 ? 0 : Main.EXIT_FAILURE;
+    }
+
+    /** Starts --np processes of this same command under a launcher; rank 0 prints. */
+    private int selfLaunch(final PrintWriter err) throws Exception {
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        // the ranks see the gdrkit.* properties this process was given (NIC progress, timeouts ...)
+        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.")).sorted()
+            .forEach(k -> cmd.add("-D" + k + "=" + System.getProperty(k)));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        cmd.add("coll");
+        cmd.addAll(spec.commandLine().getParseResult().originalArgs().subList(1,
+            spec.commandLine().getParseResult().originalArgs().size()));
+        final Launcher.Result r = Launcher.run(new Launcher.Spec(np, 0, np, null, new InetSocketAddress(
+            InetAddress.getLoopbackAddress(), 0), cmd, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(timeoutMs),
+            Duration.ofMillis(timeoutMs), Map.of()), new Launcher.Listener() {
+                @Override
+                public void started(final UniqueId id) {
+                }
+
+                @Override
+                public void rankFailed(final int rank, final int exitCode) {
+                    err.println("# gdrkit coll: rank " + rank + " exited with " + exitCode);
+                    err.flush();
+                }
+            });
+        if (r.exitCode() != 0 && r.rootFailure() != null) {
+            err.println("gdrkit coll: error: " + r.rootFailure());
+            err.flush();
+        }
+        return r.exitCode();
+    }
+
+    static long parseSize(final String s) {
+        final String t = s.trim().toUpperCase(Locale.ROOT);
+        long mult = 1;
+        String num = t;
+        if (t.endsWith("G")) {
+            mult = 1L << 30;
+        } else if (t.endsWith("M")) {
+            mult = 1L << 20;
+        } else if (t.endsWith("K")) {
+            mult = 1L << 10;
+        }
+        if (mult > 1) {
+            num = t.substring(0, t.length() - 1);
+        }
+        try {
+            final long v = Long.parseLong(num);
+            if (v < 0) {
+                throw new NumberFormatException();
+            }
+            return Math.multiplyExact(v, mult);
+        } catch (final RuntimeException e) {
+            throw new IllegalArgumentException("size '" + s + "' is not a byte count (e.g. 8, 64K, 16M, 1G)");
+        }
+    }
+
+    private void header(final PrintWriter out, final CollRun.Config c, final int n,
+                        final CollWorld.TransportKind kind, final CollContext coll) {
+        out.printf(Locale.ROOT, "# gdrkit coll %s: nranks %d minBytes %d maxBytes %d step: %s warmup iters: %d "
+                + "iters: %d validation: %d%n", c.op().testName(), n, c.minBytes(), c.maxBytes(),
+            c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
+            c.check() ? 1 : 0);
+        out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
+            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; buffers in host memory");
+        out.println("#");
+        out.println("#                                                              out-of-place                       "
+            + "in-place          ");
+        out.println("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+            + "algbw   busbw #wrong");
+        out.println("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+            + "(GB/s)  (GB/s)       ");
+        out.flush();
+    }
+
+    /** One row in nccl-tests' format. */
+    static String line(final CollResult r) {
+        return String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5d  %7s  %6.2f  %6.2f  %5d",
+            r.bytes(), r.count(), r.type().ncclName(), r.redop(), r.root(), time(r.timeUs()), r.algBwGbs(),
+            r.busBwGbs(), r.wrong(), time(r.inPlaceTimeUs()), r.inPlaceAlgBwGbs(), r.inPlaceBusBwGbs(),
+            r.inPlaceWrong());
+    }
+
+    private static String time(final double us) {
+        return us >= 10_000 ? String.format(Locale.ROOT, "%7.0f", us) : us >= 100 ? String.format(Locale.ROOT,
+            "%7.1f", us) : String.format(Locale.ROOT, "%7.2f", us);
+    }
+
+    static String json(final CollResult r) {
+        final ObjectNode o = MAPPER.createObjectNode();
+        o.put("op", r.op().testName());
+        o.put("bytes", r.bytes());
+        o.put("count", r.count());
+        o.put("type", r.type().ncclName());
+        o.put("redop", r.redop());
+        o.put("root", r.root());
+        o.put("time_us", r.timeUs());
+        o.put("algbw_gbs", r.algBwGbs());
+        o.put("busbw_gbs", r.busBwGbs());
+        o.put("wrong", r.wrong());
+        o.put("inplace_time_us", r.inPlaceTimeUs());
+        o.put("inplace_algbw_gbs", r.inPlaceAlgBwGbs());
+        o.put("inplace_busbw_gbs", r.inPlaceBusBwGbs());
+        o.put("inplace_wrong", r.inPlaceWrong());
+        o.put("np", r.np());
+        o.put("transport", r.transport());
+        o.put("fabric", r.fabric());
+        o.put("simulated", r.simulated());
+        return o.toString();
+    }
+
+    private void writeReport(final List<CollResult> rows, final PrintWriter out) throws java.io.IOException {
+        Files.createDirectories(reportDir);
+        final StringBuilder js = new StringBuilder();
+        final StringBuilder md = new StringBuilder("# gdrkit coll\n\n| size | type | redop | time (us) | algbw | busbw "
+            + "| #wrong | in-place time | busbw | #wrong |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for (final CollResult r : rows) {
+            js.append(json(r)).append('\n');
+            md.append(String.format(Locale.ROOT, "| %d | %s | %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f | %d |%n",
+                r.bytes(), r.type().ncclName(), r.redop(), r.timeUs(), r.algBwGbs(), r.busBwGbs(), r.wrong(),
+                r.inPlaceTimeUs(), r.inPlaceBusBwGbs(), r.inPlaceWrong()));
+        }
+        if (!rows.isEmpty()) {
+            md.append("\n").append(rows.get(0).simulated() ? "Software NICs (simulated).\n" : "No simulated NIC.\n");
+        }
+        Files.writeString(reportDir.resolve("coll.json"), js);
+        Files.writeString(reportDir.resolve("coll.md"), md);
+        out.println("# report: " + reportDir.resolve("coll.md"));
+    }
+}

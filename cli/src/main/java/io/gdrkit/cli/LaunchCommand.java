@@ -1,0 +1,94 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import io.gdrkit.gdr.bootstrap.UniqueId;
+import io.gdrkit.labs.launch.Launcher;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code gdrkit launch -n N -- command}: starts N rank processes with rank, size and the root in their env. */
+@Command(name = "launch", mixinStandardHelpOptions = true,
+    description = {"Start N rank processes of one run (F6), like mpirun: each gets GDRKIT_ID (root host:port/run id), "
+        + "GDRKIT_RANK, GDRKIT_NRANKS, GDRKIT_LOCAL_RANK (and GDRKIT_TOKEN if set) in its environment.",
+        "Ranks on another host join with --root ID --first-rank K --nranks TOTAL. When one rank fails, the others "
+            + "end with a named remote error; whatever still runs after --grace-ms is killed. Exit code: the first "
+            + "failing rank's."})
+public final class LaunchCommand implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = {"-n", "--np"}, required = true, description = "Ranks to start on this host.")
+    int n;
+
+    @Option(names = "--nranks", description = "Ranks of the whole run (default: -n).")
+    Integer total;
+
+    @Option(names = "--first-rank", defaultValue = "0", description = "Rank of the first process started here.")
+    int firstRank;
+
+    @Option(names = "--root", paramLabel = "ID",
+        description = "Join the run of another launcher (its printed id host:port/runid) instead of starting a root.")
+    String root;
+
+    @Option(names = "--bind", defaultValue = "127.0.0.1",
+        description = "Address the root listens on (default ${DEFAULT-VALUE}; another host's ranks need a routable "
+            + "one).")
+    String bind;
+
+    @Option(names = "--port", defaultValue = "0", description = "Root port (default: any free one).")
+    int port;
+
+    @Option(names = "--grace-ms", defaultValue = "30000",
+        description = "How long the other ranks may take to end after one failed (default ${DEFAULT-VALUE}).")
+    long graceMs;
+
+    @Option(names = "--join-timeout-ms", defaultValue = "60000",
+        description = "How long the root waits for every rank to join (default ${DEFAULT-VALUE}).")
+    long joinMs;
+
+    @Parameters(paramLabel = "COMMAND", arity = "1..*", description = "The rank command, after --.")
+    List<String> command;
+
+    @Override
+    public Integer call() throws Exception {
+        final PrintWriter err = spec.commandLine().getErr();
+        final Launcher.Spec s = new Launcher.Spec(n, firstRank, total == null ? n : total,
+            root == null ? null : UniqueId.parse(root), new InetSocketAddress(InetAddress.getByName(bind), port),
+            command, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs), Map.of());
+        final Launcher.Result r = Launcher.run(s, new Launcher.Listener() {
+            @Override
+            public void started(final UniqueId id) {
+                err.println("# gdrkit launch: run " + id.encode() + ", ranks " + firstRank + ".." + (firstRank + n - 1)
+                    + " of " + s.nranks());
+                err.flush();
+            }
+
+            @Override
+            public void rankFailed(final int rank, final int exitCode) {
+                err.println("# gdrkit launch: rank " + rank + " exited with " + exitCode + "; the others get "
+                    + graceMs + " ms to end");
+                err.flush();
+            }
+        });
+        if (r.exitCode() != 0) {
+            err.println("gdrkit launch: error: " + (r.firstFailure() != null ? r.firstFailure() : "the run failed")
+                + (r.rootFailure() != null ? "; root: " + r.rootFailure() : ""));
+            for (final Launcher.RankExit e : r.ranks()) {
+                err.println("#   rank " + e.rank() + ": exit " + e.exitCode() + (e.killed() ? " (killed)" : ""));
+            }
+            err.flush();
+        }
+        return r.exitCode();
+    }
+}

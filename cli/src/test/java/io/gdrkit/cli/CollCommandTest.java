@@ -1,0 +1,76 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+
+class CollCommandTest {
+    private static String[] run(final String... args) {
+        final StringWriter out = new StringWriter();
+        final StringWriter err = new StringWriter();
+        final int rc = Main.execute(args, new PrintWriter(out), new PrintWriter(err));
+        return new String[] {Integer.toString(rc), out.toString(), err.toString()};
+    }
+
+    @Test
+    void printsNcclTestsColumnsWithNothingWrong() {
+        final String[] r = run("coll", "allreduce", "--np", "2", "-b", "8", "-e", "4096", "-f", "8", "-n", "1", "-w",
+            "0", "--timeout-ms", "30000");
+        assertEquals("0", r[0], r[2]);
+        assertTrue(r[1].contains("#       size         count      type   redop    root     time   algbw   busbw "
+            + "#wrong     time   algbw   busbw #wrong"), r[1]);
+        assertTrue(r[1].contains("software NICs (simulated)"), r[1]);
+        assertTrue(r[1].contains("# Out of bounds values : 0 OK"), r[1]);
+        // 8, 64, 512, 4096: one row each, type float, redop sum, root -1, zero wrong out-of-place and in-place
+        final long rows = r[1].lines().filter(l -> l.matches("\\s+\\d+\\s+\\d+\\s+float\\s+sum\\s+-1\\s.*")).count();
+        assertEquals(4, rows, r[1]);
+        r[1].lines().filter(l -> l.matches("\\s+\\d+\\s+\\d+\\s+float.*")).forEach(l -> {
+            final String[] f = l.trim().split("\\s+");
+            assertEquals("0", f[8], l);
+            assertEquals("0", f[12], l);
+        });
+    }
+
+    @Test
+    void jsonHasTheIssuesFields() throws Exception {
+        final String[] r = run("coll", "allgather", "--np", "3", "--transport", "socket", "-d", "half", "-b", "96",
+            "-e", "96", "-n", "1", "-w", "0", "--json");
+        assertEquals("0", r[0], r[2]);
+        final JsonNode o = new ObjectMapper().readTree(r[1].lines().filter(l -> l.startsWith("{")).findFirst()
+            .orElseThrow());
+        for (final String k : new String[] {"op", "bytes", "time_us", "algbw_gbs", "busbw_gbs", "wrong", "np",
+            "transport", "fabric", "simulated"}) {
+            assertTrue(o.has(k), k + " missing in " + o);
+        }
+        assertEquals("all_gather", o.get("op").asText());
+        assertEquals(96, o.get("bytes").asLong());
+        assertEquals(3, o.get("np").asInt());
+        assertEquals("socket", o.get("transport").asText());
+        assertEquals(0, o.get("wrong").asLong());
+    }
+
+    @Test
+    void badInputIsANamedErrorAndNonZero() {
+        final String[] type = run("coll", "allreduce", "-d", "int16", "-b", "8", "-e", "8");
+        assertNotEquals("0", type[0]);
+        assertTrue(type[2].contains("unknown data type 'int16'"), type[2]);
+        final String[] op = run("coll", "allsum");
+        assertNotEquals("0", op[0]);
+        assertTrue(op[2].contains("unknown collective 'allsum'"), op[2]);
+        final String[] size = run("coll", "allreduce", "-b", "8", "-e", "3G");
+        assertNotEquals("0", size[0]);
+        assertTrue(size[2].contains("over 2 GiB"), size[2]);
+        final String[] mem = run("coll", "allreduce", "--mem", "gpu");
+        assertNotEquals("0", mem[0]);
+        assertTrue(mem[2].contains("only host memory is implemented"), mem[2]);
+    }
+}

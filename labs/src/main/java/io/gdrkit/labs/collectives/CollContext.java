@@ -1,0 +1,148 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.collectives;
+
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+
+/**
+ * Pipelining settings of the collectives, read once in {@link #conclude()} with their sources:
+ * <ul>
+ * <li>{@code NCCL_BUFFSIZE} (4 MiB): the staging buffer of one channel's connection; a message moves in chunks
+ * of BUFFSIZE / STEPS.</li>
+ * <li>{@code NCCL_STEPS} (8, 1..32): chunks in flight per channel (slots of the staging buffer).</li>
+ * <li>{@code NCCL_MIN_NCHANNELS} (1) and {@code NCCL_MAX_NCHANNELS} (16): gdrkit opens MIN channels (connections
+ * per peer pair; chunk i goes on channel i mod channels), which must not exceed MAX.</li>
+ * <li>{@code NCCL_ALGO} (ring): allreduce's algorithm, ring or tree.</li>
+ * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
+ * </ul>
+ */
+public final class CollContext {
+    /** allreduce algorithms. */
+    public enum Algo {
+        RING, TREE
+    }
+
+    private SettingsReader settings = SettingsReader.ofProcess();
+    private Integer buffSize;
+    private Integer steps;
+    private Integer minChannels;
+    private Integer maxChannels;
+    private Algo algo;
+    private Long timeoutMs;
+    private final List<Setting<?>> recorded = new ArrayList<>();
+    private boolean concluded;
+
+    public CollContext settings(final SettingsReader r) {
+        this.settings = Objects.requireNonNull(r, "settings");
+        return this;
+    }
+
+    public CollContext buffSize(final int b) {
+        this.buffSize = b;
+        return this;
+    }
+
+    public CollContext steps(final int s) {
+        this.steps = s;
+        return this;
+    }
+
+    public CollContext channels(final int c) {
+        this.minChannels = c;
+        return this;
+    }
+
+    public CollContext algo(final Algo a) {
+        this.algo = a;
+        return this;
+    }
+
+    public CollContext timeout(final Duration d) {
+        this.timeoutMs = d.toMillis();
+        return this;
+    }
+
+    public int buffSize() {
+        return buffSize;
+    }
+
+    public int steps() {
+        return steps;
+    }
+
+    public int channels() {
+        return minChannels;
+    }
+
+    public Algo algo() {
+        return algo;
+    }
+
+    public Duration timeout() {
+        return Duration.ofMillis(timeoutMs);
+    }
+
+    /** The chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it). */
+    public int chunkBytes() {
+        return Math.max(8, buffSize / steps / 8 * 8);
+    }
+
+    public List<Setting<?>> recorded() {
+        return List.copyOf(recorded);
+    }
+
+    /** @throws IllegalArgumentException naming a malformed or inconsistent setting */
+    public CollContext conclude() {
+        if (concluded) {
+            return this;
+        }
+        buffSize = pick(buffSize, settings.integer("NCCL_BUFFSIZE", 4 << 20, 4096, 1 << 30), 4096, 1 << 30);
+        steps = pick(steps, settings.integer("NCCL_STEPS", 8, 1, 32), 1, 32);
+        minChannels = pick(minChannels, settings.integer("NCCL_MIN_NCHANNELS", 1, 1, 32), 1, 32);
+        maxChannels = pick(maxChannels, settings.integer("NCCL_MAX_NCHANNELS", 16, 1, 32), 1, 32);
+        if (minChannels > maxChannels) {
+            throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
+                + maxChannels);
+        }
+        if (algo == null) {
+            final Setting<Algo> a = settings.read("NCCL_ALGO", Algo.RING, s -> switch (s.trim().toLowerCase(
+                Locale.ROOT)) {
+                case "ring" -> Algo.RING;
+                case "tree" -> Algo.TREE;
+                default -> throw new IllegalArgumentException("NCCL_ALGO=" + s + " is not ring or tree (gdrkit "
+                    + "implements those two)");
+            });
+            recorded.add(a);
+            algo = a.value();
+        } else {
+            recorded.add(new Setting<>("NCCL_ALGO", algo, io.gdrkit.core.config.Source.FLAG, algo.name()));
+        }
+        if (timeoutMs == null) {
+            final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
+            recorded.add(t);
+            timeoutMs = t.value();
+        }
+        concluded = true;
+        return this;
+    }
+
+    private int pick(final Integer set, final Setting<Integer> read, final int min, final int max) {
+        if (set != null) {
+            if (set < min || set > max) {
+                throw new IllegalArgumentException(read.name() + "=" + set + " is not an integer in [" + min + ", "
+                    + max + "]");
+            }
+            recorded.add(new Setting<>(read.name(), set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
+            return set;
+        }
+        recorded.add(read);
+        return read.value();
+    }
+}

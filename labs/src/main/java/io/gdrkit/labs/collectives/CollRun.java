@@ -1,0 +1,302 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.collectives;
+
+import io.gdrkit.labs.collectives.Communicator.Buffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * nccl-tests' loop for one collective over a size sweep, on one rank (every rank calls it with the same
+ * arguments): per size, warm-up iterations, timed iterations out-of-place, the same in-place, and for each a
+ * checked run on fresh inputs (each element of rank r's input is a function of r and its index, small integers
+ * so that every type holds every result exactly), counting every wrong element. Times and wrong counts are
+ * gathered over the bootstrap; every rank returns the same rows.
+ */
+public final class CollRun {
+    /** What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them. */
+    public record Config(CollOp op, DataType type, RedOp redop, int root, long minBytes, long maxBytes,
+                         double factor, long stepBytes, int iters, int warmup, boolean check, String transport,
+                         String fabric, boolean simulated) {
+        public Config {
+            if (minBytes < 0 || maxBytes < minBytes) {
+                throw new IllegalArgumentException("sizes: -b " + minBytes + " -e " + maxBytes + " (need 0 <= b <= e)");
+            }
+            if (maxBytes > (1L << 31)) {
+                throw new IllegalArgumentException("size " + maxBytes + " over 2 GiB: too large for one buffer here");
+            }
+            if (stepBytes <= 0 && factor <= 1.0 && minBytes != maxBytes) {
+                throw new IllegalArgumentException("-f " + factor + " must be > 1 (or give -i)");
+            }
+            if (iters < 1 || warmup < 0) {
+                throw new IllegalArgumentException("iterations " + iters + " / warm-up " + warmup);
+            }
+        }
+    }
+
+    private CollRun() {
+    }
+
+    /** The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank). */
+    public static List<Long> sizes(final Config c, final int n) {
+        final List<Long> out = new ArrayList<>();
+        final long unit = (long) c.type().size() * (c.op().perRankBlocks() ? n : 1);
+        long s = c.minBytes();
+        while (s <= c.maxBytes()) {
+            out.add(s / unit * unit);
+            final long next = c.stepBytes() > 0 ? s + c.stepBytes() : (long) Math.ceil(s * c.factor());
+            if (next <= s) {
+                if (s == 0) {
+                    s = Math.max(1, c.stepBytes());
+                    continue;
+                }
+                break;
+            }
+            s = next;
+        }
+        return out;
+    }
+
+    /** Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned. */
+    public static List<CollResult> run(final Communicator comm, final Config cfg, final Consumer<CollResult> row) {
+        final int n = comm.nranks();
+        if (cfg.root() < 0 || cfg.root() >= n) {
+            throw new IllegalArgumentException("root " + cfg.root() + " outside 0.." + (n - 1));
+        }
+        final List<Long> sizes = sizes(cfg, n);
+        final long max = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
+        final List<CollResult> rows = new ArrayList<>();
+        try (Arena arena = Arena.ofShared()) {
+            final long cap = Math.max(64, max);
+            final Buffer send = comm.register(arena.allocate(cap, 4096));
+            final Buffer recv = comm.register(arena.allocate(cap, 4096));
+            final Buffer scratch = comm.register(arena.allocate(cap, 4096));
+            try {
+                for (final long bytes : sizes) {
+                    final double[] oop = measure(comm, cfg, bytes, send, recv, scratch, false);
+                    final double[] ip = measure(comm, cfg, bytes, send, recv, scratch, true);
+                    final double sec = oop[0] / 1e6;
+                    final double ipSec = ip[0] / 1e6;
+                    final double alg = sec > 0 ? bytes / sec / 1e9 : 0;
+                    final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
+                    final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
+                        cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
+                        cfg.transport(), cfg.fabric(), cfg.simulated(), oop[0], alg, alg * cfg.op().busFactor(n),
+                        (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n), (long) ip[1]);
+                    rows.add(r);
+                    row.accept(r);
+                }
+            } finally {
+                comm.deregister(send);
+                comm.deregister(recv);
+                comm.deregister(scratch);
+            }
+        }
+        return rows;
+    }
+
+    /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
+    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
+                                    final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        for (int i = 0; i < cfg.warmup(); i++) {
+            runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
+        }
+        comm.bootstrap().barrier();
+        final long t0 = System.nanoTime();
+        for (int i = 0; i < cfg.iters(); i++) {
+            runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
+        }
+        final double us = (System.nanoTime() - t0) / 1e3 / cfg.iters();
+        long wrong = 0;
+        if (cfg.check()) {
+            fill(comm, cfg, bytes, send, recv, inPlace);
+            comm.bootstrap().barrier();
+            runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
+            wrong = check(comm, cfg, bytes, inPlace ? send : recv, inPlace);
+        }
+        final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
+            .array());
+        double worst = 0;
+        long wrongAll = 0;
+        for (final byte[] b : all) {
+            final ByteBuffer bb = ByteBuffer.wrap(b);
+            worst = Math.max(worst, bb.getDouble());
+            wrongAll += bb.getLong();
+        }
+        return new double[] {worst, wrongAll};
+    }
+
+    /**
+     * One call. In-place: the input lives where the output goes (allgather: in block rank of the output;
+     * reduce-scatter: the output is block rank of the input); alltoall and sendrecv stage through scratch because
+     * their input and output overlap.
+     */
+    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                                final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        final DataType t = cfg.type();
+        final int n = c.nranks();
+        final long count = bytes / t.size();
+        final Buffer out = inPlace ? send : recv;
+        switch (cfg.op()) {
+            case ALLREDUCE -> Collectives.allReduce(c, send, out, count, t, cfg.redop());
+            case ALLGATHER -> {
+                final long per = count / n;
+                if (inPlace) {
+                    Collectives.allGather(c, slice(send, c.rank() * per * t.size()), send, per, t);
+                } else {
+                    Collectives.allGather(c, send, recv, per, t);
+                }
+            }
+            case REDUCE_SCATTER -> {
+                final long per = count / n;
+                Collectives.reduceScatter(c, send, scratch, inPlace ? slice(send, c.rank() * per * t.size()) : recv,
+                    per, t, cfg.redop());
+            }
+            case BROADCAST -> Collectives.broadcast(c, send, out, count, t, cfg.root());
+            case REDUCE -> Collectives.reduce(c, send, out, count, t, cfg.redop(), cfg.root());
+            case ALLTOALL -> {
+                if (inPlace) {
+                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    Collectives.allToAll(c, scratch, send, count / n, t);
+                } else {
+                    Collectives.allToAll(c, send, recv, count / n, t);
+                }
+            }
+            case SENDRECV -> {
+                if (inPlace) {
+                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    Collectives.sendRecv(c, scratch, send, count, t);
+                } else {
+                    Collectives.sendRecv(c, send, recv, count, t);
+                }
+            }
+            default -> throw new IllegalStateException(cfg.op().name());
+        }
+    }
+
+    private static Buffer slice(final Buffer b, final long off) {
+        return new Buffer(b.seg().asSlice(off), b.mr());
+    }
+
+    /** Rank r's input element i. */
+    static double input(final CollOp op, final RedOp redop, final int r, final long i) {
+        if (!op.reduces()) {
+            return Math.floorMod(r * 31L + i * 17L, 97L) - 48;
+        }
+        return switch (redop) {
+            case SUM -> Math.floorMod(r * 3L + i * 7L, 7L) - 3;
+            case PROD -> r == 0 ? (i % 3 == 0 ? 2 : i % 3 == 1 ? -1 : 1) : ((r + i) % 2 == 0 ? 1 : -1);
+            case MIN, MAX -> Math.floorMod(r * 37L + i * 11L, 101L) - 50;
+        };
+    }
+
+    private static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
+        double v = input(op, redop, 0, i);
+        for (int r = 1; r < n; r++) {
+            v = redop.apply(v, input(op, redop, r, i));
+        }
+        return v;
+    }
+
+    private static void fill(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final boolean inPlace) {
+        final DataType t = cfg.type();
+        final long count = bytes / t.size();
+        final int r = c.rank();
+        final int n = c.nranks();
+        recv.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+        send.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+        switch (cfg.op()) {
+            case ALLGATHER -> {
+                final long per = count / n;
+                final long base = inPlace ? r * per : 0;
+                for (long i = 0; i < per; i++) {
+                    t.set(send.seg(), base + i, input(cfg.op(), cfg.redop(), r, i));
+                }
+            }
+            case ALLTOALL -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        // block p carries (rank, destination, index)
+                        t.set(send.seg(), p * per + i, input(cfg.op(), cfg.redop(), r * n + p, i));
+                    }
+                }
+            }
+            default -> {
+                for (long i = 0; i < count; i++) {
+                    t.set(send.seg(), i, input(cfg.op(), cfg.redop(), r, i));
+                }
+            }
+        }
+    }
+
+    private static long check(final Communicator c, final Config cfg, final long bytes, final Buffer out,
+                              final boolean inPlace) {
+        final DataType t = cfg.type();
+        final long count = bytes / t.size();
+        final int r = c.rank();
+        final int n = c.nranks();
+        final MemorySegment m = out.seg();
+        long wrong = 0;
+        switch (cfg.op()) {
+            case ALLREDUCE -> {
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, reduced(cfg.op(), cfg.redop(), n, i));
+                }
+            }
+            case REDUCE -> {
+                if (r == cfg.root()) {
+                    for (long i = 0; i < count; i++) {
+                        wrong += differs(t, m, i, reduced(cfg.op(), cfg.redop(), n, i));
+                    }
+                }
+            }
+            case BROADCAST -> {
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, input(cfg.op(), cfg.redop(), cfg.root(), i));
+                }
+            }
+            case ALLGATHER -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        wrong += differs(t, m, p * per + i, input(cfg.op(), cfg.redop(), p, i));
+                    }
+                }
+            }
+            case REDUCE_SCATTER -> {
+                final long per = count / n;
+                final long base = inPlace ? r * per : 0;
+                for (long i = 0; i < per; i++) {
+                    wrong += differs(t, m, base + i, reduced(cfg.op(), cfg.redop(), n, r * per + i));
+                }
+            }
+            case ALLTOALL -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        wrong += differs(t, m, p * per + i, input(cfg.op(), cfg.redop(), p * n + r, i));
+                    }
+                }
+            }
+            case SENDRECV -> {
+                final int from = Math.floorMod(r - 1, n);
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, input(cfg.op(), cfg.redop(), from, i));
+                }
+            }
+            default -> throw new IllegalStateException(cfg.op().name());
+        }
+        return wrong;
+    }
+
+    private static int differs(final DataType t, final MemorySegment m, final long i, final double expected) {
+        return t.get(m, i) == expected ? 0 : 1;
+    }
+}

@@ -1,0 +1,223 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.collectives;
+
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.bootstrap.Bootstrap;
+import io.gdrkit.gdr.gate.NetCaps;
+import io.gdrkit.gdr.net.NetNic;
+import io.gdrkit.gdr.net.transport.IbTransport;
+import io.gdrkit.gdr.net.transport.IbTransportContext;
+import io.gdrkit.gdr.net.transport.NetTransport;
+import io.gdrkit.gdr.net.transport.SocketTransport;
+import io.gdrkit.gdr.net.transport.SocketTransportContext;
+import io.gdrkit.softnic.SoftDevice;
+import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.softnic.fabric.Fabric;
+import io.gdrkit.softnic.fabric.ShmFabric;
+import io.gdrkit.softnic.fabric.TcpFabric;
+import io.gdrkit.verbs.VerbsContext;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.Locale;
+import java.util.stream.Stream;
+
+/**
+ * One rank's stack for collectives: a software NIC on the chosen fabric, its NET device, the chosen transport
+ * and a {@link Communicator} over the bootstrap. Fabrics: {@code injvm} (ranks are threads of one JVM sharing
+ * one driver), {@code shm} (ranks are processes of one host; the fabric lives in /dev/shm, named after the run),
+ * {@code tcp} (ranks anywhere; each rank's fabric port address travels through the bootstrap).
+ */
+public final class CollWorld implements AutoCloseable {
+    /** Which transport sits behind the seam. */
+    public enum TransportKind {
+        IB, SOCKET;
+
+        public static TransportKind parse(final String s) {
+            return switch (s.toLowerCase(Locale.ROOT)) {
+                case "ib" -> IB;
+                case "socket" -> SOCKET;
+                default -> throw new IllegalArgumentException("--transport must be ib or socket, not '" + s + "'");
+            };
+        }
+    }
+
+    private static final int LINK_CAPACITY = 1 << 22;
+
+    private final Bootstrap bootstrap;
+    private final SoftNicDriver driver;
+    private final boolean ownDriver;
+    private final VerbsContext vctx;
+    private final NetNic nic;
+    private final NetTransport net;
+    private final Communicator comm;
+    private final Path shmDir;
+
+    private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
+                      final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm,
+                      final Path shmDir) {
+        this.bootstrap = bootstrap;
+        this.driver = driver;
+        this.ownDriver = ownDriver;
+        this.vctx = vctx;
+        this.nic = nic;
+        this.net = net;
+        this.comm = comm;
+        this.shmDir = shmDir;
+    }
+
+    /**
+     * Builds this rank's stack.
+     *
+     * @param fabric   injvm, shm or tcp
+     * @param shared   for injvm: the driver every rank's thread shares (its devices are added here); else null
+     * @param settings where NCCL_* values come from
+     */
+    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                                 final Duration timeout) {
+        final int r = b.rank();
+        final int n = b.nranks();
+        SoftNicDriver driver = shared;
+        boolean own = false;
+        Path dir = null;
+        VerbsContext vctx = null;
+        NetNic nic = null;
+        NetTransport net = null;
+        try {
+            if (kind == TransportKind.IB) {
+                switch (fabric) {
+                    case "injvm" -> {
+                        if (shared == null) {
+                            throw new IllegalArgumentException("the injvm fabric joins ranks of one JVM only");
+                        }
+                    }
+                    case "shm" -> {
+                        final String run = Long.toHexString(b.context().id().runId());
+                        dir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
+                            : System.getProperty("java.io.tmpdir"), "gdrkit-coll-" + run);
+                        driver = SoftNicDriver.launch(nicContext(), new ShmFabric(dir, LINK_CAPACITY, n, null,
+                            false));
+                        own = true;
+                    }
+                    case "tcp" -> {
+                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                            LINK_CAPACITY, null, false, 1);
+                        driver = SoftNicDriver.launch(nicContext(), tf);
+                        own = true;
+                    }
+                    default -> throw new IllegalArgumentException("--fabric must be injvm, shm or tcp, not '"
+                        + fabric + "'");
+                }
+                final SoftDevice dev = driver.addDevice("coll-rank" + r, own ? r + 1 : 0);
+                if (driver.fabric() instanceof TcpFabric tf && own) {
+                    final byte[][] addrs = b.allGather((tf.localAddress().getAddress().getHostAddress() + ":"
+                        + tf.localAddress().getPort()).getBytes(StandardCharsets.US_ASCII));
+                    for (int p = r + 1; p < n; p++) {
+                        tf.connect(p + 1, parse(addrs[p], p));
+                    }
+                    b.barrier();
+                    // the lower ranks' hellos are in this port's sockets now; the port takes them in its duty
+                    // cycle, which otherwise runs only when this rank polls a CQ: before then, packets to those
+                    // ranks would have no route
+                    final long until = System.nanoTime() + 200_000_000L;
+                    while (System.nanoTime() < until) {
+                        if (driver.progress() == 0) {
+                            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                        }
+                    }
+                    b.barrier();
+                }
+                vctx = dev.open();
+                nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, null));
+                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout));
+            } else {
+                net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout));
+            }
+            final Communicator comm = new Communicator(b, net, coll);
+            return new CollWorld(b, driver, own, vctx, nic, net, comm, dir);
+        } catch (final RuntimeException e) {
+            if (net != null) {
+                net.close();
+            }
+            if (nic != null) {
+                nic.close();
+            }
+            if (vctx != null) {
+                vctx.close();
+            }
+            if (own && driver != null) {
+                driver.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The software NIC's context for a rank. By default each NIC runs on its own thread (DEDICATED), as a hardware
+     * NIC answers while its host computes: with OWN_DEVICE a rank busy reducing a large chunk leaves its NIC
+     * silent, and the peer's retransmission timer (NCCL_IB_TIMEOUT) can run out. {@code gdrkit.nic.progress}
+     * picks another mode.
+     */
+    public static SoftNicContext nicContext() {
+        final SoftNicContext c = new SoftNicContext();
+        return System.getProperty(SoftNicContext.PROGRESS_PROP) == null
+            ? c.progressMode(SoftNicContext.ProgressMode.DEDICATED) : c;
+    }
+
+    private static InetSocketAddress parse(final byte[] blob, final int rank) {
+        final String s = new String(blob, StandardCharsets.US_ASCII);
+        final int colon = s.lastIndexOf(':');
+        try {
+            final int port = Integer.parseInt(s.substring(colon + 1));
+            if (colon <= 0 || port < 1 || port > 65535) {
+                throw new NumberFormatException();
+            }
+            return new InetSocketAddress(s.substring(0, colon), port);
+        } catch (final RuntimeException e) {
+            throw new CollException("rank " + rank + " sent a fabric address that is not host:port");
+        }
+    }
+
+    public Communicator communicator() {
+        return comm;
+    }
+
+    public NetTransport transport() {
+        return net;
+    }
+
+    /** Closes the communicator, transport and NIC; rank 0 removes the run's shared-memory directory last. */
+    @Override
+    public void close() {
+        comm.close();
+        net.close();
+        if (nic != null) {
+            nic.close();
+            vctx.close();
+        }
+        try {
+            bootstrap.barrier();
+        } catch (final RuntimeException ignored) {
+            // another rank is gone already: still release ours
+        }
+        if (ownDriver) {
+            driver.close();
+        }
+        if (shmDir != null && bootstrap.rank() == 0) {
+            try (Stream<Path> s = Files.walk(shmDir)) {
+                s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (final IOException ignored) {
+                // best effort: the files are in /dev/shm and named after the run
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.bootstrap.Bootstrap;
+import io.gdrkit.gdr.bootstrap.BootstrapContext;
+import io.gdrkit.gdr.bootstrap.UniqueId;
+import io.gdrkit.labs.collectives.CollContext;
+import io.gdrkit.labs.collectives.CollOp;
+import io.gdrkit.labs.collectives.CollResult;
+import io.gdrkit.labs.collectives.CollRun;
+import io.gdrkit.labs.collectives.CollWorld;
+import io.gdrkit.labs.collectives.DataType;
+import io.gdrkit.labs.collectives.RedOp;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Ranks as real processes: collectives across them, and a rank that dies. */
+class LauncherTest {
+    private static List<String> java(final Class<?> main, final String... args) {
+        final List<String> cmd = new java.util.ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin",
+            "java").toString(), "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
+            System.getProperty("java.class.path"), main.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    private static Launcher.Spec spec(final int n, final List<String> cmd, final Path out) {
+        return new Launcher.Spec(n, 0, n, null, new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), cmd,
+            "t0ken", Duration.ofSeconds(30), Duration.ofSeconds(60), Map.of("GDRKIT_TEST_OUT", out.toString()));
+    }
+
+    private static final Launcher.Listener QUIET = new Launcher.Listener() {
+        @Override
+        public void started(final UniqueId id) {
+        }
+
+        @Override
+        public void rankFailed(final int rank, final int exitCode) {
+        }
+    };
+
+    @ParameterizedTest(name = "{0} over {1}, {2} ranks")
+    @CsvSource({"ib,shm,3", "ib,tcp,2", "socket,tcp,2"})
+    void allreduceAcrossProcessesIsRightOnEveryRank(final String transport, final String fabric, final int n,
+                                                    @TempDir final Path dir) throws Exception {
+        final Launcher.Result r = Launcher.run(spec(n, java(CollRank.class, transport, fabric), dir), QUIET);
+        assertEquals(0, r.exitCode(), r.toString());
+        assertNull(r.rootFailure());
+        for (int rank = 0; rank < n; rank++) {
+            assertEquals("rows=5 wrong=0", Files.readString(dir.resolve("rank" + rank)).trim(), "rank " + rank);
+        }
+    }
+
+    @Test
+    void aRankThatDiesEndsTheOthersWithANamedRemoteErrorAndNoOrphans(@TempDir final Path dir) throws Exception {
+        final Launcher.Result r = Launcher.run(spec(3, java(DyingRank.class), dir), QUIET);
+        assertNotEquals(0, r.exitCode());
+        assertEquals("rank 1 exited with 7", r.firstFailure());
+        assertTrue(r.rootFailure().contains("rank 1 closed its bootstrap connection"), r.rootFailure());
+        for (final int rank : new int[] {0, 2}) {
+            final String said = Files.readString(dir.resolve("rank" + rank));
+            assertTrue(said.startsWith("REMOTE"), said);
+            assertTrue(said.contains("rank 1 closed its bootstrap connection"), said);
+        }
+        for (final Launcher.RankExit e : r.ranks()) {
+            assertTrue(!e.killed(), "rank " + e.rank() + " had to be killed: it did not end on its own");
+        }
+    }
+
+    @Test
+    void theTokenReachesTheRanksAndTheRootChecksIt(@TempDir final Path dir) throws Exception {
+        final Launcher.Result r = Launcher.run(spec(2, java(TokenRank.class), dir), QUIET);
+        assertEquals(0, r.exitCode(), r.toString());
+        assertEquals("joined with a token of 5 characters", Files.readString(dir.resolve("rank1")).trim());
+    }
+
+    /** A rank: allreduce over 4 sizes on the given transport and fabric; writes rows and wrong count. */
+    public static final class CollRank {
+        public static void main(final String[] args) throws Exception {
+            final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
+            final SettingsReader none = SettingsReader.ofEnv(Map.of());
+            try (CollWorld w = CollWorld.open(b, args[1], null, CollWorld.TransportKind.parse(args[0]),
+                new CollContext().buffSize(8192).steps(4).channels(2).settings(none), none, Duration.ofSeconds(30))) {
+                final List<CollResult> rows = CollRun.run(w.communicator(), new CollRun.Config(CollOp.ALLREDUCE,
+                    DataType.FLOAT32, RedOp.SUM, 0, 8, 200_000, 8, 0, 2, 1, true, args[0], args[1], true), x -> { });
+                long wrong = 0;
+                for (final CollResult r : rows) {
+                    wrong += r.wrong() + r.inPlaceWrong();
+                }
+                Files.writeString(Path.of(System.getenv("GDRKIT_TEST_OUT"), "rank" + b.rank()), "rows="
+                    + rows.size() + " wrong=" + wrong);
+            }
+            b.close();
+        }
+    }
+
+    /** Rank 1 dies after joining; the others wait in a barrier and write what they were told. */
+    public static final class DyingRank {
+        public static void main(final String[] args) throws Exception {
+            final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
+            b.allGather(new byte[] {(byte) b.rank()});
+            if (b.rank() == 1) {
+                Runtime.getRuntime().halt(7);
+            }
+            try {
+                b.barrier();
+                Files.writeString(Path.of(System.getenv("GDRKIT_TEST_OUT"), "rank" + b.rank()), "no error");
+                System.exit(0);
+            } catch (final io.gdrkit.gdr.bootstrap.BootstrapException e) {
+                Files.writeString(Path.of(System.getenv("GDRKIT_TEST_OUT"), "rank" + b.rank()), e.reason() + " "
+                    + e.getMessage());
+                System.exit(3);
+            }
+        }
+    }
+
+    /** Joins (the root checks the token) and says how long the token it got was. */
+    public static final class TokenRank {
+        public static void main(final String[] args) throws Exception {
+            final BootstrapContext c = BootstrapContext.fromProcess();
+            try (Bootstrap b = Bootstrap.init(c)) {
+                b.barrier();
+                Files.writeString(Path.of(System.getenv("GDRKIT_TEST_OUT"), "rank" + b.rank()),
+                    "joined with a token of " + c.token().length() + " characters");
+            }
+        }
+    }
+}
