@@ -344,6 +344,13 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
      */
     @Override
     public synchronized long mapHost(final MemorySegment host) {
+        // memory from cuMemAllocHost is pinned and mapped already: registering it again fails with
+        // CUDA_ERROR_INVALID_VALUE (seen on the H200), so ask for its device address directly
+        for (final Map.Entry<Long, Long> e : hostAllocs.entrySet()) {
+            if (host.address() >= e.getKey() && host.address() + host.byteSize() <= e.getKey() + e.getValue()) {
+                return devicePointer(host);
+            }
+        }
         final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
             "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
         makeCurrent();

@@ -267,13 +267,14 @@ public final class CudaShmemPerf {
         req.fill((byte) 0);
         reply.fill((byte) 0);
         final double[] best = {Double.NaN, Double.MAX_VALUE};
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         final Thread host = Thread.ofPlatform().daemon(true).name("shmem-clock-sync").start(() -> {
-            for (int i = 0; i < rounds; i++) {
+            for (int i = 0; i < rounds && !stop.get(); i++) {
                 final long h0 = System.nanoTime();
                 LONG.setRelease(req, 0L, (long) i + 1);
                 final long limit = h0 + ctx.timeout().toNanos();
                 while ((long) LONG.getAcquire(reply, 8L * rounds) != i + 1) {
-                    if (System.nanoTime() - limit > 0) {
+                    if (System.nanoTime() - limit > 0 || stop.get()) {
                         return;
                     }
                     Thread.onSpinWait();
@@ -294,8 +295,17 @@ public final class CudaShmemPerf {
         } catch (final InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            gpu.freeHost(req);
-            gpu.freeHost(reply);
+            // the host thread touches the pinned pages: stop it before freeing them (see ringRtt)
+            stop.set(true);
+            try {
+                host.join(ctx.timeout().toMillis() + 1000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (!host.isAlive()) {
+                gpu.freeHost(req);
+                gpu.freeHost(reply);
+            }
         }
         if (Double.isNaN(best[0])) {
             throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_clock_sync: the kernel never answered");
@@ -312,10 +322,11 @@ public final class CudaShmemPerf {
             answer.fill((byte) 0);
             final DeviceBuffer times = gpu.alloc(8L * iters);
             final GpuStream stream = gpu.createNonBlockingStream();
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             final Thread echo = Thread.ofPlatform().daemon(true).name("shmem-ring-echo").start(() -> {
                 long seen = 0;
                 final long limit = System.nanoTime() + timeout.toNanos();
-                while (seen < iters && System.nanoTime() - limit < 0) {
+                while (seen < iters && System.nanoTime() - limit < 0 && !stop.get()) {
                     final long v = (long) LONG.getAcquire(ring, 0L);
                     if (v != seen) {
                         seen = v;
@@ -334,7 +345,19 @@ public final class CudaShmemPerf {
             } catch (final InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
+                // the echo thread reads the pinned pages: it must be gone before they are freed (a launch that
+                // failed would otherwise leave it spinning on freed memory: a JVM crash, seen on the H200)
+                stop.set(true);
+                try {
+                    echo.join(timeout.toMillis() + 1000);
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
                 gpu.destroyStream(stream);
+            }
+            if (echo.isAlive()) {
+                throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_ring_rtt: the echo thread did not "
+                    + "stop; the host pages are left allocated");
             }
             final long[] t = longs(gpu, times, 0, iters);
             gpu.free(times);
