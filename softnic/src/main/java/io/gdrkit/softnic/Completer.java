@@ -183,7 +183,7 @@ final class Completer implements Agent {
             return;
         }
         if (payload > 0) {
-            final int status = Sgl.scatterSend(dev, qp, sq, index, offset, p.buffer(), p.payloadOffset(), payload);
+            final int status = Sgl.scatter(dev, qp, sq, index, offset, p.buffer(), p.payloadOffset(), payload);
             if (status != WcStatus.SUCCESS) {
                 failHead(qp, status);
                 return;
@@ -209,7 +209,7 @@ final class Completer implements Agent {
             return;
         }
         atomicResult.set(ValueLayout.JAVA_LONG, 0, p.atomicOrig());
-        final int status = Sgl.scatterSend(dev, qp, sq, index, 0, atomicResult, 0, 8);
+        final int status = Sgl.scatter(dev, qp, sq, index, 0, atomicResult, 0, 8);
         if (status != WcStatus.SUCCESS) {
             failHead(qp, status);
             return;

@@ -121,7 +121,7 @@ final class Responder implements Agent {
         final int len = p.payloadLength();
         if (len > 0) {
             final int status = p.isReference() ? placeReferenced(qp, p, null)
-                : Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
+                : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
             if (status == UNRESOLVED) {
                 if (p.is(BthOpcode.FIRST)) {
                     qp.inSend = false; // as if never received: its retransmission starts the message again
@@ -228,8 +228,11 @@ final class Responder implements Agent {
      * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
      */
     private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
-        final SoftQp src = dev.port.peer(qp.dlid) instanceof SoftDevice d ? d.qp(qp.destQpn) : null;
-        if (src == null || src.destQpn != qp.qpn || !sending(src.state)) {
+        // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
+        // that publishes the attributes modify_qp set before it), and only then its destination.
+        final SoftDevice peer = dev.port.peer(qp.dlid, SoftDevice.class);
+        final SoftQp src = peer != null ? peer.publishedQp(qp.destQpn) : null;
+        if (src == null || !sending(src.state) || src.destQpn != qp.qpn || src.dlid != dev.port.lid()) {
             unresolved++;
             return UNRESOLVED;
         }
@@ -247,7 +250,7 @@ final class Responder implements Agent {
                 if (writeMr != null) {
                     writeMr.copyIn(from.segment, va - from.address, qp.writeVa + done, len);
                 } else {
-                    final int status = Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
+                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
                         from.segment, va - from.address, len);
                     if (status != WcStatus.SUCCESS) {
                         return status;

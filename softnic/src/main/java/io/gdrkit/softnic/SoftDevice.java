@@ -2,6 +2,7 @@ package io.gdrkit.softnic;
 
 import io.gdrkit.core.agent.Agent;
 import io.gdrkit.softnic.fabric.FabricPort;
+import io.gdrkit.softnic.fabric.PortOwner;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.AsyncEvent;
 import io.gdrkit.verbs.AsyncEventType;
@@ -35,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * {@link Responder} that executes requests and answers them, and a {@link Completer} that turns
  * acknowledgements into completions and drives retransmission, split as Linux rxe splits them.
  */
-public final class SoftDevice implements Device, Agent {
+public final class SoftDevice implements Device, Agent, PortOwner {
     static final int QPN_BASE = 16;
     static final int MAX_QP = 1 << 16;
     static final int MAX_MR = 1 << 20;
@@ -52,7 +53,13 @@ public final class SoftDevice implements Device, Agent {
     final FabricPort port;
     final Duty duty = new Duty();
     final MrTable mrs = new MrTable(MAX_MR);
+    /**
+     * QP number to QP. Written under duty with release stores and read by this NIC's engines (under duty) and, with
+     * {@link #publishedQp}, by a peer NIC's responder resolving a reference packet from another thread.
+     */
     private final SoftQp[] qpTable = new SoftQp[MAX_QP];
+    private static final java.lang.invoke.VarHandle QP_SLOT =
+        java.lang.invoke.MethodHandles.arrayElementVarHandle(SoftQp[].class);
     /** QPs the agents scan; replaced copy-on-write under duty. */
     volatile SoftQp[] activeQps = new SoftQp[0];
     private final List<SoftCq> cqs = new ArrayList<>();
@@ -390,7 +397,7 @@ public final class SoftDevice implements Device, Agent {
             }
             nextQpIndex = index - QPN_BASE + 1;
             final SoftQp qp = new SoftQp(this, pd, index, scq, rcq, init.sqSigAll, c);
-            qpTable[index] = qp;
+            QP_SLOT.setRelease(qpTable, index, qp);
             final SoftQp[] a = Arrays.copyOf(activeQps, activeQps.length + 1);
             a[a.length - 1] = qp;
             activeQps = a;
@@ -408,6 +415,15 @@ public final class SoftDevice implements Device, Agent {
 
     SoftQp qp(final int qpn) {
         return qpn >= 0 && qpn < MAX_QP ? qpTable[qpn] : null;
+    }
+
+    /**
+     * {@link #qp} for a thread that does not hold this device's duty (a peer's responder): an acquire load, so the
+     * QP is seen fully constructed. Its mutable attributes are still only safe to read after its volatile
+     * {@code state}.
+     */
+    SoftQp publishedQp(final int qpn) {
+        return qpn >= 0 && qpn < MAX_QP ? (SoftQp) QP_SLOT.getAcquire(qpTable, qpn) : null;
     }
 
     void modifyQp(final SoftQp qp, final QpAttr attr, final int mask) {
@@ -434,7 +450,7 @@ public final class SoftDevice implements Device, Agent {
             if (qpTable[qp.qpn] != qp) {
                 return;
             }
-            qpTable[qp.qpn] = null;
+            QP_SLOT.setRelease(qpTable, qp.qpn, (SoftQp) null);
             final SoftQp[] cur = activeQps;
             final SoftQp[] a = new SoftQp[cur.length - 1];
             int j = 0;

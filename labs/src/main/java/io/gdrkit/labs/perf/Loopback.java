@@ -7,7 +7,7 @@ import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuDmaMemory;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -111,7 +111,7 @@ public final class Loopback implements AutoCloseable {
             final int cqe = Math.max(numQps * Math.max(txDepth, rxDepth) + 16, 64);
             a = new Side(driver.addDevice("soft0"), numQps, cqe);
             b = new Side(driver.addDevice("soft1"), numQps, cqe);
-            final QpAttr attr = RcConnector.defaults();
+            final QpAttr attr = QpBringUp.rcDefaults();
             if (mtuBytes <= 4096) {
                 attr.pathMtu(Mtu.fromBytes(mtuBytes));
             } else {
@@ -134,7 +134,7 @@ public final class Loopback implements AutoCloseable {
                 final QpInitAttr ib = new QpInitAttr();
                 ib.cap.maxSendWr(txDepth).maxRecvWr(rxDepth).maxInlineData(maxInline);
                 b.qps[i] = b.pd.createQp(ib.cqs(b.scq, b.rcq));
-                RcConnector.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
+                QpBringUp.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
             }
         } catch (final RuntimeException e) {
             close();

@@ -17,7 +17,7 @@ import java.lang.foreign.ValueLayout;
  *  16  sge[i]: addr (u64) | length (u32) | lkey (u32)
  * </pre>
  */
-public final class RecvQueue {
+public final class RecvQueue implements SgeList {
     private final MemorySegment ring;
     private final Doorbell doorbell;
     private final int depth;
@@ -61,18 +61,22 @@ public final class RecvQueue {
         return ring.get(ValueLayout.JAVA_LONG, o(index));
     }
 
+    @Override
     public int numSge(final long index) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 8);
     }
 
+    @Override
     public long sgeAddr(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_LONG, o(index) + 16 + 16L * i);
     }
 
+    @Override
     public int sgeLength(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 16 + 16L * i + 8);
     }
 
+    @Override
     public int sgeLkey(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 16 + 16L * i + 12);
     }

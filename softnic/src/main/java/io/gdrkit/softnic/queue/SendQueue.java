@@ -32,7 +32,7 @@ import java.lang.foreign.ValueLayout;
  * </pre>
  * Native byte order: the ring is host memory shared by poster and NIC, not wire data.
  */
-public final class SendQueue {
+public final class SendQueue implements SgeList {
     public static final int OFF_WR_ID = 0;
     public static final int OFF_OPCODE = 8;
     public static final int OFF_FLAGS = 9;
@@ -138,6 +138,7 @@ public final class SendQueue {
         return ring.get(ValueLayout.JAVA_BYTE, slotOffset(index) + OFF_FLAGS) & 0xFF;
     }
 
+    @Override
     public int numSge(final long index) {
         return ring.get(ValueLayout.JAVA_SHORT, slotOffset(index) + OFF_NUM_SGE) & 0xFFFF;
     }
@@ -166,14 +167,17 @@ public final class SendQueue {
         return ring.get(ValueLayout.JAVA_LONG, slotOffset(index) + OFF_SWAP);
     }
 
+    @Override
     public long sgeAddr(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_LONG, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge);
     }
 
+    @Override
     public int sgeLength(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge + 8);
     }
 
+    @Override
     public int sgeLkey(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge + 12);
     }
