@@ -95,7 +95,21 @@ final class Responder implements Agent {
         return true;
     }
 
+    /** A receive WQE for the message starting now: posted to the QP, or taken from its SRQ. */
     private boolean recvAvailable(final SoftQp qp) {
+        if (hasRecv(qp)) {
+            return true;
+        }
+        final SoftSrq srq = qp.srq;
+        if (srq != null && srq.take(qp.rq, qp.rqHead)) {
+            qp.rq.doorbell().ring(qp.rqHead + 1);
+            return true;
+        }
+        return false;
+    }
+
+    /** A receive WQE is in the QP's own queue (never takes one from the SRQ). */
+    private static boolean hasRecv(final SoftQp qp) {
         return qp.rqHead < qp.rq.doorbell().producer();
     }
 
@@ -141,7 +155,7 @@ final class Responder implements Agent {
             qp.msn = Psn.add(qp.msn, 1);
             final boolean imm = p.is(BthOpcode.IMM);
             completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, imm ? p.imm() : 0,
-                imm ? WorkCompletion.WITH_IMM : 0);
+                imm ? WorkCompletion.WITH_IMM : 0, p.solicited());
         }
         accept(qp, p, psn);
     }
@@ -212,7 +226,7 @@ final class Responder implements Agent {
             qp.msn = Psn.add(qp.msn, 1);
             if (consumes) {
                 completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, qp.writeLength, p.imm(),
-                    WorkCompletion.WITH_IMM);
+                    WorkCompletion.WITH_IMM, p.solicited());
             }
         }
         accept(qp, p, psn);
@@ -400,8 +414,8 @@ final class Responder implements Agent {
     private void nak(final SoftQp qp, final int psn, final int code, final int recvStatus, final String why) {
         qp.resources.pushAck(Aeth.nak(code), psn, qp.msn);
         if (qp.inSend || recvStatus == WcStatus.LOC_LEN_ERR || recvStatus == WcStatus.LOC_PROT_ERR) {
-            if (recvAvailable(qp)) {
-                completeRecv(qp, recvStatus, WcOpcode.RECV, 0, 0, 0);
+            if (hasRecv(qp)) {
+                completeRecv(qp, recvStatus, WcOpcode.RECV, 0, 0, 0, false);
             }
         }
         qp.inSend = false;
@@ -412,14 +426,14 @@ final class Responder implements Agent {
     }
 
     private void completeRecv(final SoftQp qp, final int status, final int opcode, final int byteLen, final int imm,
-                              final int flags) {
+                              final int flags, final boolean solicited) {
         qp.fenceDmaWrites();
         final RecvQueue rq = qp.rq;
         final long wrId = rq.wrId(qp.rqHead);
         // Release the WQE before the CQE is visible: the poller may repost into the slot as soon as it sees it.
         qp.rqHead++;
         rq.doorbell().consumer(qp.rqHead);
-        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags)) {
+        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags, solicited)) {
             dev.toError(qp, AsyncEventType.QP_FATAL, "receive CQ overflow");
         }
     }
@@ -529,7 +543,14 @@ final class Responder implements Agent {
         int n = 0;
         final long producer = qp.rq.doorbell().producer();
         while (qp.rqHead < producer && qp.recvCq.hasRoomForFlush()) {
-            completeRecv(qp, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0);
+            completeRecv(qp, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, false);
+            n++;
+        }
+        if (qp.srq != null && !qp.lastWqeReported && qp.rqHead == producer) {
+            // the WQEs left in the SRQ stay there for other QPs; this one will take no more (IB spec 11.6.3)
+            qp.lastWqeReported = true;
+            dev.raise(new io.gdrkit.verbs.AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, qp.qpn, "QP " + qp.qpn
+                + " in ERR: last WQE of " + qp.srq + " reached"));
             n++;
         }
         return n;

@@ -29,6 +29,12 @@ final class SoftMr implements MemoryRegion {
     /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
     final Runnable release;
     volatile boolean valid = true;
+    /**
+     * The registration that replaced this one (ibv_rereg_mr), or null. The NIC only ever sees table entries, which
+     * never change; the application keeps the object it registered first, and its accessors follow this link to
+     * the current registration.
+     */
+    private volatile SoftMr successor;
 
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
         this.pd = pd;
@@ -84,7 +90,7 @@ final class SoftMr implements MemoryRegion {
 
     @Override
     public DmaMemory dma() {
-        return dma;
+        return current().dma;
     }
 
     /** Is [va, va+len) inside this MR? Overflow-safe. */
@@ -94,47 +100,68 @@ final class SoftMr implements MemoryRegion {
 
     @Override
     public ProtectionDomain pd() {
-        return pd;
+        return current().pd;
     }
 
     @Override
     public MemorySegment segment() {
-        return segment;
+        return current().segment;
     }
 
     @Override
     public long address() {
-        return address;
+        return current().address;
     }
 
     @Override
     public long length() {
-        return length;
+        return current().length;
     }
 
     @Override
     public int lkey() {
-        return key;
+        return current().key;
     }
 
     @Override
     public int rkey() {
-        return key;
+        return current().key;
     }
 
     @Override
     public int access() {
-        return access;
+        return current().access;
+    }
+
+    /** The registration in force: this one, or the last that replaced it. */
+    SoftMr current() {
+        SoftMr m = this;
+        while (m.successor != null) {
+            m = m.successor;
+        }
+        return m;
+    }
+
+    /** Under the device's duty: {@code next} replaces this registration. */
+    void replacedBy(final SoftMr next) {
+        successor = next;
+    }
+
+    @Override
+    public void reregMr(final int flags, final ProtectionDomain pd, final MemorySegment segment, final int access) {
+        this.pd.device().reregMr(this, flags, pd, segment, access);
     }
 
     @Override
     public void deregister() {
-        pd.device().deregisterMr(this);
+        final SoftMr cur = current();
+        cur.pd.device().deregisterMr(cur);
     }
 
     @Override
     public String toString() {
-        return "MR{addr=0x" + Long.toHexString(address) + ", len=" + length + ", key=0x" + Integer.toHexString(key)
+        final SoftMr c = current();
+        return "MR{addr=0x" + Long.toHexString(c.address) + ", len=" + c.length + ", key=0x" + Integer.toHexString(c.key)
             + '}';
     }
 }

@@ -40,7 +40,15 @@ final class SoftQp implements QueuePair {
     final QpCap cap;
     final Arena arena = Arena.ofShared();
     final SendQueue sq;
+    /**
+     * The receive queue the responder consumes: the QP's own, or with an {@link #srq} a small one the responder
+     * copies each SRQ WQE into when a message starts.
+     */
     final RecvQueue rq;
+    /** The shared receive queue, or null. */
+    final SoftSrq srq;
+    /** With an SRQ: QP_LAST_WQE_REACHED was raised for this stay in ERR. */
+    boolean lastWqeReported;
     /** Bound once: a method reference per post would allocate. */
     private final SendQueue.InlineSource inlineSource;
 
@@ -126,7 +134,7 @@ final class SoftQp implements QueuePair {
     private SoftMr dmaWritten;
 
     SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
-           final boolean sqSigAll, final QpCap cap) {
+           final boolean sqSigAll, final QpCap cap, final SoftSrq srq) {
         this.device = device;
         this.pd = pd;
         this.qpn = qpn;
@@ -135,10 +143,15 @@ final class SoftQp implements QueuePair {
         this.sqSigAll = sqSigAll;
         this.cap = cap.copy();
         this.sq = new SendQueue(arena, cap.maxSendWr, cap.maxSendSge, cap.maxInlineData);
-        this.rq = new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge);
+        this.srq = srq;
+        // with an SRQ the QP's own queue holds only the WQE of the message being received (taken from the SRQ)
+        this.rq = srq == null ? new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge) : new RecvQueue(arena, 2, srq.maxSge);
         this.inlineSource = device::copyInline;
         this.cap.maxSendWr = sq.depth();
-        this.cap.maxRecvWr = rq.depth();
+        this.cap.maxRecvWr = srq == null ? rq.depth() : 0;
+        if (srq != null) {
+            this.cap.maxRecvSge = 0;
+        }
         this.firstPsn = new int[sq.depth()];
         this.lastPsn = new int[sq.depth()];
         this.wqeState = new byte[sq.depth()];
@@ -176,7 +189,7 @@ final class SoftQp implements QueuePair {
     }
 
     @Override
-    public QpAttr query() {
+    public QpAttr queryQp() {
         final QpAttr a = new QpAttr();
         a.qpState = state;
         a.curQpState = state;
@@ -262,6 +275,7 @@ final class SoftQp implements QueuePair {
         inWrite = false;
         resources.clear();
         sqdNotify = false;
+        lastWqeReported = false;
     }
 
     // ---------------- posting ----------------
@@ -325,9 +339,9 @@ final class SoftQp implements QueuePair {
             }
             for (int i = 0; i < wr.numSge(); i++) {
                 final Sge sge = wr.sge(i);
-                if (sge.length > 0 && !device.isReadableLocal(sge.lkey, sge.addr, sge.length)) {
-                    throw new PostException(Errno.EINVAL, index, "inline SGE " + i + " (" + sge
-                        + ") is not inside an MR registered with that lkey");
+                final String problem = sge.length > 0 ? device.inlineProblem(sge) : null;
+                if (problem != null) {
+                    throw new PostException(Errno.EINVAL, index, "inline SGE " + i + " (" + sge + ") " + problem);
                 }
             }
         }
@@ -342,6 +356,10 @@ final class SoftQp implements QueuePair {
         final int s = state;
         if (s == QpState.RESET) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in RESET; receives need INIT or later");
+        }
+        if (srq != null) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " takes its receives from " + srq
+                + ": post them with postSrqRecv");
         }
         long head = rqPostHead;
         final long consumer = rq.doorbell().consumer();

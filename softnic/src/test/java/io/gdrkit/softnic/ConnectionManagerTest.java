@@ -47,8 +47,8 @@ class ConnectionManagerTest {
             assertEquals(QpState.RTS, qa.state());
             assertEquals(QpState.RTS, qb.state());
             assertEquals(qb.qpNum(), client.remoteQpn());
-            assertEquals(qb.qpNum(), qa.query().destQpNum);
-            assertEquals(qa.qpNum(), qb.query().destQpNum);
+            assertEquals(qb.qpNum(), qa.queryQp().destQpNum);
+            assertEquals(qa.qpNum(), qb.queryQp().destQpNum);
             final ByteBuffer info = ByteBuffer.wrap(client.remotePrivateData());
             final long addr = info.getLong();
             final int rkey = info.getInt();

@@ -185,7 +185,7 @@ class ErrorPathTest {
             if (responderQpAccess >= 0) {
                 f.b.qp.modify(new QpAttr().state(QpState.RTS).access(responderQpAccess),
                     QpAttrMask.STATE | QpAttrMask.ACCESS_FLAGS);
-                assertEquals(responderQpAccess, f.b.qp.query().qpAccessFlags);
+                assertEquals(responderQpAccess, f.b.qp.queryQp().qpAccessFlags);
             }
             Fixture.fill(f.b.buf, 21);
             Fixture.fill(f.a.buf, 22);
@@ -469,7 +469,7 @@ class ErrorPathTest {
     @Test
     void fullSendQueueIsEnomemWithBadWrIndex() {
         try (Fixture f = smallQueues()) {
-            assertEquals(4, f.a.qp.query().cap.maxSendWr);
+            assertEquals(4, f.a.qp.queryQp().cap.maxSendWr);
             Fixture.fill(f.a.buf, 81);
             SendWorkRequest chain = null;
             for (int i = 5; i >= 0; i--) {

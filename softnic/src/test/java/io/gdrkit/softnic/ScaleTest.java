@@ -40,7 +40,7 @@ class ScaleTest {
         final int size = 10 << 20;
         try (Fixture f = new Fixture(new SoftNicContext(), size, new QpInitAttr(),
             QpBringUp.rcDefaults().softwareMtu(65536))) {
-            assertEquals(65536, f.a.qp.query().softwareMtu);
+            assertEquals(65536, f.a.qp.queryQp().softwareMtu);
             Fixture.fill(f.a.buf, 3);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
                 .sge(f.a.mr, 0, size).remote(f.b.mr.address(), f.b.mr.rkey()));

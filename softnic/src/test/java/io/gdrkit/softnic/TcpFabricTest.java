@@ -155,7 +155,7 @@ class TcpFabricTest {
                 qb[i] = p.b.qp();
                 p.connect(qa[i], qb[i], i, attr);
             }
-            assertEquals(65536, qa[0].query().softwareMtu);
+            assertEquals(65536, qa[0].queryQp().softwareMtu);
             final int send = 4 << 20;
             Fixture.fill(p.a.buf.asSlice(0, BIG), 1);
             Fixture.fill(p.b.buf.asSlice(BIG, BIG), 2);

@@ -188,7 +188,7 @@ class TcpProcessTest {
                     : WcStatus.WR_FLUSH_ERR;
                 assertEquals(expected, statuses.get(i), "WR " + i + " of " + statuses);
             }
-            assertEquals(QpState.ERR, qp.query().qpState);
+            assertEquals(QpState.ERR, qp.queryQp().qpState);
             assertTrue(tookMs < 10_000, "the dead peer was noticed in " + tookMs + " ms");
         }
     }

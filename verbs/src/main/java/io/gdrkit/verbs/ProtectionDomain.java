@@ -40,6 +40,15 @@ public interface ProtectionDomain extends AutoCloseable {
 
     QueuePair createQp(QpInitAttr attr);
 
+    /**
+     * Creates a shared receive queue (ibv_create_srq).
+     *
+     * @throws VerbsException EINVAL for max_wr or max_sge out of the device's range, or a limit above max_wr
+     */
+    default SharedReceiveQueue createSrq(final SrqInitAttr attr) {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider has no SRQ");
+    }
+
     @Override
     void close();
 }

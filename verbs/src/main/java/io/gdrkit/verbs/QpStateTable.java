@@ -101,8 +101,9 @@ public final class QpStateTable {
         if ((m & SOFTWARE_MTU) != 0 && !Mtu.isValidSoftwareBytes(a.softwareMtu)) {
             bad("software_mtu", a.softwareMtu, "a power of two from 256 to " + Mtu.MAX_SOFTWARE_BYTES);
         }
-        if ((m & ACCESS_FLAGS) != 0 && (a.qpAccessFlags & ~(AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE)) != 0) {
-            bad("qp_access_flags", a.qpAccessFlags, "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC");
+        if ((m & ACCESS_FLAGS) != 0 && (a.qpAccessFlags & ~AccessFlags.QP_SUPPORTED) != 0) {
+            bad("qp_access_flags", a.qpAccessFlags,
+                "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC|FLUSH_GLOBAL|FLUSH_PERSISTENT");
         }
         if ((m & PORT) != 0 && a.portNum != 1) {
             bad("port_num", a.portNum, "1");

@@ -14,8 +14,11 @@ public interface QueuePair extends AutoCloseable {
      */
     void modify(QpAttr attr, int attrMask);
 
-    /** Current attributes (ibv_query_qp). */
-    QpAttr query();
+    /**
+     * Current attributes (ibv_query_qp): state, access flags, path MTU, destination, PSNs, timers, read/atomic
+     * depths and the capabilities the QP was created with (its queues' real depths).
+     */
+    QpAttr queryQp();
 
     /**
      * Posts a chain of send work requests (ibv_post_send): each is written as a WQE into the send queue ring,
@@ -25,7 +28,11 @@ public interface QueuePair extends AutoCloseable {
      */
     void postSend(SendWorkRequest wr);
 
-    /** Posts a chain of receive work requests (ibv_post_recv). */
+    /**
+     * Posts a chain of receive work requests (ibv_post_recv).
+     *
+     * @throws PostException EINVAL on a QP in RESET or attached to an SRQ (post to the SRQ), ENOMEM when full
+     */
     void postRecv(RecvWorkRequest wr);
 
     /**

@@ -8,7 +8,12 @@ public final class SendWorkRequest {
     public long wrId;
     public int opcode;
     public int sendFlags;
-    /** Immediate data, host order (libibverbs carries it in network order; the wire does here too). */
+    /**
+     * Immediate data in host order: the receiver's {@link WorkCompletion#immData} is this same value, and the wire
+     * carries it big-endian as the IB spec says. libibverbs' {@code imm_data} is the network-order form instead
+     * ({@code htonl(x)}): set that form with {@link #immBe(int)}, and it arrives byte for byte as a libibverbs
+     * peer sent it.
+     */
     public int immData;
     public long remoteAddr;
     public int rkey;
@@ -53,6 +58,13 @@ public final class SendWorkRequest {
         return this;
     }
 
+    /** Sets a single SGE over unregistered memory, for an {@link SendFlags#INLINE} send (no lkey). */
+    public SendWorkRequest sge(final java.lang.foreign.MemorySegment memory, final long offset, final int length) {
+        sgList[0].set(memory, offset, length);
+        numSge = 1;
+        return this;
+    }
+
     public SendWorkRequest sge(final MemoryRegion mr, final long offset, final int length) {
         sgList[0].set(mr, offset, length);
         numSge = 1;
@@ -76,6 +88,16 @@ public final class SendWorkRequest {
 
     public SendWorkRequest imm(final int immData) {
         this.immData = immData;
+        return this;
+    }
+
+    /**
+     * Sets the immediate data from libibverbs' network-order form: {@code wr.immBe(Imm.htonl(1234))} is C's
+     * {@code wr.imm_data = htonl(1234)}, and the receiver's {@code ntohl(wc.imm_data)} (here
+     * {@code Imm.ntohl(wc.immDataBe())}, or simply {@code wc.immData}) is 1234.
+     */
+    public SendWorkRequest immBe(final int networkOrder) {
+        this.immData = Imm.ntohl(networkOrder);
         return this;
     }
 

@@ -1,6 +1,10 @@
 package io.gdrkit.verbs;
 
-/** A work completion (ibv_wc), owned by the caller and filled by {@link CompletionQueue#poll}. */
+/**
+ * A work completion (ibv_wc), owned by the caller and filled by {@link CompletionQueue#poll}. {@link #immData} is in
+ * host order (the value the sender put in {@link SendWorkRequest#immData}); {@link #immDataBe()} gives it as
+ * libibverbs' network-order field, for code ported with {@code ntohl}.
+ */
 public final class WorkCompletion {
     /** wc_flags bit: immediate data is valid (IBV_WC_WITH_IMM). */
     public static final int WITH_IMM = 1 << 1;
@@ -15,6 +19,24 @@ public final class WorkCompletion {
     public int srcQp;
     public int wcFlags;
     public int slid;
+
+    /** {@code n} fresh records, for a poll loop that must not allocate (a plain {@code new WorkCompletion[n]}
+     * works too: {@link CompletionQueue#poll} fills null entries on first use). */
+    public static WorkCompletion[] array(final int n) {
+        final WorkCompletion[] a = new WorkCompletion[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = new WorkCompletion();
+        }
+        return a;
+    }
+
+    /**
+     * The immediate data as libibverbs' {@code wc.imm_data} holds it (a {@code __be32}): what C code passes to
+     * {@code ntohl}. {@link #immData} is the host-order value, the one the sender gave.
+     */
+    public int immDataBe() {
+        return Imm.htonl(immData);
+    }
 
     public boolean isSuccess() {
         return status == WcStatus.SUCCESS;

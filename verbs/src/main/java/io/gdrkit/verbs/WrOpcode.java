@@ -9,6 +9,16 @@ public final class WrOpcode {
     public static final int RDMA_READ = 4;
     public static final int ATOMIC_CMP_AND_SWP = 5;
     public static final int ATOMIC_FETCH_AND_ADD = 6;
+    /** The opcodes below are libibverbs' too; the software NIC refuses them at post time with EINVAL. */
+    public static final int LOCAL_INV = 7;
+    public static final int BIND_MW = 8;
+    public static final int SEND_WITH_INV = 9;
+    public static final int TSO = 10;
+    public static final int DRIVER1 = 11;
+    /** IBA 1.5 FLUSH (IBV_WR_FLUSH, posted with ibv_wr_flush in libibverbs' extended API). */
+    public static final int FLUSH = 14;
+    /** IBA 1.5 ATOMIC WRITE (IBV_WR_ATOMIC_WRITE). */
+    public static final int ATOMIC_WRITE = 15;
 
     private WrOpcode() {
     }
@@ -60,6 +70,13 @@ public final class WrOpcode {
             case RDMA_READ -> "RDMA_READ";
             case ATOMIC_CMP_AND_SWP -> "ATOMIC_CMP_AND_SWP";
             case ATOMIC_FETCH_AND_ADD -> "ATOMIC_FETCH_AND_ADD";
+            case LOCAL_INV -> "LOCAL_INV";
+            case BIND_MW -> "BIND_MW";
+            case SEND_WITH_INV -> "SEND_WITH_INV";
+            case TSO -> "TSO";
+            case DRIVER1 -> "DRIVER1";
+            case FLUSH -> "FLUSH";
+            case ATOMIC_WRITE -> "ATOMIC_WRITE";
             default -> "UNKNOWN(" + opcode + ")";
         };
     }

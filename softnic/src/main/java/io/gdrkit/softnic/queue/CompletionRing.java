@@ -82,7 +82,11 @@ public final class CompletionRing {
         final int n = (int) Math.min(available, Math.min(max, wcs.length));
         for (int i = 0; i < n; i++) {
             final long o = (consumer & mask) * CQE_SIZE;
-            final WorkCompletion wc = wcs[i];
+            WorkCompletion wc = wcs[i];
+            if (wc == null) {
+                wc = new WorkCompletion(); // first use of a plain new WorkCompletion[n]: later polls reuse it
+                wcs[i] = wc;
+            }
             wc.wrId = ring.get(ValueLayout.JAVA_LONG, o);
             wc.byteLen = ring.get(ValueLayout.JAVA_INT, o + 8);
             wc.immData = ring.get(ValueLayout.JAVA_INT, o + 12);

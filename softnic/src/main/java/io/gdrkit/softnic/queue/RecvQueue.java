@@ -57,6 +57,17 @@ public final class RecvQueue implements SgeList {
         }
     }
 
+    /**
+     * Copies the WQE at {@code srcIndex} of {@code src} (a shared receive queue of the same SGE capacity) to
+     * {@code index} here: a QP takes a WQE out of its SRQ this way, as rxe copies an SRQ WQE into the QP.
+     */
+    public void copyFrom(final long index, final RecvQueue src, final long srcIndex) {
+        if (src.stride != stride) {
+            throw new IllegalArgumentException("receive WQE strides differ: " + src.stride + " vs " + stride);
+        }
+        MemorySegment.copy(src.ring, src.o(srcIndex), ring, o(index), stride);
+    }
+
     public long wrId(final long index) {
         return ring.get(ValueLayout.JAVA_LONG, o(index));
     }

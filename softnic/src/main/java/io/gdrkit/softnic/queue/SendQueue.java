@@ -107,7 +107,7 @@ public final class SendQueue implements SgeList {
             ring.set(ValueLayout.JAVA_INT, so + 8, sge.length);
             ring.set(ValueLayout.JAVA_INT, so + 12, sge.lkey);
             if (inline && sge.length > 0) {
-                inlineSource.copy(sge.lkey, sge.addr, ring, inlinePos, sge.length);
+                inlineSource.copy(sge, ring, inlinePos);
                 inlinePos += sge.length;
             }
         }
@@ -191,9 +191,9 @@ public final class SendQueue implements SgeList {
         return maxSge;
     }
 
-    /** Copies inline bytes from a virtual address into the ring at post time. */
+    /** Copies an SGE's inline bytes (from its unregistered memory or through its MR) into the ring at post time. */
     @FunctionalInterface
     public interface InlineSource {
-        void copy(int lkey, long addr, MemorySegment dst, long dstOffset, int length);
+        void copy(Sge sge, MemorySegment dst, long dstOffset);
     }
 }
