@@ -134,7 +134,8 @@ final class PerfCommand implements Callable<Integer> {
     boolean json;
 
     @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
-        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes) or "
+        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes; in this mode "
+        + "a NIC moves only while someone polls its CQs, so a single thread must poll both sides in turn) or "
         + "dedicated (a thread per NIC with a backoff idle strategy); default invoker.")
     String progress;
 

@@ -103,7 +103,7 @@ final class Requester implements Agent {
                     break;
                 }
                 final int status = (flags & SendFlags.INLINE) != 0 ? WcStatus.SUCCESS
-                    : Sgl.checkSend(dev, qp, sq, index, rdAtomic);
+                    : Sgl.checkSend(dev, qp, sq, index, WrOpcode.writesLocal(op));
                 if (status != WcStatus.SUCCESS || (rdAtomic && qp.maxRdAtomic == 0)) {
                     localError(qp, slot, status != WcStatus.SUCCESS ? status : WcStatus.LOC_QP_OP_ERR);
                     break;
@@ -121,6 +121,7 @@ final class Requester implements Agent {
             final int r = switch (op) {
                 case WrOpcode.RDMA_READ -> sendRead(qp, index, slot);
                 case WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD -> sendAtomic(qp, index, slot, op);
+                case WrOpcode.ATOMIC_WRITE, WrOpcode.FLUSH -> sendPlacement(qp, index, slot, op);
                 default -> sendData(qp, index, slot, op, flags, producer);
             };
             if (r < 0) {
@@ -278,6 +279,39 @@ final class Requester implements Agent {
                 pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.swap(index), sq.compareAdd(index));
             } else {
                 pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.compareAdd(index), 0);
+            }
+        }
+        tx.commit();
+        qp.nextPsn = Psn.add(psn, 1);
+        qp.lastPsn[slot] = psn;
+        qp.wqeState[slot] |= SoftQp.SENT;
+        qp.reqHead++;
+        qp.curOffset = 0;
+        return 1;
+    }
+
+    /**
+     * IBA 1.5 ATOMIC_WRITE (RETH + the 8 bytes of the SGE) or FLUSH (FETH + RETH): one request packet, answered by
+     * a zero-length READ response.
+     */
+    private int sendPlacement(final SoftQp qp, final long index, final int slot, final int op) {
+        final SendQueue sq = qp.sq;
+        final int psn = qp.nextPsn;
+        final boolean flush = op == WrOpcode.FLUSH;
+        if (!claim(qp, flush ? BthOpcode.FLUSH : BthOpcode.ATOMIC_WRITE, flush ? 0 : 8, psn, false, false)) {
+            return -1;
+        }
+        if (flush) {
+            final long typeLevel = sq.swap(index);
+            pkt.feth((int) typeLevel & 0xFF, (int) (typeLevel >>> 8) & 0xFF);
+            pkt.reth(sq.remoteAddr(index), sq.rkey(index), (int) sq.compareAdd(index));
+        } else {
+            pkt.reth(sq.remoteAddr(index), sq.rkey(index), 8);
+            final int status = Sgl.gather(dev, qp, sq, index, 0, pkt.buffer(), pkt.payloadOffset(), 8);
+            if (status != WcStatus.SUCCESS) {
+                tx.abort();
+                localErrorMidMessage(qp, slot, status);
+                return -1;
             }
         }
         tx.commit();

@@ -79,9 +79,72 @@ final class Responder implements Agent {
             onWrite(qp, p, psn);
         } else if ((mask & BthOpcode.READ) != 0) {
             onRead(qp, p, psn);
+        } else if ((mask & (BthOpcode.ATOMIC_WRITE_OP | BthOpcode.FLUSH_OP)) != 0) {
+            onPlacement(qp, p, psn, (mask & BthOpcode.FLUSH_OP) != 0);
         } else {
             onAtomic(qp, p, psn);
         }
+    }
+
+    /**
+     * IBA 1.5 ATOMIC_WRITE (8 bytes placed in one piece at an aligned address, needing REMOTE_WRITE on QP and MR)
+     * and FLUSH (placement type GLOBAL and/or PERSISTENT, each needing its FLUSH_* bit on QP and MR; selectivity
+     * RANGE checks the range, MR the key only), executed once and answered by a zero-length READ response, as
+     * rxe does. The software NIC has no persistent memory: a PERSISTENT flush makes the bytes as durable as a
+     * GLOBAL one does (visible to every agent, by a full fence), no more.
+     */
+    private void onPlacement(final SoftQp qp, final Packet p, final int psn, final boolean flush) {
+        final long va = p.rethVa();
+        final int rkey = p.rethRkey();
+        final int len = p.rethDmaLength();
+        final SoftMr mr;
+        if (flush) {
+            final int type = p.fethPlacementType();
+            final int level = p.fethSelectivity();
+            final int need = ((type & 1) != 0 ? AccessFlags.FLUSH_GLOBAL : 0)
+                | ((type & 2) != 0 ? AccessFlags.FLUSH_PERSISTENT : 0);
+            if (need == 0 || (type & ~3) != 0 || level > 1 || (qp.accessFlags & need) != need || len < 0) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "FLUSH type " + type + " level "
+                    + level + " refused by QP " + qp.qpn + " (access " + AccessFlags.describe(qp.accessFlags) + ")");
+                return;
+            }
+            final SoftMr m = dev.mrs.lookup(rkey);
+            mr = m != null && m.pd == qp.pd && (m.access & need) == need && (level == 1 || m.contains(va, len))
+                ? m : null;
+        } else {
+            if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE) || len != 8 || p.payloadLength() != 8 || (va & 7) != 0) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, (va & 7) != 0
+                    ? "ATOMIC_WRITE address 0x" + Long.toHexString(va) + " is not 8-byte aligned"
+                    : "ATOMIC_WRITE of " + len + " bytes, or QP " + qp.qpn + " without REMOTE_WRITE");
+                return;
+            }
+            mr = remoteMr(qp, rkey, va, 8, AccessFlags.REMOTE_WRITE);
+        }
+        if (mr == null) {
+            nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                + Integer.toHexString(rkey) + " refused for " + (flush ? "FLUSH" : "ATOMIC_WRITE"));
+            return;
+        }
+        final int slot = qp.resources.push(ResponderResources.READ, psn);
+        if (slot < 0) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "more READ/ATOMIC outstanding than "
+                + "max_dest_rd_atomic");
+            return;
+        }
+        if (flush) {
+            java.lang.invoke.VarHandle.fullFence();
+            if (mr.dma != null) {
+                mr.dma.completionFence();
+            }
+        } else {
+            mr.atomicWrite(va, p.buffer().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, p.payloadOffset()));
+            qp.noteDmaWrite(mr);
+        }
+        qp.resources.va[slot] = 0;
+        qp.resources.rkey[slot] = 0;
+        qp.resources.length[slot] = 0; // the answer: a zero-length READ response
+        qp.msn = Psn.add(qp.msn, 1);
+        qp.ePsn = Psn.add(psn, 1);
     }
 
     private boolean checkPayload(final SoftQp qp, final Packet p, final int psn) {
@@ -386,6 +449,16 @@ final class Responder implements Agent {
                 qp.resources.va[slot] = va;
                 qp.resources.rkey[slot] = rkey;
                 qp.resources.length[slot] = len;
+            }
+        } else if ((mask & (BthOpcode.ATOMIC_WRITE_OP | BthOpcode.FLUSH_OP)) != 0) {
+            // executed once: a duplicate is only answered again
+            if (!qp.resources.hasQueued(ResponderResources.READ, psn)) {
+                final int slot = qp.resources.push(ResponderResources.READ, psn);
+                if (slot >= 0) {
+                    qp.resources.va[slot] = 0;
+                    qp.resources.rkey[slot] = 0;
+                    qp.resources.length[slot] = 0;
+                }
             }
         } else if ((mask & BthOpcode.ATOMIC) != 0) {
             // answered from the saved result, never executed twice

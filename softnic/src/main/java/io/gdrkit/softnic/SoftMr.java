@@ -88,6 +88,19 @@ final class SoftMr implements MemoryRegion {
         return dma.dmaAtomic(va - address, compareAndSwap, operand, swap);
     }
 
+    /** ATOMIC_WRITE: the 8 bytes (native order, as they came) stored in one piece at the aligned {@code va}. */
+    void atomicWrite(final long va, final long value) {
+        if (segment != null) {
+            ATOMIC_LONG.setVolatile(segment, va - address, value);
+            return;
+        }
+        long seen = dma.dmaAtomic(va - address, false, 0, 0); // fetch-add 0: the current value
+        long prev;
+        while ((prev = dma.dmaAtomic(va - address, true, seen, value)) != seen) {
+            seen = prev;
+        }
+    }
+
     @Override
     public DmaMemory dma() {
         return current().dma;

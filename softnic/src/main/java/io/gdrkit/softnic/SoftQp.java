@@ -345,8 +345,26 @@ final class SoftQp implements QueuePair {
                 }
             }
         }
-        if (WrOpcode.isAtomic(wr.opcode) && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
+        if ((WrOpcode.isAtomic(wr.opcode) || wr.opcode == WrOpcode.ATOMIC_WRITE)
+            && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
             throw new PostException(Errno.EINVAL, index, "atomic operations need exactly one 8-byte SGE");
+        }
+        if (wr.opcode == WrOpcode.FLUSH) {
+            if (wr.numSge() != 0) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH carries no SGE (num_sge " + wr.numSge() + ")");
+            }
+            if (wr.flushType == 0 || (wr.flushType & ~(SendWorkRequest.FLUSH_GLOBAL
+                | SendWorkRequest.FLUSH_PERSISTENT)) != 0) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH placement type " + wr.flushType
+                    + " (need FLUSH_GLOBAL and/or FLUSH_PERSISTENT)");
+            }
+            if (wr.flushLevel != SendWorkRequest.FLUSH_RANGE && wr.flushLevel != SendWorkRequest.FLUSH_MR) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH selectivity " + wr.flushLevel
+                    + " (need FLUSH_RANGE or FLUSH_MR)");
+            }
+            if (wr.flushLength < 0 || wr.flushLength > Integer.MAX_VALUE) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH length " + wr.flushLength + " outside 0..2^31-1");
+            }
         }
         return (int) total;
     }

@@ -20,6 +20,19 @@ public final class SendWorkRequest {
     public long compareAdd;
     public long swap;
     public SendWorkRequest next;
+    /** FLUSH only: bytes to flush from remoteAddr (ignored with {@link #FLUSH_MR}). */
+    public long flushLength;
+    /** FLUSH only: placement type, {@link #FLUSH_GLOBAL} and/or {@link #FLUSH_PERSISTENT}. */
+    public int flushType;
+    /** FLUSH only: selectivity, {@link #FLUSH_RANGE} or {@link #FLUSH_MR}. */
+    public int flushLevel;
+
+    /** FLUSH placement types (IBV_FLUSH_GLOBAL, IBV_FLUSH_PERSISTENT). */
+    public static final int FLUSH_GLOBAL = 1;
+    public static final int FLUSH_PERSISTENT = 2;
+    /** FLUSH selectivity levels (IBV_FLUSH_RANGE, IBV_FLUSH_MR). */
+    public static final int FLUSH_RANGE = 0;
+    public static final int FLUSH_MR = 1;
 
     private final Sge[] sgList;
     private int numSge;
@@ -107,6 +120,22 @@ public final class SendWorkRequest {
         return this;
     }
 
+    /**
+     * Makes this a FLUSH (ibv_wr_flush): {@code length} bytes at {@code remoteAddr} under {@code rkey}, placement
+     * {@code type} ({@link #FLUSH_GLOBAL}|{@link #FLUSH_PERSISTENT}), selectivity {@code level}. No SGE.
+     */
+    public SendWorkRequest flush(final long remoteAddr, final int rkey, final long length, final int type,
+                                 final int level) {
+        this.opcode = WrOpcode.FLUSH;
+        this.remoteAddr = remoteAddr;
+        this.rkey = rkey;
+        this.flushLength = length;
+        this.flushType = type;
+        this.flushLevel = level;
+        this.numSge = 0;
+        return this;
+    }
+
     public SendWorkRequest atomic(final long compareAdd, final long swap) {
         this.compareAdd = compareAdd;
         this.swap = swap;
@@ -137,6 +166,9 @@ public final class SendWorkRequest {
         rkey = 0;
         compareAdd = 0;
         swap = 0;
+        flushLength = 0;
+        flushType = 0;
+        flushLevel = 0;
         next = null;
         numSge = 0;
         return this;

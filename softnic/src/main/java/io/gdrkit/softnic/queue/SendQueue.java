@@ -2,6 +2,7 @@ package io.gdrkit.softnic.queue;
 
 import io.gdrkit.verbs.SendWorkRequest;
 import io.gdrkit.verbs.Sge;
+import io.gdrkit.verbs.WrOpcode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,8 +24,8 @@ import java.lang.foreign.ValueLayout;
  *  |                       remote_addr (64)                        | 16
  *  |                            rkey                               | 24
  *  |              total length (inline: inline length)             | 28
- *  |                       compare_add (64)                        | 32
- *  |                          swap (64)                            | 40
+ *  |          compare_add (64); FLUSH: flush length (64)           | 32
+ *  |   swap (64); FLUSH: placement type (8) | selectivity (8) ...  | 40
  *  |   stamp (32): (u32)(index + 1), checked on a direct queue     | 48
  *  |                       reserved (12)                           | 52
  *  |          sge[i]: addr (64) | length (32) | lkey (32)          | 64 + 16 i
@@ -97,8 +98,13 @@ public final class SendQueue implements SgeList {
         ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, wr.remoteAddr);
         ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, wr.rkey);
         ring.set(ValueLayout.JAVA_INT, o + OFF_LENGTH, totalLength);
-        ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.compareAdd);
-        ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, wr.swap);
+        if (wr.opcode == WrOpcode.FLUSH) {
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.flushLength);
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, (wr.flushType & 0xFF) | (wr.flushLevel & 0xFF) << 8);
+        } else {
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.compareAdd);
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, wr.swap);
+        }
         long inlinePos = o + inlineOffset;
         for (int i = 0; i < wr.numSge(); i++) {
             final Sge sge = wr.sge(i);

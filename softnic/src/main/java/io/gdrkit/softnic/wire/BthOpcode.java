@@ -23,6 +23,10 @@ public final class BthOpcode {
     public static final int ATOMIC_ACKNOWLEDGE = 0x12;
     public static final int COMPARE_SWAP = 0x13;
     public static final int FETCH_ADD = 0x14;
+    /** IBA 1.5 FLUSH: FETH + RETH, answered by a zero-length READ response. */
+    public static final int FLUSH = 0x1C;
+    /** IBA 1.5 ATOMIC WRITE: RETH + 8 bytes of payload, answered by a zero-length READ response. */
+    public static final int ATOMIC_WRITE = 0x1D;
 
     // per-opcode header mask
     public static final int RETH = 1;
@@ -40,8 +44,12 @@ public final class BthOpcode {
     public static final int ATOMIC = 1 << 12;
     /** Consumes a receive WQE when it completes the message. */
     public static final int CONSUMES_RECV = 1 << 13;
+    /** Flush extended transport header (4 bytes, before the RETH): placement type and selectivity. */
+    public static final int FETH = 1 << 14;
+    public static final int FLUSH_OP = 1 << 15;
+    public static final int ATOMIC_WRITE_OP = 1 << 16;
 
-    private static final int[] MASK = new int[0x15];
+    private static final int[] MASK = new int[0x1E];
 
     static {
         MASK[SEND_FIRST] = REQUEST | SEND | PAYLOAD | FIRST;
@@ -65,6 +73,8 @@ public final class BthOpcode {
         MASK[ATOMIC_ACKNOWLEDGE] = AETH | ATOMIC_ACK_ETH | ATOMIC | FIRST | LAST;
         MASK[COMPARE_SWAP] = REQUEST | ATOMIC | ATOMIC_ETH | FIRST | LAST;
         MASK[FETCH_ADD] = REQUEST | ATOMIC | ATOMIC_ETH | FIRST | LAST;
+        MASK[FLUSH] = REQUEST | FLUSH_OP | FETH | RETH | FIRST | LAST;
+        MASK[ATOMIC_WRITE] = REQUEST | ATOMIC_WRITE_OP | RETH | PAYLOAD | FIRST | LAST;
     }
 
     private BthOpcode() {
@@ -86,6 +96,7 @@ public final class BthOpcode {
     public static int extHeaderLength(final int opcode) {
         final int m = MASK[opcode];
         int len = 0;
+        if ((m & FETH) != 0) len += Packet.FETH_LENGTH;
         if ((m & RETH) != 0) len += Packet.RETH_LENGTH;
         if ((m & AETH) != 0) len += Packet.AETH_LENGTH;
         if ((m & IMM) != 0) len += Packet.IMM_LENGTH;
@@ -126,6 +137,8 @@ public final class BthOpcode {
             case ATOMIC_ACKNOWLEDGE -> "ATOMIC_ACKNOWLEDGE";
             case COMPARE_SWAP -> "COMPARE_SWAP";
             case FETCH_ADD -> "FETCH_ADD";
+            case FLUSH -> "FLUSH";
+            case ATOMIC_WRITE -> "ATOMIC_WRITE";
             default -> "UNKNOWN(0x" + Integer.toHexString(op) + ")";
         };
     }

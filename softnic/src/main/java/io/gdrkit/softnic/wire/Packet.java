@@ -25,6 +25,7 @@ import java.nio.ByteOrder;
  *  |A|  reserved   |                    PSN (24)                   | 16
  *  +-+-------------+-----------------------------------------------+
  * then, as the opcode requires, in this order:
+ *  FETH (4):          reserved (26) | selectivity (2) | placement type (4)   (FLUSH, IBA 1.5)
  *  RETH (16):         VA (64) | R_Key (32) | DMA length (32)
  *  AETH (4):          syndrome (8) | MSN (24)
  *  ImmDt (4):         immediate data (32)
@@ -59,6 +60,7 @@ public final class Packet {
     public static final int LRH_LENGTH = 8;
     public static final int BTH_LENGTH = 12;
     public static final int BASE_LENGTH = LRH_LENGTH + BTH_LENGTH;
+    public static final int FETH_LENGTH = 4;
     public static final int RETH_LENGTH = 16;
     public static final int AETH_LENGTH = 4;
     public static final int IMM_LENGTH = 4;
@@ -253,7 +255,21 @@ public final class Packet {
     }
 
     private long rethOffset() {
-        return base + BASE_LENGTH;
+        return base + BASE_LENGTH + ((mask & BthOpcode.FETH) != 0 ? FETH_LENGTH : 0);
+    }
+
+    // FETH (FLUSH)
+    public Packet feth(final int placementType, final int selectivity) {
+        buf.set(U32, base + BASE_LENGTH, (selectivity & 0x3) << 4 | (placementType & 0xF));
+        return this;
+    }
+
+    public int fethPlacementType() {
+        return buf.get(U32, base + BASE_LENGTH) & 0xF;
+    }
+
+    public int fethSelectivity() {
+        return buf.get(U32, base + BASE_LENGTH) >>> 4 & 0x3;
     }
 
     private long aethOffset() {
