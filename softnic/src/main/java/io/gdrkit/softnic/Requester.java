@@ -44,8 +44,8 @@ final class Requester implements Agent {
         long now = Long.MIN_VALUE;
         for (final SoftQp qp : qps) {
             final int s = qp.state;
-            if (s != QpState.RTS && s != QpState.SQD) {
-                continue;
+            if ((s != QpState.RTS && s != QpState.SQD) || qp.ud) {
+                continue; // UD QPs: the UdEngine sends
             }
             if (qp.rnrWaitUntil != 0) {
                 if (now == Long.MIN_VALUE) {

@@ -159,7 +159,7 @@ final class Responder implements Agent {
     }
 
     /** A receive WQE for the message starting now: posted to the QP, or taken from its SRQ. */
-    private boolean recvAvailable(final SoftQp qp) {
+    static boolean recvAvailable(final SoftQp qp) {
         if (hasRecv(qp)) {
             return true;
         }

@@ -62,6 +62,12 @@ final class SoftCq implements CompletionQueue {
      */
     boolean post(final long wrId, final int status, final int opcode, final int byteLen, final int imm,
                  final int qpNum, final int srcQp, final int wcFlags, final boolean solicited) {
+        return post(wrId, status, opcode, byteLen, imm, qpNum, srcQp, wcFlags, solicited, 0);
+    }
+
+    /** With the source LID of a successful receive (UD: what the application answers to). */
+    boolean post(final long wrId, final int status, final int opcode, final int byteLen, final int imm,
+                 final int qpNum, final int srcQp, final int wcFlags, final boolean solicited, final int slid) {
         if (!ring.hasRoom()) {
             if (overflowed++ == 0) {
                 device.raise(new AsyncEvent(AsyncEventType.CQ_ERR, handle, "CQ " + handle + " overflow ("
@@ -69,7 +75,8 @@ final class SoftCq implements CompletionQueue {
             }
             return false;
         }
-        ring.post(wrId, status, opcode, byteLen, imm, qpNum, srcQp, wcFlags, 0);
+        ring.post(wrId, status, opcode, byteLen, imm, qpNum, srcQp, wcFlags,
+            status == io.gdrkit.verbs.WcStatus.SUCCESS ? slid : 0);
         final int a = armed;
         if (a != NOT_ARMED && (a == ARMED_ANY || solicited || status != io.gdrkit.verbs.WcStatus.SUCCESS)
             && ARMED.compareAndSet(this, a, NOT_ARMED)) {

@@ -87,6 +87,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     final Requester requester;
     final Responder responder;
     final Completer completer;
+    final UdEngine ud;
 
     SoftDevice(final SoftNicDriver driver, final String name, final FabricPort port) {
         this.driver = driver;
@@ -101,6 +102,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         this.requester = new Requester(this);
         this.responder = new Responder(this);
         this.receiver = new Receiver(this);
+        this.ud = new UdEngine(this);
     }
 
     /**
@@ -114,8 +116,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         return new DeviceAttr("gdrkit-softnic 0.1 (simulated)", guid, guid, Long.MAX_VALUE, 0xFFFF_F000L,
             0, 0, 0, maxQp, MAX_QP_WR, caps, MAX_SGE, MAX_SGE, MAX_CQ, MAX_CQE, MAX_MR - 1, Integer.MAX_VALUE,
             MAX_RD_ATOMIC, 0, (int) Math.min(Integer.MAX_VALUE, (long) maxQp * MAX_RD_ATOMIC), MAX_RD_ATOMIC, 0,
-            io.gdrkit.verbs.DeviceCap.ATOMIC_HCA, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, MAX_SRQ, MAX_SRQ_WR, MAX_SGE, 1,
-            LOCAL_CA_ACK_DELAY, 1, name, MAX_INLINE, maxSoftwareMtu, true);
+            io.gdrkit.verbs.DeviceCap.ATOMIC_HCA, 0, 0, 0, 0, 0, 0, 0, 0, Integer.MAX_VALUE /* max_ah */, 0, 0,
+            MAX_SRQ, MAX_SRQ_WR, MAX_SGE, 1, LOCAL_CA_ACK_DELAY, 1, name, MAX_INLINE, maxSoftwareMtu, true);
     }
 
     SoftNicDriver driver() {
@@ -171,7 +173,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     /** The four engines, for a {@link io.gdrkit.core.agent.DeterministicRunner} to step one by one. */
     public List<Agent> agents() {
-        return List.of(guarded(receiver), guarded(requester), guarded(responder), guarded(completer));
+        return List.of(guarded(receiver), guarded(requester), guarded(responder), guarded(completer), guarded(ud));
     }
 
     private Agent guarded(final Agent agent) {
@@ -206,6 +208,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             work += responder.doWork();
             work += completer.doWork();
             work += requester.doWork();
+            work += ud.doWork();
             return work;
         } finally {
             duty.release();
@@ -521,9 +524,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     }
 
     QueuePair createQp(final SoftPd pd, final QpInitAttr init) {
-        if (init.qpType != QpType.RC) {
+        if (init.qpType != QpType.RC && init.qpType != QpType.UD) {
             throw new VerbsException(Errno.EOPNOTSUPP, "QP type " + QpType.name(init.qpType)
-                + " is not supported by the software NIC yet (RC only)");
+                + " is not supported by the software NIC (RC and UD only)");
         }
         if (!(init.sendCq instanceof SoftCq scq) || !(init.recvCq instanceof SoftCq rcq)
             || scq.device != this || rcq.device != this) {
@@ -565,7 +568,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 throw new VerbsException(Errno.ENOMEM, "no free QP number on " + name);
             }
             nextQpIndex = index - QPN_BASE + 1;
-            final SoftQp qp = new SoftQp(this, pd, index, scq, rcq, init.sqSigAll, c, srq);
+            final SoftQp qp = new SoftQp(this, pd, index, scq, rcq, init.sqSigAll, c, srq, init.qpType == QpType.UD);
             QP_SLOT.setRelease(qpTable, index, qp);
             final SoftQp[] a = Arrays.copyOf(activeQps, activeQps.length + 1);
             a[a.length - 1] = qp;
@@ -601,7 +604,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             if (qpTable[qp.qpn] != qp) {
                 throw new VerbsException(Errno.EINVAL, "QP " + qp.qpn + " was destroyed");
             }
-            final int next = QpStateTable.validate(qp.state, attr, mask, MAX_RD_ATOMIC);
+            final int next = qp.ud ? QpStateTable.validateUd(qp.state, attr, mask)
+                : QpStateTable.validate(qp.state, attr, mask, MAX_RD_ATOMIC);
             if ((mask & io.gdrkit.verbs.QpAttrMask.SOFTWARE_MTU) != 0
                 && attr.softwareMtu > this.attr.maxSoftwareMtu()) {
                 throw new VerbsException(Errno.EINVAL, "software_mtu " + attr.softwareMtu + " exceeds what the "

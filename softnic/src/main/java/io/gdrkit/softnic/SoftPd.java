@@ -46,6 +46,11 @@ final class SoftPd implements ProtectionDomain {
     }
 
     @Override
+    public io.gdrkit.verbs.AddressHandle createAh(final io.gdrkit.verbs.AhAttr attr) {
+        return SoftAh.create(this, attr);
+    }
+
+    @Override
     public io.gdrkit.verbs.SharedReceiveQueue createSrq(final io.gdrkit.verbs.SrqInitAttr attr) {
         return context.device().createSrq(this, attr);
     }

@@ -47,6 +47,10 @@ final class SoftQp implements QueuePair {
     final RecvQueue rq;
     /** The shared receive queue, or null. */
     final SoftSrq srq;
+    /** A UD QP: its sends and receives are the {@link UdEngine}'s; the RC engines leave it alone. */
+    final boolean ud;
+    /** UD: the Q_Key incoming datagrams must carry. */
+    int qkey;
     /** With an SRQ: QP_LAST_WQE_REACHED was raised for this stay in ERR. */
     boolean lastWqeReported;
     /** Bound once: a method reference per post would allocate. */
@@ -134,7 +138,8 @@ final class SoftQp implements QueuePair {
     private SoftMr dmaWritten;
 
     SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
-           final boolean sqSigAll, final QpCap cap, final SoftSrq srq) {
+           final boolean sqSigAll, final QpCap cap, final SoftSrq srq, final boolean ud) {
+        this.ud = ud;
         this.device = device;
         this.pd = pd;
         this.qpn = qpn;
@@ -167,7 +172,7 @@ final class SoftQp implements QueuePair {
 
     @Override
     public int qpType() {
-        return QpType.RC;
+        return ud ? QpType.UD : QpType.RC;
     }
 
     @Override
@@ -206,6 +211,7 @@ final class SoftQp implements QueuePair {
         a.maxDestRdAtomic = maxDestRdAtomic;
         a.rqPsn = rqPsn;
         a.sqPsn = sqPsn;
+        a.qkey = qkey;
         a.cap.maxSendWr(cap.maxSendWr).maxRecvWr(cap.maxRecvWr).maxSendSge(cap.maxSendSge)
             .maxRecvSge(cap.maxRecvSge).maxInlineData(cap.maxInlineData);
         return a;
@@ -228,6 +234,7 @@ final class SoftQp implements QueuePair {
         if ((m & QpAttrMask.MAX_QP_RD_ATOMIC) != 0) maxRdAtomic = a.maxRdAtomic;
         if ((m & QpAttrMask.MAX_DEST_RD_ATOMIC) != 0) maxDestRdAtomic = a.maxDestRdAtomic;
         if ((m & QpAttrMask.EN_SQD_ASYNC_NOTIFY) != 0) sqdNotify = true;
+        if ((m & QpAttrMask.QKEY) != 0) qkey = a.qkey;
         if ((m & QpAttrMask.RQ_PSN) != 0) {
             rqPsn = a.rqPsn;
             ePsn = a.rqPsn;
@@ -300,8 +307,12 @@ final class SoftQp implements QueuePair {
                         + sq.depth() + " WQEs outstanding)");
                 }
                 final int total = checkSend(wr, index);
+                final SoftAh ah = ud ? checkUd(wr, index, total) : null;
                 final boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
                 sq.write(head, wr, inline, total, inlineSource);
+                if (ah != null) {
+                    sq.ud(head, ah.dlid, wr.remoteQpn, wr.remoteQkey);
+                }
                 head++;
             }
         } finally {
@@ -311,6 +322,25 @@ final class SoftQp implements QueuePair {
                 sq.doorbell().ring(head);
             }
         }
+    }
+
+    /** UD rules (ibv_post_send on a UD QP): SEND only, an AH of this device, one datagram within the port's MTU. */
+    private SoftAh checkUd(final SendWorkRequest wr, final int index, final int total) {
+        if (state != QpState.RTS && state != QpState.SQD) {
+            throw new PostException(Errno.EINVAL, index, "UD QP " + qpn + " is in " + QpState.name(state)
+                + "; sends need RTS");
+        }
+        if (!WrOpcode.isSend(wr.opcode)) {
+            throw new PostException(Errno.EINVAL, index, WrOpcode.name(wr.opcode) + " on a UD QP (SEND only)");
+        }
+        if (!(wr.ah instanceof SoftAh ah) || ah.pd.device() != device || ah.closed) {
+            throw new PostException(Errno.EINVAL, index, "UD send without a live address handle of " + device.name());
+        }
+        if (total > UdEngine.MTU) {
+            throw new PostException(Errno.EINVAL, index, "UD message of " + total + " bytes exceeds the path MTU "
+                + UdEngine.MTU);
+        }
+        return ah;
     }
 
     private int checkSend(final SendWorkRequest wr, final int index) {

@@ -96,7 +96,7 @@ class VerbsConformanceTest {
             assertEquals(SoftDevice.MAX_RD_ATOMIC, a.maxQpInitRdAtom());
             assertEquals(DeviceCap.ATOMIC_HCA, a.atomicCap());
             assertEquals(0, a.maxMw(), "no memory windows");
-            assertEquals(0, a.maxAh(), "no address handles: no UD");
+            assertEquals(Integer.MAX_VALUE, a.maxAh(), "address handles are not limited");
             assertTrue(a.maxSrq() > 0 && a.maxSrqWr() > 0 && a.maxSrqSge() > 0);
             assertTrue(a.maxPd() > 0);
             assertEquals(1, a.maxPkeys());
@@ -153,7 +153,7 @@ class VerbsConformanceTest {
             assertFalse(a.has(DeviceCap.PORT_ACTIVE_EVENT));
             assertNull(f.a.ctx.pollAsyncEvent(), "no port events are generated");
             assertErrno(Errno.EOPNOTSUPP, () -> f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq)
-                .qpType(QpType.UD)), "UD QP (max_ah 0)");
+                .qpType(QpType.UC)), "UC QP");
             assertErrno(Errno.EINVAL, () -> f.a.pd.registerMr(f.a.buf, AccessFlags.LOCAL_WRITE
                 | AccessFlags.MW_BIND), "MW_BIND without memory windows");
         }

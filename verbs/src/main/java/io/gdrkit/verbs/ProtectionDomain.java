@@ -41,6 +41,17 @@ public interface ProtectionDomain extends AutoCloseable {
     QueuePair createQp(QpInitAttr attr);
 
     /**
+     * Creates an address handle for UD sends (ibv_create_ah).
+     *
+     * @throws VerbsException EINVAL for LID 0, a multicast LID (0xC000 and up), or a port other than 1;
+     *                        EOPNOTSUPP for a GRH (is_global). An AH to a LID nobody has is valid: its datagrams
+     *                        are lost, as on a fabric.
+     */
+    default AddressHandle createAh(final AhAttr attr) {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider has no UD");
+    }
+
+    /**
      * Creates a shared receive queue (ibv_create_srq).
      *
      * @throws VerbsException EINVAL for max_wr or max_sge out of the device's range, or a limit above max_wr

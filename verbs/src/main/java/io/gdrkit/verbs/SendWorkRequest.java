@@ -20,6 +20,15 @@ public final class SendWorkRequest {
     public long compareAdd;
     public long swap;
     public SendWorkRequest next;
+    /** UD only (wr.ud.ah): where the datagram goes. */
+    public AddressHandle ah;
+    /** UD only (wr.ud.remote_qpn). */
+    public int remoteQpn;
+    /**
+     * UD only (wr.ud.remote_qkey). A Q_Key with its high bit set is a controlled one: the QP's own Q_Key is sent
+     * instead, as the IB spec says (C10-15), so an application cannot forge a privileged Q_Key.
+     */
+    public int remoteQkey;
     /** FLUSH only: bytes to flush from remoteAddr (ignored with {@link #FLUSH_MR}). */
     public long flushLength;
     /** FLUSH only: placement type, {@link #FLUSH_GLOBAL} and/or {@link #FLUSH_PERSISTENT}. */
@@ -136,6 +145,14 @@ public final class SendWorkRequest {
         return this;
     }
 
+    /** Addresses a UD send: the AH, the remote QP number and its Q_Key. */
+    public SendWorkRequest ud(final AddressHandle ah, final int remoteQpn, final int remoteQkey) {
+        this.ah = ah;
+        this.remoteQpn = remoteQpn;
+        this.remoteQkey = remoteQkey;
+        return this;
+    }
+
     public SendWorkRequest atomic(final long compareAdd, final long swap) {
         this.compareAdd = compareAdd;
         this.swap = swap;
@@ -166,6 +183,9 @@ public final class SendWorkRequest {
         rkey = 0;
         compareAdd = 0;
         swap = 0;
+        ah = null;
+        remoteQpn = 0;
+        remoteQkey = 0;
         flushLength = 0;
         flushType = 0;
         flushLevel = 0;

@@ -6,6 +6,8 @@ package io.gdrkit.verbs;
  * libibverbs' network-order field, for code ported with {@code ntohl}.
  */
 public final class WorkCompletion {
+    /** wc_flags bit: the first 40 bytes of the receive buffer hold a GRH (IBV_WC_GRH); never set here (no GRH). */
+    public static final int GRH = 1;
     /** wc_flags bit: immediate data is valid (IBV_WC_WITH_IMM). */
     public static final int WITH_IMM = 1 << 1;
 

@@ -95,7 +95,10 @@ public final class CompletionRing {
             wc.status = ring.get(ValueLayout.JAVA_BYTE, o + 24) & 0xFF;
             wc.opcode = ring.get(ValueLayout.JAVA_BYTE, o + 25) & 0xFF;
             wc.wcFlags = ring.get(ValueLayout.JAVA_BYTE, o + 26) & 0xFF;
-            wc.vendorErr = ring.get(ValueLayout.JAVA_INT, o + 28);
+            // one slot, two meanings: vendor_err of a failed completion, the source LID of a successful receive
+            final int v = ring.get(ValueLayout.JAVA_INT, o + 28);
+            wc.vendorErr = wc.status == 0 ? 0 : v;
+            wc.slid = wc.status == 0 ? v : 0;
             consumer++;
         }
         if (n > 0) {

@@ -21,8 +21,8 @@ import java.lang.foreign.ValueLayout;
  *  |    opcode     |  send_flags   |            num_sge            |  8
  *  +---------------+---------------+-------------------------------+
  *  |                          imm_data                             | 12
- *  |                       remote_addr (64)                        | 16
- *  |                            rkey                               | 24
+ *  |       remote_addr (64); UD: dlid (32) | remote QPN (32)        | 16
+ *  |                    rkey; UD: remote Q_Key                     | 24
  *  |              total length (inline: inline length)             | 28
  *  |          compare_add (64); FLUSH: flush length (64)           | 32
  *  |   swap (64); FLUSH: placement type (8) | selectivity (8) ...  | 40
@@ -130,6 +130,13 @@ public final class SendQueue implements SgeList {
     /** The WQE's stamp word; a direct poster writes (u32)(index + 1) there. */
     public int stamp(final long index) {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_STAMP);
+    }
+
+    /** UD: the datagram's destination, written over remote_addr and rkey of the WQE just written. */
+    public void ud(final long index, final int dlid, final int remoteQpn, final int qkey) {
+        final long o = slotOffset(index);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, (long) dlid << 32 | (remoteQpn & 0xFFFFFFFFL));
+        ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, qkey);
     }
 
     public long wrId(final long index) {

@@ -27,6 +27,9 @@ public final class BthOpcode {
     public static final int FLUSH = 0x1C;
     /** IBA 1.5 ATOMIC WRITE: RETH + 8 bytes of payload, answered by a zero-length READ response. */
     public static final int ATOMIC_WRITE = 0x1D;
+    /** UD (prefix 0b011): SEND only, with DETH (Q_Key, source QP). */
+    public static final int UD_SEND_ONLY = 0x64;
+    public static final int UD_SEND_ONLY_WITH_IMM = 0x65;
 
     // per-opcode header mask
     public static final int RETH = 1;
@@ -48,8 +51,12 @@ public final class BthOpcode {
     public static final int FETH = 1 << 14;
     public static final int FLUSH_OP = 1 << 15;
     public static final int ATOMIC_WRITE_OP = 1 << 16;
+    /** Datagram extended transport header (8 bytes): Q_Key, source QP. */
+    public static final int DETH = 1 << 17;
+    /** An unreliable datagram: no PSN checks, no acknowledgement. */
+    public static final int UD = 1 << 18;
 
-    private static final int[] MASK = new int[0x1E];
+    private static final int[] MASK = new int[0x66];
 
     static {
         MASK[SEND_FIRST] = REQUEST | SEND | PAYLOAD | FIRST;
@@ -75,6 +82,8 @@ public final class BthOpcode {
         MASK[FETCH_ADD] = REQUEST | ATOMIC | ATOMIC_ETH | FIRST | LAST;
         MASK[FLUSH] = REQUEST | FLUSH_OP | FETH | RETH | FIRST | LAST;
         MASK[ATOMIC_WRITE] = REQUEST | ATOMIC_WRITE_OP | RETH | PAYLOAD | FIRST | LAST;
+        MASK[UD_SEND_ONLY] = UD | DETH | SEND | PAYLOAD | FIRST | LAST | CONSUMES_RECV;
+        MASK[UD_SEND_ONLY_WITH_IMM] = UD | DETH | SEND | PAYLOAD | FIRST | LAST | IMM | CONSUMES_RECV;
     }
 
     private BthOpcode() {
@@ -98,6 +107,7 @@ public final class BthOpcode {
         int len = 0;
         if ((m & FETH) != 0) len += Packet.FETH_LENGTH;
         if ((m & RETH) != 0) len += Packet.RETH_LENGTH;
+        if ((m & DETH) != 0) len += Packet.DETH_LENGTH;
         if ((m & AETH) != 0) len += Packet.AETH_LENGTH;
         if ((m & IMM) != 0) len += Packet.IMM_LENGTH;
         if ((m & ATOMIC_ETH) != 0) len += Packet.ATOMIC_ETH_LENGTH;
@@ -139,6 +149,8 @@ public final class BthOpcode {
             case FETCH_ADD -> "FETCH_ADD";
             case FLUSH -> "FLUSH";
             case ATOMIC_WRITE -> "ATOMIC_WRITE";
+            case UD_SEND_ONLY -> "UD_SEND_ONLY";
+            case UD_SEND_ONLY_WITH_IMM -> "UD_SEND_ONLY_WITH_IMM";
             default -> "UNKNOWN(0x" + Integer.toHexString(op) + ")";
         };
     }

@@ -27,6 +27,7 @@ import java.nio.ByteOrder;
  * then, as the opcode requires, in this order:
  *  FETH (4):          reserved (26) | selectivity (2) | placement type (4)   (FLUSH, IBA 1.5)
  *  RETH (16):         VA (64) | R_Key (32) | DMA length (32)
+ *  DETH (8):          Q_Key (32) | reserved (8) | source QP (24)               (UD)
  *  AETH (4):          syndrome (8) | MSN (24)
  *  ImmDt (4):         immediate data (32)
  *  AtomicETH (28):    VA (64) | R_Key (32) | swap or add data (64) | compare data (64)
@@ -62,6 +63,7 @@ public final class Packet {
     public static final int BASE_LENGTH = LRH_LENGTH + BTH_LENGTH;
     public static final int FETH_LENGTH = 4;
     public static final int RETH_LENGTH = 16;
+    public static final int DETH_LENGTH = 8;
     public static final int AETH_LENGTH = 4;
     public static final int IMM_LENGTH = 4;
     public static final int ATOMIC_ETH_LENGTH = 28;
@@ -277,7 +279,23 @@ public final class Packet {
     }
 
     private long immOffset() {
-        return base + BASE_LENGTH + ((mask & BthOpcode.RETH) != 0 ? RETH_LENGTH : 0);
+        return base + BASE_LENGTH + ((mask & BthOpcode.RETH) != 0 ? RETH_LENGTH : 0)
+            + ((mask & BthOpcode.DETH) != 0 ? DETH_LENGTH : 0);
+    }
+
+    // DETH (UD): right after the BTH
+    public Packet deth(final int qkey, final int srcQp) {
+        buf.set(U32, base + BASE_LENGTH, qkey);
+        buf.set(U32, base + BASE_LENGTH + 4, srcQp & 0xFFFFFF);
+        return this;
+    }
+
+    public int dethQkey() {
+        return buf.get(U32, base + BASE_LENGTH);
+    }
+
+    public int dethSrcQp() {
+        return buf.get(U32, base + BASE_LENGTH + 4) & 0xFFFFFF;
     }
 
     private long atomicEthOffset() {
