@@ -122,6 +122,7 @@ final class Requester implements Agent {
                 case WrOpcode.RDMA_READ -> sendRead(qp, index, slot);
                 case WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD -> sendAtomic(qp, index, slot, op);
                 case WrOpcode.ATOMIC_WRITE, WrOpcode.FLUSH -> sendPlacement(qp, index, slot, op);
+                case WrOpcode.BIND_MW, WrOpcode.LOCAL_INV -> localOp(qp, index, slot, op);
                 default -> sendData(qp, index, slot, op, flags, producer);
             };
             if (r < 0) {
@@ -167,7 +168,8 @@ final class Requester implements Agent {
         final boolean last = remaining <= qp.mtu;
         final boolean send = WrOpcode.isSend(op);
         final boolean imm = WrOpcode.hasImmediate(op);
-        final int opcode = BthOpcode.forPosition(send, first, last, imm);
+        final boolean inv = op == WrOpcode.SEND_WITH_INV;
+        final int opcode = inv ? BthOpcode.sendWithInvalidate(first, last) : BthOpcode.forPosition(send, first, last, imm);
         final int psn = qp.nextPsn;
         // ask for an ACK when the window closes behind this packet too: nothing else may be sent until one
         // comes (after a timeout the window is a single probe packet, which must not go unanswered)
@@ -189,6 +191,9 @@ final class Requester implements Agent {
             }
             if (last && imm) {
                 pkt.imm(sq.imm(index));
+            }
+            if (last && inv) {
+                pkt.ieth(sq.imm(index)); // the rkey to invalidate, kept in the WQE's imm_data field
             }
             if (refs > 0) {
                 if (Sgl.references(dev, qp, sq, index, offset, payload, pkt.reference(payload, refs)) != refs) {
@@ -285,6 +290,30 @@ final class Requester implements Agent {
         qp.nextPsn = Psn.add(psn, 1);
         qp.lastPsn[slot] = psn;
         qp.wqeState[slot] |= SoftQp.SENT;
+        qp.reqHead++;
+        qp.curOffset = 0;
+        return 1;
+    }
+
+    /**
+     * BIND_MW or LOCAL_INV: executed here, in send-queue order, sending nothing. The WQE completes once everything
+     * before it did (its last PSN is the previous packet's). After a go-back-N rewind it is not executed again.
+     */
+    private int localOp(final SoftQp qp, final long index, final int slot, final int op) {
+        final SendQueue sq = qp.sq;
+        if ((qp.wqeState[slot] & SoftQp.SENT) == 0) {
+            final long b = sq.swap(index);
+            final int status = op == WrOpcode.BIND_MW
+                ? dev.bindMw(qp, (int) (b >>> 8) & 0xFFFFFF, sq.rkey(index), sq.remoteAddr(index),
+                sq.compareAdd(index), (int) (b >>> 32), (int) b & 0xFF)
+                : dev.invalidateMw(qp, sq.rkey(index), false);
+            if (status != WcStatus.SUCCESS) {
+                localError(qp, slot, status);
+                return -1;
+            }
+            qp.lastPsn[slot] = Psn.add(qp.nextPsn, -1);
+            qp.wqeState[slot] |= SoftQp.SENT;
+        }
         qp.reqHead++;
         qp.curOffset = 0;
         return 1;

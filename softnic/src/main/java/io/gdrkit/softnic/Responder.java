@@ -214,11 +214,24 @@ final class Responder implements Agent {
         }
         qp.recvOffset += len;
         if (p.is(BthOpcode.LAST)) {
+            int extra = 0;
+            int flags = 0;
+            if (p.is(BthOpcode.IETH)) {
+                // SEND_WITH_INV: the rkey must be a type 2 window bound through this QP (rxe, IB spec 10.6.7.2)
+                extra = p.iethRkey();
+                if (dev.invalidateMw(qp, extra, true) != WcStatus.SUCCESS) {
+                    nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "SEND_WITH_INV of rkey 0x"
+                        + Integer.toHexString(extra) + ", not a type 2 window bound through QP " + qp.qpn);
+                    return;
+                }
+                flags = WorkCompletion.WITH_INV;
+            } else if (p.is(BthOpcode.IMM)) {
+                extra = p.imm();
+                flags = WorkCompletion.WITH_IMM;
+            }
             qp.inSend = false;
             qp.msn = Psn.add(qp.msn, 1);
-            final boolean imm = p.is(BthOpcode.IMM);
-            completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, imm ? p.imm() : 0,
-                imm ? WorkCompletion.WITH_IMM : 0, p.solicited());
+            completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, extra, flags, p.solicited());
         }
         accept(qp, p, psn);
     }
@@ -320,7 +333,7 @@ final class Responder implements Agent {
                 final long va = p.refVa(i);
                 final int len = p.refLength(i);
                 final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
-                if (from == null || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
+                if (from == null || from.window || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
                     unresolved++;
                     return UNRESOLVED;
                 }
@@ -474,7 +487,8 @@ final class Responder implements Agent {
 
     private SoftMr remoteMr(final SoftQp qp, final int rkey, final long va, final long len, final int access) {
         final SoftMr mr = dev.mrs.lookup(rkey);
-        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.contains(va, len)) {
+        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.contains(va, len)
+            || (mr.boundQp != null && mr.boundQp != qp)) { // a type 2 window: only through the QP that bound it
             return null;
         }
         return mr;

@@ -30,7 +30,7 @@ final class Sgl {
     static SoftMr localMr(final SoftDevice dev, final SoftQp qp, final int lkey, final long addr, final long len,
                           final boolean nicWrites) {
         final SoftMr mr = dev.mrs.lookup(lkey);
-        if (mr == null || mr.pd != qp.pd || !mr.contains(addr, len)
+        if (mr == null || mr.window || mr.pd != qp.pd || !mr.contains(addr, len)
             || (nicWrites && (mr.access & AccessFlags.LOCAL_WRITE) == 0)) {
             return null;
         }

@@ -111,12 +111,15 @@ public final class SoftDevice implements Device, Agent, PortOwner {
      */
     private static DeviceAttr deviceAttr(final String name, final long guid, final int maxQp, final int maxSoftwareMtu) {
         final int caps = io.gdrkit.verbs.DeviceCap.RC_RNR_NAK_GEN // an empty receive queue answers RNR NAK
+            | io.gdrkit.verbs.DeviceCap.MEM_WINDOW                 // type 1 windows
+            | io.gdrkit.verbs.DeviceCap.MEM_WINDOW_TYPE_2B         // type 2 windows, bound to a QP
             | io.gdrkit.verbs.DeviceCap.CURR_QP_STATE_MOD          // modify_qp accepts IBV_QP_CUR_STATE
             | io.gdrkit.verbs.DeviceCap.SYS_IMAGE_GUID;            // sys_image_guid is set
         return new DeviceAttr("gdrkit-softnic 0.1 (simulated)", guid, guid, Long.MAX_VALUE, 0xFFFF_F000L,
             0, 0, 0, maxQp, MAX_QP_WR, caps, MAX_SGE, MAX_SGE, MAX_CQ, MAX_CQE, MAX_MR - 1, Integer.MAX_VALUE,
             MAX_RD_ATOMIC, 0, (int) Math.min(Integer.MAX_VALUE, (long) maxQp * MAX_RD_ATOMIC), MAX_RD_ATOMIC, 0,
-            io.gdrkit.verbs.DeviceCap.ATOMIC_HCA, 0, 0, 0, 0, 0, 0, 0, 0, Integer.MAX_VALUE /* max_ah */, 0, 0,
+            io.gdrkit.verbs.DeviceCap.ATOMIC_HCA, 0, 0, MAX_MR - 1 /* max_mw: the key table MRs share */, 0, 0, 0, 0, 0,
+            Integer.MAX_VALUE /* max_ah */, 0, 0,
             MAX_SRQ, MAX_SRQ_WR, MAX_SGE, 1, LOCAL_CA_ACK_DELAY, 1, name, MAX_INLINE, maxSoftwareMtu, true);
     }
 
@@ -352,6 +355,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 throw new VerbsException(Errno.EINVAL, "MR key 0x" + Integer.toHexString(mr.key)
                     + " is not registered (already deregistered?)");
             }
+            if (hasBoundWindows(mr)) {
+                throw new VerbsException(Errno.EBUSY, "ibv_dereg_mr: memory windows are bound to the MR");
+            }
             mr.valid = false;
             mrs.remove(mr);
         } finally {
@@ -360,6 +366,123 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         if (mr.release != null) {
             mr.release.run();
         }
+    }
+
+    // ---------------- memory windows ----------------
+
+    private final java.util.concurrent.ConcurrentHashMap<Integer, SoftMw> mws = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** An entry granting nothing: an unbound or invalidated window's slot. */
+    private static SoftMr nothing(final SoftPd pd, final int key) {
+        return new SoftMr(pd, MemorySegment.NULL, 0, key, null, null, true);
+    }
+
+    SoftMw allocMw(final SoftPd pd, final int type) {
+        if (type != io.gdrkit.verbs.MemoryWindow.TYPE_1 && type != io.gdrkit.verbs.MemoryWindow.TYPE_2) {
+            throw new VerbsException(Errno.EINVAL, "ibv_alloc_mw: type " + type + " (1 or 2)");
+        }
+        duty.acquire(CONTROL_TIMEOUT_NS, "allocate a memory window");
+        try {
+            final int key = mrs.allocateKey();
+            mrs.publish(nothing(pd, key));
+            final SoftMw mw = new SoftMw(pd, type, key);
+            mw.entryKey = key;
+            mws.put(key >>> 8, mw);
+            return mw;
+        } finally {
+            duty.release();
+        }
+    }
+
+    void deallocMw(final SoftMw mw) {
+        duty.acquire(CONTROL_TIMEOUT_NS, "deallocate a memory window");
+        try {
+            if (mw.closed) {
+                return;
+            }
+            final SoftMr entry = mrs.lookup(mw.entryKey);
+            if (entry != null) {
+                entry.valid = false;
+                mrs.remove(entry);
+            }
+            mrs.retire(mw.entryKey);
+            mws.remove(mw.entryKey >>> 8, mw);
+            mw.bound = null;
+            mw.closed = true;
+        } finally {
+            duty.release();
+        }
+    }
+
+    /**
+     * Executes a BIND_MW work request (NIC side, under duty): window {@code mwIndex}'s slot gets an entry for
+     * {@code [addr, addr + length)} of the MR with lkey {@code mrLkey}, under {@code newRkey}; type 1 with length 0
+     * unbinds. Returns SUCCESS or MW_BIND_ERR, as rxe_bind_mw does.
+     */
+    int bindMw(final SoftQp qp, final int mwIndex, final int newRkey, final long addr, final long length,
+               final int mrLkey, final int access) {
+        final SoftMw mw = mws.get(mwIndex);
+        if (mw == null || mw.closed || mw.pd != qp.pd || newRkey >>> 8 != mwIndex
+            || (access & ~AccessFlags.ALL_REMOTE) != 0 || length < 0
+            || (mw.type == io.gdrkit.verbs.MemoryWindow.TYPE_2 && (mw.bound != null || length == 0))) {
+            return io.gdrkit.verbs.WcStatus.MW_BIND_ERR;
+        }
+        final SoftMr entry;
+        if (length == 0) {
+            entry = nothing(mw.pd, newRkey);
+        } else {
+            final SoftMr mr = mrs.lookup(mrLkey);
+            if (mr == null || mr.window || mr.pd != qp.pd || (mr.access & AccessFlags.MW_BIND) == 0
+                || !mr.contains(addr, length)
+                || ((access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0
+                && (mr.access & AccessFlags.LOCAL_WRITE) == 0)) {
+                return io.gdrkit.verbs.WcStatus.MW_BIND_ERR;
+            }
+            final SoftQp through = mw.type == io.gdrkit.verbs.MemoryWindow.TYPE_2 ? qp : null;
+            entry = mr.segment != null
+                ? new SoftMr(mw.pd, mr.segment.asSlice(addr - mr.address, length), access, newRkey, through, mr, true)
+                : new SoftMr(mw.pd, mr.dma.window(addr - mr.address, length, addr), access, newRkey, null, through,
+                mr);
+        }
+        final SoftMr old = mrs.lookup(mw.entryKey);
+        if (old != null) {
+            old.valid = false;
+            mrs.remove(old);
+        }
+        mrs.publish(entry);
+        mw.entryKey = newRkey;
+        mw.bound = length == 0 ? null : entry;
+        return io.gdrkit.verbs.WcStatus.SUCCESS;
+    }
+
+    /**
+     * Invalidates the type 2 window with {@code rkey} (NIC side, under duty): LOCAL_INV ({@code remote} false: a
+     * window of the QP's PD) or a peer's SEND_WITH_INV ({@code remote}: a window bound through this QP). Returns
+     * SUCCESS or LOC_QP_OP_ERR (rxe's status for a failed local operation).
+     */
+    int invalidateMw(final SoftQp qp, final int rkey, final boolean remote) {
+        final SoftMw mw = mws.get(rkey >>> 8);
+        final SoftMr b = mw != null ? mw.bound : null;
+        if (b == null || mw.closed || mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_2 || mw.entryKey != rkey
+            || (remote ? b.boundQp != qp : mw.pd != qp.pd)) {
+            return io.gdrkit.verbs.WcStatus.LOC_QP_OP_ERR;
+        }
+        b.valid = false;
+        mrs.remove(b);
+        mrs.publish(nothing(mw.pd, rkey));
+        mw.bound = null;
+        return io.gdrkit.verbs.WcStatus.SUCCESS;
+    }
+
+    /** Whether a window is bound to {@code mr} (then it may not be deregistered or re-registered: EBUSY). */
+    private boolean hasBoundWindows(final SoftMr mr) {
+        for (final SoftMw mw : mws.values()) {
+            final SoftMr b = mw.bound;
+            if (b != null && b.parent == mr) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** ibv_rereg_mr: a new table entry (new keys) replaces the MR's current one, atomically for the NIC. */
@@ -390,6 +513,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             final SoftMr cur = handle.current();
             if (mrs.lookup(cur.key) != cur) {
                 throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: the MR was deregistered");
+            }
+            if (hasBoundWindows(cur)) {
+                throw new VerbsException(Errno.EBUSY, "ibv_rereg_mr: memory windows are bound to the MR");
             }
             if (translation && cur.dma != null) {
                 throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: CHANGE_TRANSLATION of an MR over "

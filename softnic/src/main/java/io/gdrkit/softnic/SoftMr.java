@@ -36,7 +36,26 @@ final class SoftMr implements MemoryRegion {
      */
     private volatile SoftMr successor;
 
+    /**
+     * For a memory window's table entry: the QP a type 2 window is bound through (remote access only through it),
+     * null for MRs and type 1 windows.
+     */
+    final SoftQp boundQp;
+    /** For a memory window's table entry: the MR it is bound to (null for MRs and unbound windows). */
+    final SoftMr parent;
+    /** A memory window's entry: an rkey only, never an lkey. */
+    final boolean window;
+
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
+        this(pd, segment, access, key, null, null, false);
+    }
+
+    /** A memory window's entry over host memory: {@code segment} is the window's slice of the MR's. */
+    SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key, final SoftQp boundQp,
+           final SoftMr parent, final boolean window) {
+        this.boundQp = boundQp;
+        this.parent = parent;
+        this.window = window;
         this.pd = pd;
         this.segment = segment;
         this.dma = null;
@@ -49,6 +68,15 @@ final class SoftMr implements MemoryRegion {
     }
 
     SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release) {
+        this(pd, dma, access, key, release, null, null);
+    }
+
+    /** A memory window's entry over DMA memory (or an MR's, with null window fields). */
+    SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release,
+           final SoftQp boundQp, final SoftMr parent) {
+        this.boundQp = boundQp;
+        this.parent = parent;
+        this.window = parent != null;
         this.pd = pd;
         this.segment = null;
         this.dma = dma;

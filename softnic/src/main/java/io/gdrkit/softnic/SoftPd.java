@@ -46,6 +46,11 @@ final class SoftPd implements ProtectionDomain {
     }
 
     @Override
+    public io.gdrkit.verbs.MemoryWindow allocMw(final int type) {
+        return context.device().allocMw(this, type);
+    }
+
+    @Override
     public io.gdrkit.verbs.AddressHandle createAh(final io.gdrkit.verbs.AhAttr attr) {
         return SoftAh.create(this, attr);
     }

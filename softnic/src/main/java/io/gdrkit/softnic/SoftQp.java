@@ -312,6 +312,12 @@ final class SoftQp implements QueuePair {
                 sq.write(head, wr, inline, total, inlineSource);
                 if (ah != null) {
                     sq.ud(head, ah.dlid, wr.remoteQpn, wr.remoteQkey);
+                } else if (wr.opcode == WrOpcode.BIND_MW) {
+                    final io.gdrkit.verbs.MwBind b = wr.bindInfo;
+                    sq.bind(head, b.addr, wr.mwRkey, b.length, b.mr != null ? b.mr.lkey() : 0,
+                        ((SoftMw) wr.mw).rkey >>> 8, b.mwAccessFlags);
+                } else if (wr.opcode == WrOpcode.LOCAL_INV || wr.opcode == WrOpcode.SEND_WITH_INV) {
+                    sq.invalidateRkey(head, wr.opcode == WrOpcode.SEND_WITH_INV, wr.invalidateRkey);
                 }
                 head++;
             }
@@ -330,7 +336,7 @@ final class SoftQp implements QueuePair {
             throw new PostException(Errno.EINVAL, index, "UD QP " + qpn + " is in " + QpState.name(state)
                 + "; sends need RTS");
         }
-        if (!WrOpcode.isSend(wr.opcode)) {
+        if (wr.opcode != WrOpcode.SEND && wr.opcode != WrOpcode.SEND_WITH_IMM) {
             throw new PostException(Errno.EINVAL, index, WrOpcode.name(wr.opcode) + " on a UD QP (SEND only)");
         }
         if (!(wr.ah instanceof SoftAh ah) || ah.pd.device() != device || ah.closed) {
@@ -379,6 +385,20 @@ final class SoftQp implements QueuePair {
             && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
             throw new PostException(Errno.EINVAL, index, "atomic operations need exactly one 8-byte SGE");
         }
+        if (WrOpcode.isLocal(wr.opcode)) {
+            if (wr.numSge() != 0 || (wr.sendFlags & SendFlags.INLINE) != 0) {
+                throw new PostException(Errno.EINVAL, index, WrOpcode.name(wr.opcode) + " carries no SGE and no "
+                    + "inline data");
+            }
+            if (wr.opcode == WrOpcode.BIND_MW && (!(wr.mw instanceof SoftMw mw) || mw.pd.device() != device
+                || mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_2 || mw.closed)) {
+                throw new PostException(Errno.EINVAL, index, "IBV_WR_BIND_MW needs a live type 2 window of "
+                    + device.name() + " (type 1 windows are bound with bindMw)");
+            }
+            if (wr.opcode == WrOpcode.BIND_MW) {
+                checkBindAccess(wr.bindInfo.mwAccessFlags, index);
+            }
+        }
         if (wr.opcode == WrOpcode.FLUSH) {
             if (wr.numSge() != 0) {
                 throw new PostException(Errno.EINVAL, index, "FLUSH carries no SGE (num_sge " + wr.numSge() + ")");
@@ -397,6 +417,55 @@ final class SoftQp implements QueuePair {
             }
         }
         return (int) total;
+    }
+
+    @Override
+    public void bindMw(final io.gdrkit.verbs.MemoryWindow window, final io.gdrkit.verbs.MwBind bind) {
+        if (!(window instanceof SoftMw mw) || mw.pd.device() != device || mw.closed) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw: not a live window of " + device.name());
+        }
+        if (mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_1) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw binds type 1 windows; type 2 ones are bound with "
+                + "an IBV_WR_BIND_MW work request");
+        }
+        if (mw.pd != pd) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw: the window belongs to another PD than QP " + qpn);
+        }
+        checkBindAccess(bind.mwAccessFlags, 0);
+        final int next = (mw.rkey & ~0xFF) | ((mw.rkey + 1) & 0xFF); // ibv_inc_rkey
+        final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.BIND_MW).wrId(bind.wrId)
+            .flags(bind.sendFlags);
+        wr.mwRkey = next;
+        wr.bindInfo.range(bind.mr, bind.addr, bind.length, bind.mwAccessFlags);
+        postBind(wr);
+        mw.rkey = next;
+    }
+
+    /** A window grants remote access only; zero-based windows and other bits are refused. */
+    private static void checkBindAccess(final int access, final int index) {
+        if ((access & ~io.gdrkit.verbs.AccessFlags.ALL_REMOTE) != 0) {
+            throw new PostException(Errno.EINVAL, index, "window access " + io.gdrkit.verbs.AccessFlags.describe(access)
+                + " (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC only; no zero-based windows)");
+        }
+    }
+
+    /** Posts a type 1 bind (checked by bindMw, not by the type 2 rules of checkSend). */
+    private void postBind(final SendWorkRequest wr) {
+        final int s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in " + QpState.name(s)
+                + "; binds need RTS (in ERR they are flushed)");
+        }
+        if (sqPostHead - sq.doorbell().consumer() >= sq.depth()) {
+            throw new PostException(Errno.ENOMEM, 0, "send queue of QP " + qpn + " is full");
+        }
+        final long head = sqPostHead;
+        sq.write(head, wr, false, 0, inlineSource);
+        final io.gdrkit.verbs.MwBind b = wr.bindInfo;
+        sq.bind(head, b.addr, wr.mwRkey, b.length, b.mr != null ? b.mr.lkey() : 0, wr.mwRkey >>> 8,
+            b.mwAccessFlags);
+        sqPostHead = head + 1;
+        sq.doorbell().ring(sqPostHead);
     }
 
     @Override

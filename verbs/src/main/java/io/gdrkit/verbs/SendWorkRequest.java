@@ -29,6 +29,12 @@ public final class SendWorkRequest {
      * instead, as the IB spec says (C10-15), so an application cannot forge a privileged Q_Key.
      */
     public int remoteQkey;
+    /** BIND_MW only (wr.bind_mw): the type 2 window, its new rkey, and what it grants. */
+    public MemoryWindow mw;
+    public int mwRkey;
+    public final MwBind bindInfo = new MwBind();
+    /** LOCAL_INV and SEND_WITH_INV (wr.invalidate_rkey): the rkey to invalidate. */
+    public int invalidateRkey;
     /** FLUSH only: bytes to flush from remoteAddr (ignored with {@link #FLUSH_MR}). */
     public long flushLength;
     /** FLUSH only: placement type, {@link #FLUSH_GLOBAL} and/or {@link #FLUSH_PERSISTENT}. */
@@ -145,6 +151,26 @@ public final class SendWorkRequest {
         return this;
     }
 
+    /**
+     * Makes this a BIND_MW of type 2 window {@code mw} with the new rkey {@code rkey} (its index, the upper 24 bits,
+     * must be the window's: {@code (mw.rkey() & ~0xFF) | key}).
+     */
+    public SendWorkRequest bindMw(final MemoryWindow mw, final int rkey, final MemoryRegion mr, final long addr,
+                                  final long length, final int mwAccessFlags) {
+        this.opcode = WrOpcode.BIND_MW;
+        this.mw = mw;
+        this.mwRkey = rkey;
+        this.bindInfo.range(mr, addr, length, mwAccessFlags);
+        this.numSge = 0;
+        return this;
+    }
+
+    /** The rkey LOCAL_INV or SEND_WITH_INV invalidates. */
+    public SendWorkRequest invalidate(final int rkey) {
+        this.invalidateRkey = rkey;
+        return this;
+    }
+
     /** Addresses a UD send: the AH, the remote QP number and its Q_Key. */
     public SendWorkRequest ud(final AddressHandle ah, final int remoteQpn, final int remoteQkey) {
         this.ah = ah;
@@ -183,6 +209,10 @@ public final class SendWorkRequest {
         rkey = 0;
         compareAdd = 0;
         swap = 0;
+        mw = null;
+        mwRkey = 0;
+        bindInfo.range(null, 0, 0, 0);
+        invalidateRkey = 0;
         ah = null;
         remoteQpn = 0;
         remoteQkey = 0;

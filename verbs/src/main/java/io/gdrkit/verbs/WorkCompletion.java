@@ -10,6 +10,11 @@ public final class WorkCompletion {
     public static final int GRH = 1;
     /** wc_flags bit: immediate data is valid (IBV_WC_WITH_IMM). */
     public static final int WITH_IMM = 1 << 1;
+    /**
+     * wc_flags bit (IBV_WC_WITH_INV): a SEND_WITH_INV invalidated the rkey held in {@link #immData} (libibverbs'
+     * union of imm_data and invalidated_rkey); see {@link #invalidatedRkey()}.
+     */
+    public static final int WITH_INV = 1 << 3;
 
     public long wrId;
     public int status;
@@ -42,6 +47,11 @@ public final class WorkCompletion {
 
     public boolean isSuccess() {
         return status == WcStatus.SUCCESS;
+    }
+
+    /** The rkey a SEND_WITH_INV invalidated (with {@link #WITH_INV}); 0 otherwise. */
+    public int invalidatedRkey() {
+        return (wcFlags & WITH_INV) != 0 ? immData : 0;
     }
 
     public boolean hasImm() {

@@ -9,10 +9,13 @@ public final class WrOpcode {
     public static final int RDMA_READ = 4;
     public static final int ATOMIC_CMP_AND_SWP = 5;
     public static final int ATOMIC_FETCH_AND_ADD = 6;
-    /** LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, DRIVER1: libibverbs' values; the software NIC refuses them (EINVAL). */
+    /** Invalidates the type 2 memory window of {@link SendWorkRequest#invalidateRkey} (no packet). */
     public static final int LOCAL_INV = 7;
+    /** Binds a type 2 memory window (no packet); see {@link SendWorkRequest#bindMw}. */
     public static final int BIND_MW = 8;
+    /** A SEND whose arrival invalidates the responder's type 2 window {@link SendWorkRequest#invalidateRkey}. */
     public static final int SEND_WITH_INV = 9;
+    /** TSO, DRIVER1: libibverbs' values; the software NIC refuses them (EINVAL). */
     public static final int TSO = 10;
     public static final int DRIVER1 = 11;
     /**
@@ -32,7 +35,7 @@ public final class WrOpcode {
 
     /** @return true for the opcodes the RC software NIC implements. */
     public static boolean isSupported(final int opcode) {
-        return opcode >= RDMA_WRITE && opcode <= ATOMIC_FETCH_AND_ADD || opcode == FLUSH || opcode == ATOMIC_WRITE;
+        return opcode >= RDMA_WRITE && opcode <= SEND_WITH_INV || opcode == FLUSH || opcode == ATOMIC_WRITE;
     }
 
     public static boolean isAtomic(final int opcode) {
@@ -54,7 +57,12 @@ public final class WrOpcode {
     }
 
     public static boolean isSend(final int opcode) {
-        return opcode == SEND || opcode == SEND_WITH_IMM;
+        return opcode == SEND || opcode == SEND_WITH_IMM || opcode == SEND_WITH_INV;
+    }
+
+    /** Work requests the NIC executes locally, sending nothing: BIND_MW, LOCAL_INV. */
+    public static boolean isLocal(final int opcode) {
+        return opcode == BIND_MW || opcode == LOCAL_INV;
     }
 
     public static boolean isWrite(final int opcode) {
@@ -69,7 +77,9 @@ public final class WrOpcode {
     public static int completionOpcode(final int opcode) {
         return switch (opcode) {
             case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> WcOpcode.RDMA_WRITE;
-            case SEND, SEND_WITH_IMM -> WcOpcode.SEND;
+            case SEND, SEND_WITH_IMM, SEND_WITH_INV -> WcOpcode.SEND;
+            case BIND_MW -> WcOpcode.BIND_MW;
+            case LOCAL_INV -> WcOpcode.LOCAL_INV;
             case RDMA_READ -> WcOpcode.RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> WcOpcode.COMP_SWAP;
             case ATOMIC_FETCH_AND_ADD -> WcOpcode.FETCH_ADD;

@@ -132,6 +132,24 @@ public final class SendQueue implements SgeList {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_STAMP);
     }
 
+    /**
+     * BIND_MW: the bind, written over the WQE just written: remote_addr = bind address, rkey = the window's new
+     * rkey, compare_add = length, swap = MR lkey (32) | window index (24) | access (8).
+     */
+    public void bind(final long index, final long addr, final int rkey, final long length, final int lkey,
+                     final int mwIndex, final int access) {
+        final long o = slotOffset(index);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, addr);
+        ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, rkey);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, length);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, (long) lkey << 32 | (mwIndex & 0xFFFFFFL) << 8 | (access & 0xFF));
+    }
+
+    /** LOCAL_INV: the rkey to invalidate, in the rkey field; SEND_WITH_INV: in the imm_data field (as libibverbs). */
+    public void invalidateRkey(final long index, final boolean inImm, final int rkey) {
+        ring.set(ValueLayout.JAVA_INT, slotOffset(index) + (inImm ? OFF_IMM : OFF_RKEY), rkey);
+    }
+
     /** UD: the datagram's destination, written over remote_addr and rkey of the WQE just written. */
     public void ud(final long index, final int dlid, final int remoteQpn, final int qkey) {
         final long o = slotOffset(index);

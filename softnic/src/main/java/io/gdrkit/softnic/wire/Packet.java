@@ -30,6 +30,7 @@ import java.nio.ByteOrder;
  *  DETH (8):          Q_Key (32) | reserved (8) | source QP (24)               (UD)
  *  AETH (4):          syndrome (8) | MSN (24)
  *  ImmDt (4):         immediate data (32)
+ *  IETH (4):          the R_Key to invalidate (32)                              (SEND_WITH_INV; no ImmDt then)
  *  AtomicETH (28):    VA (64) | R_Key (32) | swap or add data (64) | compare data (64)
  *  AtomicAckETH (8):  original remote data (64)
  *  payload, or with R set its reference (RefETH below)
@@ -64,6 +65,7 @@ public final class Packet {
     public static final int FETH_LENGTH = 4;
     public static final int RETH_LENGTH = 16;
     public static final int DETH_LENGTH = 8;
+    public static final int IETH_LENGTH = 4;
     public static final int AETH_LENGTH = 4;
     public static final int IMM_LENGTH = 4;
     public static final int ATOMIC_ETH_LENGTH = 28;
@@ -281,6 +283,16 @@ public final class Packet {
     private long immOffset() {
         return base + BASE_LENGTH + ((mask & BthOpcode.RETH) != 0 ? RETH_LENGTH : 0)
             + ((mask & BthOpcode.DETH) != 0 ? DETH_LENGTH : 0);
+    }
+
+    // IETH (SEND_WITH_INV): right after the BTH (sends carry no RETH, and no ImmDt with it)
+    public int iethRkey() {
+        return buf.get(U32, base + BASE_LENGTH);
+    }
+
+    public Packet ieth(final int rkey) {
+        buf.set(U32, base + BASE_LENGTH, rkey);
+        return this;
     }
 
     // DETH (UD): right after the BTH
