@@ -12,6 +12,7 @@ import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionChannel;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
@@ -49,6 +50,8 @@ public final class Loopback implements AutoCloseable {
         public final ProtectionDomain pd;
         public final CompletionQueue scq;
         public final CompletionQueue rcq;
+        /** The receive CQ's completion channel (send_lat --events waits on it). */
+        public final CompletionChannel channel;
         public final QueuePair[] qps;
         public MemorySegment buf;
         public MemoryRegion mr;
@@ -60,7 +63,8 @@ public final class Loopback implements AutoCloseable {
             this.ctx = dev.open();
             this.pd = ctx.allocPd();
             this.scq = ctx.createCq(cqe);
-            this.rcq = ctx.createCq(cqe);
+            this.channel = ctx.createCompChannel();
+            this.rcq = ctx.createCq(cqe, channel, 0);
             this.qps = new QueuePair[numQps];
         }
     }
