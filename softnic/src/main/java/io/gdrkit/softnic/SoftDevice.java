@@ -72,6 +72,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         java.lang.invoke.MethodHandles.arrayElementVarHandle(SoftQp[].class);
     /** QPs the agents scan; replaced copy-on-write under duty. */
     volatile SoftQp[] activeQps = new SoftQp[0];
+    /** The UD QPs among them, for the {@link UdEngine}: empty (and costing nothing per duty cycle) without UD. */
+    volatile SoftQp[] udQps = new SoftQp[0];
     private final List<SoftCq> cqs = new ArrayList<>();
     private final List<SoftSrq> srqs = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int nextSrqHandle = 1;
@@ -699,6 +701,11 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             final SoftQp[] a = Arrays.copyOf(activeQps, activeQps.length + 1);
             a[a.length - 1] = qp;
             activeQps = a;
+            if (qp.ud) {
+                final SoftQp[] u = Arrays.copyOf(udQps, udQps.length + 1);
+                u[u.length - 1] = qp;
+                udQps = u;
+            }
             return qp;
         } finally {
             duty.release();
@@ -759,6 +766,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 }
             }
             activeQps = a;
+            if (qp.ud) {
+                udQps = Arrays.stream(udQps).filter(q -> q != qp).toArray(SoftQp[]::new);
+            }
             qp.state = QpState.RESET;
         } finally {
             duty.release();

@@ -50,12 +50,10 @@ final class UdEngine implements Agent {
     @Override
     public int doWork() {
         int work = 0;
-        for (final SoftQp qp : dev.activeQps) {
-            if (qp.ud) {
-                final int s = qp.state;
-                if (s == QpState.RTS || s == QpState.SQD) {
-                    work += send(qp);
-                }
+        for (final SoftQp qp : dev.udQps) {
+            final int s = qp.state;
+            if (s == QpState.RTS || s == QpState.SQD) {
+                work += send(qp);
             }
         }
         return work;
