@@ -325,6 +325,6 @@ public final class PerfConfig {
         return "PerfConfig[test=" + test.id() + ", size=" + size + ", iters=" + iters + ", warmup=" + warmup
             + ", numQps=" + numQps + ", txDepth=" + txDepth + ", rxDepth=" + rxDepth + ", cqMod=" + cqMod + ", mtu="
             + mtu + ", inlineSize=" + inlineSize + ", durationSeconds=" + durationSeconds + ", bufferBytes="
-            + bufferBytes + ", progress=" + progress + ", events=" + events + "]";
+            + bufferBytes + ", progress=" + progress + (events ? ", events=true" : "") + "]";
     }
 }
