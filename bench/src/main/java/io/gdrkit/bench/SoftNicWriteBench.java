@@ -3,7 +3,7 @@
  */
 package io.gdrkit.bench;
 
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -99,7 +99,7 @@ public class SoftNicWriteBench {
         ia.cap.maxSendWr(DEPTH);
         qp = pa.createQp(ia);
         final QueuePair qpB = pb.createQp(new QpInitAttr().cqs(scqB, rcqB));
-        RcConnector.connect(qp, da.lid(), 1, qpB, db.lid(), 2, RcConnector.defaults());
+        QpBringUp.connect(qp, da.lid(), 1, qpB, db.lid(), 2, QpBringUp.rcDefaults());
         wr.opcode(WrOpcode.RDMA_WRITE).sge(mrA, 0, size).remote(mrB.address(), mrB.rkey());
         for (int i = 0; i < wcs.length; i++) {
             wcs[i] = new WorkCompletion();

@@ -130,11 +130,16 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--report_gbits", description = "Report bandwidth in Gb/s.")
     boolean gbits;
 
+    @Option(names = {"-e", "--events"}, description = "send_lat: wait for receive completions with completion events "
+        + "(reqNotifyCq, getCqEvent, ackCqEvents) instead of polling the CQ, as perftest's -e.")
+    boolean events;
+
     @Option(names = "--json", description = "One JSON object per size instead of the table.")
     boolean json;
 
     @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
-        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes) or "
+        + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes; in this mode "
+        + "a NIC moves only while someone polls its CQs, so a single thread must poll both sides in turn) or "
         + "dedicated (a thread per NIC with a backoff idle strategy); default invoker.")
     String progress;
 
@@ -183,6 +188,9 @@ final class PerfCommand implements Callable<Integer> {
         } catch (final IllegalArgumentException e) {
             throw usage("--faults: " + e.getMessage());
         }
+        if (fabric != null && events) {
+            throw usage("-e/--events runs on the in-JVM fabric only (not --fabric " + fabric + ")");
+        }
         if (fabric != null) {
             final int rc = remote(test, first, sizes, printer, out, faultConfig);
             writeReport(collected, printer, test, first, base);
@@ -196,7 +204,7 @@ final class PerfCommand implements Callable<Integer> {
             ? " (one-way latency = RTT/2)" : " (round-trip latency)") + "  qps: " + first.numQps()
             + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
-            + "  inline: " + first.inlineSize()
+            + "  inline: " + first.inlineSize() + (first.events() ? "  completions: events" : "")
             + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         if (gpu != null) {
@@ -248,6 +256,7 @@ final class PerfCommand implements Callable<Integer> {
             if (fabric == null) {
                 // between processes each side drives its own NIC; --progress is for the in-JVM pair
                 facts.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
+                facts.put("events", Boolean.toString(cfg.events()));
             }
             if (cfg.timed()) {
                 facts.put("duration_s", cfg.durationSeconds());
@@ -556,6 +565,7 @@ final class PerfCommand implements Callable<Integer> {
         if (duration != null) {
             cfg.durationSeconds(duration);
         }
+        cfg.events(events);
         try {
             cfg.conclude();
         } catch (final IllegalArgumentException e) {

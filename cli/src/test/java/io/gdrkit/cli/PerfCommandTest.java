@@ -52,6 +52,24 @@ class PerfCommandTest {
     }
 
     @ParameterizedTest
+    @ValueSource(strings = {"invoker", "own-device", "dedicated"})
+    void sendLatWithCompletionEvents(final String progress) {
+        final Cli r = Cli.run("perf", "send_lat", "--loopback", "-e", "-n", "100", "--warmup", "10", "--progress",
+            progress);
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(1).contains("completions: events"), r::toString);
+        assertEquals("100", r.lines().get(3).trim().split("\\s+")[1], r::toString);
+        // polled, in the same mode (own-device used to stall here: the waiting thread never moved its own NIC)
+        final Cli polled = Cli.run("perf", "send_lat", "--loopback", "-n", "20", "--warmup", "0", "--progress",
+            progress);
+        assertEquals(0, polled.exitCode(), polled::toString);
+        assertTrue(!polled.lines().get(1).contains("events"), polled::toString);
+        final Cli wrong = Cli.run("perf", "write_lat", "--loopback", "-e", "-n", "20");
+        assertEquals(2, wrong.exitCode(), wrong::toString);
+        assertTrue(wrong.err().contains("-e/--events applies to send_lat"), wrong::toString);
+    }
+
+    @ParameterizedTest
     @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
     void jsonHasTheFields(final String test) throws Exception {
         final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "5", "--json", "-s",

@@ -13,7 +13,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.CompletionChannel;
+import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.Device;
 import io.gdrkit.verbs.DeviceAttr;
@@ -54,11 +57,27 @@ final class NativeContext implements VerbsContext {
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment attr = a.allocate(DEVICE_ATTR);
             Native.check("ibv_query_device", Native.call(() -> (int) lib.queryDevice.invokeExact(ctx, attr)));
-            return new DeviceAttr(device.name(), Long.reverseBytes(attr.get(JAVA_LONG, offset(DEVICE_ATTR,
-                "node_guid"))), i(attr, "max_qp"), i(attr, "max_qp_wr"), i(attr, "max_sge"), i(attr, "max_cq"),
-                i(attr, "max_cqe"), i(attr, "max_mr"), attr.get(JAVA_LONG, offset(DEVICE_ATTR, "max_mr_size")),
-                i(attr, "max_qp_rd_atom"), i(attr, "max_qp_init_rd_atom"), 0, 0, false);
+            final long fw = offset(DEVICE_ATTR, "fw_ver");
+            final String fwVer = attr.asSlice(fw, 64).getString(0);
+            return new DeviceAttr(fwVer, Long.reverseBytes(l(attr, "node_guid")), Long.reverseBytes(l(attr,
+                "sys_image_guid")), l(attr, "max_mr_size"), l(attr, "page_size_cap"), i(attr, "vendor_id"),
+                i(attr, "vendor_part_id"), i(attr, "hw_ver"), i(attr, "max_qp"), i(attr, "max_qp_wr"),
+                i(attr, "device_cap_flags"), i(attr, "max_sge"), i(attr, "max_sge_rd"), i(attr, "max_cq"),
+                i(attr, "max_cqe"), i(attr, "max_mr"), i(attr, "max_pd"), i(attr, "max_qp_rd_atom"),
+                i(attr, "max_ee_rd_atom"), i(attr, "max_res_rd_atom"), i(attr, "max_qp_init_rd_atom"),
+                i(attr, "max_ee_init_rd_atom"), i(attr, "atomic_cap"), i(attr, "max_ee"), i(attr, "max_rdd"),
+                i(attr, "max_mw"), i(attr, "max_raw_ipv6_qp"), i(attr, "max_raw_ethy_qp"), i(attr, "max_mcast_grp"),
+                i(attr, "max_mcast_qp_attach"), i(attr, "max_total_mcast_qp_attach"), i(attr, "max_ah"),
+                i(attr, "max_fmr"), i(attr, "max_map_per_fmr"), i(attr, "max_srq"), i(attr, "max_srq_wr"),
+                i(attr, "max_srq_sge"), Short.toUnsignedInt(attr.get(JAVA_SHORT, offset(DEVICE_ATTR, "max_pkeys"))),
+                Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(DEVICE_ATTR, "local_ca_ack_delay"))),
+                Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(DEVICE_ATTR, "phys_port_cnt"))), device.name(), 0, 0,
+                false);
         }
+    }
+
+    private static long l(final MemorySegment attr, final String field) {
+        return attr.get(JAVA_LONG, offset(DEVICE_ATTR, field));
     }
 
     private static int i(final MemorySegment attr, final String field) {
@@ -79,7 +98,13 @@ final class NativeContext implements VerbsContext {
                     case 1 -> "InfiniBand";
                     case 2 -> "Ethernet";
                     default -> "unknown (" + linkLayer + ")";
-                });
+                }, attr.get(JAVA_INT, offset(PORT_ATTR, "gid_tbl_len")),
+                attr.get(JAVA_INT, offset(PORT_ATTR, "port_cap_flags")),
+                Integer.toUnsignedLong(attr.get(JAVA_INT, offset(PORT_ATTR, "max_msg_sz"))),
+                Short.toUnsignedInt(attr.get(JAVA_SHORT, offset(PORT_ATTR, "pkey_tbl_len"))),
+                Short.toUnsignedInt(attr.get(JAVA_SHORT, offset(PORT_ATTR, "sm_lid"))),
+                Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(PORT_ATTR, "lmc"))),
+                Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(PORT_ATTR, "phys_state"))));
         }
     }
 
@@ -106,15 +131,30 @@ final class NativeContext implements VerbsContext {
     }
 
     @Override
-    public CompletionQueue createCq(final int cqe) {
+    public int numCompVectors() {
+        return ctx.get(JAVA_INT, offset(CONTEXT, "num_comp_vectors"));
+    }
+
+    /** Completion channels are not bound by the native provider yet (issue 15 covers the software NIC). */
+    @Override
+    public CompletionChannel createCompChannel() {
+        throw new VerbsException(Errno.EOPNOTSUPP, "ibv_create_comp_channel: not bound by the native provider yet");
+    }
+
+    @Override
+    public CompletionQueue createCq(final int cqe, final CompletionChannel channel, final int compVector) {
+        if (channel != null) {
+            throw new VerbsException(Errno.EOPNOTSUPP, "ibv_create_cq with a completion channel: not bound by the "
+                + "native provider yet");
+        }
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment st = lib.captureState(a);
             final MemorySegment cq = Native.call(() -> (MemorySegment) lib.createCq.invokeExact(st, ctx, cqe,
-                MemorySegment.NULL, MemorySegment.NULL, 0));
+                MemorySegment.NULL, MemorySegment.NULL, compVector));
             if (cq.equals(MemorySegment.NULL)) {
                 throw IbvLibrary.error("ibv_create_cq(" + cqe + ")", IbvLibrary.errnoOf(st));
             }
-            return new NativeCq(this, cq.reinterpret(IbvLayouts.CQ.byteSize()), cqe);
+            return new NativeCq(this, cq.reinterpret(IbvLayouts.CQ.byteSize()), cqe, compVector);
         }
     }
 
@@ -123,6 +163,12 @@ final class NativeContext implements VerbsContext {
         // ibv_get_async_event blocks; a non-blocking check would need async_fd in O_NONBLOCK. Not needed by the
         // callers yet: report none rather than block a polling loop.
         return null;
+    }
+
+    /** Not bound yet: ibv_get_async_event on async_fd would need a poll(2) with the timeout. */
+    @Override
+    public AsyncEvent getAsyncEvent(final long timeoutNanos) {
+        throw new VerbsException(Errno.EOPNOTSUPP, "ibv_get_async_event: not bound by the native provider yet");
     }
 
     @Override

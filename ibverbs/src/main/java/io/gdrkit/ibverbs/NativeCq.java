@@ -39,8 +39,10 @@ final class NativeCq implements CompletionQueue {
     private final long wcsAddr;
     private final long cqAddr;
     private boolean closed;
+    private final int compVector;
 
-    NativeCq(final NativeContext ctx, final MemorySegment cq, final int capacity) {
+    NativeCq(final NativeContext ctx, final MemorySegment cq, final int capacity, final int compVector) {
+        this.compVector = compVector;
         this.ctx = ctx;
         this.cq = cq;
         this.capacity = capacity;
@@ -52,6 +54,31 @@ final class NativeCq implements CompletionQueue {
     @Override
     public int capacity() {
         return capacity;
+    }
+
+    /** Without completion channels (not bound yet) there is nothing to arm: EINVAL, as for a CQ without one. */
+    @Override
+    public void reqNotifyCq(final boolean solicitedOnly) {
+        throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_req_notify_cq: the CQ has no "
+            + "completion channel (the native provider does not bind channels yet)");
+    }
+
+    @Override
+    public void ackCqEvents(final int n) {
+        if (n != 0) {
+            throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_ack_cq_events: " + n
+                + " acknowledged, none delivered");
+        }
+    }
+
+    @Override
+    public io.gdrkit.verbs.CompletionChannel channel() {
+        return null;
+    }
+
+    @Override
+    public int compVector() {
+        return compVector;
     }
 
     @Override

@@ -146,7 +146,7 @@ final class NativeQp implements QueuePair {
     }
 
     @Override
-    public QpAttr query() {
+    public QpAttr queryQp() {
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment init = a.allocate(QP_INIT_ATTR);
             Native.check("ibv_query_qp", Native.call(() -> (int) pd.ctx.lib.queryQp.invokeExact(qp, attr, -1, init)));

@@ -190,7 +190,7 @@ class NativeProviderTest {
             final QpAttr rtr = new QpAttr().state(QpState.RTR).destQpNum(0x77).rqPsn(0x123456);
             rtr.dlid = 0x4321;
             qp.modify(rtr, QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN);
-            final QpAttr q = qp.query();
+            final QpAttr q = qp.queryQp();
             assertEquals(QpState.RTR, q.qpState);
             assertEquals(0x77, q.destQpNum);
             assertEquals(0x123456, q.rqPsn);

@@ -190,7 +190,7 @@ class ProviderConformanceTest {
             final WorkCompletion w = await(p.qa, p.qb, "the failed RDMA_WRITE");
             assertEquals(WcStatus.REM_ACCESS_ERR, w.status, w.toString());
             assertEquals(9, w.wrId);
-            assertEquals(QpState.ERR, p.a.query().qpState);
+            assertEquals(QpState.ERR, p.a.queryQp().qpState);
         }
     }
 

@@ -159,7 +159,22 @@ final class Completer implements Agent {
         }
         final long index = qp.compTail;
         final int slot = sq.slot(index);
-        if ((qp.wqeState[slot] & SoftQp.STARTED) == 0 || sq.opcode(index) != WrOpcode.RDMA_READ
+        final int op = sq.opcode(index);
+        if (op == WrOpcode.ATOMIC_WRITE || op == WrOpcode.FLUSH) {
+            // IBA 1.5: a zero-length READ response answers the single request packet
+            if ((qp.wqeState[slot] & SoftQp.SENT) == 0 || qp.firstPsn[slot] != psn || qp.compPsn != psn) {
+                return;
+            }
+            if (p.opcode() != BthOpcode.RDMA_READ_RESPONSE_ONLY || p.payloadLength() != 0) {
+                failHead(qp, WcStatus.BAD_RESP_ERR);
+                return;
+            }
+            progress(qp, Psn.add(psn, 1));
+            complete(qp, WcStatus.SUCCESS, op == WrOpcode.ATOMIC_WRITE ? 8 : 0);
+            completeReady(qp);
+            return;
+        }
+        if ((qp.wqeState[slot] & SoftQp.STARTED) == 0 || op != WrOpcode.RDMA_READ
             || Psn.diff(psn, qp.firstPsn[slot]) < 0 || Psn.diff(psn, qp.lastPsn[slot]) > 0) {
             return; // stale: not for the READ we wait on
         }
@@ -183,7 +198,7 @@ final class Completer implements Agent {
             return;
         }
         if (payload > 0) {
-            final int status = Sgl.scatterSend(dev, qp, sq, index, offset, p.buffer(), p.payloadOffset(), payload);
+            final int status = Sgl.scatter(dev, qp, sq, index, offset, p.buffer(), p.payloadOffset(), payload);
             if (status != WcStatus.SUCCESS) {
                 failHead(qp, status);
                 return;
@@ -209,7 +224,7 @@ final class Completer implements Agent {
             return;
         }
         atomicResult.set(ValueLayout.JAVA_LONG, 0, p.atomicOrig());
-        final int status = Sgl.scatterSend(dev, qp, sq, index, 0, atomicResult, 0, 8);
+        final int status = Sgl.scatter(dev, qp, sq, index, 0, atomicResult, 0, 8);
         if (status != WcStatus.SUCCESS) {
             failHead(qp, status);
             return;

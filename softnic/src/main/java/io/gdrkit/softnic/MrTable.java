@@ -44,6 +44,17 @@ final class MrTable {
         }
     }
 
+    /**
+     * A key's index is given up after keys of other generations were handed out on it (a memory window rebinds
+     * with new keys): the next allocation of the index continues after {@code key}, so no old rkey opens it.
+     */
+    void retire(final int key) {
+        final int i = key >>> 8;
+        if (i > 0 && i < generation.length) {
+            generation[i] = (byte) key;
+        }
+    }
+
     /** @return the live MR with exactly this key, or null. */
     SoftMr lookup(final int key) {
         final int index = key >>> 8;

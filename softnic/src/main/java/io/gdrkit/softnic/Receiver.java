@@ -48,7 +48,13 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
             unknownQp++;
             return;
         }
-        if (pkt.is(BthOpcode.REQUEST)) {
+        if (qp.ud || pkt.is(BthOpcode.UD)) {
+            if (qp.ud) {
+                dev.ud.onPacket(qp, pkt);
+            } else {
+                unknownQp++; // a datagram for an RC QP
+            }
+        } else if (pkt.is(BthOpcode.REQUEST)) {
             dev.responder.onRequest(qp, pkt);
         } else {
             dev.completer.onResponse(qp, pkt);

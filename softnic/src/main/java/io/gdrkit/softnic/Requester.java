@@ -44,8 +44,8 @@ final class Requester implements Agent {
         long now = Long.MIN_VALUE;
         for (final SoftQp qp : qps) {
             final int s = qp.state;
-            if (s != QpState.RTS && s != QpState.SQD) {
-                continue;
+            if ((s != QpState.RTS && s != QpState.SQD) || qp.ud) {
+                continue; // UD QPs: the UdEngine sends
             }
             if (qp.rnrWaitUntil != 0) {
                 if (now == Long.MIN_VALUE) {
@@ -103,7 +103,7 @@ final class Requester implements Agent {
                     break;
                 }
                 final int status = (flags & SendFlags.INLINE) != 0 ? WcStatus.SUCCESS
-                    : Sgl.checkSend(dev, qp, sq, index, rdAtomic);
+                    : Sgl.checkSend(dev, qp, sq, index, WrOpcode.writesLocal(op));
                 if (status != WcStatus.SUCCESS || (rdAtomic && qp.maxRdAtomic == 0)) {
                     localError(qp, slot, status != WcStatus.SUCCESS ? status : WcStatus.LOC_QP_OP_ERR);
                     break;
@@ -121,6 +121,8 @@ final class Requester implements Agent {
             final int r = switch (op) {
                 case WrOpcode.RDMA_READ -> sendRead(qp, index, slot);
                 case WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD -> sendAtomic(qp, index, slot, op);
+                case WrOpcode.ATOMIC_WRITE, WrOpcode.FLUSH -> sendPlacement(qp, index, slot, op);
+                case WrOpcode.BIND_MW, WrOpcode.LOCAL_INV -> localOp(qp, index, slot, op);
                 default -> sendData(qp, index, slot, op, flags, producer);
             };
             if (r < 0) {
@@ -166,7 +168,8 @@ final class Requester implements Agent {
         final boolean last = remaining <= qp.mtu;
         final boolean send = WrOpcode.isSend(op);
         final boolean imm = WrOpcode.hasImmediate(op);
-        final int opcode = BthOpcode.forPosition(send, first, last, imm);
+        final boolean inv = op == WrOpcode.SEND_WITH_INV;
+        final int opcode = inv ? BthOpcode.sendWithInvalidate(first, last) : BthOpcode.forPosition(send, first, last, imm);
         final int psn = qp.nextPsn;
         // ask for an ACK when the window closes behind this packet too: nothing else may be sent until one
         // comes (after a timeout the window is a single probe packet, which must not go unanswered)
@@ -188,6 +191,9 @@ final class Requester implements Agent {
             }
             if (last && imm) {
                 pkt.imm(sq.imm(index));
+            }
+            if (last && inv) {
+                pkt.ieth(sq.imm(index)); // the rkey to invalidate, kept in the WQE's imm_data field
             }
             if (refs > 0) {
                 if (Sgl.references(dev, qp, sq, index, offset, payload, pkt.reference(payload, refs)) != refs) {
@@ -278,6 +284,63 @@ final class Requester implements Agent {
                 pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.swap(index), sq.compareAdd(index));
             } else {
                 pkt.atomicEth(sq.remoteAddr(index), sq.rkey(index), sq.compareAdd(index), 0);
+            }
+        }
+        tx.commit();
+        qp.nextPsn = Psn.add(psn, 1);
+        qp.lastPsn[slot] = psn;
+        qp.wqeState[slot] |= SoftQp.SENT;
+        qp.reqHead++;
+        qp.curOffset = 0;
+        return 1;
+    }
+
+    /**
+     * BIND_MW or LOCAL_INV: executed here, in send-queue order, sending nothing. The WQE completes once everything
+     * before it did (its last PSN is the previous packet's). After a go-back-N rewind it is not executed again.
+     */
+    private int localOp(final SoftQp qp, final long index, final int slot, final int op) {
+        final SendQueue sq = qp.sq;
+        if ((qp.wqeState[slot] & SoftQp.SENT) == 0) {
+            final long b = sq.swap(index);
+            final int status = op == WrOpcode.BIND_MW
+                ? dev.bindMw(qp, (int) (b >>> 8) & 0xFFFFFF, sq.rkey(index), sq.remoteAddr(index),
+                sq.compareAdd(index), (int) (b >>> 32), (int) b & 0xFF)
+                : dev.invalidateMw(qp, sq.rkey(index), false);
+            if (status != WcStatus.SUCCESS) {
+                localError(qp, slot, status);
+                return -1;
+            }
+            qp.lastPsn[slot] = Psn.add(qp.nextPsn, -1);
+            qp.wqeState[slot] |= SoftQp.SENT;
+        }
+        qp.reqHead++;
+        qp.curOffset = 0;
+        return 1;
+    }
+
+    /**
+     * IBA 1.5 ATOMIC_WRITE (RETH + the 8 bytes of the SGE) or FLUSH (FETH + RETH): one request packet, answered by
+     * a zero-length READ response.
+     */
+    private int sendPlacement(final SoftQp qp, final long index, final int slot, final int op) {
+        final SendQueue sq = qp.sq;
+        final int psn = qp.nextPsn;
+        final boolean flush = op == WrOpcode.FLUSH;
+        if (!claim(qp, flush ? BthOpcode.FLUSH : BthOpcode.ATOMIC_WRITE, flush ? 0 : 8, psn, false, false)) {
+            return -1;
+        }
+        if (flush) {
+            final long typeLevel = sq.swap(index);
+            pkt.feth((int) typeLevel & 0xFF, (int) (typeLevel >>> 8) & 0xFF);
+            pkt.reth(sq.remoteAddr(index), sq.rkey(index), (int) sq.compareAdd(index));
+        } else {
+            pkt.reth(sq.remoteAddr(index), sq.rkey(index), 8);
+            final int status = Sgl.gather(dev, qp, sq, index, 0, pkt.buffer(), pkt.payloadOffset(), 8);
+            if (status != WcStatus.SUCCESS) {
+                tx.abort();
+                localErrorMidMessage(qp, slot, status);
+                return -1;
             }
         }
         tx.commit();

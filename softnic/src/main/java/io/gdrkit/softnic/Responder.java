@@ -79,9 +79,72 @@ final class Responder implements Agent {
             onWrite(qp, p, psn);
         } else if ((mask & BthOpcode.READ) != 0) {
             onRead(qp, p, psn);
+        } else if ((mask & (BthOpcode.ATOMIC_WRITE_OP | BthOpcode.FLUSH_OP)) != 0) {
+            onPlacement(qp, p, psn, (mask & BthOpcode.FLUSH_OP) != 0);
         } else {
             onAtomic(qp, p, psn);
         }
+    }
+
+    /**
+     * IBA 1.5 ATOMIC_WRITE (8 bytes placed in one piece at an aligned address, needing REMOTE_WRITE on QP and MR)
+     * and FLUSH (placement type GLOBAL and/or PERSISTENT, each needing its FLUSH_* bit on QP and MR; selectivity
+     * RANGE checks the range, MR the key only), executed once and answered by a zero-length READ response, as
+     * rxe does. The software NIC has no persistent memory: a PERSISTENT flush makes the bytes as durable as a
+     * GLOBAL one does (visible to every agent, by a full fence), no more.
+     */
+    private void onPlacement(final SoftQp qp, final Packet p, final int psn, final boolean flush) {
+        final long va = p.rethVa();
+        final int rkey = p.rethRkey();
+        final int len = p.rethDmaLength();
+        final SoftMr mr;
+        if (flush) {
+            final int type = p.fethPlacementType();
+            final int level = p.fethSelectivity();
+            final int need = ((type & 1) != 0 ? AccessFlags.FLUSH_GLOBAL : 0)
+                | ((type & 2) != 0 ? AccessFlags.FLUSH_PERSISTENT : 0);
+            if (need == 0 || (type & ~3) != 0 || level > 1 || (qp.accessFlags & need) != need || len < 0) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "FLUSH type " + type + " level "
+                    + level + " refused by QP " + qp.qpn + " (access " + AccessFlags.describe(qp.accessFlags) + ")");
+                return;
+            }
+            final SoftMr m = dev.mrs.lookup(rkey);
+            mr = m != null && m.pd == qp.pd && (m.access & need) == need && (level == 1 || m.contains(va, len))
+                ? m : null;
+        } else {
+            if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE) || len != 8 || p.payloadLength() != 8 || (va & 7) != 0) {
+                nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, (va & 7) != 0
+                    ? "ATOMIC_WRITE address 0x" + Long.toHexString(va) + " is not 8-byte aligned"
+                    : "ATOMIC_WRITE of " + len + " bytes, or QP " + qp.qpn + " without REMOTE_WRITE");
+                return;
+            }
+            mr = remoteMr(qp, rkey, va, 8, AccessFlags.REMOTE_WRITE);
+        }
+        if (mr == null) {
+            nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                + Integer.toHexString(rkey) + " refused for " + (flush ? "FLUSH" : "ATOMIC_WRITE"));
+            return;
+        }
+        final int slot = qp.resources.push(ResponderResources.READ, psn);
+        if (slot < 0) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "more READ/ATOMIC outstanding than "
+                + "max_dest_rd_atomic");
+            return;
+        }
+        if (flush) {
+            java.lang.invoke.VarHandle.fullFence();
+            if (mr.dma != null) {
+                mr.dma.completionFence();
+            }
+        } else {
+            mr.atomicWrite(va, p.buffer().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, p.payloadOffset()));
+            qp.noteDmaWrite(mr);
+        }
+        qp.resources.va[slot] = 0;
+        qp.resources.rkey[slot] = 0;
+        qp.resources.length[slot] = 0; // the answer: a zero-length READ response
+        qp.msn = Psn.add(qp.msn, 1);
+        qp.ePsn = Psn.add(psn, 1);
     }
 
     private boolean checkPayload(final SoftQp qp, final Packet p, final int psn) {
@@ -95,7 +158,21 @@ final class Responder implements Agent {
         return true;
     }
 
-    private boolean recvAvailable(final SoftQp qp) {
+    /** A receive WQE for the message starting now: posted to the QP, or taken from its SRQ. */
+    static boolean recvAvailable(final SoftQp qp) {
+        if (hasRecv(qp)) {
+            return true;
+        }
+        final SoftSrq srq = qp.srq;
+        if (srq != null && srq.take(qp.rq, qp.rqHead)) {
+            qp.rq.doorbell().ring(qp.rqHead + 1);
+            return true;
+        }
+        return false;
+    }
+
+    /** A receive WQE is in the QP's own queue (never takes one from the SRQ). */
+    private static boolean hasRecv(final SoftQp qp) {
         return qp.rqHead < qp.rq.doorbell().producer();
     }
 
@@ -121,7 +198,7 @@ final class Responder implements Agent {
         final int len = p.payloadLength();
         if (len > 0) {
             final int status = p.isReference() ? placeReferenced(qp, p, null)
-                : Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
+                : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
             if (status == UNRESOLVED) {
                 if (p.is(BthOpcode.FIRST)) {
                     qp.inSend = false; // as if never received: its retransmission starts the message again
@@ -137,11 +214,24 @@ final class Responder implements Agent {
         }
         qp.recvOffset += len;
         if (p.is(BthOpcode.LAST)) {
+            int extra = 0;
+            int flags = 0;
+            if (p.is(BthOpcode.IETH)) {
+                // SEND_WITH_INV: the rkey must be a type 2 window bound through this QP (rxe, IB spec 10.6.7.2)
+                extra = p.iethRkey();
+                if (dev.invalidateMw(qp, extra, true) != WcStatus.SUCCESS) {
+                    nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "SEND_WITH_INV of rkey 0x"
+                        + Integer.toHexString(extra) + ", not a type 2 window bound through QP " + qp.qpn);
+                    return;
+                }
+                flags = WorkCompletion.WITH_INV;
+            } else if (p.is(BthOpcode.IMM)) {
+                extra = p.imm();
+                flags = WorkCompletion.WITH_IMM;
+            }
             qp.inSend = false;
             qp.msn = Psn.add(qp.msn, 1);
-            final boolean imm = p.is(BthOpcode.IMM);
-            completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, imm ? p.imm() : 0,
-                imm ? WorkCompletion.WITH_IMM : 0);
+            completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, extra, flags, p.solicited());
         }
         accept(qp, p, psn);
     }
@@ -212,7 +302,7 @@ final class Responder implements Agent {
             qp.msn = Psn.add(qp.msn, 1);
             if (consumes) {
                 completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, qp.writeLength, p.imm(),
-                    WorkCompletion.WITH_IMM);
+                    WorkCompletion.WITH_IMM, p.solicited());
             }
         }
         accept(qp, p, psn);
@@ -228,8 +318,11 @@ final class Responder implements Agent {
      * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
      */
     private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
-        final SoftQp src = dev.port.peer(qp.dlid) instanceof SoftDevice d ? d.qp(qp.destQpn) : null;
-        if (src == null || src.destQpn != qp.qpn || !sending(src.state)) {
+        // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
+        // that publishes the attributes modify_qp set before it), and only then its destination.
+        final SoftDevice peer = dev.port.peer(qp.dlid, SoftDevice.class);
+        final SoftQp src = peer != null ? peer.publishedQp(qp.destQpn) : null;
+        if (src == null || !sending(src.state) || src.destQpn != qp.qpn || src.dlid != dev.port.lid()) {
             unresolved++;
             return UNRESOLVED;
         }
@@ -240,14 +333,14 @@ final class Responder implements Agent {
                 final long va = p.refVa(i);
                 final int len = p.refLength(i);
                 final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
-                if (from == null || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
+                if (from == null || from.window || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
                     unresolved++;
                     return UNRESOLVED;
                 }
                 if (writeMr != null) {
                     writeMr.copyIn(from.segment, va - from.address, qp.writeVa + done, len);
                 } else {
-                    final int status = Sgl.scatterRecv(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
+                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
                         from.segment, va - from.address, len);
                     if (status != WcStatus.SUCCESS) {
                         return status;
@@ -370,6 +463,16 @@ final class Responder implements Agent {
                 qp.resources.rkey[slot] = rkey;
                 qp.resources.length[slot] = len;
             }
+        } else if ((mask & (BthOpcode.ATOMIC_WRITE_OP | BthOpcode.FLUSH_OP)) != 0) {
+            // executed once: a duplicate is only answered again
+            if (!qp.resources.hasQueued(ResponderResources.READ, psn)) {
+                final int slot = qp.resources.push(ResponderResources.READ, psn);
+                if (slot >= 0) {
+                    qp.resources.va[slot] = 0;
+                    qp.resources.rkey[slot] = 0;
+                    qp.resources.length[slot] = 0;
+                }
+            }
         } else if ((mask & BthOpcode.ATOMIC) != 0) {
             // answered from the saved result, never executed twice
             final int h = qp.resources.findAtomic(psn);
@@ -384,7 +487,8 @@ final class Responder implements Agent {
 
     private SoftMr remoteMr(final SoftQp qp, final int rkey, final long va, final long len, final int access) {
         final SoftMr mr = dev.mrs.lookup(rkey);
-        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.contains(va, len)) {
+        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.contains(va, len)
+            || (mr.boundQp != null && mr.boundQp != qp)) { // a type 2 window: only through the QP that bound it
             return null;
         }
         return mr;
@@ -397,8 +501,8 @@ final class Responder implements Agent {
     private void nak(final SoftQp qp, final int psn, final int code, final int recvStatus, final String why) {
         qp.resources.pushAck(Aeth.nak(code), psn, qp.msn);
         if (qp.inSend || recvStatus == WcStatus.LOC_LEN_ERR || recvStatus == WcStatus.LOC_PROT_ERR) {
-            if (recvAvailable(qp)) {
-                completeRecv(qp, recvStatus, WcOpcode.RECV, 0, 0, 0);
+            if (hasRecv(qp)) {
+                completeRecv(qp, recvStatus, WcOpcode.RECV, 0, 0, 0, false);
             }
         }
         qp.inSend = false;
@@ -409,14 +513,14 @@ final class Responder implements Agent {
     }
 
     private void completeRecv(final SoftQp qp, final int status, final int opcode, final int byteLen, final int imm,
-                              final int flags) {
+                              final int flags, final boolean solicited) {
         qp.fenceDmaWrites();
         final RecvQueue rq = qp.rq;
         final long wrId = rq.wrId(qp.rqHead);
         // Release the WQE before the CQE is visible: the poller may repost into the slot as soon as it sees it.
         qp.rqHead++;
         rq.doorbell().consumer(qp.rqHead);
-        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags)) {
+        if (!qp.recvCq.post(wrId, status, opcode, byteLen, imm, qp.qpn, qp.destQpn, flags, solicited)) {
             dev.toError(qp, AsyncEventType.QP_FATAL, "receive CQ overflow");
         }
     }
@@ -526,7 +630,14 @@ final class Responder implements Agent {
         int n = 0;
         final long producer = qp.rq.doorbell().producer();
         while (qp.rqHead < producer && qp.recvCq.hasRoomForFlush()) {
-            completeRecv(qp, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0);
+            completeRecv(qp, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, false);
+            n++;
+        }
+        if (qp.srq != null && !qp.lastWqeReported && qp.rqHead == producer) {
+            // the WQEs left in the SRQ stay there for other QPs; this one will take no more (IB spec 11.6.3)
+            qp.lastWqeReported = true;
+            dev.raise(new io.gdrkit.verbs.AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, qp.qpn, "QP " + qp.qpn
+                + " in ERR: last WQE of " + qp.srq + " reached"));
             n++;
         }
         return n;

@@ -1,35 +1,53 @@
 package io.gdrkit.softnic;
 
-import io.gdrkit.softnic.queue.RecvQueue;
-import io.gdrkit.softnic.queue.SendQueue;
+import io.gdrkit.softnic.queue.SgeList;
 import io.gdrkit.softnic.wire.Packet;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.WcStatus;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Moves bytes between a WQE's scatter/gather list and a packet. Every call looks each lkey up again, so an MR
- * deregistered between two packets of one message is never touched.
+ * Moves bytes between a WQE's scatter/gather list and a packet. There is one walk ({@link #walk}) and one access
+ * check ({@link #localMr}) for every direction, so gathering, scattering (READ responses, ATOMIC results,
+ * receives) and referencing cannot drift apart on this security path. Every call looks each lkey up again, so an
+ * MR deregistered between two packets of one message is never touched.
  */
 final class Sgl {
+    /** Copy out of the SGEs (a send's payload). */
+    private static final int GATHER = 0;
+    /** Copy into the SGEs (needs LOCAL_WRITE). */
+    private static final int SCATTER = 1;
+    /** Write references to the SGEs' bytes into a packet (single copy; needs a referable MR). */
+    private static final int REFERENCE = 2;
+
     private Sgl() {
     }
 
     /**
-     * Checks a send WQE's SGEs: live lkeys of the QP's PD, ranges inside their MRs, LOCAL_WRITE when the NIC
-     * will write them (READ and ATOMIC results). Returns a WcStatus.
+     * The one local access check: a live lkey of the QP's PD whose MR holds {@code [addr, addr + len)}, with
+     * LOCAL_WRITE when the NIC will write it. Returns the MR, or null when access is refused.
      */
-    static int checkSend(final SoftDevice dev, final SoftQp qp, final SendQueue sq, final long index,
+    static SoftMr localMr(final SoftDevice dev, final SoftQp qp, final int lkey, final long addr, final long len,
+                          final boolean nicWrites) {
+        final SoftMr mr = dev.mrs.lookup(lkey);
+        if (mr == null || mr.window || mr.pd != qp.pd || !mr.contains(addr, len)
+            || (nicWrites && (mr.access & AccessFlags.LOCAL_WRITE) == 0)) {
+            return null;
+        }
+        return mr;
+    }
+
+    /**
+     * Checks every SGE of a WQE as a whole before its first packet: {@link #localMr} on each non-empty SGE
+     * ({@code nicWrites} for READ and ATOMIC results). Returns a WcStatus.
+     */
+    static int checkSend(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index,
                          final boolean nicWrites) {
-        final int n = sq.numSge(index);
+        final int n = sgl.numSge(index);
         for (int i = 0; i < n; i++) {
-            final int len = sq.sgeLength(index, i);
-            if (len == 0) {
-                continue;
-            }
-            final SoftMr mr = dev.mrs.lookup(sq.sgeLkey(index, i));
-            if (mr == null || mr.pd != qp.pd || !mr.contains(sq.sgeAddr(index, i), Integer.toUnsignedLong(len))
-                || (nicWrites && (mr.access & AccessFlags.LOCAL_WRITE) == 0)) {
+            final int len = sgl.sgeLength(index, i);
+            if (len != 0 && localMr(dev, qp, sgl.sgeLkey(index, i), sgl.sgeAddr(index, i),
+                Integer.toUnsignedLong(len), nicWrites) == null) {
                 return WcStatus.LOC_PROT_ERR;
             }
         }
@@ -37,27 +55,18 @@ final class Sgl {
     }
 
     /** Copies {@code len} bytes starting {@code offset} bytes into the WQE's gather list to dst. */
-    static int gather(final SoftDevice dev, final SoftQp qp, final SendQueue sq, final long index, long offset,
-                      final MemorySegment dst, long dstOffset, int len) {
-        final int n = sq.numSge(index);
-        for (int i = 0; i < n && len > 0; i++) {
-            final long sgeLen = Integer.toUnsignedLong(sq.sgeLength(index, i));
-            if (offset >= sgeLen) {
-                offset -= sgeLen;
-                continue;
-            }
-            final int chunk = (int) Math.min(len, sgeLen - offset);
-            final long addr = sq.sgeAddr(index, i) + offset;
-            final SoftMr mr = dev.mrs.lookup(sq.sgeLkey(index, i));
-            if (mr == null || mr.pd != qp.pd || !mr.contains(addr, chunk)) {
-                return WcStatus.LOC_PROT_ERR;
-            }
-            mr.copyOut(addr, dst, dstOffset, chunk);
-            dstOffset += chunk;
-            len -= chunk;
-            offset = 0;
-        }
-        return len == 0 ? WcStatus.SUCCESS : WcStatus.LOC_LEN_ERR;
+    static int gather(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, final long offset,
+                      final MemorySegment dst, final long dstOffset, final int len) {
+        return walk(dev, qp, sgl, index, offset, dst, dstOffset, len, GATHER, null);
+    }
+
+    /**
+     * Copies {@code len} bytes from src into the WQE's scatter list starting {@code offset} bytes in: READ responses
+     * and ATOMIC results into a send WQE, a message into a receive WQE. LOC_LEN_ERR when it does not fit.
+     */
+    static int scatter(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index,
+                       final long offset, final MemorySegment src, final long srcOffset, final int len) {
+        return walk(dev, qp, sgl, index, offset, src, srcOffset, len, SCATTER, null);
     }
 
     /**
@@ -66,80 +75,55 @@ final class Sgl {
      * copy path must report: {@link #gather} then finds it). With {@code into}, also writes the references into
      * that packet (already made a reference packet of that many segments).
      */
-    static int references(final SoftDevice dev, final SoftQp qp, final SendQueue sq, final long index, long offset,
-                          int len, final Packet into) {
-        final int n = sq.numSge(index);
+    static int references(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index,
+                          final long offset, final int len, final Packet into) {
+        final int segments = walk(dev, qp, sgl, index, offset, null, 0, len, REFERENCE, into);
+        return segments > 0 ? segments : 0;
+    }
+
+    /**
+     * The walk: the SGE chunks covering {@code [offset, offset + len)} of the list, each checked by
+     * {@link #localMr} and then copied or referenced. Returns a WcStatus (GATHER, SCATTER) or, for REFERENCE, the
+     * number of segments (a negative value or 0 when something may not be referenced).
+     */
+    private static int walk(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, long offset,
+                            final MemorySegment seg, long segOffset, int len, final int mode, final Packet into) {
+        final int n = sgl.numSge(index);
         int segments = 0;
         for (int i = 0; i < n && len > 0; i++) {
-            final long sgeLen = Integer.toUnsignedLong(sq.sgeLength(index, i));
+            final long sgeLen = Integer.toUnsignedLong(sgl.sgeLength(index, i));
             if (offset >= sgeLen) {
                 offset -= sgeLen;
                 continue;
             }
             final int chunk = (int) Math.min(len, sgeLen - offset);
-            final long addr = sq.sgeAddr(index, i) + offset;
-            final SoftMr mr = dev.mrs.lookup(sq.sgeLkey(index, i));
-            if (mr == null || !mr.referable || mr.pd != qp.pd || !mr.contains(addr, chunk)) {
-                return 0;
+            final long addr = sgl.sgeAddr(index, i) + offset;
+            final SoftMr mr = localMr(dev, qp, sgl.sgeLkey(index, i), addr, chunk, mode == SCATTER);
+            if (mr == null) {
+                return mode == REFERENCE ? 0 : WcStatus.LOC_PROT_ERR;
             }
-            if (into != null) {
-                into.refEntry(segments, addr, mr.key, chunk);
+            switch (mode) {
+                case GATHER -> mr.copyOut(addr, seg, segOffset, chunk);
+                case SCATTER -> {
+                    mr.copyIn(seg, segOffset, addr, chunk);
+                    qp.noteDmaWrite(mr);
+                }
+                default -> {
+                    if (!mr.referable) {
+                        return 0;
+                    }
+                    if (into != null) {
+                        into.refEntry(segments, addr, mr.key, chunk);
+                    }
+                    segments++;
+                }
             }
-            segments++;
+            segOffset += chunk;
             len -= chunk;
             offset = 0;
         }
-        return len == 0 ? segments : 0;
-    }
-
-    /** Copies into the WQE's scatter list (READ responses, ATOMIC results). */
-    static int scatterSend(final SoftDevice dev, final SoftQp qp, final SendQueue sq, final long index, long offset,
-                           final MemorySegment src, long srcOffset, int len) {
-        final int n = sq.numSge(index);
-        for (int i = 0; i < n && len > 0; i++) {
-            final long sgeLen = Integer.toUnsignedLong(sq.sgeLength(index, i));
-            if (offset >= sgeLen) {
-                offset -= sgeLen;
-                continue;
-            }
-            final int chunk = (int) Math.min(len, sgeLen - offset);
-            final long addr = sq.sgeAddr(index, i) + offset;
-            final SoftMr mr = dev.mrs.lookup(sq.sgeLkey(index, i));
-            if (mr == null || mr.pd != qp.pd || !mr.contains(addr, chunk)
-                || (mr.access & AccessFlags.LOCAL_WRITE) == 0) {
-                return WcStatus.LOC_PROT_ERR;
-            }
-            mr.copyIn(src, srcOffset, addr, chunk);
-            qp.noteDmaWrite(mr);
-            srcOffset += chunk;
-            len -= chunk;
-            offset = 0;
-        }
-        return len == 0 ? WcStatus.SUCCESS : WcStatus.LOC_LEN_ERR;
-    }
-
-    /** Copies into a receive WQE's scatter list; LOC_LEN_ERR when the message does not fit. */
-    static int scatterRecv(final SoftDevice dev, final SoftQp qp, final RecvQueue rq, final long index, long offset,
-                           final MemorySegment src, long srcOffset, int len) {
-        final int n = rq.numSge(index);
-        for (int i = 0; i < n && len > 0; i++) {
-            final long sgeLen = Integer.toUnsignedLong(rq.sgeLength(index, i));
-            if (offset >= sgeLen) {
-                offset -= sgeLen;
-                continue;
-            }
-            final int chunk = (int) Math.min(len, sgeLen - offset);
-            final long addr = rq.sgeAddr(index, i) + offset;
-            final SoftMr mr = dev.mrs.lookup(rq.sgeLkey(index, i));
-            if (mr == null || mr.pd != qp.pd || !mr.contains(addr, chunk)
-                || (mr.access & AccessFlags.LOCAL_WRITE) == 0) {
-                return WcStatus.LOC_PROT_ERR;
-            }
-            mr.copyIn(src, srcOffset, addr, chunk);
-            qp.noteDmaWrite(mr);
-            srcOffset += chunk;
-            len -= chunk;
-            offset = 0;
+        if (mode == REFERENCE) {
+            return len == 0 ? segments : 0;
         }
         return len == 0 ? WcStatus.SUCCESS : WcStatus.LOC_LEN_ERR;
     }

@@ -2,6 +2,7 @@ package io.gdrkit.softnic;
 
 import io.gdrkit.core.agent.Agent;
 import io.gdrkit.softnic.fabric.FabricPort;
+import io.gdrkit.softnic.fabric.PortOwner;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.AsyncEvent;
 import io.gdrkit.verbs.AsyncEventType;
@@ -35,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * {@link Responder} that executes requests and answers them, and a {@link Completer} that turns
  * acknowledgements into completions and drives retransmission, split as Linux rxe splits them.
  */
-public final class SoftDevice implements Device, Agent {
+public final class SoftDevice implements Device, Agent, PortOwner {
     static final int QPN_BASE = 16;
     static final int MAX_QP = 1 << 16;
     static final int MAX_MR = 1 << 20;
@@ -44,6 +45,16 @@ public final class SoftDevice implements Device, Agent {
     static final int MAX_SGE = 32;
     static final int MAX_QP_WR = 1 << 15;
     static final int MAX_CQE = 1 << 22;
+    static final int MAX_SRQ = 1 << 10;
+    static final int MAX_CQ = 1 << 16;
+    /** ibv_device_attr.local_ca_ack_delay, as rxe reports it. */
+    static final int LOCAL_CA_ACK_DELAY = 15;
+    static final int MAX_SRQ_WR = MAX_QP_WR;
+    /**
+     * Completion vectors: one. Every CQ of a software NIC is served by the thread that moves the NIC, so a vector
+     * would not change who handles its events; libibverbs requires at least one.
+     */
+    static final int NUM_COMP_VECTORS = 1;
     private static final long CONTROL_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
 
     private final SoftNicDriver driver;
@@ -52,10 +63,20 @@ public final class SoftDevice implements Device, Agent {
     final FabricPort port;
     final Duty duty = new Duty();
     final MrTable mrs = new MrTable(MAX_MR);
+    /**
+     * QP number to QP. Written under duty with release stores and read by this NIC's engines (under duty) and, with
+     * {@link #publishedQp}, by a peer NIC's responder resolving a reference packet from another thread.
+     */
     private final SoftQp[] qpTable = new SoftQp[MAX_QP];
+    private static final java.lang.invoke.VarHandle QP_SLOT =
+        java.lang.invoke.MethodHandles.arrayElementVarHandle(SoftQp[].class);
     /** QPs the agents scan; replaced copy-on-write under duty. */
     volatile SoftQp[] activeQps = new SoftQp[0];
+    /** The UD QPs among them, for the {@link UdEngine}: empty (and costing nothing per duty cycle) without UD. */
+    volatile SoftQp[] udQps = new SoftQp[0];
     private final List<SoftCq> cqs = new ArrayList<>();
+    private final List<SoftSrq> srqs = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private int nextSrqHandle = 1;
     private final ConcurrentLinkedQueue<AsyncEvent> events = new ConcurrentLinkedQueue<>();
     private final DeviceAttr attr;
     private int nextQpIndex;
@@ -68,21 +89,40 @@ public final class SoftDevice implements Device, Agent {
     final Requester requester;
     final Responder responder;
     final Completer completer;
+    final UdEngine ud;
 
     SoftDevice(final SoftNicDriver driver, final String name, final FabricPort port) {
         this.driver = driver;
         this.name = name;
         this.port = port;
         this.guid = 0x0002_c9ff_fe00_0000L | port.lid();
-        this.attr = new DeviceAttr(name, guid, driver.context().maxQp(), MAX_QP_WR, MAX_SGE, 1 << 16, MAX_CQE,
-            MAX_MR - 1, Long.MAX_VALUE, MAX_RD_ATOMIC, MAX_RD_ATOMIC, MAX_INLINE,
-            Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)), true);
+        this.attr = deviceAttr(name, guid, driver.context().maxQp(),
+            Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)));
         this.oneCopy = driver.context().oneCopy();
         port.owner(this);
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);
         this.receiver = new Receiver(this);
+        this.ud = new UdEngine(this);
+    }
+
+    /**
+     * What queryDevice reports: the limits this class enforces and the capabilities it implements, nothing more.
+     * Each capability flag is checked against a probe in SoftVerbsConformanceTest.
+     */
+    private static DeviceAttr deviceAttr(final String name, final long guid, final int maxQp, final int maxSoftwareMtu) {
+        final int caps = io.gdrkit.verbs.DeviceCap.RC_RNR_NAK_GEN // an empty receive queue answers RNR NAK
+            | io.gdrkit.verbs.DeviceCap.MEM_WINDOW                 // type 1 windows
+            | io.gdrkit.verbs.DeviceCap.MEM_WINDOW_TYPE_2B         // type 2 windows, bound to a QP
+            | io.gdrkit.verbs.DeviceCap.CURR_QP_STATE_MOD          // modify_qp accepts IBV_QP_CUR_STATE
+            | io.gdrkit.verbs.DeviceCap.SYS_IMAGE_GUID;            // sys_image_guid is set
+        return new DeviceAttr("gdrkit-softnic 0.1 (simulated)", guid, guid, Long.MAX_VALUE, 0xFFFF_F000L,
+            0, 0, 0, maxQp, MAX_QP_WR, caps, MAX_SGE, MAX_SGE, MAX_CQ, MAX_CQE, MAX_MR - 1, Integer.MAX_VALUE,
+            MAX_RD_ATOMIC, 0, (int) Math.min(Integer.MAX_VALUE, (long) maxQp * MAX_RD_ATOMIC), MAX_RD_ATOMIC, 0,
+            io.gdrkit.verbs.DeviceCap.ATOMIC_HCA, 0, 0, MAX_MR - 1 /* max_mw: the key table MRs share */, 0, 0, 0, 0, 0,
+            Integer.MAX_VALUE /* max_ah */, 0, 0,
+            MAX_SRQ, MAX_SRQ_WR, MAX_SGE, 1, LOCAL_CA_ACK_DELAY, 1, name, MAX_INLINE, maxSoftwareMtu, true);
     }
 
     SoftNicDriver driver() {
@@ -138,7 +178,7 @@ public final class SoftDevice implements Device, Agent {
 
     /** The four engines, for a {@link io.gdrkit.core.agent.DeterministicRunner} to step one by one. */
     public List<Agent> agents() {
-        return List.of(guarded(receiver), guarded(requester), guarded(responder), guarded(completer));
+        return List.of(guarded(receiver), guarded(requester), guarded(responder), guarded(completer), guarded(ud));
     }
 
     private Agent guarded(final Agent agent) {
@@ -173,6 +213,7 @@ public final class SoftDevice implements Device, Agent {
             work += responder.doWork();
             work += completer.doWork();
             work += requester.doWork();
+            work += ud.doWork();
             return work;
         } finally {
             duty.release();
@@ -192,6 +233,25 @@ public final class SoftDevice implements Device, Agent {
 
     AsyncEvent pollAsyncEvent() {
         return events.poll();
+    }
+
+    /** Waits for an async event, moving this device meanwhile where the caller drives progress. */
+    AsyncEvent getAsyncEvent(final long timeoutNanos) {
+        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        while (true) {
+            final AsyncEvent e = events.poll();
+            if (e != null || deadline - System.nanoTime() <= 0) {
+                return e;
+            }
+            final int work = switch (driver.context().progressMode()) {
+                case INVOKER -> driver.progress();
+                case OWN_DEVICE -> doWork();
+                default -> 0;
+            };
+            if (work == 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000L);
+            }
+        }
     }
 
     // ---------------- memory regions ----------------
@@ -297,6 +357,9 @@ public final class SoftDevice implements Device, Agent {
                 throw new VerbsException(Errno.EINVAL, "MR key 0x" + Integer.toHexString(mr.key)
                     + " is not registered (already deregistered?)");
             }
+            if (hasBoundWindows(mr)) {
+                throw new VerbsException(Errno.EBUSY, "ibv_dereg_mr: memory windows are bound to the MR");
+            }
             mr.valid = false;
             mrs.remove(mr);
         } finally {
@@ -307,32 +370,231 @@ public final class SoftDevice implements Device, Agent {
         }
     }
 
-    /** Poster-side check for inline data: is [addr, addr+len) inside the MR with this lkey? */
-    boolean isReadableLocal(final int lkey, final long addr, final int len) {
-        final SoftMr mr = mrs.lookup(lkey);
-        return mr != null && mr.contains(addr, len);
+    // ---------------- memory windows ----------------
+
+    private final java.util.concurrent.ConcurrentHashMap<Integer, SoftMw> mws = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** An entry granting nothing: an unbound or invalidated window's slot. */
+    private static SoftMr nothing(final SoftPd pd, final int key) {
+        return new SoftMr(pd, MemorySegment.NULL, 0, key, null, null, true);
     }
 
-    /** Copies inline data at post time (the poster checked the range). */
-    void copyInline(final int lkey, final long addr, final MemorySegment dst, final long dstOffset, final int len) {
-        final SoftMr mr = mrs.lookup(lkey);
-        if (mr == null || !mr.contains(addr, len)) {
-            throw new VerbsException(Errno.EINVAL, "inline SGE lkey 0x" + Integer.toHexString(lkey)
+    SoftMw allocMw(final SoftPd pd, final int type) {
+        if (type != io.gdrkit.verbs.MemoryWindow.TYPE_1 && type != io.gdrkit.verbs.MemoryWindow.TYPE_2) {
+            throw new VerbsException(Errno.EINVAL, "ibv_alloc_mw: type " + type + " (1 or 2)");
+        }
+        duty.acquire(CONTROL_TIMEOUT_NS, "allocate a memory window");
+        try {
+            final int key = mrs.allocateKey();
+            mrs.publish(nothing(pd, key));
+            final SoftMw mw = new SoftMw(pd, type, key);
+            mw.entryKey = key;
+            mws.put(key >>> 8, mw);
+            return mw;
+        } finally {
+            duty.release();
+        }
+    }
+
+    void deallocMw(final SoftMw mw) {
+        duty.acquire(CONTROL_TIMEOUT_NS, "deallocate a memory window");
+        try {
+            if (mw.closed) {
+                return;
+            }
+            final SoftMr entry = mrs.lookup(mw.entryKey);
+            if (entry != null) {
+                entry.valid = false;
+                mrs.remove(entry);
+            }
+            mrs.retire(mw.entryKey);
+            mws.remove(mw.entryKey >>> 8, mw);
+            mw.bound = null;
+            mw.closed = true;
+        } finally {
+            duty.release();
+        }
+    }
+
+    /**
+     * Executes a BIND_MW work request (NIC side, under duty): window {@code mwIndex}'s slot gets an entry for
+     * {@code [addr, addr + length)} of the MR with lkey {@code mrLkey}, under {@code newRkey}; type 1 with length 0
+     * unbinds. Returns SUCCESS or MW_BIND_ERR, as rxe_bind_mw does.
+     */
+    int bindMw(final SoftQp qp, final int mwIndex, final int newRkey, final long addr, final long length,
+               final int mrLkey, final int access) {
+        final SoftMw mw = mws.get(mwIndex);
+        if (mw == null || mw.closed || mw.pd != qp.pd || newRkey >>> 8 != mwIndex
+            || (access & ~AccessFlags.ALL_REMOTE) != 0 || length < 0
+            || (mw.type == io.gdrkit.verbs.MemoryWindow.TYPE_2 && (mw.bound != null || length == 0))) {
+            return io.gdrkit.verbs.WcStatus.MW_BIND_ERR;
+        }
+        final SoftMr entry;
+        if (length == 0) {
+            entry = nothing(mw.pd, newRkey);
+        } else {
+            final SoftMr mr = mrs.lookup(mrLkey);
+            if (mr == null || mr.window || mr.pd != qp.pd || (mr.access & AccessFlags.MW_BIND) == 0
+                || !mr.contains(addr, length)
+                || ((access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0
+                && (mr.access & AccessFlags.LOCAL_WRITE) == 0)) {
+                return io.gdrkit.verbs.WcStatus.MW_BIND_ERR;
+            }
+            final SoftQp through = mw.type == io.gdrkit.verbs.MemoryWindow.TYPE_2 ? qp : null;
+            entry = mr.segment != null
+                ? new SoftMr(mw.pd, mr.segment.asSlice(addr - mr.address, length), access, newRkey, through, mr, true)
+                : new SoftMr(mw.pd, mr.dma.window(addr - mr.address, length, addr), access, newRkey, null, through,
+                mr);
+        }
+        final SoftMr old = mrs.lookup(mw.entryKey);
+        if (old != null) {
+            old.valid = false;
+            mrs.remove(old);
+        }
+        mrs.publish(entry);
+        mw.entryKey = newRkey;
+        mw.bound = length == 0 ? null : entry;
+        return io.gdrkit.verbs.WcStatus.SUCCESS;
+    }
+
+    /**
+     * Invalidates the type 2 window with {@code rkey} (NIC side, under duty): LOCAL_INV ({@code remote} false: a
+     * window of the QP's PD) or a peer's SEND_WITH_INV ({@code remote}: a window bound through this QP). Returns
+     * SUCCESS or LOC_QP_OP_ERR (rxe's status for a failed local operation).
+     */
+    int invalidateMw(final SoftQp qp, final int rkey, final boolean remote) {
+        final SoftMw mw = mws.get(rkey >>> 8);
+        final SoftMr b = mw != null ? mw.bound : null;
+        if (b == null || mw.closed || mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_2 || mw.entryKey != rkey
+            || (remote ? b.boundQp != qp : mw.pd != qp.pd)) {
+            return io.gdrkit.verbs.WcStatus.LOC_QP_OP_ERR;
+        }
+        b.valid = false;
+        mrs.remove(b);
+        mrs.publish(nothing(mw.pd, rkey));
+        mw.bound = null;
+        return io.gdrkit.verbs.WcStatus.SUCCESS;
+    }
+
+    /** Whether a window is bound to {@code mr} (then it may not be deregistered or re-registered: EBUSY). */
+    private boolean hasBoundWindows(final SoftMr mr) {
+        for (final SoftMw mw : mws.values()) {
+            final SoftMr b = mw.bound;
+            if (b != null && b.parent == mr) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** ibv_rereg_mr: a new table entry (new keys) replaces the MR's current one, atomically for the NIC. */
+    void reregMr(final SoftMr handle, final int flags, final io.gdrkit.verbs.ProtectionDomain pd,
+                 final MemorySegment segment, final int access) {
+        final int all = MemoryRegion.REREG_CHANGE_TRANSLATION | MemoryRegion.REREG_CHANGE_PD
+            | MemoryRegion.REREG_CHANGE_ACCESS;
+        if (flags == 0 || (flags & ~all) != 0) {
+            throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: flags 0x" + Integer.toHexString(flags)
+                + " (need one or more of CHANGE_TRANSLATION, CHANGE_PD, CHANGE_ACCESS)");
+        }
+        final boolean translation = (flags & MemoryRegion.REREG_CHANGE_TRANSLATION) != 0;
+        if (translation && (segment == null || !segment.isNative() || segment.byteSize() == 0)) {
+            throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: the new memory must be a non-empty native segment");
+        }
+        SoftPd newPd = null;
+        if ((flags & MemoryRegion.REREG_CHANGE_PD) != 0) {
+            if (!(pd instanceof SoftPd sp) || sp.device() != this) {
+                throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: the new PD is not one of device " + name);
+            }
+            newPd = sp;
+        }
+        if ((flags & MemoryRegion.REREG_CHANGE_ACCESS) != 0) {
+            checkAccess(access);
+        }
+        duty.acquire(CONTROL_TIMEOUT_NS, "re-register an MR");
+        try {
+            final SoftMr cur = handle.current();
+            if (mrs.lookup(cur.key) != cur) {
+                throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: the MR was deregistered");
+            }
+            if (hasBoundWindows(cur)) {
+                throw new VerbsException(Errno.EBUSY, "ibv_rereg_mr: memory windows are bound to the MR");
+            }
+            if (translation && cur.dma != null) {
+                throw new VerbsException(Errno.EINVAL, "ibv_rereg_mr: CHANGE_TRANSLATION of an MR over "
+                    + cur.dma.describe() + " (register the new memory instead)");
+            }
+            final SoftPd p = newPd != null ? newPd : cur.pd;
+            final int acc = (flags & MemoryRegion.REREG_CHANGE_ACCESS) != 0 ? access : cur.access;
+            final int key = mrs.allocateKey();
+            final SoftMr next = translation || cur.dma == null
+                ? new SoftMr(p, translation ? segment : cur.segment, acc, key)
+                : new SoftMr(p, cur.dma, acc, key, cur.release);
+            cur.valid = false;
+            mrs.remove(cur);
+            mrs.publish(next);
+            cur.replacedBy(next);
+        } finally {
+            duty.release();
+        }
+    }
+
+    /**
+     * Poster-side check for inline data: the bytes are readable. An SGE over unregistered memory is checked against
+     * that memory and its lkey is ignored (libibverbs: the L_Key is not checked for inline sends); otherwise the
+     * lkey names an MR that must hold the range, as that is the only way to reach the bytes. Null when fine, else
+     * why not.
+     */
+    String inlineProblem(final io.gdrkit.verbs.Sge sge) {
+        if (sge.memory != null) {
+            final long off = sge.addr - sge.memory.address();
+            if (!sge.memory.isNative() || off < 0 || off > sge.memory.byteSize() - Integer.toUnsignedLong(sge.length)) {
+                return "is not inside its memory segment (" + sge.memory.byteSize() + " bytes at 0x"
+                    + Long.toHexString(sge.memory.address()) + ")";
+            }
+            return null;
+        }
+        final SoftMr mr = mrs.lookup(sge.lkey);
+        return mr != null && mr.contains(sge.addr, sge.length) ? null
+            : "has neither its memory segment (Sge.set(MemorySegment, ...)) nor an MR holding it under that lkey";
+    }
+
+    /** Copies inline data at post time (the poster checked it with {@link #inlineProblem}). */
+    void copyInline(final io.gdrkit.verbs.Sge sge, final MemorySegment dst, final long dstOffset) {
+        if (sge.memory != null) {
+            MemorySegment.copy(sge.memory, sge.addr - sge.memory.address(), dst, dstOffset, sge.length);
+            return;
+        }
+        final SoftMr mr = mrs.lookup(sge.lkey);
+        if (mr == null || !mr.contains(sge.addr, sge.length)) {
+            throw new VerbsException(Errno.EINVAL, "inline SGE lkey 0x" + Integer.toHexString(sge.lkey)
                 + " was deregistered while posting");
         }
-        mr.copyOut(addr, dst, dstOffset, len);
+        mr.copyOut(sge.addr, dst, dstOffset, sge.length);
     }
 
     // ---------------- completion queues ----------------
 
-    SoftCq createCq(final int cqe) {
+    SoftCq createCq(final int cqe, final SoftCompChannel channel, final int compVector) {
         if (cqe < 1 || cqe > MAX_CQE) {
             throw new VerbsException(Errno.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
         }
+        if (compVector < 0 || compVector >= NUM_COMP_VECTORS) {
+            throw new VerbsException(Errno.EINVAL, "comp_vector " + compVector + " outside 0.."
+                + (NUM_COMP_VECTORS - 1) + " (num_comp_vectors " + NUM_COMP_VECTORS + ")");
+        }
+        if (channel != null && (channel.context().device() != this || channel.isClosed())) {
+            throw new VerbsException(Errno.EINVAL, "the completion channel is destroyed or of another device");
+        }
         duty.acquire(CONTROL_TIMEOUT_NS, "create a CQ");
         try {
-            final SoftCq cq = new SoftCq(this, nextCqHandle++, cqe);
+            if (cqs.size() >= MAX_CQ) {
+                throw new VerbsException(Errno.ENOMEM, "device " + name + " already holds " + MAX_CQ + " CQs (max_cq)");
+            }
+            final SoftCq cq = new SoftCq(this, nextCqHandle++, cqe, channel, compVector);
             cqs.add(cq);
+            if (channel != null) {
+                channel.cqs.add(cq);
+            }
             return cq;
         } finally {
             duty.release();
@@ -355,14 +617,59 @@ public final class SoftDevice implements Device, Agent {
 
     // ---------------- queue pairs ----------------
 
+    // ---------------- shared receive queues ----------------
+
+    SoftSrq createSrq(final SoftPd pd, final io.gdrkit.verbs.SrqInitAttr init) {
+        final io.gdrkit.verbs.SrqAttr a = init.attr;
+        check(a.maxWr >= 1 && a.maxWr <= MAX_SRQ_WR, "max_wr", a.maxWr, "1.." + MAX_SRQ_WR);
+        check(a.maxSge >= 1 && a.maxSge <= MAX_SGE, "max_sge", a.maxSge, "1.." + MAX_SGE);
+        check(a.srqLimit >= 0 && a.srqLimit <= a.maxWr, "srq_limit", a.srqLimit, "0..max_wr " + a.maxWr);
+        duty.acquire(CONTROL_TIMEOUT_NS, "create an SRQ");
+        try {
+            if (srqs.size() >= MAX_SRQ) {
+                throw new VerbsException(Errno.ENOMEM, "device " + name + " already holds " + MAX_SRQ + " SRQs");
+            }
+            final SoftSrq srq = new SoftSrq(this, pd, nextSrqHandle++, a.maxWr, a.maxSge, a.srqLimit);
+            srqs.add(srq);
+            return srq;
+        } finally {
+            duty.release();
+        }
+    }
+
+    void destroySrq(final SoftSrq srq) {
+        duty.acquire(CONTROL_TIMEOUT_NS, "destroy an SRQ");
+        try {
+            for (final SoftQp qp : activeQps) {
+                if (qp.srq == srq) {
+                    throw new VerbsException(Errno.EBUSY, "SRQ " + srq.handle + " is still used by QP " + qp.qpn);
+                }
+            }
+            srqs.remove(srq);
+        } finally {
+            duty.release();
+        }
+    }
+
     QueuePair createQp(final SoftPd pd, final QpInitAttr init) {
-        if (init.qpType != QpType.RC) {
+        if (init.qpType != QpType.RC && init.qpType != QpType.UD) {
             throw new VerbsException(Errno.EOPNOTSUPP, "QP type " + QpType.name(init.qpType)
-                + " is not supported by the software NIC yet (RC only)");
+                + " is not supported by the software NIC (RC and UD only)");
         }
         if (!(init.sendCq instanceof SoftCq scq) || !(init.recvCq instanceof SoftCq rcq)
             || scq.device != this || rcq.device != this) {
             throw new VerbsException(Errno.EINVAL, "send and receive CQs must be CQs of device " + name);
+        }
+        SoftSrq srq = null;
+        if (init.srq != null) {
+            if (!(init.srq instanceof SoftSrq ss) || ss.device != this || !srqs.contains(ss)) {
+                throw new VerbsException(Errno.EINVAL, "the SRQ is destroyed or not one of device " + name);
+            }
+            if (ss.pd != pd) {
+                throw new VerbsException(Errno.EINVAL, "the SRQ belongs to another PD (the software NIC checks SRQ "
+                    + "WQEs against the QP's PD, so they must share it)");
+            }
+            srq = ss;
         }
         final var c = init.cap;
         check(c.maxSendWr >= 1 && c.maxSendWr <= MAX_QP_WR, "max_send_wr", c.maxSendWr, "1.." + MAX_QP_WR);
@@ -389,11 +696,16 @@ public final class SoftDevice implements Device, Agent {
                 throw new VerbsException(Errno.ENOMEM, "no free QP number on " + name);
             }
             nextQpIndex = index - QPN_BASE + 1;
-            final SoftQp qp = new SoftQp(this, pd, index, scq, rcq, init.sqSigAll, c);
-            qpTable[index] = qp;
+            final SoftQp qp = new SoftQp(this, pd, index, scq, rcq, init.sqSigAll, c, srq, init.qpType == QpType.UD);
+            QP_SLOT.setRelease(qpTable, index, qp);
             final SoftQp[] a = Arrays.copyOf(activeQps, activeQps.length + 1);
             a[a.length - 1] = qp;
             activeQps = a;
+            if (qp.ud) {
+                final SoftQp[] u = Arrays.copyOf(udQps, udQps.length + 1);
+                u[u.length - 1] = qp;
+                udQps = u;
+            }
             return qp;
         } finally {
             duty.release();
@@ -410,13 +722,23 @@ public final class SoftDevice implements Device, Agent {
         return qpn >= 0 && qpn < MAX_QP ? qpTable[qpn] : null;
     }
 
+    /**
+     * {@link #qp} for a thread that does not hold this device's duty (a peer's responder): an acquire load, so the
+     * QP is seen fully constructed. Its mutable attributes are still only safe to read after its volatile
+     * {@code state}.
+     */
+    SoftQp publishedQp(final int qpn) {
+        return qpn >= 0 && qpn < MAX_QP ? (SoftQp) QP_SLOT.getAcquire(qpTable, qpn) : null;
+    }
+
     void modifyQp(final SoftQp qp, final QpAttr attr, final int mask) {
         duty.acquire(CONTROL_TIMEOUT_NS, "modify QP " + qp.qpn);
         try {
             if (qpTable[qp.qpn] != qp) {
                 throw new VerbsException(Errno.EINVAL, "QP " + qp.qpn + " was destroyed");
             }
-            final int next = QpStateTable.validate(qp.state, attr, mask, MAX_RD_ATOMIC);
+            final int next = qp.ud ? QpStateTable.validateUd(qp.state, attr, mask)
+                : QpStateTable.validate(qp.state, attr, mask, MAX_RD_ATOMIC);
             if ((mask & io.gdrkit.verbs.QpAttrMask.SOFTWARE_MTU) != 0
                 && attr.softwareMtu > this.attr.maxSoftwareMtu()) {
                 throw new VerbsException(Errno.EINVAL, "software_mtu " + attr.softwareMtu + " exceeds what the "
@@ -434,7 +756,7 @@ public final class SoftDevice implements Device, Agent {
             if (qpTable[qp.qpn] != qp) {
                 return;
             }
-            qpTable[qp.qpn] = null;
+            QP_SLOT.setRelease(qpTable, qp.qpn, (SoftQp) null);
             final SoftQp[] cur = activeQps;
             final SoftQp[] a = new SoftQp[cur.length - 1];
             int j = 0;
@@ -444,6 +766,9 @@ public final class SoftDevice implements Device, Agent {
                 }
             }
             activeQps = a;
+            if (qp.ud) {
+                udQps = Arrays.stream(udQps).filter(q -> q != qp).toArray(SoftQp[]::new);
+            }
             qp.state = QpState.RESET;
         } finally {
             duty.release();
@@ -455,6 +780,11 @@ public final class SoftDevice implements Device, Agent {
         for (final SoftQp qp : activeQps) {
             if (qp.pd == pd) {
                 throw new VerbsException(Errno.EBUSY, "PD still has QP " + qp.qpn);
+            }
+        }
+        for (final SoftSrq srq : srqs) {
+            if (srq.pd == pd) {
+                throw new VerbsException(Errno.EBUSY, "PD still has SRQ " + srq.handle);
             }
         }
     }

@@ -29,8 +29,33 @@ final class SoftMr implements MemoryRegion {
     /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
     final Runnable release;
     volatile boolean valid = true;
+    /**
+     * The registration that replaced this one (ibv_rereg_mr), or null. The NIC only ever sees table entries, which
+     * never change; the application keeps the object it registered first, and its accessors follow this link to
+     * the current registration.
+     */
+    private volatile SoftMr successor;
+
+    /**
+     * For a memory window's table entry: the QP a type 2 window is bound through (remote access only through it),
+     * null for MRs and type 1 windows.
+     */
+    final SoftQp boundQp;
+    /** For a memory window's table entry: the MR it is bound to (null for MRs and unbound windows). */
+    final SoftMr parent;
+    /** A memory window's entry: an rkey only, never an lkey. */
+    final boolean window;
 
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
+        this(pd, segment, access, key, null, null, false);
+    }
+
+    /** A memory window's entry over host memory: {@code segment} is the window's slice of the MR's. */
+    SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key, final SoftQp boundQp,
+           final SoftMr parent, final boolean window) {
+        this.boundQp = boundQp;
+        this.parent = parent;
+        this.window = window;
         this.pd = pd;
         this.segment = segment;
         this.dma = null;
@@ -43,6 +68,15 @@ final class SoftMr implements MemoryRegion {
     }
 
     SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release) {
+        this(pd, dma, access, key, release, null, null);
+    }
+
+    /** A memory window's entry over DMA memory (or an MR's, with null window fields). */
+    SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release,
+           final SoftQp boundQp, final SoftMr parent) {
+        this.boundQp = boundQp;
+        this.parent = parent;
+        this.window = parent != null;
         this.pd = pd;
         this.segment = null;
         this.dma = dma;
@@ -82,9 +116,22 @@ final class SoftMr implements MemoryRegion {
         return dma.dmaAtomic(va - address, compareAndSwap, operand, swap);
     }
 
+    /** ATOMIC_WRITE: the 8 bytes (native order, as they came) stored in one piece at the aligned {@code va}. */
+    void atomicWrite(final long va, final long value) {
+        if (segment != null) {
+            ATOMIC_LONG.setVolatile(segment, va - address, value);
+            return;
+        }
+        long seen = dma.dmaAtomic(va - address, false, 0, 0); // fetch-add 0: the current value
+        long prev;
+        while ((prev = dma.dmaAtomic(va - address, true, seen, value)) != seen) {
+            seen = prev;
+        }
+    }
+
     @Override
     public DmaMemory dma() {
-        return dma;
+        return current().dma;
     }
 
     /** Is [va, va+len) inside this MR? Overflow-safe. */
@@ -94,47 +141,68 @@ final class SoftMr implements MemoryRegion {
 
     @Override
     public ProtectionDomain pd() {
-        return pd;
+        return current().pd;
     }
 
     @Override
     public MemorySegment segment() {
-        return segment;
+        return current().segment;
     }
 
     @Override
     public long address() {
-        return address;
+        return current().address;
     }
 
     @Override
     public long length() {
-        return length;
+        return current().length;
     }
 
     @Override
     public int lkey() {
-        return key;
+        return current().key;
     }
 
     @Override
     public int rkey() {
-        return key;
+        return current().key;
     }
 
     @Override
     public int access() {
-        return access;
+        return current().access;
+    }
+
+    /** The registration in force: this one, or the last that replaced it. */
+    SoftMr current() {
+        SoftMr m = this;
+        while (m.successor != null) {
+            m = m.successor;
+        }
+        return m;
+    }
+
+    /** Under the device's duty: {@code next} replaces this registration. */
+    void replacedBy(final SoftMr next) {
+        successor = next;
+    }
+
+    @Override
+    public void reregMr(final int flags, final ProtectionDomain pd, final MemorySegment segment, final int access) {
+        this.pd.device().reregMr(this, flags, pd, segment, access);
     }
 
     @Override
     public void deregister() {
-        pd.device().deregisterMr(this);
+        final SoftMr cur = current();
+        cur.pd.device().deregisterMr(cur);
     }
 
     @Override
     public String toString() {
-        return "MR{addr=0x" + Long.toHexString(address) + ", len=" + length + ", key=0x" + Integer.toHexString(key)
+        final SoftMr c = current();
+        return "MR{addr=0x" + Long.toHexString(c.address) + ", len=" + c.length + ", key=0x" + Integer.toHexString(c.key)
             + '}';
     }
 }

@@ -19,7 +19,11 @@ import java.util.Objects;
  * names the property, the text and what was expected.
  */
 public final class SoftNicContext {
-    /** invoker | own_device | dedicated | deterministic. */
+    /**
+     * invoker | own_device | dedicated | deterministic: who moves the NICs ({@link ProgressMode}). With own_device a
+     * thread polling one NIC's CQ never moves another NIC: a single thread that waits on one peer's CQ at a time
+     * stalls (the other side retries until RETRY_EXC_ERR); poll each side in turn, or use invoker.
+     */
     public static final String PROGRESS_PROP = "gdrkit.nic.progress";
     /** spin | yield | backoff | sleep:&lt;micros&gt; (dedicated threads). */
     public static final String IDLE_STRATEGY_PROP = "gdrkit.nic.idle";
@@ -59,16 +63,29 @@ public final class SoftNicContext {
     public static final int MAX_QP_LIMIT = SoftDevice.MAX_QP - SoftDevice.QPN_BASE;
 
     public enum ProgressMode {
-        /** Polling a CQ advances every NIC of the driver (one JVM, no extra threads). */
+        /**
+         * Polling a CQ advances every NIC of the driver (one JVM, no extra threads); so does a blocked getCqEvent
+         * or getAsyncEvent. The mode for a one-thread harness.
+         */
         INVOKER,
         /**
          * Polling a CQ advances only the NIC that CQ belongs to: each application thread drives its own NIC,
-         * as separate processes would (perftest's client and server).
+         * as separate processes would (perftest's client and server). Limit: every NIC needs someone polling one
+         * of its CQs. A one-thread harness that waits on one peer's CQ at a time (rdma-core's tests) stalls, since
+         * the other NIC is never stepped and its QP ends in RETRY_EXC_ERR; such a harness must poll both sides in
+         * turn, or use {@link #INVOKER}. A blocked getCqEvent steps the NICs of the channel's CQs;
+         * getAsyncEvent steps its own device.
          */
         OWN_DEVICE,
-        /** Each device runs its agents on its own thread with the idle strategy. */
+        /**
+         * Each device runs its agents on its own thread with the idle strategy; getCqEvent parks and the NIC thread
+         * wakes it.
+         */
         DEDICATED,
-        /** Nobody runs the agents: a DeterministicRunner steps them (tests). */
+        /**
+         * Nobody runs the agents: a DeterministicRunner steps them (tests). getCqEvent and getAsyncEvent move
+         * nothing and return null at their timeout unless the runner runs on another thread.
+         */
         DETERMINISTIC
     }
 

@@ -46,6 +46,21 @@ final class SoftPd implements ProtectionDomain {
     }
 
     @Override
+    public io.gdrkit.verbs.MemoryWindow allocMw(final int type) {
+        return context.device().allocMw(this, type);
+    }
+
+    @Override
+    public io.gdrkit.verbs.AddressHandle createAh(final io.gdrkit.verbs.AhAttr attr) {
+        return SoftAh.create(this, attr);
+    }
+
+    @Override
+    public io.gdrkit.verbs.SharedReceiveQueue createSrq(final io.gdrkit.verbs.SrqInitAttr attr) {
+        return context.device().createSrq(this, attr);
+    }
+
+    @Override
     public void close() {
         // MRs and QPs hold their own references; like ibv_dealloc_pd on a busy PD we refuse if anything lives
         context.device().checkPdUnused(this);

@@ -40,7 +40,19 @@ final class SoftQp implements QueuePair {
     final QpCap cap;
     final Arena arena = Arena.ofShared();
     final SendQueue sq;
+    /**
+     * The receive queue the responder consumes: the QP's own, or with an {@link #srq} a small one the responder
+     * copies each SRQ WQE into when a message starts.
+     */
     final RecvQueue rq;
+    /** The shared receive queue, or null. */
+    final SoftSrq srq;
+    /** A UD QP: its sends and receives are the {@link UdEngine}'s; the RC engines leave it alone. */
+    final boolean ud;
+    /** UD: the Q_Key incoming datagrams must carry. */
+    int qkey;
+    /** With an SRQ: QP_LAST_WQE_REACHED was raised for this stay in ERR. */
+    boolean lastWqeReported;
     /** Bound once: a method reference per post would allocate. */
     private final SendQueue.InlineSource inlineSource;
 
@@ -126,7 +138,8 @@ final class SoftQp implements QueuePair {
     private SoftMr dmaWritten;
 
     SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
-           final boolean sqSigAll, final QpCap cap) {
+           final boolean sqSigAll, final QpCap cap, final SoftSrq srq, final boolean ud) {
+        this.ud = ud;
         this.device = device;
         this.pd = pd;
         this.qpn = qpn;
@@ -135,10 +148,15 @@ final class SoftQp implements QueuePair {
         this.sqSigAll = sqSigAll;
         this.cap = cap.copy();
         this.sq = new SendQueue(arena, cap.maxSendWr, cap.maxSendSge, cap.maxInlineData);
-        this.rq = new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge);
+        this.srq = srq;
+        // with an SRQ the QP's own queue holds only the WQE of the message being received (taken from the SRQ)
+        this.rq = srq == null ? new RecvQueue(arena, cap.maxRecvWr, cap.maxRecvSge) : new RecvQueue(arena, 2, srq.maxSge);
         this.inlineSource = device::copyInline;
         this.cap.maxSendWr = sq.depth();
-        this.cap.maxRecvWr = rq.depth();
+        this.cap.maxRecvWr = srq == null ? rq.depth() : 0;
+        if (srq != null) {
+            this.cap.maxRecvSge = 0;
+        }
         this.firstPsn = new int[sq.depth()];
         this.lastPsn = new int[sq.depth()];
         this.wqeState = new byte[sq.depth()];
@@ -154,7 +172,7 @@ final class SoftQp implements QueuePair {
 
     @Override
     public int qpType() {
-        return QpType.RC;
+        return ud ? QpType.UD : QpType.RC;
     }
 
     @Override
@@ -176,7 +194,7 @@ final class SoftQp implements QueuePair {
     }
 
     @Override
-    public QpAttr query() {
+    public QpAttr queryQp() {
         final QpAttr a = new QpAttr();
         a.qpState = state;
         a.curQpState = state;
@@ -193,6 +211,7 @@ final class SoftQp implements QueuePair {
         a.maxDestRdAtomic = maxDestRdAtomic;
         a.rqPsn = rqPsn;
         a.sqPsn = sqPsn;
+        a.qkey = qkey;
         a.cap.maxSendWr(cap.maxSendWr).maxRecvWr(cap.maxRecvWr).maxSendSge(cap.maxSendSge)
             .maxRecvSge(cap.maxRecvSge).maxInlineData(cap.maxInlineData);
         return a;
@@ -215,6 +234,7 @@ final class SoftQp implements QueuePair {
         if ((m & QpAttrMask.MAX_QP_RD_ATOMIC) != 0) maxRdAtomic = a.maxRdAtomic;
         if ((m & QpAttrMask.MAX_DEST_RD_ATOMIC) != 0) maxDestRdAtomic = a.maxDestRdAtomic;
         if ((m & QpAttrMask.EN_SQD_ASYNC_NOTIFY) != 0) sqdNotify = true;
+        if ((m & QpAttrMask.QKEY) != 0) qkey = a.qkey;
         if ((m & QpAttrMask.RQ_PSN) != 0) {
             rqPsn = a.rqPsn;
             ePsn = a.rqPsn;
@@ -262,6 +282,7 @@ final class SoftQp implements QueuePair {
         inWrite = false;
         resources.clear();
         sqdNotify = false;
+        lastWqeReported = false;
     }
 
     // ---------------- posting ----------------
@@ -286,8 +307,18 @@ final class SoftQp implements QueuePair {
                         + sq.depth() + " WQEs outstanding)");
                 }
                 final int total = checkSend(wr, index);
+                final SoftAh ah = ud ? checkUd(wr, index, total) : null;
                 final boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
                 sq.write(head, wr, inline, total, inlineSource);
+                if (ah != null) {
+                    sq.ud(head, ah.dlid, wr.remoteQpn, wr.remoteQkey);
+                } else if (wr.opcode == WrOpcode.BIND_MW) {
+                    final io.gdrkit.verbs.MwBind b = wr.bindInfo;
+                    sq.bind(head, b.addr, wr.mwRkey, b.length, b.mr != null ? b.mr.lkey() : 0,
+                        ((SoftMw) wr.mw).rkey >>> 8, b.mwAccessFlags);
+                } else if (wr.opcode == WrOpcode.LOCAL_INV || wr.opcode == WrOpcode.SEND_WITH_INV) {
+                    sq.invalidateRkey(head, wr.opcode == WrOpcode.SEND_WITH_INV, wr.invalidateRkey);
+                }
                 head++;
             }
         } finally {
@@ -297,6 +328,25 @@ final class SoftQp implements QueuePair {
                 sq.doorbell().ring(head);
             }
         }
+    }
+
+    /** UD rules (ibv_post_send on a UD QP): SEND only, an AH of this device, one datagram within the port's MTU. */
+    private SoftAh checkUd(final SendWorkRequest wr, final int index, final int total) {
+        if (state != QpState.RTS && state != QpState.SQD) {
+            throw new PostException(Errno.EINVAL, index, "UD QP " + qpn + " is in " + QpState.name(state)
+                + "; sends need RTS");
+        }
+        if (wr.opcode != WrOpcode.SEND && wr.opcode != WrOpcode.SEND_WITH_IMM) {
+            throw new PostException(Errno.EINVAL, index, WrOpcode.name(wr.opcode) + " on a UD QP (SEND only)");
+        }
+        if (!(wr.ah instanceof SoftAh ah) || ah.pd.device() != device || ah.closed) {
+            throw new PostException(Errno.EINVAL, index, "UD send without a live address handle of " + device.name());
+        }
+        if (total > UdEngine.MTU) {
+            throw new PostException(Errno.EINVAL, index, "UD message of " + total + " bytes exceeds the path MTU "
+                + UdEngine.MTU);
+        }
+        return ah;
     }
 
     private int checkSend(final SendWorkRequest wr, final int index) {
@@ -325,16 +375,97 @@ final class SoftQp implements QueuePair {
             }
             for (int i = 0; i < wr.numSge(); i++) {
                 final Sge sge = wr.sge(i);
-                if (sge.length > 0 && !device.isReadableLocal(sge.lkey, sge.addr, sge.length)) {
-                    throw new PostException(Errno.EINVAL, index, "inline SGE " + i + " (" + sge
-                        + ") is not inside an MR registered with that lkey");
+                final String problem = sge.length > 0 ? device.inlineProblem(sge) : null;
+                if (problem != null) {
+                    throw new PostException(Errno.EINVAL, index, "inline SGE " + i + " (" + sge + ") " + problem);
                 }
             }
         }
-        if (WrOpcode.isAtomic(wr.opcode) && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
+        if ((WrOpcode.isAtomic(wr.opcode) || wr.opcode == WrOpcode.ATOMIC_WRITE)
+            && (wr.numSge() != 1 || wr.sge(0).length != 8)) {
             throw new PostException(Errno.EINVAL, index, "atomic operations need exactly one 8-byte SGE");
         }
+        if (WrOpcode.isLocal(wr.opcode)) {
+            if (wr.numSge() != 0 || (wr.sendFlags & SendFlags.INLINE) != 0) {
+                throw new PostException(Errno.EINVAL, index, WrOpcode.name(wr.opcode) + " carries no SGE and no "
+                    + "inline data");
+            }
+            if (wr.opcode == WrOpcode.BIND_MW && (!(wr.mw instanceof SoftMw mw) || mw.pd.device() != device
+                || mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_2 || mw.closed)) {
+                throw new PostException(Errno.EINVAL, index, "IBV_WR_BIND_MW needs a live type 2 window of "
+                    + device.name() + " (type 1 windows are bound with bindMw)");
+            }
+            if (wr.opcode == WrOpcode.BIND_MW) {
+                checkBindAccess(wr.bindInfo.mwAccessFlags, index);
+            }
+        }
+        if (wr.opcode == WrOpcode.FLUSH) {
+            if (wr.numSge() != 0) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH carries no SGE (num_sge " + wr.numSge() + ")");
+            }
+            if (wr.flushType == 0 || (wr.flushType & ~(SendWorkRequest.FLUSH_GLOBAL
+                | SendWorkRequest.FLUSH_PERSISTENT)) != 0) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH placement type " + wr.flushType
+                    + " (need FLUSH_GLOBAL and/or FLUSH_PERSISTENT)");
+            }
+            if (wr.flushLevel != SendWorkRequest.FLUSH_RANGE && wr.flushLevel != SendWorkRequest.FLUSH_MR) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH selectivity " + wr.flushLevel
+                    + " (need FLUSH_RANGE or FLUSH_MR)");
+            }
+            if (wr.flushLength < 0 || wr.flushLength > Integer.MAX_VALUE) {
+                throw new PostException(Errno.EINVAL, index, "FLUSH length " + wr.flushLength + " outside 0..2^31-1");
+            }
+        }
         return (int) total;
+    }
+
+    @Override
+    public void bindMw(final io.gdrkit.verbs.MemoryWindow window, final io.gdrkit.verbs.MwBind bind) {
+        if (!(window instanceof SoftMw mw) || mw.pd.device() != device || mw.closed) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw: not a live window of " + device.name());
+        }
+        if (mw.type != io.gdrkit.verbs.MemoryWindow.TYPE_1) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw binds type 1 windows; type 2 ones are bound with "
+                + "an IBV_WR_BIND_MW work request");
+        }
+        if (mw.pd != pd) {
+            throw new PostException(Errno.EINVAL, 0, "ibv_bind_mw: the window belongs to another PD than QP " + qpn);
+        }
+        checkBindAccess(bind.mwAccessFlags, 0);
+        final int next = (mw.rkey & ~0xFF) | ((mw.rkey + 1) & 0xFF); // ibv_inc_rkey
+        final SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.BIND_MW).wrId(bind.wrId)
+            .flags(bind.sendFlags);
+        wr.mwRkey = next;
+        wr.bindInfo.range(bind.mr, bind.addr, bind.length, bind.mwAccessFlags);
+        postBind(wr);
+        mw.rkey = next;
+    }
+
+    /** A window grants remote access only; zero-based windows and other bits are refused. */
+    private static void checkBindAccess(final int access, final int index) {
+        if ((access & ~io.gdrkit.verbs.AccessFlags.ALL_REMOTE) != 0) {
+            throw new PostException(Errno.EINVAL, index, "window access " + io.gdrkit.verbs.AccessFlags.describe(access)
+                + " (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC only; no zero-based windows)");
+        }
+    }
+
+    /** Posts a type 1 bind (checked by bindMw, not by the type 2 rules of checkSend). */
+    private void postBind(final SendWorkRequest wr) {
+        final int s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in " + QpState.name(s)
+                + "; binds need RTS (in ERR they are flushed)");
+        }
+        if (sqPostHead - sq.doorbell().consumer() >= sq.depth()) {
+            throw new PostException(Errno.ENOMEM, 0, "send queue of QP " + qpn + " is full");
+        }
+        final long head = sqPostHead;
+        sq.write(head, wr, false, 0, inlineSource);
+        final io.gdrkit.verbs.MwBind b = wr.bindInfo;
+        sq.bind(head, b.addr, wr.mwRkey, b.length, b.mr != null ? b.mr.lkey() : 0, wr.mwRkey >>> 8,
+            b.mwAccessFlags);
+        sqPostHead = head + 1;
+        sq.doorbell().ring(sqPostHead);
     }
 
     @Override
@@ -342,6 +473,10 @@ final class SoftQp implements QueuePair {
         final int s = state;
         if (s == QpState.RESET) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in RESET; receives need INIT or later");
+        }
+        if (srq != null) {
+            throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " takes its receives from " + srq
+                + ": post them with postSrqRecv");
         }
         long head = rqPostHead;
         final long consumer = rq.doorbell().consumer();

@@ -1,6 +1,9 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.CompletionChannel;
+import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.DeviceAttr;
 import io.gdrkit.verbs.PortAttr;
@@ -36,13 +39,31 @@ final class SoftVerbsContext implements VerbsContext {
     }
 
     @Override
-    public CompletionQueue createCq(final int cqe) {
-        return device.createCq(cqe);
+    public int numCompVectors() {
+        return SoftDevice.NUM_COMP_VECTORS;
+    }
+
+    @Override
+    public CompletionChannel createCompChannel() {
+        return new SoftCompChannel(this);
+    }
+
+    @Override
+    public CompletionQueue createCq(final int cqe, final CompletionChannel channel, final int compVector) {
+        if (channel != null && !(channel instanceof SoftCompChannel)) {
+            throw new VerbsException(Errno.EINVAL, "the completion channel is not one of a software NIC");
+        }
+        return device.createCq(cqe, (SoftCompChannel) channel, compVector);
     }
 
     @Override
     public AsyncEvent pollAsyncEvent() {
         return device.pollAsyncEvent();
+    }
+
+    @Override
+    public AsyncEvent getAsyncEvent(final long timeoutNanos) {
+        return device.getAsyncEvent(timeoutNanos);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -38,16 +39,16 @@ class ConnectionManagerTest {
                 final CmListener.Request req = listener.accept(T);
                 assertArrayEquals("hello".getBytes(), req.privateData());
                 assertEquals(qa.qpNum(), req.remoteQpn());
-                return req.accept(qb, f.b.dev.lid(), RcConnector.defaults(), mrInfo);
+                return req.accept(qb, f.b.dev.lid(), QpBringUp.rcDefaults(), mrInfo);
             });
             final CmConnection client = ConnectionManager.connect(listener.localAddress(), qa, f.a.dev.lid(),
-                RcConnector.defaults(), "hello".getBytes(), T);
+                QpBringUp.rcDefaults(), "hello".getBytes(), T);
             final CmConnection accepted = server.get(10, TimeUnit.SECONDS);
             assertEquals(QpState.RTS, qa.state());
             assertEquals(QpState.RTS, qb.state());
             assertEquals(qb.qpNum(), client.remoteQpn());
-            assertEquals(qb.qpNum(), qa.query().destQpNum);
-            assertEquals(qa.qpNum(), qb.query().destQpNum);
+            assertEquals(qb.qpNum(), qa.queryQp().destQpNum);
+            assertEquals(qa.qpNum(), qb.queryQp().destQpNum);
             final ByteBuffer info = ByteBuffer.wrap(client.remotePrivateData());
             final long addr = info.getLong();
             final int rkey = info.getInt();
@@ -74,7 +75,7 @@ class ConnectionManagerTest {
         try (Fixture f = new Fixture(new SoftNicContext(), 4096)) {
             final QueuePair q = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
             final CmException e = assertThrows(CmException.class, () -> ConnectionManager.connect(
-                new InetSocketAddress("127.0.0.1", port), q, 1, RcConnector.defaults(), new byte[0], T));
+                new InetSocketAddress("127.0.0.1", port), q, 1, QpBringUp.rcDefaults(), new byte[0], T));
             assertEquals(CmException.Reason.REFUSED, e.reason(), e.getMessage());
             assertEquals(QpState.RESET, q.state(), "a failed connect leaves the QP alone");
         }
@@ -86,7 +87,7 @@ class ConnectionManagerTest {
              ServerSocket silent = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             final QueuePair q = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
             final CmException e = assertThrows(CmException.class, () -> ConnectionManager.connect(
-                new InetSocketAddress("127.0.0.1", silent.getLocalPort()), q, 1, RcConnector.defaults(),
+                new InetSocketAddress("127.0.0.1", silent.getLocalPort()), q, 1, QpBringUp.rcDefaults(),
                 new byte[0], Duration.ofMillis(300)));
             assertEquals(CmException.Reason.TIMEOUT, e.reason(), e.getMessage());
             assertTrue(e.getMessage().contains("REP"), e.getMessage());
@@ -100,7 +101,7 @@ class ConnectionManagerTest {
             final QueuePair q = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
             CompletableFuture.runAsync(() -> listener.accept(T).reject("no resources"));
             final CmException e = assertThrows(CmException.class, () -> ConnectionManager.connect(
-                listener.localAddress(), q, 1, RcConnector.defaults(), new byte[0], T));
+                listener.localAddress(), q, 1, QpBringUp.rcDefaults(), new byte[0], T));
             assertEquals(CmException.Reason.REJECTED, e.reason());
             assertTrue(e.getMessage().contains("no resources"), e.getMessage());
             final CmException none = assertThrows(CmException.class, () -> listener.accept(Duration.ofMillis(100)));
@@ -108,7 +109,7 @@ class ConnectionManagerTest {
             assertThrows(IllegalArgumentException.class, () -> ConnectionManager.address("nohost"));
             assertThrows(IllegalArgumentException.class, () -> ConnectionManager.address("h:99999"));
             assertThrows(IllegalArgumentException.class, () -> ConnectionManager.connect(listener.localAddress(),
-                q, 1, RcConnector.defaults(), new byte[257], T));
+                q, 1, QpBringUp.rcDefaults(), new byte[257], T));
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -38,7 +39,7 @@ class DeterministicTest {
         };
         final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .clock(clock).linkHook(hook);
-        try (Fixture f = new Fixture(ctx, 1 << 16, new QpInitAttr(), RcConnector.defaults().timeout(8))) {
+        try (Fixture f = new Fixture(ctx, 1 << 16, new QpInitAttr(), QpBringUp.rcDefaults().timeout(8))) {
             final DeterministicRunner runner = new DeterministicRunner(seed, clock, 50, 10_000);
             f.driver.agents().forEach(runner::add);
             final int size = 5 * 1024 + 17; // two packets at MTU 4096

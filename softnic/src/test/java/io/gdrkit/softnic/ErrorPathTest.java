@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -184,7 +185,7 @@ class ErrorPathTest {
             if (responderQpAccess >= 0) {
                 f.b.qp.modify(new QpAttr().state(QpState.RTS).access(responderQpAccess),
                     QpAttrMask.STATE | QpAttrMask.ACCESS_FLAGS);
-                assertEquals(responderQpAccess, f.b.qp.query().qpAccessFlags);
+                assertEquals(responderQpAccess, f.b.qp.queryQp().qpAccessFlags);
             }
             Fixture.fill(f.b.buf, 21);
             Fixture.fill(f.a.buf, 22);
@@ -379,7 +380,7 @@ class ErrorPathTest {
             final int cap = small.capacity();
             final QueuePair qa = f.a.pd.createQp(new QpInitAttr().cqs(small, f.a.rcq));
             final QueuePair qb = f.b.pd.createQp(new QpInitAttr().cqs(f.b.scq, f.b.rcq));
-            RcConnector.connect(qa, f.a.dev.lid(), 7, qb, f.b.dev.lid(), 9, RcConnector.defaults());
+            QpBringUp.connect(qa, f.a.dev.lid(), 7, qb, f.b.dev.lid(), 9, QpBringUp.rcDefaults());
             Fixture.fill(f.a.buf, 71);
             final int n = cap + 12;
             SendWorkRequest chain = null;
@@ -431,7 +432,7 @@ class ErrorPathTest {
             final CompletionQueue small = f.b.ctx.createCq(2);
             final QueuePair qa = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
             final QueuePair qb = f.b.pd.createQp(new QpInitAttr().cqs(f.b.scq, small));
-            RcConnector.connect(qa, f.a.dev.lid(), 7, qb, f.b.dev.lid(), 9, RcConnector.defaults());
+            QpBringUp.connect(qa, f.a.dev.lid(), 7, qb, f.b.dev.lid(), 9, QpBringUp.rcDefaults());
             for (int i = 0; i < 6; i++) {
                 qb.postRecv(new RecvWorkRequest().wrId(100 + i).sge(f.b.mr, i * 128L, 128));
             }
@@ -462,13 +463,13 @@ class ErrorPathTest {
     private static Fixture smallQueues() {
         final QpInitAttr init = new QpInitAttr();
         init.cap.maxSendWr(4).maxRecvWr(4).maxSendSge(2).maxRecvSge(2).maxInlineData(32);
-        return new Fixture(new SoftNicContext(), BUF, init, RcConnector.defaults());
+        return new Fixture(new SoftNicContext(), BUF, init, QpBringUp.rcDefaults());
     }
 
     @Test
     void fullSendQueueIsEnomemWithBadWrIndex() {
         try (Fixture f = smallQueues()) {
-            assertEquals(4, f.a.qp.query().cap.maxSendWr);
+            assertEquals(4, f.a.qp.queryQp().cap.maxSendWr);
             Fixture.fill(f.a.buf, 81);
             SendWorkRequest chain = null;
             for (int i = 5; i >= 0; i--) {
@@ -587,7 +588,7 @@ class ErrorPathTest {
             e = assertThrows(PostException.class,
                 () -> qp.postRecv(new RecvWorkRequest().sge(f.a.mr, 0, 8)));
             assertEquals(Errno.EINVAL, e.errno());
-            final QpAttr a = RcConnector.defaults().state(QpState.INIT);
+            final QpAttr a = QpBringUp.rcDefaults().state(QpState.INIT);
             qp.modify(a, QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
             e = assertThrows(PostException.class, () -> qp.postSend(wr));
             assertEquals(Errno.EINVAL, e.errno());
@@ -668,7 +669,7 @@ class ErrorPathTest {
     @Test
     void sqSigAllSignalsEveryWr() {
         try (Fixture f = new Fixture(new SoftNicContext(), BUF, new QpInitAttr().sqSigAll(true),
-            RcConnector.defaults())) {
+            QpBringUp.rcDefaults())) {
             Fixture.fill(f.a.buf, 121);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(5).sge(f.a.mr, 0, 300)
                 .remote(f.b.mr.address(), f.b.mr.rkey()));

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -44,7 +45,7 @@ final class Fixture implements AutoCloseable {
     }
 
     Fixture(final SoftNicContext ctx, final long bufBytes) {
-        this(ctx, bufBytes, new QpInitAttr(), RcConnector.defaults());
+        this(ctx, bufBytes, new QpInitAttr(), QpBringUp.rcDefaults());
     }
 
     Fixture(final SoftNicContext ctx, final long bufBytes, final QpInitAttr init, final QpAttr attr) {
@@ -63,7 +64,7 @@ final class Fixture implements AutoCloseable {
         }
         a.qp = a.pd.createQp(init.cqs(a.scq, a.rcq));
         b.qp = b.pd.createQp(init.cqs(b.scq, b.rcq));
-        RcConnector.connect(a.qp, a.dev.lid(), psnA, b.qp, b.dev.lid(), psnB, attr);
+        QpBringUp.connect(a.qp, a.dev.lid(), psnA, b.qp, b.dev.lid(), psnB, attr);
     }
 
     /** Polls {@code cq} (advancing the NICs) until one completion arrives; fails after 20 s. */

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,7 +43,7 @@ class LossyStressTest {
         final int region = 1 << 20;
         final QpInitAttr init = new QpInitAttr();
         init.cap.maxSendWr(32).maxRecvWr(32);
-        try (Fixture f = new Fixture(ctx, 4L * region, init, RcConnector.defaults().timeout(12)
+        try (Fixture f = new Fixture(ctx, 4L * region, init, QpBringUp.rcDefaults().timeout(12)
             .pathMtu(io.gdrkit.verbs.Mtu.MTU_1024))) {
             final CompletionQueue acq = f.a.ctx.createCq(256);
             final CompletionQueue bcq = f.b.ctx.createCq(256);
@@ -51,8 +52,8 @@ class LossyStressTest {
             for (int i = 0; i < QPS; i++) {
                 qa[i] = f.a.pd.createQp(new QpInitAttr().cqs(acq, acq));
                 qb[i] = f.b.pd.createQp(new QpInitAttr().cqs(bcq, bcq));
-                RcConnector.connect(qa[i], f.a.dev.lid(), 0xFFFF00 + i, qb[i], f.b.dev.lid(), 0xFFFF80 + i,
-                    RcConnector.defaults().timeout(12).pathMtu(io.gdrkit.verbs.Mtu.MTU_1024));
+                QpBringUp.connect(qa[i], f.a.dev.lid(), 0xFFFF00 + i, qb[i], f.b.dev.lid(), 0xFFFF80 + i,
+                    QpBringUp.rcDefaults().timeout(12).pathMtu(io.gdrkit.verbs.Mtu.MTU_1024));
             }
             final io.gdrkit.core.agent.DeterministicRunner runner = new io.gdrkit.core.agent.DeterministicRunner(seed, clock, 200,
                 20_000);

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -41,7 +42,7 @@ class OneCopyTest {
     private static final int SIZE = 5 * MTU + 333; // six packets, the last one short
 
     private static QpAttr attr() {
-        return RcConnector.defaults().pathMtu(Mtu.MTU_1024);
+        return QpBringUp.rcDefaults().pathMtu(Mtu.MTU_1024);
     }
 
     private static QpInitAttr init() {
@@ -227,7 +228,7 @@ class OneCopyTest {
         };
         final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .clock(clock).linkHook(hook).oneCopy(true);
-        try (Fixture f = new Fixture(ctx, 1 << 20, init(), RcConnector.defaults().timeout(8).pathMtu(Mtu.MTU_1024))) {
+        try (Fixture f = new Fixture(ctx, 1 << 20, init(), QpBringUp.rcDefaults().timeout(8).pathMtu(Mtu.MTU_1024))) {
             final DeterministicRunner runner = new DeterministicRunner(seed, clock, 50, 10_000);
             f.driver.agents().forEach(runner::add);
             Fixture.fill(f.a.buf.asSlice(0, SIZE), seed);

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -77,7 +78,7 @@ class ReliabilityTest {
     @ValueSource(ints = {100, 64 * 1024})
     void rnrNakThenSuccessOnceReceivePosted(final int size) {
         final Hook hook = new Hook(ReliabilityTest::isRnrNak, (p, t, m) -> false);
-        final QpAttr attr = RcConnector.defaults().rnrRetry(7).minRnrTimer(1).timeout(10).retryCnt(7);
+        final QpAttr attr = QpBringUp.rcDefaults().rnrRetry(7).minRnrTimer(1).timeout(10).retryCnt(7);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 1 << 20, new QpInitAttr(), attr)) {
             Fixture.fill(f.a.buf.asSlice(0, size), 201);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED).wrId(1)
@@ -99,7 +100,7 @@ class ReliabilityTest {
     @Test
     void rnrOnWriteWithImmediate() {
         final Hook hook = new Hook(ReliabilityTest::isRnrNak, (p, t, m) -> false);
-        final QpAttr attr = RcConnector.defaults().rnrRetry(7).minRnrTimer(1);
+        final QpAttr attr = QpBringUp.rcDefaults().rnrRetry(7).minRnrTimer(1);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 1 << 20, new QpInitAttr(), attr)) {
             Fixture.fill(f.a.buf.asSlice(0, 30000), 202);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).flags(SendFlags.SIGNALED)
@@ -118,7 +119,7 @@ class ReliabilityTest {
     @ValueSource(ints = {0, 1, 3})
     void rnrRetryExhaustion(final int rnrRetry) {
         final Hook hook = new Hook(ReliabilityTest::isRnrNak, (p, t, m) -> false);
-        final QpAttr attr = RcConnector.defaults().rnrRetry(rnrRetry).minRnrTimer(1);
+        final QpAttr attr = QpBringUp.rcDefaults().rnrRetry(rnrRetry).minRnrTimer(1);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 1 << 20, new QpInitAttr(), attr)) {
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED).wrId(1)
                 .sge(f.a.mr, 0, 10000)
@@ -145,7 +146,7 @@ class ReliabilityTest {
     @ValueSource(ints = {0, 1, 3, 7})
     void retryExhaustionWhenEverythingIsDropped(final int retryCnt) {
         final Hook hook = new Hook(p -> p.is(BthOpcode.WRITE), (p, t, m) -> true);
-        final QpAttr attr = RcConnector.defaults().timeout(1).retryCnt(retryCnt);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(1).retryCnt(retryCnt);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook).retransmitFactor(2.0), 1 << 20,
             new QpInitAttr(), attr)) {
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
@@ -165,7 +166,7 @@ class ReliabilityTest {
     void retryExhaustionWhenPeerDoesNotExist() {
         try (Fixture f = new Fixture(new SoftNicContext().retransmitFactor(1.0), 1 << 20)) {
             final QueuePair lonely = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
-            RcConnector.bringUp(lonely, 1234, 77, 0, 0, RcConnector.defaults().timeout(1).retryCnt(2));
+            QpBringUp.toRts(lonely, 1234, 77, 0, 0, QpBringUp.rcDefaults().timeout(1).retryCnt(2));
             lonely.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(9)
                 .sge(f.a.mr, 0, 100).remote(0x1000, 1));
             final WorkCompletion wc = f.awaitOne(f.a.scq, "READ to a nonexistent LID");
@@ -185,7 +186,7 @@ class ReliabilityTest {
     void lossyLinkStillDeliversByteExact(final int every) {
         final Hook hook = new Hook(p -> true, (p, t, m) -> (t + 1) % every == 0);
         // the timeout must exceed the time a multi-MiB READ response takes to stream, or it fires spuriously
-        final QpAttr attr = RcConnector.defaults().timeout(12).retryCnt(7);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(12).retryCnt(7);
         final int mib = 1 << 20;
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 8L * mib, new QpInitAttr(), attr)) {
             runMix(f, 301 + every, mib);
@@ -285,7 +286,7 @@ class ReliabilityTest {
             writes.onPacket(s, d, b, o, l);
             return isPlainAck(writes.p) && acks.getAndIncrement() < 3 ? LinkHook.DROP : LinkHook.DELIVER;
         };
-        final QpAttr attr = RcConnector.defaults().timeout(4).retryCnt(7);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(4).retryCnt(7);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 1 << 20, new QpInitAttr(), attr)) {
             Fixture.fill(f.a.buf, 401);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
@@ -309,7 +310,7 @@ class ReliabilityTest {
         final Packet p = new Packet();
         final LinkHook hook = (s, d, b, o, l) -> isPlainAck(p.wrap(b, o, l)) && acks.getAndIncrement() < 2
             ? LinkHook.DROP : LinkHook.DELIVER;
-        final QpAttr attr = RcConnector.defaults().timeout(4);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(4);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 1 << 20, new QpInitAttr(), attr)) {
             Fixture.fill(f.a.buf, 402);
             f.b.qp.postRecv(new RecvWorkRequest().wrId(1).sge(f.b.mr, 0, 10000)
@@ -336,7 +337,7 @@ class ReliabilityTest {
             requests.onPacket(s, d, b, o, l);
             return hook.onPacket(s, d, b, o, l);
         };
-        final QpAttr attr = RcConnector.defaults().timeout(4);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(4);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(both), 1 << 20, new QpInitAttr(), attr)) {
             Fixture.fill(f.b.buf, 403);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(1)
@@ -366,7 +367,7 @@ class ReliabilityTest {
             requests.onPacket(s, d, b, o, l);
             return hook.onPacket(s, d, b, o, l);
         };
-        final QpAttr attr = RcConnector.defaults().timeout(4).maxRdAtomic(16).maxDestRdAtomic(16);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(4).maxRdAtomic(16).maxDestRdAtomic(16);
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(both), 1 << 16, new QpInitAttr(), attr)) {
             final SplittableRandom rnd = new SplittableRandom(404);
             final long init = rnd.nextLong();
@@ -419,7 +420,7 @@ class ReliabilityTest {
     @ValueSource(ints = {0, 11})
     void psnWrapAround(final int dropEvery) {
         final Hook hook = new Hook(p -> true, (p, t, m) -> dropEvery > 0 && (t + 1) % dropEvery == 0);
-        final QpAttr attr = RcConnector.defaults().timeout(12);
+        final QpAttr attr = QpBringUp.rcDefaults().timeout(12);
         final int mib = 1 << 20;
         // 0xFFFFF0: the first WRITE (256 packets) crosses 2^24 after 16 packets
         try (Fixture f = new Fixture(new SoftNicContext().linkHook(hook), 8L * mib, new QpInitAttr(), attr,

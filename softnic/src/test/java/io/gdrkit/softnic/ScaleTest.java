@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.gdrkit.verbs.AccessFlags;
@@ -38,8 +39,8 @@ class ScaleTest {
     void softwareMtuOf64KiB() {
         final int size = 10 << 20;
         try (Fixture f = new Fixture(new SoftNicContext(), size, new QpInitAttr(),
-            RcConnector.defaults().softwareMtu(65536))) {
-            assertEquals(65536, f.a.qp.query().softwareMtu);
+            QpBringUp.rcDefaults().softwareMtu(65536))) {
+            assertEquals(65536, f.a.qp.queryQp().softwareMtu);
             Fixture.fill(f.a.buf, 3);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
                 .sge(f.a.mr, 0, size).remote(f.b.mr.address(), f.b.mr.rkey()));
@@ -59,8 +60,8 @@ class ScaleTest {
             for (int i = 0; i < qps; i++) {
                 as[i] = f.a.pd.createQp(new QpInitAttr().cqs(cq, cq));
                 final QueuePair b = f.b.pd.createQp(new QpInitAttr().cqs(rcq, rcq));
-                RcConnector.connect(as[i], f.a.dev.lid(), i * 1000, b, f.b.dev.lid(), i * 7777,
-                    RcConnector.defaults().pathMtu(io.gdrkit.verbs.Mtu.MTU_1024));
+                QpBringUp.connect(as[i], f.a.dev.lid(), i * 1000, b, f.b.dev.lid(), i * 7777,
+                    QpBringUp.rcDefaults().pathMtu(io.gdrkit.verbs.Mtu.MTU_1024));
             }
             Fixture.fill(f.a.buf, 99);
             final SendWorkRequest wr = new SendWorkRequest();

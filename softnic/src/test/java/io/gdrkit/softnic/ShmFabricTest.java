@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,7 +56,7 @@ class ShmFabricTest {
             final String ready = out.readLine();
             assertTrue(ready != null && ready.startsWith("READY "), "child said: " + ready);
             final String[] f = ready.split(" ");
-            RcConnector.bringUp(qp, Integer.parseInt(f[1]), 2, 400, 500, RcConnector.defaults());
+            QpBringUp.toRts(qp, Integer.parseInt(f[1]), 2, 400, 500, QpBringUp.rcDefaults());
             qp.postRecv(new RecvWorkRequest().wrId(77).sge(mr, 0, 0));
             to.println("PEER " + qp.qpNum() + " " + (mr.address() + size) + " " + mr.rkey());
             final MemorySegment src = buf.asSlice(0, size);

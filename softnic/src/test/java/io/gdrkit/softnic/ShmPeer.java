@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.fabric.ShmFabric;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
@@ -48,7 +49,7 @@ public final class ShmPeer {
             final int peerQpn = Integer.parseInt(peer[1]);
             final long peerAddr = Long.parseLong(peer[2]);
             final int peerRkey = Integer.parseInt(peer[3]);
-            RcConnector.bringUp(qp, peerQpn, 1, 500, 400, RcConnector.defaults());
+            QpBringUp.toRts(qp, peerQpn, 1, 500, 400, QpBringUp.rcDefaults());
             qp.postRecv(new RecvWorkRequest().wrId(1).sge(mr, 0, 0));
             System.out.println("UP"); // the QP is in RTS: the peer may send
             System.out.flush();

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.gdrkit.verbs.QpInitAttr;
@@ -28,7 +29,7 @@ class StressTest {
         final QpInitAttr init = new QpInitAttr();
         init.cap.maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(2);
         try (Fixture f = new Fixture(new SoftNicContext(), 4L * region, init,
-            RcConnector.defaults().pathMtu(1 + rnd.nextInt(5)))) {
+            QpBringUp.rcDefaults().pathMtu(1 + rnd.nextInt(5)))) {
             // a: [0,region) source, [region, 2 region) read landing, [3 region) atomic results
             // b: [0,region) write target, [region,2 region) recv target, [2 region, 3 region) read source
             final MemorySegment aSrc = f.a.buf.asSlice(0, region);

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,7 +27,7 @@ class StriperTest {
             for (int i = 0; i < 4; i++) {
                 qa[i] = f.a.pd.createQp(new QpInitAttr().cqs(acq, acq));
                 qb[i] = f.b.pd.createQp(new QpInitAttr().cqs(bcq, bcq));
-                RcConnector.connect(qa[i], f.a.dev.lid(), 10 * i, qb[i], f.b.dev.lid(), 20 * i, RcConnector.defaults());
+                QpBringUp.connect(qa[i], f.a.dev.lid(), 10 * i, qb[i], f.b.dev.lid(), 20 * i, QpBringUp.rcDefaults());
                 qb[i].postRecv(new RecvWorkRequest().wrId(i).sge(f.b.mr, 0, 0));
             }
             final Striper striper = new Striper(qa, 4096, 8);

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -64,8 +65,8 @@ class TcpFabricTest {
         }
 
         void connect(final QueuePair qa, final QueuePair qb, final int i, final QpAttr attr) {
-            RcConnector.bringUp(qa, qb.qpNum(), 2, 100 + i, 900 + i, attr);
-            RcConnector.bringUp(qb, qa.qpNum(), 1, 900 + i, 100 + i, attr);
+            QpBringUp.toRts(qa, qb.qpNum(), 2, 100 + i, 900 + i, attr);
+            QpBringUp.toRts(qb, qa.qpNum(), 1, 900 + i, 100 + i, attr);
         }
 
         WorkCompletion await(final CompletionQueue cq, final String what) {
@@ -124,7 +125,7 @@ class TcpFabricTest {
         // NCCL's flush QP is connected to itself: its packets go to the port's own LID
         try (Pair p = new Pair(1, null, null, 1 << 20)) {
             final QueuePair qp = p.a.qp();
-            RcConnector.bringUp(qp, qp.qpNum(), 1, 5, 5, RcConnector.defaults());
+            QpBringUp.toRts(qp, qp.qpNum(), 1, 5, 5, QpBringUp.rcDefaults());
             for (int i = 0; i < 4096; i++) {
                 p.a.buf.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
             }
@@ -146,7 +147,7 @@ class TcpFabricTest {
         // a: [0,16M) WRITE source, [16M,32M) READ target, [32M,+4M) SEND source, [48M] atomic results
         // b: [0,16M) WRITE target, [16M,32M) READ source, [32M,+4M) RECV target, [48M] atomic target
         try (Pair p = new Pair(2, null, null, 3L * BIG + 4096)) {
-            final QpAttr attr = RcConnector.defaults().softwareMtu(65536);
+            final QpAttr attr = QpBringUp.rcDefaults().softwareMtu(65536);
             final QueuePair[] qa = new QueuePair[QPS];
             final QueuePair[] qb = new QueuePair[QPS];
             for (int i = 0; i < QPS; i++) {
@@ -154,7 +155,7 @@ class TcpFabricTest {
                 qb[i] = p.b.qp();
                 p.connect(qa[i], qb[i], i, attr);
             }
-            assertEquals(65536, qa[0].query().softwareMtu);
+            assertEquals(65536, qa[0].queryQp().softwareMtu);
             final int send = 4 << 20;
             Fixture.fill(p.a.buf.asSlice(0, BIG), 1);
             Fixture.fill(p.b.buf.asSlice(BIG, BIG), 2);
@@ -202,7 +203,7 @@ class TcpFabricTest {
         try (Pair p = new Pair(2,
             new FaultInjector(FaultInjector.Config.parse(spec + 5), NanoClock.SYSTEM),
             new FaultInjector(FaultInjector.Config.parse(spec + 6), NanoClock.SYSTEM), 2L * QPS * len)) {
-            final QpAttr attr = RcConnector.defaults().timeout(14);
+            final QpAttr attr = QpBringUp.rcDefaults().timeout(14);
             final QueuePair[] qa = new QueuePair[QPS];
             final QueuePair[] qb = new QueuePair[QPS];
             for (int i = 0; i < QPS; i++) {

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.fabric.TcpFabric;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
@@ -91,7 +92,7 @@ public final class TcpPeer {
             final String[] peer = in.readLine().split(" ");
             final long peerAddr = Long.parseLong(peer[2]);
             final int peerRkey = Integer.parseInt(peer[3]);
-            RcConnector.bringUp(qp, Integer.parseInt(peer[1]), 1, 500, 400, RcConnector.defaults());
+            QpBringUp.toRts(qp, Integer.parseInt(peer[1]), 1, 500, 400, QpBringUp.rcDefaults());
             qp.postRecv(new RecvWorkRequest().wrId(1).sge(mr, 0, 0));
             System.out.println("UP");
             System.out.flush();
@@ -139,7 +140,7 @@ public final class TcpPeer {
             final MemorySegment buf = arena.allocate(2L * size, 4096);
             final MemoryRegion mr = pd.registerMr(buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final QueuePair qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
-            RcConnector.bringUp(qp, Integer.parseInt(f[2]), 2, 400, 500, RcConnector.defaults());
+            QpBringUp.toRts(qp, Integer.parseInt(f[2]), 2, 400, 500, QpBringUp.rcDefaults());
             qp.postRecv(new RecvWorkRequest().wrId(77).sge(mr, 0, 0));
             toPassive.println("PEER " + qp.qpNum() + " " + (mr.address() + size) + " " + mr.rkey());
             toPassive.flush();

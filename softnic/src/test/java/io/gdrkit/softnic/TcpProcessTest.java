@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -155,7 +156,7 @@ class TcpProcessTest {
             // 4.096 us * 2^13 = 34 ms per try, 7 retries: the peer is declared dead within about 0.3 s. Shorter
             // budgets (timeout 11-12, 2-3 retries) failed the warm-up WRITE: a freshly started child JVM on a
             // loaded 2-core machine took ~100 ms to answer its first packet over TCP.
-            RcConnector.bringUp(qp, childQpn, 2, 400, 500, RcConnector.defaults().timeout(13).retryCnt(7));
+            QpBringUp.toRts(qp, childQpn, 2, 400, 500, QpBringUp.rcDefaults().timeout(13).retryCnt(7));
             child.send("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey());
             child.expect("UP", 30);
             // the child's MR is 64 KiB: every WRITE lands in it
@@ -187,7 +188,7 @@ class TcpProcessTest {
                     : WcStatus.WR_FLUSH_ERR;
                 assertEquals(expected, statuses.get(i), "WR " + i + " of " + statuses);
             }
-            assertEquals(QpState.ERR, qp.query().qpState);
+            assertEquals(QpState.ERR, qp.queryQp().qpState);
             assertTrue(tookMs < 10_000, "the dead peer was noticed in " + tookMs + " ms");
         }
     }

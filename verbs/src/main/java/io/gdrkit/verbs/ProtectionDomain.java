@@ -40,6 +40,36 @@ public interface ProtectionDomain extends AutoCloseable {
 
     QueuePair createQp(QpInitAttr attr);
 
+    /**
+     * Allocates a memory window of {@code type} {@link MemoryWindow#TYPE_1} or {@link MemoryWindow#TYPE_2}
+     * (ibv_alloc_mw); unbound, its rkey grants nothing.
+     *
+     * @throws VerbsException EINVAL for another type
+     */
+    default MemoryWindow allocMw(final int type) {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider has no memory windows");
+    }
+
+    /**
+     * Creates an address handle for UD sends (ibv_create_ah).
+     *
+     * @throws VerbsException EINVAL for LID 0, a multicast LID (0xC000 and up), or a port other than 1;
+     *                        EOPNOTSUPP for a GRH (is_global). An AH to a LID nobody has is valid: its datagrams
+     *                        are lost, as on a fabric.
+     */
+    default AddressHandle createAh(final AhAttr attr) {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider has no UD");
+    }
+
+    /**
+     * Creates a shared receive queue (ibv_create_srq).
+     *
+     * @throws VerbsException EINVAL for max_wr or max_sge out of the device's range, or a limit above max_wr
+     */
+    default SharedReceiveQueue createSrq(final SrqInitAttr attr) {
+        throw new VerbsException(io.gdrkit.core.Errno.EOPNOTSUPP, "this provider has no SRQ");
+    }
+
     @Override
     void close();
 }

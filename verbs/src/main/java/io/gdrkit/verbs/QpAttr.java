@@ -27,7 +27,14 @@ public final class QpAttr {
     public int maxDestRdAtomic = 1;
     /** Destination LID of the address vector (ah_attr.dlid). */
     public int dlid;
+    /** The UD QP's Q_Key ({@link QpAttrMask#QKEY}). */
+    public int qkey;
     public final QpCap cap = new QpCap();
+
+    public QpAttr qkey(final int k) {
+        qkey = k;
+        return this;
+    }
 
     public QpAttr state(final int s) {
         qpState = s;
@@ -123,6 +130,7 @@ public final class QpAttr {
         a.maxRdAtomic = maxRdAtomic;
         a.maxDestRdAtomic = maxDestRdAtomic;
         a.dlid = dlid;
+        a.qkey = qkey;
         a.cap.maxSendWr(cap.maxSendWr).maxRecvWr(cap.maxRecvWr).maxSendSge(cap.maxSendSge)
             .maxRecvSge(cap.maxRecvSge).maxInlineData(cap.maxInlineData);
         return a;

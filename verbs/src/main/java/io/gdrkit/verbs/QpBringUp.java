@@ -15,6 +15,16 @@ public final class QpBringUp {
     }
 
     /**
+     * Brings two QPs to RTS towards each other (both ends in this process, as a loopback or a test does): {@code a}
+     * at {@code lidA} sends from {@code psnA}, {@code b} at {@code lidB} from {@code psnB}.
+     */
+    public static void connect(final QueuePair a, final int lidA, final int psnA, final QueuePair b, final int lidB,
+                               final int psnB, final QpAttr template) {
+        toRts(a, b.qpNum(), lidB, psnA, psnB, template);
+        toRts(b, a.qpNum(), lidA, psnB, psnA, template);
+    }
+
+    /**
      * Moves {@code qp} to RTS towards {@code remoteQpn} at {@code dlid}; its sends start at {@code sqPsn}, it
      * expects the peer's at {@code rqPsn}. The template's attributes are used, the peer fields filled in; a
      * non-zero software MTU is applied at RTR.

@@ -4,6 +4,8 @@ package io.gdrkit.verbs;
 public final class QpInitAttr {
     public CompletionQueue sendCq;
     public CompletionQueue recvCq;
+    /** The shared receive queue the QP takes its receive WQEs from (ibv_qp_init_attr.srq), or null. */
+    public SharedReceiveQueue srq;
     public final QpCap cap = new QpCap();
     public int qpType = QpType.RC;
     /** When true every send WR completes signaled, whatever its flags (sq_sig_all). */
@@ -12,6 +14,11 @@ public final class QpInitAttr {
     public QpInitAttr cqs(final CompletionQueue send, final CompletionQueue recv) {
         sendCq = send;
         recvCq = recv;
+        return this;
+    }
+
+    public QpInitAttr srq(final SharedReceiveQueue s) {
+        srq = s;
         return this;
     }
 

@@ -14,6 +14,10 @@ public final class QpStateTable {
     private static final boolean[][] VALID = new boolean[N][N];
     private static final int[][] REQUIRED = new int[N][N];
     private static final int[][] OPTIONAL = new int[N][N];
+    /** The UD table (same spec table, UD column): Q_Key instead of the connection's attributes. */
+    private static final boolean[][] UD_VALID = new boolean[N][N];
+    private static final int[][] UD_REQUIRED = new int[N][N];
+    private static final int[][] UD_OPTIONAL = new int[N][N];
 
     static {
         for (int s = 0; s < N; s++) {
@@ -33,6 +37,29 @@ public final class QpStateTable {
             | PATH_MIG_STATE | TIMEOUT | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | MAX_DEST_RD_ATOMIC
             | PATH_MTU | SOFTWARE_MTU);
         // SQE -> RTS exists only for UC/UD; an RC QP never enters SQE, so only RESET/ERR leave it.
+        for (int s = 0; s < N; s++) {
+            allowUd(s, QpState.RESET, 0, 0);
+            allowUd(s, QpState.ERR, 0, 0);
+        }
+        allowUd(QpState.RESET, QpState.INIT, PKEY_INDEX | PORT | QKEY, 0);
+        allowUd(QpState.INIT, QpState.INIT, 0, PKEY_INDEX | PORT | QKEY);
+        allowUd(QpState.INIT, QpState.RTR, 0, PKEY_INDEX | QKEY);
+        allowUd(QpState.RTR, QpState.RTS, SQ_PSN, CUR_STATE | QKEY);
+        allowUd(QpState.RTS, QpState.RTS, 0, CUR_STATE | QKEY);
+        allowUd(QpState.RTS, QpState.SQD, 0, EN_SQD_ASYNC_NOTIFY);
+        allowUd(QpState.SQD, QpState.RTS, 0, CUR_STATE | QKEY);
+        allowUd(QpState.SQD, QpState.SQD, 0, PKEY_INDEX | QKEY);
+    }
+
+    private static void allowUd(final int from, final int to, final int required, final int optional) {
+        UD_VALID[from][to] = true;
+        UD_REQUIRED[from][to] = required;
+        UD_OPTIONAL[from][to] = optional;
+    }
+
+    /** Validates a modify of a UD QP in state {@code current} (the UD column of the table); returns the target. */
+    public static int validateUd(final int current, final QpAttr attr, final int mask) {
+        return validate(current, attr, mask, 0, UD_VALID, UD_REQUIRED, UD_OPTIONAL);
     }
 
     private QpStateTable() {
@@ -63,6 +90,11 @@ public final class QpStateTable {
      *                        the out-of-range value
      */
     public static int validate(final int current, final QpAttr attr, final int mask, final int maxRdAtomic) {
+        return validate(current, attr, mask, maxRdAtomic, VALID, REQUIRED, OPTIONAL);
+    }
+
+    private static int validate(final int current, final QpAttr attr, final int mask, final int maxRdAtomic,
+                                final boolean[][] valid, final int[][] requiredBy, final int[][] optionalBy) {
         if ((mask & ~(SOFTWARE_MTU | (DEST_QPN << 1) - 1)) != 0) {
             throw new VerbsException(Errno.EINVAL, "unknown attribute mask bits 0x" + Integer.toHexString(mask));
         }
@@ -74,18 +106,18 @@ public final class QpStateTable {
         if (!QpState.isValid(next)) {
             throw new VerbsException(Errno.EINVAL, "invalid target state " + next);
         }
-        if (!VALID[current][next]) {
+        if (!valid[current][next]) {
             throw new VerbsException(Errno.EINVAL, "invalid QP state transition " + QpState.name(current) + " -> "
                 + QpState.name(next));
         }
         final int attrs = mask & ~STATE;
-        final int required = REQUIRED[current][next];
+        final int required = requiredBy[current][next];
         final int missing = required & ~attrs;
         if (missing != 0) {
             throw new VerbsException(Errno.EINVAL, "transition " + QpState.name(current) + " -> "
                 + QpState.name(next) + " requires " + QpAttrMask.describe(missing));
         }
-        final int extra = attrs & ~(required | OPTIONAL[current][next]);
+        final int extra = attrs & ~(required | optionalBy[current][next]);
         if (extra != 0) {
             throw new VerbsException(Errno.EINVAL, "transition " + QpState.name(current) + " -> "
                 + QpState.name(next) + " does not allow " + QpAttrMask.describe(extra));
@@ -101,8 +133,9 @@ public final class QpStateTable {
         if ((m & SOFTWARE_MTU) != 0 && !Mtu.isValidSoftwareBytes(a.softwareMtu)) {
             bad("software_mtu", a.softwareMtu, "a power of two from 256 to " + Mtu.MAX_SOFTWARE_BYTES);
         }
-        if ((m & ACCESS_FLAGS) != 0 && (a.qpAccessFlags & ~(AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE)) != 0) {
-            bad("qp_access_flags", a.qpAccessFlags, "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC");
+        if ((m & ACCESS_FLAGS) != 0 && (a.qpAccessFlags & ~AccessFlags.QP_SUPPORTED) != 0) {
+            bad("qp_access_flags", a.qpAccessFlags,
+                "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC|FLUSH_GLOBAL|FLUSH_PERSISTENT");
         }
         if ((m & PORT) != 0 && a.portNum != 1) {
             bad("port_num", a.portNum, "1");

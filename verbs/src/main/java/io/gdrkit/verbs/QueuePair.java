@@ -14,8 +14,11 @@ public interface QueuePair extends AutoCloseable {
      */
     void modify(QpAttr attr, int attrMask);
 
-    /** Current attributes (ibv_query_qp). */
-    QpAttr query();
+    /**
+     * Current attributes (ibv_query_qp): state, access flags, path MTU, destination, PSNs, timers, read/atomic
+     * depths and the capabilities the QP was created with (its queues' real depths).
+     */
+    QpAttr queryQp();
 
     /**
      * Posts a chain of send work requests (ibv_post_send): each is written as a WQE into the send queue ring,
@@ -25,7 +28,23 @@ public interface QueuePair extends AutoCloseable {
      */
     void postSend(SendWorkRequest wr);
 
-    /** Posts a chain of receive work requests (ibv_post_recv). */
+    /**
+     * Binds a type 1 memory window (ibv_bind_mw): posts a BIND_MW work request on the send queue with the window's
+     * next rkey, which {@link MemoryWindow#rkey()} returns from now on (as libibverbs sets mw->rkey). The bind
+     * happens in order with the WRs before it and completes as {@link WcOpcode#BIND_MW}; a bad bind completes with
+     * MW_BIND_ERR and moves the QP to ERR.
+     *
+     * @throws PostException EINVAL for a type 2 window, one of another PD or device, or a QP not in RTS
+     */
+    default void bindMw(final MemoryWindow mw, final MwBind bind) {
+        throw new PostException(io.gdrkit.core.Errno.EOPNOTSUPP, 0, "this provider has no memory windows");
+    }
+
+    /**
+     * Posts a chain of receive work requests (ibv_post_recv).
+     *
+     * @throws PostException EINVAL on a QP in RESET or attached to an SRQ (post to the SRQ), ENOMEM when full
+     */
     void postRecv(RecvWorkRequest wr);
 
     /**

@@ -9,7 +9,7 @@ import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.sim.SimGpu;
 import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -60,7 +60,7 @@ class FlushTest {
                         | AccessFlags.REMOTE_READ);
                     final QueuePair qa = pa.createQp(new QpInitAttr().cqs(cqa, cqa));
                     final QueuePair qb = pb.createQp(new QpInitAttr().cqs(cqb, cqb));
-                    RcConnector.connect(qa, a.lid(), 1, qb, b.lid(), 2, RcConnector.defaults());
+                    QpBringUp.connect(qa, a.lid(), 1, qb, b.lid(), 2, QpBringUp.rcDefaults());
                     qa.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
                         .sge(srcMr, 0, SIZE).remote(dst.address(), dst.rkey()));
                     final WorkCompletion[] wc = {new WorkCompletion()};

@@ -8,7 +8,7 @@ import io.gdrkit.core.agent.DeterministicRunner;
 import io.gdrkit.core.agent.ManualClock;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.gpu.Pattern;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -342,8 +342,8 @@ public final class OrderingExperiment {
                 rInit.cap.maxSendWr(8).maxRecvWr(8).maxInlineData(0);
                 final QueuePair rA = rPd.createQp(rInit);
                 final QueuePair rB = rPd.createQp(rInit);
-                RcConnector.connect(qpA, sDev.lid(), 1000, rA, rDev.lid(), 2000, RcConnector.defaults());
-                RcConnector.connect(qpB, sDev.lid(), 3000, rB, rDev.lid(), 4000, RcConnector.defaults());
+                QpBringUp.connect(qpA, sDev.lid(), 1000, rA, rDev.lid(), 2000, QpBringUp.rcDefaults());
+                QpBringUp.connect(qpB, sDev.lid(), 3000, rB, rDev.lid(), 4000, QpBringUp.rcDefaults());
 
                 final int patternSeed = (int) (c.seed() * 0x9E3779B1L);
                 Pattern.fill(dst, 0, c.size(), 0, 0, patternSeed); // the buffer holds "trial 0" before trial 1

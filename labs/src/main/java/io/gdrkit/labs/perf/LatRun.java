@@ -59,6 +59,9 @@ public final class LatRun {
         this.recvWaitB = "a receive completion on " + lb.b.dev.name();
     }
 
+    /** How long one getCqEvent waits before the deadline is checked again. */
+    private static final long EVENT_WAIT_NS = 100_000_000L;
+
     public LatResult run() {
         if (cfg.test().isSend()) {
             for (int i = 0; i < cfg.rxDepth(); i++) {
@@ -188,6 +191,23 @@ public final class LatRun {
     private void awaitRecv(final Loopback.Side side, final Deadline deadline) {
         deadline.rearm();
         while (side.rcq.poll(wcs) == 0) {
+            if (!lb.invoker) {
+                // own_device: polling b's CQ moves only b; this thread is also a's NIC, whose SEND must go out
+                // (without this the one-thread harness stalled: issue 15). Invoker polling already moves both.
+                lb.progress();
+            }
+            if (cfg.events()) {
+                // perftest -e: arm, poll once more (a completion may have landed before the arming), then sleep
+                // on the channel; each event is acknowledged before the next arming
+                side.rcq.reqNotifyCq(false);
+                if (side.rcq.poll(wcs) != 0) {
+                    break;
+                }
+                final CompletionQueue cq = side.channel.getCqEvent(EVENT_WAIT_NS);
+                if (cq != null) {
+                    cq.ackCqEvents(1);
+                }
+            }
             deadline.check(side == lb.a ? recvWaitA : recvWaitB, 0, 1);
         }
         final WorkCompletion wc = wcs[0];

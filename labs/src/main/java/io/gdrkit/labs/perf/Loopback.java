@@ -7,11 +7,12 @@ import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuDmaMemory;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionChannel;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
@@ -49,6 +50,8 @@ public final class Loopback implements AutoCloseable {
         public final ProtectionDomain pd;
         public final CompletionQueue scq;
         public final CompletionQueue rcq;
+        /** The receive CQ's completion channel (send_lat --events waits on it). */
+        public final CompletionChannel channel;
         public final QueuePair[] qps;
         public MemorySegment buf;
         public MemoryRegion mr;
@@ -60,7 +63,8 @@ public final class Loopback implements AutoCloseable {
             this.ctx = dev.open();
             this.pd = ctx.allocPd();
             this.scq = ctx.createCq(cqe);
-            this.rcq = ctx.createCq(cqe);
+            this.channel = ctx.createCompChannel();
+            this.rcq = ctx.createCq(cqe, channel, 0);
             this.qps = new QueuePair[numQps];
         }
     }
@@ -111,7 +115,7 @@ public final class Loopback implements AutoCloseable {
             final int cqe = Math.max(numQps * Math.max(txDepth, rxDepth) + 16, 64);
             a = new Side(driver.addDevice("soft0"), numQps, cqe);
             b = new Side(driver.addDevice("soft1"), numQps, cqe);
-            final QpAttr attr = RcConnector.defaults();
+            final QpAttr attr = QpBringUp.rcDefaults();
             if (mtuBytes <= 4096) {
                 attr.pathMtu(Mtu.fromBytes(mtuBytes));
             } else {
@@ -134,7 +138,7 @@ public final class Loopback implements AutoCloseable {
                 final QpInitAttr ib = new QpInitAttr();
                 ib.cap.maxSendWr(txDepth).maxRecvWr(rxDepth).maxInlineData(maxInline);
                 b.qps[i] = b.pd.createQp(ib.cqs(b.scq, b.rcq));
-                RcConnector.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
+                QpBringUp.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
             }
         } catch (final RuntimeException e) {
             close();

@@ -40,6 +40,7 @@ public final class PerfConfig {
     private Double durationSeconds;
     private long bufferBytes = DEFAULT_BUFFER;
     private SoftNicContext.ProgressMode progress = SoftNicContext.ProgressMode.INVOKER;
+    private boolean events;
     private boolean concluded;
 
     /** A configuration of {@code test} with every default. */
@@ -61,6 +62,7 @@ public final class PerfConfig {
         durationSeconds = from.durationSeconds;
         bufferBytes = from.bufferBytes;
         progress = from.progress;
+        events = from.events;
     }
 
     /** The same configuration, concluded, for another message size and warm-up. */
@@ -152,6 +154,16 @@ public final class PerfConfig {
         return this;
     }
 
+    /**
+     * send_lat waits for receive completions with completion events (reqNotifyCq, getCqEvent, ackCqEvents) instead
+     * of polling, as perftest's {@code -e} (default false).
+     */
+    public PerfConfig events(final boolean on) {
+        open();
+        events = on;
+        return this;
+    }
+
     /** Validates every setting and their combinations, fills the test's defaults and freezes the configuration. */
     public PerfConfig conclude() {
         open();
@@ -210,6 +222,10 @@ public final class PerfConfig {
         if (durationSeconds != null && !(durationSeconds > 0 && durationSeconds <= 3600)) {
             throw new IllegalArgumentException("-D/--duration " + durationSeconds + " must be > 0 and <= 3600 "
                 + "seconds");
+        }
+        if (events && test != PerfKind.SEND_LAT) {
+            throw new IllegalArgumentException("-e/--events applies to send_lat (the test that waits on a receive "
+                + "CQ), not " + test.id());
         }
         concluded = true;
         return this;
@@ -280,6 +296,12 @@ public final class PerfConfig {
         return progress;
     }
 
+    /** send_lat with completion events instead of polling. */
+    public boolean events() {
+        concluded();
+        return events;
+    }
+
     /** Each size runs for {@link #durationSeconds()} instead of {@link #iters()}. */
     public boolean timed() {
         concluded();
@@ -303,6 +325,6 @@ public final class PerfConfig {
         return "PerfConfig[test=" + test.id() + ", size=" + size + ", iters=" + iters + ", warmup=" + warmup
             + ", numQps=" + numQps + ", txDepth=" + txDepth + ", rxDepth=" + rxDepth + ", cqMod=" + cqMod + ", mtu="
             + mtu + ", inlineSize=" + inlineSize + ", durationSeconds=" + durationSeconds + ", bufferBytes="
-            + bufferBytes + ", progress=" + progress + "]";
+            + bufferBytes + ", progress=" + progress + (events ? ", events=true" : "") + "]";
     }
 }

@@ -12,7 +12,7 @@ import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.ShmFabric;
 import io.gdrkit.softnic.fabric.TcpFabric;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -133,7 +133,7 @@ public final class RemotePerf {
     }
 
     public static QpAttr attr(final int mtu) {
-        final QpAttr a = RcConnector.defaults();
+        final QpAttr a = QpBringUp.rcDefaults();
         if (mtu <= 4096) {
             a.pathMtu(Mtu.fromBytes(mtu));
         } else {
@@ -500,7 +500,7 @@ public final class RemotePerf {
         final var cq = ctx.createCq(4);
         final var qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
         try {
-            ConnectionManager.connect(server, qp, dev.lid(), RcConnector.defaults(),
+            ConnectionManager.connect(server, qp, dev.lid(), QpBringUp.rcDefaults(),
                 new Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true).encode(), CM_TIMEOUT);
         } catch (final CmException e) {
             if (e.reason() != CmException.Reason.REJECTED) {

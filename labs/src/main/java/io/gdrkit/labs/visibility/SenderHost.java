@@ -17,7 +17,7 @@ import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
 import io.gdrkit.gpu.Pattern;
 import io.gdrkit.gpu.cuda.CudaGpu;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
@@ -190,12 +190,12 @@ public final class SenderHost implements AutoCloseable {
                 final QpInitAttr ia = new QpInitAttr().cqs(cq, cq);
                 ia.cap.maxSendWr(c.wrSplit() + 8).maxRecvWr(1).maxInlineData(64);
                 dataQps[i] = pd.createQp(ia);
-                RcConnector.bringUp(dataQps[i], rDataQpn[i], receiverLid, 0, 0, RcConnector.defaults());
+                QpBringUp.toRts(dataQps[i], rDataQpn[i], receiverLid, 0, 0, QpBringUp.rcDefaults());
                 if (c.flag() == Flag.SENDER_OTHER_QP) {
                     final QpInitAttr fa = new QpInitAttr().cqs(cq, cq);
                     fa.cap.maxSendWr(8).maxRecvWr(1).maxInlineData(64);
                     flagQps[i] = pd.createQp(fa);
-                    RcConnector.bringUp(flagQps[i], rFlagQpn[i], receiverLid, 0, 0, RcConnector.defaults());
+                    QpBringUp.toRts(flagQps[i], rFlagQpn[i], receiverLid, 0, 0, QpBringUp.rcDefaults());
                 }
             }
         }

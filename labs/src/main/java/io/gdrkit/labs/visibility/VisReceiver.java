@@ -16,7 +16,7 @@ import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
 import io.gdrkit.gpu.VisKernels;
-import io.gdrkit.softnic.RcConnector;
+import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
@@ -251,9 +251,9 @@ final class VisReceiver {
             for (int s = from; s < to; s++) {
                 final int dq = ch.in.readInt();
                 final int fq = ch.in.readInt();
-                RcConnector.bringUp(dataQp[s], dq, lid, 0, 0, RcConnector.defaults());
+                QpBringUp.toRts(dataQp[s], dq, lid, 0, 0, QpBringUp.rcDefaults());
                 if (flagQp[s] != null) {
-                    RcConnector.bringUp(flagQp[s], fq, lid, 0, 0, RcConnector.defaults());
+                    QpBringUp.toRts(flagQp[s], fq, lid, 0, 0, QpBringUp.rcDefaults());
                 }
             }
         }

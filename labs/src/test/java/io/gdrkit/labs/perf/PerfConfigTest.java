@@ -69,6 +69,12 @@ class PerfConfigTest {
         bad(PerfKind.WRITE_BW, c -> c.durationSeconds(0), "-D/--duration 0.0 must be > 0 and <= 3600 seconds");
         bad(PerfKind.WRITE_BW, c -> c.durationSeconds(Double.NaN),
             "-D/--duration NaN must be > 0 and <= 3600 seconds");
+        bad(PerfKind.WRITE_LAT, c -> c.events(true),
+            "-e/--events applies to send_lat (the test that waits on a receive CQ), not write_lat");
+        final PerfConfig ev = new PerfConfig(PerfKind.SEND_LAT).events(true).conclude();
+        assertEquals(true, ev.events());
+        assertEquals(true, ev.withSize(8, 0).events(), "withSize keeps -e");
+        assertEquals(false, new PerfConfig(PerfKind.SEND_LAT).conclude().events());
         assertThrows(NullPointerException.class, () -> new PerfConfig(null));
         assertThrows(NullPointerException.class, () -> new PerfConfig(PerfKind.WRITE_BW).progress(null));
     }

@@ -63,15 +63,18 @@ public interface FabricPort {
     }
 
     /**
-     * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int)} of every port
-     * of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are not
-     * carried.
+     * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int, Class)} of every
+     * port of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are
+     * not carried.
      */
-    default void owner(final Object owner) {
+    default void owner(final PortOwner owner) {
     }
 
-    /** The {@link #owner(Object) owner} of the port with {@code lid} on this fabric, in this JVM; null if none. */
-    default Object peer(final int lid) {
+    /**
+     * The {@link #owner(PortOwner) owner} of the port with {@code lid} on this fabric, in this JVM, when it is a
+     * {@code type}; null otherwise (no such port, no owner, or another kind of NIC).
+     */
+    default <T extends PortOwner> T peer(final int lid, final Class<T> type) {
         return null;
     }
 

@@ -82,7 +82,7 @@ public final class InJvmFabric implements Fabric {
     }
 
     private final class Port extends RingPort {
-        private volatile Object owner;
+        private volatile PortOwner owner;
 
         /** outbound ring by destination LID; inbound rings by source. Replaced copy-on-write under the fabric lock. */
         private volatile SpscRingBuffer[] outbound = new SpscRingBuffer[0];
@@ -123,14 +123,15 @@ public final class InJvmFabric implements Fabric {
         }
 
         @Override
-        public void owner(final Object owner) {
+        public void owner(final PortOwner owner) {
             this.owner = owner;
         }
 
         @Override
-        public Object peer(final int lid) {
+        public <T extends PortOwner> T peer(final int lid, final Class<T> type) {
             final Port[] byLid = portsByLid;
-            return lid > 0 && lid < byLid.length && byLid[lid] != null ? byLid[lid].owner : null;
+            final PortOwner o = lid > 0 && lid < byLid.length && byLid[lid] != null ? byLid[lid].owner : null;
+            return type.isInstance(o) ? type.cast(o) : null;
         }
 
         @Override

@@ -82,7 +82,11 @@ public final class CompletionRing {
         final int n = (int) Math.min(available, Math.min(max, wcs.length));
         for (int i = 0; i < n; i++) {
             final long o = (consumer & mask) * CQE_SIZE;
-            final WorkCompletion wc = wcs[i];
+            WorkCompletion wc = wcs[i];
+            if (wc == null) {
+                wc = new WorkCompletion(); // first use of a plain new WorkCompletion[n]: later polls reuse it
+                wcs[i] = wc;
+            }
             wc.wrId = ring.get(ValueLayout.JAVA_LONG, o);
             wc.byteLen = ring.get(ValueLayout.JAVA_INT, o + 8);
             wc.immData = ring.get(ValueLayout.JAVA_INT, o + 12);
@@ -91,7 +95,10 @@ public final class CompletionRing {
             wc.status = ring.get(ValueLayout.JAVA_BYTE, o + 24) & 0xFF;
             wc.opcode = ring.get(ValueLayout.JAVA_BYTE, o + 25) & 0xFF;
             wc.wcFlags = ring.get(ValueLayout.JAVA_BYTE, o + 26) & 0xFF;
-            wc.vendorErr = ring.get(ValueLayout.JAVA_INT, o + 28);
+            // one slot, two meanings: vendor_err of a failed completion, the source LID of a successful receive
+            final int v = ring.get(ValueLayout.JAVA_INT, o + 28);
+            wc.vendorErr = wc.status == 0 ? 0 : v;
+            wc.slid = wc.status == 0 ? v : 0;
             consumer++;
         }
         if (n > 0) {

@@ -17,7 +17,7 @@ import java.lang.foreign.ValueLayout;
  *  16  sge[i]: addr (u64) | length (u32) | lkey (u32)
  * </pre>
  */
-public final class RecvQueue {
+public final class RecvQueue implements SgeList {
     private final MemorySegment ring;
     private final Doorbell doorbell;
     private final int depth;
@@ -57,22 +57,37 @@ public final class RecvQueue {
         }
     }
 
+    /**
+     * Copies the WQE at {@code srcIndex} of {@code src} (a shared receive queue of the same SGE capacity) to
+     * {@code index} here: a QP takes a WQE out of its SRQ this way, as rxe copies an SRQ WQE into the QP.
+     */
+    public void copyFrom(final long index, final RecvQueue src, final long srcIndex) {
+        if (src.stride != stride) {
+            throw new IllegalArgumentException("receive WQE strides differ: " + src.stride + " vs " + stride);
+        }
+        MemorySegment.copy(src.ring, src.o(srcIndex), ring, o(index), stride);
+    }
+
     public long wrId(final long index) {
         return ring.get(ValueLayout.JAVA_LONG, o(index));
     }
 
+    @Override
     public int numSge(final long index) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 8);
     }
 
+    @Override
     public long sgeAddr(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_LONG, o(index) + 16 + 16L * i);
     }
 
+    @Override
     public int sgeLength(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 16 + 16L * i + 8);
     }
 
+    @Override
     public int sgeLkey(final long index, final int i) {
         return ring.get(ValueLayout.JAVA_INT, o(index) + 16 + 16L * i + 12);
     }

@@ -2,6 +2,7 @@ package io.gdrkit.softnic.queue;
 
 import io.gdrkit.verbs.SendWorkRequest;
 import io.gdrkit.verbs.Sge;
+import io.gdrkit.verbs.WrOpcode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -20,11 +21,11 @@ import java.lang.foreign.ValueLayout;
  *  |    opcode     |  send_flags   |            num_sge            |  8
  *  +---------------+---------------+-------------------------------+
  *  |                          imm_data                             | 12
- *  |                       remote_addr (64)                        | 16
- *  |                            rkey                               | 24
+ *  |       remote_addr (64); UD: dlid (32) | remote QPN (32)        | 16
+ *  |                    rkey; UD: remote Q_Key                     | 24
  *  |              total length (inline: inline length)             | 28
- *  |                       compare_add (64)                        | 32
- *  |                          swap (64)                            | 40
+ *  |          compare_add (64); FLUSH: flush length (64)           | 32
+ *  |   swap (64); FLUSH: placement type (8) | selectivity (8) ...  | 40
  *  |   stamp (32): (u32)(index + 1), checked on a direct queue     | 48
  *  |                       reserved (12)                           | 52
  *  |          sge[i]: addr (64) | length (32) | lkey (32)          | 64 + 16 i
@@ -32,7 +33,7 @@ import java.lang.foreign.ValueLayout;
  * </pre>
  * Native byte order: the ring is host memory shared by poster and NIC, not wire data.
  */
-public final class SendQueue {
+public final class SendQueue implements SgeList {
     public static final int OFF_WR_ID = 0;
     public static final int OFF_OPCODE = 8;
     public static final int OFF_FLAGS = 9;
@@ -97,8 +98,13 @@ public final class SendQueue {
         ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, wr.remoteAddr);
         ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, wr.rkey);
         ring.set(ValueLayout.JAVA_INT, o + OFF_LENGTH, totalLength);
-        ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.compareAdd);
-        ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, wr.swap);
+        if (wr.opcode == WrOpcode.FLUSH) {
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.flushLength);
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, (wr.flushType & 0xFF) | (wr.flushLevel & 0xFF) << 8);
+        } else {
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, wr.compareAdd);
+            ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, wr.swap);
+        }
         long inlinePos = o + inlineOffset;
         for (int i = 0; i < wr.numSge(); i++) {
             final Sge sge = wr.sge(i);
@@ -107,7 +113,7 @@ public final class SendQueue {
             ring.set(ValueLayout.JAVA_INT, so + 8, sge.length);
             ring.set(ValueLayout.JAVA_INT, so + 12, sge.lkey);
             if (inline && sge.length > 0) {
-                inlineSource.copy(sge.lkey, sge.addr, ring, inlinePos, sge.length);
+                inlineSource.copy(sge, ring, inlinePos);
                 inlinePos += sge.length;
             }
         }
@@ -126,6 +132,31 @@ public final class SendQueue {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_STAMP);
     }
 
+    /**
+     * BIND_MW: the bind, written over the WQE just written: remote_addr = bind address, rkey = the window's new
+     * rkey, compare_add = length, swap = MR lkey (32) | window index (24) | access (8).
+     */
+    public void bind(final long index, final long addr, final int rkey, final long length, final int lkey,
+                     final int mwIndex, final int access) {
+        final long o = slotOffset(index);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, addr);
+        ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, rkey);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_COMPARE_ADD, length);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_SWAP, (long) lkey << 32 | (mwIndex & 0xFFFFFFL) << 8 | (access & 0xFF));
+    }
+
+    /** LOCAL_INV: the rkey to invalidate, in the rkey field; SEND_WITH_INV: in the imm_data field (as libibverbs). */
+    public void invalidateRkey(final long index, final boolean inImm, final int rkey) {
+        ring.set(ValueLayout.JAVA_INT, slotOffset(index) + (inImm ? OFF_IMM : OFF_RKEY), rkey);
+    }
+
+    /** UD: the datagram's destination, written over remote_addr and rkey of the WQE just written. */
+    public void ud(final long index, final int dlid, final int remoteQpn, final int qkey) {
+        final long o = slotOffset(index);
+        ring.set(ValueLayout.JAVA_LONG, o + OFF_REMOTE_ADDR, (long) dlid << 32 | (remoteQpn & 0xFFFFFFFFL));
+        ring.set(ValueLayout.JAVA_INT, o + OFF_RKEY, qkey);
+    }
+
     public long wrId(final long index) {
         return ring.get(ValueLayout.JAVA_LONG, slotOffset(index) + OFF_WR_ID);
     }
@@ -138,6 +169,7 @@ public final class SendQueue {
         return ring.get(ValueLayout.JAVA_BYTE, slotOffset(index) + OFF_FLAGS) & 0xFF;
     }
 
+    @Override
     public int numSge(final long index) {
         return ring.get(ValueLayout.JAVA_SHORT, slotOffset(index) + OFF_NUM_SGE) & 0xFFFF;
     }
@@ -166,14 +198,17 @@ public final class SendQueue {
         return ring.get(ValueLayout.JAVA_LONG, slotOffset(index) + OFF_SWAP);
     }
 
+    @Override
     public long sgeAddr(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_LONG, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge);
     }
 
+    @Override
     public int sgeLength(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge + 8);
     }
 
+    @Override
     public int sgeLkey(final long index, final int sge) {
         return ring.get(ValueLayout.JAVA_INT, slotOffset(index) + OFF_SGE + (long) SGE_SIZE * sge + 12);
     }
@@ -187,9 +222,9 @@ public final class SendQueue {
         return maxSge;
     }
 
-    /** Copies inline bytes from a virtual address into the ring at post time. */
+    /** Copies an SGE's inline bytes (from its unregistered memory or through its MR) into the ring at post time. */
     @FunctionalInterface
     public interface InlineSource {
-        void copy(int lkey, long addr, MemorySegment dst, long dstOffset, int length);
+        void copy(Sge sge, MemorySegment dst, long dstOffset);
     }
 }

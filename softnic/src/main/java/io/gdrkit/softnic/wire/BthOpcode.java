@@ -23,6 +23,15 @@ public final class BthOpcode {
     public static final int ATOMIC_ACKNOWLEDGE = 0x12;
     public static final int COMPARE_SWAP = 0x13;
     public static final int FETCH_ADD = 0x14;
+    public static final int SEND_LAST_WITH_INVALIDATE = 0x16;
+    public static final int SEND_ONLY_WITH_INVALIDATE = 0x17;
+    /** IBA 1.5 FLUSH: FETH + RETH, answered by a zero-length READ response. */
+    public static final int FLUSH = 0x1C;
+    /** IBA 1.5 ATOMIC WRITE: RETH + 8 bytes of payload, answered by a zero-length READ response. */
+    public static final int ATOMIC_WRITE = 0x1D;
+    /** UD (prefix 0b011): SEND only, with DETH (Q_Key, source QP). */
+    public static final int UD_SEND_ONLY = 0x64;
+    public static final int UD_SEND_ONLY_WITH_IMM = 0x65;
 
     // per-opcode header mask
     public static final int RETH = 1;
@@ -40,8 +49,18 @@ public final class BthOpcode {
     public static final int ATOMIC = 1 << 12;
     /** Consumes a receive WQE when it completes the message. */
     public static final int CONSUMES_RECV = 1 << 13;
+    /** Flush extended transport header (4 bytes, before the RETH): placement type and selectivity. */
+    public static final int FETH = 1 << 14;
+    public static final int FLUSH_OP = 1 << 15;
+    public static final int ATOMIC_WRITE_OP = 1 << 16;
+    /** Datagram extended transport header (8 bytes): Q_Key, source QP. */
+    public static final int DETH = 1 << 17;
+    /** An unreliable datagram: no PSN checks, no acknowledgement. */
+    public static final int UD = 1 << 18;
+    /** Invalidate extended transport header (4 bytes): the rkey a SEND_WITH_INV invalidates. */
+    public static final int IETH = 1 << 19;
 
-    private static final int[] MASK = new int[0x15];
+    private static final int[] MASK = new int[0x66];
 
     static {
         MASK[SEND_FIRST] = REQUEST | SEND | PAYLOAD | FIRST;
@@ -65,6 +84,12 @@ public final class BthOpcode {
         MASK[ATOMIC_ACKNOWLEDGE] = AETH | ATOMIC_ACK_ETH | ATOMIC | FIRST | LAST;
         MASK[COMPARE_SWAP] = REQUEST | ATOMIC | ATOMIC_ETH | FIRST | LAST;
         MASK[FETCH_ADD] = REQUEST | ATOMIC | ATOMIC_ETH | FIRST | LAST;
+        MASK[SEND_LAST_WITH_INVALIDATE] = REQUEST | SEND | PAYLOAD | LAST | IETH | CONSUMES_RECV;
+        MASK[SEND_ONLY_WITH_INVALIDATE] = REQUEST | SEND | PAYLOAD | FIRST | LAST | IETH | CONSUMES_RECV;
+        MASK[FLUSH] = REQUEST | FLUSH_OP | FETH | RETH | FIRST | LAST;
+        MASK[ATOMIC_WRITE] = REQUEST | ATOMIC_WRITE_OP | RETH | PAYLOAD | FIRST | LAST;
+        MASK[UD_SEND_ONLY] = UD | DETH | SEND | PAYLOAD | FIRST | LAST | CONSUMES_RECV;
+        MASK[UD_SEND_ONLY_WITH_IMM] = UD | DETH | SEND | PAYLOAD | FIRST | LAST | IMM | CONSUMES_RECV;
     }
 
     private BthOpcode() {
@@ -86,12 +111,22 @@ public final class BthOpcode {
     public static int extHeaderLength(final int opcode) {
         final int m = MASK[opcode];
         int len = 0;
+        if ((m & FETH) != 0) len += Packet.FETH_LENGTH;
         if ((m & RETH) != 0) len += Packet.RETH_LENGTH;
+        if ((m & DETH) != 0) len += Packet.DETH_LENGTH;
         if ((m & AETH) != 0) len += Packet.AETH_LENGTH;
         if ((m & IMM) != 0) len += Packet.IMM_LENGTH;
+        if ((m & IETH) != 0) len += Packet.IETH_LENGTH;
         if ((m & ATOMIC_ETH) != 0) len += Packet.ATOMIC_ETH_LENGTH;
         if ((m & ATOMIC_ACK_ETH) != 0) len += Packet.ATOMIC_ACK_ETH_LENGTH;
         return len;
+    }
+
+    /** The SEND_WITH_INV opcode for one packet of a message: FIRST and MIDDLE are plain SEND packets. */
+    public static int sendWithInvalidate(final boolean first, final boolean last) {
+        if (first && last) return SEND_ONLY_WITH_INVALIDATE;
+        if (last) return SEND_LAST_WITH_INVALIDATE;
+        return first ? SEND_FIRST : SEND_MIDDLE;
     }
 
     /** SEND or WRITE opcode for one packet of a message: position is FIRST, MIDDLE, LAST or ONLY. */
@@ -126,6 +161,12 @@ public final class BthOpcode {
             case ATOMIC_ACKNOWLEDGE -> "ATOMIC_ACKNOWLEDGE";
             case COMPARE_SWAP -> "COMPARE_SWAP";
             case FETCH_ADD -> "FETCH_ADD";
+            case FLUSH -> "FLUSH";
+            case ATOMIC_WRITE -> "ATOMIC_WRITE";
+            case SEND_LAST_WITH_INVALIDATE -> "SEND_LAST_WITH_INVALIDATE";
+            case SEND_ONLY_WITH_INVALIDATE -> "SEND_ONLY_WITH_INVALIDATE";
+            case UD_SEND_ONLY -> "UD_SEND_ONLY";
+            case UD_SEND_ONLY_WITH_IMM -> "UD_SEND_ONLY_WITH_IMM";
             default -> "UNKNOWN(0x" + Integer.toHexString(op) + ")";
         };
     }

@@ -25,9 +25,12 @@ import java.nio.ByteOrder;
  *  |A|  reserved   |                    PSN (24)                   | 16
  *  +-+-------------+-----------------------------------------------+
  * then, as the opcode requires, in this order:
+ *  FETH (4):          reserved (26) | selectivity (2) | placement type (4)   (FLUSH, IBA 1.5)
  *  RETH (16):         VA (64) | R_Key (32) | DMA length (32)
+ *  DETH (8):          Q_Key (32) | reserved (8) | source QP (24)               (UD)
  *  AETH (4):          syndrome (8) | MSN (24)
  *  ImmDt (4):         immediate data (32)
+ *  IETH (4):          the R_Key to invalidate (32)                              (SEND_WITH_INV; no ImmDt then)
  *  AtomicETH (28):    VA (64) | R_Key (32) | swap or add data (64) | compare data (64)
  *  AtomicAckETH (8):  original remote data (64)
  *  payload, or with R set its reference (RefETH below)
@@ -59,7 +62,10 @@ public final class Packet {
     public static final int LRH_LENGTH = 8;
     public static final int BTH_LENGTH = 12;
     public static final int BASE_LENGTH = LRH_LENGTH + BTH_LENGTH;
+    public static final int FETH_LENGTH = 4;
     public static final int RETH_LENGTH = 16;
+    public static final int DETH_LENGTH = 8;
+    public static final int IETH_LENGTH = 4;
     public static final int AETH_LENGTH = 4;
     public static final int IMM_LENGTH = 4;
     public static final int ATOMIC_ETH_LENGTH = 28;
@@ -253,7 +259,21 @@ public final class Packet {
     }
 
     private long rethOffset() {
-        return base + BASE_LENGTH;
+        return base + BASE_LENGTH + ((mask & BthOpcode.FETH) != 0 ? FETH_LENGTH : 0);
+    }
+
+    // FETH (FLUSH)
+    public Packet feth(final int placementType, final int selectivity) {
+        buf.set(U32, base + BASE_LENGTH, (selectivity & 0x3) << 4 | (placementType & 0xF));
+        return this;
+    }
+
+    public int fethPlacementType() {
+        return buf.get(U32, base + BASE_LENGTH) & 0xF;
+    }
+
+    public int fethSelectivity() {
+        return buf.get(U32, base + BASE_LENGTH) >>> 4 & 0x3;
     }
 
     private long aethOffset() {
@@ -261,7 +281,33 @@ public final class Packet {
     }
 
     private long immOffset() {
-        return base + BASE_LENGTH + ((mask & BthOpcode.RETH) != 0 ? RETH_LENGTH : 0);
+        return base + BASE_LENGTH + ((mask & BthOpcode.RETH) != 0 ? RETH_LENGTH : 0)
+            + ((mask & BthOpcode.DETH) != 0 ? DETH_LENGTH : 0);
+    }
+
+    // IETH (SEND_WITH_INV): right after the BTH (sends carry no RETH, and no ImmDt with it)
+    public int iethRkey() {
+        return buf.get(U32, base + BASE_LENGTH);
+    }
+
+    public Packet ieth(final int rkey) {
+        buf.set(U32, base + BASE_LENGTH, rkey);
+        return this;
+    }
+
+    // DETH (UD): right after the BTH
+    public Packet deth(final int qkey, final int srcQp) {
+        buf.set(U32, base + BASE_LENGTH, qkey);
+        buf.set(U32, base + BASE_LENGTH + 4, srcQp & 0xFFFFFF);
+        return this;
+    }
+
+    public int dethQkey() {
+        return buf.get(U32, base + BASE_LENGTH);
+    }
+
+    public int dethSrcQp() {
+        return buf.get(U32, base + BASE_LENGTH + 4) & 0xFFFFFF;
     }
 
     private long atomicEthOffset() {

@@ -1,0 +1,11 @@
+package io.gdrkit.verbs;
+
+/** An address handle (ibv_ah, from {@link ProtectionDomain#createAh(AhAttr)}): where a UD send goes. */
+public interface AddressHandle extends AutoCloseable {
+    /** The attributes it was created with. */
+    AhAttr attr();
+
+    /** Destroys it (ibv_destroy_ah). */
+    @Override
+    void close();
+}
