@@ -94,6 +94,8 @@ final class SoftQp implements QueuePair {
     int rnrRetryLeft;
     /** A go-back-N retry was started and no progress was made since. */
     boolean retryStarted;
+    /** Consecutive retransmit timeouts without progress: each doubles the next timeout (exponential backoff). */
+    int backoff;
     boolean sqDrainedReported;
 
     // responder
@@ -148,12 +150,39 @@ final class SoftQp implements QueuePair {
         return state;
     }
 
-    /** Retransmit timeout: 4.096 us * 2^timeout * factor; 0 when timeout is 0 (infinite). */
+    /**
+     * Most doublings of the retransmit timeout after consecutive timeouts. With retry_cnt 7 the whole retry
+     * budget is then at most 1+2+4+8+16+32+32+32 = 127 base timeouts ({@link #retryBudgetNanos}).
+     */
+    static final int MAX_BACKOFF = 5;
+
+    /**
+     * Retransmit timeout: 4.096 us * 2^(timeout + backoff) * factor, the exponent capped at 31 as the IB timeout
+     * field is; 0 when timeout is 0 (infinite). Backoff grows by one per timeout without progress, so a peer that
+     * is only slow (a loaded host) gets time to answer, and resets on progress.
+     */
     long retransmitNanos() {
         if (timeout == 0) {
             return 0;
         }
-        return (long) (4096.0 * (1L << timeout) * device.driver().context().retransmitFactor());
+        final int exponent = Math.min(31, timeout + backoff);
+        return (long) (4096.0 * (1L << exponent) * device.driver().context().retransmitFactor());
+    }
+
+    /**
+     * The longest a dead peer can take to surface as RETRY_EXC_ERR: the sum of every retransmit timeout the
+     * retry count allows, with backoff. 0 when the timeout is infinite.
+     */
+    long retryBudgetNanos() {
+        if (timeout == 0) {
+            return 0;
+        }
+        long total = 0;
+        for (int i = 0; i <= retryCnt; i++) {
+            final int exponent = Math.min(31, timeout + Math.min(i, MAX_BACKOFF));
+            total += (long) (4096.0 * (1L << exponent) * device.driver().context().retransmitFactor());
+        }
+        return total;
     }
 
     @Override
@@ -217,6 +246,7 @@ final class SoftQp implements QueuePair {
             resetQueues();
         }
         if (next == QpState.RTS && prev == QpState.RTR) {
+            backoff = 0;
             retryLeft = retryCnt;
             rnrRetryLeft = rnrRetry;
         }
