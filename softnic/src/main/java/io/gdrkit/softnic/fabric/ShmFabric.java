@@ -293,6 +293,11 @@ public final class ShmFabric implements Fabric {
                 // best effort: a later attach sweeps what is left
             }
         }
+        try {
+            Files.deleteIfExists(dir); // only if empty: the last process out removes the directory
+        } catch (final IOException ignored) {
+            // another process's files are still there
+        }
     }
 
     private final class ShmPort extends RingPort {
