@@ -549,9 +549,6 @@ final class PerfCommand implements Callable<Integer> {
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
         }
-        if (fabric != null && port > 65534) {
-            throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
-        }
         if (stripe && test != PerfKind.WRITE_BW) {
             throw usage("--stripe works with write_bw only");
         }
