@@ -281,8 +281,36 @@ final class SoftQp implements QueuePair {
 
     // ---------------- posting ----------------
 
+    /** 1 while a postSend / postRecv runs: the single-poster rule, checked (see {@link QueuePair}). */
+    private volatile int sendPoster;
+    private volatile int recvPoster;
+    private static final java.lang.invoke.VarHandle SEND_POSTER;
+    private static final java.lang.invoke.VarHandle RECV_POSTER;
+
+    static {
+        try {
+            final java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            SEND_POSTER = l.findVarHandle(SoftQp.class, "sendPoster", int.class);
+            RECV_POSTER = l.findVarHandle(SoftQp.class, "recvPoster", int.class);
+        } catch (final ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     @Override
     public void postSend(final SendWorkRequest first) {
+        if (!SEND_POSTER.compareAndSet(this, 0, 1)) {
+            throw new PostException(Errno.EBUSY, 0, "concurrent postSend on QP " + qpn + ": a send queue has one "
+                + "poster at a time (serialize posts to a shared QP); nothing was posted");
+        }
+        try {
+            postSendOwned(first);
+        } finally {
+            SEND_POSTER.setRelease(this, 0);
+        }
+    }
+
+    private void postSendOwned(final SendWorkRequest first) {
         final int s = state;
         if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in " + QpState.name(s)
@@ -350,6 +378,18 @@ final class SoftQp implements QueuePair {
 
     @Override
     public void postRecv(final RecvWorkRequest first) {
+        if (!RECV_POSTER.compareAndSet(this, 0, 1)) {
+            throw new PostException(Errno.EBUSY, 0, "concurrent postRecv on QP " + qpn + ": a receive queue has "
+                + "one poster at a time (serialize posts to a shared QP); nothing was posted");
+        }
+        try {
+            postRecvOwned(first);
+        } finally {
+            RECV_POSTER.setRelease(this, 0);
+        }
+    }
+
+    private void postRecvOwned(final RecvWorkRequest first) {
         final int s = state;
         if (s == QpState.RESET) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in RESET; receives need INIT or later");
