@@ -266,6 +266,14 @@ public final class TcpFabric implements Fabric {
         }
     }
 
+    /** The handshake's check of a hello (24 bytes + 32 of authenticator) for {@code nonce}; for tests. */
+    String checkHello(final byte[] raw, final byte[] nonce) {
+        if (raw.length != Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH) {
+            return "hello of " + raw.length + " bytes";
+        }
+        return check(MemorySegment.ofArray(raw), nonce, raw);
+    }
+
     /** Null if the hello may join, else the named reason it may not. */
     private String check(final MemorySegment h, final byte[] nonce, final byte[] raw) {
         if (Hello.magic(h, 0) != Hello.MAGIC) {
