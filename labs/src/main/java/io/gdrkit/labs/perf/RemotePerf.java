@@ -646,15 +646,16 @@ public final class RemotePerf {
                             side.qps[0].postRecv(rwr);
                             break;
                         }
+                        completed += sendErrors(side, wcs); // a dead server: the retry error, not the deadline
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 } else {
                     while ((byte) BYTE.getAcquire(side.buf, last) != v) {
-                        side.dev.doWork();
+                        completed += sendErrors(side, wcs);
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 }
-                completed += side.scq.poll(wcs);
+                completed += sendErrors(side, wcs);
             } else {
                 wr.wrId = posted++;
                 wr.sendFlags = SendFlags.SIGNALED;
@@ -692,6 +693,18 @@ public final class RemotePerf {
         final double stdev = Math.sqrt(Math.max(0, sumSq / count - avg * avg));
         return new LatResult(size, count, min / 1e3, max / 1e3, histogram.getValueAtPercentile(50) / 1e3, avg / 1e3,
             stdev / 1e3, histogram.getValueAtPercentile(99) / 1e3, histogram.getValueAtPercentile(99.9) / 1e3);
+    }
+
+    /**
+     * Polls the send CQ (which also drives the NIC): successes are counted, a failure (an unsignaled WR's error
+     * completes too, e.g. RETRY_EXC_ERR from a dead server) ends the run at once, within the retry timeout.
+     */
+    private static int sendErrors(final Loopback.Side side, final WorkCompletion[] wcs) {
+        final int n = side.scq.poll(wcs);
+        for (int i = 0; i < n; i++) {
+            check(wcs[i], -1);
+        }
+        return n;
     }
 
     private static void check(final WorkCompletion wc, final int opcode) {
