@@ -214,6 +214,11 @@ public final class TcpFabric implements Fabric {
     }
 
     private void refuse(final SocketChannel ch, final String why) {
+        refuse(ch, why, null);
+    }
+
+    /** Counts and records the refusal, then sends {@code verdict} (if any) and closes. */
+    private void refuse(final SocketChannel ch, final String why, final ByteBuffer verdict) {
         rejected.incrementAndGet();
         String from;
         try {
@@ -222,6 +227,13 @@ public final class TcpFabric implements Fabric {
             from = "?";
         }
         lastError = from + ": " + why;
+        try {
+            if (verdict != null) {
+                writeFully(ch, verdict);
+            }
+        } catch (final IOException ignored) {
+            // the peer left: it learns nothing more
+        }
         try {
             ch.close();
         } catch (final IOException ignored) {
@@ -243,11 +255,11 @@ public final class TcpFabric implements Fabric {
             final String why = check(h, nonce, hello);
             final ByteBuffer verdict = ByteBuffer.allocate(Verdict.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
             Verdict.write(verdict, why);
-            writeFully(ch, verdict.flip());
             if (why != null) {
-                refuse(ch, why);
+                refuse(ch, why, verdict.flip()); // counted before the peer can see the verdict
                 return;
             }
+            writeFully(ch, verdict.flip());
             ch.configureBlocking(false);
             final Connection c = new Connection(ch, true);
             c.helloLid = Hello.lid(h, 0);
