@@ -197,8 +197,11 @@ public final class RemotePerf {
                 t.requireAdmission(); // clients join only with the LID this server assigns them
                 yield t;
             }
-            case "shm" -> new ShmFabric(ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), SHM_PREFIX),
-                linkCapacity, 2, null, crc);
+            case "shm" -> {
+                ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), SHM_PREFIX); // what kill -9 left behind
+                yield new ShmFabric(ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), SHM_PREFIX),
+                    linkCapacity, 2, null, crc);
+            }
             default -> throw new IllegalArgumentException("--fabric must be shm or tcp, not '" + kind + "'");
         };
         if (faults != null) {

@@ -99,6 +99,7 @@ public final class VisibilityLab implements AutoCloseable {
             }
             case SHM -> {
                 // a private directory with an unpredictable name; senders get only its name, over the control channel
+                ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-vis-"); // left by kill -9
                 shmDir = ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), "gdrkit-vis-");
                 fabric = new ShmFabric(shmDir, LINK_CAPACITY, senderHosts + 1, null, false);
                 assign = "shm:" + (senderHosts + 1) + ":" + shmDir.getFileName();

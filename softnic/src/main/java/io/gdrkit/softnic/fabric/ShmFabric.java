@@ -106,6 +106,61 @@ public final class ShmFabric implements Fabric {
         return d;
     }
 
+    /**
+     * Removes this user's directories {@code base/<prefix>*} left by processes that died (kill -9 leaves them):
+     * a private directory whose port files all name dead processes, or an empty one older than a minute. Returns
+     * how many were removed. Directories of other users, or not 0700, are never touched.
+     */
+    public static int sweepStaleDirectories(final Path base, final String prefix) {
+        int removed = 0;
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(base, prefix + "*")) {
+            for (final Path d : dirs) {
+                try {
+                    ensurePrivateDirectoryExists(d);
+                } catch (final RuntimeException notOurs) {
+                    continue;
+                }
+                if (isStale(d)) {
+                    try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
+                        for (final Path f : files) {
+                            Files.deleteIfExists(f);
+                        }
+                    }
+                    Files.deleteIfExists(d);
+                    removed++;
+                }
+            }
+        } catch (final IOException e) {
+            // best effort: a sweep that cannot list the base removes nothing
+        }
+        return removed;
+    }
+
+    private static void ensurePrivateDirectoryExists(final Path d) {
+        if (!Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalStateException(d + " is not a directory");
+        }
+        ensurePrivateDirectory(d);
+    }
+
+    private static boolean isStale(final Path d) throws IOException {
+        int ports = 0;
+        try (DirectoryStream<Path> pf = Files.newDirectoryStream(d, "port-*")) {
+            for (final Path p : pf) {
+                ports++;
+                if (ownerAlive(p)) {
+                    return false;
+                }
+            }
+        }
+        if (ports > 0) {
+            return true;
+        }
+        final long age = System.currentTimeMillis() - Files.getLastModifiedTime(d, LinkOption.NOFOLLOW_LINKS)
+            .toMillis();
+        return age > 60_000; // a fresh, still empty one may belong to a process that is about to attach
+    }
+
     /** The usual base directory: /dev/shm if present, else java.io.tmpdir. */
     public static Path defaultBase() {
         return Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(

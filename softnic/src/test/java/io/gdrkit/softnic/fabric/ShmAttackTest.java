@@ -92,6 +92,21 @@ class ShmAttackTest {
     }
 
     @Test
+    void staleDirectoriesOfDeadProcessesAreSweptLiveOnesKept(@TempDir final Path tmp) throws IOException {
+        final Path dead = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        Files.writeString(dead.resolve("port-1"), "2147483647");
+        Files.write(dead.resolve("link-2-1"), new byte[64]);
+        final Path live = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        Files.writeString(live.resolve("port-1"), Long.toString(ProcessHandle.current().pid()));
+        final Path fresh = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        final Path foreignMode = Files.createDirectory(tmp.resolve("gdrkit-z-open"));
+        Files.setPosixFilePermissions(foreignMode, PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertEquals(1, ShmFabric.sweepStaleDirectories(tmp, "gdrkit-z-"));
+        assertFalse(Files.exists(dead));
+        assertTrue(Files.exists(live) && Files.exists(fresh) && Files.exists(foreignMode));
+    }
+
+    @Test
     void truncatedOrForeignLinkFileIsUnroutableNotACrash(@TempDir final Path tmp) throws IOException {
         final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-t-");
         try (ShmFabric f = new ShmFabric(dir, CAP, 2, null)) {

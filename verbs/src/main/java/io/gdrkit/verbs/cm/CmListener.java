@@ -100,6 +100,11 @@ public final class CmListener implements AutoCloseable {
         return protocolErrors.get();
     }
 
+    /** Connections between TCP accept and a complete request now. */
+    public int pendingConnections() {
+        return pending.get();
+    }
+
     /** Connections closed at once because {@link #maxPending} were already pending. */
     public long refusedOverCap() {
         return refused.get();
