@@ -61,12 +61,12 @@ class TopoCommandTest {
         throws Exception {
         final Cli missing = Cli.run("topo", "--topo-file", "/nonexistent.xml");
         assertEquals(2, missing.exitCode(), missing::toString);
-        assertTrue(missing.err().contains("--topo-file /nonexistent.xml: no such file"), missing::toString);
+        assertTrue(missing.err().contains("/nonexistent.xml: no such file"), missing::toString);
         final java.nio.file.Path binary = java.nio.file.Files.write(tmp.resolve("smi.txt"),
             new byte[] {(byte) 0xC3, (byte) 0x28, (byte) 0xFF, 'G', 'P', 'U'});
         final Cli garbled = Cli.run("topo", "--nvidia-smi", binary.toString());
         assertEquals(2, garbled.exitCode(), garbled::toString);
-        assertTrue(garbled.err().contains("--nvidia-smi " + binary), garbled::toString);
+        assertTrue(garbled.err().contains(binary.toString()), garbled::toString);
         assertTrue(!garbled.err().contains("Exception") && !garbled.err().contains("\tat "), garbled::toString);
     }
 

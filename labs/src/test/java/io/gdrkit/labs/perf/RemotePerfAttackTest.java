@@ -69,18 +69,18 @@ class RemotePerfAttackTest {
             });
             final int port = awaitPort(log);
             final InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
-            assertTrue(rawReq(at, setup(0, 1, 64, 1 << 20)).contains("QPs 0 outside 1..1024"));
-            assertTrue(rawReq(at, setup(Integer.MAX_VALUE, 1, 64, 1 << 20)).contains("QPs 2147483647 outside"));
-            assertTrue(rawReq(at, setup(1, 1, 64, 1L << 40)).contains("buffer of 1099511627776 bytes outside"));
-            assertTrue(rawReq(at, setup(1, 1, 64, 4L << 30)).contains("this server's --max-buffer"));
+            assertTrue(rawReq(at, setup(0, 1, 64, 1 << 20)).contains("-q/--qp 0 must be 1 .. 1024"));
+            assertTrue(rawReq(at, setup(Integer.MAX_VALUE, 1, 64, 1 << 20)).contains("-q/--qp 2147483647 must be"));
+            assertTrue(rawReq(at, setup(1, 1, 64, 1L << 40)).contains("--buffer 549755813888 must be"));
+            assertTrue(rawReq(at, setup(1, 1, 64, 1L << 29)).contains("exceeds this server's --max-buffer"));
             assertTrue(rawReq(at, setup(64, 16384, 64, 1 << 20)).contains("receives exceeds"));
-            assertTrue(rawReq(at, setup(1, 1, 1 << 21, 1 << 20)).contains("message size 2097152 outside"));
+            assertTrue(rawReq(at, setup(1, 1, 1 << 21, 1 << 20)).contains("-s/--size 2097152 exceeds"));
             assertTrue(rawReq(at, new byte[7]).contains("not a gdrkit perf client (private data of 7 bytes"));
             assertTrue(server.isAlive(), "the server survived every attack");
             // a real client's run, then QUIT
             final List<BwResult> rows = new ArrayList<>();
-            final PerfConfig cfg = new PerfConfig(PerfKind.WRITE_BW, 4096, 50, 0, 1, 64, 16, 1, 4096, 0, 0, 1 << 16,
-                SoftNicContext.ProgressMode.OWN_DEVICE);
+            final PerfConfig cfg = new PerfConfig(PerfKind.WRITE_BW).size(4096).iters(50).warmup(0).txDepth(64)
+                .rxDepth(16).cqMod(1).bufferBytes(1 << 16).progress(SoftNicContext.ProgressMode.OWN_DEVICE).conclude();
             RemotePerf.runClient("127.0.0.1", port, fabric, 1 << 22, cfg, new int[] {4096}, s -> 0,
                 new PerfListener() {
                     @Override
@@ -97,7 +97,7 @@ class RemotePerfAttackTest {
             server.join(30_000);
             assertTrue(!server.isAlive() && failed[0] == null, () -> fabric + ": server ended with " + failed[0]
                 + "\n" + log);
-            assertTrue(log.toString().contains("# server: refused"), log::toString);
+            assertTrue(log.toString().contains("# server: refused a client: -q/--qp 0 must be"), log::toString);
             assertTrue(log.toString().contains("# server: done"), log::toString);
             assertTrue(log.toString().contains("127.0.0.1:" + port + " (connection manager)"), log::toString);
         }
