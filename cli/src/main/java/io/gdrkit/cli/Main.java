@@ -41,8 +41,7 @@ public final class Main implements Runnable {
         cl.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
             // A failed run is reported as one line: what went wrong, not where in the code.
             commandLine.getErr().println((commandLine == cl ? "gdrkit" : "gdrkit " + commandLine.getCommandName())
-                + ": error: "
-                + (ex.getMessage() != null ? ex.getMessage() : ex.toString()));
+                + ": error: " + Errors.describeWithInput(ex));
             commandLine.getErr().flush();
             return EXIT_FAILURE;
         });

@@ -57,13 +57,33 @@ final class PerfCommand implements Callable<Integer> {
         + "--fabric: start the server process on this host, then run the client against it.")
     boolean loopback;
 
-    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory; tcp: "
-        + "joined by TCP (the fabric listens on port + 1); without it both NICs are in this JVM.")
+    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory (a private "
+        + "directory the server names); tcp: joined by TCP (the server's fabric port is handed to the client over "
+        + "the connection manager); without it both NICs are in this JVM.")
     String fabric;
 
-    @Option(names = {"-p", "--port"}, defaultValue = "18515", description = "TCP port of the connection manager "
-        + "(default ${DEFAULT-VALUE}, like perftest).")
-    int port;
+    @Option(names = {"-p", "--port"}, description = "TCP port of the connection manager (default 18515, like "
+        + "perftest; with --loopback any free port).")
+    Integer port;
+
+    @Option(names = "--bind", defaultValue = "127.0.0.1", description = "Server: the address to listen on "
+        + "(default ${DEFAULT-VALUE}, loopback only; 0.0.0.0 opens it to the network, see docs/SECURITY.md).")
+    String bind;
+
+    @Option(names = "--token", description = "Shared secret both sides must know (checked on the connection "
+        + "manager's and the TCP fabric's hellos). Default: the GDRKIT_TOKEN environment variable, else none.")
+    String token;
+
+    @Option(names = "--link-crc", description = "Turn the link CRC on (--faults corrupt= does too); both sides "
+        + "must agree, or the fabric hello is refused with the mismatch named.")
+    boolean linkCrc;
+
+    /** The connection manager's port a client run used (for the report). */
+    private int usedPort;
+
+    @Option(names = "--max-buffer", description = "Server: the largest buffer a client may make it register, in "
+        + "bytes (default 268435456).")
+    Long maxBuffer;
 
     @Option(names = "--stripe", description = "write_bw only: cut every message into one chunk per QP (-q) and "
         + "count it when all chunks completed (io.gdrkit.verbs.cm.Striper), instead of whole messages round-robin.")
@@ -245,7 +265,7 @@ final class PerfCommand implements Callable<Integer> {
             facts.put("test", test.id());
             facts.put("fabric", fabric == null ? "injvm" : fabric);
             if (fabric != null) {
-                facts.put("server", loopback ? "127.0.0.1:" + port + " (started by --loopback)" : host + ":" + port);
+                facts.put("server", loopback ? "127.0.0.1:" + usedPort + " (started by --loopback)" : host + ":" + usedPort);
             }
             facts.put("memory", mem.equals("host") ? "host" : mem + (mem.equals("gpu") ? " " + gpuSpec : ""));
             facts.put("qps", cfg.numQps());
@@ -357,25 +377,47 @@ final class PerfCommand implements Callable<Integer> {
                        final PrintWriter out, final FaultInjector.Config faultConfig) {
         printer.fabric(fabric);
         final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
+        final io.gdrkit.core.auth.Token secret;
+        try {
+            secret = token != null ? io.gdrkit.core.auth.Token.of(token) : io.gdrkit.core.auth.Token.fromProcess();
+        } catch (final IllegalArgumentException e) {
+            throw usage("--token: " + e.getMessage());
+        }
+        final boolean crc = linkCrc || faultConfig != null && faultConfig.corrupt() > 0;
         if (host == null && !loopback) {
-            RemotePerf.serve(fabric, port, linkCapacity, out, serverTimeout * 1000, faultConfig);
+            final java.net.InetAddress addr;
+            try {
+                addr = java.net.InetAddress.getByName(bind);
+            } catch (final java.net.UnknownHostException e) {
+                throw usage("--bind " + bind + ": not an address of this host (" + e.getMessage() + ")");
+            }
+            final long max = maxBuffer != null ? maxBuffer : RemotePerf.DEFAULT_MAX_SERVER_BUFFER;
+            if (max < 64 || max > (1L << 31)) {
+                throw usage("--max-buffer " + max + " must be 64 .. 2147483648 bytes");
+            }
+            RemotePerf.serve(fabric, new java.net.InetSocketAddress(addr, port != null ? port : RemotePerf.DEFAULT_PORT),
+                linkCapacity, out, serverTimeout * 1000, faultConfig, crc, max, secret);
             return 0;
         }
+        int cmPort = port != null ? port : RemotePerf.DEFAULT_PORT;
         Process server = null;
         try {
             if (loopback) {
-                server = startServer(test);
+                final int[] bound = {0};
+                server = startServer(test, port != null ? port : 0, crc, secret, first, bound);
+                cmPort = bound[0];
             }
+            usedPort = cmPort;
             printer.comment(RemotePerf.header(fabric));
             printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
-                : host) + ":" + port + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
+                : host) + ":" + cmPort + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
                 + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
             printer.header(test);
             if (faultConfig != null) {
                 printer.comment("# faults (client's sending links): " + faults);
             }
-            RemotePerf.runClient(loopback ? "127.0.0.1" : host, port, fabric, linkCapacity, first, sizes,
-                s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, stripe);
+            RemotePerf.runClient(loopback ? "127.0.0.1" : host, cmPort, fabric, linkCapacity, first, sizes,
+                s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, crc, stripe, secret);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the server process did not exit within 30 s after QUIT");
             }
@@ -390,21 +432,37 @@ final class PerfCommand implements Callable<Integer> {
         }
     }
 
-    /** Starts {@code gdrkit perf TEST --fabric F --port P} as a child process and waits until it listens. */
-    private Process startServer(final PerfKind test) {
+    /**
+     * Starts {@code gdrkit perf TEST --fabric F --port P} as a child process (port 0: any free one) and waits until
+     * it listens; {@code bound[0]} gets the port it listens on. The token goes to the child in its environment,
+     * never on its command line (which other users can read).
+     */
+    private Process startServer(final PerfKind test, final int cmPort, final boolean crc,
+                                final io.gdrkit.core.auth.Token secret, final PerfConfig first, final int[] bound) {
         final String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        final int port = cmPort;
         try {
-            final Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), Main.class.getName(), "perf", test.id(), "--fabric", fabric,
-                "--port", Integer.toString(port), "--server-timeout", "60")
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            final java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin,
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                Main.class.getName(), "perf", test.id(), "--fabric", fabric, "--port", Integer.toString(port),
+                "--server-timeout", "60", "--mtu", Integer.toString(first.mtu()),
+                "--max-buffer", Long.toString(Math.max(RemotePerf.DEFAULT_MAX_SERVER_BUFFER, 2 * first.bufferBytes()))));
+            if (crc) {
+                cmd.add("--link-crc");
+            }
+            final ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+            if (token != null) {
+                pb.environment().put(io.gdrkit.core.auth.Token.ENV, token);
+            }
+            final Process p = pb.start();
             final java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
                 p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
             final java.util.concurrent.CompletableFuture<Boolean> ready = java.util.concurrent.CompletableFuture
                 .supplyAsync(() -> {
                     try {
                         for (String line; (line = r.readLine()) != null; ) {
-                            if (line.startsWith("# server: waiting")) {
+                            if (line.startsWith("# server: waiting for clients on port ")) {
+                                bound[0] = Integer.parseInt(line.substring(line.lastIndexOf(' ') + 1).trim());
                                 return true;
                             }
                         }
@@ -500,9 +558,6 @@ final class PerfCommand implements Callable<Integer> {
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
         }
-        if (fabric != null && port > 65534) {
-            throw usage("--port " + port + ": the TCP fabric uses port + 1, so at most 65534");
-        }
         if (stripe && test != PerfKind.WRITE_BW) {
             throw usage("--stripe works with write_bw only");
         }
@@ -518,8 +573,8 @@ final class PerfCommand implements Callable<Integer> {
         if (host != null && loopback) {
             throw usage("--loopback starts its own server: do not name a HOST");
         }
-        if (port < 1 || port > 65535) {
-            throw usage("--port " + port + " outside 1..65535");
+        if (port != null && (port < 0 || port > 65535)) {
+            throw usage("--port " + port + " outside 0..65535 (0: any free port)");
         }
         // the picocli fields only feed the engine's Context, which owns the defaults and the validation
         final PerfConfig cfg = new PerfConfig(test);

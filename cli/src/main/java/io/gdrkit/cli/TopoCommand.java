@@ -90,6 +90,19 @@ final class TopoCommand implements Callable<Integer> {
             return 2;
         } catch (final TopologyParseException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
+        } catch (final IOException | RuntimeException e) {
+            // name the input and the cause: "/x.xml" alone, or "Input length = 3", says neither
+            final Path input = topoFile != null ? topoFile : nvidiaSmi;
+            if (input == null) {
+                throw e;
+            }
+            throw new ParameterException(spec.commandLine(), (topoFile != null ? "--topo-file " : "--nvidia-smi ")
+                + input + ": " + Errors.describe(e));
+        }
+        if (gdrLevel != null && gdrLevel.chars().allMatch(Character::isDigit) && !gdrLevel.isEmpty()
+            && (gdrLevel.length() > 2 || Integer.parseInt(gdrLevel) > 5)) {
+            throw new ParameterException(spec.commandLine(), "--gdr-level " + gdrLevel + " is out of range: a path "
+                + "type name (LOC, NVL, PIX, PXB, PXN, PHB, SYS) or an old number 0..5");
         }
         notes.addAll(0, system.notes());
         final GdrLevel level;

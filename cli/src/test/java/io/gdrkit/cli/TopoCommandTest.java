@@ -51,6 +51,23 @@ class TopoCommandTest {
         final Cli bad = Cli.run("topo", "--topo-file", DGX, "--gdr-level", "FAR");
         assertEquals(2, bad.exitCode(), bad::toString);
         assertTrue(bad.err().contains("FAR"), bad::toString);
+        final Cli far = Cli.run("topo", "--topo-file", DGX, "--gdr-level", "99");
+        assertEquals(2, far.exitCode(), far::toString);
+        assertTrue(far.err().contains("--gdr-level 99 is out of range"), far::toString);
+    }
+
+    @Test
+    void unreadableInputsNameTheFileAndTheCause(@org.junit.jupiter.api.io.TempDir final java.nio.file.Path tmp)
+        throws Exception {
+        final Cli missing = Cli.run("topo", "--topo-file", "/nonexistent.xml");
+        assertEquals(2, missing.exitCode(), missing::toString);
+        assertTrue(missing.err().contains("/nonexistent.xml: no such file"), missing::toString);
+        final java.nio.file.Path binary = java.nio.file.Files.write(tmp.resolve("smi.txt"),
+            new byte[] {(byte) 0xC3, (byte) 0x28, (byte) 0xFF, 'G', 'P', 'U'});
+        final Cli garbled = Cli.run("topo", "--nvidia-smi", binary.toString());
+        assertEquals(2, garbled.exitCode(), garbled::toString);
+        assertTrue(garbled.err().contains(binary.toString()), garbled::toString);
+        assertTrue(!garbled.err().contains("Exception") && !garbled.err().contains("\tat "), garbled::toString);
     }
 
     @Test

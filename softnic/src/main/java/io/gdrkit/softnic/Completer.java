@@ -283,6 +283,7 @@ final class Completer implements Agent {
         qp.retryLeft = qp.retryCnt;
         qp.rnrRetryLeft = qp.rnrRetry;
         qp.retryStarted = false;
+        qp.backoff = 0;
         if (qp.compPsn == qp.sentPsn) {
             qp.timerDeadline = 0;
         } else {
@@ -377,6 +378,7 @@ final class Completer implements Agent {
         qp.retryLeft--;
         if (timeout) {
             qp.cwnd = 1; // probe with one packet: a periodic loss cannot hit the same PSN every round
+            qp.backoff = Math.min(qp.backoff + 1, SoftQp.MAX_BACKOFF); // a slow peer gets twice as long
         }
         dev.requester.rewind(qp);
         final long rto = qp.retransmitNanos();

@@ -143,8 +143,32 @@ final class SoftCq implements CompletionQueue {
         return poll(wcs, wcs.length);
     }
 
+    /** 1 while a poll runs: one poller at a time, checked (see {@link CompletionQueue}). */
+    private volatile int poller;
+    private static final java.lang.invoke.VarHandle POLLER;
+
+    static {
+        try {
+            POLLER = java.lang.invoke.MethodHandles.lookup().findVarHandle(SoftCq.class, "poller", int.class);
+        } catch (final ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     @Override
     public int poll(final WorkCompletion[] wcs, final int max) {
+        if (!POLLER.compareAndSet(this, 0, 1)) {
+            throw new VerbsException(Errno.EBUSY, "concurrent poll on CQ " + handle + ": a CQ has one poller at a "
+                + "time; nothing was consumed");
+        }
+        try {
+            return pollOwned(wcs, max);
+        } finally {
+            POLLER.setRelease(this, 0);
+        }
+    }
+
+    private int pollOwned(final WorkCompletion[] wcs, final int max) {
         if (closed) {
             throw new VerbsException(Errno.EINVAL, "poll on a destroyed CQ");
         }
@@ -152,6 +176,10 @@ final class SoftCq implements CompletionQueue {
         if (n == 0) {
             device.driver().progressFor(device);
             n = ring.poll(wcs, max);
+        }
+        if (n == 0 && device.fatal() != null) {
+            throw new VerbsException(Errno.EIO, "device " + device.name() + " failed (DEVICE_FATAL): "
+                + device.fatal() + "; its QPs are in ERR and flushed");
         }
         if (n == 0 && overflowed != 0) {
             throw new VerbsException(Errno.EIO, "CQ " + handle + " overflowed: " + overflowed

@@ -189,7 +189,13 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                     return 0;
                 }
                 try {
+                    if (fatal != null || stopped) {
+                        return flushAll();
+                    }
                     return agent.doWork();
+                } catch (final RuntimeException | Error e) {
+                    fail(e);
+                    return 1;
                 } finally {
                     duty.release();
                 }
@@ -202,21 +208,88 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         };
     }
 
-    /** One duty cycle of all engines; a no-op when another thread holds the duty. */
+    /**
+     * One duty cycle of all engines; a no-op when another thread holds the duty. An engine that throws does not
+     * take the caller's thread (or a dedicated NIC thread) down silently: the device becomes fatal
+     * ({@link #fail}), and from then on a cycle only flushes.
+     */
     @Override
     public int doWork() {
         if (!duty.tryAcquire()) {
             return 0;
         }
         try {
+            if (fatal != null || stopped) {
+                return flushAll();
+            }
             int work = receiver.doWork();
             work += responder.doWork();
             work += completer.doWork();
             work += requester.doWork();
             work += ud.doWork();
             return work;
+        } catch (final RuntimeException | Error e) {
+            fail(e);
+            return 1;
         } finally {
             duty.release();
+        }
+    }
+
+    /** Why the device failed, or null. */
+    private volatile Throwable fatal;
+    /** The driver closed: no more packets; QPs flush. */
+    private volatile boolean stopped;
+
+    /** The error that made this device fatal, or null (poll reports it once the flush completions are read). */
+    Throwable fatal() {
+        return fatal;
+    }
+
+    /**
+     * A NIC engine threw: every QP goes to ERR (their WRs complete with WR_FLUSH_ERR), a DEVICE_FATAL async
+     * event says why, and polls of this device's CQs report it. Under duty.
+     */
+    private void fail(final Throwable e) {
+        if (fatal == null) {
+            fatal = e;
+            raise(new AsyncEvent(AsyncEventType.DEVICE_FATAL, 0, "device " + name + " failed: " + e));
+            for (final SoftQp qp : activeQps) {
+                toError(qp, -1, "");
+            }
+        }
+    }
+
+    /** Driver close: every QP to ERR and flushed, so no poller waits for completions that cannot come. */
+    void stop() {
+        try {
+            duty.acquire(CONTROL_TIMEOUT_NS, "stop device " + name);
+        } catch (final RuntimeException e) {
+            stopped = true; // a duty holder will see it on its next cycle
+            return;
+        }
+        try {
+            stopped = true;
+            for (final SoftQp qp : activeQps) {
+                toError(qp, -1, "");
+            }
+            for (int i = 0; i < 64 && flushAll() > 0; i++) {
+                // flush until every queue is empty or a CQ is full (the rest flushes as it is polled)
+            }
+        } finally {
+            duty.release();
+        }
+    }
+
+    /** In ERR only the flushing parts of the completer and responder run; they touch no packet. */
+    private int flushAll() {
+        try {
+            return completer.doWork() + responder.doWork();
+        } catch (final RuntimeException | Error e) {
+            if (fatal == null) {
+                fatal = e;
+            }
+            return 0;
         }
     }
 
@@ -263,6 +336,15 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         }
         if (segment.byteSize() == 0) {
             throw new VerbsException(Errno.EINVAL, "MR of zero bytes");
+        }
+        if (!segment.scope().isAlive()) {
+            throw new VerbsException(Errno.EINVAL, "MR memory's arena is already closed");
+        }
+        if (driver.context().progressMode() == SoftNicContext.ProgressMode.DEDICATED
+            && !segment.isAccessibleBy(SoftMr.NOBODY)) {
+            // only the arena's owner thread may touch it, and the NIC runs on its own thread: every access fails
+            throw new VerbsException(Errno.EINVAL, "MR memory of a confined arena cannot be used by a NIC on a "
+                + "dedicated thread: allocate it from Arena.ofShared() (or ofAuto/global)");
         }
         checkAccess(access);
         duty.acquire(CONTROL_TIMEOUT_NS, "register an MR");

@@ -25,7 +25,7 @@ final class SoftMr implements MemoryRegion {
      */
     final boolean referable;
     /** A thread that owns nothing: a segment it may access is accessible from any thread. */
-    private static final Thread NOBODY = Thread.ofPlatform().unstarted(() -> { });
+    static final Thread NOBODY = Thread.ofPlatform().unstarted(() -> { });
     /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
     final Runnable release;
     volatile boolean valid = true;
@@ -134,9 +134,16 @@ final class SoftMr implements MemoryRegion {
         return current().dma;
     }
 
-    /** Is [va, va+len) inside this MR? Overflow-safe. */
+    /**
+     * Is [va, va+len) inside this MR, and is its memory usable from this thread? Overflow-safe. Memory whose
+     * arena was closed before deregistration, or a confined arena's memory on another thread, is treated like an
+     * invalid key (as rxe treats invalid memory): the requester completes with LOC_PROT_ERR, the responder NAKs
+     * with remote access error. Never an exception out of a NIC engine.
+     */
     boolean contains(final long va, final long len) {
-        return len >= 0 && va >= address && va - address <= length - len;
+        return len >= 0 && va >= address && va - address <= length - len
+            && (segment == null || segment.scope().isAlive() && (referable
+                || segment.isAccessibleBy(Thread.currentThread())));
     }
 
     @Override

@@ -131,6 +131,9 @@ public final class SoftNicDriver implements AutoCloseable {
         for (final AgentRunner r : runners) {
             r.close();
         }
+        for (final SoftDevice d : devices) {
+            d.stop(); // WRs in flight complete with WR_FLUSH_ERR: no poller waits forever
+        }
         LIVE.remove(this);
         fabric.close();
     }

@@ -119,6 +119,8 @@ final class SoftQp implements QueuePair {
     int rnrRetryLeft;
     /** A go-back-N retry was started and no progress was made since. */
     boolean retryStarted;
+    /** Consecutive retransmit timeouts without progress: each doubles the next timeout (exponential backoff). */
+    int backoff;
     boolean sqDrainedReported;
 
     // responder
@@ -180,12 +182,39 @@ final class SoftQp implements QueuePair {
         return state;
     }
 
-    /** Retransmit timeout: 4.096 us * 2^timeout * factor; 0 when timeout is 0 (infinite). */
+    /**
+     * Most doublings of the retransmit timeout after consecutive timeouts. With retry_cnt 7 the whole retry
+     * budget is then at most 1+2+4+8+16+32+32+32 = 127 base timeouts ({@link #retryBudgetNanos}).
+     */
+    static final int MAX_BACKOFF = 5;
+
+    /**
+     * Retransmit timeout: 4.096 us * 2^(timeout + backoff) * factor, the exponent capped at 31 as the IB timeout
+     * field is; 0 when timeout is 0 (infinite). Backoff grows by one per timeout without progress, so a peer that
+     * is only slow (a loaded host) gets time to answer, and resets on progress.
+     */
     long retransmitNanos() {
         if (timeout == 0) {
             return 0;
         }
-        return (long) (4096.0 * (1L << timeout) * device.driver().context().retransmitFactor());
+        final int exponent = Math.min(31, timeout + backoff);
+        return (long) (4096.0 * (1L << exponent) * device.driver().context().retransmitFactor());
+    }
+
+    /**
+     * The longest a dead peer can take to surface as RETRY_EXC_ERR: the sum of every retransmit timeout the
+     * retry count allows, with backoff. 0 when the timeout is infinite.
+     */
+    long retryBudgetNanos() {
+        if (timeout == 0) {
+            return 0;
+        }
+        long total = 0;
+        for (int i = 0; i <= retryCnt; i++) {
+            final int exponent = Math.min(31, timeout + Math.min(i, MAX_BACKOFF));
+            total += (long) (4096.0 * (1L << exponent) * device.driver().context().retransmitFactor());
+        }
+        return total;
     }
 
     @Override
@@ -251,6 +280,7 @@ final class SoftQp implements QueuePair {
             resetQueues();
         }
         if (next == QpState.RTS && prev == QpState.RTR) {
+            backoff = 0;
             retryLeft = retryCnt;
             rnrRetryLeft = rnrRetry;
         }
@@ -287,8 +317,36 @@ final class SoftQp implements QueuePair {
 
     // ---------------- posting ----------------
 
+    /** 1 while a postSend / postRecv runs: the single-poster rule, checked (see {@link QueuePair}). */
+    private volatile int sendPoster;
+    private volatile int recvPoster;
+    private static final java.lang.invoke.VarHandle SEND_POSTER;
+    private static final java.lang.invoke.VarHandle RECV_POSTER;
+
+    static {
+        try {
+            final java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            SEND_POSTER = l.findVarHandle(SoftQp.class, "sendPoster", int.class);
+            RECV_POSTER = l.findVarHandle(SoftQp.class, "recvPoster", int.class);
+        } catch (final ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     @Override
     public void postSend(final SendWorkRequest first) {
+        if (!SEND_POSTER.compareAndSet(this, 0, 1)) {
+            throw new PostException(Errno.EBUSY, 0, "concurrent postSend on QP " + qpn + ": a send queue has one "
+                + "poster at a time (serialize posts to a shared QP); nothing was posted");
+        }
+        try {
+            postSendOwned(first);
+        } finally {
+            SEND_POSTER.setRelease(this, 0);
+        }
+    }
+
+    private void postSendOwned(final SendWorkRequest first) {
         final int s = state;
         if (directOwned) {
             throw new PostException(Errno.EPERM, 0, "QP " + qpn + "'s send queue is owned by a direct poster");
@@ -470,6 +528,18 @@ final class SoftQp implements QueuePair {
 
     @Override
     public void postRecv(final RecvWorkRequest first) {
+        if (!RECV_POSTER.compareAndSet(this, 0, 1)) {
+            throw new PostException(Errno.EBUSY, 0, "concurrent postRecv on QP " + qpn + ": a receive queue has "
+                + "one poster at a time (serialize posts to a shared QP); nothing was posted");
+        }
+        try {
+            postRecvOwned(first);
+        } finally {
+            RECV_POSTER.setRelease(this, 0);
+        }
+    }
+
+    private void postRecvOwned(final RecvWorkRequest first) {
         final int s = state;
         if (s == QpState.RESET) {
             throw new PostException(Errno.EINVAL, 0, "QP " + qpn + " is in RESET; receives need INIT or later");

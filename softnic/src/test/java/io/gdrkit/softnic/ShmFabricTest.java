@@ -2,6 +2,7 @@ package io.gdrkit.softnic;
 
 import io.gdrkit.verbs.QpBringUp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.softnic.fabric.ShmFabric;
@@ -89,10 +90,14 @@ class ShmFabricTest {
             assertEquals("OK " + size, out.readLine());
             assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child exits");
             assertEquals(0, child.exitValue());
+            driver.close();
+            assertFalse(Files.exists(dir), "files and directory removed after both sides closed");
         } finally {
             child.destroyForcibly();
-            try (Stream<Path> files = Files.walk(dir)) {
-                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            if (Files.exists(dir)) { // both sides remove their files on close, and the last one the directory
+                try (Stream<Path> files = Files.walk(dir)) {
+                    files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
             }
         }
     }

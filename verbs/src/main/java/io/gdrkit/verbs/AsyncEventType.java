@@ -10,6 +10,7 @@ public final class AsyncEventType {
     public static final int SQ_DRAINED = 5;
     public static final int PATH_MIG = 6;
     public static final int PATH_MIG_ERR = 7;
+    /** The device failed (its NIC engine threw): every QP is in ERR and flushed; polls report it. */
     public static final int DEVICE_FATAL = 8;
     public static final int PORT_ACTIVE = 9;
     public static final int PORT_ERR = 10;

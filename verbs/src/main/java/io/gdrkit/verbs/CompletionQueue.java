@@ -1,6 +1,11 @@
 package io.gdrkit.verbs;
 
-/** A completion queue (ibv_cq). */
+/**
+ * A completion queue (ibv_cq).
+ *
+ * <p>Thread safety: one poller at a time. Overlapping {@code poll} calls on one CQ fail with
+ * {@link io.gdrkit.core.Errno#EBUSY} and consume nothing (never a completion handed to two threads or lost).
+ */
 public interface CompletionQueue extends AutoCloseable {
     int capacity();
 

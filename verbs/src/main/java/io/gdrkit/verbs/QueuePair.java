@@ -1,6 +1,16 @@
 package io.gdrkit.verbs;
 
-/** A queue pair (ibv_qp). */
+/**
+ * A queue pair (ibv_qp).
+ *
+ * <p>Thread safety: a QP's send queue has one poster at a time and its receive queue has one poster at a time
+ * (they may be two different threads). This is the rings' single-writer rule; the software NIC enforces it: a
+ * {@link #postSend} that overlaps another {@code postSend} on the same QP (or {@link #postRecv} with
+ * {@code postRecv}) fails with {@link io.gdrkit.core.Errno#EBUSY} and posts nothing, so concurrent use is never
+ * silent loss. (A native libibverbs provider locks inside the library instead.) Portable code serializes the
+ * posts of threads that share a QP (a lock, or one posting thread).
+ * {@link #modify} and {@link #query} may be called from any thread.
+ */
 public interface QueuePair extends AutoCloseable {
     int qpNum();
 

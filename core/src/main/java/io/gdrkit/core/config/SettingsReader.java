@@ -11,7 +11,8 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * The one place a component reads its {@code NCCL_*} environment variables or {@code gdrkit.*} properties. Each read
+ * The one place a component reads its {@code NCCL_*} / {@code GDRKIT_*} environment variables or {@code gdrkit.*}
+ * properties. Each read
  * is parsed and range-checked once, recorded with its {@link Source}, and a malformed value is an
  * {@link IllegalArgumentException} that names the variable, the text and what was expected. A Context calls this from
  * its {@code conclude()}; nothing on a data path reads the environment.
@@ -117,9 +118,9 @@ public final class SettingsReader {
         final Setting<T> s;
         if (overrides.containsKey(name)) {
             s = new Setting<>(name, parse.apply(overrides.get(name)), Source.FLAG, overrides.get(name));
-        } else if (name.startsWith("NCCL_") && present(env.get(name))) {
+        } else if (isEnvName(name) && present(env.get(name))) {
             s = new Setting<>(name, parse.apply(env.get(name)), Source.ENVIRONMENT, env.get(name));
-        } else if (!name.startsWith("NCCL_") && present(props.get(name))) {
+        } else if (!isEnvName(name) && present(props.get(name))) {
             s = new Setting<>(name, parse.apply(props.get(name)), Source.PROPERTY, props.get(name));
         } else {
             s = new Setting<>(name, dflt, Source.DEFAULT, null);
@@ -131,6 +132,11 @@ public final class SettingsReader {
     /** Every setting read so far, in order: what a settings table or a report prints. */
     public List<Setting<?>> recorded() {
         return Collections.unmodifiableList(recorded);
+    }
+
+    /** {@code NCCL_*} and {@code GDRKIT_*} names are environment variables; the rest are properties. */
+    private static boolean isEnvName(final String name) {
+        return name.startsWith("NCCL_") || name.startsWith("GDRKIT_");
     }
 
     private static boolean present(final String v) {

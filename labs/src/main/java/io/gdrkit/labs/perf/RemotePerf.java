@@ -8,6 +8,7 @@ import io.gdrkit.verbs.cm.CmException;
 import io.gdrkit.verbs.cm.CmListener;
 import io.gdrkit.verbs.cm.ConnectionManager;
 import io.gdrkit.core.agent.NanoClock;
+import io.gdrkit.core.auth.Token;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.ShmFabric;
@@ -41,7 +42,12 @@ import org.HdrHistogram.Histogram;
  * perftest across processes: a server that waits for clients, and a client, each with one software NIC on a
  * shared-memory or TCP fabric, meeting through the connection manager on TCP port {@code port} (18515, like
  * perftest). The client's REQ private data carries the test; the server's REP carries its buffer's address
- * and rkey. One CM connection per QP. The server serves runs until a client sends a QUIT request.
+ * and rkey. One CM connection per QP. The server serves clients one after another until one sends a QUIT
+ * request; a client that sends nonsense, breaks off or dies costs only its own run.
+ *
+ * <p>Before its first REQ a client asks the server (CM INFO, authenticated like a REQ) for its {@link ServerInfo}:
+ * the LID the server assigns it, the TCP fabric's port, or the shared-memory directory (a private directory with
+ * an unpredictable name). Nothing of it is guessed from the port number.
  *
  * <pre>
  * REQ private data (big-endian):  test ordinal (u8) | size (u32) | QPs (u32) | rx-depth (u32) | MTU (u32)
@@ -51,6 +57,10 @@ import org.HdrHistogram.Histogram;
  */
 public final class RemotePerf {
     public static final int DEFAULT_PORT = 18515;
+    /** Largest buffer a server registers for one client unless told otherwise (bytes). */
+    public static final long DEFAULT_MAX_SERVER_BUFFER = 1L << 28;
+    /** Most receive WRs one client run may make this server post, over all its QPs. */
+    public static final long MAX_TOTAL_RECVS = 1L << 18;
     private static final Duration CM_TIMEOUT = Duration.ofSeconds(30);
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final long HIGHEST_NS = 60_000_000_000L;
@@ -70,7 +80,17 @@ public final class RemotePerf {
                 .put((byte) (quit ? 1 : 0)).array();
         }
 
+        /**
+         * Decodes and range-checks a client's setup against this server's limits.
+         *
+         * @throws IllegalArgumentException naming the field and its limit (the server rejects the request with it)
+         */
         static Setup decode(final byte[] b) {
+            return decode(b, DEFAULT_MAX_SERVER_BUFFER);
+        }
+
+        /** As {@link #decode(byte[])}, with this server's buffer limit. */
+        static Setup decode(final byte[] b, final long maxBuffer) {
             if (b.length != LENGTH) {
                 throw new IllegalArgumentException("not a gdrkit perf client (private data of " + b.length
                     + " bytes)");
@@ -82,8 +102,18 @@ public final class RemotePerf {
             }
             final Setup s = new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(),
                 bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0);
-            if (!s.quit()) {
-                s.config();
+            if (s.quit()) {
+                return s;
+            }
+            s.config(); // the engine's own ranges, named as the client's flags would be
+            // then this server's limits: memory it would hold for a stranger
+            if ((long) s.numQps() * s.rxDepth() > MAX_TOTAL_RECVS) {
+                throw new IllegalArgumentException("QPs x rx-depth = " + (long) s.numQps() * s.rxDepth()
+                    + " receives exceeds " + MAX_TOTAL_RECVS);
+            }
+            if (s.bufBytes() > maxBuffer) {
+                throw new IllegalArgumentException("a buffer of " + s.bufBytes() + " bytes exceeds this server's "
+                    + "--max-buffer " + maxBuffer);
             }
             return s;
         }
@@ -102,31 +132,113 @@ public final class RemotePerf {
         }
     }
 
-    /** The fabric both processes attach to; for shm it is named after the CM port. */
     /**
-     * @param serverHost null on the server; on a client, the server's host (the TCP fabric connects to it on
-     *                   {@code port + 1}, the CM talks on {@code port})
+     * What a server tells a client before its run (CM INFO), as ASCII {@code key=value} pairs separated by
+     * spaces: {@code lid=<assigned LID> tcp=<fabric port>} or {@code lid=<LID> shm=<directory name>}. A client
+     * checks every value: a LID in 2..0xBFFF, a port in 1..65535, a directory name of 16..80 characters from
+     * [A-Za-z0-9-] (a name, never a path: it is resolved under the client's own base directory).
      */
-    public static Fabric fabric(final String kind, final int port, final int linkCapacity,
-                         final FaultInjector.Config faults, final String serverHost) {
-        final boolean crc = faults != null && faults.corrupt() > 0;
-        final Fabric f = kind.equals("tcp")
-            ? new TcpFabric(new InetSocketAddress(serverHost == null ? port + 1 : 0), linkCapacity, null, crc, 1)
-            : fabric(kind, port, linkCapacity, crc);
+    public record ServerInfo(int lid, int tcpPort, String shmName) {
+        byte[] encode() {
+            return ("lid=" + lid + (shmName != null ? " shm=" + shmName : " tcp=" + tcpPort))
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        }
+
+        static ServerInfo decode(final byte[] b) {
+            final String text = new String(b, java.nio.charset.StandardCharsets.US_ASCII);
+            int lid = -1;
+            int tcp = -1;
+            String shm = null;
+            for (final String kv : text.trim().split(" ")) {
+                final int eq = kv.indexOf('=');
+                final String k = eq < 0 ? kv : kv.substring(0, eq);
+                final String v = eq < 0 ? "" : kv.substring(eq + 1);
+                switch (k) {
+                    case "lid" -> lid = parse(v, 2, TcpFabric.MAX_LID, "LID");
+                    case "tcp" -> tcp = parse(v, 1, 65535, "fabric port");
+                    case "shm" -> {
+                        if (!v.matches("[A-Za-z0-9-]{16,80}")) {
+                            throw new IllegalArgumentException("the server named shared-memory directory '" + v
+                                + "', which is not a plain name of 16..80 letters, digits and '-'");
+                        }
+                        shm = v;
+                    }
+                    default -> throw new IllegalArgumentException("the server's INFO has unknown field '" + k + "'");
+                }
+            }
+            if (lid < 0 || (tcp < 0) == (shm == null)) {
+                throw new IllegalArgumentException("the server's INFO '" + text + "' lacks a LID and exactly one of "
+                    + "tcp= or shm=");
+            }
+            return new ServerInfo(lid, tcp, shm);
+        }
+
+        private static int parse(final String v, final int min, final int max, final String what) {
+            try {
+                final int n = Integer.parseInt(v);
+                if (n >= min && n <= max) {
+                    return n;
+                }
+            } catch (final NumberFormatException e) {
+                // named below
+            }
+            throw new IllegalArgumentException("the server's INFO gives " + what + " '" + v + "', not in " + min
+                + ".." + max);
+        }
+    }
+
+    /** Server side: a TCP fabric on the CM's address (any free port) or a private shared-memory directory. */
+    static Fabric serverFabric(final String kind, final java.net.InetAddress bind, final int linkCapacity,
+                               final FaultInjector.Config faults, final boolean linkCrc, final Token token) {
+        final boolean crc = linkCrc || faults != null && faults.corrupt() > 0;
+        final Fabric f = switch (kind) {
+            case "tcp" -> {
+                final TcpFabric t = new TcpFabric(new InetSocketAddress(bind, 0), linkCapacity, null, crc, 1, token);
+                t.requireAdmission(); // clients join only with the LID this server assigns them
+                yield t;
+            }
+            case "shm" -> {
+                ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), SHM_PREFIX); // what kill -9 left behind
+                yield new ShmFabric(ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), SHM_PREFIX),
+                    linkCapacity, 2, null, crc);
+            }
+            default -> throw new IllegalArgumentException("--fabric must be shm or tcp, not '" + kind + "'");
+        };
         if (faults != null) {
             f.hook(new FaultInjector(faults, NanoClock.SYSTEM));
         }
         return f;
     }
 
-    private static Fabric fabric(final String kind, final int port, final int linkCapacity, final boolean crc) {
-        return switch (kind) {
-            case "shm" -> new ShmFabric(Path.of("/dev/shm").toFile().isDirectory()
-                ? Path.of("/dev/shm", "gdrkit-perf-" + port)
-                : Path.of(System.getProperty("java.io.tmpdir"), "gdrkit-perf-" + port), linkCapacity, 2, null, crc);
+    /** Client side: the fabric the server's INFO describes. */
+    static Fabric clientFabric(final String kind, final ServerInfo info, final int linkCapacity,
+                               final FaultInjector.Config faults, final boolean linkCrc, final Token token) {
+        final boolean crc = linkCrc || faults != null && faults.corrupt() > 0;
+        final Fabric f = switch (kind) {
+            case "tcp" -> {
+                if (info.tcpPort() < 0) {
+                    throw new IllegalArgumentException("--fabric tcp, but the server runs a shared-memory fabric");
+                }
+                yield new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), linkCapacity,
+                    null, crc, 1, token);
+            }
+            case "shm" -> {
+                if (info.shmName() == null) {
+                    throw new IllegalArgumentException("--fabric shm, but the server runs a TCP fabric");
+                }
+                // a name, resolved under our own base: the server cannot point us anywhere else, and the
+                // directory must be ours and 0700 (ShmFabric checks)
+                yield new ShmFabric(ShmFabric.defaultBase().resolve(info.shmName()), linkCapacity, 2, null, crc);
+            }
             default -> throw new IllegalArgumentException("--fabric must be shm or tcp, not '" + kind + "'");
         };
+        if (faults != null) {
+            f.hook(new FaultInjector(faults, NanoClock.SYSTEM));
+        }
+        return f;
     }
+
+    private static final String SHM_PREFIX = "gdrkit-perf-";
 
     public static String header(final String fabric) {
         return "# software NIC (simulated), " + fabric + " fabric between processes";
@@ -147,18 +259,49 @@ public final class RemotePerf {
     /** Serves perf clients until one sends QUIT; prints one line per run. */
     public static void serve(final String fabricKind, final int port, final int linkCapacity, final PrintWriter out,
                       final long acceptTimeoutMs, final FaultInjector.Config faults) {
+        serve(fabricKind, new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), linkCapacity, out,
+            acceptTimeoutMs, faults, false, DEFAULT_MAX_SERVER_BUFFER, Token.fromProcess());
+    }
+
+    /**
+     * Serves perf clients one after another until one sends QUIT; prints what it bound, and one line per run or
+     * per refused client. Ends when no valid request arrives within {@code acceptTimeoutMs}.
+     *
+     * @param bind      the CM's address (loopback unless told otherwise; port 0: any free port, printed)
+     * @param linkCrc   link CRC on the fabric (clients must agree; --faults corrupt= turns it on too)
+     * @param maxBuffer the largest buffer a client may make this server register
+     * @param token     what clients must prove ({@link Token#NONE}: nothing)
+     */
+    public static void serve(final String fabricKind, final InetSocketAddress bind, final int linkCapacity,
+                             final PrintWriter out, final long acceptTimeoutMs, final FaultInjector.Config faults,
+                             final boolean linkCrc, final long maxBuffer, final Token token) {
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, null));
-             CmListener listener = new CmListener(new InetSocketAddress(port))) {
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE),
+                serverFabric(fabricKind, bind.getAddress(), linkCapacity, faults, linkCrc, token));
+             CmListener listener = new CmListener(bind, token, CmListener.DEFAULT_HANDSHAKE_TIMEOUT,
+                 CmListener.DEFAULT_MAX_PENDING)) {
             final SoftDevice dev = driver.addDevice("perf-server", SERVER_LID);
+            final java.util.concurrent.atomic.AtomicInteger nextLid = new java.util.concurrent.atomic.AtomicInteger();
+            listener.info(() -> {
+                if (driver.fabric() instanceof TcpFabric tcp) {
+                    // each asking client gets a LID of its own; only assigned LIDs may join the fabric
+                    final int lid = 2 + Math.floorMod(nextLid.getAndIncrement(), TcpFabric.MAX_LID - 1);
+                    tcp.admit(lid);
+                    return new ServerInfo(lid, tcp.localAddress().getPort(), null).encode();
+                }
+                final ShmFabric shm = (ShmFabric) driver.fabric();
+                return new ServerInfo(CLIENT_LID, -1, shm.directory().getFileName().toString()).encode();
+            });
             out.println(header(fabricKind));
-            out.println("# server: waiting for clients on port " + port + " (" + driver.fabric().describe() + ")");
+            out.println("# server: bound to " + listener.localAddress() + " (connection manager), "
+                + driver.fabric().describe() + " (fabric); token " + (token.isSet() ? "required" : "not set"));
+            out.println("# server: waiting for clients on port " + listener.localAddress().getPort());
             out.flush();
             while (true) {
                 final CmListener.Request first = listener.accept(Duration.ofMillis(acceptTimeoutMs));
                 final Setup setup;
                 try {
-                    setup = Setup.decode(first.privateData());
+                    setup = Setup.decode(first.privateData(), maxBuffer);
                 } catch (final IllegalArgumentException e) {
                     // an unknown or out-of-range client is refused, named, and the server waits for the next
                     first.reject("bad perf setup: " + e.getMessage());
@@ -172,7 +315,13 @@ public final class RemotePerf {
                     out.flush();
                     return;
                 }
-                serveRun(dev, listener, first, setup, out);
+                try {
+                    serveRun(dev, listener, first, setup, out);
+                } catch (final RuntimeException e) {
+                    // one client's failure (it died, broke off, or its QPs failed) ends its run, not the server
+                    out.println("# server: run of " + first.remoteAddress() + " failed: " + e.getMessage());
+                    out.flush();
+                }
             }
         }
     }
@@ -181,9 +330,52 @@ public final class RemotePerf {
                                  final Setup s, final PrintWriter out) {
         try (Arena arena = Arena.ofShared()) {
             final Loopback.Side side = new Loopback.Side(dev, s.numQps(), Math.max(64, s.numQps() * s.rxDepth() * 2));
+            try {
+                serveRun(side, arena, listener, first, s, out);
+            } finally {
+                for (final var qp : side.qps) {
+                    if (qp != null) {
+                        qp.close();
+                    }
+                }
+                if (side.mr != null) {
+                    side.mr.deregister();
+                }
+                side.scq.close();
+                side.rcq.close();
+            }
+        }
+    }
+
+    private static void serveRun(final Loopback.Side side, final Arena arena, final CmListener listener,
+                                 final CmListener.Request first, final Setup s, final PrintWriter out) {
+        final SoftDevice dev = side.dev;
+        {
             side.buf = arena.allocate(Math.max(s.bufBytes(), 64), 4096);
             side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final CmConnection[] conns = new CmConnection[s.numQps()];
+            try {
+                serveConnected(side, listener, first, s, out, conns);
+            } catch (final RuntimeException e) {
+                for (final CmConnection c : conns) {
+                    if (c != null) {
+                        try {
+                            c.close();
+                        } catch (final RuntimeException ignored) {
+                            // the run failed already; a peer that does not answer DREQ changes nothing
+                        }
+                    }
+                }
+                throw e;
+            }
+        }
+    }
+
+    private static void serveConnected(final Loopback.Side side, final CmListener listener,
+                                       final CmListener.Request first, final Setup s, final PrintWriter out,
+                                       final CmConnection[] conns) {
+        final SoftDevice dev = side.dev;
+        {
             final byte[] rep = ByteBuffer.allocate(12).putLong(side.mr.address()).putInt(side.mr.rkey()).array();
             CmListener.Request req = first;
             for (int q = 0; q < s.numQps(); q++) {
@@ -203,16 +395,21 @@ public final class RemotePerf {
             }
             final AtomicBoolean done = new AtomicBoolean();
             final Thread watcher = Thread.ofPlatform().daemon(true).name("perf-disconnect").start(() -> {
-                while (!conns[0].isDisconnected()) {
-                    try {
-                        conns[0].awaitDisconnect();
-                    } catch (final CmException e) {
-                        if (e.reason() != CmException.Reason.TIMEOUT) {
-                            break;
+                try {
+                    while (!conns[0].isDisconnected()) {
+                        try {
+                            conns[0].awaitDisconnect();
+                        } catch (final CmException e) {
+                            if (e.reason() != CmException.Reason.TIMEOUT) {
+                                break;
+                            }
                         }
                     }
+                } catch (final RuntimeException e) {
+                    // whatever went wrong, the run is over: the server loop must never spin on
+                } finally {
+                    done.set(true);
                 }
-                done.set(true);
             });
             serverLoop(side, s, done);
             for (int q = 1; q < conns.length; q++) {
@@ -221,12 +418,6 @@ public final class RemotePerf {
             join(watcher);
             out.println("# server: finished " + s.test().id() + " " + s.size() + " B with " + s.numQps() + " QP(s)");
             out.flush();
-            for (final var qp : side.qps) {
-                qp.close();
-            }
-            side.mr.deregister();
-            side.scq.close();
-            side.rcq.close();
         }
     }
 
@@ -298,28 +489,47 @@ public final class RemotePerf {
                           final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
                           final PerfListener printer, final boolean quitServer, final FaultInjector.Config faults,
                           final boolean stripe) {
+        runClient(host, port, fabricKind, linkCapacity, first, sizes, warmup, printer, quitServer, faults, false,
+            stripe, Token.fromProcess());
+    }
+
+    /**
+     * As the shorter overload, with the link CRC setting (the server must agree: a mismatch is a named refusal
+     * of the fabric hello) and the token to prove.
+     */
+    public static void runClient(final String host, final int port, final String fabricKind, final int linkCapacity,
+                          final PerfConfig first, final int[] sizes, final java.util.function.LongUnaryOperator warmup,
+                          final PerfListener printer, final boolean quitServer, final FaultInjector.Config faults,
+                          final boolean linkCrc, final boolean stripe, final Token token) {
         final InetSocketAddress server = new InetSocketAddress(host, port);
+        final ServerInfo info;
+        try {
+            info = ServerInfo.decode(ConnectionManager.query(server, CM_TIMEOUT, token));
+        } catch (final IllegalArgumentException e) {
+            throw new IllegalStateException("server " + server + ": " + e.getMessage(), e);
+        }
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
-                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE), fabric(fabricKind, port, linkCapacity, faults, host))) {
-            final SoftDevice dev = driver.addDevice("perf-client", CLIENT_LID);
+                .progressMode(SoftNicContext.ProgressMode.OWN_DEVICE),
+                clientFabric(fabricKind, info, linkCapacity, faults, linkCrc, token))) {
+            final SoftDevice dev = driver.addDevice("perf-client", info.lid());
             if (driver.fabric() instanceof TcpFabric tcp) {
-                tcp.connect(SERVER_LID, new InetSocketAddress(host, port + 1));
+                tcp.connect(SERVER_LID, new InetSocketAddress(host, info.tcpPort()));
             }
             try {
                 for (final int size : sizes) {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
-                    runSize(dev, server, cfg, printer, stripe);
+                    runSize(dev, server, cfg, printer, stripe, token);
                 }
             } finally {
                 if (quitServer) {
-                    quit(dev, server);
+                    quit(dev, server, token);
                 }
             }
         }
     }
 
     private static void runSize(final SoftDevice dev, final InetSocketAddress server, final PerfConfig cfg,
-                                final PerfListener printer, final boolean stripe) {
+                                final PerfListener printer, final boolean stripe, final Token token) {
         final PerfKind test = cfg.test();
         try (Arena arena = Arena.ofShared()) {
             final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
@@ -339,7 +549,7 @@ public final class RemotePerf {
                         .maxInlineData(cfg.inlineSize());
                     side.qps[q] = side.pd.createQp(ia.cqs(side.scq, side.rcq));
                     conns[q] = ConnectionManager.connect(server, side.qps[q], dev.lid(), attr(cfg.mtu()),
-                        setup.encode(), CM_TIMEOUT);
+                        setup.encode(), CM_TIMEOUT, token);
                     final ByteBuffer rep = ByteBuffer.wrap(conns[q].remotePrivateData());
                     remoteAddr = rep.getLong();
                     remoteRkey = rep.getInt();
@@ -439,15 +649,16 @@ public final class RemotePerf {
                             side.qps[0].postRecv(rwr);
                             break;
                         }
+                        completed += sendErrors(side, wcs); // a dead server: the retry error, not the deadline
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 } else {
                     while ((byte) BYTE.getAcquire(side.buf, last) != v) {
-                        side.dev.doWork();
+                        completed += sendErrors(side, wcs);
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 }
-                completed += side.scq.poll(wcs);
+                completed += sendErrors(side, wcs);
             } else {
                 wr.wrId = posted++;
                 wr.sendFlags = SendFlags.SIGNALED;
@@ -487,6 +698,18 @@ public final class RemotePerf {
             stdev / 1e3, histogram.getValueAtPercentile(99) / 1e3, histogram.getValueAtPercentile(99.9) / 1e3);
     }
 
+    /**
+     * Polls the send CQ (which also drives the NIC): successes are counted, a failure (an unsignaled WR's error
+     * completes too, e.g. RETRY_EXC_ERR from a dead server) ends the run at once, within the retry timeout.
+     */
+    private static int sendErrors(final Loopback.Side side, final WorkCompletion[] wcs) {
+        final int n = side.scq.poll(wcs);
+        for (int i = 0; i < n; i++) {
+            check(wcs[i], -1);
+        }
+        return n;
+    }
+
     private static void check(final WorkCompletion wc, final int opcode) {
         if (wc.status != WcStatus.SUCCESS || (opcode >= 0 && wc.opcode != opcode)) {
             throw new IllegalStateException("completion failed: " + wc);
@@ -494,14 +717,14 @@ public final class RemotePerf {
     }
 
     /** A REQ with the quit flag: the server rejects it and exits. */
-    private static void quit(final SoftDevice dev, final InetSocketAddress server) {
+    private static void quit(final SoftDevice dev, final InetSocketAddress server, final Token token) {
         final var ctx = dev.open();
         final var pd = ctx.allocPd();
         final var cq = ctx.createCq(4);
         final var qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
         try {
             ConnectionManager.connect(server, qp, dev.lid(), QpBringUp.rcDefaults(),
-                new Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true).encode(), CM_TIMEOUT);
+                new Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true).encode(), CM_TIMEOUT, token);
         } catch (final CmException e) {
             if (e.reason() != CmException.Reason.REJECTED) {
                 throw e;

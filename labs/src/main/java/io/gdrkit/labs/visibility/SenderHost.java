@@ -104,6 +104,16 @@ public final class SenderHost implements AutoCloseable {
             control.expect(Control.ASSIGN, STEP_TIMEOUT, "ASSIGN (the receiver's fabric and this host's LID)");
             final int lid = control.in.readInt();
             final String fabric = control.in.readUTF();
+            // the receiver is a peer: what it assigns is checked before use
+            if (lid < 0 || lid > TcpFabric.MAX_LID) {
+                throw new IllegalStateException("the receiver assigned LID " + lid + " (valid: 0..0x"
+                    + Integer.toHexString(TcpFabric.MAX_LID) + ")");
+            }
+            if (fabric.startsWith("tcp:") && !fabric.substring(4).matches("[0-9]{1,5}")
+                || fabric.startsWith("tcp:") && Integer.parseInt(fabric.substring(4)) > 65535) {
+                throw new IllegalStateException("the receiver assigned TCP fabric port '" + fabric.substring(4)
+                    + "', not 0..65535");
+            }
             if (driver == null) {
                 driver = SoftNicDriver.launch(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.INVOKER),
                     fabrics.apply(fabric));

@@ -98,10 +98,11 @@ public final class VisibilityLab implements AutoCloseable {
                 shmDir = null;
             }
             case SHM -> {
-                shmDir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
-                    : System.getProperty("java.io.tmpdir"), "gdrkit-vis-" + port);
+                // a private directory with an unpredictable name; senders get only its name, over the control channel
+                ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-vis-"); // left by kill -9
+                shmDir = ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), "gdrkit-vis-");
                 fabric = new ShmFabric(shmDir, LINK_CAPACITY, senderHosts + 1, null, false);
-                assign = "shm:" + (senderHosts + 1) + ":" + shmDir;
+                assign = "shm:" + (senderHosts + 1) + ":" + shmDir.getFileName();
             }
             default -> {
                 shmDir = null;
@@ -169,15 +170,50 @@ public final class VisibilityLab implements AutoCloseable {
         }
     }
 
-    /** Opens the fabric an ASSIGN names, in a sender process. */
+    /** Most ports an ASSIGN may ask a sender to map rings for (each costs a ring file of LINK_CAPACITY). */
+    static final int MAX_ASSIGNED_LIDS = 129;
+
+    /**
+     * Opens the fabric an ASSIGN names, in a sender process. The receiver is a peer, so nothing it sends is used
+     * unchecked: a shared-memory directory is a plain name resolved under this user's base directory, must
+     * already exist, and must be this user's with mode 0700 (a sender never creates a directory or a path a peer
+     * chose); the port count is capped at {@value #MAX_ASSIGNED_LIDS}.
+     *
+     * @throws IllegalStateException naming what in the ASSIGN is wrong
+     */
     public static Fabric openFabric(final String assign) {
         if (assign.startsWith("shm:")) {
             final int colon = assign.indexOf(':', 4);
-            return new ShmFabric(Path.of(assign.substring(colon + 1)), LINK_CAPACITY,
-                Integer.parseInt(assign.substring(4, colon)), null, false);
+            if (colon < 0) {
+                throw new IllegalStateException("the receiver's ASSIGN '" + assign + "' is not shm:PORTS:NAME");
+            }
+            final int ports;
+            try {
+                ports = Integer.parseInt(assign.substring(4, colon));
+            } catch (final NumberFormatException e) {
+                throw new IllegalStateException("the receiver's ASSIGN names port count '" + assign.substring(4, colon)
+                    + "', not a number");
+            }
+            if (ports < 2 || ports > MAX_ASSIGNED_LIDS) {
+                throw new IllegalStateException("the receiver's ASSIGN asks for " + ports + " ports (allowed: 2.."
+                    + MAX_ASSIGNED_LIDS + ")");
+            }
+            final String name = assign.substring(colon + 1);
+            if (!name.matches("gdrkit-vis-[0-9a-f]{32}")) {
+                throw new IllegalStateException("the receiver's ASSIGN names directory '" + name + "', not a "
+                    + "gdrkit-vis-<32 hex digits> name (a sender never uses a path chosen by a peer)");
+            }
+            final Path dir = ShmFabric.defaultBase().resolve(name);
+            if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                throw new IllegalStateException("the receiver's shared-memory directory " + dir + " does not exist "
+                    + "(a sender does not create it)");
+            }
+            return new ShmFabric(dir, LINK_CAPACITY, ports, null, false);
         }
         if (assign.startsWith("tcp:")) {
-            return new TcpFabric(new InetSocketAddress(0), LINK_CAPACITY, null, false, 1);
+            // a sender only connects out: its own listening socket stays on loopback
+            return new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), LINK_CAPACITY, null,
+                false, 1);
         }
         throw new IllegalStateException("the receiver assigned an unknown fabric '" + assign + "'");
     }

@@ -219,20 +219,32 @@ abstract class RingPort implements FabricPort {
 
     @Override
     public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
-        if (!crc) {
-            int n = 0;
-            for (final SpscRingBuffer ring : inbound()) {
-                n += ring.read(handler, limit);
-            }
-            return n;
-        }
         downstream = handler;
         int n = 0;
         for (final SpscRingBuffer ring : inbound()) {
             current = ring;
-            n += ring.read(checking, limit);
+            try {
+                n += ring.read(crc ? checking : handler, limit);
+            } catch (final RingCorruptException e) {
+                // that link is dead from now on (it reads as empty); the others go on
+                corruptRings++;
+                lastRingError = e.getMessage();
+            }
         }
         return n;
+    }
+
+    private long corruptRings;
+    private volatile String lastRingError = "";
+
+    /** Inbound rings found corrupt (each is ignored from then on). */
+    public long corruptRings() {
+        return corruptRings;
+    }
+
+    /** What the last corrupt ring held ("" if none). */
+    public String lastRingError() {
+        return lastRingError;
     }
 
     private SpscRingBuffer current;

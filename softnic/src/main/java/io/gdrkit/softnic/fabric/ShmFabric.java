@@ -4,34 +4,69 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Set;
 
 /**
  * Software NICs in different processes of one host, joined through shared memory: every directed link is a
  * file {@code link-<src>-<dst>} in a directory (normally under /dev/shm) holding one {@link SpscRingBuffer},
  * mapped with FFM into both processes. Sending and receiving are plain loads and stores with acquire/release:
- * no system call per packet. A port claims its LID with a file {@code port-<lid>} that names its process; a
- * file left by a dead process is taken over.
+ * no system call per packet. A port claims its LID with a file {@code port-<lid>} that names its process.
+ *
+ * <p>/dev/shm is a directory every local user can write, so it is treated as hostile (see docs/SECURITY.md):
+ * <ul>
+ *   <li>the fabric's directory must be a real directory (not a symlink) owned by this user with mode 0700; a
+ *       missing one is created so. {@link #createPrivateDirectory} makes one with an unpredictable name, which a
+ *       server hands to its clients over the authenticated connection manager;</li>
+ *   <li>files are created with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600, opened with O_NOFOLLOW, and checked to
+ *       be regular files owned by this user of exactly the ring's size before they are mapped;</li>
+ *   <li>every record header read from a ring is validated ({@link SpscRingBuffer}): a corrupt ring is a named
+ *       {@link RingCorruptException} for that link, which is then ignored, never a hang;</li>
+ *   <li>a port removes its files when the fabric closes, and files of ports whose process died are swept when a
+ *       port attaches.</li>
+ * </ul>
+ * What remains: a process of the same user can still truncate a mapped file; touching the lost pages then
+ * raises SIGBUS, which the JVM may report as an InternalError or not survive. As with Aeron's mapped files, the
+ * defence is the directory's ownership and mode: only the same user can do it.
  */
 public final class ShmFabric implements Fabric {
+    private static final Set<PosixFilePermission> OWNER_ONLY_DIR = PosixFilePermissions.fromString("rwx------");
+    private static final FileAttribute<Set<PosixFilePermission>> FILE_0600 =
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
+    private static final SecureRandom RANDOM = new SecureRandom();
+
     private final Path dir;
     private final int linkCapacity;
     private final int maxLid;
     private final Arena arena = Arena.ofShared();
+    private final List<Path> owned = new ArrayList<>();
     private volatile LinkHook hook;
+    private final boolean crc;
+    private boolean closed;
 
     /**
-     * @param dir          the directory shared by the processes, created if missing
+     * @param dir          the directory shared by the processes, created (0700) if missing
      * @param linkCapacity ring bytes per link (power of two)
      * @param maxLid       highest LID a port may have; a port maps an inbound ring from each
      */
-    private final boolean crc;
-
     public ShmFabric(final Path dir, final int linkCapacity, final int maxLid, final LinkHook hook) {
         this(dir, linkCapacity, maxLid, hook, true);
     }
@@ -43,14 +78,128 @@ public final class ShmFabric implements Fabric {
         if (maxLid < 1 || maxLid > 4096) {
             throw new IllegalArgumentException("maxLid " + maxLid + " outside 1..4096");
         }
+        if (linkCapacity < 1024 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
+            throw new IllegalArgumentException("linkCapacity " + linkCapacity
+                + " must be a power of two from 1 KiB to 1 GiB");
+        }
         this.dir = dir;
         this.linkCapacity = linkCapacity;
         this.maxLid = maxLid;
         this.hook = hook == null ? LinkHook.PASS : hook;
+        ensurePrivateDirectory(dir);
+    }
+
+    /**
+     * Creates {@code base/<prefix><32 random hex digits>} with mode 0700: a name nobody can guess in advance (so
+     * nobody can plant files or symlinks there first).
+     */
+    public static Path createPrivateDirectory(final Path base, final String prefix) {
+        final byte[] r = new byte[16];
+        RANDOM.nextBytes(r);
+        final Path d = base.resolve(prefix + HexFormat.of().formatHex(r));
         try {
-            Files.createDirectories(dir);
+            Files.createDirectory(d, PosixFilePermissions.asFileAttribute(OWNER_ONLY_DIR));
+            Files.setPosixFilePermissions(d, OWNER_ONLY_DIR); // the umask may have removed nothing, but be sure
         } catch (final IOException e) {
-            throw new UncheckedIOException("cannot create shared-memory fabric directory " + dir, e);
+            throw new UncheckedIOException("cannot create private shared-memory directory " + d + ": " + e, e);
+        }
+        return d;
+    }
+
+    /**
+     * Removes this user's directories {@code base/<prefix>*} left by processes that died (kill -9 leaves them):
+     * a private directory whose port files all name dead processes, or an empty one older than a minute. Returns
+     * how many were removed. Directories of other users, or not 0700, are never touched.
+     */
+    public static int sweepStaleDirectories(final Path base, final String prefix) {
+        int removed = 0;
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(base, prefix + "*")) {
+            for (final Path d : dirs) {
+                try {
+                    ensurePrivateDirectoryExists(d);
+                } catch (final RuntimeException notOurs) {
+                    continue;
+                }
+                if (isStale(d)) {
+                    try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
+                        for (final Path f : files) {
+                            Files.deleteIfExists(f);
+                        }
+                    }
+                    Files.deleteIfExists(d);
+                    removed++;
+                }
+            }
+        } catch (final IOException e) {
+            // best effort: a sweep that cannot list the base removes nothing
+        }
+        return removed;
+    }
+
+    private static void ensurePrivateDirectoryExists(final Path d) {
+        if (!Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalStateException(d + " is not a directory");
+        }
+        ensurePrivateDirectory(d);
+    }
+
+    private static boolean isStale(final Path d) throws IOException {
+        int ports = 0;
+        try (DirectoryStream<Path> pf = Files.newDirectoryStream(d, "port-*")) {
+            for (final Path p : pf) {
+                ports++;
+                if (ownerAlive(p)) {
+                    return false;
+                }
+            }
+        }
+        if (ports > 0) {
+            return true;
+        }
+        final long age = System.currentTimeMillis() - Files.getLastModifiedTime(d, LinkOption.NOFOLLOW_LINKS)
+            .toMillis();
+        return age > 60_000; // a fresh, still empty one may belong to a process that is about to attach
+    }
+
+    /** The usual base directory: /dev/shm if present, else java.io.tmpdir. */
+    public static Path defaultBase() {
+        return Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(
+            System.getProperty("java.io.tmpdir"));
+    }
+
+    /**
+     * Creates {@code dir} with mode 0700 if missing; otherwise checks that it is a directory, not a symlink,
+     * owned by this process's user, with no permission for group or others.
+     *
+     * @throws IllegalStateException naming the directory and what is wrong with it
+     */
+    static void ensurePrivateDirectory(final Path dir) {
+        try {
+            if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+                try {
+                    Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(OWNER_ONLY_DIR));
+                    Files.setPosixFilePermissions(dir, OWNER_ONLY_DIR);
+                } catch (final FileAlreadyExistsException raced) {
+                    // someone made it first: checked below like any existing one
+                }
+            }
+            final PosixFileAttributes a = Files.readAttributes(dir, PosixFileAttributes.class,
+                LinkOption.NOFOLLOW_LINKS);
+            if (!a.isDirectory()) {
+                throw new IllegalStateException("refusing shared-memory directory " + dir + ": it is "
+                    + (a.isSymbolicLink() ? "a symbolic link" : "not a directory"));
+            }
+            final String me = System.getProperty("user.name");
+            if (!a.owner().getName().equals(me)) {
+                throw new IllegalStateException("refusing shared-memory directory " + dir + ": owned by "
+                    + a.owner().getName() + ", not by " + me);
+            }
+            if (!OWNER_ONLY_DIR.containsAll(a.permissions())) {
+                throw new IllegalStateException("refusing shared-memory directory " + dir + ": mode "
+                    + PosixFilePermissions.toString(a.permissions()) + " lets other users in (must be rwx------)");
+            }
+        } catch (final IOException e) {
+            throw new UncheckedIOException("cannot use shared-memory directory " + dir + ": " + e, e);
         }
     }
 
@@ -74,40 +223,70 @@ public final class ShmFabric implements Fabric {
             throw new IllegalArgumentException("shared-memory ports need an explicit LID in 1.." + maxLid
                 + " (got " + lid + ")");
         }
+        if (closed) {
+            throw new IllegalStateException("shared-memory fabric on " + dir + " is closed");
+        }
+        sweepStale();
         claimLid(lid);
         final SpscRingBuffer[] inbound = new SpscRingBuffer[maxLid];
         for (int src = 1; src <= maxLid; src++) {
-            // the consumer owns its inbound rings: it starts them empty before any peer can know its QPs
-            inbound[src - 1] = new SpscRingBuffer(map(linkFile(src, lid), true));
+            // the consumer owns its inbound rings: it creates them empty before any peer can know its QPs
+            final Path link = linkFile(src, lid);
+            inbound[src - 1] = new SpscRingBuffer(create(link));
+            owned.add(link);
         }
         return new ShmPort(lid, inbound);
+    }
+
+    /** Removes port files (and their inbound links) whose process is dead. */
+    private void sweepStale() {
+        try (DirectoryStream<Path> ports = Files.newDirectoryStream(dir, "port-*")) {
+            for (final Path p : ports) {
+                final String name = p.getFileName().toString();
+                final String lid = name.substring("port-".length());
+                if (!lid.matches("\\d{1,4}") || ownerAlive(p)) {
+                    continue;
+                }
+                Files.deleteIfExists(p);
+                try (DirectoryStream<Path> links = Files.newDirectoryStream(dir, "link-*-" + lid)) {
+                    for (final Path l : links) {
+                        Files.deleteIfExists(l);
+                    }
+                }
+            }
+        } catch (final IOException e) {
+            throw new UncheckedIOException("cannot sweep stale files in " + dir + ": " + e, e);
+        }
+    }
+
+    private static boolean ownerAlive(final Path portFile) {
+        final String owner = read(portFile);
+        return owner.matches("\\d{1,10}") && ProcessHandle.of(Long.parseLong(owner))
+            .map(ProcessHandle::isAlive).orElse(false);
     }
 
     private void claimLid(final int lid) {
         final Path portFile = dir.resolve("port-" + lid);
         final String me = Long.toString(ProcessHandle.current().pid());
         try {
-            Files.writeString(portFile, me, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            try (FileChannel ch = FileChannel.open(portFile, Set.of(StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), FILE_0600)) {
+                ch.write(ByteBuffer.wrap(me.getBytes(StandardCharsets.US_ASCII)));
+            }
+            owned.add(portFile);
         } catch (final FileAlreadyExistsException e) {
-            final String owner = read(portFile);
-            final boolean alive = owner.matches("\\d+") && ProcessHandle.of(Long.parseLong(owner))
-                .map(ProcessHandle::isAlive).orElse(false);
-            if (alive && !owner.equals(me)) {
-                throw new IllegalStateException("LID " + lid + " on " + dir + " is held by live process " + owner);
-            }
-            try {
-                Files.writeString(portFile, me, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-            } catch (final IOException io) {
-                throw new UncheckedIOException("cannot take over " + portFile, io);
-            }
+            throw new IllegalStateException("LID " + lid + " on " + dir + " is held by live process "
+                + read(portFile));
         } catch (final IOException e) {
-            throw new UncheckedIOException("cannot claim " + portFile, e);
+            throw new UncheckedIOException("cannot claim " + portFile + ": " + e, e);
         }
     }
 
     private static String read(final Path p) {
-        try {
-            return Files.readString(p, StandardCharsets.US_ASCII).trim();
+        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
+            final ByteBuffer b = ByteBuffer.allocate(32);
+            ch.read(b);
+            return new String(b.array(), 0, b.position(), StandardCharsets.US_ASCII).trim();
         } catch (final IOException e) {
             return "";
         }
@@ -117,37 +296,100 @@ public final class ShmFabric implements Fabric {
         return dir.resolve("link-" + src + "-" + dst);
     }
 
-    private MemorySegment map(final Path file, final boolean resetAsConsumer) {
+    /** The consumer's side: a fresh file (any old one is removed first), O_EXCL|O_NOFOLLOW, mode 0600. */
+    private MemorySegment create(final Path file) {
         final long size = SpscRingBuffer.segmentSize(linkCapacity);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
-            StandardOpenOption.WRITE)) {
-            if (ch.size() != size) {
-                if (ch.size() != 0 && ch.size() != size) {
-                    throw new IllegalStateException(file + " is " + ch.size() + " bytes, expected " + size
-                        + ": another process uses a different link capacity");
-                }
-                ch.truncate(size);
-                ch.position(size - 1);
-                ch.write(java.nio.ByteBuffer.wrap(new byte[1]));
+        try {
+            Files.deleteIfExists(file); // removes a stale file or a planted symlink itself, never its target
+            try (FileChannel ch = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), FILE_0600)) {
+                ch.write(ByteBuffer.wrap(new byte[1]), size - 1);
+                return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             }
-            final MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            if (resetAsConsumer) {
-                seg.asSlice(linkCapacity, SpscRingBuffer.TRAILER).fill((byte) 0);
-            }
-            return seg;
         } catch (final IOException e) {
-            throw new UncheckedIOException("cannot map shared-memory link " + file, e);
+            throw new UncheckedIOException("cannot create shared-memory link " + file + ": " + e, e);
         }
     }
 
+    /** The producer's side: an existing regular file of this user, exactly the ring's size; null if absent. */
+    private MemorySegment open(final Path file) {
+        final long size = SpscRingBuffer.segmentSize(linkCapacity);
+        final OpenOption[] opts = {StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS};
+        try (FileChannel ch = FileChannel.open(file, opts)) {
+            final PosixFileAttributes a = Files.readAttributes(file, PosixFileAttributes.class,
+                LinkOption.NOFOLLOW_LINKS);
+            if (!a.isRegularFile() || !a.owner().getName().equals(System.getProperty("user.name"))) {
+                throw new RingCorruptException(file + " is not a regular file of this user");
+            }
+            if (ch.size() != size) {
+                throw new RingCorruptException(file + " is " + ch.size() + " bytes, expected " + size
+                    + ": a different link capacity, or a truncated file");
+            }
+            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+        } catch (final NoSuchFileException e) {
+            return null;
+        } catch (final IOException e) {
+            throw new UncheckedIOException("cannot map shared-memory link " + file + ": " + e, e);
+        }
+    }
+
+    /** Unmaps every ring and removes the files this fabric created (its port file and inbound links). */
     @Override
     public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         arena.close();
+        for (final Path p : owned) {
+            try {
+                Files.deleteIfExists(p);
+            } catch (final IOException ignored) {
+                // best effort: a later attach sweeps what is left
+            }
+        }
+        try {
+            Files.deleteIfExists(dir); // only if empty: the last process out removes the directory
+        } catch (final IOException ignored) {
+            // another process's files are still there
+        }
     }
 
     private final class ShmPort extends RingPort {
+        /** doWork calls between checks that the peers we send to are still the processes we mapped. */
+        private static final int CHECK_EVERY = 4096;
         private final SpscRingBuffer[] inbound;
         private final SpscRingBuffer[] outbound = new SpscRingBuffer[maxLid + 1];
+        private final String[] outboundOwner = new String[maxLid + 1];
+        private int countdown = CHECK_EVERY;
+
+        @Override
+        public int doWork(final long nowNanos) {
+            final int work = super.doWork(nowNanos);
+            if (--countdown <= 0) {
+                countdown = CHECK_EVERY;
+                checkPeers();
+            }
+            return work;
+        }
+
+        /**
+         * Forgets the link to a peer whose process died or was replaced (its port file names another process):
+         * a new process made a new ring file, and a dead one reads nothing; packets to it become unroutable
+         * until it is back, which the retry error reports.
+         */
+        private void checkPeers() {
+            for (int d = 1; d <= maxLid; d++) {
+                if (outbound[d] == null) {
+                    continue;
+                }
+                final Path portFile = dir.resolve("port-" + d);
+                if (!read(portFile).equals(outboundOwner[d]) || !ownerAlive(portFile)) {
+                    outbound[d] = null;
+                    outboundOwner[d] = null;
+                }
+            }
+        }
 
         ShmPort(final int lid, final SpscRingBuffer[] inbound) {
             super(lid, crc, linkCapacity / 4);
@@ -166,12 +408,23 @@ public final class ShmFabric implements Fabric {
             }
             SpscRingBuffer ring = outbound[dlid];
             if (ring == null) {
-                if (!Files.exists(dir.resolve("port-" + dlid))) {
+                final String owner = read(dir.resolve("port-" + dlid));
+                if (owner.isEmpty()) {
                     return null; // nobody there: lost, as on a network
                 }
-                // first packet to this peer: map the link once (its consumer created and reset it)
-                ring = new SpscRingBuffer(map(linkFile(lid(), dlid), false));
+                // first packet to this peer: map the link once (its consumer created it empty)
+                final MemorySegment seg;
+                try {
+                    seg = open(linkFile(lid(), dlid));
+                } catch (final RuntimeException e) {
+                    return null; // a bad link file: unroutable, the retry error follows
+                }
+                if (seg == null) {
+                    return null;
+                }
+                ring = new SpscRingBuffer(seg);
                 outbound[dlid] = ring;
+                outboundOwner[dlid] = owner;
             }
             return ring;
         }

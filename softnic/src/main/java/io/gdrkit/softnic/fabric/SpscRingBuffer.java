@@ -48,6 +48,7 @@ public final class SpscRingBuffer {
 
     // consumer-local
     private long consumerHead;
+    private String corruption;
 
     public SpscRingBuffer(final MemorySegment segment) {
         final long cap = segment.byteSize() - TRAILER;
@@ -139,19 +140,29 @@ public final class SpscRingBuffer {
         }
     }
 
-    /** Handles up to {@code limit} records in place; returns how many were handled. */
+    /**
+     * Handles up to {@code limit} records in place; returns how many were handled. Every header is validated
+     * before use (the producer may be another, untrusted process): see {@link #check}.
+     *
+     * @throws RingCorruptException naming what was wrong; the ring then reads as empty for good
+     */
     public int read(final RecordHandler handler, final int limit) {
+        if (corruption != null) {
+            return 0;
+        }
         final long tail = (long) LONG.getAcquire(buffer, tailOffset);
         long head = consumerHead;
+        checkTail(head, tail);
         int count = 0;
         while (head < tail && count < limit) {
             final int index = (int) (head & mask);
             final int length = (int) INT.get(buffer, (long) index);
             if (length == PADDING) {
-                head += (int) INT.get(buffer, (long) index + 4);
+                head += padding(index);
                 continue;
             }
-            head += align8(length + HEADER);
+            final int record = check(head, tail, index, length);
+            head += record;
             // the record stays ours until head is published after the loop, so the handler reads it in place
             handler.onRecord(buffer, index + HEADER, length);
             count++;
@@ -165,23 +176,28 @@ public final class SpscRingBuffer {
 
     /**
      * Hands records to {@code handler} in order while it accepts them; the first refused record stays at the
-     * head for the next call. Returns how many were accepted.
+     * head for the next call. Returns how many were accepted. Headers are validated as in {@link #read}.
      */
     public int readWhile(final RecordFilter handler) {
+        if (corruption != null) {
+            return 0;
+        }
         final long tail = (long) LONG.getAcquire(buffer, tailOffset);
         long head = consumerHead;
+        checkTail(head, tail);
         int count = 0;
         while (head < tail) {
             final int index = (int) (head & mask);
             final int length = (int) INT.get(buffer, (long) index);
             if (length == PADDING) {
-                head += (int) INT.get(buffer, (long) index + 4);
+                head += padding(index);
                 continue;
             }
+            final int record = check(head, tail, index, length);
             if (!handler.accept(buffer, index + HEADER, length)) {
                 break;
             }
-            head += align8(length + HEADER);
+            head += record;
             count++;
         }
         if (head != consumerHead) {
@@ -189,6 +205,46 @@ public final class SpscRingBuffer {
             LONG.setRelease(buffer, headOffset, head);
         }
         return count;
+    }
+
+    /** Why this ring was found corrupt, or null. */
+    public String corruption() {
+        return corruption;
+    }
+
+    private void checkTail(final long head, final long tail) {
+        if (tail - head > capacity || tail - head < 0) {
+            corrupt("tail " + tail + " is " + (tail - head) + " bytes from head " + head + " (capacity "
+                + capacity + ")");
+        }
+    }
+
+    /** A padding record must run exactly to the ring's end (that is the only place a producer writes one). */
+    private int padding(final int index) {
+        final int skip = (int) INT.get(buffer, (long) index + 4);
+        if (skip != capacity - index) {
+            corrupt("padding record at " + index + " skips " + skip + " bytes; the ring's end is "
+                + (capacity - index) + " bytes away");
+        }
+        return skip;
+    }
+
+    /** A data record must fit the record limit, the buffer's end and the committed tail; returns its length. */
+    private int check(final long head, final long tail, final int index, final int length) {
+        if (length < 0 || length > maxRecordData()) {
+            corrupt("record at " + index + " claims " + length + " bytes (limit " + maxRecordData() + ")");
+        }
+        final int record = align8(length + HEADER);
+        if (index + record > capacity || head + record > tail) {
+            corrupt("record at " + index + " of " + length + " bytes runs past the "
+                + (index + record > capacity ? "ring's end" : "committed tail"));
+        }
+        return record;
+    }
+
+    private void corrupt(final String what) {
+        corruption = what;
+        throw new RingCorruptException("corrupt ring: " + what);
     }
 
     /** Decides, record by record, whether to consume it. */

@@ -44,18 +44,31 @@ import java.util.concurrent.ThreadLocalRandom;
  * ends (closed, reset, protocol error) is forgotten: packets to it are unroutable (-2) and the NIC's
  * retransmission timeout turns that into RETRY_EXC_ERR.
  *
+ * <p>Peers are untrusted. Accepting is done by a handshake thread of the fabric, never by the duty thread: each
+ * accepted connection gets a {@link Challenge} (a fresh nonce), must answer with a {@link Hello} within
+ * {@link #HELLO_TIMEOUT_MS}, and gets a {@link Verdict}: accepted, or a named reason (link capacity or link CRC
+ * differ, LID out of range or held by a live connection or not admitted, wrong token). Only then is memory for
+ * the connection allocated. At most {@link #MAX_PENDING} connections may be in the handshake at once; more are
+ * closed at once. On an established connection every frame's length and every packet's SLID and DLID are
+ * checked: a packet claiming another source LID than the one its connection proved is a protocol error that
+ * closes that connection only ({@link #protocolErrors}).
+ *
  * <p>Thread safety: {@link #connect} may be called from any thread (it blocks, bounded by a timeout); the
- * connections it opens are handed to the port's duty thread through a queue. Everything else on the port runs
- * on the duty thread.
+ * connections it opens, and those the handshake thread accepts, are handed to the port's duty thread through a
+ * queue. Everything else on the port runs on the duty thread.
  */
 public final class TcpFabric implements Fabric {
     /** How long {@link #connect} waits for the TCP handshake. */
     public static final int CONNECT_TIMEOUT_MS = 5_000;
     /** An accepted connection that sends no hello within this long is closed (a stray client). */
-    private static final long HELLO_TIMEOUT_NS = 10_000_000_000L;
-    /** doWork calls between checks for new connections: an accept() system call is not free. */
-    private static final int ACCEPT_EVERY = 64;
+    public static final int HELLO_TIMEOUT_MS = 5_000;
+    /** Accepted connections allowed in the handshake at once. */
+    public static final int MAX_PENDING = 32;
+    /** Highest LID a hello may name (IB unicast LIDs are 0x0001..0xBFFF). */
+    public static final int MAX_LID = 0xBFFF;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
+    private static final ValueLayout.OfShort BIG_U16 =
+        ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private final int linkCapacity;
     private final boolean crc;
@@ -63,9 +76,23 @@ public final class TcpFabric implements Fabric {
     private final ServerSocketChannel server;
     private final InetSocketAddress localAddress;
     private final ConcurrentLinkedQueue<Peer> connected = new ConcurrentLinkedQueue<>();
+    /** Connections whose hello the handshake thread accepted, for the duty thread to join to their peer. */
+    private final ConcurrentLinkedQueue<Connection> joined = new ConcurrentLinkedQueue<>();
+    /** LID -> session of the live peer holding it; a hello for a held LID with another session is refused. */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, Integer> lidOwners =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    /** With admission on, only these LIDs may join (the listener assigned them). */
+    private final java.util.Set<Integer> admitted = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile boolean admission;
+    private final io.gdrkit.core.auth.Token token;
+    private final java.util.concurrent.atomic.AtomicInteger pending = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong spoofed = new java.util.concurrent.atomic.AtomicLong();
+    private volatile String lastError = "";
+    private final Thread acceptor;
     private volatile LinkHook hook;
     private volatile TcpPort port;
-    private boolean closed;
+    private volatile boolean closed;
 
     /**
      * Listens on {@code bind} (port 0: any free port, see {@link #localAddress()}).
@@ -78,6 +105,16 @@ public final class TcpFabric implements Fabric {
      */
     public TcpFabric(final InetSocketAddress bind, final int linkCapacity, final LinkHook hook, final boolean crc,
                      final int connectionsPerPeer) {
+        this(bind, linkCapacity, hook, crc, connectionsPerPeer, io.gdrkit.core.auth.Token.fromProcess());
+    }
+
+    /**
+     * As {@link #TcpFabric(InetSocketAddress, int, LinkHook, boolean, int)}; peers must prove {@code token} in
+     * their hello, and {@link #connect} proves it to them.
+     */
+    public TcpFabric(final InetSocketAddress bind, final int linkCapacity, final LinkHook hook, final boolean crc,
+                     final int connectionsPerPeer, final io.gdrkit.core.auth.Token token) {
+        this.token = token;
         if (linkCapacity < 4096 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
             throw new IllegalArgumentException("linkCapacity " + linkCapacity
                 + " must be a power of two from 4 KiB to 1 GiB");
@@ -96,12 +133,215 @@ public final class TcpFabric implements Fabric {
         try {
             server = ServerSocketChannel.open();
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(bind);
-            server.configureBlocking(false);
+            server.bind(bind, MAX_PENDING);
             localAddress = (InetSocketAddress) server.getLocalAddress();
         } catch (final IOException e) {
-            throw new UncheckedIOException("cannot listen for the TCP fabric on " + bind, e);
+            throw new UncheckedIOException("cannot listen for the TCP fabric on " + bind + ": " + e.getMessage(), e);
         }
+        acceptor = Thread.ofPlatform().daemon(true).name("tcp-fabric-accept-" + localAddress.getPort())
+            .start(this::acceptLoop);
+    }
+
+    /**
+     * Turns on admission: from now on only LIDs given to {@link #admit} may join (the listener assigns LIDs, a
+     * peer cannot claim one).
+     */
+    public void requireAdmission() {
+        admission = true;
+    }
+
+    /** Lets a peer with {@code lid} join (with admission on); at most 1024 LIDs are admitted at once. */
+    public void admit(final int lid) {
+        if (lid < 1 || lid > MAX_LID) {
+            throw new IllegalArgumentException("LID " + lid + " outside 1..0x" + Integer.toHexString(MAX_LID));
+        }
+        if (admitted.size() >= 1024) {
+            admitted.clear(); // oldest grants lapse; a live session keeps its LID through lidOwners
+        }
+        admitted.add(lid);
+    }
+
+    /** Whether a live connection holds {@code lid}. */
+    public boolean lidInUse(final int lid) {
+        return lidOwners.containsKey(lid);
+    }
+
+    /** Connections refused in the handshake (bad hello, wrong token, timeout, over the pending cap). */
+    public long rejectedConnections() {
+        return rejected.get();
+    }
+
+    /** Packets whose SLID or DLID did not match their connection (each closed that connection). */
+    public long spoofedPackets() {
+        return spoofed.get();
+    }
+
+    /** Frames with an impossible length, and spoofed packets: each closed its connection. */
+    public long protocolErrors() {
+        final TcpPort p = port;
+        return p == null ? 0 : p.protocolErrors();
+    }
+
+    /** Why the last connection was refused or closed for a protocol error ("" if none). */
+    public String lastError() {
+        return lastError;
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            final SocketChannel ch;
+            try {
+                ch = server.accept();
+            } catch (final IOException e) {
+                if (closed) {
+                    return;
+                }
+                continue; // a client that reset during accept affects nobody else
+            }
+            if (pending.incrementAndGet() > MAX_PENDING) {
+                pending.decrementAndGet();
+                refuse(ch, "over the cap of " + MAX_PENDING + " pending connections");
+                continue;
+            }
+            Thread.ofVirtual().name("tcp-fabric-handshake").start(() -> {
+                try {
+                    handshake(ch);
+                } finally {
+                    pending.decrementAndGet();
+                }
+            });
+        }
+    }
+
+    private void refuse(final SocketChannel ch, final String why) {
+        refuse(ch, why, null);
+    }
+
+    /** Counts and records the refusal, then sends {@code verdict} (if any) and closes. */
+    private void refuse(final SocketChannel ch, final String why, final ByteBuffer verdict) {
+        rejected.incrementAndGet();
+        String from;
+        try {
+            from = String.valueOf(ch.getRemoteAddress());
+        } catch (final IOException e) {
+            from = "?";
+        }
+        lastError = from + ": " + why;
+        try {
+            if (verdict != null) {
+                writeFully(ch, verdict);
+            }
+        } catch (final IOException ignored) {
+            // the peer left: it learns nothing more
+        }
+        try {
+            ch.close();
+        } catch (final IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    /** Challenge, hello, verdict, on a blocking channel with timeouts; a good connection goes to the duty thread. */
+    private void handshake(final SocketChannel ch) {
+        try {
+            ch.socket().setSoTimeout(HELLO_TIMEOUT_MS);
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            final byte[] nonce = io.gdrkit.core.auth.Token.nonce();
+            final ByteBuffer chal = ByteBuffer.allocate(Challenge.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
+            Challenge.write(chal, nonce);
+            writeFully(ch, chal.flip());
+            final byte[] hello = readFully(ch, Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH);
+            final MemorySegment h = MemorySegment.ofArray(hello);
+            final String why = check(h, nonce, hello);
+            final ByteBuffer verdict = ByteBuffer.allocate(Verdict.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
+            Verdict.write(verdict, why);
+            if (why != null) {
+                refuse(ch, why, verdict.flip()); // counted before the peer can see the verdict
+                return;
+            }
+            writeFully(ch, verdict.flip());
+            ch.configureBlocking(false);
+            final Connection c = new Connection(ch, true);
+            c.helloLid = Hello.lid(h, 0);
+            c.helloSession = Hello.session(h, 0);
+            c.index = Hello.index(h, 0);
+            c.helloCount = Hello.count(h, 0);
+            if (closed) {
+                c.close();
+                return;
+            }
+            joined.add(c);
+        } catch (final java.net.SocketTimeoutException e) {
+            refuse(ch, "no hello within " + HELLO_TIMEOUT_MS + " ms");
+        } catch (final IOException | RuntimeException e) {
+            refuse(ch, "handshake failed: " + e.getMessage());
+        }
+    }
+
+    /** The handshake's check of a hello (24 bytes + 32 of authenticator) for {@code nonce}; for tests. */
+    String checkHello(final byte[] raw, final byte[] nonce) {
+        if (raw.length != Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH) {
+            return "hello of " + raw.length + " bytes";
+        }
+        return check(MemorySegment.ofArray(raw), nonce, raw);
+    }
+
+    /** Null if the hello may join, else the named reason it may not. */
+    private String check(final MemorySegment h, final byte[] nonce, final byte[] raw) {
+        if (Hello.magic(h, 0) != Hello.MAGIC) {
+            return "not a gdrkit TCP fabric hello (magic 0x" + Integer.toHexString(Hello.magic(h, 0)) + ")";
+        }
+        if (Hello.version(h, 0) != Hello.VERSION) {
+            return "hello version " + Hello.version(h, 0) + ", this fabric speaks " + Hello.VERSION;
+        }
+        if (!token.verify(java.util.Arrays.copyOfRange(raw, Hello.LENGTH, raw.length), nonce,
+            java.util.Arrays.copyOf(raw, Hello.LENGTH))) {
+            return "authentication failed: the token does not match";
+        }
+        final int lid = Hello.lid(h, 0);
+        if (lid < 1 || lid > MAX_LID) {
+            return "LID " + Integer.toUnsignedString(lid) + " outside 1..0x" + Integer.toHexString(MAX_LID);
+        }
+        final int count = Hello.count(h, 0);
+        if (count < 1 || count > 64 || Hello.index(h, 0) >= count) {
+            return "connection " + Hello.index(h, 0) + " of " + count + " (valid: 1..64 connections)";
+        }
+        if (Hello.linkCapacity(h, 0) != linkCapacity) {
+            return "link capacity mismatch: peer " + Integer.toUnsignedString(Hello.linkCapacity(h, 0))
+                + " bytes, this fabric " + linkCapacity + " (they follow the MTU: use the same --mtu on both sides)";
+        }
+        if (Hello.crc(h, 0) != crc) {
+            return "link CRC mismatch: the peer has it " + (Hello.crc(h, 0) ? "on" : "off") + ", this fabric "
+                + (crc ? "on" : "off");
+        }
+        final TcpPort p = port;
+        if (p != null && lid == p.lid()) {
+            return "LID " + lid + " is this fabric's own";
+        }
+        if (admission && !admitted.contains(lid)) {
+            return "LID " + lid + " was not assigned by this listener";
+        }
+        final int session = Hello.session(h, 0);
+        final Integer owner = lidOwners.putIfAbsent(lid, session);
+        if (owner != null && owner != session) {
+            return "LID " + lid + " is held by a live connection";
+        }
+        return null;
+    }
+
+    private static void writeFully(final SocketChannel ch, final ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) {
+            ch.write(b);
+        }
+    }
+
+    /** Reads exactly n bytes through the socket adaptor, so SO_TIMEOUT bounds the wait. */
+    private static byte[] readFully(final SocketChannel ch, final int n) throws IOException {
+        final byte[] b = ch.socket().getInputStream().readNBytes(n);
+        if (b.length != n) {
+            throw new IOException("connection closed after " + b.length + " of " + n + " handshake bytes");
+        }
+        return b;
     }
 
     /** The address peers connect to (the bound port, if 0 was asked for). */
@@ -157,17 +397,30 @@ public final class TcpFabric implements Fabric {
                 // owned by the peer from now on, so a failure below closes it
                 joined.conns[i] = new Connection(ch, false);
                 ch.socket().connect(peer, CONNECT_TIMEOUT_MS);
+                ch.socket().setSoTimeout(CONNECT_TIMEOUT_MS);
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                final MemorySegment chal = MemorySegment.ofArray(readFully(ch, Challenge.LENGTH));
+                if (Challenge.magic(chal) != Challenge.MAGIC) {
+                    throw new IOException("not a gdrkit TCP fabric (no challenge)");
+                }
                 final ByteBuffer hello = ByteBuffer.allocate(Hello.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
                 Hello.write(hello, p.lid(), session, i, connectionsPerPeer, linkCapacity, crc);
-                hello.flip();
-                while (hello.hasRemaining()) {
-                    ch.write(hello); // blocking, and 24 bytes always fit an empty socket buffer
+                final byte[] mac = token.answer(Challenge.nonce(chal), hello.array());
+                writeFully(ch, ByteBuffer.wrap(hello.array()));
+                writeFully(ch, ByteBuffer.wrap(mac));
+                final MemorySegment verdict = MemorySegment.ofArray(readFully(ch, Verdict.LENGTH));
+                final String why = Verdict.reason(verdict);
+                if (why != null) {
+                    throw new IOException("the peer refused our hello: " + why);
                 }
                 ch.configureBlocking(false);
                 joined.conns[i].peer = joined;
                 joined.conns[i].index = i;
             }
+        } catch (final java.net.SocketTimeoutException e) {
+            joined.close();
+            throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
+                + ": no handshake answer within " + CONNECT_TIMEOUT_MS + " ms", e);
         } catch (final IOException e) {
             joined.close();
             throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
@@ -192,13 +445,95 @@ public final class TcpFabric implements Fabric {
         while ((p = connected.poll()) != null) {
             p.close();
         }
+        Connection c;
+        while ((c = joined.poll()) != null) {
+            c.close();
+        }
         if (port != null) {
             port.closeAll();
         }
     }
 
     /**
-     * The first bytes the connecting side sends on each connection.
+     * The first bytes the accepting side sends on each connection: a fresh nonce the hello's authenticator covers.
+     *
+     * <pre>
+     *  +---------------------------------------------------------------+
+     *  |                  magic "GDRC" (u32, little-endian)            |  0
+     *  +-------------------------------+-------------------------------+
+     *  |          version (u16)        |          reserved (u16)       |  4
+     *  +-------------------------------+-------------------------------+
+     *  |                      nonce (16 bytes)                         |  8
+     *  +---------------------------------------------------------------+
+     * </pre>
+     */
+    static final class Challenge {
+        static final int LENGTH = 24;
+        static final int MAGIC = 'G' | 'D' << 8 | 'R' << 16 | 'C' << 24;
+
+        private Challenge() {
+        }
+
+        static void write(final ByteBuffer b, final byte[] nonce) {
+            b.putInt(MAGIC).putShort(Hello.VERSION).putShort((short) 0).put(nonce);
+        }
+
+        static int magic(final MemorySegment s) {
+            return s.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+        }
+
+        static byte[] nonce(final MemorySegment s) {
+            return s.asSlice(8, 16).toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    /**
+     * The accepting side's answer to a hello: accepted, or refused with a reason the connecting side reports.
+     *
+     * <pre>
+     *  +---------------------------------------------------------------+
+     *  |                  magic "GDRV" (u32, little-endian)            |  0
+     *  +---------------------------------------------------------------+
+     *  |             reason length (u32; 0: accepted; <= 120)          |  4
+     *  +---------------------------------------------------------------+
+     *  |                reason, UTF-8, zero padded (120 bytes)         |  8
+     *  +---------------------------------------------------------------+
+     * </pre>
+     */
+    static final class Verdict {
+        static final int LENGTH = 128;
+        static final int MAGIC = 'G' | 'D' << 8 | 'R' << 16 | 'V' << 24;
+
+        private Verdict() {
+        }
+
+        static void write(final ByteBuffer b, final String reason) {
+            final byte[] r = reason == null ? new byte[0]
+                : java.util.Arrays.copyOf(reason.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    Math.min(LENGTH - 8, reason.getBytes(java.nio.charset.StandardCharsets.UTF_8).length));
+            b.putInt(MAGIC).putInt(r.length).put(r);
+            b.position(LENGTH);
+        }
+
+        /** Null when accepted, else the reason. */
+        static String reason(final MemorySegment s) throws IOException {
+            if (s.get(ValueLayout.JAVA_INT_UNALIGNED, 0) != MAGIC) {
+                throw new IOException("not a gdrkit TCP fabric (no verdict)");
+            }
+            final int n = s.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
+            if (n == 0) {
+                return null;
+            }
+            if (n < 0 || n > LENGTH - 8) {
+                throw new IOException("malformed verdict (reason of " + n + " bytes)");
+            }
+            return new String(s.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
+
+    /**
+     * The bytes the connecting side sends on each connection after the challenge, followed by 32 bytes of
+     * HMAC-SHA256(token, nonce || these 24 bytes) (zeros without a token).
      *
      * <pre>
      *   0                   1                   2                   3
@@ -221,7 +556,7 @@ public final class TcpFabric implements Fabric {
     static final class Hello {
         static final int LENGTH = 24;
         static final int MAGIC = 'G' | 'D' << 8 | 'R' << 16 | 'T' << 24;
-        static final short VERSION = 1;
+        static final short VERSION = 2;
 
         private Hello() {
         }
@@ -233,35 +568,35 @@ public final class TcpFabric implements Fabric {
         }
 
         static int magic(final MemorySegment s, final long at) {
-            return s.get(INT, at);
+            return s.get(ValueLayout.JAVA_INT_UNALIGNED, at);
         }
 
         static int version(final MemorySegment s, final long at) {
-            return s.get(ValueLayout.JAVA_SHORT, at + 4);
+            return s.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + 4);
         }
 
         static boolean crc(final MemorySegment s, final long at) {
-            return (s.get(ValueLayout.JAVA_SHORT, at + 6) & 1) != 0;
+            return (s.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + 6) & 1) != 0;
         }
 
         static int lid(final MemorySegment s, final long at) {
-            return s.get(INT, at + 8);
+            return s.get(ValueLayout.JAVA_INT_UNALIGNED, at + 8);
         }
 
         static int session(final MemorySegment s, final long at) {
-            return s.get(INT, at + 12);
+            return s.get(ValueLayout.JAVA_INT_UNALIGNED, at + 12);
         }
 
         static int index(final MemorySegment s, final long at) {
-            return s.get(ValueLayout.JAVA_SHORT, at + 16) & 0xFFFF;
+            return s.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + 16) & 0xFFFF;
         }
 
         static int count(final MemorySegment s, final long at) {
-            return s.get(ValueLayout.JAVA_SHORT, at + 18) & 0xFFFF;
+            return s.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + 18) & 0xFFFF;
         }
 
         static int linkCapacity(final MemorySegment s, final long at) {
-            return s.get(INT, at + 20);
+            return s.get(ValueLayout.JAVA_INT_UNALIGNED, at + 20);
         }
     }
 
@@ -304,15 +639,15 @@ public final class TcpFabric implements Fabric {
         /** Parse position and fill position in {@link #in}. */
         int inStart;
         int inEnd;
-        /** An accepted connection owes its hello before any frame. */
-        boolean awaitingHello;
-        long acceptedAt;
+        /** What an accepted connection's hello said (checked by the handshake thread). */
+        int helloLid;
+        int helloSession;
+        int helloCount;
         Peer peer;
         int index;
 
         Connection(final SocketChannel ch, final boolean accepted) {
             this.ch = ch;
-            this.awaitingHello = accepted;
             out = new SpscRingBuffer(arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
             gather[0] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             gather[1] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
@@ -423,10 +758,7 @@ public final class TcpFabric implements Fabric {
         /** Peers by LID, and every connection of every peer (what poll and doWork walk); duty thread only. */
         private Peer[] peers = new Peer[16];
         private Connection[] conns = new Connection[0];
-        private Connection[] accepting = new Connection[0];
-        private int cycles;
-        private long now;
-        private long protocolErrors;
+        private volatile long protocolErrors;
 
         /** Packets this port sends to its own LID (loopback QPs, e.g. NCCL's flush QP) never touch a socket. */
         private final Arena selfArena = Arena.ofAuto(); // freed with the port: a duty thread may still poll it
@@ -510,14 +842,12 @@ public final class TcpFabric implements Fabric {
 
         @Override
         public int doWork(final long nowNanos) {
-            now = nowNanos;
             int work = super.doWork(nowNanos);
             if (!connected.isEmpty()) {
                 installConnected();
             }
-            if (++cycles >= ACCEPT_EVERY) {
-                cycles = 0;
-                work += accept();
+            if (!joined.isEmpty()) {
+                work += joinAccepted();
             }
             final Connection[] cs = conns;
             for (final Connection c : cs) {
@@ -533,29 +863,8 @@ public final class TcpFabric implements Fabric {
             return work;
         }
 
-        private int accept() {
-            int n = 0;
-            try {
-                SocketChannel ch;
-                while ((ch = server.accept()) != null) {
-                    ch.configureBlocking(false);
-                    ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                    final Connection c = new Connection(ch, true);
-                    c.acceptedAt = now;
-                    accepting = append(accepting, c);
-                    n++;
-                }
-            } catch (final IOException e) {
-                // a failed accept (the client gave up, or the fabric is closing) affects no established peer
-            }
-            return n;
-        }
-
         @Override
         public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
-            if (accepting.length > 0) {
-                readHellos();
-            }
             int n = 0;
             final Connection[] cs = conns;
             for (int i = 0; i < cs.length && n < limit; i++) {
@@ -566,6 +875,7 @@ public final class TcpFabric implements Fabric {
                 try {
                     n += receive(c, handler, limit - n);
                 } catch (final IOException e) {
+                    lastError = e.getMessage();
                     drop(c.peer);
                 }
             }
@@ -604,8 +914,18 @@ public final class TcpFabric implements Fabric {
                     break;
                 }
                 c.inStart = at + frame;
-                if (!crc() || crcOk(in, at + SpscRingBuffer.HEADER, length, in.get(INT, at + 4))) {
-                    handler.onRecord(in, at + SpscRingBuffer.HEADER, length);
+                final long packet = at + SpscRingBuffer.HEADER;
+                // the LRH must name this port and the LID the connection proved: no spoofed source
+                if (length < 4 || (in.get(BIG_U16, packet) & 0xFFFF) != lid()
+                    || (in.get(BIG_U16, packet + 2) & 0xFFFF) != c.peer.lid) {
+                    protocolErrors++;
+                    spoofed.incrementAndGet();
+                    throw new IOException("packet on the connection of LID " + c.peer.lid + " claims DLID "
+                        + (length < 4 ? "?" : in.get(BIG_U16, packet) & 0xFFFF) + " SLID "
+                        + (length < 4 ? "?" : in.get(BIG_U16, packet + 2) & 0xFFFF));
+                }
+                if (!crc() || crcOk(in, packet, length, in.get(INT, at + 4))) {
+                    handler.onRecord(in, packet, length);
                 }
                 n++; // a CRC failure counts as handled: the frame is consumed
                 if (c.peer == null) {
@@ -615,57 +935,30 @@ public final class TcpFabric implements Fabric {
             return n;
         }
 
-        private void readHellos() {
-            Connection[] still = accepting;
-            for (final Connection c : accepting) {
-                try {
-                    if (c.fill() < 0) {
-                        throw new IOException("closed before its hello");
-                    }
-                    if (c.inEnd < Hello.LENGTH) {
-                        if (now - c.acceptedAt > HELLO_TIMEOUT_NS) {
-                            throw new IOException("no hello within " + HELLO_TIMEOUT_NS / 1_000_000 + " ms");
-                        }
-                        continue;
-                    }
-                    still = remove(still, c);
-                    join(c);
-                } catch (final IOException e) {
-                    still = remove(still, c);
-                    c.close();
+        /** Joins connections the handshake thread accepted to their peers (grouped by the hello's session). */
+        private int joinAccepted() {
+            int n = 0;
+            Connection c;
+            while ((c = joined.poll()) != null) {
+                final int lid = c.helloLid;
+                Peer p = lid < peers.length ? peers[lid] : null;
+                if (p == null || p.session != c.helloSession) {
+                    p = new Peer(lid, c.helloSession, c.helloCount);
+                    install(p);
                 }
+                if (p.conns.length != c.helloCount || p.conns[c.index] != null) {
+                    protocolErrors++;
+                    lastError = "duplicate connection " + c.index + " from LID " + lid;
+                    c.close();
+                    continue;
+                }
+                p.conns[c.index] = c;
+                p.live++;
+                c.peer = p;
+                conns = append(conns, c);
+                n++;
             }
-            accepting = still;
-        }
-
-        /** Turns an accepted connection whose hello arrived into one of its peer's connections. */
-        private void join(final Connection c) throws IOException {
-            final MemorySegment in = c.in;
-            final int lid = Hello.lid(in, 0);
-            final int index = Hello.index(in, 0);
-            final int count = Hello.count(in, 0);
-            if (Hello.magic(in, 0) != Hello.MAGIC || Hello.version(in, 0) != Hello.VERSION || lid < 1
-                || count < 1 || index >= count || Hello.linkCapacity(in, 0) != linkCapacity
-                || Hello.crc(in, 0) != crc) {
-                protocolErrors++;
-                throw new IOException("hello does not match this fabric (LID " + lid + ")");
-            }
-            c.inStart = Hello.LENGTH;
-            c.awaitingHello = false;
-            Peer p = lid < peers.length ? peers[lid] : null;
-            if (p == null || p.session != Hello.session(in, 0)) {
-                p = new Peer(lid, Hello.session(in, 0), count);
-                install(p);
-            }
-            if (p.conns.length != count || p.conns[index] != null) {
-                protocolErrors++;
-                throw new IOException("duplicate connection " + index + " from LID " + lid);
-            }
-            p.conns[index] = c;
-            p.live++;
-            c.peer = p;
-            c.index = index;
-            conns = append(conns, c);
+            return n;
         }
 
         /** Forgets a peer whose connection failed: its packets become unroutable. */
@@ -673,6 +966,7 @@ public final class TcpFabric implements Fabric {
             if (p.lid < peers.length && peers[p.lid] == p) {
                 peers[p.lid] = null;
             }
+            lidOwners.remove(p.lid, p.session);
             for (final Connection c : p.conns) {
                 if (c != null) {
                     conns = remove(conns, c);
@@ -684,9 +978,6 @@ public final class TcpFabric implements Fabric {
 
         void closeAll() {
             for (final Connection c : conns) {
-                c.close();
-            }
-            for (final Connection c : accepting) {
                 c.close();
             }
         }

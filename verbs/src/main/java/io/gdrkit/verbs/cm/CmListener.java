@@ -1,5 +1,6 @@
 package io.gdrkit.verbs.cm;
 
+import io.gdrkit.core.auth.Token;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QueuePair;
 import java.io.DataInputStream;
@@ -11,59 +12,225 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
-/** The passive side: listens on host:port and hands out connection requests (rdma_listen / rdma_get_request). */
+/**
+ * The passive side: listens on host:port and hands out connection requests (rdma_listen / rdma_get_request).
+ *
+ * <p>Peers are untrusted. An acceptor thread takes each TCP connection, opens with a CHAL (a fresh nonce), and
+ * gives the peer {@link #handshakeTimeout} to send a valid REQ (or INFO) whose authenticator proves the
+ * {@link Token} when one is set. At most {@link #maxPending} connections may be in that state at once; more are
+ * closed at once. A connection that sends garbage, a field out of range, a wrong authenticator or nothing at all is
+ * closed and counted ({@link #protocolErrors}, {@link #lastError}); it never ends {@link #accept} nor affects
+ * other clients. Only well-formed, authenticated requests reach {@link #accept}.
+ */
 public final class CmListener implements AutoCloseable {
-    private final ServerSocket server;
+    /** Default time a peer has, from TCP accept, to send its REQ; also each later CM wait of the request. */
+    public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    /** Default cap on connections that have not yet become a request. */
+    public static final int DEFAULT_MAX_PENDING = 16;
 
+    private final ServerSocket server;
+    private final Token token;
+    private final int handshakeMs;
+    private final int maxPending;
+    private final AtomicInteger pending = new AtomicInteger();
+    private final AtomicLong protocolErrors = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
+    private volatile String lastError = "";
+    private volatile java.util.function.Supplier<byte[]> info = () -> new byte[0];
+    private final BlockingQueue<Request> ready;
+    private final Thread acceptor;
+    private volatile boolean closed;
+
+    /** Listens with the process's token ({@link Token#fromProcess()}) and the default limits. */
     public CmListener(final InetSocketAddress bind) {
+        this(bind, Token.fromProcess(), DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_PENDING);
+    }
+
+    /**
+     * @param token            what a peer must prove ({@link Token#NONE}: nothing)
+     * @param handshakeTimeout time from TCP accept to a complete REQ
+     * @param maxPending       connections allowed between TCP accept and {@link #accept} (1..1024)
+     */
+    public CmListener(final InetSocketAddress bind, final Token token, final Duration handshakeTimeout,
+                      final int maxPending) {
+        if (maxPending < 1 || maxPending > 1024) {
+            throw new IllegalArgumentException("maxPending " + maxPending + " outside 1..1024");
+        }
+        this.token = token;
+        this.handshakeMs = (int) Math.max(1, Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
+        this.maxPending = maxPending;
+        this.ready = new ArrayBlockingQueue<>(maxPending);
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
-            server.bind(bind);
+            server.bind(bind, maxPending);
         } catch (final IOException e) {
             throw new CmException(CmException.Reason.PROTOCOL, "cannot listen on " + bind + ": " + e.getMessage(), e);
         }
+        acceptor = Thread.ofPlatform().daemon(true).name("cm-accept-" + server.getLocalPort()).start(this::acceptLoop);
     }
 
     public InetSocketAddress localAddress() {
         return (InetSocketAddress) server.getLocalSocketAddress();
     }
 
-    /** Waits for the next REQ; throws TIMEOUT when none comes within {@code timeout}. */
-    public Request accept(final Duration timeout) {
-        final int timeoutMs = (int) Math.max(1, timeout.toMillis());
-        Socket s = null;
+    /** Service information handed to peers that ask with {@link ConnectionManager#query} (at most 256 bytes). */
+    public void info(final byte[] bytes) {
+        ConnectionManager.checkPrivateData(bytes);
+        final byte[] copy = bytes.clone();
+        this.info = () -> copy;
+    }
+
+    /**
+     * Service information made per authenticated query (for instance a LID the listener assigns to the asking
+     * peer); called on a handshake thread, at most 256 bytes.
+     */
+    public void info(final java.util.function.Supplier<byte[]> perQuery) {
+        this.info = perQuery;
+    }
+
+    /** Connections closed for a protocol or authentication error, or a handshake timeout. */
+    public long protocolErrors() {
+        return protocolErrors.get();
+    }
+
+    /** Connections between TCP accept and a complete request now. */
+    public int pendingConnections() {
+        return pending.get();
+    }
+
+    /** Connections closed at once because {@link #maxPending} were already pending. */
+    public long refusedOverCap() {
+        return refused.get();
+    }
+
+    /** What the last bad connection did wrong ("" if none). */
+    public String lastError() {
+        return lastError;
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            final Socket s;
+            try {
+                s = server.accept();
+            } catch (final IOException e) {
+                if (closed) {
+                    return;
+                }
+                continue; // a client that reset during accept affects nobody else
+            }
+            if (pending.incrementAndGet() > maxPending) {
+                pending.decrementAndGet();
+                refused.incrementAndGet();
+                ConnectionManager.close(s);
+                continue;
+            }
+            Thread.ofVirtual().name("cm-handshake").start(() -> handshake(s));
+        }
+    }
+
+    /** Runs one connection's CHAL / REQ exchange; only a valid request reaches the queue. */
+    private void handshake(final Socket s) {
+        boolean queued = false;
+        final InetSocketAddress peer = (InetSocketAddress) s.getRemoteSocketAddress();
         try {
-            server.setSoTimeout(timeoutMs);
-            s = server.accept();
-            s.setSoTimeout(timeoutMs);
+            s.setSoTimeout(handshakeMs);
             s.setTcpNoDelay(true);
             final DataInputStream in = new DataInputStream(s.getInputStream());
             final DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            final CmMessage req = ConnectionManager.await(in, CmMessage.REQ, "REQ",
-                (InetSocketAddress) s.getRemoteSocketAddress(), timeoutMs);
-            return new Request(s, in, out, req, timeoutMs);
+            final byte[] nonce = Token.nonce();
+            new CmMessage(CmMessage.CHAL, 0, 0, 0, 0, nonce).write(out);
+            final CmMessage m = CmMessage.read(in);
+            if (m.type() != CmMessage.REQ && m.type() != CmMessage.INFO) {
+                throw new CmException(CmException.Reason.PROTOCOL, "expected REQ or INFO, got "
+                    + CmMessage.typeName(m.type()), null);
+            }
+            if (!m.verify(token, nonce)) {
+                reject(out, "authentication failed: the token does not match");
+                throw new CmException(CmException.Reason.PROTOCOL, CmMessage.typeName(m.type())
+                    + " failed authentication (wrong or missing token)", null);
+            }
+            if (m.type() == CmMessage.INFO) {
+                final byte[] answer = info.get();
+                ConnectionManager.checkPrivateData(answer);
+                new CmMessage(CmMessage.INFO, 0, 0, 0, 0, answer).write(out);
+                return;
+            }
+            final Request r = new Request(s, in, out, m, handshakeMs);
+            if (closed || !ready.offer(r)) {
+                reject(out, "listener busy (" + maxPending + " requests waiting)");
+                throw new CmException(CmException.Reason.PROTOCOL, "request queue full", null);
+            }
+            queued = true;
         } catch (final SocketTimeoutException e) {
-            if (s != null) {
+            error(peer, "no REQ within the " + handshakeMs + " ms handshake timeout");
+        } catch (final CmException e) {
+            error(peer, e.getMessage());
+        } catch (final IOException | RuntimeException e) {
+            error(peer, e.toString());
+        } finally {
+            pending.decrementAndGet();
+            if (!queued) {
                 ConnectionManager.close(s);
             }
-            throw new CmException(CmException.Reason.TIMEOUT, "no connection request on " + localAddress()
-                + " within " + timeoutMs + " ms", e);
-        } catch (final IOException e) {
-            if (s != null) {
-                ConnectionManager.close(s);
-            }
-            throw new CmException(CmException.Reason.PROTOCOL, "accept on " + localAddress() + ": " + e, e);
         }
+    }
+
+    private void error(final InetSocketAddress peer, final String what) {
+        protocolErrors.incrementAndGet();
+        lastError = peer + ": " + what;
+    }
+
+    private static void reject(final DataOutputStream out, final String reason) {
+        try {
+            new CmMessage(CmMessage.REJ, 0, 0, 0, 0, reason.getBytes(StandardCharsets.UTF_8)).write(out);
+        } catch (final IOException ignored) {
+            // the peer sees the connection close instead
+        }
+    }
+
+    /** Waits for the next valid, authenticated REQ; throws TIMEOUT when none comes within {@code timeout}. */
+    public Request accept(final Duration timeout) {
+        final long ms = Math.max(1, timeout.toMillis());
+        final Request r;
+        try {
+            r = ready.poll(ms, TimeUnit.MILLISECONDS);
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CmException(CmException.Reason.TIMEOUT, "interrupted waiting for a connection request on "
+                + localAddress(), e);
+        }
+        if (r == null) {
+            throw new CmException(CmException.Reason.TIMEOUT, "no connection request on " + localAddress()
+                + " within " + ms + " ms" + (lastError.isEmpty() ? "" : " (last bad connection: " + lastError + ")"),
+                null);
+        }
+        return r;
     }
 
     @Override
     public void close() {
+        closed = true;
         try {
             server.close();
         } catch (final IOException ignored) {
             // nothing to do: the port is released either way
+        }
+        Request r;
+        while ((r = ready.poll()) != null) {
+            r.reject("listener closed");
+        }
+        try {
+            acceptor.join(1000);
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -96,6 +263,11 @@ public final class CmListener implements AutoCloseable {
             return req.mtu();
         }
 
+        /** The requester's address. */
+        public InetSocketAddress remoteAddress() {
+            return (InetSocketAddress) socket.getRemoteSocketAddress();
+        }
+
         public byte[] privateData() {
             return req.privateData().clone();
         }
@@ -124,12 +296,17 @@ public final class CmListener implements AutoCloseable {
         /** Refuses the request; the active side gets REJECTED with {@code reason}. */
         public void reject(final String reason) {
             try {
-                new CmMessage(CmMessage.REJ, 0, 0, 0, 0, reason.getBytes(StandardCharsets.UTF_8)).write(out);
+                new CmMessage(CmMessage.REJ, 0, 0, 0, 0, truncate(reason)).write(out);
             } catch (final IOException ignored) {
                 // the requester will see the connection close instead
             } finally {
                 ConnectionManager.close(socket);
             }
+        }
+
+        private static byte[] truncate(final String reason) {
+            final byte[] b = reason.getBytes(StandardCharsets.UTF_8);
+            return b.length <= CmMessage.MAX_PRIVATE_DATA ? b : java.util.Arrays.copyOf(b, CmMessage.MAX_PRIVATE_DATA);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.gdrkit.verbs.cm;
 
+import io.gdrkit.core.auth.Token;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QpBringUp;
@@ -51,9 +52,62 @@ public final class ConnectionManager {
      */
     public static CmConnection connect(final InetSocketAddress remote, final QueuePair qp, final int localLid,
                                        final QpAttr template, final byte[] privateData, final Duration timeout) {
+        return connect(remote, qp, localLid, template, privateData, timeout, Token.fromProcess());
+    }
+
+    /**
+     * As {@link #connect(InetSocketAddress, QueuePair, int, QpAttr, byte[], Duration)}, proving {@code token} to
+     * the listener.
+     */
+    public static CmConnection connect(final InetSocketAddress remote, final QueuePair qp, final int localLid,
+                                       final QpAttr template, final byte[] privateData, final Duration timeout,
+                                       final Token token) {
         checkPrivateData(privateData);
         final int timeoutMs = (int) Math.max(1, timeout.toMillis());
         final Socket socket = new Socket();
+        try {
+            final byte[] nonce = open(socket, remote, timeoutMs);
+            final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final int psn = RANDOM.nextInt() & 0xFFFFFF;
+            final int mtu = mtuBytes(template);
+            new CmMessage(CmMessage.REQ, qp.qpNum(), psn, localLid, mtu, privateData).signed(token, nonce).write(out);
+            final CmMessage rep = await(in, CmMessage.REP, "REP", remote, timeoutMs);
+            bringUp(qp, template, rep, psn, Math.min(mtu, rep.mtu()));
+            new CmMessage(CmMessage.RTU, qp.qpNum(), psn, localLid, mtu, new byte[0]).write(out);
+            return new CmConnection(socket, in, out, qp, rep, timeoutMs);
+        } catch (final IOException e) {
+            close(socket);
+            throw new CmException(CmException.Reason.PROTOCOL, "exchange with " + remote + " failed: " + e, e);
+        } catch (final RuntimeException e) {
+            close(socket);
+            throw e;
+        }
+    }
+
+    /**
+     * Asks the listener at {@code remote} for its service information ({@link CmListener#info}), proving
+     * {@code token}: how a peer learns names (a shared-memory directory) over the authenticated channel.
+     */
+    public static byte[] query(final InetSocketAddress remote, final Duration timeout, final Token token) {
+        final int timeoutMs = (int) Math.max(1, timeout.toMillis());
+        final Socket socket = new Socket();
+        try {
+            final byte[] nonce = open(socket, remote, timeoutMs);
+            final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            new CmMessage(CmMessage.INFO, 0, 0, 0, 0, new byte[0]).signed(token, nonce).write(out);
+            return await(in, CmMessage.INFO, "INFO", remote, timeoutMs).privateData();
+        } catch (final IOException e) {
+            throw new CmException(CmException.Reason.PROTOCOL, "INFO exchange with " + remote + " failed: " + e, e);
+        } finally {
+            close(socket);
+        }
+    }
+
+    /** TCP connect, then the listener's CHAL; returns its nonce. */
+    private static byte[] open(final Socket socket, final InetSocketAddress remote, final int timeoutMs)
+        throws IOException {
         try {
             try {
                 socket.connect(remote, timeoutMs);
@@ -69,19 +123,9 @@ public final class ConnectionManager {
             }
             socket.setSoTimeout(timeoutMs);
             socket.setTcpNoDelay(true);
-            final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
-            final int psn = RANDOM.nextInt() & 0xFFFFFF;
-            final int mtu = mtuBytes(template);
-            new CmMessage(CmMessage.REQ, qp.qpNum(), psn, localLid, mtu, privateData).write(out);
-            final CmMessage rep = await(in, CmMessage.REP, "REP", remote, timeoutMs);
-            bringUp(qp, template, rep, psn, Math.min(mtu, rep.mtu()));
-            new CmMessage(CmMessage.RTU, qp.qpNum(), psn, localLid, mtu, new byte[0]).write(out);
-            return new CmConnection(socket, in, out, qp, rep, timeoutMs);
-        } catch (final IOException e) {
-            close(socket);
-            throw new CmException(CmException.Reason.PROTOCOL, "exchange with " + remote + " failed: " + e, e);
-        } catch (final RuntimeException e) {
+            return await(new DataInputStream(socket.getInputStream()), CmMessage.CHAL, "CHAL", remote, timeoutMs)
+                .privateData();
+        } catch (final IOException | RuntimeException e) {
             close(socket);
             throw e;
         }

@@ -1,0 +1,121 @@
+package io.gdrkit.labs.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.core.auth.Token;
+import io.gdrkit.softnic.SoftNicContext;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The perf server against hostile clients (issue 18): requests that used to kill it (QPs = 0, a 2^40-byte buffer,
+ * 2^31-1 QPs, a truncated setup) each get a named reject, the server keeps serving, a real client's run then
+ * succeeds, and QUIT ends the server normally. Memory stays bounded: nothing is allocated before validation.
+ */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class RemotePerfAttackTest {
+    /** A REQ whose private data is {@code setup}, sent from a raw socket; returns the REJ reason. */
+    private static String rawReq(final InetSocketAddress at, final byte[] setup) throws IOException {
+        try (Socket s = new Socket()) {
+            s.connect(at, 5000);
+            s.setSoTimeout(20_000);
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            in.readFully(new byte[72]); // CHAL: header, authenticator, nonce
+            s.getOutputStream().write(ByteBuffer.allocate(56 + setup.length).putInt(0x4744434D).put((byte) 2)
+                .put((byte) 1).putShort((short) setup.length).putInt(100).putInt(1).putShort((short) 5)
+                .putShort((short) 0).putInt(4096).put(new byte[32]).put(setup).array());
+            final byte[] head = new byte[56];
+            in.readFully(head);
+            final ByteBuffer h = ByteBuffer.wrap(head);
+            assertEquals(0x4744434D, h.getInt());
+            h.get();
+            assertEquals(4, h.get(), "the answer is a REJ");
+            final byte[] reason = new byte[h.getShort() & 0xFFFF];
+            in.readFully(reason);
+            return new String(reason, StandardCharsets.UTF_8);
+        }
+    }
+
+    private static byte[] setup(final int qps, final int rxDepth, final int size, final long buf) {
+        return new RemotePerf.Setup(PerfKind.WRITE_BW, size, qps, rxDepth, 4096, buf, 0, 0, false).encode();
+    }
+
+    @Test
+    void hostileSetupsAreRefusedByNameAndTheServerKeepsServing() throws Exception {
+        for (final String fabric : new String[] {"tcp", "shm"}) {
+            final StringWriter log = new StringWriter();
+            final PrintWriter out = new PrintWriter(log, true);
+            final Throwable[] failed = {null};
+            final Thread server = Thread.ofPlatform().name("perf-server-under-attack").start(() -> {
+                try {
+                    RemotePerf.serve(fabric, new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1 << 22,
+                        out, 60_000, null, false, RemotePerf.DEFAULT_MAX_SERVER_BUFFER, Token.NONE);
+                } catch (final Throwable t) {
+                    failed[0] = t;
+                }
+            });
+            final int port = awaitPort(log);
+            final InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
+            assertTrue(rawReq(at, setup(0, 1, 64, 1 << 20)).contains("-q/--qp 0 must be 1 .. 1024"));
+            assertTrue(rawReq(at, setup(Integer.MAX_VALUE, 1, 64, 1 << 20)).contains("-q/--qp 2147483647 must be"));
+            assertTrue(rawReq(at, setup(1, 1, 64, 1L << 40)).contains("--buffer 549755813888 must be"));
+            assertTrue(rawReq(at, setup(1, 1, 64, 1L << 29)).contains("exceeds this server's --max-buffer"));
+            assertTrue(rawReq(at, setup(64, 16384, 64, 1 << 20)).contains("receives exceeds"));
+            assertTrue(rawReq(at, setup(1, 1, 1 << 21, 1 << 20)).contains("-s/--size 2097152 exceeds"));
+            assertTrue(rawReq(at, new byte[7]).contains("not a gdrkit perf client (private data of 7 bytes"));
+            assertTrue(server.isAlive(), "the server survived every attack");
+            // a real client's run, then QUIT
+            final List<BwResult> rows = new ArrayList<>();
+            final PerfConfig cfg = new PerfConfig(PerfKind.WRITE_BW).size(4096).iters(50).warmup(0).txDepth(64)
+                .rxDepth(16).cqMod(1).bufferBytes(1 << 16).progress(SoftNicContext.ProgressMode.OWN_DEVICE).conclude();
+            RemotePerf.runClient("127.0.0.1", port, fabric, 1 << 22, cfg, new int[] {4096}, s -> 0,
+                new PerfListener() {
+                    @Override
+                    public void bw(final PerfConfig c, final BwResult r) {
+                        rows.add(r);
+                    }
+
+                    @Override
+                    public void lat(final PerfConfig c, final LatResult r) {
+                        throw new AssertionError("a bandwidth test gives no latency row");
+                    }
+                }, true, null, false, false, Token.NONE);
+            assertEquals(1, rows.size());
+            server.join(30_000);
+            assertTrue(!server.isAlive() && failed[0] == null, () -> fabric + ": server ended with " + failed[0]
+                + "\n" + log);
+            assertTrue(log.toString().contains("# server: refused a client: -q/--qp 0 must be"), log::toString);
+            assertTrue(log.toString().contains("# server: done"), log::toString);
+            assertTrue(log.toString().contains("127.0.0.1:" + port + " (connection manager)"), log::toString);
+        }
+    }
+
+    private static int awaitPort(final StringWriter log) throws InterruptedException {
+        final String marker = "# server: waiting for clients on port ";
+        for (int i = 0; i < 3000; i++) {
+            final String s = log.toString();
+            final int at = s.indexOf(marker);
+            if (at >= 0) {
+                final int end = s.indexOf('\n', at);
+                if (end > 0) {
+                    return Integer.parseInt(s.substring(at + marker.length(), end).trim());
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("the server did not report its port: " + log);
+    }
+}

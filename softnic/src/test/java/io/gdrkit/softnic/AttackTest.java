@@ -1,0 +1,564 @@
+package io.gdrkit.softnic;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.core.Errno;
+import io.gdrkit.core.auth.Token;
+import io.gdrkit.softnic.fabric.LinkHook;
+import io.gdrkit.softnic.fabric.TcpFabric;
+import io.gdrkit.verbs.QpBringUp;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.AsyncEventType;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.PostException;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.VerbsException;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+import io.gdrkit.verbs.WrOpcode;
+import io.gdrkit.verbs.cm.CmConnection;
+import io.gdrkit.verbs.cm.CmException;
+import io.gdrkit.verbs.cm.CmListener;
+import io.gdrkit.verbs.cm.ConnectionManager;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Each attack of issue 18 against the connection manager, the TCP fabric and the verbs API, driven from raw
+ * sockets or misuse as a hostile peer or a careless program would. Every one must end in a named error for the
+ * attacker's connection only, with the service still serving a well-behaved peer afterwards.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class AttackTest {
+    private static final InetAddress LO = InetAddress.getLoopbackAddress();
+    private static final Duration T = Duration.ofSeconds(20);
+
+    // ------------------------------------------------------------------ connection manager
+
+    /** Raw bytes of a CM v2 message (header, zero authenticator, private data). */
+    private static byte[] cm(final int type, final int qpn, final int psn, final int lid, final int mtu,
+                             final byte[] pd) {
+        return ByteBuffer.allocate(56 + pd.length).putInt(0x4744434D).put((byte) 2).put((byte) type)
+            .putShort((short) pd.length).putInt(qpn).putInt(psn).putShort((short) lid).putShort((short) 0)
+            .putInt(mtu).put(new byte[32]).put(pd).array();
+    }
+
+    /** Connects, reads the CHAL (56 + 16 bytes), sends {@code bytes}; returns the socket. */
+    private static Socket rawCm(final InetSocketAddress at, final byte[] bytes) throws IOException {
+        final Socket s = new Socket();
+        s.connect(at, 5000);
+        s.setSoTimeout(10_000);
+        new DataInputStream(s.getInputStream()).readFully(new byte[72]);
+        s.getOutputStream().write(bytes);
+        s.getOutputStream().flush();
+        return s;
+    }
+
+    /** A real client's REQ through the CM, accepted on another thread: the listener still serves. */
+    private static void realClientIsServed(final Fixture f, final CmListener listener, final Token token) {
+        final QueuePair qa = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
+        final QueuePair qb = f.b.pd.createQp(new QpInitAttr().cqs(f.b.scq, f.b.rcq));
+        final CmConnection[] server = new CmConnection[1];
+        final Thread t = Thread.ofPlatform().start(() -> {
+            final CmListener.Request r = listener.accept(T);
+            server[0] = r.accept(qb, f.b.dev.lid(), QpBringUp.rcDefaults(), new byte[] {7});
+        });
+        final CmConnection client = ConnectionManager.connect(listener.localAddress(), qa, f.a.dev.lid(),
+            QpBringUp.rcDefaults(), new byte[] {1, 2}, T, token);
+        try {
+            t.join(20_000);
+        } catch (final InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+        assertNotNull(server[0], "the listener accepted the real client");
+        assertEquals(qb.qpNum(), client.remoteQpn());
+        final Thread answer = Thread.ofPlatform().start(server[0]::awaitDisconnect);
+        client.close();
+        try {
+            answer.join(20_000);
+        } catch (final InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+        assertTrue(server[0].isDisconnected());
+    }
+
+    @Test
+    void cmRejectsOutOfRangeFieldsAndKeepsServing() throws Exception {
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), Token.NONE, Duration.ofSeconds(5),
+                 16)) {
+            final byte[][] attacks = {
+                cm(1, 0, 1, 2, 4096, new byte[0]),                    // QP number 0
+                cm(1, 0x1000000, 1, 2, 4096, new byte[0]),            // QP number beyond 24 bits
+                cm(1, 100, 1, 0, 4096, new byte[0]),                  // LID 0
+                cm(1, 100, 1, 0xFFFF, 4096, new byte[0]),             // multicast LID
+                cm(1, 100, 0x7FFFFFFF, 2, 4096, new byte[0]),         // PSN beyond 24 bits
+                cm(1, 100, 1, 2, 3000, new byte[0]),                  // MTU not a power of two
+                cm(1, 100, 1, 2, 1 << 30, new byte[0]),               // MTU 1 GiB
+                cm(99, 100, 1, 2, 4096, new byte[0]),                 // unknown type
+                cm(3, 100, 1, 2, 4096, new byte[0]),                  // RTU instead of REQ
+            };
+            final String[] named = {"QP number 0", "QP number 16777216", "LID 0", "LID 65535", "start PSN",
+                "path MTU 3000", "path MTU 1073741824", "unknown CM message type 99", "expected REQ or INFO"};
+            for (int i = 0; i < attacks.length; i++) {
+                final long before = listener.protocolErrors();
+                try (Socket s = rawCm(listener.localAddress(), attacks[i])) {
+                    assertEquals(-1, s.getInputStream().read(), "the listener closes the attacker's connection");
+                }
+                final int k = i;
+                awaitTrue(() -> listener.protocolErrors() > before, "protocol error counted");
+                assertTrue(listener.lastError().contains(named[k]), listener::lastError);
+            }
+            // private data length beyond 256: refused from the header, before any allocation
+            final byte[] big = cm(1, 100, 1, 2, 4096, new byte[0]);
+            big[6] = (byte) 0xFF;
+            big[7] = (byte) 0xFF;
+            try (Socket s = rawCm(listener.localAddress(), big)) {
+                assertEquals(-1, s.getInputStream().read());
+            }
+            awaitTrue(() -> listener.lastError().contains("65535 bytes"), "private-data limit named");
+            realClientIsServed(f, listener, Token.NONE);
+        }
+    }
+
+    @Test
+    void cmTruncatedRequestTimesOutAloneAndStrayConnectionsAreCapped() throws Exception {
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), Token.NONE,
+                 Duration.ofMillis(1500), 4)) {
+            final List<Socket> stray = new ArrayList<>();
+            try {
+                // a REQ cut off mid-header, then silence: it must not block a real client
+                final byte[] req = cm(1, 100, 1, 2, 4096, new byte[0]);
+                stray.add(rawCm(listener.localAddress(), java.util.Arrays.copyOf(req, 10)));
+                // connections that never send anything, beyond the pending cap
+                for (int i = 0; i < 20; i++) {
+                    final Socket s = new Socket();
+                    s.connect(listener.localAddress(), 5000);
+                    stray.add(s);
+                }
+                awaitTrue(() -> listener.refusedOverCap() > 0, "connections over the cap refused");
+                awaitTrue(() -> listener.lastError().contains("handshake timeout"), "the truncated REQ timed out");
+            } finally {
+                for (final Socket s : stray) {
+                    s.close();
+                }
+            }
+            // the strays cost nothing lasting: once they are gone (closed or timed out) a real client is served
+            awaitTrue(() -> listener.pendingConnections() == 0, "no connection pending");
+            realClientIsServed(f, listener, Token.NONE);
+        }
+    }
+
+    @Test
+    void cmTokenIsCheckedAndNeverSent() throws Exception {
+        final Token token = Token.of("correct horse battery staple");
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), token, Duration.ofSeconds(5), 16)) {
+            final QueuePair q = f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq));
+            final CmException none = assertThrows(CmException.class, () -> ConnectionManager.connect(
+                listener.localAddress(), q, f.a.dev.lid(), QpBringUp.rcDefaults(), new byte[0], T, Token.NONE));
+            assertEquals(CmException.Reason.REJECTED, none.reason());
+            assertTrue(none.getMessage().contains("authentication failed"), none::getMessage);
+            final CmException wrong = assertThrows(CmException.class, () -> ConnectionManager.connect(
+                listener.localAddress(), q, f.a.dev.lid(), QpBringUp.rcDefaults(), new byte[0], T,
+                Token.of("a wrong token")));
+            assertEquals(CmException.Reason.REJECTED, wrong.reason());
+            // INFO needs the token too
+            assertThrows(CmException.class, () -> ConnectionManager.query(listener.localAddress(), T, Token.NONE));
+            listener.info("hello".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            assertEquals("hello", new String(ConnectionManager.query(listener.localAddress(), T, token),
+                java.nio.charset.StandardCharsets.US_ASCII));
+            realClientIsServed(f, listener, token);
+        }
+    }
+
+    // ------------------------------------------------------------------ TCP fabric
+
+    /** Reads the fabric's challenge, sends a forged hello (+ zero MAC), returns the verdict's reason or null. */
+    private static String rawHello(final InetSocketAddress at, final int lid, final int session, final int index,
+                                   final int count, final int capacity, final boolean crc) throws IOException {
+        try (Socket s = new Socket()) {
+            s.connect(at, 5000);
+            s.setSoTimeout(10_000);
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            in.readFully(new byte[24]);
+            final ByteBuffer h = ByteBuffer.allocate(24 + 32).order(ByteOrder.LITTLE_ENDIAN);
+            h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) (crc ? 1 : 0))
+                .putInt(lid).putInt(session).putShort((short) index).putShort((short) count).putInt(capacity);
+            s.getOutputStream().write(h.array());
+            final byte[] v = new byte[128];
+            in.readFully(v);
+            final ByteBuffer vb = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
+            vb.getInt();
+            final int n = vb.getInt();
+            return n == 0 ? null : new String(v, 8, n, java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
+
+    @Test
+    void tcpFabricRefusesForgedHellosByName() throws Exception {
+        final int cap = 1 << 16;
+        try (TcpFabric f = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE)) {
+            f.attach(1);
+            final InetSocketAddress at = f.localAddress();
+            assertTrue(rawHello(at, 0x7FFFFFFF, 1, 0, 1, cap, false).contains("LID 2147483647 outside"));
+            assertTrue(rawHello(at, 1 << 28, 1, 0, 1, cap, false).contains("outside"));
+            assertTrue(rawHello(at, 0, 1, 0, 1, cap, false).contains("LID 0 outside"));
+            assertTrue(rawHello(at, 1, 1, 0, 1, cap, false).contains("this fabric's own"));
+            assertTrue(rawHello(at, 5, 1, 3, 2, cap, false).contains("connection 3 of 2"));
+            assertTrue(rawHello(at, 5, 1, 0, 0, cap, false).contains("connection 0 of 0"));
+            assertTrue(rawHello(at, 5, 1, 0, 1, cap * 2, false).contains("link capacity mismatch"));
+            assertTrue(rawHello(at, 5, 1, 0, 1, cap, true).contains("link CRC mismatch: the peer has it on"));
+            assertTrue(f.rejectedConnections() >= 8);
+            assertFalse(f.lidInUse(5), "no refused hello holds a LID");
+        }
+    }
+
+    @Test
+    void tcpFabricNamesCrcCapacityAndTokenMismatchesToTheConnectingSide() {
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, true, 1,
+                 Token.of("the server's token"));
+             TcpFabric crcOff = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, false, 1,
+                 Token.of("the server's token"));
+             TcpFabric bigger = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 17, null, true, 1,
+                 Token.of("the server's token"));
+             TcpFabric noToken = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, true, 1, Token.NONE)) {
+            server.attach(1);
+            crcOff.attach(2);
+            bigger.attach(3);
+            noToken.attach(4);
+            final UncheckedIOException crc = assertThrows(UncheckedIOException.class,
+                () -> crcOff.connect(1, server.localAddress()));
+            assertTrue(crc.getMessage().contains("link CRC mismatch"), crc::getMessage);
+            final UncheckedIOException size = assertThrows(UncheckedIOException.class,
+                () -> bigger.connect(1, server.localAddress()));
+            assertTrue(size.getMessage().contains("link capacity mismatch"), size::getMessage);
+            final UncheckedIOException auth = assertThrows(UncheckedIOException.class,
+                () -> noToken.connect(1, server.localAddress()));
+            assertTrue(auth.getMessage().contains("authentication failed"), auth::getMessage);
+        }
+    }
+
+    @Test
+    void tcpFabricLidsCannotBeHijackedNorSpoofed() throws Exception {
+        final int cap = 1 << 16;
+        final Token none = Token.NONE;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, none);
+             TcpFabric victim = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, none);
+             SoftNicDriver sd = SoftNicDriver.launch(new SoftNicContext(), server);
+             SoftNicDriver vd = SoftNicDriver.launch(new SoftNicContext(), victim)) {
+            final SoftDevice s = sd.addDevice("server", 1);
+            vd.addDevice("victim", 2);
+            victim.connect(1, server.localAddress());
+            for (int i = 0; i < 1000 && !server.lidInUse(2); i++) {
+                s.doWork();
+                Thread.sleep(1);
+            }
+            assertTrue(server.lidInUse(2), "the victim's hello was accepted");
+            // another session claiming the victim's LID is refused by name
+            assertTrue(rawHello(server.localAddress(), 2, 12345, 0, 1, cap, false).contains("held by a live"));
+            // with admission, an unassigned LID cannot join at all
+            server.requireAdmission();
+            assertTrue(rawHello(server.localAddress(), 9, 1, 0, 1, cap, false).contains("not assigned"));
+            server.admit(9);
+            // LID 9 is admitted: its hello is accepted, and then it sends a packet claiming SLID 2 (the victim)
+            try (Socket spoof = new Socket()) {
+                spoof.connect(server.localAddress(), 5000);
+                spoof.setSoTimeout(10_000);
+                final DataInputStream in = new DataInputStream(spoof.getInputStream());
+                in.readFully(new byte[24]);
+                final ByteBuffer h = ByteBuffer.allocate(56).order(ByteOrder.LITTLE_ENDIAN);
+                h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(9)
+                    .putInt(77).putShort((short) 0).putShort((short) 1).putInt(cap);
+                final OutputStream out = spoof.getOutputStream();
+                out.write(h.array());
+                final byte[] v = new byte[128];
+                in.readFully(v);
+                assertEquals(0, ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN).getInt(4), "LID 9 admitted");
+                final ByteBuffer frame = ByteBuffer.allocate(8 + 24).order(ByteOrder.LITTLE_ENDIAN);
+                frame.putInt(24).putInt(0);
+                frame.order(ByteOrder.BIG_ENDIAN).putShort((short) 1).putShort((short) 2).putInt(24);
+                out.write(frame.array());
+                out.flush();
+                final long before = server.spoofedPackets();
+                for (int i = 0; i < 2000 && server.spoofedPackets() == before; i++) {
+                    s.doWork();
+                    Thread.sleep(1);
+                }
+                assertEquals(before + 1, server.spoofedPackets());
+                assertTrue(server.lastError().contains("claims DLID 1 SLID 2"), server::lastError);
+                assertEquals(-1, in.read(), "the spoofing connection is closed");
+            }
+            assertTrue(server.lidInUse(2), "the victim's connection is untouched");
+        }
+    }
+
+    @Test
+    void tcpFabricHelloTimeoutAndPendingCapKeepItServing() throws Exception {
+        final int cap = 1 << 16;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric good = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE)) {
+            server.attach(1);
+            good.attach(2);
+            final List<Socket> silent = new ArrayList<>();
+            try {
+                for (int i = 0; i < TcpFabric.MAX_PENDING + 40; i++) {
+                    final Socket s = new Socket();
+                    s.connect(server.localAddress(), 5000);
+                    silent.add(s);
+                }
+                awaitTrue(() -> server.lastError().contains("pending connections"), "connections over the cap");
+                // the silent ones time out; then a real peer gets in
+                awaitTrue(() -> server.lastError().contains("no hello within"), "hello timeout");
+                good.connect(1, server.localAddress());
+                awaitTrue(() -> server.lidInUse(2), "the real peer joined");
+            } finally {
+                for (final Socket s : silent) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ API misuse
+
+    @Test
+    void concurrentPostSendFailsLoudlyAndLosesNothing() throws Exception {
+        final QpInitAttr init = new QpInitAttr();
+        init.cap.maxSendWr(1024);
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED),
+            1 << 16, init, QpBringUp.rcDefaults())) {
+            final int threads = 4;
+            final int each = 2000;
+            final AtomicLong posted = new AtomicLong();
+            final AtomicLong busy = new AtomicLong();
+            final CountDownLatch start = new CountDownLatch(1);
+            final List<Thread> ts = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                ts.add(Thread.ofPlatform().start(() -> {
+                    final SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE)
+                        .flags(SendFlags.SIGNALED).sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey());
+                    try {
+                        start.await();
+                    } catch (final InterruptedException e) {
+                        return;
+                    }
+                    for (int i = 0; i < each; i++) {
+                        try {
+                            f.a.qp.postSend(wr);
+                            posted.incrementAndGet();
+                        } catch (final PostException e) {
+                            if (e.errno() == Errno.EBUSY) {
+                                busy.incrementAndGet();
+                            } else if (e.errno() != Errno.ENOMEM) {
+                                throw e; // ENOMEM: the send queue is full for now
+                            }
+                        }
+                    }
+                }));
+            }
+            start.countDown();
+            long completed = 0;
+            final WorkCompletion[] wcs = new WorkCompletion[64];
+            for (int i = 0; i < wcs.length; i++) {
+                wcs[i] = new WorkCompletion();
+            }
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (ts.stream().anyMatch(Thread::isAlive) || completed < posted.get()) {
+                assertTrue(System.nanoTime() < deadline, "completions for every accepted post");
+                final int n = f.a.scq.poll(wcs);
+                for (int i = 0; i < n; i++) {
+                    assertEquals(WcStatus.SUCCESS, wcs[i].status, wcs[i]::toString);
+                }
+                completed += n;
+            }
+            // every post that returned normally completed exactly once; the others were refused by name (EBUSY
+            // when they overlapped, ENOMEM when the queue was full): nothing vanished
+            assertEquals(posted.get(), completed);
+            assertTrue(posted.get() > 0);
+        }
+    }
+
+    @Test
+    void concurrentPollIsRefusedWithEbusy() throws Exception {
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED),
+            1 << 16)) {
+            final AtomicLong busy = new AtomicLong();
+            final AtomicLong other = new AtomicLong();
+            final List<Thread> ts = new ArrayList<>();
+            for (int t = 0; t < 3; t++) {
+                ts.add(Thread.ofPlatform().start(() -> {
+                    final WorkCompletion[] wc = {new WorkCompletion()};
+                    for (int i = 0; i < 200_000; i++) {
+                        try {
+                            f.a.scq.poll(wc);
+                        } catch (final VerbsException e) {
+                            (e.errno() == Errno.EBUSY ? busy : other).incrementAndGet();
+                        }
+                    }
+                }));
+            }
+            for (final Thread t : ts) {
+                t.join();
+            }
+            // overlap is likely but not certain on a loaded machine: what matters is that an overlap is EBUSY,
+            // never another error or a completion handed out twice
+            assertEquals(0, other.get());
+        }
+    }
+
+    @Test
+    void nicEngineThatThrowsIsDeviceFatalWithFlushes() throws Exception {
+        final boolean[] armed = {false};
+        final LinkHook bomb = (src, dst, buf, off, len) -> {
+            if (armed[0]) {
+                throw new IllegalStateException("injected engine failure");
+            }
+            return LinkHook.DELIVER;
+        };
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED)
+            .linkHook(bomb), 1 << 16)) {
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
+                .sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            f.awaitSuccess(f.a.scq, "a WRITE before the failure");
+            armed[0] = true;
+            for (int i = 0; i < 4; i++) {
+                f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                    .wrId(10 + i).sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            }
+            final AsyncEvent e = awaitEvent(f, AsyncEventType.DEVICE_FATAL);
+            assertTrue(e.toString().contains("injected engine failure"), e::toString);
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            int flushed = 0;
+            VerbsException reported = null;
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (reported == null && System.nanoTime() < deadline) {
+                try {
+                    if (f.a.scq.poll(wc) == 1) {
+                        assertEquals(WcStatus.WR_FLUSH_ERR, wc[0].status, wc[0]::toString);
+                        flushed++;
+                    }
+                } catch (final VerbsException v) {
+                    reported = v;
+                }
+            }
+            assertEquals(4, flushed, "every posted WR flushed");
+            assertNotNull(reported, "poll reports the failure once the flushes are read");
+            assertEquals(Errno.EIO, reported.errno());
+            assertTrue(reported.getMessage().contains("DEVICE_FATAL"), reported::getMessage);
+        }
+    }
+
+    private static AsyncEvent awaitEvent(final Fixture f, final int type) {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            final AsyncEvent e = f.a.ctx.pollAsyncEvent();
+            if (e != null && e.type() == type) {
+                return e;
+            }
+            Thread.onSpinWait();
+        }
+        throw new AssertionError("no " + AsyncEventType.name(type) + " event within 20 s");
+    }
+
+    @Test
+    void closedArenaUnderAnMrGivesLocalAndRemoteProtectionErrors() {
+        try (Fixture f = new Fixture(new SoftNicContext(), 1 << 16)) {
+            final Arena local = Arena.ofShared();
+            final MemoryRegion lmr = f.a.pd.registerMr(local.allocate(4096, 4096), AccessFlags.LOCAL_WRITE);
+            local.close();
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
+                .sge(lmr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            assertEquals(WcStatus.LOC_PROT_ERR, f.awaitOne(f.a.scq, "WRITE from closed memory").status);
+        }
+        try (Fixture f = new Fixture(new SoftNicContext(), 1 << 16)) {
+            final Arena remote = Arena.ofShared();
+            final MemoryRegion rmr = f.b.pd.registerMr(remote.allocate(4096, 4096),
+                AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            remote.close();
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(2)
+                .sge(f.a.mr, 0, 64).remote(rmr.address(), rmr.rkey()));
+            assertEquals(WcStatus.REM_ACCESS_ERR, f.awaitOne(f.a.scq, "WRITE into closed memory").status);
+        }
+    }
+
+    @Test
+    void confinedMemoryIsRefusedForDedicatedNicThreads() {
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED),
+            1 << 16); Arena confined = Arena.ofConfined()) {
+            final VerbsException e = assertThrows(VerbsException.class,
+                () -> f.a.pd.registerMr(confined.allocate(4096), AccessFlags.LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("confined arena"), e::getMessage);
+        }
+    }
+
+    @Test
+    void driverCloseDuringTransfersFlushes() {
+        final QpInitAttr init = new QpInitAttr();
+        init.cap.maxSendWr(512);
+        final Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED),
+            1 << 20, init, QpBringUp.rcDefaults());
+        try {
+            for (int i = 0; i < 256; i++) {
+                f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(i)
+                    .sge(f.a.mr, 0, 1 << 20).remote(f.b.mr.address(), f.b.mr.rkey()));
+            }
+            f.driver.close();
+            final WorkCompletion[] wc = new WorkCompletion[64];
+            for (int i = 0; i < wc.length; i++) {
+                wc[i] = new WorkCompletion();
+            }
+            int done = 0;
+            int flushed = 0;
+            for (int rounds = 0; rounds < 1000 && done < 256; rounds++) {
+                final int n = f.a.scq.poll(wc);
+                for (int i = 0; i < n; i++) {
+                    assertTrue(wc[i].status == WcStatus.SUCCESS || wc[i].status == WcStatus.WR_FLUSH_ERR,
+                        wc[i]::toString);
+                    flushed += wc[i].status == WcStatus.WR_FLUSH_ERR ? 1 : 0;
+                }
+                done += n;
+            }
+            assertEquals(256, done, "every WR completes: success before the close, WR_FLUSH_ERR after");
+            assertTrue(flushed > 0, "some WRs were still in flight at close");
+        } finally {
+            f.arena.close();
+        }
+    }
+
+    private static void awaitTrue(final java.util.function.BooleanSupplier c, final String what)
+        throws InterruptedException {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!c.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for: " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+}

@@ -1,0 +1,201 @@
+package io.gdrkit.softnic.fabric;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * /dev/shm as a hostile directory: planted symlinks, foreign modes, pre-created files, corrupt ring headers and
+ * truncated files, as a local attacker (or a crashed peer) leaves them. Each gives a named error or is ignored,
+ * never a hang, a crash or a write outside the fabric's directory.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ShmAttackTest {
+    private static final int CAP = 1 << 12;
+
+    @Test
+    void directoryMustBePrivate(@TempDir final Path tmp) throws IOException {
+        final Path open = Files.createDirectory(tmp.resolve("open"));
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rwxr-xr-x"));
+        final IllegalStateException mode = assertThrows(IllegalStateException.class,
+            () -> new ShmFabric(open, CAP, 2, null));
+        assertTrue(mode.getMessage().contains("lets other users in"), mode::getMessage);
+        final Path target = Files.createDirectory(tmp.resolve("target"));
+        Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rwx------"));
+        final Path link = Files.createSymbolicLink(tmp.resolve("link"), target);
+        final IllegalStateException sym = assertThrows(IllegalStateException.class,
+            () -> new ShmFabric(link, CAP, 2, null));
+        assertTrue(sym.getMessage().contains("symbolic link"), sym::getMessage);
+        final Path missing = tmp.resolve("fresh");
+        try (ShmFabric f = new ShmFabric(missing, CAP, 2, null)) {
+            assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(missing)));
+            f.attach(1);
+            assertEquals("rw-------", PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(missing.resolve("link-2-1"))));
+        }
+    }
+
+    @Test
+    void privateDirectoryNamesAreUnpredictableAndFilesAreRemovedOnClose(@TempDir final Path tmp) {
+        final Path a = ShmFabric.createPrivateDirectory(tmp, "gdrkit-x-");
+        final Path b = ShmFabric.createPrivateDirectory(tmp, "gdrkit-x-");
+        assertFalse(a.equals(b));
+        assertTrue(a.getFileName().toString().matches("gdrkit-x-[0-9a-f]{32}"));
+        try (ShmFabric f = new ShmFabric(a, CAP, 2, null)) {
+            f.attach(1);
+            assertTrue(Files.exists(a.resolve("port-1")));
+        }
+        assertFalse(Files.exists(a), "port file, links and the emptied directory are removed on close");
+    }
+
+    @Test
+    void plantedSymlinkIsReplacedNeverFollowed(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-s-");
+        final Path victim = Files.writeString(tmp.resolve("victim"), "precious");
+        Files.createSymbolicLink(dir.resolve("link-2-1"), victim);
+        try (ShmFabric f = new ShmFabric(dir, CAP, 2, null)) {
+            f.attach(1);
+            assertFalse(Files.isSymbolicLink(dir.resolve("link-2-1")));
+        }
+        assertEquals("precious", Files.readString(victim), "the symlink's target is untouched");
+    }
+
+    @Test
+    void staleFilesOfDeadProcessesAreSwept(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-d-");
+        // a port file naming a process that cannot exist, and its inbound links (as kill -9 leaves them)
+        Files.writeString(dir.resolve("port-2"), "2147483647");
+        Files.write(dir.resolve("link-1-2"), new byte[16]);
+        try (ShmFabric f = new ShmFabric(dir, CAP, 2, null)) {
+            f.attach(1);
+            assertFalse(Files.exists(dir.resolve("port-2")));
+            assertFalse(Files.exists(dir.resolve("link-1-2")));
+        }
+    }
+
+    @Test
+    void staleDirectoriesOfDeadProcessesAreSweptLiveOnesKept(@TempDir final Path tmp) throws IOException {
+        final Path dead = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        Files.writeString(dead.resolve("port-1"), "2147483647");
+        Files.write(dead.resolve("link-2-1"), new byte[64]);
+        final Path live = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        Files.writeString(live.resolve("port-1"), Long.toString(ProcessHandle.current().pid()));
+        final Path fresh = ShmFabric.createPrivateDirectory(tmp, "gdrkit-z-");
+        final Path foreignMode = Files.createDirectory(tmp.resolve("gdrkit-z-open"));
+        Files.setPosixFilePermissions(foreignMode, PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertEquals(1, ShmFabric.sweepStaleDirectories(tmp, "gdrkit-z-"));
+        assertFalse(Files.exists(dead));
+        assertTrue(Files.exists(live) && Files.exists(fresh) && Files.exists(foreignMode));
+    }
+
+    @Test
+    void truncatedOrForeignLinkFileIsUnroutableNotACrash(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-t-");
+        try (ShmFabric f = new ShmFabric(dir, CAP, 2, null)) {
+            final FabricPort p = f.attach(1);
+            // a "peer" whose inbound link file is truncated before we map it
+            Files.writeString(dir.resolve("port-2"), Long.toString(ProcessHandle.current().pid()));
+            Files.write(dir.resolve("link-1-2"), new byte[100]);
+            assertEquals(-2, p.tryClaim(2, 64), "a link file of the wrong size is unroutable");
+        }
+    }
+
+    /** A ring as a peer's producer would leave it, written by hand. */
+    private static SpscRingBuffer ring(final Arena arena) {
+        return new SpscRingBuffer(arena.allocate(SpscRingBuffer.segmentSize(1024), 64));
+    }
+
+    private static void tail(final MemorySegment s, final long tail) {
+        s.set(ValueLayout.JAVA_LONG, 1024, tail);
+    }
+
+    @Test
+    void corruptRingHeadersAreNamedAndNeverHang() {
+        try (Arena arena = Arena.ofConfined()) {
+            final List<String> why = new ArrayList<>();
+            // padding with skip 0: the old reader looped here forever
+            SpscRingBuffer r = ring(arena);
+            r.buffer().set(ValueLayout.JAVA_INT, 0, -1);
+            r.buffer().set(ValueLayout.JAVA_INT, 4, 0);
+            tail(r.buffer(), 64);
+            why.add(corrupt(r));
+            // a length beyond the record limit
+            r = ring(arena);
+            r.buffer().set(ValueLayout.JAVA_INT, 0, 1 << 20);
+            tail(r.buffer(), 64);
+            why.add(corrupt(r));
+            // a negative length other than padding
+            r = ring(arena);
+            r.buffer().set(ValueLayout.JAVA_INT, 0, -7);
+            tail(r.buffer(), 64);
+            why.add(corrupt(r));
+            // a tail far beyond the head
+            r = ring(arena);
+            tail(r.buffer(), 1L << 40);
+            why.add(corrupt(r));
+            // a record that runs past the committed tail
+            r = ring(arena);
+            r.buffer().set(ValueLayout.JAVA_INT, 0, 100);
+            tail(r.buffer(), 16);
+            why.add(corrupt(r));
+            assertTrue(why.get(0).contains("skips 0 bytes"), why::toString);
+            assertTrue(why.get(1).contains("claims 1048576 bytes"), why::toString);
+            assertTrue(why.get(2).contains("claims -7 bytes"), why::toString);
+            assertTrue(why.get(3).contains("capacity 1024"), why::toString);
+            assertTrue(why.get(4).contains("committed tail"), why::toString);
+        }
+    }
+
+    private static String corrupt(final SpscRingBuffer r) {
+        final RingCorruptException e = assertThrows(RingCorruptException.class, () -> r.read((b, o, l) -> { }, 10));
+        assertEquals(0, r.read((b, o, l) -> { }, 10), "a corrupt ring reads as empty from then on");
+        assertEquals(e.getMessage(), "corrupt ring: " + r.corruption());
+        return e.getMessage();
+    }
+
+    @Test
+    void corruptInboundRingIsIgnoredByThePortOthersFlow(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-c-");
+        try (ShmFabric f = new ShmFabric(dir, CAP, 3, null, false)) {
+            final RingPort p1 = (RingPort) f.attach(1);
+            final FabricPort p3 = f.attach(3);
+            // LID 2 is a hostile process of the same user: it writes a skip-0 padding into its link to LID 1
+            try (FileChannel ch = FileChannel.open(dir.resolve("link-2-1"), StandardOpenOption.READ,
+                StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS); Arena a = Arena.ofConfined()) {
+                final MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, SpscRingBuffer.segmentSize(CAP),
+                    a);
+                m.set(ValueLayout.JAVA_INT, 0, -1);
+                m.set(ValueLayout.JAVA_INT, 4, 0);
+                m.set(ValueLayout.JAVA_LONG, CAP, 64L);
+            }
+            final long off = p3.tryClaim(1, 32);
+            p3.claimBuffer().asSlice(off, 32).fill((byte) 5);
+            p3.commit();
+            final List<Integer> got = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                p1.poll((b, o, l) -> got.add(l), 10);
+            }
+            assertEquals(List.of(32), got, "LID 3's packet still arrives");
+            assertEquals(1, p1.corruptRings());
+            assertTrue(p1.lastRingError().contains("skips 0 bytes"), p1::lastRingError);
+        }
+    }
+}
