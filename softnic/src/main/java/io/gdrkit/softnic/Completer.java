@@ -378,7 +378,7 @@ final class Completer implements Agent {
         qp.retryLeft--;
         if (timeout) {
             qp.cwnd = 1; // probe with one packet: a periodic loss cannot hit the same PSN every round
-            qp.backoff = Math.min(qp.backoff + 1, SoftQp.MAX_BACKOFF); // a slow peer gets twice as long
+            qp.backoff = Math.min(qp.backoff + 1, dev.driver().context().retransmitBackoff()); // slow peer: 2x
         }
         dev.requester.rewind(qp);
         final long rto = qp.retransmitNanos();

@@ -31,6 +31,8 @@ public final class SoftNicContext {
     public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
     /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
     public static final String RETRANSMIT_FACTOR_PROP = "gdrkit.nic.retransmit.factor";
+    /** Most doublings of the retransmit timeout after consecutive timeouts (0 turns backoff off; default 5). */
+    public static final String RETRANSMIT_BACKOFF_PROP = "gdrkit.nic.retransmit.backoff";
     /** Packets after which the requester sets AckReq even inside a message. */
     public static final String ACK_REQ_INTERVAL_PROP = "gdrkit.nic.ackreq.interval";
     /** true: every packet carries a CRC32C checked on receipt (an ICRC); corrupted packets are dropped. */
@@ -102,6 +104,7 @@ public final class SoftNicContext {
     private String idleStrategy;
     private int linkCapacity;
     private double retransmitFactor;
+    private int retransmitBackoff;
     private int ackReqInterval;
     private int window;
     private int burst;
@@ -151,6 +154,16 @@ public final class SoftNicContext {
 
     public SoftNicContext retransmitFactor(final double f) {
         return set(RETRANSMIT_FACTOR_PROP, Double.toString(f));
+    }
+
+    public SoftNicContext retransmitBackoff(final int maxDoublings) {
+        return set(RETRANSMIT_BACKOFF_PROP, Integer.toString(maxDoublings));
+    }
+
+    /** Most doublings of the retransmit timeout after consecutive timeouts without progress (0..5, default 5). */
+    public int retransmitBackoff() {
+        concluded();
+        return retransmitBackoff;
     }
 
     /** Multiplier on the IB retransmit timeout (default 1.0). */
@@ -305,6 +318,7 @@ public final class SoftNicContext {
             }
             return v;
         }).value();
+        retransmitBackoff = r.integer(RETRANSMIT_BACKOFF_PROP, SoftQp.MAX_BACKOFF, 0, SoftQp.MAX_BACKOFF).value();
         ackReqInterval = r.integer(ACK_REQ_INTERVAL_PROP, 64, 1, Integer.MAX_VALUE).value();
         window = r.integer(WINDOW_PROP, 512, 1, 1 << 22).value();
         burst = r.integer(BURST_PROP, 32, 1, Integer.MAX_VALUE).value();

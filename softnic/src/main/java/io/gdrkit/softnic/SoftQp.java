@@ -211,7 +211,7 @@ final class SoftQp implements QueuePair {
         }
         long total = 0;
         for (int i = 0; i <= retryCnt; i++) {
-            final int exponent = Math.min(31, timeout + Math.min(i, MAX_BACKOFF));
+            final int exponent = Math.min(31, timeout + Math.min(i, device.driver().context().retransmitBackoff()));
             total += (long) (4096.0 * (1L << exponent) * device.driver().context().retransmitFactor());
         }
         return total;

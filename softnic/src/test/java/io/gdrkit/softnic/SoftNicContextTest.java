@@ -26,6 +26,7 @@ class SoftNicContextTest {
         assertEquals("backoff", c.idleStrategy());
         assertEquals(4 << 20, c.linkCapacity());
         assertEquals(1.0, c.retransmitFactor());
+        assertEquals(5, c.retransmitBackoff());
         assertEquals(64, c.ackReqInterval());
         assertEquals(512, c.window());
         assertEquals(32, c.burst());
@@ -36,7 +37,7 @@ class SoftNicContextTest {
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
         assertEquals(List.of(SoftNicContext.PROGRESS_PROP, SoftNicContext.IDLE_STRATEGY_PROP,
                 SoftNicContext.LINK_CAPACITY_PROP, SoftNicContext.RETRANSMIT_FACTOR_PROP,
-                SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
+                SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
                 SoftNicContext.ONE_COPY_PROP, SoftNicContext.MAX_QP_PROP),
             c.settings().stream().map(Setting::name).toList());
