@@ -79,6 +79,11 @@ public final class Launcher {
     }
 
     public static Result run(final Spec spec, final Listener listener) {
+        if (spec.token() != null && !spec.token().isEmpty()) {
+            // the ranks' CM and fabric hellos read the same token (io.gdrkit.core.auth.Token): refuse one they
+            // would refuse, here and by name, instead of every rank failing on start
+            io.gdrkit.core.auth.Token.of(spec.token());
+        }
         BootstrapRoot root = null;
         final UniqueId id;
         if (spec.root() == null) {

@@ -43,7 +43,7 @@ class LauncherTest {
 
     private static Launcher.Spec spec(final int n, final List<String> cmd, final Path out) {
         return new Launcher.Spec(n, 0, n, null, new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), cmd,
-            "t0ken", Duration.ofSeconds(30), Duration.ofSeconds(60), Map.of("GDRKIT_TEST_OUT", out.toString()));
+            "t0ken-for-tests", Duration.ofSeconds(30), Duration.ofSeconds(60), Map.of("GDRKIT_TEST_OUT", out.toString()));
     }
 
     private static final Launcher.Listener QUIET = new Launcher.Listener() {
@@ -88,7 +88,7 @@ class LauncherTest {
     void theTokenReachesTheRanksAndTheRootChecksIt(@TempDir final Path dir) throws Exception {
         final Launcher.Result r = Launcher.run(spec(2, java(TokenRank.class), dir), QUIET);
         assertEquals(0, r.exitCode(), r.toString());
-        assertEquals("joined with a token of 5 characters", Files.readString(dir.resolve("rank1")).trim());
+        assertEquals("joined with a token of 15 characters", Files.readString(dir.resolve("rank1")).trim());
     }
 
     /** A rank: allreduce over 4 sizes on the given transport and fabric; writes rows and wrong count. */
