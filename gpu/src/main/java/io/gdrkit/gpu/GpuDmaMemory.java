@@ -57,6 +57,16 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
+    public long completionFenceStart() {
+        return gpu.dmaTarget().nicFenceStart();
+    }
+
+    @Override
+    public boolean completionFenceDone(final long token) {
+        return gpu.dmaTarget().nicFenceDone(token);
+    }
+
+    @Override
     public long dmaAtomic(final long offset, final boolean compareAndSwap, final long operand, final long swap) {
         mapping.read(offset, word, 0, 8);
         final long original = word.get(ValueLayout.JAVA_LONG, 0);

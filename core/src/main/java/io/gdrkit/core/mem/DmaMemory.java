@@ -27,6 +27,21 @@ public interface DmaMemory {
     void completionFence();
 
     /**
+     * {@link #completionFence} split so that the NIC need not wait: starts the fence for every write made so far
+     * and returns a token; {@link #completionFenceDone} says, without blocking, when it has completed. The default
+     * fences at once.
+     */
+    default long completionFenceStart() {
+        completionFence();
+        return 0;
+    }
+
+    /** Whether the fence started by the {@link #completionFenceStart} that returned {@code token} is complete. */
+    default boolean completionFenceDone(final long token) {
+        return true;
+    }
+
+    /**
      * An 8-byte RDMA atomic executed by the memory's side of the link.
      *
      * @param compareAndSwap true: CMP_AND_SWP(compare = operand, swap); false: FETCH_AND_ADD(add = operand)
