@@ -57,6 +57,11 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
+    public boolean prefersBulkReads() {
+        return gpu.dmaTarget().nicPrefersBulkReads();
+    }
+
+    @Override
     public long completionFenceStart() {
         return gpu.dmaTarget().nicFenceStart();
     }

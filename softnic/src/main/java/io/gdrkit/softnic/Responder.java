@@ -607,8 +607,8 @@ final class Responder implements Agent {
             out.aeth(Aeth.ACK_UNLIMITED, qp.msn);
         }
         if (payload > 0) {
-            if (mr.dma != null) {
-                // DMA memory (a GPU): up to 1 MiB of the response in one read, packets out of it
+            if (mr.dma != null && mr.dma.prefersBulkReads()) {
+                // DMA memory behind a copy engine (a CUDA GPU): up to 1 MiB of the response in one read, packets out of it
                 qp.readAhead.copyOut(mr, r.psn[slot], first, r.va[slot] + offset, r.va[slot] + total,
                     out.buffer(), out.payloadOffset(), payload);
             } else {

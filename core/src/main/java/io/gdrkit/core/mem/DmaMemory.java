@@ -27,6 +27,15 @@ public interface DmaMemory {
     void completionFence();
 
     /**
+     * Whether one read of many bytes costs much less than many reads of a few: a GPU behind a copy engine pays a
+     * round trip per read, so a NIC reads a work request's span at once and cuts packets from it. False (the
+     * default): reading packet by packet is as cheap.
+     */
+    default boolean prefersBulkReads() {
+        return false;
+    }
+
+    /**
      * {@link #completionFence} split so that the NIC need not wait: starts the fence for every write made so far
      * and returns a token; {@link #completionFenceDone} says, without blocking, when it has completed. The default
      * fences at once.

@@ -46,6 +46,11 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public boolean prefersBulkReads() {
+        return memory.prefersBulkReads();
+    }
+
+    @Override
     public long completionFenceStart() {
         return memory.completionFenceStart();
     }

@@ -921,6 +921,12 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         nicStaging.read(sptr, dst, dstOffset, len);
     }
 
+    /** Each read waits for a copy-engine round trip: the NIC should read a span at once. */
+    @Override
+    public boolean nicPrefersBulkReads() {
+        return true;
+    }
+
     /** Waits until every NIC write issued before it has landed in device memory. */
     @Override
     public void nicCompletionFence() {
