@@ -17,6 +17,7 @@ import io.gdrkit.labs.perf.PerfReport;
 import io.gdrkit.labs.perf.PerfKind;
 import io.gdrkit.labs.perf.RemotePerf;
 import io.gdrkit.labs.perf.StripedBwRun;
+import io.gdrkit.labs.perf.TrialStats;
 
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.SoftNicContext;
@@ -143,6 +144,11 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
     Double duration;
+
+    @Option(names = "--trials", defaultValue = "1", description = "Bandwidth tests on the in-JVM fabric: repeat "
+        + "each size K times (a fresh pair of NICs each) and print min/median/max and the coefficient of variation "
+        + "of the average bandwidth.")
+    int trials;
 
     @Option(names = "--buffer", description = "Registered buffer per side in bytes (default 8 MiB).")
     Long buffer;
@@ -349,6 +355,9 @@ final class PerfCommand implements Callable<Integer> {
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
                 printer.bw(cfg, r);
+                if (trials > 1) {
+                    trials(test, cfg, r, printer, faultConfig, gpu);
+                }
                 faultCounters(printer, injector);
                 if (base != null) {
                     ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
@@ -364,6 +373,42 @@ final class PerfCommand implements Callable<Integer> {
                 }
             }
         }
+    }
+
+    /** --trials: K - 1 more runs of the size, each on fresh NICs, then their spread. */
+    private void trials(final PerfKind test, final PerfConfig cfg, final BwResult first, final PerfPrinter printer,
+                        final FaultInjector.Config faultConfig, final io.gdrkit.gpu.GpuDevice gpu) {
+        final double[] avg = new double[trials];
+        avg[0] = first.bwAvgMibS();
+        for (int t = 1; t < trials; t++) {
+            final FaultInjector injector = faultConfig == null ? null
+                : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
+            try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
+                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+                final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
+                    : new BwRun(lb, cfg).run();
+                printer.bw(cfg, r);
+                avg[t] = r.bwAvgMibS();
+            }
+        }
+        final TrialStats st = TrialStats.of(avg);
+        printer.comment(String.format(Locale.ROOT, "# trials %d: bw_avg MiB/s min %.1f median %.1f max %.1f, cv %.3f",
+            st.trials(), st.min(), st.median(), st.max(), st.cv()));
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("trials", st.trials());
+        m.put("test", test.id());
+        m.put("bytes", cfg.size());
+        m.put("bw_avg_min_mib_s", round(st.min()));
+        m.put("bw_avg_median_mib_s", round(st.median()));
+        m.put("bw_avg_max_mib_s", round(st.max()));
+        m.put("bw_avg_cv", Math.round(st.cv() * 10000) / 10000.0);
+        m.put("simulated", true);
+        m.put("fabric", "injvm");
+        printer.jsonObject(m);
+    }
+
+    private static double round(final double v) {
+        return Math.round(v * 1000) / 1000.0;
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
@@ -557,6 +602,12 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (trials < 1 || trials > 1000) {
+            throw usage("--trials must be 1 .. 1000, not " + trials);
+        }
+        if (trials > 1 && (fabric != null || !test.bandwidth)) {
+            throw usage("--trials works with bandwidth tests on the in-JVM fabric (--loopback without --fabric)");
         }
         if (stripe && test != PerfKind.WRITE_BW) {
             throw usage("--stripe works with write_bw only");

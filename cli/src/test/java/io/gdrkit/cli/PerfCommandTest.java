@@ -100,6 +100,34 @@ class PerfCommandTest {
     }
 
     @Test
+    void trialsPrintEveryRunAndTheirSpread() throws Exception {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "30", "--warmup", "0", "-s", "4096",
+            "--trials", "3", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        final com.fasterxml.jackson.databind.ObjectMapper om = new com.fasterxml.jackson.databind.ObjectMapper();
+        final List<com.fasterxml.jackson.databind.JsonNode> rows = new java.util.ArrayList<>();
+        for (final String l : r.lines()) {
+            rows.add(om.readTree(l));
+        }
+        final List<Double> avgs = rows.stream().filter(j -> j.has("bw_avg_mib_s"))
+            .map(j -> j.get("bw_avg_mib_s").asDouble()).toList();
+        assertEquals(3, avgs.size(), r::toString);
+        final com.fasterxml.jackson.databind.JsonNode t = rows.stream().filter(j -> j.has("trials")).findFirst()
+            .orElseThrow(() -> new AssertionError("no trials line: " + r));
+        assertEquals(3, t.get("trials").asInt());
+        final List<Double> sorted = avgs.stream().sorted().toList();
+        assertEquals(sorted.get(0), t.get("bw_avg_min_mib_s").asDouble(), 0.001);
+        assertEquals(sorted.get(1), t.get("bw_avg_median_mib_s").asDouble(), 0.001);
+        assertEquals(sorted.get(2), t.get("bw_avg_max_mib_s").asDouble(), 0.001);
+        assertTrue(t.get("bw_avg_cv").asDouble() >= 0, r::toString);
+        final Cli bad = Cli.run("perf", "write_lat", "--loopback", "--trials", "2");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.toString().contains("--trials works with bandwidth tests"), bad::toString);
+        final Cli zero = Cli.run("perf", "write_bw", "--loopback", "--trials", "0");
+        assertTrue(zero.toString().contains("--trials must be 1 .. 1000"), zero::toString);
+    }
+
+    @Test
     void sendBwWithSeveralQpsAndDedicatedProgress() {
         final Cli r = Cli.run("perf", "send_bw", "--loopback", "-n", "30", "--warmup", "0", "-q", "2", "-s",
             "5000", "--progress", "dedicated", "--mtu", "1024");
