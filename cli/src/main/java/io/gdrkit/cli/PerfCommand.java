@@ -383,8 +383,7 @@ final class PerfCommand implements Callable<Integer> {
         for (int t = 1; t < trials; t++) {
             final FaultInjector injector = faultConfig == null ? null
                 : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
-            try (Loopback lb = new Loopback(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(),
-                cfg.rxDepth(), cfg.inlineSize(), cfg.mtu(), injector, gpu)) {
+            try (Loopback lb = new Loopback(cfg, injector, gpu)) {
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
                 printer.bw(cfg, r);
