@@ -17,6 +17,7 @@ import io.gdrkit.labs.perf.PerfReport;
 import io.gdrkit.labs.perf.PerfKind;
 import io.gdrkit.labs.perf.RemotePerf;
 import io.gdrkit.labs.perf.StripedBwRun;
+import io.gdrkit.labs.perf.DataCheck;
 import io.gdrkit.labs.perf.TrialStats;
 
 import io.gdrkit.softnic.fabric.FaultInjector;
@@ -144,6 +145,10 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
     Double duration;
+
+    @Option(names = "--check", description = "Bandwidth tests on the in-JVM fabric, host memory: validate the data "
+        + "after every run, as perftest's --data_validation (seeded pattern in the source, destination compared).")
+    boolean check;
 
     @Option(names = "--trials", defaultValue = "1", description = "Bandwidth tests on the in-JVM fabric: repeat "
         + "each size K times (a fresh pair of NICs each) and print min/median/max and the coefficient of variation "
@@ -352,9 +357,15 @@ final class PerfCommand implements Callable<Integer> {
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
         try (Loopback lb = new Loopback(cfg, injector, gpu)) {
             if (test.bandwidth) {
+                if (check) {
+                    DataCheck.prepare(lb, cfg, 0x5eedL + s);
+                }
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
                 printer.bw(cfg, r);
+                if (check) {
+                    check(printer, cfg, lb);
+                }
                 if (trials > 1) {
                     trials(test, cfg, r, printer, faultConfig, gpu);
                 }
@@ -384,9 +395,15 @@ final class PerfCommand implements Callable<Integer> {
             final FaultInjector injector = faultConfig == null ? null
                 : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
             try (Loopback lb = new Loopback(cfg, injector, gpu)) {
+                if (check) {
+                    DataCheck.prepare(lb, cfg, 0x5eedL + cfg.size() + t);
+                }
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
                 printer.bw(cfg, r);
+                if (check) {
+                    check(printer, cfg, lb);
+                }
                 avg[t] = r.bwAvgMibS();
             }
         }
@@ -404,6 +421,23 @@ final class PerfCommand implements Callable<Integer> {
         m.put("simulated", true);
         m.put("fabric", "injvm");
         printer.jsonObject(m);
+    }
+
+    /** --check: the run's data compared; a mismatch ends the command with the evidence. */
+    private static void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
+        final DataCheck.Result c = DataCheck.verify(lb, cfg);
+        printer.comment("# check: " + c.evidence());
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("check", c.byteExact() ? "byte-exact" : "mismatch");
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("mismatch_at", c.mismatchAt());
+        m.put("evidence", c.evidence());
+        m.put("simulated", true);
+        printer.jsonObject(m);
+        if (!c.byteExact()) {
+            throw new IllegalStateException("--check failed: " + c.evidence());
+        }
     }
 
     private static double round(final double v) {
@@ -601,6 +635,10 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (check && (fabric != null || !test.bandwidth || !mem.equals("host"))) {
+            throw usage("--check works with bandwidth tests on the in-JVM fabric in host memory (--loopback without "
+                + "--fabric, --mem host); validating GPU memory needs a verification kernel, not done yet");
         }
         if (trials < 1 || trials > 1000) {
             throw usage("--trials must be 1 .. 1000, not " + trials);

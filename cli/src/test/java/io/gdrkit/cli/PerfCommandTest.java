@@ -128,6 +128,19 @@ class PerfCommandTest {
     }
 
     @Test
+    void checkValidatesEveryBandwidthRun() {
+        for (final String test : new String[] {"write_bw", "read_bw", "send_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "0", "-s", "10000", "--check");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.out().contains("# check: byte-exact: 10000 bytes " + (test.equals("read_bw") ? "B -> A"
+                : "A -> B")), r::toString);
+        }
+        final Cli gpu = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu", "--check");
+        assertEquals(2, gpu.exitCode(), gpu::toString);
+        assertTrue(gpu.toString().contains("validating GPU memory needs a verification kernel"), gpu::toString);
+    }
+
+    @Test
     void sendBwWithSeveralQpsAndDedicatedProgress() {
         final Cli r = Cli.run("perf", "send_bw", "--loopback", "-n", "30", "--warmup", "0", "-q", "2", "-s",
             "5000", "--progress", "dedicated", "--mtu", "1024");
