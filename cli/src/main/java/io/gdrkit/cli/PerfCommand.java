@@ -48,7 +48,7 @@ final class PerfCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", description = "write_bw|write_lat|read_bw|"
-        + "read_lat|send_bw|send_lat|atomic_lat (optional with --baseline)")
+        + "read_lat|send_bw|send_lat|atomic_lat|atomic_bw (optional with --baseline)")
     String testName;
 
     @Parameters(index = "1", arity = "0..1", paramLabel = "HOST", description = "With --fabric: the server to "
@@ -635,6 +635,9 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (check && test.isAtomic()) {
+            throw usage("--check validates moved bytes; atomic_bw moves none (it adds to one word)");
         }
         if (check && (fabric != null || !test.bandwidth || !mem.equals("host"))) {
             throw usage("--check works with bandwidth tests on the in-JVM fabric in host memory (--loopback without "

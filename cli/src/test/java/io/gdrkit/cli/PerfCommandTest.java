@@ -36,7 +36,8 @@ class PerfCommandTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat",
+        "atomic_bw"})
     void tablePrintsPerftestHeader(final String test) {
         final Cli r = Cli.run("perf", test, "--loopback", "-n", "50", "--warmup", "10");
         assertEquals(0, r.exitCode(), r::toString);
@@ -47,7 +48,7 @@ class PerfCommandTest {
         assertEquals(4, lines.size(), r::toString);
         final String[] cols = lines.get(3).trim().split("\\s+");
         assertEquals(test.endsWith("_bw") ? 5 : 9, cols.length, lines.get(3));
-        assertEquals(test.equals("atomic_lat") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
+        assertEquals(test.startsWith("atomic") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
         assertEquals("50", cols[1]);
     }
 
@@ -135,6 +136,9 @@ class PerfCommandTest {
             assertTrue(r.out().contains("# check: byte-exact: 10000 bytes " + (test.equals("read_bw") ? "B -> A"
                 : "A -> B")), r::toString);
         }
+        final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "--check");
+        assertEquals(2, atomic.exitCode(), atomic::toString);
+        assertTrue(atomic.toString().contains("atomic_bw moves none"), atomic::toString);
         final Cli gpu = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu", "--check");
         assertEquals(2, gpu.exitCode(), gpu::toString);
         assertTrue(gpu.toString().contains("validating GPU memory needs a verification kernel"), gpu::toString);
