@@ -79,6 +79,9 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         if (updated != original) {
             word.set(ValueLayout.JAVA_LONG, 0, updated);
             mapping.write(offset, word, 0, 8);
+            // the atomic's response carries no completion fence, and a posted write may wait for one (a CUDA
+            // GPU's staged copy): land it now, as a NIC's atomic lands before its response
+            gpu.dmaTarget().nicCompletionFence();
         }
         return original;
     }

@@ -289,6 +289,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public void free(final DeviceBuffer buffer) {
         final CudaBuffer b = own(buffer);
         makeCurrent();
+        nicStaging.fence(); // NIC writes still staged for this buffer land before it goes, never after
         try {
             d.check((int) d.cuMemFree.invokeExact(b.address()), "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
         } catch (final Throwable t) {

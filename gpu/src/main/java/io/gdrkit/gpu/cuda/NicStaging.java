@@ -204,7 +204,9 @@ final class NicStaging {
             if (staging == null) {
                 return;
             }
-            issueSpan();
+            // a span still staged is dropped, not issued: its buffer may be freed already (a NIC reset loses
+            // posted writes that no completion covered); free() fences before it frees
+            spanLen = 0;
             final int ignoredSync = (int) d.cuStreamSynchronize.invokeExact(stream);
             for (final MemorySegment e : chunkEvents) {
                 final int ignored = (int) d.cuEventDestroy.invokeExact(e);
