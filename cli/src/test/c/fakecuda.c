@@ -10,6 +10,41 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <pthread.h>
+
+/*
+ * FAKECUDA_DEFER=1 models the copy engine's asynchrony for the NIC staging test: cuMemcpyHtoDAsync only queues
+ * the copy and reads its source when the queue runs (a DMA reads pinned memory after the call returns), and the
+ * queue runs only at a synchronisation point: a stream or event synchronize, a successful event query, or any
+ * other copy. An event query answers CUDA_ERROR_NOT_READY once after each record, so the non-blocking path is
+ * taken too. One queue for all streams: it is in order, as one stream is.
+ */
+struct pending { unsigned long long d; const void *s; size_t n; };
+static struct pending *queue;
+static size_t queued, queue_cap;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static int defer_mode = -1;
+static int deferring(void) {
+    if (defer_mode < 0) { const char *e = getenv("FAKECUDA_DEFER"); defer_mode = e && e[0] == '1'; }
+    return defer_mode;
+}
+static void run_queue(void) {
+    pthread_mutex_lock(&queue_lock);
+    for (size_t i = 0; i < queued; i++) memcpy((void *)queue[i].d, queue[i].s, queue[i].n);
+    queued = 0;
+    pthread_mutex_unlock(&queue_lock);
+}
+static int enqueue(unsigned long long d, const void *s, size_t n) {
+    pthread_mutex_lock(&queue_lock);
+    if (queued == queue_cap) {
+        queue_cap = queue_cap ? queue_cap * 2 : 64;
+        queue = realloc(queue, queue_cap * sizeof *queue);
+        if (!queue) { pthread_mutex_unlock(&queue_lock); return 2; }
+    }
+    queue[queued].d = d; queue[queued].s = s; queue[queued].n = n; queued++;
+    pthread_mutex_unlock(&queue_lock);
+    return 0;
+}
 
 /* the shmem device functions of kernels.cu, compiled for the CPU (see shmem_device.cuh) */
 #include "../../../../gpu/src/main/resources/io/gdrkit/gpu/cuda/shmem_device.cuh"
@@ -55,21 +90,26 @@ CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
-CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { memcpy(d, (void *)s, n); return 0; }
-CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { memmove((void *)d, (void *)s, n); return 0; }
-CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) { return cuMemcpyHtoD_v2(d, s, n); }
+CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) { run_queue(); memcpy((void *)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { run_queue(); memcpy(d, (void *)s, n); return 0; }
+CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { run_queue(); memmove((void *)d, (void *)s, n); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) { return deferring() ? enqueue(d, s, n) : cuMemcpyHtoD_v2(d, s, n); }
 CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoH_v2(d, s, n); }
 CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoD_v2(d, s, n); }
 CUresult cuStreamCreate(void **s, unsigned int flags) { *s = malloc(8); return 0; }
-CUresult cuStreamQuery(void *s) { return 0; }
-CUresult cuStreamSynchronize(void *s) { return 0; }
+CUresult cuStreamQuery(void *s) { run_queue(); return 0; }
+CUresult cuStreamSynchronize(void *s) { run_queue(); return 0; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 static long long fake_clock;
-CUresult cuEventCreate(void **e, unsigned int flags) { *e = calloc(1, 8); return 0; }
-CUresult cuEventRecord(void *e, void *s) { *(long long *)e = (fake_clock += 1000000); return 0; }
-CUresult cuEventQuery(void *e) { return 0; }
-CUresult cuEventSynchronize(void *e) { return 0; }
+/* an event: its fake timestamp, then whether it was queried since its record (FAKECUDA_DEFER) */
+CUresult cuEventCreate(void **e, unsigned int flags) { *e = calloc(2, 8); return 0; }
+CUresult cuEventRecord(void *e, void *s) { ((long long *)e)[0] = (fake_clock += 1000000); ((long long *)e)[1] = 0; return 0; }
+CUresult cuEventQuery(void *e) {
+    if (deferring() && !((long long *)e)[1]) { ((long long *)e)[1] = 1; return 600; /* NOT_READY */ }
+    run_queue();
+    return 0;
+}
+CUresult cuEventSynchronize(void *e) { run_queue(); return 0; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)((*(long long *)b - *(long long *)a) / 1e6); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 #define P64(i) (*(u64 *)params[i])

@@ -17,6 +17,8 @@ import io.gdrkit.labs.perf.PerfReport;
 import io.gdrkit.labs.perf.PerfKind;
 import io.gdrkit.labs.perf.RemotePerf;
 import io.gdrkit.labs.perf.StripedBwRun;
+import io.gdrkit.labs.perf.DataCheck;
+import io.gdrkit.labs.perf.TrialStats;
 
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.SoftNicContext;
@@ -46,7 +48,7 @@ final class PerfCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", description = "write_bw|write_lat|read_bw|"
-        + "read_lat|send_bw|send_lat|atomic_lat (optional with --baseline)")
+        + "read_lat|send_bw|send_lat|atomic_lat|atomic_bw (optional with --baseline)")
     String testName;
 
     @Parameters(index = "1", arity = "0..1", paramLabel = "HOST", description = "With --fabric: the server to "
@@ -143,6 +145,15 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
     Double duration;
+
+    @Option(names = "--check", description = "Bandwidth tests on the in-JVM fabric, host memory: validate the data "
+        + "after every run, as perftest's --data_validation (seeded pattern in the source, destination compared).")
+    boolean check;
+
+    @Option(names = "--trials", defaultValue = "1", description = "Bandwidth tests on the in-JVM fabric: repeat "
+        + "each size K times (a fresh pair of NICs each) and print min/median/max and the coefficient of variation "
+        + "of the average bandwidth.")
+    int trials;
 
     @Option(names = "--buffer", description = "Registered buffer per side in bytes (default 8 MiB).")
     Long buffer;
@@ -346,9 +357,18 @@ final class PerfCommand implements Callable<Integer> {
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
         try (Loopback lb = new Loopback(cfg, injector, gpu)) {
             if (test.bandwidth) {
+                if (check) {
+                    DataCheck.prepare(lb, cfg, 0x5eedL + s);
+                }
                 final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
                     : new BwRun(lb, cfg).run();
                 printer.bw(cfg, r);
+                if (check) {
+                    check(printer, cfg, lb);
+                }
+                if (trials > 1) {
+                    trials(test, cfg, r, printer, faultConfig, gpu);
+                }
                 faultCounters(printer, injector);
                 if (base != null) {
                     ratio(printer, cfg, "bw_avg_over_memcpy", r.bwAvgMibS(), base.memcpyAt(s), "memcpy "
@@ -364,6 +384,64 @@ final class PerfCommand implements Callable<Integer> {
                 }
             }
         }
+    }
+
+    /** --trials: K - 1 more runs of the size, each on fresh NICs, then their spread. */
+    private void trials(final PerfKind test, final PerfConfig cfg, final BwResult first, final PerfPrinter printer,
+                        final FaultInjector.Config faultConfig, final io.gdrkit.gpu.GpuDevice gpu) {
+        final double[] avg = new double[trials];
+        avg[0] = first.bwAvgMibS();
+        for (int t = 1; t < trials; t++) {
+            final FaultInjector injector = faultConfig == null ? null
+                : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
+            try (Loopback lb = new Loopback(cfg, injector, gpu)) {
+                if (check) {
+                    DataCheck.prepare(lb, cfg, 0x5eedL + cfg.size() + t);
+                }
+                final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
+                    : new BwRun(lb, cfg).run();
+                printer.bw(cfg, r);
+                if (check) {
+                    check(printer, cfg, lb);
+                }
+                avg[t] = r.bwAvgMibS();
+            }
+        }
+        final TrialStats st = TrialStats.of(avg);
+        printer.comment(String.format(Locale.ROOT, "# trials %d: bw_avg MiB/s min %.1f median %.1f max %.1f, cv %.3f",
+            st.trials(), st.min(), st.median(), st.max(), st.cv()));
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("trials", st.trials());
+        m.put("test", test.id());
+        m.put("bytes", cfg.size());
+        m.put("bw_avg_min_mib_s", round(st.min()));
+        m.put("bw_avg_median_mib_s", round(st.median()));
+        m.put("bw_avg_max_mib_s", round(st.max()));
+        m.put("bw_avg_cv", Math.round(st.cv() * 10000) / 10000.0);
+        m.put("simulated", true);
+        m.put("fabric", "injvm");
+        printer.jsonObject(m);
+    }
+
+    /** --check: the run's data compared; a mismatch ends the command with the evidence. */
+    private static void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
+        final DataCheck.Result c = DataCheck.verify(lb, cfg);
+        printer.comment("# check: " + c.evidence());
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("check", c.byteExact() ? "byte-exact" : "mismatch");
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("mismatch_at", c.mismatchAt());
+        m.put("evidence", c.evidence());
+        m.put("simulated", true);
+        printer.jsonObject(m);
+        if (!c.byteExact()) {
+            throw new IllegalStateException("--check failed: " + c.evidence());
+        }
+    }
+
+    private static double round(final double v) {
+        return Math.round(v * 1000) / 1000.0;
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
@@ -557,6 +635,19 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && !fabric.equals("shm") && !fabric.equals("tcp")) {
             throw usage("--fabric must be shm or tcp, not '" + fabric + "'");
+        }
+        if (check && test.isAtomic()) {
+            throw usage("--check validates moved bytes; atomic_bw moves none (it adds to one word)");
+        }
+        if (check && (fabric != null || !test.bandwidth || !mem.equals("host"))) {
+            throw usage("--check works with bandwidth tests on the in-JVM fabric in host memory (--loopback without "
+                + "--fabric, --mem host); validating GPU memory needs a verification kernel, not done yet");
+        }
+        if (trials < 1 || trials > 1000) {
+            throw usage("--trials must be 1 .. 1000, not " + trials);
+        }
+        if (trials > 1 && (fabric != null || !test.bandwidth)) {
+            throw usage("--trials works with bandwidth tests on the in-JVM fabric (--loopback without --fabric)");
         }
         if (stripe && test != PerfKind.WRITE_BW) {
             throw usage("--stripe works with write_bw only");

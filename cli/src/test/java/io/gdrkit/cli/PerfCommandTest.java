@@ -36,7 +36,8 @@ class PerfCommandTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat"})
+    @ValueSource(strings = {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat",
+        "atomic_bw"})
     void tablePrintsPerftestHeader(final String test) {
         final Cli r = Cli.run("perf", test, "--loopback", "-n", "50", "--warmup", "10");
         assertEquals(0, r.exitCode(), r::toString);
@@ -47,7 +48,7 @@ class PerfCommandTest {
         assertEquals(4, lines.size(), r::toString);
         final String[] cols = lines.get(3).trim().split("\\s+");
         assertEquals(test.endsWith("_bw") ? 5 : 9, cols.length, lines.get(3));
-        assertEquals(test.equals("atomic_lat") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
+        assertEquals(test.startsWith("atomic") ? "8" : test.endsWith("_bw") ? "65536" : "2", cols[0]);
         assertEquals("50", cols[1]);
     }
 
@@ -97,6 +98,50 @@ class PerfCommandTest {
         assertEquals(0, r.exitCode(), r::toString);
         assertEquals("#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]", r.lines().get(2));
         assertTrue(r.lines().get(3).startsWith("200000 40 "), r::toString);
+    }
+
+    @Test
+    void trialsPrintEveryRunAndTheirSpread() throws Exception {
+        final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "30", "--warmup", "0", "-s", "4096",
+            "--trials", "3", "--json");
+        assertEquals(0, r.exitCode(), r::toString);
+        final com.fasterxml.jackson.databind.ObjectMapper om = new com.fasterxml.jackson.databind.ObjectMapper();
+        final List<com.fasterxml.jackson.databind.JsonNode> rows = new java.util.ArrayList<>();
+        for (final String l : r.lines()) {
+            rows.add(om.readTree(l));
+        }
+        final List<Double> avgs = rows.stream().filter(j -> j.has("bw_avg_mib_s"))
+            .map(j -> j.get("bw_avg_mib_s").asDouble()).toList();
+        assertEquals(3, avgs.size(), r::toString);
+        final com.fasterxml.jackson.databind.JsonNode t = rows.stream().filter(j -> j.has("trials")).findFirst()
+            .orElseThrow(() -> new AssertionError("no trials line: " + r));
+        assertEquals(3, t.get("trials").asInt());
+        final List<Double> sorted = avgs.stream().sorted().toList();
+        assertEquals(sorted.get(0), t.get("bw_avg_min_mib_s").asDouble(), 0.001);
+        assertEquals(sorted.get(1), t.get("bw_avg_median_mib_s").asDouble(), 0.001);
+        assertEquals(sorted.get(2), t.get("bw_avg_max_mib_s").asDouble(), 0.001);
+        assertTrue(t.get("bw_avg_cv").asDouble() >= 0, r::toString);
+        final Cli bad = Cli.run("perf", "write_lat", "--loopback", "--trials", "2");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.toString().contains("--trials works with bandwidth tests"), bad::toString);
+        final Cli zero = Cli.run("perf", "write_bw", "--loopback", "--trials", "0");
+        assertTrue(zero.toString().contains("--trials must be 1 .. 1000"), zero::toString);
+    }
+
+    @Test
+    void checkValidatesEveryBandwidthRun() {
+        for (final String test : new String[] {"write_bw", "read_bw", "send_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "0", "-s", "10000", "--check");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.out().contains("# check: byte-exact: 10000 bytes " + (test.equals("read_bw") ? "B -> A"
+                : "A -> B")), r::toString);
+        }
+        final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "--check");
+        assertEquals(2, atomic.exitCode(), atomic::toString);
+        assertTrue(atomic.toString().contains("atomic_bw moves none"), atomic::toString);
+        final Cli gpu = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu", "--check");
+        assertEquals(2, gpu.exitCode(), gpu::toString);
+        assertTrue(gpu.toString().contains("validating GPU memory needs a verification kernel"), gpu::toString);
     }
 
     @Test

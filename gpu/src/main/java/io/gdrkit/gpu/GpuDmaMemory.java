@@ -57,6 +57,21 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
+    public boolean prefersBulkReads() {
+        return gpu.dmaTarget().nicPrefersBulkReads();
+    }
+
+    @Override
+    public long completionFenceStart() {
+        return gpu.dmaTarget().nicFenceStart();
+    }
+
+    @Override
+    public boolean completionFenceDone(final long token) {
+        return gpu.dmaTarget().nicFenceDone(token);
+    }
+
+    @Override
     public long dmaAtomic(final long offset, final boolean compareAndSwap, final long operand, final long swap) {
         mapping.read(offset, word, 0, 8);
         final long original = word.get(ValueLayout.JAVA_LONG, 0);
@@ -64,6 +79,9 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         if (updated != original) {
             word.set(ValueLayout.JAVA_LONG, 0, updated);
             mapping.write(offset, word, 0, 8);
+            // the atomic's response carries no completion fence, and a posted write may wait for one (a CUDA
+            // GPU's staged copy): land it now, as a NIC's atomic lands before its response
+            gpu.dmaTarget().nicCompletionFence();
         }
         return original;
     }

@@ -33,6 +33,25 @@ public interface GpuDmaTarget {
     /** Called by the NIC just before it reports a completion for writes into this GPU. */
     void nicCompletionFence();
 
+    /** Whether one large {@link #nicRead} costs much less than many small ones (a copy-engine round trip each). */
+    default boolean nicPrefersBulkReads() {
+        return false;
+    }
+
+    /**
+     * The completion fence without waiting: starts it for every write posted so far and returns a token for
+     * {@link #nicFenceDone}. A NIC that must not stall (its ACK can wait, its engine should not) uses this pair.
+     */
+    default long nicFenceStart() {
+        nicCompletionFence();
+        return 0;
+    }
+
+    /** Whether the fence that {@link #nicFenceStart} returned {@code token} for has completed; never blocks. */
+    default boolean nicFenceDone(final long token) {
+        return true;
+    }
+
     /** Bytes of BAR1 aperture currently mapped for NICs. */
     long bar1MappedBytes();
 }

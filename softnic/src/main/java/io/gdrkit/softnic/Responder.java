@@ -549,10 +549,11 @@ final class Responder implements Agent {
             final int slot = r.headSlot();
             switch (r.type[slot]) {
                 case ResponderResources.ACK -> {
-                    if (!claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
+                    // what the memory promises at completion holds before the ACK leaves; the fence is asked, not
+                    // waited for, so the engine keeps taking packets while a GPU's copy engine lands these
+                    if (!qp.tryFenceDmaWrites() || !claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
-                    qp.fenceDmaWrites(); // what the memory promises at completion holds before the ACK leaves
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
                     r.pop();
@@ -606,7 +607,13 @@ final class Responder implements Agent {
             out.aeth(Aeth.ACK_UNLIMITED, qp.msn);
         }
         if (payload > 0) {
-            mr.copyOut(r.va[slot] + offset, out.buffer(), out.payloadOffset(), payload);
+            if (mr.dma != null && mr.dma.prefersBulkReads()) {
+                // DMA memory behind a copy engine (a CUDA GPU): up to 1 MiB of the response in one read, packets out of it
+                qp.readAhead.copyOut(mr, r.psn[slot], first, r.va[slot] + offset, r.va[slot] + total,
+                    out.buffer(), out.payloadOffset(), payload);
+            } else {
+                mr.copyOut(r.va[slot] + offset, out.buffer(), out.payloadOffset(), payload);
+            }
         }
         commit();
         if (last) {

@@ -88,6 +88,7 @@ final class Sgl {
      */
     private static int walk(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, long offset,
                             final MemorySegment seg, long segOffset, int len, final int mode, final Packet into) {
+        final boolean firstPacket = offset == 0;
         final int n = sgl.numSge(index);
         int segments = 0;
         for (int i = 0; i < n && len > 0; i++) {
@@ -103,7 +104,16 @@ final class Sgl {
                 return mode == REFERENCE ? 0 : WcStatus.LOC_PROT_ERR;
             }
             switch (mode) {
-                case GATHER -> mr.copyOut(addr, seg, segOffset, chunk);
+                case GATHER -> {
+                    if (mr.dma != null && mr.dma.prefersBulkReads()) {
+                        // DMA memory behind a copy engine (a CUDA GPU): the rest of the SGE in one read, this
+                        // packet out of it
+                        qp.gatherAhead.copyOut(mr, index, firstPacket, addr, sgl.sgeAddr(index, i) + sgeLen, seg,
+                            segOffset, chunk);
+                    } else {
+                        mr.copyOut(addr, seg, segOffset, chunk);
+                    }
+                }
                 case SCATTER -> {
                     mr.copyIn(seg, segOffset, addr, chunk);
                     qp.noteDmaWrite(mr);

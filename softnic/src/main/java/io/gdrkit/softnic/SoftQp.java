@@ -138,6 +138,12 @@ final class SoftQp implements QueuePair {
     final ResponderResources resources;
     /** DMA memory written since the last completion fence (one at a time: a QP writes one MR per message). */
     private SoftMr dmaWritten;
+    /** Read-ahead of DMA memory: the requester's gathers, and the responder's READ responses. */
+    final DmaReadAhead gatherAhead = new DmaReadAhead();
+    final DmaReadAhead readAhead = new DmaReadAhead();
+    /** DMA memory whose fence {@link #tryFenceDmaWrites} started and has not yet seen complete, and its token. */
+    private SoftMr fencing;
+    private long fencingToken;
 
     SoftQp(final SoftDevice device, final SoftPd pd, final int qpn, final SoftCq sendCq, final SoftCq recvCq,
            final boolean sqSigAll, final QpCap cap, final SoftSrq srq, final boolean ud) {
@@ -685,10 +691,38 @@ final class SoftQp implements QueuePair {
 
     /** Before a completion (ACK, receive CQE) is reported: the memory's completion fence. */
     void fenceDmaWrites() {
+        if (fencing != null) {
+            if ((dmaWritten == null || dmaWritten.dma != fencing.dma) && !fencing.dma.completionFenceDone(fencingToken)) {
+                fencing.dma.completionFence();
+            }
+            fencing = null;
+        }
         if (dmaWritten != null) {
             dmaWritten.dma.completionFence();
             dmaWritten = null;
         }
+    }
+
+    /**
+     * The completion fence without waiting, for an ACK that may be held back: starts the fence for the DMA writes
+     * made so far and answers whether it has completed. False: ask again later, the ACK must not leave yet.
+     */
+    boolean tryFenceDmaWrites() {
+        if (dmaWritten != null) {
+            if (fencing != null && fencing.dma != dmaWritten.dma && !fencing.dma.completionFenceDone(fencingToken)) {
+                return false; // the earlier memory's fence first: one pending fence at a time
+            }
+            fencing = dmaWritten;
+            fencingToken = dmaWritten.dma.completionFenceStart();
+            dmaWritten = null;
+        }
+        if (fencing != null) {
+            if (!fencing.dma.completionFenceDone(fencingToken)) {
+                return false;
+            }
+            fencing = null;
+        }
+        return true;
     }
 
     boolean remoteAccess(final int flag) {

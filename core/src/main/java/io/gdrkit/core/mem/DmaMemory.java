@@ -27,6 +27,30 @@ public interface DmaMemory {
     void completionFence();
 
     /**
+     * Whether one read of many bytes costs much less than many reads of a few: a GPU behind a copy engine pays a
+     * round trip per read, so a NIC reads a work request's span at once and cuts packets from it. False (the
+     * default): reading packet by packet is as cheap.
+     */
+    default boolean prefersBulkReads() {
+        return false;
+    }
+
+    /**
+     * {@link #completionFence} split so that the NIC need not wait: starts the fence for every write made so far
+     * and returns a token; {@link #completionFenceDone} says, without blocking, when it has completed. The default
+     * fences at once.
+     */
+    default long completionFenceStart() {
+        completionFence();
+        return 0;
+    }
+
+    /** Whether the fence started by the {@link #completionFenceStart} that returned {@code token} is complete. */
+    default boolean completionFenceDone(final long token) {
+        return true;
+    }
+
+    /**
      * An 8-byte RDMA atomic executed by the memory's side of the link.
      *
      * @param compareAndSwap true: CMP_AND_SWP(compare = operand, swap); false: FETCH_AND_ADD(add = operand)

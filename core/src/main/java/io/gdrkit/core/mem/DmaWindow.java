@@ -46,6 +46,21 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public boolean prefersBulkReads() {
+        return memory.prefersBulkReads();
+    }
+
+    @Override
+    public long completionFenceStart() {
+        return memory.completionFenceStart();
+    }
+
+    @Override
+    public boolean completionFenceDone(final long token) {
+        return memory.completionFenceDone(token);
+    }
+
+    @Override
     public long dmaAtomic(final long off, final boolean compareAndSwap, final long operand, final long swap) {
         return memory.dmaAtomic(offset + off, compareAndSwap, operand, swap);
     }

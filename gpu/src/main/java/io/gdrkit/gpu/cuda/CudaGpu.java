@@ -37,8 +37,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>NIC access ({@link GpuDmaTarget}): no verbs device reaches this GPU from gdrkit's software NIC, so the NIC's
  * writes and reads are done by the GPU's copy engine ({@code cuMemcpyHtoDAsync/DtoHAsync} on a private
- * non-blocking stream, then waiting for it); they are complete and visible on return, and they do not wait for
- * kernels. {@link #describe()} says so. The BAR1 limit is taken from NVML when available.
+ * non-blocking stream, batched through pinned staging: {@link NicStaging}); writes are posted and land by the NIC's
+ * completion fence, reads are complete on return, and neither waits for kernels. {@link #describe()} says so.
+ * The BAR1 limit is taken from NVML when available.
  */
 // native access is this class's purpose; the JVM must run with --enable-native-access=ALL-UNNAMED
 @SuppressWarnings("restricted")
@@ -73,6 +74,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final CudaStream defaultStream;
     /** The NIC stand-in's copies (see {@link #nicWrite}); non-blocking, so it never waits for a running kernel. */
     private final MemorySegment nicStream;
+    /** What the NIC stand-in writes, staged and batched (see {@link NicStaging}). */
+    private final NicStaging nicStaging;
     private volatile boolean closed;
 
     private CudaGpu(final CudaDriver d, final int ordinal) {
@@ -104,6 +107,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         this.defaultStream = new CudaStream(this, MemorySegment.NULL);
         this.nicStream = newStream(STREAM_NON_BLOCKING);
+        this.nicStaging = new NicStaging(this, d, nicStream);
     }
 
     /**
@@ -285,6 +289,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public void free(final DeviceBuffer buffer) {
         final CudaBuffer b = own(buffer);
         makeCurrent();
+        nicStaging.fence(); // NIC writes still staged for this buffer land before it goes, never after
         try {
             d.check((int) d.cuMemFree.invokeExact(b.address()), "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
         } catch (final Throwable t) {
@@ -883,49 +888,63 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return new NicMapping(this, b, need, () -> bar1Mapped.addAndGet(-need));
     }
 
-    // The stand-in NIC copies on its own non-blocking stream and waits for that stream, rather than calling the
-    // synchronous cuMemcpy on the legacy NULL stream, because a NIC's DMA is not part of CUDA's stream order:
-    //  - the legacy stream waits for every blocking stream, so a persistent kernel launched on one (the visibility
-    //    experiment's consumer, which polls for data that these very writes deliver) would deadlock the NIC;
-    //  - a synchronous cuMemcpyHtoD from pageable memory may return once the bytes are staged, before the DMA lands
-    //    (unless SYNC_MEMOPS is set on the range), so "visible when the call returns" would not hold.
-    // cuStreamSynchronize on the private stream waits for this copy (and any other NIC thread's) and nothing else.
+    // The stand-in NIC copies on its own non-blocking stream rather than on the legacy NULL stream, because a NIC's
+    // DMA is not part of CUDA's stream order: the legacy stream waits for every blocking stream, so a persistent
+    // kernel launched on one (the visibility experiment's consumer, which polls for data that these very writes
+    // deliver) would deadlock the NIC. Writes go through pinned staging (NicStaging): a plain memory copy per
+    // packet, one cuMemcpyHtoDAsync per contiguous span, no wait per packet; the completion fence waits for (or,
+    // non-blocking, asks) an event recorded behind them. Pinned staging also makes "landed" mean landed: a
+    // cuMemcpyHtoDAsync from pageable memory may return once the bytes are staged by the driver.
 
-    /** A copy-engine write into the mapped buffer, complete and visible to the owner GPU when it returns. */
+    /** A posted copy-engine write into the mapped buffer: visible to the owner GPU after the next fence. */
     @Override
     public void nicWrite(final NicMapping mapping, final long offset, final MemorySegment src, final long srcOffset,
                          final long len) {
         mapping.checkAccess(offset, len);
         final long dptr = devPtr(mapping.buffer(), offset, len);
-        final MemorySegment h = host(src, srcOffset, len);
-        makeCurrent();
-        try {
-            d.check((int) d.cuMemcpyHtoDAsync.invokeExact(dptr, h, len, nicStream), "cuMemcpyHtoDAsync_v2 (NIC)");
-            d.check((int) d.cuStreamSynchronize.invokeExact(nicStream), "cuStreamSynchronize (NIC)");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemcpyHtoDAsync_v2", t);
+        if (!src.isNative()) {
+            host(src, srcOffset, len); // throws the named error
         }
+        makeCurrent();
+        nicStaging.write(dptr, src, srcOffset, len);
     }
 
-    /** A copy-engine read of the mapped buffer, complete when it returns. */
+    /** A copy-engine read of the mapped buffer, behind every earlier NIC write; complete when it returns. */
     @Override
     public void nicRead(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
                         final long len) {
         mapping.checkAccess(offset, len);
         final long sptr = devPtr(mapping.buffer(), offset, len);
-        final MemorySegment h = host(dst, dstOffset, len);
-        makeCurrent();
-        try {
-            d.check((int) d.cuMemcpyDtoHAsync.invokeExact(h, sptr, len, nicStream), "cuMemcpyDtoHAsync_v2 (NIC)");
-            d.check((int) d.cuStreamSynchronize.invokeExact(nicStream), "cuStreamSynchronize (NIC)");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        if (!dst.isNative()) {
+            host(dst, dstOffset, len); // throws the named error
         }
+        makeCurrent();
+        nicStaging.read(sptr, dst, dstOffset, len);
+    }
+
+    /** Each read waits for a copy-engine round trip: the NIC should read a span at once. */
+    @Override
+    public boolean nicPrefersBulkReads() {
+        return true;
+    }
+
+    /** Waits until every NIC write issued before it has landed in device memory. */
+    @Override
+    public void nicCompletionFence() {
+        makeCurrent();
+        nicStaging.fence();
     }
 
     @Override
-    public void nicCompletionFence() {
-        // nicWrite waited for its copy: everything is complete and visible to the owner when it returns
+    public long nicFenceStart() {
+        makeCurrent();
+        return nicStaging.fenceStart();
+    }
+
+    @Override
+    public boolean nicFenceDone(final long token) {
+        makeCurrent();
+        return nicStaging.fenceDone(token);
     }
 
     @Override
@@ -946,6 +965,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             for (final MemorySegment m : modules.values()) {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
             }
+            nicStaging.close();
             if (d.cuMemHostUnregister.isPresent()) {
                 for (final long page : registeredPages) {
                     final int ignoredUnreg = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(page));

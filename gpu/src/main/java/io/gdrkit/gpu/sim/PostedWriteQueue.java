@@ -71,6 +71,14 @@ public final class PostedWriteQueue {
     private long landedCount;
     private long retiredCount;
     private long forced;
+    /** Every chunk before this sequence number has landed (none is POSTED): scans for landing start here. */
+    private long landCursor;
+    /**
+     * Whether another GPU can read this GPU's memory (a system of several GPUs). When none can, landing copies the
+     * new bytes in and keeps no old bytes for peers: one copy instead of a three-copy swap. States and counters are
+     * the same either way.
+     */
+    private boolean peersCanRead = true;
 
     PostedWriteQueue(final WritesOrdering ordering, final SimGpuConfig config, final long seed, final Arena arena) {
         this.ordering = ordering;
@@ -89,10 +97,31 @@ public final class PostedWriteQueue {
         this.scratch = arena.allocate(chunkBytes, 64);
     }
 
+    /**
+     * The NIC's way in: spin rather than park. The drainer holds the lock for short scans; a NIC engine that parked
+     * behind it paid a park and an unpark per packet (the JMH PacketPathBench placed 4 KiB packets into a simulated
+     * GPU at 130 k/s, the worker mostly parked).
+     */
+    private void lockSpinning() {
+        while (!lock.tryLock()) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Set by the system: false when it has a single GPU, so no peer ever reads this memory. */
+    void peersCanRead(final boolean can) {
+        lock.lock();
+        try {
+            peersCanRead = can;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Posts a NIC write: copies the bytes into the staging ring now, lands them later. */
     void post(final SimDeviceBuffer buffer, final long offset, final MemorySegment src, final long srcOffset,
               final long len) {
-        lock.lock();
+        lockSpinning();
         try {
             long done = 0;
             while (done < len) {
@@ -147,18 +176,46 @@ public final class PostedWriteQueue {
 
     /** Lands and retires chunks whose deadlines have passed on the clock. Returns how many changed state. */
     public int drain() {
-        lock.lock();
+        // the background drainer never waits for the lock: a NIC thread posting holds it, and making that thread
+        // wake a parked drainer on every unlock cost more than the landing itself (JFR: AQS.signalNext in post)
+        if (!lock.tryLock()) {
+            return 0;
+        }
         try {
             final long now = clock.nanoTime();
             int work = 0;
-            for (long s = head; s < tail; s++) {
-                final Entry e = ring[(int) (s & mask)];
-                if (e.state == POSTED && e.landAt <= now) {
-                    work += landWithPredecessors(s);
-                }
-                if (e.state == LANDED && e.retireAt <= now) {
-                    retire(e);
+            if (ordering != WritesOrdering.NONE) {
+                // landing deadlines are monotonic: land from the cursor while due, stop at the first that is not
+                for (long s = Math.max(head, landCursor); s < tail; s++) {
+                    final Entry e = ring[(int) (s & mask)];
+                    if (e.state != POSTED) {
+                        continue;
+                    }
+                    if (e.landAt > now) {
+                        break;
+                    }
+                    land(e);
                     work++;
+                }
+                advanceLandCursor();
+                // retire deadlines are not monotonic, but only landed chunks retire: all of them are before the cursor
+                for (long s = head; s < landCursor; s++) {
+                    final Entry e = ring[(int) (s & mask)];
+                    if (e.state == LANDED && e.retireAt <= now) {
+                        retire(e);
+                        work++;
+                    }
+                }
+            } else {
+                for (long s = head; s < tail; s++) {
+                    final Entry e = ring[(int) (s & mask)];
+                    if (e.state == POSTED && e.landAt <= now) {
+                        work += landWithPredecessors(s);
+                    }
+                    if (e.state == LANDED && e.retireAt <= now) {
+                        retire(e);
+                        work++;
+                    }
                 }
             }
             advanceHead();
@@ -197,16 +254,17 @@ public final class PostedWriteQueue {
 
     /** Lands every chunk posted so far (visible to the owner). Returns how many landed. */
     int landAll() {
-        lock.lock();
+        lockSpinning();
         try {
             int n = 0;
-            for (long s = head; s < tail; s++) {
+            for (long s = Math.max(head, landCursor); s < tail; s++) {
                 final Entry e = ring[(int) (s & mask)];
                 if (e.state == POSTED) {
                     land(e);
                     n++;
                 }
             }
+            advanceLandCursor();
             advanceHead();
             return n;
         } finally {
@@ -216,7 +274,7 @@ public final class PostedWriteQueue {
 
     /** Lands and retires every chunk posted so far (visible to every GPU). Returns how many changed state. */
     int retireAll() {
-        lock.lock();
+        lockSpinning();
         try {
             int n = 0;
             for (long s = head; s < tail; s++) {
@@ -230,6 +288,7 @@ public final class PostedWriteQueue {
                     n++;
                 }
             }
+            advanceLandCursor();
             advanceHead();
             return n;
         } finally {
@@ -264,6 +323,8 @@ public final class PostedWriteQueue {
                   final long len) {
         lock.lock();
         try {
+            // a GPU of another system reads this one after all: keep old bytes for peers from now on
+            peersCanRead = true;
             MemorySegment.copy(buffer.memory(), offset, dst, dstOffset, len);
             for (long s = tail - 1; s >= head; s--) {
                 final Entry e = ring[(int) (s & mask)];
@@ -286,7 +347,7 @@ public final class PostedWriteQueue {
     private int landWithPredecessors(final long seq) {
         final Entry e = ring[(int) (seq & mask)];
         int n = 0;
-        for (long s = head; s < seq; s++) {
+        for (long s = Math.max(head, landCursor); s < seq; s++) {
             final Entry p = ring[(int) (s & mask)];
             if (p.state == POSTED && (ordering != WritesOrdering.NONE || overlaps(p, e))) {
                 land(p);
@@ -297,7 +358,16 @@ public final class PostedWriteQueue {
             land(e);
             n++;
         }
+        advanceLandCursor();
         return n;
+    }
+
+    private void advanceLandCursor() {
+        long c = Math.max(head, landCursor);
+        while (c < tail && ring[(int) (c & mask)].state != POSTED) {
+            c++;
+        }
+        landCursor = c;
     }
 
     private static boolean overlaps(final Entry a, final Entry b) {
@@ -314,6 +384,19 @@ public final class PostedWriteQueue {
         final long slot = e.stagingPos % stagingBytes;
         // order this chunk's bytes after everything landed before it, for SM threads polling with acquire loads
         VarHandle.releaseFence();
+        if (!peersCanRead) {
+            // one GPU: nobody can see old bytes, so none are kept (the chunk still retires on its own schedule)
+            MemorySegment.copy(staging, slot, mem, e.offset, e.len);
+            if (ordering == WritesOrdering.ALL_DEVICES) {
+                e.state = RETIRED;
+                landedCount++;
+                retiredCount++;
+                return;
+            }
+            e.state = LANDED;
+            landedCount++;
+            return;
+        }
         if (ordering == WritesOrdering.ALL_DEVICES) {
             MemorySegment.copy(staging, slot, mem, e.offset, e.len);
             e.state = RETIRED;
@@ -347,6 +430,7 @@ public final class PostedWriteQueue {
         if (head == tail) {
             stagingWrite = 0;
             head = tail = 0;
+            landCursor = 0;
         }
     }
 

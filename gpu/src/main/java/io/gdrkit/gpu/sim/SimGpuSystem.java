@@ -34,6 +34,9 @@ public final class SimGpuSystem implements AutoCloseable {
         for (int i = 0; i < presets.length; i++) {
             gpus.add(new SimGpu(this, i, presets[i], config));
         }
+        for (final SimGpu g : gpus) {
+            g.postedWrites().peersCanRead(presets.length > 1);
+        }
         this.peer = new boolean[presets.length][presets.length];
         final SimGpu[] all = gpus.toArray(new SimGpu[0]);
         this.drainAgent = new Agent() {

@@ -37,7 +37,8 @@ public final class GpuPathLab {
     /**
      * One path's run.
      *
-     * @param path       "gdr", "bounce" or "gpu->gpu"
+     * @param path       "gdr", "bounce", "pinned" (the link's limit: a host-to-device copy from pinned memory) or
+     *                   "gpu->gpu"
      * @param bytes      bytes per WRITE
      * @param iters      WRITEs
      * @param nanos      time for all of them (and the bounce's copies)
@@ -87,12 +88,37 @@ public final class GpuPathLab {
             if (bounce) {
                 runs.add(toGpu(gpu, lb, size, iters, false));
             }
+            runs.add(pinnedCopy(gpu, lb, size, iters));
             if (source != null) {
                 runs.add(fromGpu(source, gpu, lb, size, iters));
             }
         }
         return new Result(gpu.describe(), gpu.isSimulated(), source == null ? null : source.describe(),
             List.copyOf(runs));
+    }
+
+    /**
+     * The limit beside the paths, same size and iterations: {@code cuMemcpyHtoD} from pinned memory (what both paths
+     * end with), back to back, then the bytes copied back and compared.
+     */
+    private static PathRun pinnedCopy(final GpuDevice gpu, final Loopback lb, final int size, final int iters) {
+        final DeviceBuffer target = gpu.alloc(size);
+        final MemorySegment pinned = gpu.allocHost(size);
+        try {
+            MemorySegment.copy(lb.a.buf, 0, pinned, 0, size);
+            gpu.copyHtoD(target, 0, pinned, 0, size); // warm: first-touch and mapping costs out of the timing
+            final long t0 = System.nanoTime();
+            for (int i = 0; i < iters; i++) {
+                gpu.copyHtoD(target, 0, pinned, 0, size);
+            }
+            final long nanos = System.nanoTime() - t0;
+            final MemorySegment back = lb.b.buf.asSlice(0, size);
+            gpu.copyDtoH(back, 0, target, 0, size);
+            return new PathRun("pinned", size, iters, nanos, lb.a.buf.asSlice(0, size).mismatch(back));
+        } finally {
+            gpu.freeHost(pinned);
+            gpu.free(target);
+        }
     }
 
     private static PathRun toGpu(final GpuDevice gpu, final Loopback lb, final int size, final int iters,

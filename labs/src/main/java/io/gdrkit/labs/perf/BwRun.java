@@ -79,6 +79,9 @@ public final class BwRun {
         wr.clear().opcode(cfg.test().opcode);
         // WRITE and SEND push A's buffer to B; READ pulls B's buffer into A's: the same SGE and remote address.
         wr.sge(a.mr, 0, size).remote(remoteAddr, remoteRkey);
+        if (cfg.test().isAtomic()) {
+            wr.atomic(1, 0); // FETCH_AND_ADD 1: the original value lands in A's first 8 bytes
+        }
         final long target = durationNs > 0 ? Long.MAX_VALUE : iters;
         final long recvTarget0 = recvCompleted;
         final Deadline deadline = new Deadline();

@@ -14,7 +14,9 @@ public enum PerfKind {
     READ_LAT(WrOpcode.RDMA_READ, false),
     SEND_BW(WrOpcode.SEND, true),
     SEND_LAT(WrOpcode.SEND, false),
-    ATOMIC_LAT(WrOpcode.ATOMIC_FETCH_AND_ADD, false);
+    ATOMIC_LAT(WrOpcode.ATOMIC_FETCH_AND_ADD, false),
+    /** perftest's atomic_bw: FETCH_AND_ADD of 1 on one 8-byte word, as many in flight as the QP allows. */
+    ATOMIC_BW(WrOpcode.ATOMIC_FETCH_AND_ADD, true);
 
     public final int opcode;
     public final boolean bandwidth;

@@ -1,0 +1,54 @@
+package io.gdrkit.cli;
+
+import io.gdrkit.gpu.cuda.CudaDriver;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The CUDA NIC path's batching keeps RDMA's visibility rule: a completion is raised only after the copies it covers
+ * have landed. Runs {@link NicStagingProbe} in a child JVM against the libcuda test double in its deferred mode,
+ * where a host-to-device copy lands only at a synchronisation point, and where device memory can be read behind the
+ * driver's back at the moment a completion is polled. Skipped where no {@code cc} is installed.
+ */
+class CudaNicStagingTest {
+
+    @Test
+    void completionsComeOnlyAfterTheStagedCopiesLanded() throws Exception {
+        final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda-staging").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda.so");
+        final Process cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString())
+            .redirectErrorStream(true).redirectOutput(dir.resolve("cc.log").toFile()).start();
+        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path log = dir.resolve("probe.log");
+        final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+            NicStagingProbe.class.getName())).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().put("FAKECUDA_DEFER", "1");
+        final Process p = pb.start();
+        if (!p.waitFor(180, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("timed out after 180 s waiting for the probe: " + Files.readString(log));
+        }
+        final String out = Files.readString(log);
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("control: landed before the fence false, after the fence true"), out);
+        for (final String check : List.of("WRITE 17 B", "WRITE 4097 B", "WRITE 3145733 B", "24 x 1 MiB WRITE",
+            "READ 1048579 B", "READ 2097152 B", "SEND 200000 B")) {
+            assertTrue(out.contains(check) && out.lines().filter(l -> l.startsWith(check))
+                .allMatch(l -> l.contains("byte-exact at completion")), check + ": " + out);
+        }
+        assertTrue(out.contains("all checks passed"), out);
+    }
+}
