@@ -6,7 +6,6 @@ package io.gdrkit.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.gdrkit.gdr.doctor.Check;
 import io.gdrkit.gdr.doctor.DoctorReport;
-import io.gdrkit.gdr.doctor.NativeVerbs;
 import io.gdrkit.gdr.doctor.SettingRow;
 import io.gdrkit.gdr.gate.NcclSettings;
 import io.gdrkit.labs.doctor.DoctorLab;
@@ -38,9 +37,9 @@ final class DoctorCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--provider", defaultValue = "host", description = "host (probe this machine), native (the "
-        + "same, its verbs layer through the native provider: ports, GIDs, NCCL's DMA-BUF probe) or soft (the software "
-        + "NIC, simulated).")
+    @Option(names = "--provider", defaultValue = "host", description = "host (probe this machine; its verbs layer "
+        + "through the native provider: devices, port 1, NCCL's DMA-BUF probe), native (the same, by its provider's "
+        + "name) or soft (the software NIC, simulated).")
     String provider;
 
     @Option(names = "--gpu", description = "With --provider soft: a simulated GPU (sim:h200, sim:v100, ...).")
@@ -105,8 +104,8 @@ final class DoctorCommand implements Callable<Integer> {
         final DoctorReport report;
         try {
             report = soft ? DoctorLab.simulated(gpuSpec, onOff("--soft-dmabuf", softDmaBuf),
-                onOff("--soft-peermem", softPeermem), settings) : DoctorLab.host(root, provider.equals("native")
-                ? DoctorLab.nativeVerbs() : nativeVerbs(), settings);
+                onOff("--soft-peermem", softPeermem), settings)
+                : DoctorLab.host(root, DoctorLab.nativeVerbs(), settings);
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -136,10 +135,6 @@ final class DoctorCommand implements Callable<Integer> {
         }
     }
 
-    private static NativeVerbs nativeVerbs() {
-        final VerbsProbe.Result v = VerbsProbe.probe();
-        return new NativeVerbs(v.loaded(), v.devices(), v.evidence());
-    }
 
     private Boolean onOff(final String option, final String value) {
         if (value == null) {
@@ -203,7 +198,7 @@ final class DoctorCommand implements Callable<Integer> {
     private int negativeControls(final PrintWriter out) throws IOException {
         final NegativeControls.Result result;
         try {
-            result = NegativeControls.run(root, nativeVerbs());
+            result = NegativeControls.run(root, DoctorLab.nativeVerbs());
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
