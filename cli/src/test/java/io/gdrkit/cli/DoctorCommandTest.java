@@ -19,6 +19,7 @@ class DoctorCommandTest {
         final Cli c = Cli.run("doctor", "--provider", "native", "--json");
         assertEquals(0, c.exitCode(), c.toString());
         final JsonNode j = new ObjectMapper().readTree(c.out());
+        assertEquals(false, j.get("simulated").asBoolean(), "the host doctor probes real hardware: " + c.out());
         final String verdict = j.get("verdict").asText();
         boolean sawNative = false;
         for (final JsonNode check : j.get("checks")) {

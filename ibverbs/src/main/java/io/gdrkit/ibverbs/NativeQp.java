@@ -70,6 +70,8 @@ final class NativeQp implements QueuePair {
     private final long sendWrsAddr;
     private final long recvWrsAddr;
     private final long badWrAddr;
+    private final long sendSgesAddr;
+    private final long recvSgesAddr;
     private boolean closed;
 
     NativeQp(final NativePd pd, final MemorySegment qp, final int qpType, final int maxSendWr, final int maxSendSge,
@@ -91,6 +93,8 @@ final class NativeQp implements QueuePair {
         sendWrsAddr = sendWrs.address();
         recvWrsAddr = recvWrs.address();
         badWrAddr = badWr.address();
+        sendSgesAddr = sendSges.address();
+        recvSgesAddr = recvSges.address();
     }
 
     /** The {@code struct ibv_qp *} (benchmarks call the ops table with it). */
@@ -190,16 +194,13 @@ final class NativeQp implements QueuePair {
             final long b = i * SWR;
             sendWrs.asSlice(b, SWR).fill((byte) 0);
             sendWrs.set(JAVA_LONG, b, wr.wrId);
-            sendWrs.set(ADDRESS, b + S_NEXT, wr.next == null ? MemorySegment.NULL
-                : sendWrs.asSlice(b + SWR, SWR));
+            // pointers are stored as addresses (8 bytes on x86-64): no segment view per WR
+            sendWrs.set(JAVA_LONG, b + S_NEXT, wr.next == null ? 0L : sendWrsAddr + b + SWR);
             final long sb = (long) i * sendSge * SGE_SIZE;
             for (int s = 0; s < wr.numSge(); s++) {
-                final Sge g = wr.sge(s);
-                sendSges.set(JAVA_LONG, sb + s * SGE_SIZE, g.addr);
-                sendSges.set(JAVA_INT, sb + s * SGE_SIZE + 8, g.length);
-                sendSges.set(JAVA_INT, sb + s * SGE_SIZE + 12, g.lkey);
+                writeSge(sendSges, sb + s * SGE_SIZE, wr.sge(s));
             }
-            sendWrs.set(ADDRESS, b + S_SGL, sendSges.asSlice(sb, SGE_SIZE * sendSge));
+            sendWrs.set(JAVA_LONG, b + S_SGL, sendSgesAddr + sb);
             sendWrs.set(JAVA_INT, b + S_NSGE, wr.numSge());
             sendWrs.set(JAVA_INT, b + S_OPCODE, wr.opcode);
             sendWrs.set(JAVA_INT, b + S_FLAGS, wr.sendFlags);
@@ -236,15 +237,12 @@ final class NativeQp implements QueuePair {
             }
             final long b = i * RWR;
             recvWrs.set(JAVA_LONG, b, wr.wrId);
-            recvWrs.set(ADDRESS, b + R_NEXT, wr.next == null ? MemorySegment.NULL : recvWrs.asSlice(b + RWR, RWR));
+            recvWrs.set(JAVA_LONG, b + R_NEXT, wr.next == null ? 0L : recvWrsAddr + b + RWR);
             final long sb = (long) i * recvSge * SGE_SIZE;
             for (int s = 0; s < wr.numSge(); s++) {
-                final Sge g = wr.sge(s);
-                recvSges.set(JAVA_LONG, sb + s * SGE_SIZE, g.addr);
-                recvSges.set(JAVA_INT, sb + s * SGE_SIZE + 8, g.length);
-                recvSges.set(JAVA_INT, sb + s * SGE_SIZE + 12, g.lkey);
+                writeSge(recvSges, sb + s * SGE_SIZE, wr.sge(s));
             }
-            recvWrs.set(ADDRESS, b + R_SGL, recvSges.asSlice(sb, SGE_SIZE * recvSge));
+            recvWrs.set(JAVA_LONG, b + R_SGL, recvSgesAddr + sb);
             recvWrs.set(JAVA_INT, b + R_NSGE, wr.numSge());
         }
         final int rc;
@@ -257,6 +255,13 @@ final class NativeQp implements QueuePair {
             throw new PostException(rc < 0 ? -rc : rc, badIndex(recvWrs, RWR), "ibv_post_recv: " + Errno.name(
                 rc < 0 ? -rc : rc));
         }
+    }
+
+    /** One {@code struct ibv_sge}: addr, length, lkey. */
+    private static void writeSge(final MemorySegment sges, final long at, final Sge g) {
+        sges.set(JAVA_LONG, at, g.addr);
+        sges.set(JAVA_INT, at + 8, g.length);
+        sges.set(JAVA_INT, at + 12, g.lkey);
     }
 
     private int badIndex(final MemorySegment wrs, final long size) {

@@ -1,5 +1,6 @@
 package io.gdrkit.softnic;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -59,6 +60,7 @@ class PacketFuzzTest {
             final SplittableRandom rnd = new SplittableRandom(1820);
             try (Arena arena = Arena.ofConfined()) {
                 final MemorySegment wire = arena.allocate(1 << 16, 8);
+                int delivered = 0;
                 for (int i = 0; i < INPUTS; i++) {
                     final Captured c = captured.get(rnd.nextInt(captured.size()));
                     final byte[] in = Mutator.mutate(c.bytes(), rnd, rnd.nextInt(3) != 0);
@@ -66,6 +68,7 @@ class PacketFuzzTest {
                     MemorySegment.copy(MemorySegment.ofArray(in), 0, wire, 0, len);
                     final SoftDevice dev = c.dst() == f.a.dev.lid() ? f.a.dev : f.b.dev;
                     if (dev.duty.tryAcquire()) {
+                        delivered++;
                         try {
                             dev.receiver.onRecord(wire, 0, len);
                         } catch (final RuntimeException e) {
@@ -78,6 +81,8 @@ class PacketFuzzTest {
                         f.settle(4); // responses, retransmissions, NAKs: the engines run on the fuzzed state
                     }
                 }
+                // invoker progress on one thread: nobody else holds a duty, so every input reached a receive path
+                assertEquals(INPUTS, delivered, "inputs that reached the receive path");
             }
             f.settle(200);
             assertNull(f.a.dev.fatal(), () -> "device a failed: " + f.a.dev.fatal());

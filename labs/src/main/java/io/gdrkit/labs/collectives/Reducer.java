@@ -64,12 +64,7 @@ public final class Reducer {
                 for (long i = 0; i < count; i++) {
                     final double a = dst.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, dstOff + i * 8);
                     final double b = src.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, srcOff + i * 8);
-                    dst.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, dstOff + i * 8, switch (op) {
-                        case SUM -> a + b;
-                        case PROD -> a * b;
-                        case MIN -> Math.min(a, b);
-                        case MAX -> Math.max(a, b);
-                    });
+                    dst.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, dstOff + i * 8, op.apply(a, b));
                 }
             }
             case FLOAT16 -> {
@@ -92,12 +87,8 @@ public final class Reducer {
         }
     }
 
+    /** One float operation through RedOp's double one: rounding the exact double result once gives the float result. */
     private static float f(final RedOp op, final float a, final float b) {
-        return switch (op) {
-            case SUM -> a + b;
-            case PROD -> a * b;
-            case MIN -> Math.min(a, b);
-            case MAX -> Math.max(a, b);
-        };
+        return (float) op.apply(a, b);
     }
 }

@@ -550,7 +550,12 @@ public final class RemotePerf {
                     side.qps[q] = side.pd.createQp(ia.cqs(side.scq, side.rcq));
                     conns[q] = ConnectionManager.connect(server, side.qps[q], dev.lid(), attr(cfg.mtu()),
                         setup.encode(), CM_TIMEOUT, token);
-                    final ByteBuffer rep = ByteBuffer.wrap(conns[q].remotePrivateData());
+                    final byte[] repData = conns[q].remotePrivateData();
+                    if (repData.length != 12) {
+                        throw new IllegalStateException("protocol: the server's REP carries " + repData.length
+                            + " bytes of private data, not the 12 of address and rkey");
+                    }
+                    final ByteBuffer rep = ByteBuffer.wrap(repData);
                     remoteAddr = rep.getLong();
                     remoteRkey = rep.getInt();
                 }

@@ -256,6 +256,17 @@ public final class SenderHost implements AutoCloseable {
         final int first = control.in.readInt();
         final int count = control.in.readInt();
         final int receiverLid = control.in.readInt();
+        // the receiver is a peer: check what sizes the arrays and names the connection before using it
+        if (count < 1 || count > Math.min(128, c.senders())) {
+            throw new IOException("protocol: CONFIG asks for " + count + " senders (1.." + Math.min(128, c.senders())
+                + ")");
+        }
+        if (first < 0 || first > c.senders() - count) {
+            throw new IOException("protocol: CONFIG names sender " + first + " of " + c.senders());
+        }
+        if (receiverLid < 1 || receiverLid > 0xBFFF) {
+            throw new IOException("protocol: CONFIG names receiver LID " + receiverLid + " (1..0xBFFF)");
+        }
         final int[] rData = new int[count];
         final int[] rFlag = new int[count];
         final long[] dataAddr = new long[count];
@@ -269,6 +280,10 @@ public final class SenderHost implements AutoCloseable {
             dataRkey[i] = control.in.readInt();
             flagAddr[i] = control.in.readLong();
             flagRkey[i] = control.in.readInt();
+            if (rData[i] < 2 || rData[i] > 0xFFFFFF || rFlag[i] < 2 || rFlag[i] > 0xFFFFFF) {
+                throw new IOException("protocol: CONFIG names QP numbers " + rData[i] + "/" + rFlag[i]
+                    + " (2..0xFFFFFF)");
+            }
         }
         try (Senders s = new Senders(c, first, count, receiverLid, rData, rFlag, dataAddr, dataRkey, flagAddr,
             flagRkey)) {

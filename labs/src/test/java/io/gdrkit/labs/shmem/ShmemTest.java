@@ -105,6 +105,7 @@ class ShmemTest {
             final long[] db = pe.doorbellCounters();
             return new long[] {res[0], res[1], res[2], res[3], db[0], db[1], db[2]};
         });
+        assertTrue(!out.isEmpty(), "every PE returns its counters");
         for (final long[] r : out) {
             assertEquals(7, r[0]);
             assertEquals(0, r[1]);

@@ -390,14 +390,16 @@ public final class IbTransport implements NetTransport {
         }
     }
 
+    /** A unicast LID, as the connection manager requires (0 is reserved, 0xC000 and up are multicast/permissive). */
     private static void checkLid(final int lid) {
-        if (lid == 0) {
-            throw new NetTransportException(Reason.REMOTE, "the peer sent LID 0");
+        if (lid < 1 || lid > 0xBFFF) {
+            throw new NetTransportException(Reason.REMOTE, "the peer sent LID " + lid + " (a unicast LID is 1..0xBFFF)");
         }
     }
 
+    /** QPs 0 and 1 are the special management QPs; QP numbers are 24 bits. */
     private static int checkQpn(final int qpn) {
-        if (qpn <= 0 || qpn > 0xffffff) {
+        if (qpn < 2 || qpn > 0xffffff) {
             throw new NetTransportException(Reason.REMOTE, "the peer sent QP number " + qpn);
         }
         return qpn;
