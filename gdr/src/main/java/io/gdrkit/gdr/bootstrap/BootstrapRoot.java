@@ -246,7 +246,7 @@ public final class BootstrapRoot implements AutoCloseable {
 
     private void reject(final Socket s, final DataOutputStream out, final String why) {
         try {
-            BootstrapWire.write(out, BootstrapWire.ABORT, 0, -1, runId, BootstrapWire.text("rejected: " + why));
+            BootstrapWire.write(out, BootstrapWire.ABORT, 0, -1, 0L, BootstrapWire.text("rejected: " + why));
         } catch (final IOException ignored) {
             // the peer is gone already; nothing to tell it
         }

@@ -106,10 +106,11 @@ final class BootstrapWire {
         final int seq = in.readInt();
         final int rank = in.readInt();
         final long run = in.readLong();
-        if (run != runId) {
+        // a rejection is sent before the peer is admitted, so it carries run 0: the run id is the secret of a run
+        // without a token, and is never told to a peer that did not know it (nor named in any message)
+        if (run != runId && !(kind == ABORT && run == 0)) {
             throw new BootstrapException(BootstrapException.Reason.PROTOCOL, from + " belongs to run "
-                + java.util.HexFormat.of().toHexDigits(run) + ", not this run "
-                + java.util.HexFormat.of().toHexDigits(runId) + " (a handle from another run?)");
+                + java.util.HexFormat.of().toHexDigits(run) + ", not this run (a handle from another run?)");
         }
         final int len = in.readInt();
         if (len < 0 || len > maxPayload) {

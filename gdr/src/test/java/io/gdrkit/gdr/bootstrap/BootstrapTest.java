@@ -178,12 +178,15 @@ class BootstrapTest {
     }
 
     @Test
-    void handleOfAnotherRunIsAProtocolError() throws Exception {
+    void handleOfAnotherRunIsRejectedWithoutLearningTheRun() throws Exception {
         try (BootstrapRoot root = BootstrapRoot.startLoopback(1, T)) {
             final UniqueId other = new UniqueId(root.id().host(), root.id().port(), root.id().runId() ^ 1);
             final BootstrapException e = assertThrows(BootstrapException.class, () -> Bootstrap.init(ctx(other, 0, 1)));
-            assertEquals(Reason.PROTOCOL, e.reason());
+            // the root refuses it by name; the run id (the run's secret without a token) is never told back
+            assertEquals(Reason.REJECTED, e.reason());
             assertTrue(e.getMessage().contains("not this run"), e.getMessage());
+            assertTrue(!e.getMessage().contains(java.util.HexFormat.of().toHexDigits(root.id().runId())),
+                e.getMessage());
         }
     }
 

@@ -280,9 +280,10 @@ public final class SenderHost implements AutoCloseable {
             dataRkey[i] = control.in.readInt();
             flagAddr[i] = control.in.readLong();
             flagRkey[i] = control.in.readInt();
-            if (rData[i] < 2 || rData[i] > 0xFFFFFF || rFlag[i] < 2 || rFlag[i] > 0xFFFFFF) {
+            // a flag QP number of 0 means the configuration has no flag QP
+            if (rData[i] < 2 || rData[i] > 0xFFFFFF || rFlag[i] != 0 && (rFlag[i] < 2 || rFlag[i] > 0xFFFFFF)) {
                 throw new IOException("protocol: CONFIG names QP numbers " + rData[i] + "/" + rFlag[i]
-                    + " (2..0xFFFFFF)");
+                    + " (2..0xFFFFFF; 0 for no flag QP)");
             }
         }
         try (Senders s = new Senders(c, first, count, receiverLid, rData, rFlag, dataAddr, dataRkey, flagAddr,
