@@ -56,14 +56,33 @@ final class SoftVerbsContext implements VerbsContext {
         return device.createCq(cqe, (SoftCompChannel) channel, compVector);
     }
 
+    /** Events this context returned and the caller has not acknowledged yet (by identity: records compare equal). */
+    private final java.util.Set<AsyncEvent> unacked =
+        java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+
     @Override
     public AsyncEvent pollAsyncEvent() {
-        return device.pollAsyncEvent();
+        return returned(device.pollAsyncEvent());
     }
 
     @Override
     public AsyncEvent getAsyncEvent(final long timeoutNanos) {
-        return device.getAsyncEvent(timeoutNanos);
+        return returned(device.getAsyncEvent(timeoutNanos));
+    }
+
+    private AsyncEvent returned(final AsyncEvent e) {
+        if (e != null) {
+            unacked.add(e);
+        }
+        return e;
+    }
+
+    @Override
+    public void ackAsyncEvent(final AsyncEvent event) {
+        if (event == null || !unacked.remove(event)) {
+            throw new VerbsException(Errno.EINVAL, "ibv_ack_async_event: " + (event == null ? "no event (null)"
+                : event + " was not returned by this context, or is already acknowledged"));
+        }
     }
 
     @Override
