@@ -41,9 +41,12 @@ import org.junit.jupiter.params.provider.ValueSource;
 class PortStateTest {
     private static final long SEC = TimeUnit.SECONDS.toNanos(1);
 
-    @Test
-    void eachTransitionRaisesOneEventWithThePortNumberAndQueryPortFollows() {
-        try (Fixture f = new Fixture(new SoftNicContext(), 1 << 12)) {
+    /** In every progress mode: with a dedicated NIC thread the transition waits for the NIC's duty, bounded. */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = SoftNicContext.ProgressMode.class,
+        names = {"INVOKER", "OWN_DEVICE", "DEDICATED"})
+    void eachTransitionRaisesOneEventWithThePortNumberAndQueryPortFollows(final SoftNicContext.ProgressMode mode) {
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(mode), 1 << 12)) {
             PortAttr p = f.a.ctx.queryPort(1);
             assertEquals(PortAttr.PORT_ACTIVE, p.state());
             assertEquals(PortAttr.PHYS_LINK_UP, p.physState());
