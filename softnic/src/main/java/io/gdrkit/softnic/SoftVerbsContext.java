@@ -56,7 +56,11 @@ final class SoftVerbsContext implements VerbsContext {
         return device.createCq(cqe, (SoftCompChannel) channel, compVector);
     }
 
-    /** Events this context returned and the caller has not acknowledged yet (by identity: records compare equal). */
+    /**
+     * Events this context returned and the caller has not acknowledged yet (by identity: records compare equal).
+     * Events come from rare transitions (a QP's error, a port change, an armed SRQ limit), and libibverbs programs
+     * acknowledge each; one that never does keeps one record per event until the context closes.
+     */
     private final java.util.Set<AsyncEvent> unacked =
         java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
 
@@ -87,6 +91,7 @@ final class SoftVerbsContext implements VerbsContext {
 
     @Override
     public void close() {
+        unacked.clear();
         device.closeContext(this);
     }
 

@@ -22,7 +22,6 @@ public record PortAttr(int state, int maxMtu, int activeMtu, int lid, String lin
     public static final int PORT_DOWN = 1;
     public static final int PORT_ACTIVE = 4;
     public static final int PHYS_POLLING = 2;
-    public static final int PHYS_DISABLED = 3;
     public static final int PHYS_LINK_UP = 5;
 
     /** The attributes callers had before the full set: state, MTUs, LID and link layer. */
