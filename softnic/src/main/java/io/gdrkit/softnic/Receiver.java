@@ -29,7 +29,15 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
 
     @Override
     public int doWork() {
-        return dev.port.doWork(dev.now()) + dev.port.poll(this, burst);
+        final int work = dev.port.doWork(dev.now());
+        // a port that is down receives nothing: what reaches it is lost, never queued for later
+        return work + dev.port.poll(dev.portActive ? this : lost, burst);
+    }
+
+    private final SpscRingBuffer.RecordHandler lost = this::onLost;
+
+    private void onLost(final MemorySegment buffer, final long offset, final int length) {
+        dev.portDownRxLost++;
     }
 
     @Override

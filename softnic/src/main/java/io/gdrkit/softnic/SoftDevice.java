@@ -116,6 +116,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             | io.gdrkit.verbs.DeviceCap.MEM_WINDOW                 // type 1 windows
             | io.gdrkit.verbs.DeviceCap.MEM_WINDOW_TYPE_2B         // type 2 windows, bound to a QP
             | io.gdrkit.verbs.DeviceCap.CURR_QP_STATE_MOD          // modify_qp accepts IBV_QP_CUR_STATE
+            | io.gdrkit.verbs.DeviceCap.PORT_ACTIVE_EVENT          // portUp raises IBV_EVENT_PORT_ACTIVE
             | io.gdrkit.verbs.DeviceCap.SYS_IMAGE_GUID;            // sys_image_guid is set
         return new DeviceAttr("gdrkit-softnic 0.1 (simulated)", guid, guid, Long.MAX_VALUE, 0xFFFF_F000L,
             0, 0, 0, maxQp, MAX_QP_WR, caps, MAX_SGE, MAX_SGE, MAX_CQ, MAX_CQE, MAX_MR - 1, Integer.MAX_VALUE,
@@ -171,7 +172,77 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         if (portNum != 1) {
             throw new VerbsException(Errno.EINVAL, "device " + name + " has one port (1), not " + portNum);
         }
-        return new PortAttr(PortAttr.PORT_ACTIVE, Mtu.MTU_4096, Mtu.MTU_4096, port.lid(), "software");
+        final boolean up = portActive;
+        return new PortAttr(up ? PortAttr.PORT_ACTIVE : PortAttr.PORT_DOWN, Mtu.MTU_4096, Mtu.MTU_4096, port.lid(),
+            "software", 1, 0, 1L << 31, 1, 0, 0, up ? PortAttr.PHYS_LINK_UP : PortAttr.PHYS_POLLING);
+    }
+
+    // ---------------- port state ----------------
+
+    /**
+     * Whether port 1 carries traffic. Written under duty by {@link #portDown}/{@link #portUp}; read by the engines
+     * (under duty) and by queryPort.
+     */
+    volatile boolean portActive = true;
+    /** Packets that died at this port because it was down: built and sent into a dead link, or arriving at it. */
+    long portDownTxLost;
+    long portDownRxLost;
+
+    /**
+     * Takes port 1 down, as a pulled cable does (rxe: the netdev losing carrier): queryPort then reports
+     * {@code PORT_DOWN} with phys_state {@code POLLING}, and an {@code IBV_EVENT_PORT_ERR} async event (element:
+     * the port number, 1) is raised. While down, the port neither sends nor receives: posts are still accepted and
+     * processed, their packets are lost, so RC QPs retransmit and end in RETRY_EXC_ERR once the port stays down
+     * longer than their retry budget, and UD datagrams are simply lost. QPs keep their state (the IB spec moves no
+     * QP on a port change). A port already down is left alone: no event.
+     *
+     * @param why what happened, carried in the event's detail
+     * @return whether the port changed state (false: it was already down)
+     */
+    public boolean portDown(final String why) {
+        return portState(false, why);
+    }
+
+    /**
+     * Brings port 1 back up: queryPort reports {@code PORT_ACTIVE} / {@code LINK_UP} again and an
+     * {@code IBV_EVENT_PORT_ACTIVE} async event is raised. QPs that have not run out of retries meanwhile resume:
+     * their next retransmission gets through. A port already up is left alone: no event.
+     *
+     * @return whether the port changed state (false: it was already up)
+     */
+    public boolean portUp() {
+        return portState(true, "link up");
+    }
+
+    /** Whether port 1 is ACTIVE. */
+    public boolean isPortActive() {
+        return portActive;
+    }
+
+    /** Packets lost at this port while it was down (sent into it, or arriving at it). */
+    public long packetsLostPortDown() {
+        duty.acquire(CONTROL_TIMEOUT_NS, "read the port counters");
+        try {
+            return portDownTxLost + portDownRxLost;
+        } finally {
+            duty.release();
+        }
+    }
+
+    private boolean portState(final boolean up, final String why) {
+        // under duty: once this returns, no engine of this NIC sends or takes a packet on the old state
+        duty.acquire(CONTROL_TIMEOUT_NS, up ? "bring port 1 up" : "take port 1 down");
+        try {
+            if (portActive == up) {
+                return false;
+            }
+            portActive = up;
+            raise(new AsyncEvent(up ? AsyncEventType.PORT_ACTIVE : AsyncEventType.PORT_ERR, 1, "port 1 of " + name
+                + (up ? " is ACTIVE" : " is DOWN: " + why)));
+            return true;
+        } finally {
+            duty.release();
+        }
     }
 
     // ---------------- agents ----------------

@@ -56,18 +56,42 @@ final class SoftVerbsContext implements VerbsContext {
         return device.createCq(cqe, (SoftCompChannel) channel, compVector);
     }
 
+    /**
+     * Events this context returned and the caller has not acknowledged yet (by identity: records compare equal).
+     * Events come from rare transitions (a QP's error, a port change, an armed SRQ limit), and libibverbs programs
+     * acknowledge each; one that never does keeps one record per event until the context closes.
+     */
+    private final java.util.Set<AsyncEvent> unacked =
+        java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+
     @Override
     public AsyncEvent pollAsyncEvent() {
-        return device.pollAsyncEvent();
+        return returned(device.pollAsyncEvent());
     }
 
     @Override
     public AsyncEvent getAsyncEvent(final long timeoutNanos) {
-        return device.getAsyncEvent(timeoutNanos);
+        return returned(device.getAsyncEvent(timeoutNanos));
+    }
+
+    private AsyncEvent returned(final AsyncEvent e) {
+        if (e != null) {
+            unacked.add(e);
+        }
+        return e;
+    }
+
+    @Override
+    public void ackAsyncEvent(final AsyncEvent event) {
+        if (event == null || !unacked.remove(event)) {
+            throw new VerbsException(Errno.EINVAL, "ibv_ack_async_event: " + (event == null ? "no event (null)"
+                : event + " was not returned by this context, or is already acknowledged"));
+        }
     }
 
     @Override
     public void close() {
+        unacked.clear();
         device.closeContext(this);
     }
 

@@ -7,7 +7,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * Builds one outgoing packet at a time in place in the link's buffer. A packet to a LID the fabric does not
  * know is built in a scratch buffer and never leaves: it is lost, as on a real network, and retransmission
- * timeouts deal with it.
+ * timeouts deal with it. So is every packet while the device's port is down: it leaves the send queue (the
+ * requester, responder and UD engine go on as on hardware) and dies at the port.
  */
 final class Transmitter {
     private final SoftDevice dev;
@@ -23,7 +24,11 @@ final class Transmitter {
     boolean claim(final int dlid, final int destQpn, final int opcode, final int payload, final int psn,
                   final boolean ackReq, final boolean solicited) {
         final int length = Packet.lengthFor(opcode, payload);
-        final long off = dev.port.tryClaim(dlid, destQpn, length);
+        final boolean portDown = !dev.portActive;
+        if (portDown) {
+            dev.portDownTxLost++;
+        }
+        final long off = portDown ? -2 : dev.port.tryClaim(dlid, destQpn, length);
         if (off == -1) {
             return false;
         }

@@ -406,29 +406,61 @@ class AttackTest {
 
     @Test
     void concurrentPollIsRefusedWithEbusy() throws Exception {
-        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DEDICATED),
-            1 << 16)) {
-            final AtomicLong busy = new AtomicLong();
-            final AtomicLong other = new AtomicLong();
-            final List<Thread> ts = new ArrayList<>();
-            for (int t = 0; t < 3; t++) {
-                ts.add(Thread.ofPlatform().start(() -> {
-                    final WorkCompletion[] wc = {new WorkCompletion()};
-                    for (int i = 0; i < 200_000; i++) {
-                        try {
-                            f.a.scq.poll(wc);
-                        } catch (final VerbsException e) {
-                            (e.errno() == Errno.EBUSY ? busy : other).incrementAndGet();
-                        }
+        // The overlap is forced, not hoped for: in INVOKER mode a poll that finds the CQ empty moves the NICs on the
+        // polling thread, and a link hook holds that thread inside its poll (on the WRITE's first packet) until the
+        // second poll has been tried. Without the one-poller guard the second poll returns 0 and this test fails.
+        final CountDownLatch inside = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        final Thread[] holder = new Thread[1];
+        final LinkHook hold = (src, dst, buf, off, len) -> {
+            if (Thread.currentThread() == holder[0] && inside.getCount() > 0) {
+                inside.countDown();
+                try {
+                    if (!release.await(20, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("timed out waiting for the second poll to be tried");
                     }
-                }));
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
             }
-            for (final Thread t : ts) {
-                t.join();
+            return LinkHook.DELIVER;
+        };
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.INVOKER)
+            .linkHook(hold), 1 << 16)) {
+            Fixture.fill(f.a.buf.asSlice(0, 256), 77);
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(5)
+                .sge(f.a.mr, 0, 256).remote(f.b.mr.address() + 1024, f.b.mr.rkey()));
+            final int[] firstPolled = {-1};
+            final Throwable[] firstFailed = {null};
+            final WorkCompletion[] firstWc = WorkCompletion.array(4);
+            final Thread first = Thread.ofPlatform().unstarted(() -> {
+                try {
+                    firstPolled[0] = f.a.scq.poll(firstWc);
+                } catch (final Throwable t) {
+                    firstFailed[0] = t;
+                }
+            });
+            holder[0] = first;
+            first.start();
+            assertTrue(inside.await(20, TimeUnit.SECONDS), "the first poll never reached the link");
+            final VerbsException e;
+            try {
+                e = assertThrows(VerbsException.class, () -> f.a.scq.poll(WorkCompletion.array(4)),
+                    "a second poll while the first is inside poll()");
+            } finally {
+                release.countDown();
+                first.join(20_000);
             }
-            // overlap is likely but not certain on a loaded machine: what matters is that an overlap is EBUSY,
-            // never another error or a completion handed out twice
-            assertEquals(0, other.get());
+            assertEquals(Errno.EBUSY, e.errno(), e::getMessage);
+            assertTrue(e.getMessage().contains("nothing was consumed"), e.getMessage());
+            assertFalse(first.isAlive(), "the first poll returned");
+            assertEquals(null, firstFailed[0], "the first poll itself succeeds");
+            // the refused poll consumed nothing: the WRITE completes exactly once, to whoever polls next
+            final WorkCompletion wc = firstPolled[0] == 1 ? firstWc[0] : f.awaitSuccess(f.a.scq, "the WRITE");
+            assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
+            assertEquals(5, wc.wrId);
+            f.assertNoCompletion(f.a.scq, "a second completion of one WRITE");
+            Fixture.assertBytes(f.a.buf.asSlice(0, 256), f.b.buf.asSlice(1024, 256), "WRITE data");
         }
     }
 

@@ -24,8 +24,16 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Long randomized runs over a hostile link: 10 % loss plus duplication, corruption (caught by the link CRC),
+ * Long randomized runs over a hostile link: 5 % loss plus duplication, corruption (caught by the link CRC),
  * delay and reordering between QPs. Every byte must arrive exactly once, in RC order, completions in order.
+ *
+ * <p>Why 5 % and not 10 %: RC gives up after retry_cnt (7) retries without progress, so a link that loses a
+ * fraction {@code l} of packets ends a WQE in RETRY_EXC_ERR with probability about (1-(1-l)^2)^7 per loss episode
+ * (a retry is lost when its request or its answer is). At 10 % drop + 2 % corruption that is 0.226^7 = 3.0e-5 per
+ * episode; 20 seeds make ~40 000 episodes, so ~1.2 failures are <em>expected</em> with or without retransmit
+ * backoff (measured: 3 of seeds 31..90 fail with backoff off; 3 of 11..30 with it on). That was the "backoff
+ * breaks LossyStressTest" of 2026-11-30: the seeded schedule moved, not a retransmission bug. At 5 % + 1 % it is
+ * 0.116^7 = 2.8e-7 per episode, ~0.01 failures per run of 20 seeds.
  */
 class LossyStressTest {
     private static final int QPS = 4;
@@ -37,11 +45,10 @@ class LossyStressTest {
         // machine can pass for a network timeout
         final io.gdrkit.core.agent.ManualClock clock = new io.gdrkit.core.agent.ManualClock(0);
         final FaultInjector faults = new FaultInjector(FaultInjector.Config.parse(
-            "drop=0.10,dup=0.05,corrupt=0.02,delay=0.02,delay-us=300,reorder=0.05,reorder-us=50,seed=" + seed), clock);
-        // fixed retransmit timeout (no backoff): with backoff on, 3 of these 20 seeds end in RETRY_EXC_ERR on a READ
-        // after the UD engine changed the seeded schedule; not yet understood, see the closing note of 2026-11-30
+            "drop=0.05,dup=0.05,corrupt=0.01,delay=0.02,delay-us=300,reorder=0.05,reorder-us=50,seed=" + seed), clock);
+        // the default retransmit backoff (see the class comment for why the loss rate, not backoff, decides)
         final SoftNicContext ctx = new SoftNicContext().linkHook(faults).linkCrc(true).clock(clock)
-            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC).retransmitBackoff(0);
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC);
         final int region = 1 << 20;
         final QpInitAttr init = new QpInitAttr();
         init.cap.maxSendWr(32).maxRecvWr(32);

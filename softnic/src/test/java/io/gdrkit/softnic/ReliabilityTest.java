@@ -162,6 +162,95 @@ class ReliabilityTest {
         }
     }
 
+    /**
+     * retry_cnt is spent per retry, whatever its timeout: with backoff off or on (timeouts doubling up to the cap),
+     * a READ whose answer is lost retry_cnt times still completes, and one more loss ends it in RETRY_EXC_ERR.
+     * Backoff changes when a retry happens, never how many there are (see LossyStressTest's class comment).
+     * Virtual time: exact, whatever the load.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"0,3", "0,4", "1,3", "1,4", "5,3", "5,4"})
+    void retryBudgetIsCountedInRetriesWithOrWithoutBackoff(final int backoff, final int lost) {
+        final int retryCnt = 3;
+        final Hook hook = new Hook(p -> p.opcode() == BthOpcode.RDMA_READ_RESPONSE_ONLY, (p, t, m) -> m >= 0 && m < lost);
+        final io.gdrkit.core.agent.ManualClock clock = new io.gdrkit.core.agent.ManualClock(0);
+        final SoftNicContext ctx = new SoftNicContext().linkHook(hook).clock(clock).retransmitBackoff(backoff)
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC);
+        try (Fixture f = new Fixture(ctx, 1 << 16, new QpInitAttr(), QpBringUp.rcDefaults().timeout(8)
+            .retryCnt(retryCnt))) {
+            final io.gdrkit.core.agent.DeterministicRunner runner =
+                new io.gdrkit.core.agent.DeterministicRunner(backoff * 10L + lost, clock, 100, 10_000);
+            f.driver.agents().forEach(runner::add);
+            Fixture.fill(f.b.buf.asSlice(4096, 512), 9);
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(4)
+                .sge(f.a.mr, 0, 512).remote(f.b.mr.address() + 4096, f.b.mr.rkey()));
+            final WorkCompletion[] wc = WorkCompletion.array(1);
+            runner.runUntil(() -> f.a.scq.poll(wc) == 1, 50_000_000, "the READ's completion");
+            assertEquals(4, wc[0].wrId);
+            if (lost <= retryCnt) {
+                assertEquals(WcStatus.SUCCESS, wc[0].status, wc[0]::toString);
+                Fixture.assertBytes(f.b.buf.asSlice(4096, 512), f.a.buf.asSlice(0, 512), "READ after " + lost + " losses");
+                assertEquals(lost + 1, hook.matched.get(), "answers sent: the lost ones and the one that arrived");
+                assertEquals(QpState.RTS, f.a.qp.state());
+            } else {
+                assertEquals(WcStatus.RETRY_EXC_ERR, wc[0].status, wc[0]::toString);
+                assertEquals(retryCnt + 1, hook.matched.get(), "the first answer and one per retry, all lost");
+                assertEquals(QpState.ERR, f.a.qp.state());
+            }
+        }
+    }
+
+    /**
+     * The retry counter counts retries without progress (IB spec: it is reloaded when a response makes progress):
+     * a three-packet READ whose every response packet is lost retry_cnt times in turn (9 losses against a
+     * retry_cnt of 3) completes, because each packet that gets through reloads the counter.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 5})
+    void progressReloadsTheRetryCounter(final int backoff) {
+        final int retryCnt = 3;
+        final int first = 100; // the Fixture's sq_psn of a
+        final int[] drops = new int[3];
+        final boolean[] through = new boolean[3];
+        final Hook hook = new Hook(p -> p.opcode() == BthOpcode.RDMA_READ_RESPONSE_FIRST
+            || p.opcode() == BthOpcode.RDMA_READ_RESPONSE_MIDDLE || p.opcode() == BthOpcode.RDMA_READ_RESPONSE_LAST
+            || p.opcode() == BthOpcode.RDMA_READ_RESPONSE_ONLY,
+            (p, t, m) -> {
+                final int k = p.psn() - first;
+                if (m < 0 || k < 0 || k > 2) {
+                    return false;
+                }
+                // a packet's losses start once every earlier one got through after its own
+                final boolean turn = k == 0 || through[k - 1];
+                if (turn && drops[k] < retryCnt) {
+                    drops[k]++;
+                    return true;
+                }
+                if (turn) {
+                    through[k] = true;
+                }
+                return false;
+            });
+        final io.gdrkit.core.agent.ManualClock clock = new io.gdrkit.core.agent.ManualClock(0);
+        final SoftNicContext ctx = new SoftNicContext().linkHook(hook).clock(clock).retransmitBackoff(backoff)
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC);
+        try (Fixture f = new Fixture(ctx, 1 << 16, new QpInitAttr(), QpBringUp.rcDefaults().timeout(8)
+            .retryCnt(retryCnt).pathMtu(io.gdrkit.verbs.Mtu.MTU_1024))) {
+            final io.gdrkit.core.agent.DeterministicRunner runner =
+                new io.gdrkit.core.agent.DeterministicRunner(7 + backoff, clock, 100, 10_000);
+            f.driver.agents().forEach(runner::add);
+            Fixture.fill(f.b.buf.asSlice(8192, 3000), 10);
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(6)
+                .sge(f.a.mr, 0, 3000).remote(f.b.mr.address() + 8192, f.b.mr.rkey()));
+            final WorkCompletion[] wc = WorkCompletion.array(1);
+            runner.runUntil(() -> f.a.scq.poll(wc) == 1, 50_000_000, "the READ's completion");
+            assertEquals(WcStatus.SUCCESS, wc[0].status, wc[0]::toString);
+            assertEquals(6, wc[0].wrId);
+            assertEquals(3 * retryCnt, drops[0] + drops[1] + drops[2], "each response packet lost retry_cnt times");
+            Fixture.assertBytes(f.b.buf.asSlice(8192, 3000), f.a.buf.asSlice(0, 3000), "READ");
+        }
+    }
+
     @Test
     void retryExhaustionWhenPeerDoesNotExist() {
         try (Fixture f = new Fixture(new SoftNicContext().retransmitFactor(1.0), 1 << 20)) {

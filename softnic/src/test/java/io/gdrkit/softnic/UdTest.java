@@ -153,6 +153,42 @@ class UdTest {
         }
     }
 
+    /**
+     * A port that is down neither sends nor receives: a datagram posted on it completes (UD completes once the
+     * packet leaves the send queue) and is lost; one sent to it is lost too, not queued for when it comes back.
+     */
+    @Test
+    void datagramsAreLostWhileEitherPortIsDown() {
+        try (Pair p = new Pair(new SoftNicContext())) {
+            final AddressHandle ah = p.pa.createAh(new AhAttr().dlid(p.db.lid()));
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 256));
+            for (int i = 0; i < 64; i++) {
+                p.ma.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+            }
+            for (final SoftDevice down : new SoftDevice[] {p.da, p.db}) {
+                assertTrue(down.portDown("test"));
+                p.qa.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED).wrId(5)
+                    .sge(p.ma, 0, 64).ud(ah, p.qb.qpNum(), QKEY));
+                final WorkCompletion s = p.await(p.cqa, "send with " + down.name() + " down");
+                assertEquals(WcStatus.SUCCESS, s.status, "UD: sent is done, even into a dead link");
+                p.assertNothing(p.cqb, "a datagram while " + down.name() + "'s port is down");
+                assertTrue(down.packetsLostPortDown() > 0);
+                assertTrue(down.portUp());
+                p.assertNothing(p.cqb, "the lost datagram after " + down.name() + "'s port came back");
+                assertEquals(QpState.RTS, p.qa.state());
+                assertEquals(QpState.RTS, p.qb.state());
+            }
+            p.qa.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED).wrId(6)
+                .sge(p.ma, 0, 64).ud(ah, p.qb.qpNum(), QKEY));
+            assertEquals(WcStatus.SUCCESS, p.await(p.cqa, "send with both ports up").status);
+            final WorkCompletion r = p.await(p.cqb, "the datagram once both ports are up");
+            assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+            assertEquals(1, r.wrId, "the receive WQE the lost datagrams never used");
+            assertEquals(40 + 64, r.byteLen);
+            assertEquals(-1, p.mb.segment().asSlice(40, 64).mismatch(p.ma.segment().asSlice(0, 64)), "payload");
+        }
+    }
+
     @Test
     void aWrongQkeyIsDroppedAndAControlledQkeySendsTheQpsOwn() {
         try (Pair p = new Pair(new SoftNicContext())) {

@@ -101,7 +101,7 @@ class VerbsConformanceTest {
             assertEquals(1, a.maxPkeys());
             assertTrue(a.simulated());
             assertEquals(DeviceCap.RC_RNR_NAK_GEN | DeviceCap.CURR_QP_STATE_MOD | DeviceCap.SYS_IMAGE_GUID
-                | DeviceCap.MEM_WINDOW | DeviceCap.MEM_WINDOW_TYPE_2B, a.deviceCapFlags(),
+                | DeviceCap.MEM_WINDOW | DeviceCap.MEM_WINDOW_TYPE_2B | DeviceCap.PORT_ACTIVE_EVENT, a.deviceCapFlags(),
                 "exactly the capabilities probed below and in MemoryWindowTest");
             assertTrue(a.maxMw() > 0);
         }
@@ -153,8 +153,14 @@ class VerbsConformanceTest {
             try (SharedReceiveQueue srq = f.a.pd.createSrq(new SrqInitAttr().maxWr(4))) {
                 assertErrno(Errno.EINVAL, () -> srq.modifySrq(new SrqAttr().maxWr(8), SrqAttr.MAX_WR), "resize");
             }
-            assertFalse(a.has(DeviceCap.PORT_ACTIVE_EVENT));
-            assertNull(f.a.ctx.pollAsyncEvent(), "no port events are generated");
+            assertTrue(a.has(DeviceCap.PORT_ACTIVE_EVENT));
+            assertNull(f.a.ctx.pollAsyncEvent(), "no port event while the port stays up");
+            f.a.dev.portDown("probe");
+            assertEquals(AsyncEventType.PORT_ERR, f.a.ctx.pollAsyncEvent().type());
+            f.a.dev.portUp();
+            final AsyncEvent active = f.a.ctx.pollAsyncEvent();
+            assertEquals(AsyncEventType.PORT_ACTIVE, active.type(), "PORT_ACTIVE_EVENT: the event is generated");
+            assertEquals(1, active.element());
             assertErrno(Errno.EOPNOTSUPP, () -> f.a.pd.createQp(new QpInitAttr().cqs(f.a.scq, f.a.rcq)
                 .qpType(QpType.UC)), "UC QP");
         }

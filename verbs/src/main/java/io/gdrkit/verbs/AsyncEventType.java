@@ -12,7 +12,9 @@ public final class AsyncEventType {
     public static final int PATH_MIG_ERR = 7;
     /** The device failed (its NIC engine threw): every QP is in ERR and flushed; polls report it. */
     public static final int DEVICE_FATAL = 8;
+    /** The port went from DOWN to ACTIVE (element: the port number). */
     public static final int PORT_ACTIVE = 9;
+    /** The port went from ACTIVE to DOWN (element: the port number); its QPs stay in their state. */
     public static final int PORT_ERR = 10;
     public static final int LID_CHANGE = 11;
     public static final int PKEY_CHANGE = 12;

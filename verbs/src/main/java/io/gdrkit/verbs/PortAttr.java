@@ -14,12 +14,14 @@ package io.gdrkit.verbs;
  * @param pkeyTblLen  entries in the P_Key table
  * @param smLid       the subnet manager's LID (0: none)
  * @param lmc         LID mask control
- * @param physState   ibv_port_phys_state: 5 = LINK_UP
+ * @param physState   ibv_port_phys_state: {@link #PHYS_LINK_UP} (5), or {@link #PHYS_POLLING} (2) while the link is
+ *                    down and the port waits for a partner
  */
 public record PortAttr(int state, int maxMtu, int activeMtu, int lid, String linkLayer, int gidTblLen,
                        int portCapFlags, long maxMsgSz, int pkeyTblLen, int smLid, int lmc, int physState) {
     public static final int PORT_DOWN = 1;
     public static final int PORT_ACTIVE = 4;
+    public static final int PHYS_POLLING = 2;
     public static final int PHYS_LINK_UP = 5;
 
     /** The attributes callers had before the full set: state, MTUs, LID and link layer. */

@@ -47,6 +47,19 @@ public interface VerbsContext extends AutoCloseable {
      */
     AsyncEvent getAsyncEvent(long timeoutNanos);
 
+    /**
+     * Acknowledges an event this context returned (ibv_ack_async_event). libibverbs makes a destroy wait until the
+     * events of its object are acknowledged; no provider here does (docs/VERBS.md), so this is bookkeeping that
+     * ported code may keep. The default accepts any event.
+     *
+     * @throws VerbsException EINVAL for an event this context did not return, or one already acknowledged
+     */
+    default void ackAsyncEvent(final AsyncEvent event) {
+        if (event == null) {
+            throw new VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_ack_async_event: no event (null)");
+        }
+    }
+
     @Override
     void close();
 }
