@@ -20,14 +20,15 @@ final class StubLibrary {
         }
         final Path dir = Files.createDirectories(Path.of("target/stub").toAbsolutePath());
         final Path lib = dir.resolve("libibverbs.so." + version);
-        if (Files.exists(lib)) {
-            return lib;
+        final Path src = Path.of("src/test/c/stubverbs.c").toAbsolutePath();
+        if (Files.exists(lib) && Files.getLastModifiedTime(lib).compareTo(Files.getLastModifiedTime(src)) >= 0) {
+            return lib; // built from this source already
         }
         final Path tmp = dir.resolve("build-" + version + ".so");
         final Process p;
         try {
             p = new ProcessBuilder("gcc", "-Wall", "-shared", "-fPIC", "-O2", "-o", tmp.toString(),
-                Path.of("src/test/c/stubverbs.c").toAbsolutePath().toString()).redirectErrorStream(true)
+                src.toString()).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("cc-" + version + ".log").toFile()).start();
         } catch (final IOException e) {
             return null;
@@ -36,7 +37,8 @@ final class StubLibrary {
             throw new AssertionError("the stub libibverbs does not build: "
                 + Files.readString(dir.resolve("cc-" + version + ".log")));
         }
-        Files.move(tmp, lib, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        Files.move(tmp, lib, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+            java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         return lib;
     }
 
