@@ -817,7 +817,7 @@ final class PerfCommand implements Callable<Integer> {
             + Long.toHexString(device.guid()) + "; loopback: two contexts on port 1"
             + (rdmaCm ? "; -R: librdmacm on " + bind : ""));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
-        printer.header(test);
+        boolean header = false;
         try {
             for (final int s : sizes) {
                 final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
@@ -830,6 +830,10 @@ final class PerfCommand implements Callable<Integer> {
                     if (lb.gpuRegistration() != null) {
                         printer.comment("# GPU memory: " + lb.gpuRegistration().path() + ": "
                             + lb.gpuRegistration().evidence());
+                    }
+                    if (!header) {
+                        printer.header(test);
+                        header = true;
                     }
                     if (test.bandwidth) {
                         if (check) {
