@@ -64,7 +64,7 @@ public final class Loopback implements AutoCloseable {
         public MemoryRegion mr;
         DeviceBuffer gpuBuffer;
         GpuDmaMemory gpuMemory;
-        io.gdrkit.labs.gpupath.NativeGpuMr.Registration gpuRegistration;
+        io.gdrkit.labs.provider.NativeGpuMr.Registration gpuRegistration;
 
         Side(final SoftDevice dev, final int numQps, final int cqe) {
             this.dev = dev;
@@ -215,14 +215,14 @@ public final class Loopback implements AutoCloseable {
     }
 
     /** What registering one side's GPU memory with a native device did (null for host memory). */
-    public io.gdrkit.labs.gpupath.NativeGpuMr.Registration gpuRegistration() {
+    public io.gdrkit.labs.provider.NativeGpuMr.Registration gpuRegistration() {
         return a.gpuRegistration;
     }
 
     /**
      * The pair on a native device: two contexts on {@code device}'s port {@code port}, QPs connected through
      * {@code connector} (QpBringUp with LIDs, or a GRH on a RoCE port), buffers registered in host memory or, with
-     * {@code gpu}, in GPU memory through {@link io.gdrkit.labs.gpupath.NativeGpuMr} (DMA-BUF, else peermem).
+     * {@code gpu}, in GPU memory through {@link io.gdrkit.labs.provider.NativeGpuMr} (DMA-BUF, else peermem).
      */
     public static Loopback overNative(final io.gdrkit.verbs.Device device, final PerfConfig cfg, final GpuDevice gpu,
                                       final Connector connector) {
@@ -238,7 +238,7 @@ public final class Loopback implements AutoCloseable {
                 s.buf = arena.allocate(bufBytes, 4096);
                 if (gpu != null) {
                     s.gpuBuffer = gpu.alloc(bufBytes);
-                    s.gpuRegistration = io.gdrkit.labs.gpupath.NativeGpuMr.register(s.pd, gpu, s.gpuBuffer,
+                    s.gpuRegistration = io.gdrkit.labs.provider.NativeGpuMr.register(s.pd, gpu, s.gpuBuffer,
                         AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
                     s.mr = s.gpuRegistration.mr();
                 } else {

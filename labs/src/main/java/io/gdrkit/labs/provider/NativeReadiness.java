@@ -6,7 +6,6 @@ package io.gdrkit.labs.provider;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.devices.GpuDevices;
-import io.gdrkit.labs.gpupath.NativeGpuMr;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.Device;
 import io.gdrkit.verbs.PortAttr;

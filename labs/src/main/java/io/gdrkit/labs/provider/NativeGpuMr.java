@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  */
-package io.gdrkit.labs.gpupath;
+package io.gdrkit.labs.provider;
 
 import io.gdrkit.core.mem.DmaBuf;
 import io.gdrkit.gpu.DeviceBuffer;
