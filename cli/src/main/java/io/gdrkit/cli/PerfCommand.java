@@ -806,6 +806,10 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--provider native runs a loopback pair on one device (--loopback); --fabric, --faults, "
                 + "--progress, -e, --trials and --stripe are for the software NICs");
         }
+        if (reportDir != null) {
+            throw usage("--report describes software-NIC runs; with --provider native it is not written (the "
+                + "table or --json is the record)");
+        }
         if (mem.equals("gpu")) {
             throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
                 + "not a simulated GPU");

@@ -31,13 +31,16 @@ import org.junit.jupiter.api.Test;
  * It shows that the fd cuMemGetHandleForAddressRange returned, offset 0, the buffer's length and its device
  * pointer as iova reach ibv_reg_dmabuf_mr; that where ibv_reg_dmabuf_mr is refused the registration falls back to
  * ibv_reg_mr on the device pointer with the reason recorded; and that perf --provider native --mem gpu:0 runs
- * that path. Nothing here touches a NIC or a GPU.
+ * that path. Also the commands on the doubles: perf -R --provider native through the stub librdmacm
+ * (ibverbs/src/test/c/stubrdmacm.c) with the calls it made printed, and visibility --provider native, which
+ * registers GPU memory and then ends named. Nothing here touches a NIC or a GPU.
  */
 class NativeGpuMrTest {
     private static final Pattern FD = Pattern.compile("CUDA_SUCCESS, fd (\\d+)");
     private static Path dir;
     private static Path cuda;
     private static Path verbs;
+    private static Path rdmacm;
 
     @BeforeAll
     static void build() throws Exception {
@@ -51,6 +54,50 @@ class NativeGpuMrTest {
         assertEquals(0, run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", verbs.toString(),
             Path.of("../ibverbs/src/test/c/stubverbs.c").toAbsolutePath().toString()), dir.resolve("cc-verbs.log"),
             null), () -> read(dir.resolve("cc-verbs.log")));
+        rdmacm = dir.resolve("librdmacm-stub.so");
+        assertEquals(0, run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", rdmacm.toString(),
+            Path.of("../ibverbs/src/test/c/stubrdmacm.c").toAbsolutePath().toString()), dir.resolve("cc-cm.log"),
+            null), () -> read(dir.resolve("cc-cm.log")));
+    }
+
+    @Test
+    void perfDashRProviderNativeConnectsThroughLibrdmacm() throws Exception {
+        final Path log = dir.resolve("perf-R.log");
+        final List<String> cmd = javaCmd(Main.class.getName());
+        cmd.add(2, "-Dgdrkit.rdmacm.library=" + rdmacm);
+        cmd.addAll(List.of("perf", "write_bw", "--loopback", "--provider", "native", "-R", "-q", "2", "-n", "20",
+            "--warmup", "0", "-s", "4096"));
+        final int rc = run(cmd, log, null);
+        final String out = read(log);
+        assertEquals(0, rc, out);
+        assertTrue(out.contains("; -R: librdmacm on 127.0.0.1"), out);
+        final List<String> cm = out.lines().filter(l -> l.startsWith("# -R: ")).toList();
+        assertEquals(1, cm.size(), out);
+        final String calls = cm.getFirst();
+        assertTrue(calls.startsWith("# -R: rdma_create_event_channel, rdma_create_event_channel, rdma_create_id, "
+            + "rdma_bind_addr(/127.0.0.1:"), calls);
+        for (final String c : List.of("rdma_listen", "rdma_resolve_addr(/127.0.0.1:",
+            "rdma_get_cm_event (awaiting ROUTE_RESOLVED)", "38 bytes of private data)", "rdma_establish",
+            "rdma_ack_cm_event (ESTABLISHED, 0 bytes of private data)")) {
+            assertTrue(calls.contains(c), c + " in " + calls);
+        }
+        assertEquals(2, calls.split("rdma_establish").length - 1, "one CM connection per QP (-q 2): " + calls);
+    }
+
+    @Test
+    void visibilityProviderNativeRegistersGpuMemoryThenEndsNamed() throws Exception {
+        final Path log = dir.resolve("visibility.log");
+        final List<String> cmd = javaCmd(Main.class.getName());
+        cmd.addAll(List.of("visibility", "--provider", "native", "--gpu", "cuda:0"));
+        final int rc = run(cmd, log, "eopnotsupp");
+        final String out = read(log);
+        assertEquals(1, rc, out);
+        assertTrue(out.contains("# native provider (libibverbs through FFM): device stub0, port 1 ACTIVE, "
+            + "InfiniBand, lid 4660"), out);
+        assertTrue(out.contains("# GPU memory registered by PEERMEM: ibv_reg_dmabuf_mr(offset 0, length 2097152"),
+            out);
+        assertTrue(out.contains("gdrkit visibility: error: " + NativeReadiness.NOT_BUILT + ": visibility "
+            + "--provider native"), out);
     }
 
     private static JsonNode probe(final String dmabufMode) throws Exception {

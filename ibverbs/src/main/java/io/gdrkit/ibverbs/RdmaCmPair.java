@@ -58,11 +58,14 @@ public final class RdmaCmPair implements AutoCloseable {
     private final List<String> calls;
     private final Endpoint seenByPassive;
     private final Endpoint seenByActive;
+    /** The active id, the accepted id and the listening id: disconnected and destroyed before their channels. */
+    private final MemorySegment[] ids;
 
     private RdmaCmPair(final RdmaCm.EventChannel p, final RdmaCm.EventChannel a, final List<String> calls,
-                       final Endpoint seenByPassive, final Endpoint seenByActive) {
+                       final Endpoint seenByPassive, final Endpoint seenByActive, final MemorySegment... ids) {
         this.passiveChannel = p;
         this.activeChannel = a;
+        this.ids = ids;
         this.calls = calls;
         this.seenByPassive = seenByPassive;
         this.seenByActive = seenByActive;
@@ -102,7 +105,7 @@ public final class RdmaCmPair implements AutoCloseable {
             bringUpActive.accept(fromPassive);
             a.establish(id);
             expect(p.next(timeout, "ESTABLISHED"), "ESTABLISHED");
-            return new RdmaCmPair(p, a, calls, fromActive, fromPassive);
+            return new RdmaCmPair(p, a, calls, fromActive, fromPassive, id, req.id(), listenId);
         } catch (final RuntimeException e) {
             if (a != null) {
                 a.close();
@@ -137,9 +140,28 @@ public final class RdmaCmPair implements AutoCloseable {
         return seenByActive;
     }
 
+    /** Disconnects, destroys the ids, then the channels; a failing step does not stop the others. */
     @Override
     public void close() {
+        RuntimeException first = null;
+        for (int i = 0; i < ids.length; i++) {
+            try {
+                if (i < 2) {
+                    (i == 0 ? activeChannel : passiveChannel).disconnect(ids[i]);
+                }
+            } catch (final RuntimeException e) {
+                first = first == null ? e : first; // the peer may have gone first: destroy regardless
+            }
+            try {
+                (i == 0 ? activeChannel : passiveChannel).destroyId(ids[i]);
+            } catch (final RuntimeException e) {
+                first = first == null ? e : first;
+            }
+        }
         activeChannel.close();
         passiveChannel.close();
+        if (first != null) {
+            throw first;
+        }
     }
 }
