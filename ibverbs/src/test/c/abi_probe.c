@@ -104,8 +104,10 @@ int main(void) {
     SZ(ibv_qp); OFF(ibv_qp, context); OFF(ibv_qp, qp_context); OFF(ibv_qp, pd); OFF(ibv_qp, send_cq);
     OFF(ibv_qp, recv_cq); OFF(ibv_qp, srq); OFF(ibv_qp, handle); OFF(ibv_qp, qp_num); OFF(ibv_qp, state);
     OFF(ibv_qp, qp_type);
+    OFF(ibv_srq, context); OFF(ibv_srq, srq_context); OFF(ibv_srq, pd); OFF(ibv_srq, handle);
     SZ(ibv_comp_channel); OFF(ibv_comp_channel, context); OFF(ibv_comp_channel, fd); OFF(ibv_comp_channel, refcnt);
-    SZ(ibv_async_event); OFF(ibv_async_event, element.cq); OFF(ibv_async_event, event_type);
+    SZ(ibv_async_event); OFF(ibv_async_event, element.cq); OFF(ibv_async_event, element.qp);
+    OFF(ibv_async_event, element.port_num); OFF(ibv_async_event, event_type);
 #ifdef HAVE_RDMACM
     SZ(rdma_conn_param); OFF(rdma_conn_param, private_data); OFF(rdma_conn_param, private_data_len);
     OFF(rdma_conn_param, responder_resources); OFF(rdma_conn_param, initiator_depth);

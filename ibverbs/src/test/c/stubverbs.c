@@ -5,9 +5,16 @@
  * contexts whose ops table holds post_send / post_recv / poll_cq / req_notify_cq stubs, and records what was
  * posted so a test can check the binding's marshalling byte by byte. Every posted send completes at once with
  * IBV_WC_SUCCESS; a send with wr_id == 0xbad fails with EINVAL and sets bad_wr, as a provider would.
+ * ibv_reg_mr and ibv_reg_dmabuf_mr record their arguments; a DMA-BUF registration with fd >= 0 succeeds unless
+ * STUBVERBS_DMABUF=eopnotsupp (a NIC or kernel without DMA-BUF), and fd -1 is EBADF (NCCL's probe).
+ * Asynchronous events: async_fd is a pipe's read end; stub_emit_async queues an event and writes a byte, so the
+ * binding's poll(2) wakes; ibv_get_async_event reads the byte (EAGAIN when the fd is non-blocking and empty).
  * Built with gcc against the installed rdma-core headers, so its struct layouts are the real ones.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +98,15 @@ __be64 ibv_get_device_guid(struct ibv_device *d) { (void) d; return __builtin_bs
 
 struct ibv_context *ibv_open_device(struct ibv_device *d) {
     struct ibv_context *c = calloc(1, sizeof(*c));
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) { free(c); return NULL; }
+    c->async_fd = fds[0]; c->cmd_fd = fds[1]; /* cmd_fd: the stub's write end (no kernel command channel) */
     c->device = d;
     c->ops.post_send = stub_post_send; c->ops.post_recv = stub_post_recv;
     c->ops.poll_cq = stub_poll_cq; c->ops.req_notify_cq = stub_req_notify;
     return c;
 }
-int ibv_close_device(struct ibv_context *c) { free(c); return 0; }
+int ibv_close_device(struct ibv_context *c) { close(c->async_fd); close(c->cmd_fd); free(c); return 0; }
 
 int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a) {
     (void) c; memset(a, 0, sizeof(*a));
@@ -125,15 +135,32 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) {
 }
 int ibv_dealloc_pd(struct ibv_pd *pd) { free(pd); return 0; }
 static uint32_t nextkey = 0x100;
+static unsigned long long last_reg_mr[3];      /* addr, length, access */
+static unsigned long long last_dmabuf[5];      /* offset, length, iova, fd, access */
+static int reg_mr_calls, dmabuf_calls;
+void stub_last_reg_mr(unsigned long long *out) { memcpy(out, last_reg_mr, sizeof last_reg_mr); }
+void stub_last_dmabuf(unsigned long long *out) { memcpy(out, last_dmabuf, sizeof last_dmabuf); }
+int stub_reg_mr_calls(void) { return reg_mr_calls; }
+int stub_dmabuf_calls(void) { return dmabuf_calls; }
 struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access) {
+    reg_mr_calls++;
+    last_reg_mr[0] = (unsigned long long) addr; last_reg_mr[1] = len; last_reg_mr[2] = (unsigned) access;
     if (access & ~0x1fff) { errno = EINVAL; return NULL; }
     struct ibv_mr *m = calloc(1, sizeof(*m));
     m->context = pd->context; m->pd = pd; m->addr = addr; m->length = len; m->lkey = nextkey++; m->rkey = nextkey++;
     return m;
 }
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, uint64_t iova, int fd, int access) {
-    (void) pd; (void) off; (void) len; (void) iova; (void) access;
-    errno = fd < 0 ? EBADF : EOPNOTSUPP; return NULL;
+    dmabuf_calls++;
+    last_dmabuf[0] = off; last_dmabuf[1] = len; last_dmabuf[2] = iova; last_dmabuf[3] = (unsigned) fd;
+    last_dmabuf[4] = (unsigned) access;
+    const char *mode = getenv("STUBVERBS_DMABUF");
+    if (fd < 0) { errno = EBADF; return NULL; }
+    if (mode && strcmp(mode, "eopnotsupp") == 0) { errno = EOPNOTSUPP; return NULL; }
+    struct ibv_mr *m = calloc(1, sizeof(*m));
+    m->context = pd->context; m->pd = pd; m->addr = (void *) iova; m->length = len;
+    m->lkey = nextkey++; m->rkey = nextkey++;
+    return m;
 }
 int ibv_dereg_mr(struct ibv_mr *m) { free(m); return 0; }
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *ctx, struct ibv_comp_channel *ch, int vec) {
@@ -160,11 +187,26 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a) {
     return qp;
 }
 static struct ibv_qp_attr lastattr;
+static int lastmask;
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask) {
     if ((mask & IBV_QP_STATE) && a->qp_state == IBV_QPS_RTS && qp->state != IBV_QPS_RTR) return EINVAL;
     if (mask & IBV_QP_STATE) qp->state = a->qp_state;
-    lastattr = *a;
+    lastattr = *a; lastmask = mask;
     return 0;
+}
+/*
+ * The last ibv_qp_attr's address vector as C sees it, in a fixed packed order: dgid[16], flow_label (u32 LE),
+ * sgid_index, hop_limit, traffic_class, is_global, sl, dlid (u16 LE), port_num; then the mask (u32 LE).
+ */
+void stub_last_av(unsigned char *out) {
+    const struct ibv_ah_attr *ah = &lastattr.ah_attr;
+    memcpy(out, ah->grh.dgid.raw, 16);
+    memcpy(out + 16, &ah->grh.flow_label, 4);
+    out[20] = ah->grh.sgid_index; out[21] = ah->grh.hop_limit; out[22] = ah->grh.traffic_class;
+    out[23] = ah->is_global; out[24] = ah->sl;
+    memcpy(out + 25, &ah->dlid, 2);
+    out[27] = ah->port_num;
+    memcpy(out + 28, &lastmask, 4);
 }
 int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *init) {
     (void) mask; (void) init;
@@ -172,6 +214,26 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_
     return 0;
 }
 int ibv_destroy_qp(struct ibv_qp *qp) { free(qp); return 0; }
-int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *e) { (void) c; (void) e; return -1; }
-void ibv_ack_async_event(struct ibv_async_event *e) { (void) e; }
+static struct ibv_async_event async_q[16];
+static int async_n, async_acks;
+/* Queues one event: type with its QP (QP events), CQ (CQ_ERR) or port (port events); wakes async_fd. */
+int stub_emit_async(struct ibv_context *c, int type, struct ibv_qp *qp, struct ibv_cq *cq, int port) {
+    if (async_n == 16) return ENOSPC;
+    struct ibv_async_event *e = &async_q[async_n++];
+    memset(e, 0, sizeof(*e));
+    e->event_type = type;
+    if (qp) e->element.qp = qp; else if (cq) e->element.cq = cq; else e->element.port_num = port;
+    char b = 1;
+    return write(c->cmd_fd, &b, 1) == 1 ? 0 : errno;
+}
+int stub_async_acks(void) { return async_acks; }
+int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *e) {
+    char b;
+    if (read(c->async_fd, &b, 1) != 1) return -1; /* errno from read: EAGAIN on a non-blocking empty fd */
+    if (async_n == 0) { errno = EAGAIN; return -1; }
+    *e = async_q[0];
+    memmove(async_q, async_q + 1, (--async_n) * sizeof(*e));
+    return 0;
+}
+void ibv_ack_async_event(struct ibv_async_event *e) { (void) e; async_acks++; }
 const char *ibv_wc_status_str(enum ibv_wc_status s) { return s == IBV_WC_SUCCESS ? "success" : "stub error"; }

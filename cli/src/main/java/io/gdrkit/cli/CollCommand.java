@@ -106,6 +106,13 @@ public final class CollCommand implements Callable<Integer> {
         + "${DEFAULT-VALUE}).")
     long timeoutMs;
 
+    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
+        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
+        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
+        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
+        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
+    String provider;
+
     @Option(names = "--json", description = "One JSON object per size.")
     boolean json;
 
@@ -117,6 +124,9 @@ public final class CollCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (!NativeOnly.soft(spec.commandLine(), provider)) {
+            return NativeOnly.run(spec.commandLine(), "coll", gpu);
+        }
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final CollOp op = CollOp.parse(opName);

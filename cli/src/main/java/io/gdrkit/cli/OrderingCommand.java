@@ -73,11 +73,21 @@ public final class OrderingCommand implements Callable<Integer> {
         + "report.json, report.html with corrupted reads per variant); prints its path.")
     java.nio.file.Path reportDir;
 
+    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
+        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
+        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
+        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
+        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
+    String provider;
+
     @Option(names = "--json", description = "One JSON object per variant, one per line.")
     boolean json;
 
     @Override
     public Integer call() {
+        if (!NativeOnly.soft(spec.commandLine(), provider)) {
+            return NativeOnly.run(spec.commandLine(), "ordering", null);
+        }
         final PrintWriter out = spec.commandLine().getOut();
         final List<Config> configs = new ArrayList<>();
         try {

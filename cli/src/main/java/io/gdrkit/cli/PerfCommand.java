@@ -19,6 +19,9 @@ import io.gdrkit.labs.perf.RemotePerf;
 import io.gdrkit.labs.perf.StripedBwRun;
 import io.gdrkit.labs.perf.DataCheck;
 import io.gdrkit.labs.perf.TrialStats;
+import io.gdrkit.labs.provider.NoDeviceException;
+import io.gdrkit.labs.provider.ProviderKind;
+import io.gdrkit.labs.provider.Providers;
 
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.SoftNicContext;
@@ -168,6 +171,18 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object per size instead of the table.")
     boolean json;
 
+    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) "
+        + "or native (the first RDMA device libibverbs lists: a loopback pair of two contexts on its port 1, "
+        + "with --loopback). Without a device, native ends at once with " + NoDeviceException.CODE
+        + " and the probe's evidence.")
+    String provider;
+
+    @Option(names = {"-R", "--rdma_cm"}, description = "Connect the QPs through a connection manager, as perftest's "
+        + "-R: with --provider soft gdrkit's own (io.gdrkit.verbs.cm; between processes it is always used), with "
+        + "--provider native librdmacm (address and route resolution, connect/accept with the buffer address and "
+        + "rkey in the private data), on --bind's address.")
+    boolean rdmaCm;
+
     @Option(names = "--progress", description = "invoker (one thread polls and advances both NICs), own-device "
         + "(the test thread drives NIC a, a server thread drives NIC b, like perftest's two processes; in this mode "
         + "a NIC moves only while someone polls its CQs, so a single thread must poll both sides in turn) or "
@@ -182,6 +197,9 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
         + "ping-pong RTT in this JVM, and print the test's ratio to them.")
     boolean baseline;
+
+    /** The run is on a native device (its JSON says "simulated": false). */
+    private boolean onNative;
 
     /** With --mem gpu: what the buffers were, in the words the report's simulated statement uses. */
     private String gpuMemory;
@@ -211,8 +229,19 @@ final class PerfCommand implements Callable<Integer> {
             writeReport(collected, printer, null, null, base);
             return 0;
         }
+        final ProviderKind kind;
+        try {
+            kind = ProviderKind.parse(provider);
+        } catch (final IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
         final PerfConfig first = validate(test);
         final int[] sizes = sizes(test, first.size());
+        if (kind == ProviderKind.NATIVE) {
+            final int rc = nativeRun(test, first, sizes, printer);
+            writeReport(collected, printer, test, first, base);
+            return rc;
+        }
         final FaultInjector.Config faultConfig;
         try {
             faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
@@ -355,7 +384,12 @@ final class PerfCommand implements Callable<Integer> {
         final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
         final FaultInjector injector = faultConfig == null ? null
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
-        try (Loopback lb = new Loopback(cfg, injector, gpu)) {
+        try (io.gdrkit.labs.perf.CmConnector cm = rdmaCm ? new io.gdrkit.labs.perf.CmConnector(cmToken(),
+                java.time.Duration.ofSeconds(30)) : null;
+             Loopback lb = cm != null ? new Loopback(cfg, injector, gpu, cm) : new Loopback(cfg, injector, gpu)) {
+            if (cm != null) {
+                printer.comment("# -R: " + cm.evidence());
+            }
             if (test.bandwidth) {
                 if (check) {
                     DataCheck.prepare(lb, cfg, 0x5eedL + s);
@@ -365,6 +399,9 @@ final class PerfCommand implements Callable<Integer> {
                 printer.bw(cfg, r);
                 if (check) {
                     check(printer, cfg, lb);
+                }
+                if (cm != null) {
+                    cm.close(); // disconnect while the QPs exist
                 }
                 if (trials > 1) {
                     trials(test, cfg, r, printer, faultConfig, gpu);
@@ -377,6 +414,9 @@ final class PerfCommand implements Callable<Integer> {
             } else {
                 final LatResult r = new LatRun(lb, cfg).run();
                 printer.lat(cfg, r);
+                if (cm != null) {
+                    cm.close();
+                }
                 faultCounters(printer, injector);
                 if (base != null) {
                     ratio(printer, cfg, "t_typical_over_pingpong_rtt", r.tTypicalUs() * 1e3, base.rttNs(),
@@ -424,7 +464,7 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** --check: the run's data compared; a mismatch ends the command with the evidence. */
-    private static void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
+    private void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
         final DataCheck.Result c = DataCheck.verify(lb, cfg);
         printer.comment("# check: " + c.evidence());
         final Map<String, Object> m = new LinkedHashMap<>();
@@ -433,7 +473,7 @@ final class PerfCommand implements Callable<Integer> {
         m.put("bytes", cfg.size());
         m.put("mismatch_at", c.mismatchAt());
         m.put("evidence", c.evidence());
-        m.put("simulated", true);
+        m.put("simulated", !onNative);
         printer.jsonObject(m);
         if (!c.byteExact()) {
             throw new IllegalStateException("--check failed: " + c.evidence());
@@ -745,6 +785,79 @@ final class PerfCommand implements Callable<Integer> {
             return warmup;
         }
         return io.gdrkit.labs.perf.ShmLoopbackPerf.defaultWarmup(s, n);
+    }
+
+    private io.gdrkit.core.auth.Token cmToken() {
+        try {
+            return token != null ? io.gdrkit.core.auth.Token.of(token) : io.gdrkit.core.auth.Token.fromProcess();
+        } catch (final IllegalArgumentException e) {
+            throw usage("--token: " + e.getMessage());
+        }
+    }
+
+    /**
+     * --provider native: the first native device, or the named early end ({@link NoDeviceException}, from the lab,
+     * before anything else is opened); then a loopback pair of two contexts on it per size, in host memory or GPU
+     * memory (--mem gpu:N, registered through DMA-BUF, else peermem, with the reason), measured as on the
+     * software NICs. The JSON says "simulated": false.
+     */
+    private int nativeRun(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
+        if (fabric != null || faults != null || progress != null || events || trials > 1 || stripe) {
+            throw usage("--provider native runs a loopback pair on one device (--loopback); --fabric, --faults, "
+                + "--progress, -e, --trials and --stripe are for the software NICs");
+        }
+        if (reportDir != null) {
+            throw usage("--report describes software-NIC runs; with --provider native it is not written (the "
+                + "table or --json is the record)");
+        }
+        if (mem.equals("gpu")) {
+            throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
+                + "not a simulated GPU");
+        }
+        final io.gdrkit.verbs.Device device = Providers.requireNative("perf " + test.id()); // ends here without one
+        onNative = true;
+        printer.simulated(false).fabric("native");
+        printer.comment("# native provider (libibverbs through FFM): device " + device.name() + " guid 0x"
+            + Long.toHexString(device.guid()) + "; loopback: two contexts on port 1"
+            + (rdmaCm ? "; -R: librdmacm on " + bind : ""));
+        final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
+        boolean header = false;
+        try {
+            for (final int s : sizes) {
+                final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+                try (io.gdrkit.labs.perf.NativeCmConnector cm = rdmaCm
+                        ? io.gdrkit.labs.perf.NativeCmConnector.on(bind) : null;
+                     Loopback lb = Loopback.overNative(device, cfg, gpu, cm != null ? cm : Loopback::connectDirect)) {
+                    if (cm != null) {
+                        printer.comment("# -R: " + String.join(", ", cm.calls()));
+                    }
+                    if (lb.gpuRegistration() != null) {
+                        printer.comment("# GPU memory: " + lb.gpuRegistration().path() + ": "
+                            + lb.gpuRegistration().evidence());
+                    }
+                    if (!header) {
+                        printer.header(test);
+                        header = true;
+                    }
+                    if (test.bandwidth) {
+                        if (check) {
+                            DataCheck.prepare(lb, cfg, 0x5eedL + s);
+                        }
+                        printer.bw(cfg, new BwRun(lb, cfg).run());
+                        if (check) {
+                            check(printer, cfg, lb);
+                        }
+                    } else {
+                        printer.lat(cfg, new LatRun(lb, cfg).run());
+                    }
+                }
+            }
+        } finally {
+            if (gpu != null) {
+                gpu.close();
+            }
+        }
+        return 0;
     }
 
     private ParameterException usage(final String message) {

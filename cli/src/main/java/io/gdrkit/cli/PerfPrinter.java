@@ -139,10 +139,18 @@ final class PerfPrinter implements PerfListener {
         return this;
     }
 
+    /** False for a run on a native device: its JSON then says "simulated": false. */
+    private boolean simulated = true;
+
+    PerfPrinter simulated(final boolean s) {
+        simulated = s;
+        return this;
+    }
+
     private Map<String, Object> base(final PerfConfig cfg) {
         final Map<String, Object> m = new LinkedHashMap<>();
         m.put("test", cfg.test().id());
-        m.put("simulated", true);
+        m.put("simulated", simulated);
         m.put("fabric", fabric);
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());

@@ -113,6 +113,13 @@ public final class VisibilityCommand implements Callable<Integer> {
         + "HOST:PORT` started by hand (on another host) instead of starting the senders.")
     boolean listen;
 
+    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
+        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
+        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
+        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
+        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
+    String provider;
+
     @Option(names = "--json", description = "One JSON object per configuration, one per line.")
     boolean json;
 
@@ -126,6 +133,12 @@ public final class VisibilityCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (!NativeOnly.soft(spec.commandLine(), provider)) {
+            if (gpus.size() != 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--provider native takes one --gpu");
+            }
+            return NativeOnly.run(spec.commandLine(), "visibility", gpus.getFirst());
+        }
         final PrintWriter out = spec.commandLine().getOut();
         final List<VisConfig> matrix = new ArrayList<>();
         final Set<String> skipped = new LinkedHashSet<>();

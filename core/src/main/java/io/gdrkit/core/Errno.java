@@ -4,6 +4,7 @@ package io.gdrkit.core;
 public final class Errno {
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
+    public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int EBADF = 9;
     public static final int EAGAIN = 11;
@@ -25,6 +26,7 @@ public final class Errno {
         return switch (errno) {
             case EPERM -> "EPERM";
             case ENOENT -> "ENOENT";
+            case EINTR -> "EINTR";
             case EIO -> "EIO";
             case EBADF -> "EBADF";
             case EAGAIN -> "EAGAIN";

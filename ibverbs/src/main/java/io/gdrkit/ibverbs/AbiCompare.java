@@ -33,6 +33,8 @@ public final class AbiCompare {
         final Map<String, Long> java = new LinkedHashMap<>(IbvLayouts.describeAll(all));
         java.putAll(IbvLayouts.describeAll(List.of(RdmaCm.CM_ID_HEAD)));
         java.remove("rdma_cm_id.sizeof"); // only its head is bound
+        java.putAll(IbvLayouts.describeAll(List.of(IbvLayouts.SRQ_HEAD)));
+        java.remove("ibv_srq.sizeof"); // only its head is bound (an SRQ async event's handle)
         return java;
     }
 

@@ -165,6 +165,9 @@ public final class IbvLayouts {
     public static final StructLayout QP = struct("ibv_qp", ptr("context"), ptr("qp_context"), ptr("pd"),
         ptr("send_cq"), ptr("recv_cq"), ptr("srq"), u32("handle"), u32("qp_num"), u32("state"), u32("qp_type"),
         opaque("mutex", 40, 8), opaque("cond", 48, 8), u32("events_completed"));
+    /** The head of {@code struct ibv_srq} up to its handle (an async event's element for SRQ events). */
+    public static final StructLayout SRQ_HEAD = struct("ibv_srq", ptr("context"), ptr("srq_context"), ptr("pd"),
+        u32("handle"));
     public static final StructLayout COMP_CHANNEL = struct("ibv_comp_channel", ptr("context"), u32("fd"),
         u32("refcnt"));
     public static final StructLayout ASYNC_EVENT = struct("ibv_async_event",

@@ -136,7 +136,7 @@ public final class IbvLibrary {
         modifyQp = down(l, "ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         queryQp = down(l, "ibv_query_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
         destroyQp = down(l, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        getAsyncEvent = down(l, "ibv_get_async_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        getAsyncEvent = errno(l, "ibv_get_async_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         ackAsyncEvent = down(l, "ibv_ack_async_event", FunctionDescriptor.ofVoid(ADDRESS));
         wcStatusStr = down(l, "ibv_wc_status_str", FunctionDescriptor.of(ADDRESS.withTargetLayout(
             MemoryLayout.sequenceLayout(64, JAVA_BYTE)), JAVA_INT));

@@ -15,6 +15,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.gdrkit.core.Errno;
 import io.gdrkit.verbs.AsyncEvent;
+import io.gdrkit.verbs.AsyncEventType;
 import io.gdrkit.verbs.CompletionChannel;
 import io.gdrkit.verbs.VerbsException;
 import io.gdrkit.verbs.CompletionQueue;
@@ -36,6 +37,11 @@ final class NativeContext implements VerbsContext {
     final MemorySegment reqNotifyFn;
     private final NativeDevice device;
     private boolean closed;
+    /** The async-event scratch: an ibv_async_event, a pollfd and errno capture, allocated on the first wait. */
+    private final Arena asyncArena = Arena.ofShared();
+    private MemorySegment asyncScratch;
+    private MemorySegment asyncPollFd;
+    private MemorySegment asyncState;
 
     NativeContext(final IbvLibrary lib, final NativeDevice device, final MemorySegment ctx) {
         this.lib = lib;
@@ -109,7 +115,8 @@ final class NativeContext implements VerbsContext {
     }
 
     /** The GID at {@code index} of {@code port} as 16 raw bytes ({@code ibv_query_gid}). */
-    byte[] queryGid(final int port, final int index) {
+    @Override
+    public byte[] queryGid(final int port, final int index) {
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment gid = a.allocate(16, 8);
             Native.check("ibv_query_gid(" + port + ", " + index + ")", Native.call(() ->
@@ -158,17 +165,98 @@ final class NativeContext implements VerbsContext {
         }
     }
 
+    /** Returns the next asynchronous event, or null when none is pending (a zero-timeout wait). */
     @Override
     public AsyncEvent pollAsyncEvent() {
-        // ibv_get_async_event blocks; a non-blocking check would need async_fd in O_NONBLOCK. Not needed by the
-        // callers yet: report none rather than block a polling loop.
-        return null;
+        return getAsyncEvent(0);
     }
 
-    /** Not bound yet: ibv_get_async_event on async_fd would need a poll(2) with the timeout. */
+    /**
+     * Waits up to {@code timeoutNanos} for the next asynchronous event: {@code poll(2)} on {@code async_fd} (made
+     * O_NONBLOCK on first use, so a spurious wake-up reads EAGAIN instead of blocking), then
+     * {@code ibv_get_async_event}, the element read out (QP number, CQ/SRQ handle or port number), and
+     * {@code ibv_ack_async_event} before returning: no event stays unacknowledged, so destroying its object never
+     * waits. The event types are libibverbs' {@code enum ibv_event_type}, which {@link AsyncEventType} mirrors.
+     */
     @Override
-    public AsyncEvent getAsyncEvent(final long timeoutNanos) {
-        throw new VerbsException(Errno.EOPNOTSUPP, "ibv_get_async_event: not bound by the native provider yet");
+    public synchronized AsyncEvent getAsyncEvent(final long timeoutNanos) {
+        if (closed) {
+            throw new VerbsException(Errno.EINVAL, "ibv_get_async_event: the context is closed");
+        }
+        final int fd = asyncFd();
+        if (asyncScratch == null) {
+            Posix.nonBlocking(fd, "async_fd");
+            asyncScratch = asyncArena.allocate(IbvLayouts.ASYNC_EVENT);
+            asyncPollFd = asyncArena.allocate(8, 4);
+            asyncState = Posix.state(asyncArena);
+        }
+        final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, timeoutNanos) + 999_999) / 1_000_000);
+        if (!Posix.readable(asyncPollFd, asyncState, fd, ms, "async_fd")) {
+            return null;
+        }
+        final MemorySegment ev = asyncScratch;
+        final MemorySegment st = asyncState;
+        final int rc = Native.call(() -> (int) lib.getAsyncEvent.invokeExact(st, ctx, ev));
+        if (rc != 0) {
+            final int errno = IbvLibrary.errnoOf(st);
+            if (errno == Errno.EAGAIN) {
+                return null; // another reader took it, or the fd woke without an event
+            }
+            throw IbvLibrary.error("ibv_get_async_event", errno);
+        }
+        final int type = ev.get(JAVA_INT, offset(IbvLayouts.ASYNC_EVENT, "event_type"));
+        final int element;
+        final String what;
+        switch (type) {
+            case AsyncEventType.CQ_ERR -> {
+                element = elementField(ev, IbvLayouts.CQ, "handle");
+                what = "CQ handle";
+            }
+            case AsyncEventType.SRQ_ERR, AsyncEventType.SRQ_LIMIT_REACHED -> {
+                element = elementField(ev, IbvLayouts.SRQ_HEAD, "handle");
+                what = "SRQ handle";
+            }
+            case AsyncEventType.PORT_ACTIVE, AsyncEventType.PORT_ERR, AsyncEventType.LID_CHANGE,
+                 AsyncEventType.PKEY_CHANGE, AsyncEventType.SM_CHANGE, CLIENT_REREGISTER, GID_CHANGE -> {
+                element = ev.get(JAVA_INT, offset(IbvLayouts.ASYNC_EVENT, "element", "port_num"));
+                what = "port";
+            }
+            case AsyncEventType.DEVICE_FATAL -> {
+                element = 0;
+                what = "device";
+            }
+            case AsyncEventType.QP_FATAL, AsyncEventType.QP_REQ_ERR, AsyncEventType.QP_ACCESS_ERR,
+                 AsyncEventType.COMM_EST, AsyncEventType.SQ_DRAINED, AsyncEventType.PATH_MIG,
+                 AsyncEventType.PATH_MIG_ERR, AsyncEventType.QP_LAST_WQE_REACHED -> {
+                element = elementField(ev, IbvLayouts.QP, "qp_num");
+                what = "QP";
+            }
+            default -> {
+                element = 0;
+                what = "element not read for this type";
+            }
+        }
+        Native.call(() -> {
+            lib.ackAsyncEvent.invokeExact(ev);
+            return null;
+        });
+        return new AsyncEvent(type, element, "ibv_get_async_event on " + device.name() + ": "
+            + AsyncEventType.name(type) + " (" + what + " " + element + "), acknowledged");
+    }
+
+    /** libibverbs' IBV_EVENT_CLIENT_REREGISTER and IBV_EVENT_GID_CHANGE (no verbs-API constant yet). */
+    private static final int CLIENT_REREGISTER = 17;
+    private static final int GID_CHANGE = 18;
+
+    /** The async_fd of {@code struct ibv_context}. */
+    int asyncFd() {
+        return ctx.get(JAVA_INT, offset(CONTEXT, "async_fd"));
+    }
+
+    private static int elementField(final MemorySegment ev, final java.lang.foreign.StructLayout layout,
+                                    final String field) {
+        final MemorySegment p = ev.get(ADDRESS, 0);
+        return p.equals(MemorySegment.NULL) ? 0 : p.reinterpret(layout.byteSize()).get(JAVA_INT, offset(layout, field));
     }
 
     @Override
@@ -176,6 +264,7 @@ final class NativeContext implements VerbsContext {
         if (!closed) {
             closed = true;
             Native.check("ibv_close_device", Native.call(() -> (int) lib.closeDevice.invokeExact(ctx)));
+            asyncArena.close();
         }
     }
 }

@@ -20,12 +20,21 @@ final class NativeMr implements MemoryRegion {
     private final MemorySegment segment;
     private final int access;
     private boolean deregistered;
+    /* copied at registration: the struct ibv_mr is freed by ibv_dereg_mr, and a caller may still ask afterwards */
+    private final long address;
+    private final long length;
+    private final int lkey;
+    private final int rkey;
 
     NativeMr(final NativePd pd, final MemorySegment mr, final MemorySegment segment, final int access) {
         this.pd = pd;
         this.mr = mr;
         this.segment = segment;
         this.access = access;
+        this.address = mr.get(ADDRESS, offset(MR, "addr")).address();
+        this.length = mr.get(JAVA_LONG, offset(MR, "length"));
+        this.lkey = mr.get(JAVA_INT, offset(MR, "lkey"));
+        this.rkey = mr.get(JAVA_INT, offset(MR, "rkey"));
     }
 
     @Override
@@ -40,22 +49,22 @@ final class NativeMr implements MemoryRegion {
 
     @Override
     public long address() {
-        return mr.get(ADDRESS, offset(MR, "addr")).address();
+        return address;
     }
 
     @Override
     public long length() {
-        return mr.get(JAVA_LONG, offset(MR, "length"));
+        return length;
     }
 
     @Override
     public int lkey() {
-        return mr.get(JAVA_INT, offset(MR, "lkey"));
+        return lkey;
     }
 
     @Override
     public int rkey() {
-        return mr.get(JAVA_INT, offset(MR, "rkey"));
+        return rkey;
     }
 
     @Override

@@ -32,6 +32,11 @@ public final class NativeProvider implements VerbsProvider {
         return probe().devices();
     }
 
+    @Override
+    public String evidence() {
+        return probe().evidence();
+    }
+
     /** What looking for native devices found, with the evidence of where it looked. */
     public record Probe(List<Device> devices, boolean libraryLoaded, String evidence) {
     }

@@ -137,6 +137,16 @@ final class NativeQp implements QueuePair {
         attr.set(JAVA_INT, offset(QP_ATTR, "cap", "max_inline_data"), a.cap.maxInlineData);
         attr.set(JAVA_SHORT, offset(QP_ATTR, "ah_attr", "dlid"), (short) a.dlid);
         attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "port_num"), (byte) a.portNum);
+        attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "sl"), (byte) a.sl);
+        if (a.isGlobal) {
+            // RoCE: the GRH routes the packet (the port has no LID); the provider resolves the DGID to a MAC
+            attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "is_global"), (byte) 1);
+            MemorySegment.copy(a.grh.dgid, 0, attr, JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "dgid"), 16);
+            attr.set(JAVA_INT, offset(QP_ATTR, "ah_attr", "grh", "flow_label"), a.grh.flowLabel);
+            attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "sgid_index"), (byte) a.grh.sgidIndex);
+            attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "hop_limit"), (byte) a.grh.hopLimit);
+            attr.set(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "traffic_class"), (byte) a.grh.trafficClass);
+        }
         attr.set(JAVA_SHORT, offset(QP_ATTR, "pkey_index"), (short) a.pkeyIndex);
         attr.set(JAVA_BYTE, offset(QP_ATTR, "max_rd_atomic"), (byte) a.maxRdAtomic);
         attr.set(JAVA_BYTE, offset(QP_ATTR, "max_dest_rd_atomic"), (byte) a.maxDestRdAtomic);
@@ -164,6 +174,14 @@ final class NativeQp implements QueuePair {
         q.destQpNum = attr.get(JAVA_INT, offset(QP_ATTR, "dest_qp_num"));
         q.qpAccessFlags = attr.get(JAVA_INT, offset(QP_ATTR, "qp_access_flags"));
         q.dlid = Short.toUnsignedInt(attr.get(JAVA_SHORT, offset(QP_ATTR, "ah_attr", "dlid")));
+        q.sl = Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "sl")));
+        q.isGlobal = attr.get(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "is_global")) != 0;
+        MemorySegment.copy(attr, JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "dgid"), q.grh.dgid, 0, 16);
+        q.grh.flowLabel = attr.get(JAVA_INT, offset(QP_ATTR, "ah_attr", "grh", "flow_label"));
+        q.grh.sgidIndex = Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "sgid_index")));
+        q.grh.hopLimit = Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh", "hop_limit")));
+        q.grh.trafficClass = Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset(QP_ATTR, "ah_attr", "grh",
+            "traffic_class")));
         q.portNum = attr.get(JAVA_BYTE, offset(QP_ATTR, "port_num"));
         q.timeout = attr.get(JAVA_BYTE, offset(QP_ATTR, "timeout"));
         q.retryCnt = attr.get(JAVA_BYTE, offset(QP_ATTR, "retry_cnt"));

@@ -72,6 +72,9 @@ public final class RdmaCm {
     private final MethodHandle disconnect;
     private final MethodHandle getCmEvent;
     private final MethodHandle ackCmEvent;
+    private final MethodHandle establish;
+    /** Every librdmacm call made, in order, when a caller asked for a trace (tests, -R's evidence); else null. */
+    private volatile List<String> trace;
 
     private RdmaCm(final SymbolLookup l) {
         createEventChannel = errno(l, "rdma_create_event_channel", FunctionDescriptor.of(ADDRESS));
@@ -89,15 +92,43 @@ public final class RdmaCm {
         disconnect = errno(l, "rdma_disconnect", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         getCmEvent = errno(l, "rdma_get_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         ackCmEvent = down(l, "rdma_ack_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        establish = errno(l, "rdma_establish", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     }
 
-    /** librdmacm, or a named reason it is absent. */
+    /** Records every librdmacm call from now on into {@code calls} (null: stop). */
+    public RdmaCm trace(final List<String> calls) {
+        this.trace = calls;
+        return this;
+    }
+
+    private void traced(final String call) {
+        final List<String> t = trace;
+        if (t != null) {
+            t.add(call);
+        }
+    }
+
+    /** Property naming the librdmacm to load (tests point it at a stub). */
+    public static final String LIBRARY_PROPERTY = "gdrkit.rdmacm.library";
+
+    /** librdmacm ({@value #LIBRARY_PROPERTY}, default librdmacm.so.1), or a named reason it is absent. */
     public static RdmaCm load() {
+        final String name;
+        try {
+            name = io.gdrkit.core.config.SettingsReader.ofProcess().text(LIBRARY_PROPERTY, "librdmacm.so.1").value();
+        } catch (final IllegalArgumentException e) {
+            throw new VerbsException(Errno.EINVAL, "librdmacm not loaded: " + e.getMessage());
+        }
+        return load(name);
+    }
+
+    /** The librdmacm at {@code name} (a path or a soname), or a named reason it is absent. */
+    public static RdmaCm load(final String name) {
         final SymbolLookup l;
         try {
-            l = SymbolLookup.libraryLookup("librdmacm.so.1", Arena.global());
+            l = SymbolLookup.libraryLookup(name, Arena.global());
         } catch (final IllegalArgumentException e) {
-            throw new VerbsException(Errno.ENOENT, "librdmacm not loadable: cannot open librdmacm.so.1 ("
+            throw new VerbsException(Errno.ENOENT, "librdmacm not loadable: cannot open " + name + " ("
                 + e.getMessage() + ")");
         }
         return new RdmaCm(l);
@@ -105,6 +136,7 @@ public final class RdmaCm {
 
     /** An event channel ({@code rdma_create_event_channel}): the source of every CM event of its ids. */
     public EventChannel createEventChannel() {
+        traced("rdma_create_event_channel");
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment st = a.allocate(Linker.Option.captureStateLayout());
             final MemorySegment ch = call(() -> (MemorySegment) createEventChannel.invokeExact(st));
@@ -164,15 +196,40 @@ public final class RdmaCm {
         /** Sends the connect request with {@code privateData} (at most 56 bytes on RC, as the CM REQ carries). */
         public void connect(final MemorySegment id, final byte[] privateData, final int responderResources,
                             final int initiatorDepth) {
+            connect(id, privateData, responderResources, initiatorDepth, 0);
+        }
+
+        /**
+         * As {@link #connect(MemorySegment, byte[], int, int)} for an id without a QP of its own: {@code qpNum} is
+         * the QP the caller created and moves through RTR/RTS itself; CONNECT_RESPONSE then asks for
+         * {@link #establish}.
+         */
+        public void connect(final MemorySegment id, final byte[] privateData, final int responderResources,
+                            final int initiatorDepth, final int qpNum) {
             final MemorySegment p = connParam(privateData, responderResources, initiatorDepth);
-            check("rdma_connect", st -> (int) connect.invokeExact(st, id, p));
+            p.set(JAVA_INT, IbvLayouts.offset(CONN_PARAM, "qp_num"), qpNum);
+            check("rdma_connect(qp_num " + qpNum + ", " + privateData.length + " bytes of private data)",
+                st -> (int) connect.invokeExact(st, id, p));
+        }
+
+        /** Completes an active connection whose QP the caller moved to RTS (rdma_establish). */
+        public void establish(final MemorySegment id) {
+            check("rdma_establish", st -> (int) establish.invokeExact(st, id));
         }
 
         /** Accepts a CONNECT_REQUEST's id with {@code privateData}. */
         public void accept(final MemorySegment id, final byte[] privateData, final int responderResources,
                            final int initiatorDepth) {
+            accept(id, privateData, responderResources, initiatorDepth, 0);
+        }
+
+        /** As {@link #accept(MemorySegment, byte[], int, int)}, naming the caller's own QP ({@code qpNum}). */
+        public void accept(final MemorySegment id, final byte[] privateData, final int responderResources,
+                           final int initiatorDepth, final int qpNum) {
             final MemorySegment p = connParam(privateData, responderResources, initiatorDepth);
-            check("rdma_accept", st -> (int) accept.invokeExact(st, id, p));
+            p.set(JAVA_INT, IbvLayouts.offset(CONN_PARAM, "qp_num"), qpNum);
+            check("rdma_accept(qp_num " + qpNum + ", " + privateData.length + " bytes of private data)",
+                st -> (int) accept.invokeExact(st, id, p));
         }
 
         /** Rejects a CONNECT_REQUEST with {@code privateData} as the reason. */
@@ -205,7 +262,8 @@ public final class RdmaCm {
                 throw new VerbsException(Errno.ETIMEDOUT, "waited " + timeout.toMillis() + " ms for the RDMA CM event "
                     + awaited + " on fd " + fd + "; none came");
             }
-            check("rdma_get_cm_event", st -> (int) getCmEvent.invokeExact(st, channel, eventPtr));
+            check("rdma_get_cm_event (awaiting " + awaited + ")", st -> (int) getCmEvent.invokeExact(st, channel,
+                eventPtr));
             final MemorySegment ev = eventPtr.get(ADDRESS, 0).reinterpret(CM_EVENT.byteSize());
             final int type = ev.get(JAVA_INT, IbvLayouts.offset(CM_EVENT, "event"));
             final int len = Byte.toUnsignedInt(ev.get(JAVA_BYTE, IbvLayouts.offset(CM_EVENT, "param", "conn",
@@ -216,6 +274,7 @@ public final class RdmaCm {
             final Event e = new Event(eventName(type), ev.get(JAVA_INT, IbvLayouts.offset(CM_EVENT, "status")),
                 ev.get(ADDRESS, 0), ev.get(ADDRESS, ADDRESS.byteSize()), data);
             call(() -> (int) ackCmEvent.invokeExact(ev));
+            traced("rdma_ack_cm_event (" + e.type() + ", " + data.length + " bytes of private data)");
             return e;
         }
 
@@ -271,7 +330,8 @@ public final class RdmaCm {
         int call(MemorySegment state) throws Throwable;
     }
 
-    private static void check(final String what, final StCall c) {
+    private void check(final String what, final StCall c) {
+        traced(what);
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment st = a.allocate(Linker.Option.captureStateLayout());
             final int rc = call(() -> c.call(st));

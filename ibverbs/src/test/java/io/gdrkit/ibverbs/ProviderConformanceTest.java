@@ -31,12 +31,16 @@ import java.lang.foreign.ValueLayout;
 import java.util.Random;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * RC conformance through the verbs API only, run against every provider: the software NIC always; the native
- * provider where libibverbs lists a device (rxe, siw or hardware; two QPs on its port 1 connected to each other).
- * Where no native device exists the native run is skipped with the evidence of where the provider looked.
+ * RC conformance through the verbs API only, run against every provider ServiceLoader finds: the software NIC
+ * (always: a driver is launched for it); the native provider where libibverbs lists a device (rxe, siw or
+ * hardware; two QPs on its port 1 connected to each other, with a GRH on a RoCE port). Where no native device
+ * exists the native run is skipped with the evidence of where the provider looked. The cases: every RC opcode
+ * byte-exact (WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM, multi-SGE SEND, both atomics) and the error paths
+ * the IB spec fixes (bad rkey, bad lkey, a write to an MR without REMOTE_WRITE, a receive too short, a read past
+ * the MR, and the flush of what follows an error).
  */
 class ProviderConformanceTest {
     private static final int SIZE = 65536;
@@ -60,15 +64,20 @@ class ProviderConformanceTest {
         final MemoryRegion mb;
 
         Pair(final String provider) {
+            this(provider, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+        }
+
+        Pair(final String provider, final int accessB) {
             final Device da;
             final Device db;
-            if (provider.equals("soft")) {
+            if (provider.equals("softnic")) {
                 driver = SoftNicDriver.launch();
                 da = driver.addDevice("conf0");
                 db = driver.addDevice("conf1");
             } else {
                 driver = null;
                 final NativeProvider.Probe p = NativeProvider.probe();
+                Assumptions.assumeTrue(provider.equals("ibverbs"), "unknown provider " + provider);
                 Assumptions.assumeTrue(!p.devices().isEmpty(), "no native RDMA device: " + p.evidence());
                 da = p.devices().get(0);
                 db = da;
@@ -85,11 +94,17 @@ class ProviderConformanceTest {
             bb = arena.allocate(SIZE, 4096);
             final int access = AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE;
             ma = pa.registerMr(ba, access);
-            mb = pb.registerMr(bb, access);
-            final int lidA = ca.queryPort(1).lid();
+            mb = pb.registerMr(bb, accessB);
+            final io.gdrkit.verbs.PortAttr portA = ca.queryPort(1);
+            final int lidA = portA.lid();
             final int lidB = cb.queryPort(1).lid();
-            QpBringUp.toRts(a, b.qpNum(), lidB, 100, 200, QpBringUp.rcDefaults());
-            QpBringUp.toRts(b, a.qpNum(), lidA, 200, 100, QpBringUp.rcDefaults());
+            if ("Ethernet".equals(portA.linkLayer())) {
+                QpBringUp.connectGlobal(a, lidA, ca.queryGid(1, 0), 100, b, lidB, cb.queryGid(1, 0), 200, 0,
+                    QpBringUp.rcDefaults());
+            } else {
+                QpBringUp.toRts(a, b.qpNum(), lidB, 100, 200, QpBringUp.rcDefaults());
+                QpBringUp.toRts(b, a.qpNum(), lidA, 200, 100, QpBringUp.rcDefaults());
+            }
         }
 
         @Override
@@ -115,6 +130,14 @@ class ProviderConformanceTest {
         }
     }
 
+    /** Every provider on the class path, by name (the software NIC and the native provider here). */
+    static java.util.stream.Stream<String> providers() {
+        final java.util.List<String> names = java.util.ServiceLoader.load(io.gdrkit.verbs.VerbsProvider.class).stream()
+            .map(p -> p.get().name()).toList();
+        assertTrue(names.contains("softnic") && names.contains("ibverbs"), "both providers are found: " + names);
+        return names.stream();
+    }
+
     private static WorkCompletion await(final CompletionQueue cq, final CompletionQueue other, final String what) {
         final WorkCompletion[] wc = {new WorkCompletion()};
         final long deadline = System.nanoTime() + TIMEOUT_NS;
@@ -135,7 +158,7 @@ class ProviderConformanceTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"soft", "native"})
+    @MethodSource("providers")
     void writeReadSendAndAtomicsAreByteExact(final String provider) {
         try (Pair p = new Pair(provider)) {
             fill(p.ba, 11);
@@ -182,7 +205,7 @@ class ProviderConformanceTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"soft", "native"})
+    @MethodSource("providers")
     void aBadRkeyIsARemoteAccessErrorAndTheQpGoesToError(final String provider) {
         try (Pair p = new Pair(provider)) {
             p.a.postSend(new SendWorkRequest().wrId(9).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
@@ -195,13 +218,98 @@ class ProviderConformanceTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"soft", "native"})
+    @MethodSource("providers")
     void aBadLkeyIsALocalProtectionError(final String provider) {
         try (Pair p = new Pair(provider)) {
             p.a.postSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
                 .remote(p.mb.address(), p.mb.rkey()).sge(p.ma.address(), 64, p.ma.lkey() ^ 0x70000));
             final WorkCompletion w = await(p.qa, p.qb, "the failed RDMA_WRITE");
             assertEquals(WcStatus.LOC_PROT_ERR, w.status, w.toString());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("providers")
+    void writeWithImmAndMultiSgeSendAreByteExact(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            fill(p.ba, 21);
+            p.b.postRecv(new RecvWorkRequest().wrId(70).sge(p.mb, 0, 16));
+            p.a.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).imm(0x11223344)
+                .flags(SendFlags.SIGNALED).remote(p.mb.address() + 8192, p.mb.rkey()).sge(p.ma, 512, 3000));
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "RDMA_WRITE_WITH_IMM").status);
+            final WorkCompletion r = await(p.qb, p.qa, "the RECV consumed by WRITE_WITH_IMM");
+            assertEquals(WcStatus.SUCCESS, r.status);
+            assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
+            assertEquals(70, r.wrId);
+            assertEquals(0x11223344, r.immData);
+            assertEquals(3000, r.byteLen);
+            assertArrayEquals(p.ba.asSlice(512, 3000).toArray(ValueLayout.JAVA_BYTE),
+                p.bb.asSlice(8192, 3000).toArray(ValueLayout.JAVA_BYTE));
+
+            // a SEND gathered from three SGEs lands contiguously
+            p.b.postRecv(new RecvWorkRequest().wrId(71).sge(p.mb, 20000, 9000));
+            final SendWorkRequest s = new SendWorkRequest(3).wrId(71).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
+                .numSge(3);
+            s.sge(0).set(p.ma, 0, 100);
+            s.sge(1).set(p.ma, 5000, 2000);
+            s.sge(2).set(p.ma, 40000, 1);
+            p.a.postSend(s);
+            assertEquals(WcStatus.SUCCESS, await(p.qa, p.qb, "the 3-SGE SEND").status);
+            final WorkCompletion rs = await(p.qb, p.qa, "the RECV of the 3-SGE SEND");
+            assertEquals(WcOpcode.RECV, rs.opcode);
+            assertEquals(2101, rs.byteLen);
+            assertArrayEquals(p.ba.asSlice(0, 100).toArray(ValueLayout.JAVA_BYTE),
+                p.bb.asSlice(20000, 100).toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(p.ba.asSlice(5000, 2000).toArray(ValueLayout.JAVA_BYTE),
+                p.bb.asSlice(20100, 2000).toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(p.ba.get(ValueLayout.JAVA_BYTE, 40000), p.bb.get(ValueLayout.JAVA_BYTE, 22100));
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("providers")
+    void aWriteToAnMrWithoutRemoteWriteIsARemoteAccessError(final String provider) {
+        try (Pair p = new Pair(provider, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_READ)) {
+            fill(p.bb, 31);
+            final byte[] before = p.bb.toArray(ValueLayout.JAVA_BYTE);
+            p.a.postSend(new SendWorkRequest().wrId(10).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address(), p.mb.rkey()).sge(p.ma, 0, 256));
+            final WorkCompletion w = await(p.qa, p.qb, "the refused RDMA_WRITE");
+            assertEquals(WcStatus.REM_ACCESS_ERR, w.status, w.toString());
+            assertArrayEquals(before, p.bb.toArray(ValueLayout.JAVA_BYTE), "nothing was written");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("providers")
+    void aReadPastTheMrIsARemoteAccessError(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            p.a.postSend(new SendWorkRequest().wrId(11).opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address() + SIZE - 100, p.mb.rkey()).sge(p.ma, 0, 200));
+            final WorkCompletion w = await(p.qa, p.qb, "the RDMA_READ past the MR");
+            assertEquals(WcStatus.REM_ACCESS_ERR, w.status, w.toString());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("providers")
+    void aReceiveTooShortFailsBothSidesAndWhatFollowsIsFlushed(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            p.b.postRecv(new RecvWorkRequest().wrId(80).sge(p.mb, 0, 64));
+            p.a.postSend(new SendWorkRequest().wrId(12).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
+                .sge(p.ma, 0, 1000));
+            final WorkCompletion req = await(p.qa, p.qb, "the SEND into a short receive");
+            assertEquals(WcStatus.REM_INV_REQ_ERR, req.status, req.toString());
+            final WorkCompletion resp = await(p.qb, p.qa, "the short receive");
+            assertEquals(WcStatus.LOC_LEN_ERR, resp.status, resp.toString());
+            assertEquals(80, resp.wrId);
+            assertEquals(QpState.ERR, p.a.queryQp().qpState);
+            // a QP in ERR completes what is posted to it with WR_FLUSH_ERR
+            p.a.postSend(new SendWorkRequest().wrId(13).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address(), p.mb.rkey()).sge(p.ma, 0, 8));
+            final WorkCompletion flushed = await(p.qa, p.qb, "the flushed WRITE");
+            assertEquals(WcStatus.WR_FLUSH_ERR, flushed.status, flushed.toString());
+            assertEquals(13, flushed.wrId);
         }
     }
 }

@@ -27,8 +27,9 @@ final class SoftAh implements AddressHandle {
             throw new VerbsException(Errno.EINVAL, "ibv_create_ah: no attributes");
         }
         if (attr.isGlobal) {
+            attr.grh.validate("ibv_create_ah", SoftDevice.GID_TABLE_LENGTH); // a bad GRH is EINVAL, as on a NIC
             throw new VerbsException(Errno.EOPNOTSUPP, "ibv_create_ah: a GRH (is_global) is not supported; the "
-                + "software fabrics route on LIDs");
+                + "software fabrics carry no GRH, so a UD receiver could not be given one (IBV_WC_GRH)");
         }
         if (attr.portNum != 1) {
             throw new VerbsException(Errno.EINVAL, "ibv_create_ah: port " + attr.portNum + " (the device has port 1)");

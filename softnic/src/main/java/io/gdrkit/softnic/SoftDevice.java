@@ -38,6 +38,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class SoftDevice implements Device, Agent, PortOwner {
     static final int QPN_BASE = 16;
+    /** The port's GID table: one entry (index 0); a GRH's sgid_index must be 0. */
+    static final int GID_TABLE_LENGTH = 1;
     static final int MAX_QP = 1 << 16;
     static final int MAX_MR = 1 << 20;
     static final int MAX_RD_ATOMIC = 16;
@@ -174,7 +176,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         }
         final boolean up = portActive;
         return new PortAttr(up ? PortAttr.PORT_ACTIVE : PortAttr.PORT_DOWN, Mtu.MTU_4096, Mtu.MTU_4096, port.lid(),
-            "software", 1, 0, 1L << 31, 1, 0, 0, up ? PortAttr.PHYS_LINK_UP : PortAttr.PHYS_POLLING);
+            "software", GID_TABLE_LENGTH, 0, 1L << 31, 1, 0, 0, up ? PortAttr.PHYS_LINK_UP : PortAttr.PHYS_POLLING);
     }
 
     // ---------------- port state ----------------
@@ -243,6 +245,25 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         } finally {
             duty.release();
         }
+    }
+
+    /**
+     * GID 0 of port 1: the link-local GID fe80::/64 with the port GUID as interface id (IBA 4.1.1), the default
+     * GID an IB port has.
+     */
+    byte[] queryGid(final int portNum, final int index) {
+        if (portNum != 1 || index < 0 || index >= GID_TABLE_LENGTH) {
+            throw new VerbsException(Errno.EINVAL, "device " + name + ": no GID " + index + " on port " + portNum
+                + " (port 1 has " + GID_TABLE_LENGTH + " GID)");
+        }
+        final byte[] gid = new byte[16];
+        gid[0] = (byte) 0xfe;
+        gid[1] = (byte) 0x80;
+        final long g = guid();
+        for (int i = 0; i < 8; i++) {
+            gid[8 + i] = (byte) (g >>> (56 - 8 * i));
+        }
+        return gid;
     }
 
     // ---------------- agents ----------------
@@ -896,6 +917,10 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 && attr.softwareMtu > this.attr.maxSoftwareMtu()) {
                 throw new VerbsException(Errno.EINVAL, "software_mtu " + attr.softwareMtu + " exceeds what the "
                     + "fabric's links carry (" + this.attr.maxSoftwareMtu() + ")");
+            }
+            if ((mask & io.gdrkit.verbs.QpAttrMask.AV) != 0 && attr.isGlobal) {
+                // a GRH is kept and reported (IB: optional inside a subnet); the fabrics still route on the LID
+                attr.grh.validate("ibv_modify_qp QP " + qp.qpn, GID_TABLE_LENGTH);
             }
             qp.apply(attr, mask, next);
         } finally {

@@ -65,6 +65,10 @@ final class SoftQp implements QueuePair {
     int mtu = 256;
     int destQpn;
     int dlid;
+    /** The address vector's SL and GRH: kept and reported by queryQp; the fabrics route on {@link #dlid}. */
+    int sl;
+    boolean isGlobal;
+    final io.gdrkit.verbs.GlobalRoute grh = new io.gdrkit.verbs.GlobalRoute();
     int timeout;
     int retryCnt;
     int rnrRetry;
@@ -239,6 +243,9 @@ final class SoftQp implements QueuePair {
         a.softwareMtu = softwareMtu;
         a.destQpNum = destQpn;
         a.dlid = dlid;
+        a.sl = sl;
+        a.isGlobal = isGlobal;
+        a.grh.set(grh);
         a.timeout = timeout;
         a.retryCnt = retryCnt;
         a.rnrRetry = rnrRetry;
@@ -262,7 +269,12 @@ final class SoftQp implements QueuePair {
             mtu = softwareMtu != 0 ? softwareMtu : Mtu.toBytes(pathMtu);
         }
         if ((m & QpAttrMask.DEST_QPN) != 0) destQpn = a.destQpNum;
-        if ((m & QpAttrMask.AV) != 0) dlid = a.dlid;
+        if ((m & QpAttrMask.AV) != 0) {
+            dlid = a.dlid;
+            sl = a.sl;
+            isGlobal = a.isGlobal;
+            grh.set(a.grh);
+        }
         if ((m & QpAttrMask.TIMEOUT) != 0) timeout = a.timeout;
         if ((m & QpAttrMask.RETRY_CNT) != 0) retryCnt = a.retryCnt;
         if ((m & QpAttrMask.RNR_RETRY) != 0) rnrRetry = a.rnrRetry;

@@ -29,6 +29,11 @@ final class SoftVerbsContext implements VerbsContext {
     }
 
     @Override
+    public byte[] queryGid(final int port, final int index) {
+        return device.queryGid(port, index);
+    }
+
+    @Override
     public PortAttr queryPort(final int port) {
         return device.queryPort(port);
     }

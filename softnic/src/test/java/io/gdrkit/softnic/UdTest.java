@@ -258,7 +258,11 @@ class UdTest {
             // AH errors: LID 0, multicast, GRH, port 2
             assertErrno(Errno.EINVAL, () -> p.pa.createAh(new AhAttr().dlid(0)));
             assertErrno(Errno.EINVAL, () -> p.pa.createAh(new AhAttr().dlid(0xC001)));
-            assertErrno(Errno.EOPNOTSUPP, () -> p.pa.createAh(new AhAttr().dlid(1).isGlobal(true)));
+            final byte[] gid = new byte[16];
+            gid[0] = (byte) 0xfe;
+            gid[15] = 1;
+            assertErrno(Errno.EOPNOTSUPP, () -> p.pa.createAh(new AhAttr().dlid(1).grh(new io.gdrkit.verbs
+                .GlobalRoute().dgid(gid))));
             assertErrno(Errno.EINVAL, () -> p.pa.createAh(new AhAttr().dlid(1).portNum(2)));
             // a destroyed AH
             final AddressHandle gone = p.pa.createAh(new AhAttr().dlid(p.db.lid()));

@@ -1,8 +1,9 @@
 package io.gdrkit.verbs;
 
 /**
- * Address handle attributes (ibv_ah_attr), reduced to what the software fabrics route on: the destination LID, the
- * service level and the port. A GRH ({@link #isGlobal}) is not supported: LIDs route every packet.
+ * Address handle attributes (ibv_ah_attr): the destination LID, the service level, the port and, with
+ * {@link #isGlobal}, a global route ({@link #grh}). The software NIC refuses a GRH on an address handle (its fabrics
+ * carry no GRH, so a receiver could not be handed one); the native provider passes it to libibverbs.
  */
 public final class AhAttr {
     public int dlid;
@@ -10,6 +11,8 @@ public final class AhAttr {
     public int srcPathBits;
     public int portNum = 1;
     public boolean isGlobal;
+    /** Read only when {@link #isGlobal}. */
+    public final GlobalRoute grh = new GlobalRoute();
 
     public AhAttr dlid(final int v) {
         dlid = v;
@@ -31,8 +34,15 @@ public final class AhAttr {
         return this;
     }
 
+    /** Sets is_global and copies {@code route} into {@link #grh}. */
+    public AhAttr grh(final GlobalRoute route) {
+        isGlobal = true;
+        grh.set(route);
+        return this;
+    }
+
     @Override
     public String toString() {
-        return "AhAttr{dlid=" + dlid + ", sl=" + sl + ", port=" + portNum + (isGlobal ? ", global" : "") + '}';
+        return "AhAttr{dlid=" + dlid + ", sl=" + sl + ", port=" + portNum + (isGlobal ? ", " + grh : "") + '}';
     }
 }

@@ -2,7 +2,9 @@ package io.gdrkit.verbs;
 
 /**
  * Queue pair attributes (ibv_qp_attr) for {@link QueuePair#modify}; which fields apply is given by a
- * {@link QpAttrMask} mask. The address vector is reduced to what the fabrics route on: the destination LID.
+ * {@link QpAttrMask} mask. The address vector ({@link QpAttrMask#AV}) is the destination LID, the service level
+ * and, with {@link #isGlobal}, a global route ({@link #grh}): RoCE needs it (its ports have no LIDs), IB uses it
+ * across subnets.
  */
 public final class QpAttr {
     public int qpState;
@@ -27,6 +29,12 @@ public final class QpAttr {
     public int maxDestRdAtomic = 1;
     /** Destination LID of the address vector (ah_attr.dlid). */
     public int dlid;
+    /** ah_attr.sl: the service level. */
+    public int sl;
+    /** ah_attr.is_global: the address vector carries {@link #grh} (required on RoCE). */
+    public boolean isGlobal;
+    /** ah_attr.grh: read only when {@link #isGlobal}. */
+    public final GlobalRoute grh = new GlobalRoute();
     /** The UD QP's Q_Key ({@link QpAttrMask#QKEY}). */
     public int qkey;
     public final QpCap cap = new QpCap();
@@ -111,6 +119,18 @@ public final class QpAttr {
         return this;
     }
 
+    /** Sets is_global and copies {@code route} into {@link #grh}. */
+    public QpAttr grh(final GlobalRoute route) {
+        isGlobal = true;
+        grh.set(route);
+        return this;
+    }
+
+    public QpAttr sl(final int v) {
+        sl = v;
+        return this;
+    }
+
     public QpAttr copy() {
         final QpAttr a = new QpAttr();
         a.qpState = qpState;
@@ -131,6 +151,9 @@ public final class QpAttr {
         a.maxDestRdAtomic = maxDestRdAtomic;
         a.dlid = dlid;
         a.qkey = qkey;
+        a.sl = sl;
+        a.isGlobal = isGlobal;
+        a.grh.set(grh);
         a.cap.maxSendWr(cap.maxSendWr).maxRecvWr(cap.maxRecvWr).maxSendSge(cap.maxSendSge)
             .maxRecvSge(cap.maxRecvSge).maxInlineData(cap.maxInlineData);
         return a;

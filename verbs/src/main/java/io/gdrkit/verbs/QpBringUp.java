@@ -25,6 +25,19 @@ public final class QpBringUp {
     }
 
     /**
+     * As {@link #connect}, with a GRH in each address vector: {@code gidA}/{@code gidB} are the ports' GIDs at
+     * {@code sgidIndex} ({@link VerbsContext#queryGid}). RoCE ports need this (they have no LIDs; pass LID 0).
+     */
+    public static void connectGlobal(final QueuePair a, final int lidA, final byte[] gidA, final int psnA,
+                                     final QueuePair b, final int lidB, final byte[] gidB, final int psnB,
+                                     final int sgidIndex, final QpAttr template) {
+        final QpAttr ta = template.copy().grh(new GlobalRoute().dgid(gidB).sgidIndex(sgidIndex).hopLimit(1));
+        final QpAttr tb = template.copy().grh(new GlobalRoute().dgid(gidA).sgidIndex(sgidIndex).hopLimit(1));
+        toRts(a, b.qpNum(), lidB, psnA, psnB, ta);
+        toRts(b, a.qpNum(), lidA, psnB, psnA, tb);
+    }
+
+    /**
      * Moves {@code qp} to RTS towards {@code remoteQpn} at {@code dlid}; its sends start at {@code sqPsn}, it
      * expects the peer's at {@code rqPsn}. The template's attributes are used, the peer fields filled in; a
      * non-zero software MTU is applied at RTR.

@@ -173,6 +173,9 @@ public final class QpStateTable {
         if ((m & AV) != 0 && (a.dlid <= 0 || a.dlid > 0xFFFF)) {
             bad("ah_attr.dlid", a.dlid, "1..65535");
         }
+        if ((m & AV) != 0 && (a.sl < 0 || a.sl > 15)) {
+            bad("ah_attr.sl", a.sl, "0..15");
+        }
     }
 
     private static void bad(final String name, final int value, final String range) {

@@ -14,6 +14,14 @@ public interface VerbsContext extends AutoCloseable {
      */
     PortAttr queryPort(int port);
 
+    /**
+     * The GID at {@code index} of {@code port}'s GID table (ibv_query_gid), 16 bytes in network order: what a peer
+     * puts in its address vector's {@link GlobalRoute#dgid} (RoCE needs it; its ports have no LID).
+     *
+     * @throws VerbsException EINVAL for a port or index the device does not have
+     */
+    byte[] queryGid(int port, int index);
+
     ProtectionDomain allocPd();
 
     /** Completion vectors of the device (ibv_context.num_comp_vectors). */

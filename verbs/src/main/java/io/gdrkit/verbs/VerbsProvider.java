@@ -11,4 +11,12 @@ public interface VerbsProvider {
 
     /** The devices this provider currently exposes; empty when it found none (never invented). */
     List<Device> devices();
+
+    /**
+     * What looking for devices found and where it looked (a library loaded, a device count, a sysfs directory):
+     * the evidence a tool prints when a provider was asked for and has no device.
+     */
+    default String evidence() {
+        return name() + ": " + devices().size() + " device(s)";
+    }
 }

@@ -55,8 +55,8 @@ public final class LatRun {
         this.outOffset = lb.a.buf.byteSize() / 2;
         this.roomWait = "room in the send queue (tx-depth " + cfg.txDepth() + ")";
         this.completionWait = cfg.test().id() + " completion";
-        this.recvWaitA = "a receive completion on " + lb.a.dev.name();
-        this.recvWaitB = "a receive completion on " + lb.b.dev.name();
+        this.recvWaitA = "a receive completion on " + lb.a.name;
+        this.recvWaitB = "a receive completion on " + lb.b.name;
     }
 
     /** How long one getCqEvent waits before the deadline is checked again. */
@@ -167,7 +167,7 @@ public final class LatRun {
      */
     private void flush(final QueuePair qp, final SendTracker t, final CompletionQueue scq, final Loopback.Side side) {
         if (!t.atSignalBoundary(0)) {
-            t.awaitRoom(0, scq, lb, "room in the send queue of " + side.dev.name());
+            t.awaitRoom(0, scq, lb, "room in the send queue of " + side.name);
             final SendWorkRequest wr = side == lb.a ? wrA : wrB;
             wr.clear().opcode(WrOpcode.RDMA_WRITE).numSge(0).flags(SendFlags.SIGNALED).wrId(t.nextWrId(0))
                 .remote(side == lb.a ? lb.b.mr.address() : lb.a.mr.address(),
@@ -175,7 +175,7 @@ public final class LatRun {
             qp.postSend(wr);
             t.posted(0);
         }
-        t.drain(scq, lb, "the last send completions of " + side.dev.name());
+        t.drain(scq, lb, "the last send completions of " + side.name);
     }
 
     private void awaitByte(final MemorySegment seg, final long offset, final byte v, final Deadline deadline,

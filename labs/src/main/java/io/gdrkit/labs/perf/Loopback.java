@@ -26,7 +26,9 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Two software NICs on one in-JVM fabric with {@code numQps} connected RC QP pairs between them, one buffer
- * and MR per side, and a send and a receive CQ per side shared by all QPs of that side.
+ * and MR per side, and a send and a receive CQ per side shared by all QPs of that side. {@link #overNative} builds
+ * the same pair on a real device of the native provider (two contexts on one port, as perftest's loopback on one
+ * HCA): the hardware progresses itself, so {@link #progress()} does nothing there.
  */
 public final class Loopback implements AutoCloseable {
     /** Header every tool prints before device or result lines: the NIC is not hardware. */
@@ -42,10 +44,15 @@ public final class Loopback implements AutoCloseable {
     public final Side a;
     public final Side b;
     private final Arena arena = Arena.ofShared();
+    /** The native pair's host buffers (null for software NICs, whose buffers are in {@link #arena}). */
+    private Arena nativeArena;
 
     /** One end: device, context, PD, CQs, QPs and a registered buffer. */
     public static final class Side {
+        /** The software NIC; null on a native device. */
         public final SoftDevice dev;
+        /** The device's name (for what a wait names). */
+        public final String name;
         final VerbsContext ctx;
         public final ProtectionDomain pd;
         public final CompletionQueue scq;
@@ -57,15 +64,45 @@ public final class Loopback implements AutoCloseable {
         public MemoryRegion mr;
         DeviceBuffer gpuBuffer;
         GpuDmaMemory gpuMemory;
+        io.gdrkit.labs.provider.NativeGpuMr.Registration gpuRegistration;
 
         Side(final SoftDevice dev, final int numQps, final int cqe) {
             this.dev = dev;
+            this.name = dev.name();
             this.ctx = dev.open();
             this.pd = ctx.allocPd();
             this.scq = ctx.createCq(cqe);
             this.channel = ctx.createCompChannel();
             this.rcq = ctx.createCq(cqe, channel, 0);
             this.qps = new QueuePair[numQps];
+        }
+
+        /** A native side: no completion channel (perf's -e is for the software NIC). */
+        Side(final VerbsContext ctx, final int numQps, final int cqe) {
+            this.dev = null;
+            this.name = ctx.device().name();
+            this.ctx = ctx;
+            this.pd = ctx.allocPd();
+            this.scq = ctx.createCq(cqe);
+            this.channel = null;
+            this.rcq = ctx.createCq(cqe);
+            this.qps = new QueuePair[numQps];
+        }
+
+        /** Closes what a native side created, in reverse order (the software NIC's driver does it for its own). */
+        void closeNative() {
+            for (final QueuePair q : qps) {
+                if (q != null) {
+                    q.close();
+                }
+            }
+            if (mr != null) {
+                mr.deregister();
+            }
+            rcq.close();
+            scq.close();
+            pd.close();
+            ctx.close();
         }
     }
 
@@ -91,7 +128,13 @@ public final class Loopback implements AutoCloseable {
      */
     public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu) {
         this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
-            cfg.mtu(), faults, gpu);
+            cfg.mtu(), faults, gpu, Loopback::connectDirect);
+    }
+
+    /** As {@link #Loopback(PerfConfig, FaultInjector, GpuDevice)}, each QP pair connected by {@code connector}. */
+    public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu, final Connector connector) {
+        this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
+            cfg.mtu(), faults, gpu, connector);
     }
 
     /**
@@ -102,6 +145,12 @@ public final class Loopback implements AutoCloseable {
     public Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
              final GpuDevice gpu) {
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, gpu, Loopback::connectDirect);
+    }
+
+    private Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+             final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
+             final GpuDevice gpu, final Connector connector) {
         this.gpu = gpu;
         final SoftNicContext ctx = new SoftNicContext().progressMode(mode);
         if (faults != null) {
@@ -138,7 +187,7 @@ public final class Loopback implements AutoCloseable {
                 final QpInitAttr ib = new QpInitAttr();
                 ib.cap.maxSendWr(txDepth).maxRecvWr(rxDepth).maxInlineData(maxInline);
                 b.qps[i] = b.pd.createQp(ib.cqs(b.scq, b.rcq));
-                QpBringUp.connect(a.qps[i], a.dev.lid(), 1000 + i, b.qps[i], b.dev.lid(), 2000 + i, attr);
+                connector.connect(a, b, i, attr);
             }
         } catch (final RuntimeException e) {
             close();
@@ -156,8 +205,116 @@ public final class Loopback implements AutoCloseable {
         }
     }
 
+    private Loopback(final GpuDevice gpu, final Side a, final Side b) {
+        this.gpu = gpu;
+        this.driver = null;
+        this.invoker = false;
+        this.mode = SoftNicContext.ProgressMode.DEDICATED; // the hardware moves the bytes
+        this.a = a;
+        this.b = b;
+    }
+
+    /** What registering one side's GPU memory with a native device did (null for host memory). */
+    public io.gdrkit.labs.provider.NativeGpuMr.Registration gpuRegistration() {
+        return a.gpuRegistration;
+    }
+
+    /**
+     * The pair on a native device: two contexts on {@code device}'s port {@code port}, QPs connected through
+     * {@code connector} (QpBringUp with LIDs, or a GRH on a RoCE port), buffers registered in host memory or, with
+     * {@code gpu}, in GPU memory through {@link io.gdrkit.labs.provider.NativeGpuMr} (DMA-BUF, else peermem).
+     */
+    public static Loopback overNative(final io.gdrkit.verbs.Device device, final PerfConfig cfg, final GpuDevice gpu,
+                                      final Connector connector) {
+        final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
+        final long bufBytes = Math.max(2 * cfg.bufferBytes(), 64);
+        Side a = null;
+        Side b = null;
+        final Arena arena = Arena.ofShared();
+        try {
+            a = new Side(device.open(), cfg.numQps(), cqe);
+            b = new Side(device.open(), cfg.numQps(), cqe);
+            for (final Side s : new Side[] {a, b}) {
+                s.buf = arena.allocate(bufBytes, 4096);
+                if (gpu != null) {
+                    s.gpuBuffer = gpu.alloc(bufBytes);
+                    s.gpuRegistration = io.gdrkit.labs.provider.NativeGpuMr.register(s.pd, gpu, s.gpuBuffer,
+                        AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                    s.mr = s.gpuRegistration.mr();
+                } else {
+                    s.mr = s.pd.registerMr(s.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                }
+            }
+            final QpAttr attr = QpBringUp.rcDefaults();
+            if (cfg.mtu() > 4096) {
+                throw new IllegalArgumentException("--mtu " + cfg.mtu() + " is a software MTU; a native device "
+                    + "takes 256..4096");
+            }
+            attr.pathMtu(Mtu.fromBytes(cfg.mtu()));
+            for (int i = 0; i < cfg.numQps(); i++) {
+                final QpInitAttr ia = new QpInitAttr();
+                ia.cap.maxSendWr(cfg.txDepth()).maxRecvWr(cfg.rxDepth()).maxInlineData(cfg.inlineSize());
+                a.qps[i] = a.pd.createQp(ia.cqs(a.scq, a.rcq));
+                final QpInitAttr ib = new QpInitAttr();
+                ib.cap.maxSendWr(cfg.txDepth()).maxRecvWr(cfg.rxDepth()).maxInlineData(cfg.inlineSize());
+                b.qps[i] = b.pd.createQp(ib.cqs(b.scq, b.rcq));
+                connector.connect(a, b, i, attr);
+            }
+            final Loopback lb = new Loopback(gpu, a, b);
+            lb.nativeArena = arena;
+            return lb;
+        } catch (final RuntimeException e) {
+            for (final Side s : new Side[] {b, a}) {
+                if (s != null) {
+                    try {
+                        s.closeNative();
+                    } catch (final RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                    if (s.gpuBuffer != null) {
+                        gpu.free(s.gpuBuffer);
+                    }
+                }
+            }
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Connects QP pair {@code index} of a loopback, both QPs in RESET: out of band ({@link #connectDirect}, as
+     * perftest without -R) or through a connection manager (perf's -R).
+     */
+    @FunctionalInterface
+    public interface Connector {
+        void connect(Side a, Side b, int index, QpAttr template);
+    }
+
+    /**
+     * The out-of-band connector: port 1's LID, and on a RoCE (Ethernet) port GID 0 in a GRH, exchanged in this
+     * process, as perftest does over its TCP socket without -R. PSNs 1000 + index (a) and 2000 + index (b).
+     */
+    public static void connectDirect(final Side a, final Side b, final int index, final QpAttr template) {
+        final io.gdrkit.verbs.PortAttr pa = a.ctx.queryPort(1);
+        final io.gdrkit.verbs.PortAttr pb = b.ctx.queryPort(1);
+        if ("Ethernet".equals(pa.linkLayer())) {
+            QpBringUp.connectGlobal(a.qps[index], pa.lid(), a.ctx.queryGid(1, 0), 1000 + index, b.qps[index],
+                pb.lid(), b.ctx.queryGid(1, 0), 2000 + index, 0, template);
+        } else {
+            QpBringUp.connect(a.qps[index], pa.lid(), 1000 + index, b.qps[index], pb.lid(), 2000 + index, template);
+        }
+    }
+
+    /** The context of this side (connectors query its port). */
+    public static VerbsContext context(final Side s) {
+        return s.ctx;
+    }
+
     /** Advances the NICs when the caller drives progress; dedicated NIC threads need nothing. */
     public void progress() {
+        if (driver == null) {
+            return;
+        }
         if (invoker) {
             driver.progress();
         } else if (mode == SoftNicContext.ProgressMode.OWN_DEVICE) {
@@ -175,11 +332,19 @@ public final class Loopback implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        driver.close();
+        if (driver != null) {
+            driver.close();
+        } else {
+            b.closeNative();
+            a.closeNative();
+            nativeArena.close();
+        }
         if (gpu != null) {
             for (final Side s : new Side[] {a, b}) {
                 if (s != null && s.gpuMemory != null) {
                     s.gpuMemory.close();
+                }
+                if (s != null && s.gpuBuffer != null) {
                     gpu.free(s.gpuBuffer);
                 }
             }
