@@ -159,13 +159,8 @@ final class ShmemPerfCommand implements Callable<Integer> {
             out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
         }
         out.println("# device: " + r.device());
-        final ShmemPerf.Breakdown b = r.breakdown();
-        if (b.samples() > 0) {
-            out.printf(Locale.ROOT, "# breakdown (median us, %d ops of the largest size): issue->proxy %s, ->NIC "
-                    + "pick-up %.2f, NIC->landing %s, ->completion seen %.2f, total %.2f%n", b.samples(),
-                b.issueToProxyUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", b.issueToProxyUs()),
-                b.toNicPickupUs(), b.nicToLandingUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f",
-                    b.nicToLandingUs()), b.toCompletionUs(), b.totalUs());
+        if (r.breakdown().samples() > 0) {
+            out.println("# breakdown (" + ShmemPerf.format(r.breakdown()) + ")");
         }
         out.println("# doorbells seen by the NIC on the path's QPs: rung by a CPU " + r.cpuDoorbells() + ", by the GPU "
             + r.gpuDoorbells() + "; stale WQEs refused " + r.staleWqes());

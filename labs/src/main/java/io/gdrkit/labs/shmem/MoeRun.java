@@ -79,10 +79,13 @@ public final class MoeRun {
                 }
             }
         }
+        // CUDA: the kernel resolved and its buffers allocated before the barrier; loading a kernel (CUDA lazy
+        // loading) or allocating may wait for the kernels already running, and every PE's kernel waits for the others
+        final CudaLaunch cuda = pe.gpu().isSimulated() ? null : new CudaLaunch(pe);
         pe.barrierAll();
         final long[] wall = new long[1];
-        if (!pe.gpu().isSimulated()) {
-            wall[0] = cudaKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
+        if (cuda != null) {
+            wall[0] = cuda.run(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
         } else {
             simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
         }
@@ -101,31 +104,51 @@ public final class MoeRun {
             load += c;
         }
         pe.barrierAll();
+        if (cuda != null) {
+            cuda.close(pe);
+        }
         return new long[] {bad, wall[0], load};
     }
 
     /** kernels.cu's shmem_moe (shmem_moe_body in shmem_device.cuh): the same steps in one CUDA thread. */
-    private static long cudaKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
-                                   final long in, final long recv, final long out, final long recvSig,
-                                   final long doneSig) {
-        final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
-        final io.gdrkit.gpu.DeviceBuffer state = CudaShmemPerf.deviceState(pe);
-        final io.gdrkit.gpu.DeviceBuffer times = gpu.alloc(8);
-        final io.gdrkit.gpu.GpuStream stream = gpu.createNonBlockingStream();
-        try {
+    private static final class CudaLaunch {
+        private final io.gdrkit.gpu.GpuFunction kernel;
+        private final io.gdrkit.gpu.DeviceBuffer state;
+        private final io.gdrkit.gpu.DeviceBuffer times;
+        private final io.gdrkit.gpu.GpuStream stream;
+
+        CudaLaunch(final ShmemPe pe) {
+            final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+            kernel = gpu.function("kernels", "shmem_moe");
+            state = CudaShmemPerf.deviceState(pe);
+            times = gpu.alloc(8);
+            stream = gpu.createNonBlockingStream();
             ShmemPe.toDevice(gpu, times, 0, MemorySegment.ofArray(new long[1]));
-            gpu.launch(gpu.function("kernels", "shmem_moe"), io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1),
-                stream, new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in)
-                    .u64(recv).u64(out).u64(recvSig).u64(doneSig).ptr(times));
-            gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
-            CudaShmemPerf.checkError(pe, state, "shmem_moe");
-            final long[] t = new long[1];
-            ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
-            return t[0];
-        } finally {
-            gpu.destroyStream(stream);
-            gpu.free(times);
-            gpu.free(state);
+        }
+
+        long run(final ShmemPe pe, final long seed, final int tokens, final int bytes, final long in, final long recv,
+                 final long out, final long recvSig, final long doneSig) {
+            final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+            try {
+                gpu.launch(kernel, io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1), stream,
+                    new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in).u64(recv)
+                        .u64(out).u64(recvSig).u64(doneSig).ptr(times));
+                gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
+                CudaShmemPerf.checkError(pe, state, "shmem_moe");
+                final long[] t = new long[1];
+                ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
+                return t[0];
+            } catch (final RuntimeException e) {
+                close(pe); // failed: nobody waits at the barrier for this PE
+                throw e;
+            }
+        }
+
+        /** After the last barrier: cuMemFree waits for every running kernel, the other PEs' included. */
+        void close(final ShmemPe pe) {
+            pe.gpu().destroyStream(stream);
+            pe.gpu().free(times);
+            pe.gpu().free(state);
         }
     }
 

@@ -90,6 +90,9 @@ public final class ShmemPe implements AutoCloseable {
         this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth()), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
+        // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, a page-locked
+        // allocation that may wait for running kernels; here none runs yet
+        heapMem.dmaRead(0, hostScratch, 0, 8);
         this.hostCq = vctx.createCq(4 * ctx.sqDepth());
         this.recvCq = vctx.createCq(16);
         this.hostQp = new QueuePair[n];
@@ -476,7 +479,9 @@ public final class ShmemPe implements AutoCloseable {
             }
             hostDone += got;
             if (got == 0) {
-                spin.idle("quiet: " + (hostPosted - hostDone) + " host operation(s) of PE " + me + " to complete");
+                if (spin.idle()) {
+                    throw Spin.timeout("quiet: " + (hostPosted - hostDone) + " host operation(s) of PE " + me + " to complete");
+                }
             }
         }
         if (hostError != null) {
@@ -504,7 +509,9 @@ public final class ShmemPe implements AutoCloseable {
             if (cmp.test(v, value)) {
                 return v;
             }
-            spin.idle("waitUntil: heap word " + off + " of PE " + me + " " + cmp + " " + value + " (now " + v + ")");
+            if (spin.idle()) {
+                throw Spin.timeout("waitUntil: heap word " + off + " of PE " + me + " " + cmp + " " + value + " (now " + v + ")");
+            }
         }
     }
 
@@ -521,8 +528,11 @@ public final class ShmemPe implements AutoCloseable {
         hostPosted += count;
     }
 
+    /** The largest operation, bytes (shmem_device.cuh's shd_check says the same). */
+    static final int MAX_LEN = 1 << 30;
+
     static void checkLen(final long len) {
-        if (len < 0 || len > (1 << 30)) {
+        if (len < 0 || len > MAX_LEN) {
             throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "length " + len + " is not in 0..2^30");
         }
     }

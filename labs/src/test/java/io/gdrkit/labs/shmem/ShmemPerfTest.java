@@ -32,9 +32,47 @@ class ShmemPerfTest {
         }
         if (!test.equals("put_bw") && !test.equals("msg_rate")) {
             assertTrue(r.breakdown().samples() > 0);
-            assertEquals(mode == ShmemMode.IBRC, r.breakdown().issueToProxyUs() >= 0, "proxy step only on IBRC");
-            assertEquals(test.equals("put_signal_lat"), r.breakdown().nicToLandingUs() != -1);
+            final ShmemPerf.Breakdown b = r.breakdown();
+            assertEquals(mode == ShmemMode.IBRC, b.step(ShmemPerf.ISSUE_TO_PROXY) != null, "proxy step only on IBRC");
+            assertEquals(test.equals("put_signal_lat"), b.step(ShmemPerf.NIC_TO_LANDING) != null);
+            assertEquals(0, b.clockPairingErrorUs(), "the simulator has one clock");
+            for (final ShmemPerf.Step s : b.steps()) {
+                assertTrue(s.resolved() && s.us() >= 0 && s.errorUs() == 0, s.toString());
+            }
+            assertTrue(b.totalUs() > 0);
         }
+    }
+
+    /** A step is never reported negative: within the pairing error it is a bound, beyond it a named clock fault. */
+    @Test
+    void stepsWithinTheClockPairingErrorAreBoundsNeverNegative() {
+        final ShmemPerf.Step clear = ShmemPerf.Step.of("x", 5.0, 1.0);
+        assertTrue(clear.resolved());
+        assertEquals(5.0, clear.us());
+        assertEquals("5.00 ±1.00", clear.text());
+        final ShmemPerf.Step small = ShmemPerf.Step.of("x", -0.4, 1.0);
+        assertEquals(false, small.resolved());
+        assertEquals(null, small.us());
+        assertEquals("<= 1.00 (within the clock-pairing error)", small.text());
+        final ShmemPerf.Step tiny = ShmemPerf.Step.of("x", 0.7, 1.0);
+        assertEquals(null, tiny.us());
+        final ShmemPerf.Step fault = ShmemPerf.Step.of("x", -4.1, 1.0);
+        assertEquals(false, fault.resolved());
+        assertEquals(null, fault.us());
+        assertTrue(fault.text().startsWith("unresolved: the stamps put it at -4.10, beyond the pairing error 1.00"),
+            fault.text());
+        final ShmemPerf.Step oneClock = ShmemPerf.Step.of("x", 0.0, 0);
+        assertTrue(oneClock.resolved());
+        assertEquals(0.0, oneClock.us());
+        // a breakdown from stamps: IBGDA {op, issue, proxy 0, NIC, done}; issue->NIC crosses clocks (error 2 us)
+        final java.util.List<long[]> stamps = java.util.List.of(new long[] {1, 1000, 0, 500, 9000},
+            new long[] {1, 2000, 0, 1500, 10000}, new long[] {1, 3000, 0, 2500, 11000});
+        final ShmemPerf.Breakdown b = ShmemPerf.breakdown(stamps, null, 3, 2000);
+        assertEquals(2.0, b.clockPairingErrorUs());
+        assertEquals(null, b.step(ShmemPerf.ISSUE_TO_PROXY));
+        assertEquals(null, b.step(ShmemPerf.TO_NIC).us(), "-0.5 us within ±2 us");
+        assertEquals(8.5, b.step(ShmemPerf.TO_COMPLETION).us());
+        assertEquals(8.0, b.totalUs());
     }
 
     @Test
