@@ -31,9 +31,7 @@ public final class MoeRun {
     }
 
     public static Result run(final ShmemContext ctx, final int tokens, final int bytes) {
-        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || (bytes & 7) != 0) {
-            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "tokens 1..1024, bytes 8..65536 (multiple of 8)");
-        }
+        check(tokens, bytes);
         final int n = ctx.nPes();
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes + 64L * n
             + 8192));
@@ -55,6 +53,52 @@ public final class MoeRun {
             ctx.gpu().startsWith("sim:"), device.get());
     }
 
+
+    /**
+     * This process's PE of a MoE run whose PEs are processes (one per rank of {@code boot}: {@code gdrkit launch});
+     * every rank returns the whole run's result, gathered through the bootstrap (mismatches summed over PEs).
+     */
+    public static Result runProcess(final ShmemContext ctx, final io.gdrkit.gdr.bootstrap.Bootstrap boot,
+                                    final int tokens, final int bytes) {
+        check(tokens, bytes);
+        final int n = boot.nranks();
+        ctx.nPes(n).heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes
+            + 64L * n + 8192));
+        return ShmemProcess.run(ctx, boot, pe -> {
+            final String device = pe.gpu().describe();
+            final long[] mine = body(pe, ctx.seed(), tokens, bytes);
+            final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(24).putLong(mine[0]).putLong(mine[1])
+                .putLong(mine[2]);
+            final byte[][] all = pe.bootstrap().allGather(b.array());
+            long bad = 0;
+            final int[] load = new int[n];
+            for (int p = 0; p < n; p++) {
+                if (all[p].length != 24) {
+                    throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "PE " + p + " sent a "
+                        + all[p].length + "-byte result, expected 24");
+                }
+                final java.nio.ByteBuffer r = java.nio.ByteBuffer.wrap(all[p]);
+                final long pBad = r.getLong();
+                r.getLong();
+                final long pLoad = r.getLong();
+                if (pBad < 0 || pLoad < 0 || pLoad > (long) n * tokens) {
+                    throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "PE " + p + " sent counts out of "
+                        + "range (" + pBad + " mismatches, " + pLoad + " tokens)");
+                }
+                bad += pBad;
+                load[p] = (int) pLoad;
+            }
+            return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad,
+                java.nio.ByteBuffer.wrap(all[0]).getLong(8) / 1e6, load, pe.gpu().isSimulated(), device
+                    + "; PEs are " + n + " processes, software NICs on the shared-memory fabric");
+        });
+    }
+
+    private static void check(final int tokens, final int bytes) {
+        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || (bytes & 7) != 0) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "tokens 1..1024, bytes 8..65536 (multiple of 8)");
+        }
+    }
 
     private static long[] body(final ShmemPe pe, final long seed, final int tokens, final int bytes) {
         final int n = pe.nPes();

@@ -183,10 +183,26 @@ public final class ShmemPe implements AutoCloseable {
         } catch (final BootstrapException e) {
             throw new ShmemException(ShmemException.Reason.PE_DEAD, "bootstrap of PE " + rank + " failed", e);
         }
+        return init(ctx, boot, gpu, nic);
+    }
+
+    /**
+     * Initialises this process's PE over a bootstrap already joined (a launched rank: {@code gdrkit launch} put its
+     * rank and root in the environment); {@code ctx.nPes()} must be the bootstrap's size. Collective. The PE owns
+     * {@code boot} from here: closing the PE closes it.
+     */
+    public static ShmemPe init(final ShmemContext ctx, final Bootstrap boot, final GpuDevice gpu,
+                               final SoftDevice nic) {
+        ctx.conclude();
+        if (ctx.nPes() != boot.nranks()) {
+            boot.close();
+            throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "the context says " + ctx.nPes()
+                + " PEs, the bootstrap " + boot.nranks() + " ranks");
+        }
         try {
             return new ShmemPe(ctx, boot, gpu, nic);
         } catch (final RuntimeException e) {
-            boot.abort("PE " + rank + " failed at init: " + e.getMessage());
+            boot.abort("PE " + boot.rank() + " failed at init: " + e.getMessage());
             boot.close();
             throw e;
         }
@@ -556,6 +572,11 @@ public final class ShmemPe implements AutoCloseable {
 
     int peerRkey(final int pe) {
         return peerRkey[pe];
+    }
+
+    /** The PE's bootstrap (collectives of the host side: gathering results). */
+    Bootstrap bootstrap() {
+        return boot;
     }
 
     ProxyRing proxyRing() {
