@@ -5,7 +5,7 @@
 #
 #   JAVA=/path/to/jlink-runtime/bin/java JAR=/path/to/gdrkit.jar OUT=/some/dir bench/h200-shmem.sh [GPU]
 #
-# GPU defaults to cuda:0. SECTIONS picks parts (default "floor lat bw moe nofence sim"), RUNS the repeats (3). Every
+# GPU defaults to cuda:0 (PACK=1 leaves one tar file in OUT). SECTIONS picks parts (default "floor lat bw moe nofence sim"), RUNS the repeats (3). Every
 # run is bounded by `timeout`; a failed run is recorded (rc and its output) and the script goes on. Each measurement
 # is JSON only (3 runs; no extra text run): `shmem-perf ... --report DIR` renders one as a report folder. All
 # sections take about 6 minutes: under a per-command limit run SECTIONS="floor lat nofence moe", then
@@ -111,3 +111,7 @@ fi
 
 rm -f "$OUT/tmp.json"
 log "done: $(date -u)"
+# PACK=1: one file instead of many (the device tool brings back only a few files of a run)
+if [ "${PACK:-0}" = 1 ]; then
+  tar -C "$OUT" -czf /tmp/h200-shmem.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/h200-shmem.tgz "$OUT/"
+fi

@@ -75,6 +75,25 @@ class ShmemPerfTest {
         assertEquals(8.0, b.totalUs());
     }
 
+    /** Two pairings a second apart with 5 us of drift between them: host stamps land where the GPU clock was. */
+    @Test
+    void clockMapInterpolatesTheDriftBetweenTwoPairings() {
+        final CudaShmemPerf.ClockPair before = new CudaShmemPerf.ClockPair(1_000_000_000L, 500.0, 400.0);
+        final CudaShmemPerf.ClockPair after = new CudaShmemPerf.ClockPair(2_000_000_000L, 5_500.0, 700.0);
+        final CudaShmemPerf.ClockMap map = new CudaShmemPerf.ClockMap(before, after);
+        assertEquals(1_000_000_500L, map.toGpu(1_000_000_000L));
+        assertEquals(1_500_003_000L, map.toGpu(1_500_000_000L), "half way: half the drift");
+        assertEquals(2_000_005_500L, map.toGpu(2_000_000_000L));
+        assertEquals(700.0, map.errorNs(), "the larger of the two pairings' errors");
+        assertEquals(5.0, map.driftPpm(), 1e-9);
+        assertTrue(map.describe().contains("drift 5.00 ppm") && map.describe().contains("error ±700 ns"),
+            map.describe());
+        // one pairing (no time between): the offset, no drift
+        final CudaShmemPerf.ClockMap one = new CudaShmemPerf.ClockMap(before, before);
+        assertEquals(1_700_000_500L, one.toGpu(1_700_000_000L));
+        assertEquals(0.0, one.driftPpm());
+    }
+
     @Test
     void badArgumentsAreNamed() {
         assertEquals(ShmemException.Reason.BAD_ARGUMENT, assertThrows(ShmemException.class,
