@@ -674,9 +674,10 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
      */
     @Override
     public GpuFunction function(final String module, final String name) {
-        // Resolve every kernel before launching one that waits for another (docs/SHMEM.md, "Pitfalls"): with CUDA's
-        // lazy loading (the default since 12.2) loading a module or a kernel may synchronize the context, i.e. wait
-        // for every running kernel. A PE loading its kernel while its peer's kernel spins waiting for it deadlocks.
+        // Resolve every kernel before launching one that waits for another (docs/SHMEM.md, "H200"): loading a module
+        // waits for every running kernel (cuModuleLoadData took 1.4 s beside a 1.5 s spin on the H200; the CUDA
+        // guide names the hazard under lazy loading). A PE loading its module while its peer's kernel spins waiting
+        // for it deadlocks until that kernel's timeout.
         final CudaFunction known = functions.get(module + "/" + name);
         if (known != null) {
             return known;

@@ -75,8 +75,8 @@ public final class CudaShmemPerf {
         final boolean bw = test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE;
         final boolean active = pe.myPe() == 0 || pingpong && pe.myPe() == 1;
         final String name = pingpong ? "shmem_pingpong" : bw ? "shmem_put_bw" : "shmem_lat";
-        // every kernel of the run resolved before anyone launches: loading one may wait for running kernels
-        // (CUDA lazy loading), and the ping-pong's two kernels wait for each other
+        // every kernel of the run resolved before anyone launches: loading a module waits for running kernels
+        // (docs/results/h200-lazy-load.txt), and the ping-pong's two kernels wait for each other
         final GpuFunction kernel = active ? gpu.function("kernels", name) : null;
         final GpuFunction sync = pe.myPe() == 0 ? gpu.function("kernels", "shmem_clock_sync") : null;
         final ClockPair before = pe.myPe() == 0 ? clockPair(gpu, stream, ctx, sync) : null;

@@ -123,8 +123,8 @@ public final class MoeRun {
                 }
             }
         }
-        // CUDA: the kernel resolved and its buffers allocated before the barrier; loading a kernel (CUDA lazy
-        // loading) or allocating may wait for the kernels already running, and every PE's kernel waits for the others
+        // CUDA: the kernel resolved and its buffers allocated before the barrier: loading a module waits for the
+        // kernels already running (measured on the H200), and every PE's kernel waits for the others
         final CudaLaunch cuda = pe.gpu().isSimulated() ? null : new CudaLaunch(pe);
         pe.barrierAll();
         final long[] wall = new long[1];

@@ -90,8 +90,9 @@ public final class ShmemPe implements AutoCloseable {
         this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth()), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
-        // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, a page-locked
-        // allocation that may wait for running kernels; here none runs yet
+        // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, and the CUDA
+        // guide lists a page-locked allocation among the implicit synchronizations (the H200's driver did not wait,
+        // docs/results/h200-lazy-load.txt); here no kernel runs yet
         heapMem.dmaRead(0, hostScratch, 0, 8);
         this.hostCq = vctx.createCq(4 * ctx.sqDepth());
         this.recvCq = vctx.createCq(16);
