@@ -5,9 +5,11 @@
 #
 #   JAVA=/path/to/jlink-runtime/bin/java JAR=/path/to/gdrkit.jar OUT=/some/dir bench/h200-shmem.sh [GPU]
 #
-# GPU defaults to cuda:0. SECTIONS picks parts (default "floor lat bw moe nofence sim"), RUNS the repeats (3). Every run is bounded by `timeout`; a failed run is recorded (rc and its output) and the
-# script goes on. All sections can pass 10 minutes: under a per-command limit run SECTIONS="floor lat", then
-# SECTIONS="bw moe", then SECTIONS="nofence sim" with the same OUT (files append).
+# GPU defaults to cuda:0 (PACK=1 leaves one tar file in OUT). SECTIONS picks parts (default "floor lat bw moe nofence sim"), RUNS the repeats (3). Every
+# run is bounded by `timeout`; a failed run is recorded (rc and its output) and the script goes on. Each measurement
+# is JSON only (3 runs; no extra text run): `shmem-perf ... --report DIR` renders one as a report folder. All
+# sections take about 6 minutes: under a per-command limit run SECTIONS="floor lat nofence moe", then
+# SECTIONS="bw sim", with the same OUT (files append).
 set -u
 GPU=${1:-cuda:0}
 JAVA=${JAVA:-java}
@@ -46,8 +48,8 @@ m() {
     echo '}' >> "$OUT/$name.jsonl"
     [ -s "$OUT/$name.run$r.err" ] || rm -f "$OUT/$name.run$r.err"
     log "$name run $r rc=$rc"
+    [ "$rc" = 0 ] || break # a failure is recorded once, not waited out three times
   done
-  G shmem-perf "$@" --gpu "$GPU" --idle "$IDLE" >> "$OUT/summary.txt" 2>&1 || log "  (text run rc=$?)"
 }
 
 if on floor; then
@@ -65,7 +67,7 @@ for mode in ibrc ibgda; do
   fi
   on bw || continue
   log "== $mode bandwidth and message rate"
-  m "put_bw_$mode" put_bw --mode "$mode" -b 64 -e 1048576 -n 2048 --blocks 4 --threads 32
+  m "put_bw_$mode" put_bw --mode "$mode" -b 64 -e 262144 -n 2048 --blocks 4 --threads 32
   for th in 1 4 16 64 256; do
     m "msg_rate_${mode}_t$th" msg_rate --mode "$mode" -b 8 -e 8 -n 8192 --blocks 1 --threads "$th"
   done
@@ -82,6 +84,17 @@ for np in 2 4 8; do for mode in ibrc ibgda; do
     log "moe np=$np $mode run $r rc=$?"
   done
 done; done
+log "== MoE with the PEs as 2 processes sharing the one GPU (a CUDA context each), NICs on the shm fabric"
+for mode in ibrc ibgda; do
+  for r in $(seq 1 "$RUNS"); do
+    # 90 s: two contexts on one GPU are time-sliced, not concurrent; a run that hangs is not repeated
+    timeout 90 "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_OPTS:-} -jar "$JAR" shmem-moe --gpu "$GPU" --np 2 \
+      --fabric shm --mode "$mode" --tokens 64 --bytes 4096 --json >> "$OUT/moe_procs.jsonl" 2>> "$OUT/moe_procs.err"
+    rc=$?
+    log "moe procs np=2 $mode run $r rc=$rc"
+    [ "$rc" = 0 ] || break
+  done
+done
 fi
 
 if on nofence; then
@@ -98,3 +111,7 @@ fi
 
 rm -f "$OUT/tmp.json"
 log "done: $(date -u)"
+# PACK=1: one file instead of many (the device tool brings back only a few files of a run)
+if [ "${PACK:-0}" = 1 ]; then
+  tar -C "$OUT" -czf /tmp/h200-shmem.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/h200-shmem.tgz "$OUT/"
+fi

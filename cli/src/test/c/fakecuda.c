@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <sched.h>
 
 /*
  * FAKECUDA_DEFER=1 models the copy engine's asynchrony for the NIC staging test: cuMemcpyHtoDAsync only queues
@@ -44,6 +45,19 @@ static int enqueue(unsigned long long d, const void *s, size_t n) {
     queue[queued].d = d; queue[queued].s = s; queue[queued].n = n; queued++;
     pthread_mutex_unlock(&queue_lock);
     return 0;
+}
+
+/*
+ * FAKECUDA_LAZY=1 models CUDA's lazy loading hazard (programming guide, "Lazy Loading", concurrent execution):
+ * loading a module or a kernel may synchronize the context, so cuModuleLoadData and cuModuleGetFunction wait here
+ * until no kernel runs. Code that loads one PE's kernel while another PE's kernel spins waiting for it then hangs
+ * until the spinning kernel's own timeout, as the ping-pong did on the H200.
+ */
+static volatile int running_kernels;
+static int lazy_mode = -1;
+static void lazy_load_waits(void) {
+    if (lazy_mode < 0) { const char *e = getenv("FAKECUDA_LAZY"); lazy_mode = e && e[0] == '1'; }
+    while (lazy_mode && __atomic_load_n(&running_kernels, __ATOMIC_ACQUIRE) > 0) sched_yield();
 }
 
 /* the shmem device functions of kernels.cu, compiled for the CPU (see shmem_device.cuh) */
@@ -179,8 +193,9 @@ static CUresult fake_shmem(void *f, unsigned gx, unsigned bx, void **params) {
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) { return p && n && (flags & 2) ? 0 : 1; }
 CUresult cuMemHostUnregister(void *p) { return 0; }
 
-CUresult cuModuleLoadData(void **m, const void *image) { if (!strstr((const char *)image, ".entry fill_pattern")) return 218; *m = (void *)0x1; return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) { lazy_load_waits(); if (!strstr((const char *)image, ".entry fill_pattern")) return 218; *m = (void *)0x1; return 0; }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    lazy_load_waits();
     if (!strcmp(name, "fill_pattern")) *f = (void *)1;
     else if (!strcmp(name, "verify_pattern")) *f = (void *)2;
     else if (!strcmp(name, "noop")) *f = (void *)3;
@@ -212,11 +227,16 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
             if (buf[i] != pattern_at(i, round, seed)) { res[0]++; if (i < res[1]) res[1] = i; }
         }
     } else if (f == (void *)10) { /* shmem_moe(s, seed, tokens, bytes, in, recv, out, recv_sig, done_sig, times) */
+        __atomic_add_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
         u64 t0 = shd_now();
         if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))
             *(u64 *)P64(9) = shd_now() - t0;
+        __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
     } else if (f == (void *)5 || f == (void *)6 || f == (void *)7 || f == (void *)8 || f == (void *)9) {
-        return fake_shmem(f, gx, bx, params);
+        __atomic_add_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
+        CUresult rc = fake_shmem(f, gx, bx, params);
+        __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
+        return rc;
     } else if (f != (void *)3) {
         return 400;
     }

@@ -10,7 +10,17 @@ import io.gdrkit.labs.shmem.ShmemException;
 import io.gdrkit.labs.shmem.ShmemMode;
 import java.io.PrintWriter;
 import java.time.Duration;
+import io.gdrkit.gdr.bootstrap.Bootstrap;
+import io.gdrkit.gdr.bootstrap.BootstrapContext;
+import io.gdrkit.gdr.bootstrap.BootstrapException;
+import io.gdrkit.gdr.bootstrap.UniqueId;
+import io.gdrkit.labs.launch.Launcher;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -48,6 +58,11 @@ final class ShmemMoeCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "1", description = "Router seed.")
     long seed;
 
+    @Option(names = "--fabric", defaultValue = "injvm", description = "injvm: the PEs are threads of this JVM; shm: "
+        + "--np processes, one PE each, software NICs on the shared-memory fabric (or, under `gdrkit launch`, this "
+        + "process is one PE).")
+    String fabric;
+
     @Option(names = "--json", description = "One JSON object instead of text.")
     boolean json;
 
@@ -62,10 +77,27 @@ final class ShmemMoeCommand implements Callable<Integer> {
             case "ibgda" -> ShmemMode.IBGDA;
             default -> throw new ParameterException(spec.commandLine(), "--mode must be ibrc or ibgda");
         };
+        if (!fabric.equals("injvm") && !fabric.equals("shm")) {
+            throw new ParameterException(spec.commandLine(), "--fabric must be injvm or shm, not '" + fabric + "'");
+        }
+        final boolean launched = BootstrapContext.launched(System.getenv());
+        if (launched && fabric.equals("injvm")) {
+            throw new ParameterException(spec.commandLine(), "--fabric injvm joins threads of one JVM; a launched "
+                + "PE needs --fabric shm");
+        }
+        if (!launched && fabric.equals("shm")) {
+            return selfLaunch();
+        }
+        final boolean printer = !launched || System.getenv(BootstrapContext.ENV_RANK).equals("0");
         final MoeRun.Result r;
         try {
-            r = MoeRun.run(new ShmemContext().nPes(np).gpu(gpu).mode(m).seed(seed).sqDepth(64)
-                .timeout(Duration.ofSeconds(60)), tokens, bytes);
+            final ShmemContext c = new ShmemContext().nPes(np).gpu(gpu).mode(m).seed(seed).sqDepth(64)
+                .timeout(Duration.ofSeconds(60));
+            r = launched ? MoeRun.runProcess(c, Bootstrap.init(BootstrapContext.fromProcess()), tokens, bytes)
+                : MoeRun.run(c, tokens, bytes);
+        } catch (final BootstrapException e) {
+            out.println("# FAILED: " + e.getMessage());
+            return Main.EXIT_FAILURE;
         } catch (final ShmemException e) {
             if (e.reason() == ShmemException.Reason.BAD_ARGUMENT) {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
@@ -73,13 +105,17 @@ final class ShmemMoeCommand implements Callable<Integer> {
             out.println("# FAILED: " + e.getMessage());
             return Main.EXIT_FAILURE;
         }
+        if (!printer) {
+            return r.verified() ? 0 : Main.EXIT_FAILURE;
+        }
         if (json) {
             final Map<String, Object> root = new LinkedHashMap<>();
             root.put("simulated", true);
             root.put("result", r);
             out.println(new ObjectMapper().writeValueAsString(root));
         } else {
-            out.printf(Locale.ROOT, "# shmem-moe --np %d --mode %s: software NIC (simulated), GPU " + gpu
+            out.printf(Locale.ROOT, "# shmem-moe --np %d --mode %s --fabric " + fabric
+                    + ": software NIC (simulated), GPU " + gpu
                     + (r.simulated() ? " (simulated kernels)" : " (CUDA kernel shmem_moe)") + "%n"
                     + "tokens/PE %d x %d B, tokens per expert %s, kernel %.1f ms on PE 0: %s%n", np, mode, tokens, bytes,
                 Arrays.toString(r.tokensPerExpert()), r.kernelMillis(), r.verified() ? "every byte right"
@@ -87,5 +123,39 @@ final class ShmemMoeCommand implements Callable<Integer> {
             out.println("# device: " + r.device());
         }
         return r.verified() ? 0 : Main.EXIT_FAILURE;
+    }
+
+    /** Starts --np processes of this same command under a launcher, one PE each; rank 0 prints. */
+    private int selfLaunch() {
+        final PrintWriter err = spec.commandLine().getErr();
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.")).sorted()
+            .forEach(k -> cmd.add("-D" + k + "=" + System.getProperty(k)));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        final List<String> args = spec.commandLine().getParseResult().originalArgs();
+        cmd.add("shmem-moe");
+        cmd.addAll(args.subList(1, args.size()));
+        final Launcher.Result r = Launcher.run(new Launcher.Spec(np, 0, np, null, new InetSocketAddress(
+            InetAddress.getLoopbackAddress(), 0), cmd, System.getenv("GDRKIT_TOKEN"), Duration.ofSeconds(120),
+            Duration.ofSeconds(120), Map.of()), new Launcher.Listener() {
+                @Override
+                public void started(final UniqueId id) {
+                }
+
+                @Override
+                public void rankFailed(final int rank, final int exitCode) {
+                    err.println("# gdrkit shmem-moe: PE " + rank + " (a process) exited with " + exitCode);
+                    err.flush();
+                }
+            });
+        if (r.exitCode() != 0 && r.rootFailure() != null) {
+            err.println("gdrkit shmem-moe: error: " + r.rootFailure());
+            err.flush();
+        }
+        return r.exitCode();
     }
 }

@@ -75,6 +75,10 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--json", description = "One JSON object instead of text.")
     boolean json;
 
+    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
+        + "report.json, report.html: the rows, the time breakdown, the doorbell counters); prints its path.")
+    java.nio.file.Path reportDir;
+
     @Override
     public Integer call() throws Exception {
         final PrintWriter out = spec.commandLine().getOut();
@@ -147,6 +151,7 @@ final class ShmemPerfCommand implements Callable<Integer> {
                 + "(simulated) on the host, moving bytes to and from GPU memory with the copy engine");
             root.put("result", r);
             out.println(new ObjectMapper().writeValueAsString(root));
+            report(r, out);
             return 0;
         }
         out.println("# shmem-perf " + r.test() + " --mode " + r.mode().name().toLowerCase(Locale.ROOT) + " --np "
@@ -159,16 +164,29 @@ final class ShmemPerfCommand implements Callable<Integer> {
             out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
         }
         out.println("# device: " + r.device());
-        final ShmemPerf.Breakdown b = r.breakdown();
-        if (b.samples() > 0) {
-            out.printf(Locale.ROOT, "# breakdown (median us, %d ops of the largest size): issue->proxy %s, ->NIC "
-                    + "pick-up %.2f, NIC->landing %s, ->completion seen %.2f, total %.2f%n", b.samples(),
-                b.issueToProxyUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", b.issueToProxyUs()),
-                b.toNicPickupUs(), b.nicToLandingUs() < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f",
-                    b.nicToLandingUs()), b.toCompletionUs(), b.totalUs());
+        if (r.breakdown().samples() > 0) {
+            out.println("# breakdown (" + ShmemPerf.format(r.breakdown()) + ")");
         }
         out.println("# doorbells seen by the NIC on the path's QPs: rung by a CPU " + r.cpuDoorbells() + ", by the GPU "
             + r.gpuDoorbells() + "; stale WQEs refused " + r.staleWqes());
+        report(r, out);
         return 0;
+    }
+
+    /** --report: the folder from the result record, after the result itself is printed. */
+    private void report(final ShmemPerf.Result r, final PrintWriter out) {
+        if (reportDir == null) {
+            return;
+        }
+        final io.gdrkit.labs.report.Report report = ReportOutput.forCommand("gdrkit shmem-perf", spec)
+            .simulated(true, real(r));
+        io.gdrkit.labs.report.ExperimentReports.shmemPerf(report, r);
+        ReportOutput.writeAndPrint(report, reportDir, json, out);
+    }
+
+    private static String real(final ShmemPerf.Result r) {
+        return r.simulatedGpu() ? "software NICs (simulated) and simulated GPU kernels; the bytes, WQEs, doorbells "
+            + "and CQEs are real memory" : "software NICs (simulated) on the host; the GPU " + r.gpu() + " and its "
+            + "CUDA kernels are real";
     }
 }

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -109,6 +110,53 @@ class CudaFakeDriverTest {
         }
     }
 
+    /**
+     * Kernels that wait for each other (the ping-pong's two PEs, MoE's experts) under a driver whose kernel loading
+     * waits for running kernels, as CUDA's lazy loading may (FAKECUDA_LAZY=1 in the double): every PE resolves its
+     * kernel before any PE launches, so the run passes; loading one while the peer's kernel spins hung on the H200
+     * until the wait's timeout (TIMEOUT, wait site 5 / 3).
+     */
+    @Test
+    void kernelsThatWaitForEachOtherSurviveLazyLoading() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-lazy.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-lazy.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String mode : new String[] {"ibgda", "ibrc"}) {
+            final Path log = dir.resolve("lazy-pingpong-" + mode + ".log");
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
+                "put_signal_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "8", "-e", "16", "-n", "20", "--json"), log,
+                Map.of("FAKECUDA_LAZY", "1"));
+            final String out = Files.readString(log);
+            assertEquals(0, rc, mode + ": " + out);
+            assertTrue(out.contains("\"verified\":true") && !out.contains("\"verified\":false"), out);
+            // the breakdown: landing and answer are stamps of one clock; no step is negative
+            assertTrue(out.contains("\"name\":\"landing->answer seen\""), out);
+            assertFalse(out.contains("\"us\":-"), out);
+        }
+        final Path log = dir.resolve("lazy-moe.log");
+        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+            + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
+            "cuda:0", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json"), log,
+            Map.of("FAKECUDA_LAZY", "1"));
+        final String out = Files.readString(log);
+        assertEquals(0, rc, out);
+        assertTrue(out.contains("\"verified\":true") && out.contains("\"mismatches\":0"), out);
+        // two PE processes on the one (fake) CUDA device, each with its own context, as on the H200
+        final Path procs = dir.resolve("lazy-moe-procs.log");
+        final int rc2 = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+            + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
+            "cuda:0", "--np", "2", "--fabric", "shm", "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json"),
+            procs, Map.of("FAKECUDA_LAZY", "1"));
+        final String out2 = Files.readString(procs);
+        assertEquals(0, rc2, out2);
+        assertTrue(out2.contains("\"verified\":true") && out2.contains("\"mismatches\":0")
+            && out2.contains("PEs are 2 processes"), out2);
+    }
+
     @Test
     void missingDriverIsReportedAsNotFound() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
@@ -127,9 +175,16 @@ class CudaFakeDriverTest {
     }
 
     private static int run(final List<String> cmd, final Path log) throws IOException, InterruptedException {
+        return run(cmd, log, Map.of());
+    }
+
+    private static int run(final List<String> cmd, final Path log, final Map<String, String> env)
+        throws IOException, InterruptedException {
         final Process p;
         try {
-            p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+            pb.environment().putAll(env);
+            p = pb.start();
         } catch (final IOException e) {
             return 127; // the command does not exist
         }

@@ -67,6 +67,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final ReentrantLock launchLock = new ReentrantLock();
     private final Map<String, MemorySegment> modules = new ConcurrentHashMap<>();
     private final Map<String, String> moduleSources = new ConcurrentHashMap<>();
+    /** Functions already resolved, by "module/name": a second {@link #function} call reaches no driver. */
+    private final Map<String, CudaFunction> functions = new ConcurrentHashMap<>();
     private final Map<Long, Long> hostAllocs = new ConcurrentHashMap<>();
     /** Pages registered by {@link #mapHost}, unregistered on close. */
     private final java.util.Set<Long> registeredPages = ConcurrentHashMap.newKeySet();
@@ -672,6 +674,20 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
      */
     @Override
     public GpuFunction function(final String module, final String name) {
+        // Resolve every kernel before launching one that waits for another (docs/SHMEM.md, "H200"): loading a module
+        // waits for every running kernel (cuModuleLoadData took 1.4 s beside a 1.5 s spin on the H200; the CUDA
+        // guide names the hazard under lazy loading). A PE loading its module while its peer's kernel spins waiting
+        // for it deadlocks until that kernel's timeout.
+        final CudaFunction known = functions.get(module + "/" + name);
+        if (known != null) {
+            return known;
+        }
+        final CudaFunction f = resolve(module, name);
+        functions.put(module + "/" + name, f);
+        return f;
+    }
+
+    private CudaFunction resolve(final String module, final String name) {
         final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {

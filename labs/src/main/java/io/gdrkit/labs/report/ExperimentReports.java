@@ -4,6 +4,7 @@
 package io.gdrkit.labs.report;
 
 import io.gdrkit.labs.ordering.OrderingExperiment;
+import io.gdrkit.labs.shmem.ShmemPerf;
 
 import io.gdrkit.labs.visibility.VisConfig;
 import io.gdrkit.labs.visibility.VisResult;
@@ -51,6 +52,57 @@ public final class ExperimentReports {
                 r.staleReads(), r.partialReads(), c.reorder(), r.reorderedPackets(), r.verdict().name());
             bars.bar(c.variant().label(), r.corruptedReads());
         }
+    }
+
+    /**
+     * A shmem-perf run as sections: its rows (latency per size with a chart, or bandwidth and message rate), the
+     * time breakdown with each step's clock-pairing error, and the NIC's doorbell counters (who rang: CPU or GPU).
+     */
+    public static void shmemPerf(final Report report, final ShmemPerf.Result r) {
+        final String mode = r.mode().name().toLowerCase(Locale.ROOT);
+        report.fact("test", r.test()).fact("mode", mode).fact("pes", r.nPes()).fact("gpu", r.gpu())
+            .fact("device", r.device()).fact("fence_before_doorbell", r.wqeFence()).fact("clock", r.clock());
+        final boolean bw = !r.rows().isEmpty() && r.rows().get(0).mibPerSec() > 0;
+        final Section rows = report.section(r.test() + " over " + mode).text("Every row byte-checked on the target "
+            + "(verified). " + (bw ? "Throughput of all GPU threads together: MiB/s and million operations per "
+            + "second." : "Latency per blocking operation, microseconds"
+            + (r.test().equals("put_signal_lat") ? " (half the ping-pong's round trip)." : ".")));
+        if (bw) {
+            rows.table("bytes", "ops", "threads", "mib_per_s", "mops", "verified");
+            final LineChart c = rows.lineChart(r.test() + " " + mode, "bytes", "MiB/s");
+            for (final ShmemPerf.Row row : r.rows()) {
+                rows.row(row.bytes(), row.iters(), row.threads(), row.mibPerSec(), row.mops(), row.verified());
+                c.point(mode, row.bytes(), row.mibPerSec());
+            }
+            c.log2X();
+        } else {
+            rows.table("bytes", "iters", "min_us", "median_us", "max_us", "verified");
+            final LineChart c = rows.lineChart(r.test() + " " + mode + " (median)", "bytes", "us");
+            for (final ShmemPerf.Row row : r.rows()) {
+                rows.row(row.bytes(), row.iters(), row.minUs(), row.medianUs(), row.maxUs(), row.verified());
+                c.point(mode, row.bytes(), row.medianUs());
+            }
+            c.log2X();
+        }
+        final ShmemPerf.Breakdown b = r.breakdown();
+        if (b.samples() > 0) {
+            final Section s = report.section("Where the time goes").text("Medians over " + b.samples()
+                + " operations of the largest size, microseconds. A step between a GPU stamp and a host stamp "
+                + "carries the clock pairing's error (" + String.format(Locale.ROOT, "±%.2f", b.clockPairingErrorUs())
+                + " us); a step within it is a bound, never a negative time. Total: issue to completion on one "
+                + "clock.").table("step", "median_us", "error_us", "resolved", "reading");
+            final BarChart bars = s.barChart("Median per step", "us");
+            for (final ShmemPerf.Step st : b.steps()) {
+                s.row(st.name(), st.us() == null ? "" : st.us(), st.errorUs(), st.resolved(), st.text());
+                bars.bar(st.name(), st.us() == null ? 0 : st.us());
+            }
+            s.row("total", b.totalUs(), 0.0, true, String.format(Locale.ROOT, "%.2f", b.totalUs()));
+        }
+        report.section("Who rang the doorbell").text("The software NIC's counters over the run's QPs: doorbells "
+            + "rung by a CPU (postSend: the proxy on IBRC) and by the GPU (a new producer index on a queue the GPU "
+            + "owns: IBGDA); WQEs refused because the doorbell overtook them (stale).")
+            .table("cpu_doorbells", "gpu_doorbells", "stale_wqes")
+            .row(r.cpuDoorbells(), r.gpuDoorbells(), r.staleWqes());
     }
 
     private static String label(final VisConfig c) {

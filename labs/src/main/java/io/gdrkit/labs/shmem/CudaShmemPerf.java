@@ -2,6 +2,7 @@ package io.gdrkit.labs.shmem;
 
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.Dim3;
+import io.gdrkit.gpu.GpuFunction;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
@@ -47,14 +48,15 @@ public final class CudaShmemPerf {
         ctx.nPes(Math.max(2, ctx.nPes())).stamps(true);
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + 2 * maxB * slots + 16384));
         ctx.conclude();
+        final long[] landing = new long[iters];
         final List<ShmemPerf.Result> rs = ShmemWorld.run(ctx, pe -> body(pe, test, minB, maxB, iters, blocks, threads,
-            variant, slots));
+            variant, slots, landing));
         return rs.get(0);
     }
 
     private static ShmemPerf.Result body(final ShmemPe pe, final ShmemPerf.Test test, final long min, final long max,
                                          final int iters, final int blocks, final int threads, final int variant,
-                                         final long slots) {
+                                         final long slots, final long[] landing) {
         final GpuDevice gpu = pe.gpu();
         final ShmemContext ctx = pe.context();
         final long src = pe.malloc(max * slots);
@@ -69,48 +71,58 @@ public final class CudaShmemPerf {
         final DeviceBuffer state = deviceState(pe);
         final DeviceBuffer times = gpu.alloc(16L * iters + 8 + 8L * blocks);
         final GpuStream stream = gpu.createNonBlockingStream();
-        final double offset = pe.myPe() == 0 ? clockOffset(gpu, stream, ctx) : 0;
+        final boolean pingpong = test == ShmemPerf.Test.PUT_SIGNAL_LAT;
+        final boolean bw = test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE;
+        final boolean active = pe.myPe() == 0 || pingpong && pe.myPe() == 1;
+        final String name = pingpong ? "shmem_pingpong" : bw ? "shmem_put_bw" : "shmem_lat";
+        // every kernel of the run resolved before anyone launches: loading a module waits for running kernels
+        // (docs/results/h200-lazy-load.txt), and the ping-pong's two kernels wait for each other
+        final GpuFunction kernel = active ? gpu.function("kernels", name) : null;
+        final GpuFunction sync = pe.myPe() == 0 ? gpu.function("kernels", "shmem_clock_sync") : null;
+        final ClockPair before = pe.myPe() == 0 ? clockPair(gpu, stream, ctx, sync) : null;
         final List<ShmemPerf.Row> rows = new ArrayList<>();
-        ShmemPerf.Breakdown breakdown = new ShmemPerf.Breakdown(0, -1, -1, -1, -1, -1);
+        long[] lastTimes = null;
+        long lastReqBase = 0;
         long base = 0;
         pe.barrierAll();
         try {
             for (long len = min; len <= max; len *= 2) {
-                final boolean active = pe.myPe() == 0 || test == ShmemPerf.Test.PUT_SIGNAL_LAT && pe.myPe() == 1;
                 final int per = Math.max(1, iters / (blocks * threads));
                 final long reqBase = pe.myPe() != 0 ? 0 : ctx.mode() == ShmemMode.IBGDA
                     ? longs(gpu, state, 128 + 128 + 88, 1)[0] : pe.proxyRing().get(ProxyRing.TAIL);
                 if (active) {
                     final KernelArgs a = new KernelArgs(12);
-                    final String name;
                     Dim3 grid = Dim3.of(1);
                     Dim3 block = Dim3.of(1);
-                    if (test == ShmemPerf.Test.PUT_SIGNAL_LAT) {
-                        name = "shmem_pingpong";
+                    if (pingpong) {
                         a.ptr(state).u32(1 - pe.myPe()).u64(dst).u64(src).u32((int) len).u64(sig).u32(iters)
                             .u32(pe.myPe() == 0 ? 1 : 0).u64(base).ptr(times);
-                    } else if (test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE) {
-                        name = "shmem_put_bw";
+                    } else if (bw) {
                         grid = Dim3.of(blocks);
                         block = Dim3.of(threads);
                         a.ptr(state).u32(1).u64(dst).u64(src).u32((int) len).u32(per).u32(variant).ptr(times);
                     } else {
-                        name = "shmem_lat";
                         final int op = test == ShmemPerf.Test.GET_LAT ? Op.GET : test == ShmemPerf.Test.ATOMIC_LAT
                             ? Op.FETCH_ADD : Op.PUT;
                         a.ptr(state).u32(op).u32(1).u64(test == ShmemPerf.Test.ATOMIC_LAT ? ctr : dst).u64(src)
                             .u32((int) len).u32(iters).ptr(times);
                     }
-                    gpu.launch(gpu.function("kernels", name), grid, block, stream, a);
+                    gpu.launch(kernel, grid, block, stream, a);
                     gpu.synchronize(stream, ctx.timeout().multipliedBy(4));
                     checkError(pe, state, name);
+                    if (pingpong && pe.myPe() == 1) {
+                        final long[] t = longs(gpu, times, 0, 2 * iters);
+                        for (int i = 0; i < iters; i++) {
+                            landing[i] = t[2 * i]; // the signal seen by PE 1: same GPU, same %globaltimer
+                        }
+                    }
                 }
                 base += iters;
                 pe.barrierAll();
                 verify(pe, test, dst, ctr, len, slots, pattern.length, iters);
                 pe.barrierAll();
                 if (pe.myPe() == 0) {
-                    if (test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE) {
+                    if (bw) {
                         final long[] t = longs(gpu, times, 0, blocks);
                         final long ns = Arrays.stream(t).max().orElse(1);
                         final long ops = (long) per * (variant == 0 ? (long) blocks * threads : variant == 1
@@ -122,30 +134,39 @@ public final class CudaShmemPerf {
                         final long[] t = longs(gpu, times, 0, 2 * iters);
                         final double[] lat = new double[iters];
                         for (int i = 0; i < iters; i++) {
-                            lat[i] = (t[2 * i + 1] - t[2 * i]) / (test == ShmemPerf.Test.PUT_SIGNAL_LAT ? 2e3 : 1e3);
+                            lat[i] = (t[2 * i + 1] - t[2 * i]) / (pingpong ? 2e3 : 1e3);
                         }
                         final double[] s = lat.clone();
                         Arrays.sort(s);
                         rows.add(new ShmemPerf.Row(len, iters, 1, s[0], s[iters / 2], s[iters - 1], 0, 0, true));
-                        if (test != ShmemPerf.Test.PUT_SIGNAL_LAT) {
-                            breakdown = breakdown(pe, t, iters, offset, reqBase);
-                        }
+                        lastTimes = t;
+                        lastReqBase = reqBase;
                     }
                 }
             }
+            ShmemPerf.Breakdown breakdown = ShmemPerf.Breakdown.none();
+            String clock = "";
+            if (pe.myPe() == 0) {
+                final ClockPair after = clockPair(gpu, stream, ctx, sync);
+                final ClockMap map = new ClockMap(before, after);
+                clock = "GPU %globaltimer for the kernel's stamps, System.nanoTime for the proxy and the NIC, paired by "
+                    + "shmem_clock_sync before and after the measurement and interpolated: " + map.describe();
+                if (lastTimes != null) {
+                    breakdown = breakdown(pe, lastTimes, iters, map, lastReqBase, pingpong ? landing : null);
+                }
+            }
+            pe.barrierAll();
+            if (pe.myPe() != 0) {
+                return null;
+            }
+            final long[] db = pe.doorbellCounters();
+            return new ShmemPerf.Result(test.label, ctx.mode(), pe.nPes(), ctx.gpu(), gpu.describe(),
+                gpu.isSimulated(), true, ctx.wqeFence(), rows, breakdown, db[0], db[1], db[2], clock);
         } finally {
             gpu.destroyStream(stream);
             gpu.free(times);
             gpu.free(state);
         }
-        if (pe.myPe() != 0) {
-            return null;
-        }
-        final long[] db = pe.doorbellCounters();
-        return new ShmemPerf.Result(test.label, ctx.mode(), pe.nPes(), ctx.gpu(), gpu.describe(), gpu.isSimulated(), true,
-            ctx.wqeFence(), rows, breakdown, db[0], db[1], db[2], "GPU %globaltimer for the kernel's stamps, "
-            + "System.nanoTime for the proxy and the NIC, paired by shmem_clock_sync (offset " + Math.round(offset)
-            + " ns)");
     }
 
     /** The kernel's state block (layout in shmem_device.cuh), copied into GPU memory. */
@@ -198,6 +219,7 @@ public final class CudaShmemPerf {
             case 1 -> ShmemException.Reason.TIMEOUT;
             case 2 -> pe.doorbellCounters()[2] > 0 ? ShmemException.Reason.STALE_WQE
                 : ShmemException.Reason.OPERATION_FAILED;
+            case 3 -> ProxyRing.error(detail).reason();
             case 4 -> ShmemException.Reason.ADDRESS_OUT_OF_HEAP;
             case 5 -> ShmemException.Reason.PE_OUT_OF_RANGE;
             default -> ShmemException.Reason.OPERATION_FAILED;
@@ -206,7 +228,7 @@ public final class CudaShmemPerf {
             case 1 -> "a wait timed out (wait site " + detail + " in shmem_device.cuh)";
             case 2 -> "a CQE of the queue to PE " + (detail >>> 8) + " completed with "
                 + io.gdrkit.verbs.WcStatus.name((int) (detail & 0xFF));
-            case 3 -> "the proxy reported a failed completion (" + detail + ")";
+            case 3 -> ProxyRing.error(detail).getMessage();
             case 4 -> "heap offset " + detail + " is outside the symmetric heap";
             case 5 -> "PE " + detail + " is out of range";
             default -> "error code " + code + " detail " + detail;
@@ -234,39 +256,87 @@ public final class CudaShmemPerf {
         }
     }
 
-    /** Breakdown of the last operations whose NIC pick-up stamps are still in the rings (one ring depth). */
-    private static ShmemPerf.Breakdown breakdown(final ShmemPe pe, final long[] t, final int iters,
-                                                 final double offset, final long reqBase) {
-        final int depth = pe.context().mode() == ShmemMode.IBGDA ? pe.direct(1).sqDepth() : pe.proxyRing().depth;
-        final int from = Math.max(0, iters - depth / 2);
+    /**
+     * Breakdown of the last operations whose NIC pick-up stamps are still in the rings (one ring depth): host stamps
+     * (proxy, NIC pick-up) mapped onto the GPU's clock by {@code map}; the steps between the two clocks carry its
+     * error. {@code landing}: PE 1's stamps of the signal seen (ping-pong), on the same GPU's clock.
+     */
+    private static ShmemPerf.Breakdown breakdown(final ShmemPe pe, final long[] t, final int iters, final ClockMap map,
+                                                 final long reqBase, final long[] landing) {
+        final boolean gda = pe.context().mode() == ShmemMode.IBGDA;
+        final int perOp = landing != null && gda ? 2 : 1; // a put-with-signal is two WQEs: data, then signal
+        final int depth = gda ? pe.direct(1).sqDepth() : pe.proxyRing().depth;
+        final int from = Math.max(0, iters - depth / (2 * perOp));
         final List<long[]> stamps = new ArrayList<>();
+        final long[] land = landing == null ? null : new long[iters - from];
         for (int i = from; i < iters; i++) {
             final long[] s = new long[5];
             s[1] = t[2 * i];
             s[4] = t[2 * i + 1];
-            if (pe.context().mode() == ShmemMode.IBGDA) {
-                s[3] = Math.round(pe.nicPickup(1, reqBase + i) + offset);
+            if (gda) {
+                s[3] = map.toGpu(pe.nicPickup(1, reqBase + (long) perOp * i));
             } else {
                 final int slot = (int) ((reqBase + i) & (pe.proxyRing().depth - 1));
-                s[2] = Math.round(pe.proxy().pickupNanos[slot] + offset);
-                s[3] = Math.round(pe.nicPickup(1, pe.proxy().wqeIndex[slot]) + offset);
+                s[2] = map.toGpu(pe.proxy().pickupNanos[slot]);
+                s[3] = map.toGpu(pe.nicPickup(1, pe.proxy().wqeIndex[slot]));
+            }
+            if (land != null) {
+                land[i - from] = landing[i];
             }
             stamps.add(s);
         }
-        return ShmemPerf.breakdown(stamps, null, stamps.size());
+        return ShmemPerf.breakdown(stamps, land, stamps.size(), map.errorNs());
     }
 
     /**
-     * GPU %globaltimer minus host nanoTime: the kernel answers 32 rounds; the round with the shortest host round trip
-     * pairs the GPU stamp with the midpoint of the host's (error at most half that round trip).
+     * One pairing of the GPU's %globaltimer with the host's nanoTime: at host time {@code hostNs} the GPU clock read
+     * {@code hostNs + offsetNs}, to within {@code errorNs} (half the host's round trip around the GPU's stamp).
      */
-    static double clockOffset(final GpuDevice gpu, final GpuStream stream, final ShmemContext ctx) {
-        final int rounds = 32;
+    record ClockPair(long hostNs, double offsetNs, double errorNs) {
+    }
+
+    /**
+     * Host nanoTime onto the GPU's clock: the offsets of two pairings (before and after the measurement),
+     * interpolated linearly in host time, so that a drift between the two clocks over the run is taken out. The
+     * error of a mapped stamp is the larger of the two pairings' errors.
+     */
+    record ClockMap(ClockPair before, ClockPair after) {
+        double errorNs() {
+            return Math.max(before.errorNs(), after.errorNs());
+        }
+
+        double driftPpm() {
+            final long dt = after.hostNs() - before.hostNs();
+            return dt == 0 ? 0 : (after.offsetNs() - before.offsetNs()) / dt * 1e6;
+        }
+
+        long toGpu(final long hostNs) {
+            final long dt = after.hostNs() - before.hostNs();
+            final double f = dt == 0 ? 0 : (double) (hostNs - before.hostNs()) / dt;
+            return Math.round(hostNs + before.offsetNs() + f * (after.offsetNs() - before.offsetNs()));
+        }
+
+        String describe() {
+            return String.format(java.util.Locale.ROOT, "offset %.0f ns then %.0f ns %.3f s later (drift %.2f ppm), "
+                + "error ±%.0f ns", before.offsetNs(), after.offsetNs(), (after.hostNs() - before.hostNs()) / 1e9,
+                driftPpm(), errorNs());
+        }
+    }
+
+    /**
+     * Pairs the GPU's %globaltimer with host nanoTime: for each of 64 rounds the host stamps h0, releases the
+     * round, the kernel reads %globaltimer and answers, the host stamps h1. The round with the shortest h1 - h0
+     * gives the offset at the midpoint, with error at most (h1 - h0) / 2.
+     */
+    static ClockPair clockPair(final GpuDevice gpu, final GpuStream stream, final ShmemContext ctx,
+                               final GpuFunction sync) {
+        final int rounds = 64;
         final MemorySegment req = gpu.allocHost(64);
         final MemorySegment reply = gpu.allocHost(8L * rounds + 8);
         req.fill((byte) 0);
         reply.fill((byte) 0);
-        final double[] best = {Double.NaN, Double.MAX_VALUE};
+        final long[] h0s = new long[rounds];
+        final long[] h1s = new long[rounds];
         final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         final Thread host = Thread.ofPlatform().daemon(true).name("shmem-clock-sync").start(() -> {
             for (int i = 0; i < rounds && !stop.get(); i++) {
@@ -279,17 +349,14 @@ public final class CudaShmemPerf {
                     }
                     Thread.onSpinWait();
                 }
-                final long h1 = System.nanoTime();
-                if (h1 - h0 < best[1]) {
-                    best[1] = h1 - h0;
-                    best[0] = reply.get(ValueLayout.JAVA_LONG, 8L * i) - (h0 + h1) / 2.0;
-                }
+                h1s[i] = System.nanoTime();
+                h0s[i] = h0;
             }
         });
         try {
             final KernelArgs a = new KernelArgs(4).u64(gpu.mapHost(req)).u64(gpu.mapHost(reply)).u32(rounds)
                 .u64(ctx.timeout().toNanos());
-            gpu.launch(gpu.function("kernels", "shmem_clock_sync"), Dim3.of(1), Dim3.of(1), stream, a);
+            gpu.launch(sync, Dim3.of(1), Dim3.of(1), stream, a);
             gpu.synchronize(stream, ctx.timeout());
             host.join(ctx.timeout().toMillis());
         } catch (final InterruptedException e) {
@@ -302,15 +369,25 @@ public final class CudaShmemPerf {
             } catch (final InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            if (!host.isAlive()) {
-                gpu.freeHost(req);
-                gpu.freeHost(reply);
+        }
+        if (host.isAlive()) {
+            throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_clock_sync: the host thread did not stop; "
+                + "the host pages are left allocated");
+        }
+        int best = -1;
+        for (int i = 0; i < rounds; i++) {
+            if (h1s[i] != 0 && (best < 0 || h1s[i] - h0s[i] < h1s[best] - h0s[best])) {
+                best = i;
             }
         }
-        if (Double.isNaN(best[0])) {
+        final ClockPair p = best < 0 ? null : new ClockPair((h0s[best] + h1s[best]) / 2,
+            reply.get(ValueLayout.JAVA_LONG, 8L * best) - (h0s[best] + h1s[best]) / 2.0, (h1s[best] - h0s[best]) / 2.0);
+        gpu.freeHost(req);
+        gpu.freeHost(reply);
+        if (p == null) {
             throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_clock_sync: the kernel never answered");
         }
-        return best[0];
+        return p;
     }
 
     /** The floor: a kernel rings a host word and spins on the CPU's answer, {@code iters} times. */
@@ -337,7 +414,8 @@ public final class CudaShmemPerf {
                 }
             });
             try {
-                gpu.launch(gpu.function("kernels", "shmem_ring_rtt"), Dim3.of(1), Dim3.of(1), stream,
+                final GpuFunction rtt = gpu.function("kernels", "shmem_ring_rtt");
+            gpu.launch(rtt, Dim3.of(1), Dim3.of(1), stream,
                     new KernelArgs(5).u64(gpu.mapHost(ring)).u64(gpu.mapHost(answer)).u32(iters)
                         .u64(timeout.toNanos()).ptr(times));
                 gpu.synchronize(stream, timeout.multipliedBy(2));

@@ -93,7 +93,9 @@ final class GdaQueue {
             || idx - (long) LONG.getAcquire(cqc, (long) DirectQueue.DB_CONSUMER) >= cqDepth) {
             check();
             reap();
-            spin.idle("a free send-queue slot for WQE " + idx + " to PE " + pe);
+            if (spin.idle()) {
+                throw Spin.timeout("a free send-queue slot for WQE " + idx + " to PE " + pe);
+            }
         }
         final boolean overtaken = !fence && staleP > 0 && draw();
         if (overtaken) {
@@ -146,7 +148,9 @@ final class GdaQueue {
     private void ringInOrder(final long idx, final Spin spin) {
         while ((long) LONG.getAcquire(db, (long) DirectQueue.DB_PRODUCER) != idx) {
             check();
-            spin.idle("the doorbell to reach WQE " + idx + " to PE " + pe + " (earlier posters ring first)");
+            if (spin.idle()) {
+                throw Spin.timeout("the doorbell to reach WQE " + idx + " to PE " + pe + " (earlier posters ring first)");
+            }
         }
         LONG.setRelease(db, (long) DirectQueue.DB_PRODUCER, idx + 1);
     }
@@ -161,7 +165,9 @@ final class GdaQueue {
         final Spin spin = new Spin(timeoutNanos);
         while (!isDone(idx)) {
             check();
-            spin.idle(what + " (WQE " + idx + " to PE " + pe + ": its CQE)");
+            if (spin.idle()) {
+                throw Spin.timeout(what + " (WQE " + idx + " to PE " + pe + ": its CQE)");
+            }
         }
         reap();
         check();

@@ -31,9 +31,7 @@ public final class MoeRun {
     }
 
     public static Result run(final ShmemContext ctx, final int tokens, final int bytes) {
-        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || (bytes & 7) != 0) {
-            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "tokens 1..1024, bytes 8..65536 (multiple of 8)");
-        }
+        check(tokens, bytes);
         final int n = ctx.nPes();
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes + 64L * n
             + 8192));
@@ -55,6 +53,52 @@ public final class MoeRun {
             ctx.gpu().startsWith("sim:"), device.get());
     }
 
+
+    /**
+     * This process's PE of a MoE run whose PEs are processes (one per rank of {@code boot}: {@code gdrkit launch});
+     * every rank returns the whole run's result, gathered through the bootstrap (mismatches summed over PEs).
+     */
+    public static Result runProcess(final ShmemContext ctx, final io.gdrkit.gdr.bootstrap.Bootstrap boot,
+                                    final int tokens, final int bytes) {
+        check(tokens, bytes);
+        final int n = boot.nranks();
+        ctx.nPes(n).heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes
+            + 64L * n + 8192));
+        return ShmemProcess.run(ctx, boot, pe -> {
+            final String device = pe.gpu().describe();
+            final long[] mine = body(pe, ctx.seed(), tokens, bytes);
+            final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(24).putLong(mine[0]).putLong(mine[1])
+                .putLong(mine[2]);
+            final byte[][] all = pe.bootstrap().allGather(b.array());
+            long bad = 0;
+            final int[] load = new int[n];
+            for (int p = 0; p < n; p++) {
+                if (all[p].length != 24) {
+                    throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "PE " + p + " sent a "
+                        + all[p].length + "-byte result, expected 24");
+                }
+                final java.nio.ByteBuffer r = java.nio.ByteBuffer.wrap(all[p]);
+                final long pBad = r.getLong();
+                r.getLong();
+                final long pLoad = r.getLong();
+                if (pBad < 0 || pLoad < 0 || pLoad > (long) n * tokens) {
+                    throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "PE " + p + " sent counts out of "
+                        + "range (" + pBad + " mismatches, " + pLoad + " tokens)");
+                }
+                bad += pBad;
+                load[p] = (int) pLoad;
+            }
+            return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad,
+                java.nio.ByteBuffer.wrap(all[0]).getLong(8) / 1e6, load, pe.gpu().isSimulated(), device
+                    + "; PEs are " + n + " processes, software NICs on the shared-memory fabric");
+        });
+    }
+
+    private static void check(final int tokens, final int bytes) {
+        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || (bytes & 7) != 0) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "tokens 1..1024, bytes 8..65536 (multiple of 8)");
+        }
+    }
 
     private static long[] body(final ShmemPe pe, final long seed, final int tokens, final int bytes) {
         final int n = pe.nPes();
@@ -79,10 +123,13 @@ public final class MoeRun {
                 }
             }
         }
+        // CUDA: the kernel resolved and its buffers allocated before the barrier: loading a module waits for the
+        // kernels already running (measured on the H200), and every PE's kernel waits for the others
+        final CudaLaunch cuda = pe.gpu().isSimulated() ? null : new CudaLaunch(pe);
         pe.barrierAll();
         final long[] wall = new long[1];
-        if (!pe.gpu().isSimulated()) {
-            wall[0] = cudaKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
+        if (cuda != null) {
+            wall[0] = cuda.run(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
         } else {
             simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
         }
@@ -101,31 +148,51 @@ public final class MoeRun {
             load += c;
         }
         pe.barrierAll();
+        if (cuda != null) {
+            cuda.close(pe);
+        }
         return new long[] {bad, wall[0], load};
     }
 
     /** kernels.cu's shmem_moe (shmem_moe_body in shmem_device.cuh): the same steps in one CUDA thread. */
-    private static long cudaKernel(final ShmemPe pe, final long seed, final int tokens, final int bytes,
-                                   final long in, final long recv, final long out, final long recvSig,
-                                   final long doneSig) {
-        final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
-        final io.gdrkit.gpu.DeviceBuffer state = CudaShmemPerf.deviceState(pe);
-        final io.gdrkit.gpu.DeviceBuffer times = gpu.alloc(8);
-        final io.gdrkit.gpu.GpuStream stream = gpu.createNonBlockingStream();
-        try {
+    private static final class CudaLaunch {
+        private final io.gdrkit.gpu.GpuFunction kernel;
+        private final io.gdrkit.gpu.DeviceBuffer state;
+        private final io.gdrkit.gpu.DeviceBuffer times;
+        private final io.gdrkit.gpu.GpuStream stream;
+
+        CudaLaunch(final ShmemPe pe) {
+            final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+            kernel = gpu.function("kernels", "shmem_moe");
+            state = CudaShmemPerf.deviceState(pe);
+            times = gpu.alloc(8);
+            stream = gpu.createNonBlockingStream();
             ShmemPe.toDevice(gpu, times, 0, MemorySegment.ofArray(new long[1]));
-            gpu.launch(gpu.function("kernels", "shmem_moe"), io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1),
-                stream, new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in)
-                    .u64(recv).u64(out).u64(recvSig).u64(doneSig).ptr(times));
-            gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
-            CudaShmemPerf.checkError(pe, state, "shmem_moe");
-            final long[] t = new long[1];
-            ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
-            return t[0];
-        } finally {
-            gpu.destroyStream(stream);
-            gpu.free(times);
-            gpu.free(state);
+        }
+
+        long run(final ShmemPe pe, final long seed, final int tokens, final int bytes, final long in, final long recv,
+                 final long out, final long recvSig, final long doneSig) {
+            final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
+            try {
+                gpu.launch(kernel, io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1), stream,
+                    new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in).u64(recv)
+                        .u64(out).u64(recvSig).u64(doneSig).ptr(times));
+                gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
+                CudaShmemPerf.checkError(pe, state, "shmem_moe");
+                final long[] t = new long[1];
+                ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
+                return t[0];
+            } catch (final RuntimeException e) {
+                close(pe); // failed: nobody waits at the barrier for this PE
+                throw e;
+            }
+        }
+
+        /** After the last barrier: cuMemFree waits for every running kernel, the other PEs' included. */
+        void close(final ShmemPe pe) {
+            pe.gpu().destroyStream(stream);
+            pe.gpu().free(times);
+            pe.gpu().free(state);
         }
     }
 

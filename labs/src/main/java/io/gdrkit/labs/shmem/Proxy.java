@@ -98,7 +98,10 @@ final class Proxy implements Agent {
             if (ring.get(r) != consumed + 1) {
                 break;
             }
-            if (!post(consumed, r)) {
+            final long bad = ProxyRing.check(ring.mem, r, qps.length);
+            if (bad != 0) {
+                refuse(consumed, bad);
+            } else if (!post(consumed, r)) {
                 break; // its QP's send queue is full: retry after completions
             }
             consumed++;
@@ -106,6 +109,20 @@ final class Proxy implements Agent {
             work++;
         }
         return work;
+    }
+
+    /**
+     * A request the GPU wrote with a field out of range: not posted (an unchecked PE would index past the proxy's
+     * arrays); the ring's error word names it (the first error stays), and the request counts as done so that
+     * nobody waits for it: every waiter checks the error word.
+     */
+    private void refuse(final long ticket, final long error) {
+        if (ring.get(ProxyRing.ERROR) == 0) {
+            ring.put(ProxyRing.ERROR, error);
+        }
+        ring.done(ticket);
+        completed++;
+        ring.put(ProxyRing.COMPLETED, completed);
     }
 
     private boolean post(final long ticket, final long r) {

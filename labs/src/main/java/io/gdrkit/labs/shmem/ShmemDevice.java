@@ -131,28 +131,31 @@ public final class ShmemDevice {
 
     /** Waits until every operation this PE's kernels issued so far has completed. */
     public void quiet(final KernelContext k) {
-        guard(() -> {
+        try {
             if (ctx.mode() == ShmemMode.IBGDA) {
                 for (int p = 0; p < pe.nPes(); p++) {
                     pe.gda(p).quiet();
                 }
-            } else {
-                final ProxyRing r = pe.proxyRing();
-                final long upTo = r.get(ProxyRing.TAIL);
-                final Spin spin = new Spin(ctx.timeout().toNanos());
-                while (r.get(ProxyRing.COMPLETED) < upTo) {
-                    checkProxy(r);
-                    spin.idle("quiet: the proxy's completion counter to reach " + upTo);
-                }
-                checkProxy(r);
+                return;
             }
-            return null;
-        });
+            final ProxyRing r = pe.proxyRing();
+            final long upTo = r.get(ProxyRing.TAIL);
+            final Spin spin = new Spin(ctx.timeout().toNanos());
+            while (r.get(ProxyRing.COMPLETED) < upTo) {
+                checkProxy(r);
+                if (spin.idle()) {
+                    throw Spin.timeout("quiet: the proxy's completion counter to reach " + upTo);
+                }
+            }
+            checkProxy(r);
+        } catch (final ShmemException e) {
+            throw remember(e);
+        }
     }
 
     /** Polls the local heap word at {@code off} until {@code word OP value}; returns the word. */
     public long waitUntil(final KernelContext k, final long off, final Cmp cmp, final long value) {
-        return guard(() -> {
+        try {
             pe.checkRange(off, 8, "waitUntil");
             ShmemPe.checkAligned(off, "waitUntil");
             final var view = k.view(heap + off, 8);
@@ -162,10 +165,14 @@ public final class ShmemDevice {
                 if (cmp.test(v, value)) {
                     return v;
                 }
-                spin.idle("waitUntil in a kernel of PE " + pe.myPe() + ": heap word " + off + " " + cmp + " " + value
-                    + " (now " + v + ")");
+                if (spin.idle()) {
+                    throw Spin.timeout("waitUntil in a kernel of PE " + pe.myPe() + ": heap word " + off + " " + cmp
+                        + " " + value + " (now " + v + ")");
+                }
             }
-        });
+        } catch (final ShmemException e) {
+            throw remember(e);
+        }
     }
 
     public long signalWaitUntil(final KernelContext k, final long sig, final Cmp cmp, final long value) {
@@ -256,7 +263,9 @@ public final class ShmemDevice {
         final Spin spin = new Spin(ctx.timeout().toNanos());
         while (ticket - r.get(ProxyRing.CONSUMED) >= r.depth) {
             checkProxy(r);
-            spin.idle("a free proxy-ring slot for request " + ticket);
+            if (spin.idle()) {
+                throw Spin.timeout("a free proxy-ring slot for request " + ticket);
+            }
         }
         r.write(ticket, op, sigOp, target, len, dst, src, a, b, sig, t0);
         return ticket;
@@ -271,7 +280,9 @@ public final class ShmemDevice {
                 final Spin spin = new Spin(ctx.timeout().toNanos());
                 while (r.doneOf(ticket) < ticket + 1) {
                     checkProxy(r);
-                    spin.idle(what + ": the proxy's completion of request " + ticket);
+                    if (spin.idle()) {
+                        throw Spin.timeout(what + ": the proxy's completion of request " + ticket);
+                    }
                 }
                 checkProxy(r);
             }
@@ -313,11 +324,10 @@ public final class ShmemDevice {
         return k.view(heap + off, 8).getLongAcquire(0);
     }
 
-    private void checkProxy(final ProxyRing r) {
+    private static void checkProxy(final ProxyRing r) {
         final long e = r.get(ProxyRing.ERROR);
         if (e != 0) {
-            throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, "the proxy saw a completion with "
-                + io.gdrkit.verbs.WcStatus.name((int) (e & 0xFFFF) - 1) + " for PE " + (e >>> 16));
+            throw ProxyRing.error(e);
         }
     }
 
@@ -328,14 +338,4 @@ public final class ShmemDevice {
         return e;
     }
 
-    private <T> T guard(final java.util.function.Supplier<T> body) {
-        try {
-            return body.get();
-        } catch (final ShmemException e) {
-            if (lastError == null) {
-                lastError = e;
-            }
-            throw e;
-        }
-    }
 }

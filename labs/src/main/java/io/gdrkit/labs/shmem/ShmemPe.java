@@ -90,6 +90,10 @@ public final class ShmemPe implements AutoCloseable {
         this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth()), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
+        // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, and the CUDA
+        // guide lists a page-locked allocation among the implicit synchronizations (the H200's driver did not wait,
+        // docs/results/h200-lazy-load.txt); here no kernel runs yet
+        heapMem.dmaRead(0, hostScratch, 0, 8);
         this.hostCq = vctx.createCq(4 * ctx.sqDepth());
         this.recvCq = vctx.createCq(16);
         this.hostQp = new QueuePair[n];
@@ -180,10 +184,26 @@ public final class ShmemPe implements AutoCloseable {
         } catch (final BootstrapException e) {
             throw new ShmemException(ShmemException.Reason.PE_DEAD, "bootstrap of PE " + rank + " failed", e);
         }
+        return init(ctx, boot, gpu, nic);
+    }
+
+    /**
+     * Initialises this process's PE over a bootstrap already joined (a launched rank: {@code gdrkit launch} put its
+     * rank and root in the environment); {@code ctx.nPes()} must be the bootstrap's size. Collective. The PE owns
+     * {@code boot} from here: closing the PE closes it.
+     */
+    public static ShmemPe init(final ShmemContext ctx, final Bootstrap boot, final GpuDevice gpu,
+                               final SoftDevice nic) {
+        ctx.conclude();
+        if (ctx.nPes() != boot.nranks()) {
+            boot.close();
+            throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "the context says " + ctx.nPes()
+                + " PEs, the bootstrap " + boot.nranks() + " ranks");
+        }
         try {
             return new ShmemPe(ctx, boot, gpu, nic);
         } catch (final RuntimeException e) {
-            boot.abort("PE " + rank + " failed at init: " + e.getMessage());
+            boot.abort("PE " + boot.rank() + " failed at init: " + e.getMessage());
             boot.close();
             throw e;
         }
@@ -476,7 +496,9 @@ public final class ShmemPe implements AutoCloseable {
             }
             hostDone += got;
             if (got == 0) {
-                spin.idle("quiet: " + (hostPosted - hostDone) + " host operation(s) of PE " + me + " to complete");
+                if (spin.idle()) {
+                    throw Spin.timeout("quiet: " + (hostPosted - hostDone) + " host operation(s) of PE " + me + " to complete");
+                }
             }
         }
         if (hostError != null) {
@@ -504,7 +526,9 @@ public final class ShmemPe implements AutoCloseable {
             if (cmp.test(v, value)) {
                 return v;
             }
-            spin.idle("waitUntil: heap word " + off + " of PE " + me + " " + cmp + " " + value + " (now " + v + ")");
+            if (spin.idle()) {
+                throw Spin.timeout("waitUntil: heap word " + off + " of PE " + me + " " + cmp + " " + value + " (now " + v + ")");
+            }
         }
     }
 
@@ -521,8 +545,11 @@ public final class ShmemPe implements AutoCloseable {
         hostPosted += count;
     }
 
+    /** The largest operation, bytes (shmem_device.cuh's shd_check says the same). */
+    static final int MAX_LEN = 1 << 30;
+
     static void checkLen(final long len) {
-        if (len < 0 || len > (1 << 30)) {
+        if (len < 0 || len > MAX_LEN) {
             throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "length " + len + " is not in 0..2^30");
         }
     }
@@ -546,6 +573,11 @@ public final class ShmemPe implements AutoCloseable {
 
     int peerRkey(final int pe) {
         return peerRkey[pe];
+    }
+
+    /** The PE's bootstrap (collectives of the host side: gathering results). */
+    Bootstrap bootstrap() {
+        return boot;
     }
 
     ProxyRing proxyRing() {

@@ -39,13 +39,58 @@ public final class ShmemPerf {
     }
 
     /**
-     * Median time per step of the blocking operations of a latency test, microseconds: issue to proxy pick-up
-     * (IBRC only), to the NIC's pick-up of the WQE, to the landing seen by the target (put_signal_lat only, else
-     * -1), to the completion seen by the issuing GPU thread.
+     * One step of the breakdown: the median over the samples, microseconds, and the error of that median's clock
+     * pairing ({@code errorUs}: 0 when both ends were stamped on one clock; on CUDA a step from a GPU stamp to a
+     * host stamp or back carries the pairing's error). A step whose median is within its error is not resolved:
+     * {@code us} is null and {@code text} says "within the clock-pairing error" (never a negative time). A median
+     * below minus the error is a clock fault, said in {@code text}.
      */
-    public record Breakdown(int samples, double issueToProxyUs, double toNicPickupUs, double nicToLandingUs,
-                            double toCompletionUs, double totalUs) {
+    public record Step(String name, Double us, double errorUs, boolean resolved, String text) {
+        static Step of(final String name, final double medianUs, final double errorUs) {
+            if (medianUs > errorUs || errorUs == 0 && medianUs >= 0) {
+                return new Step(name, medianUs, errorUs, true, errorUs > 0
+                    ? String.format(Locale.ROOT, "%.2f ±%.2f", medianUs, errorUs)
+                    : String.format(Locale.ROOT, "%.2f", medianUs));
+            }
+            if (medianUs >= -errorUs) {
+                return new Step(name, null, errorUs, false, String.format(Locale.ROOT, "<= %.2f (within the "
+                    + "clock-pairing error)", errorUs));
+            }
+            return new Step(name, null, errorUs, false, String.format(Locale.ROOT, "unresolved: the stamps put "
+                + "it at %.2f, beyond the pairing error %.2f (the clocks drifted apart)", medianUs, errorUs));
+        }
     }
+
+    /**
+     * Where the time of a latency test's blocking operations goes, medians in microseconds over the last size's
+     * samples. Steps in order, only those the path has: issue (in the kernel) to the proxy's pick-up (IBRC), to
+     * the NIC's pick-up of the WQE, to the landing seen by the target (put_signal_lat), to the completion seen by
+     * the issuing GPU thread; {@code totalUs} from issue to completion (one clock, no pairing error).
+     * {@code clockPairingErrorUs}: the bound of the GPU-to-host clock pairing (0: one clock).
+     */
+    public record Breakdown(int samples, double clockPairingErrorUs, List<Step> steps, double totalUs) {
+        static Breakdown none() {
+            return new Breakdown(0, 0, List.of(), 0);
+        }
+
+        /** The step named {@code name}, or null when the path has none. */
+        public Step step(final String name) {
+            for (final Step s : steps) {
+                if (s.name().equals(name)) {
+                    return s;
+                }
+            }
+            return null;
+        }
+    }
+
+    /** Step names. */
+    public static final String ISSUE_TO_PROXY = "issue->proxy pick-up";
+    public static final String TO_NIC = "->NIC pick-up";
+    public static final String NIC_TO_LANDING = "NIC pick-up->landing";
+    public static final String TO_COMPLETION = "->completion seen";
+    /** put_signal_lat: from the target seeing the signal to the initiator seeing the target's answer. */
+    public static final String TO_ANSWER = "landing->answer seen";
 
     /** A run: what ran, on what (simulated or not), the rows, the breakdown and the NIC's doorbell counters. */
     public record Result(String test, ShmemMode mode, int nPes, String gpu, String device, boolean simulatedGpu,
@@ -105,6 +150,7 @@ public final class ShmemPerf {
             final long len = size;
             final double[] t = new double[iters];
             final long[] bwTime = new long[1];
+            final long[] answer = new long[iters];
             final long base = signalBase;
             if (pe.myPe() == 0) {
                 d.drainStamps();
@@ -136,7 +182,8 @@ public final class ShmemPerf {
                                 final long t0 = System.nanoTime();
                                 d.putSignal(k, dst, src, len, sig, 1, SignalOp.ADD, 1);
                                 d.signalWaitUntil(k, sig, Cmp.GE, base + i + 1);
-                                t[i] = (System.nanoTime() - t0) / 2e3; // half the round trip
+                                answer[i] = System.nanoTime();
+                                t[i] = (answer[i] - t0) / 2e3; // half the round trip
                             }
                         }
                         default -> {
@@ -156,7 +203,15 @@ public final class ShmemPerf {
                         }
                     }
                 });
-                stamps.addAll(d.drainStamps());
+                final List<long[]> got = d.drainStamps();
+                if (test == Test.PUT_SIGNAL_LAT) {
+                    // the ping-pong's end is the answer seen, not the put's own completion (which may come first:
+                    // the ACK can be back before the target's kernel polls the signal)
+                    for (int i = 0; i < got.size() && i < iters; i++) {
+                        got.get(i)[4] = answer[i];
+                    }
+                }
+                stamps.addAll(got);
             } else if (pe.myPe() == 1 && test == Test.PUT_SIGNAL_LAT) {
                 pe.launchSim("pong", 1, 1, k -> {
                     for (int i = 0; i < iters; i++) {
@@ -216,11 +271,26 @@ public final class ShmemPerf {
 
     /** Medians per step over the last size's samples (ping-pong: the i-th stamp pairs with the i-th landing). */
     static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters) {
+        return breakdown(stamps, landing, iters, 0);
+    }
+
+    /**
+     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen}, all on one time line; landing (null:
+     * none) on the issue's clock. {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing,
+     * completion: the GPU's on CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
+     */
+    static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters,
+                               final double pairErrorNs) {
         if (stamps.isEmpty()) {
-            return new Breakdown(0, -1, -1, -1, -1, -1);
+            return Breakdown.none();
         }
         final List<long[]> last = stamps.subList(Math.max(0, stamps.size() - iters), stamps.size());
         final int n = last.size();
+        final boolean proxied = last.get(0)[2] != 0;
+        boolean landed = landing != null;
+        for (int i = 0; landed && i < n; i++) {
+            landed = i < landing.length && landing[i] != 0;
+        }
         final double[] proxy = new double[n];
         final double[] nic = new double[n];
         final double[] land = new double[n];
@@ -229,19 +299,41 @@ public final class ShmemPerf {
         for (int i = 0; i < n; i++) {
             final long[] s = last.get(i);
             final long issue = s[1];
-            final long before = s[2] != 0 ? s[2] : issue;
-            proxy[i] = s[2] != 0 ? (s[2] - issue) / 1e3 : -1;
+            final long before = proxied ? s[2] : issue;
+            proxy[i] = (s[2] - issue) / 1e3;
             nic[i] = (s[3] - before) / 1e3;
-            if (landing != null && i < landing.length && landing[i] != 0) {
+            if (landed) {
                 land[i] = (landing[i] - s[3]) / 1e3;
                 done[i] = (s[4] - landing[i]) / 1e3;
             } else {
-                land[i] = -1;
                 done[i] = (s[4] - s[3]) / 1e3;
             }
             total[i] = (s[4] - issue) / 1e3;
         }
-        return new Breakdown(n, median(proxy), median(nic), median(land), median(done), median(total));
+        final double e = pairErrorNs / 1e3;
+        final List<Step> steps = new ArrayList<>();
+        if (proxied) {
+            steps.add(Step.of(ISSUE_TO_PROXY, median(proxy), e));
+        }
+        steps.add(Step.of(TO_NIC, median(nic), proxied ? 0 : e)); // proxy and NIC: both host stamps
+        if (landed) {
+            steps.add(Step.of(NIC_TO_LANDING, median(land), e));
+            steps.add(Step.of(TO_ANSWER, median(done), 0)); // landing and answer: stamps of one GPU clock
+        } else {
+            steps.add(Step.of(TO_COMPLETION, median(done), e));
+        }
+        return new Breakdown(n, e, List.copyOf(steps), median(total));
+    }
+
+    /** The breakdown as one line of text. */
+    public static String format(final Breakdown b) {
+        final StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "median us over %d ops of the largest "
+            + "size%s:", b.samples(), b.clockPairingErrorUs() > 0 ? String.format(Locale.ROOT, ", GPU-host clock "
+            + "pairing ±%.2f", b.clockPairingErrorUs()) : ""));
+        for (final Step s : b.steps()) {
+            sb.append(' ').append(s.name()).append(' ').append(s.text()).append(',');
+        }
+        return sb.append(String.format(Locale.ROOT, " total %.2f", b.totalUs())).toString();
     }
 
     private static double median(final double[] v) {

@@ -32,9 +32,66 @@ class ShmemPerfTest {
         }
         if (!test.equals("put_bw") && !test.equals("msg_rate")) {
             assertTrue(r.breakdown().samples() > 0);
-            assertEquals(mode == ShmemMode.IBRC, r.breakdown().issueToProxyUs() >= 0, "proxy step only on IBRC");
-            assertEquals(test.equals("put_signal_lat"), r.breakdown().nicToLandingUs() != -1);
+            final ShmemPerf.Breakdown b = r.breakdown();
+            assertEquals(mode == ShmemMode.IBRC, b.step(ShmemPerf.ISSUE_TO_PROXY) != null, "proxy step only on IBRC");
+            assertEquals(test.equals("put_signal_lat"), b.step(ShmemPerf.NIC_TO_LANDING) != null);
+            assertEquals(0, b.clockPairingErrorUs(), "the simulator has one clock");
+            for (final ShmemPerf.Step s : b.steps()) {
+                assertTrue(s.resolved() && s.us() >= 0 && s.errorUs() == 0, s.toString());
+            }
+            assertTrue(b.totalUs() > 0);
         }
+    }
+
+    /** A step is never reported negative: within the pairing error it is a bound, beyond it a named clock fault. */
+    @Test
+    void stepsWithinTheClockPairingErrorAreBoundsNeverNegative() {
+        final ShmemPerf.Step clear = ShmemPerf.Step.of("x", 5.0, 1.0);
+        assertTrue(clear.resolved());
+        assertEquals(5.0, clear.us());
+        assertEquals("5.00 ±1.00", clear.text());
+        final ShmemPerf.Step small = ShmemPerf.Step.of("x", -0.4, 1.0);
+        assertEquals(false, small.resolved());
+        assertEquals(null, small.us());
+        assertEquals("<= 1.00 (within the clock-pairing error)", small.text());
+        final ShmemPerf.Step tiny = ShmemPerf.Step.of("x", 0.7, 1.0);
+        assertEquals(null, tiny.us());
+        final ShmemPerf.Step fault = ShmemPerf.Step.of("x", -4.1, 1.0);
+        assertEquals(false, fault.resolved());
+        assertEquals(null, fault.us());
+        assertTrue(fault.text().startsWith("unresolved: the stamps put it at -4.10, beyond the pairing error 1.00"),
+            fault.text());
+        final ShmemPerf.Step oneClock = ShmemPerf.Step.of("x", 0.0, 0);
+        assertTrue(oneClock.resolved());
+        assertEquals(0.0, oneClock.us());
+        // a breakdown from stamps: IBGDA {op, issue, proxy 0, NIC, done}; issue->NIC crosses clocks (error 2 us)
+        final java.util.List<long[]> stamps = java.util.List.of(new long[] {1, 1000, 0, 500, 9000},
+            new long[] {1, 2000, 0, 1500, 10000}, new long[] {1, 3000, 0, 2500, 11000});
+        final ShmemPerf.Breakdown b = ShmemPerf.breakdown(stamps, null, 3, 2000);
+        assertEquals(2.0, b.clockPairingErrorUs());
+        assertEquals(null, b.step(ShmemPerf.ISSUE_TO_PROXY));
+        assertEquals(null, b.step(ShmemPerf.TO_NIC).us(), "-0.5 us within ±2 us");
+        assertEquals(8.5, b.step(ShmemPerf.TO_COMPLETION).us());
+        assertEquals(8.0, b.totalUs());
+    }
+
+    /** Two pairings a second apart with 5 us of drift between them: host stamps land where the GPU clock was. */
+    @Test
+    void clockMapInterpolatesTheDriftBetweenTwoPairings() {
+        final CudaShmemPerf.ClockPair before = new CudaShmemPerf.ClockPair(1_000_000_000L, 500.0, 400.0);
+        final CudaShmemPerf.ClockPair after = new CudaShmemPerf.ClockPair(2_000_000_000L, 5_500.0, 700.0);
+        final CudaShmemPerf.ClockMap map = new CudaShmemPerf.ClockMap(before, after);
+        assertEquals(1_000_000_500L, map.toGpu(1_000_000_000L));
+        assertEquals(1_500_003_000L, map.toGpu(1_500_000_000L), "half way: half the drift");
+        assertEquals(2_000_005_500L, map.toGpu(2_000_000_000L));
+        assertEquals(700.0, map.errorNs(), "the larger of the two pairings' errors");
+        assertEquals(5.0, map.driftPpm(), 1e-9);
+        assertTrue(map.describe().contains("drift 5.00 ppm") && map.describe().contains("error ±700 ns"),
+            map.describe());
+        // one pairing (no time between): the offset, no drift
+        final CudaShmemPerf.ClockMap one = new CudaShmemPerf.ClockMap(before, before);
+        assertEquals(1_700_000_500L, one.toGpu(1_700_000_000L));
+        assertEquals(0.0, one.driftPpm());
     }
 
     @Test

@@ -157,6 +157,59 @@ class ShmemTest {
         });
     }
 
+    /** A GPU-written request with a PE out of range reaches the proxy: refused by name, never an index past its arrays. */
+    @Test
+    void theProxyRefusesARequestWithABadPeAndTheKernelHearsOfIt() {
+        ShmemWorld.run(ctx(ShmemMode.IBRC, 2), pe -> {
+            final long buf = pe.malloc(64);
+            pe.barrierAll();
+            if (pe.myPe() == 0) {
+                final ProxyRing r = pe.proxyRing();
+                final long t = r.take(); // what a rogue kernel would write: PE 77 of 2
+                r.write(t, Op.PUT, 0, 77, 8, buf, buf, 0, 0, 0, 0);
+                final ShmemException e = assertThrows(ShmemException.class,
+                    () -> pe.launchSim("rogue", 1, 1, k -> pe.device().quiet(k)));
+                assertEquals(ShmemException.Reason.PE_OUT_OF_RANGE, e.reason(), e.getMessage());
+                assertTrue(e.getMessage().contains("the proxy refused a request from the GPU: PE 77 is out of range"),
+                    e.getMessage());
+                assertEquals(t + 1, r.doneOf(t), "refused, and done: nobody waits for it");
+            }
+            pe.barrierAll();
+            return null;
+        });
+    }
+
+    @Test
+    void proxyRequestFieldsAreCheckedOneByOne() {
+        final java.lang.foreign.MemorySegment m = java.lang.foreign.Arena.ofAuto().allocate(ProxyRing.bytes(4));
+        final ProxyRing r = new ProxyRing(m, 4);
+        final long rec = r.record(0);
+        r.write(0, Op.PUT_SIGNAL, 1, 1, 8, 65536, 65536, 1, 0, 65536, 0);
+        assertEquals(0, ProxyRing.check(m, rec, 2));
+        final Object[][] bad = {{10, (short) -1, ShmemException.Reason.PE_OUT_OF_RANGE, "PE -1"},
+            {10, (short) 2, ShmemException.Reason.PE_OUT_OF_RANGE, "PE 2"},
+            {8, (byte) 0, ShmemException.Reason.BAD_ARGUMENT, "operation 0"},
+            {8, (byte) 6, ShmemException.Reason.BAD_ARGUMENT, "operation 6"},
+            {9, (byte) 2, ShmemException.Reason.BAD_ARGUMENT, "signal operation 2"},
+            {12, -5, ShmemException.Reason.BAD_ARGUMENT, "length -5"},
+            {12, ShmemPe.MAX_LEN + 1, ShmemException.Reason.BAD_ARGUMENT, "length " + (ShmemPe.MAX_LEN + 1)}};
+        for (final Object[] b : bad) {
+            r.write(0, Op.PUT_SIGNAL, 1, 1, 8, 65536, 65536, 1, 0, 65536, 0);
+            final long at = rec + (int) b[0];
+            switch (b[1]) {
+                case Short v -> m.set(java.lang.foreign.ValueLayout.JAVA_SHORT, at, v);
+                case Byte v -> m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, at, v);
+                default -> m.set(java.lang.foreign.ValueLayout.JAVA_INT, at, (int) b[1]);
+            }
+            final long e = ProxyRing.check(m, rec, 2);
+            final ShmemException x = ProxyRing.error(e);
+            assertEquals(b[2], x.reason(), x.getMessage());
+            assertTrue(x.getMessage().endsWith(b[3] + " is out of range"), x.getMessage());
+        }
+        // a failed completion still reads as before
+        assertEquals(ShmemException.Reason.OPERATION_FAILED, ProxyRing.error(3L | 1L << 16).reason());
+    }
+
     @Test
     void contextRejectsBadValues() {
         assertEquals(ShmemException.Reason.BAD_ARGUMENT, assertThrows(ShmemException.class,
