@@ -88,6 +88,11 @@ public final class CollCommand implements Callable<Integer> {
         + "${DEFAULT-VALUE}).")
     int warmup;
 
+    @Option(names = "--jit-warmup-ms", defaultValue = "2000", description = "Before timing, run the smallest and "
+        + "largest size for about this long so the JIT has compiled the hot path (default ${DEFAULT-VALUE}; 0: off). "
+        + "-w warm-up iterations still run per size.")
+    long jitWarmupMs;
+
     @Option(names = {"-c", "--check"}, defaultValue = "1", description = "Check the results: 1 (default) or 0.")
     int check;
 
@@ -144,7 +149,7 @@ public final class CollCommand implements Callable<Integer> {
         final int ranks = launched ? Integer.parseInt(env.getOrDefault(BootstrapContext.ENV_NRANKS, "0")) : np;
         final CollRun.Config cfg = new CollRun.Config(op, DataType.parse(type), RedOp.parse(redop), root,
             parseSize(minBytes), parseSize(maxBytes), factor, parseSize(stepBytes), iters, warmup, check != 0,
-            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB);
+            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB, jitWarmupMs);
         if (root < 0 || root >= ranks) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--root " + root + " outside 0.."
                 + (ranks - 1));

@@ -161,16 +161,26 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
+    /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */
+    static final int BACKSTOP_MICROS = 200;
+
     /**
-     * The software NIC's context for a rank. By default each NIC runs on its own thread (DEDICATED), as a hardware
-     * NIC answers while its host computes: with OWN_DEVICE a rank busy reducing a large chunk leaves its NIC
-     * silent, and the peer's retransmission timer (NCCL_IB_TIMEOUT) can run out. {@code gdrkit.nic.progress}
-     * picks another mode.
+     * The software NIC's context for a rank: the rank's own polling drives its NIC (OWN_DEVICE), as NCCL's proxy
+     * thread drives a real NIC's queues, so a message costs no hand-off between threads; a backstop thread steps
+     * the NIC every {@value #BACKSTOP_MICROS} us so it still answers while its rank computes (reducing a large
+     * chunk). The earlier default, a NIC thread per rank (DEDICATED), put four threads on two cores for two ranks
+     * and a park/unpark hand-off on every hop: 1.2-1.6 ms per 8-byte allreduce against 0.14-0.3 ms now
+     * (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} / {@code gdrkit.nic.backstop.us} pick another mode.
      */
     public static SoftNicContext nicContext() {
         final SoftNicContext c = new SoftNicContext();
-        return System.getProperty(SoftNicContext.PROGRESS_PROP) == null
-            ? c.progressMode(SoftNicContext.ProgressMode.DEDICATED) : c;
+        if (System.getProperty(SoftNicContext.PROGRESS_PROP) == null) {
+            c.progressMode(SoftNicContext.ProgressMode.OWN_DEVICE);
+            if (System.getProperty(SoftNicContext.BACKSTOP_PROP) == null) {
+                c.backstopMicros(BACKSTOP_MICROS);
+            }
+        }
+        return c;
     }
 
     private static InetSocketAddress parse(final byte[] blob, final int rank) {
