@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -25,6 +26,14 @@ public final class CollLocal {
     public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
                                        final CollContext coll, final SettingsReader settings,
                                        final Duration timeout, final Consumer<CollResult> row) {
+        return run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { });
+    }
+
+    /** As above; {@code inspect} sees each rank's communicator after its sweep, on the rank's thread. */
+    public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
+                                       final CollContext coll, final SettingsReader settings,
+                                       final Duration timeout, final Consumer<CollResult> row,
+                                       final BiConsumer<Integer, Communicator> inspect) {
         if (np < 1 || np > 64) {
             throw new IllegalArgumentException("--np " + np + " outside 1..64");
         }
@@ -45,6 +54,7 @@ public final class CollLocal {
                         final CollContext mine = copy(coll);
                         try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout)) {
                             final List<CollResult> got = CollRun.run(w.communicator(), cfg, rank == 0 ? row : x -> { });
+                            inspect.accept(rank, w.communicator());
                             if (rank == 0) {
                                 synchronized (rows) {
                                     rows.addAll(got);

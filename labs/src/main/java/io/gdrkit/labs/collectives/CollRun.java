@@ -163,7 +163,7 @@ public final class CollRun {
             fill(comm, cfg, bytes, send, recv, inPlace);
             comm.bootstrap().barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
-            wrong = check(comm, cfg, bytes, inPlace ? send : recv, inPlace);
+            wrong = check(comm.rank(), comm.nranks(), cfg, bytes, (inPlace ? send : recv).seg(), inPlace);
         }
         final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
             .array());
@@ -241,7 +241,7 @@ public final class CollRun {
         };
     }
 
-    private static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
+    static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
         double v = input(op, redop, 0, i);
         for (int r = 1; r < n; r++) {
             v = redop.apply(v, input(op, redop, r, i));
@@ -282,13 +282,11 @@ public final class CollRun {
         }
     }
 
-    private static long check(final Communicator c, final Config cfg, final long bytes, final Buffer out,
-                              final boolean inPlace) {
+    /** Wrong elements of rank {@code r}'s output {@code m} (of n ranks) after one call on {@link #fill}'s inputs. */
+    static long check(final int r, final int n, final Config cfg, final long bytes, final MemorySegment m,
+                      final boolean inPlace) {
         final DataType t = cfg.type();
         final long count = bytes / t.size();
-        final int r = c.rank();
-        final int n = c.nranks();
-        final MemorySegment m = out.seg();
         long wrong = 0;
         switch (cfg.op()) {
             case ALLREDUCE -> {

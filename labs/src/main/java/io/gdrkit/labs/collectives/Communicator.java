@@ -50,6 +50,9 @@ public final class Communicator implements AutoCloseable {
     private final int[] tag = new int[1];
     private final NetTransport.MrHandle[] mh = new NetTransport.MrHandle[1];
     private final int[] got = new int[1];
+    /** Exchanges with each peer since the communicator was made (the algorithm's footprint, for tests and reports). */
+    private final long[] sentTo;
+    private final long[] receivedFrom;
     /** Exchanges sent to / received from each peer so far: the tag's upper half, equal on both ends of a pair. */
     private final int[] sendSeq;
     private final int[] recvSeq;
@@ -72,6 +75,8 @@ public final class Communicator implements AutoCloseable {
         this.sHead = new int[channels];
         this.rHead = new int[channels];
         this.sendSeq = new int[n];
+        this.sentTo = new long[n];
+        this.receivedFrom = new long[n];
         this.recvSeq = new int[n];
         send = new NetTransport.SendComm[n][channels];
         recv = new NetTransport.RecvComm[n][channels];
@@ -161,6 +166,16 @@ public final class Communicator implements AutoCloseable {
         return net;
     }
 
+    /** Exchanges that sent to {@code peer} so far. */
+    public long exchangesSentTo(final int peer) {
+        return sentTo[peer];
+    }
+
+    /** Exchanges that received from {@code peer} so far. */
+    public long exchangesReceivedFrom(final int peer) {
+        return receivedFrom[peer];
+    }
+
     public Bootstrap bootstrap() {
         return bootstrap;
     }
@@ -209,6 +224,12 @@ public final class Communicator implements AutoCloseable {
                          final DataType type) {
         final int sSeq = to < 0 ? 0 : (sendSeq[to] = (sendSeq[to] + 1) & 0x7fff);
         final int rSeq = from < 0 ? 0 : (recvSeq[from] = (recvSeq[from] + 1) & 0x7fff);
+        if (to >= 0) {
+            sentTo[to]++;
+        }
+        if (from >= 0) {
+            receivedFrom[from]++;
+        }
         final int steps = ctx.steps();
         final int nS = to < 0 ? 0 : (int) ((sendBytes + chunk - 1) / chunk);
         final int nR = from < 0 ? 0 : (int) ((recvBytes + chunk - 1) / chunk);
