@@ -116,10 +116,12 @@ public final class CollRun {
     }
 
     /**
-     * Runs the smallest and the largest size of the sweep for about {@code warmupMs} before anything is timed, so
-     * that the JIT has compiled the hot path (the interpreter is 100x slower: on a loaded 2-core host the first
-     * thousands of 8-byte allreduces took 1.5 ms each, then 15 us). Ranks run batches of iterations and rank 0
-     * says through the bootstrap whether to go on, so every rank runs the same number.
+     * Runs the smallest and the largest size of the sweep before anything is timed, until the JIT has compiled the
+     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is 100x slower: on a loaded
+     * 2-core host the first thousands of 8-byte allreduces took 1.5 ms each, then 15 us. "Compiled" means this
+     * JVM's total compilation time did not grow during the last batch, on every rank (at least 3 batches per
+     * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
+     * same number.
      */
     private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final Buffer send,
                                   final Buffer recv, final Buffer scratch) {
@@ -130,18 +132,28 @@ public final class CollRun {
                 break;
             }
         }
+        final java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory
+            .getCompilationMXBean();
+        final boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
         final long[] pick = {small, sizes.get(sizes.size() - 1)};
-        for (int k = 0; k < pick.length; k++) {
-            final long bytes = pick[k];
-            final int batch = bytes <= 65536 ? 200 : 2;
-            final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L / pick.length;
+        final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
+        for (final long bytes : pick) {
+            final int batch = bytes <= 65536 ? 500 : 4;
+            int batches = 0;
             boolean more = true;
             while (more) {
+                final long before = timed ? jit.getTotalCompilationTime() : 0;
                 for (int i = 0; i < batch; i++) {
                     runOnce(comm, cfg, bytes, send, recv, scratch, (i & 1) == 1);
                 }
-                final byte[] go = comm.bootstrap().broadcast(0, new byte[] {(byte) (System.nanoTime() < until ? 1 : 0)});
-                more = go.length == 1 && go[0] == 1;
+                batches++;
+                final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
+                final boolean mine = System.nanoTime() < until && (batches < 3 || compiling);
+                boolean any = false;
+                for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+                    any |= b.length == 1 && b[0] == 1;
+                }
+                more = any; // the gathered flags, the same on every rank: never a rank's own clock
             }
         }
     }
