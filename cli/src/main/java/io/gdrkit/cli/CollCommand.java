@@ -139,10 +139,15 @@ public final class CollCommand implements Callable<Integer> {
         if (!List.of("injvm", "shm", "tcp").contains(fabric)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--fabric must be injvm, shm or tcp");
         }
-        if (!mem.equals("host")) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--mem " + mem + ": only host memory is "
-                + "implemented for collectives (GPU buffers are not done yet)");
+        if (!mem.equals("host") && !mem.equals("gpu")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--mem must be host or gpu, not '" + mem
+                + "'");
         }
+        if (mem.equals("gpu") == (gpu == null)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), mem.equals("gpu")
+                ? "--mem gpu needs --gpu SPEC (sim:h200, cuda:0, cuda:rank)" : "--gpu needs --mem gpu");
+        }
+        final String gpuSpec = mem.equals("gpu") ? gpu : null;
         final Duration timeout = Duration.ofMillis(timeoutMs);
         final Map<String, String> env = System.getenv();
         final boolean launched = BootstrapContext.launched(env);
@@ -177,7 +182,7 @@ public final class CollCommand implements Callable<Integer> {
                     + "JVM; launched ranks need shm or tcp");
             }
             final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
-            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout)) {
+            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout, gpuSpec)) {
                 CollRun.run(w.communicator(), cfg, row);
             } catch (final RuntimeException e) {
                 b.abort(String.valueOf(e.getMessage()));
@@ -185,7 +190,7 @@ public final class CollCommand implements Callable<Integer> {
             }
             b.close();
         } else {
-            CollLocal.run(np, kind, cfg, coll, settings, timeout, row);
+            CollLocal.run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { }, gpuSpec);
         }
         long wrong = 0;
         double bus = 0;
@@ -271,7 +276,9 @@ public final class CollCommand implements Callable<Integer> {
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
         out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
-            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; buffers in host memory");
+            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; " + (mem.equals("gpu") ? "buffers on GPU "
+            + gpu + (gpu.startsWith("sim:") ? " (simulated; reductions on its SM workers)" : " (reductions in the "
+            + "coll_reduce kernel)") + ", moved through host bounce buffers (no GDR)" : "buffers in host memory"));
         out.println("#");
         out.println("#                                                              out-of-place                       "
             + "in-place          ");
@@ -315,6 +322,20 @@ public final class CollCommand implements Callable<Integer> {
         o.put("transport", r.transport());
         o.put("fabric", r.fabric());
         o.put("simulated", r.simulated());
+        final CollResult.Placement p = r.placement();
+        o.put("mem", p.mem());
+        if (p.gpu() != null) {
+            o.put("gpu", p.gpu());
+            o.put("gpu_simulated", p.gpuSimulated());
+        }
+        o.put("reduce_on", p.reduceOn());
+        o.put("data_path", p.dataPath());
+        o.put("gdr", false);
+        if (p.gpu() != null) {
+            o.put("gdr_evidence", "collectives move GPU data through host bounce halves; the NIC never read or "
+                + "wrote GPU memory in this run");
+            o.put("kernel_launches_rank0", p.kernelLaunches());
+        }
         return o.toString();
     }
 

@@ -85,9 +85,11 @@ public final class CollRun {
         final List<CollResult> rows = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
             final long cap = Math.max(64, max);
-            final Buffer send = comm.register(arena.allocate(cap, 4096));
-            final Buffer recv = comm.register(arena.allocate(cap, 4096));
-            final Buffer scratch = comm.register(arena.allocate(cap, 4096));
+            final DeviceReducer dr = comm.deviceReducer();
+            final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
+            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
+            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
+            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
             try {
                 if (cfg.warmupMs() > 0 && max > 0) {
                     jitWarmup(comm, cfg, sizes, send, recv, scratch);
@@ -99,10 +101,14 @@ public final class CollRun {
                     final double ipSec = ip[0] / 1e6;
                     final double alg = sec > 0 ? bytes / sec / 1e9 : 0;
                     final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
+                    final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
+                        : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
+                        ? "sim-sm-workers" : "gpu-kernel", DeviceReducer.DATA_PATH, dr.launches());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
-                        cfg.transport(), cfg.fabric(), cfg.simulated(), oop[0], alg, alg * cfg.op().busFactor(n),
-                        (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n), (long) ip[1]);
+                        cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
+                        alg, alg * cfg.op().busFactor(n), (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n),
+                        (long) ip[1], where);
                     rows.add(r);
                     row.accept(r);
                 }
@@ -110,6 +116,11 @@ public final class CollRun {
                 comm.deregister(send);
                 comm.deregister(recv);
                 comm.deregister(scratch);
+                if (gpu != null) {
+                    gpu.free(send.dev());
+                    gpu.free(recv.dev());
+                    gpu.free(scratch.dev());
+                }
             }
         }
         return rows;
@@ -173,9 +184,20 @@ public final class CollRun {
         long wrong = 0;
         if (cfg.check()) {
             fill(comm, cfg, bytes, send, recv, inPlace);
+            final DeviceReducer dr = comm.deviceReducer();
+            if (dr != null) {
+                dr.toDevice(send, bytes);
+                dr.toDevice(recv, bytes);
+            }
             comm.bootstrap().barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
-            wrong = check(comm.rank(), comm.nranks(), cfg, bytes, (inPlace ? send : recv).seg(), inPlace);
+            final Buffer out = inPlace ? send : recv;
+            if (dr != null) {
+                // check what the device holds: spoil the host half first, then bring the device's bytes up
+                out.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+                dr.toHost(out, bytes);
+            }
+            wrong = check(comm.rank(), comm.nranks(), cfg, bytes, out.seg(), inPlace);
         }
         final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
             .array());
@@ -196,6 +218,19 @@ public final class CollRun {
      */
     private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
                                 final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        final DeviceReducer dr = c.deviceReducer();
+        if (dr == null) {
+            call(c, cfg, bytes, send, recv, scratch, inPlace);
+            return;
+        }
+        // GPU buffers: the input comes up from the device into the bounce half, the output goes back down
+        dr.toHost(send, bytes);
+        call(c, cfg, bytes, send, recv, scratch, inPlace);
+        dr.toDevice(inPlace ? send : recv, bytes);
+    }
+
+    private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final Buffer scratch, final boolean inPlace) {
         final DataType t = cfg.type();
         final int n = c.nranks();
         final long count = bytes / t.size();
@@ -238,7 +273,7 @@ public final class CollRun {
     }
 
     private static Buffer slice(final Buffer b, final long off) {
-        return new Buffer(b.seg().asSlice(off), b.mr());
+        return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }
 
     /** Rank r's input element i. */

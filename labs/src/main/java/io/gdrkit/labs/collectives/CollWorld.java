@@ -60,6 +60,7 @@ public final class CollWorld implements AutoCloseable {
     private final NetTransport net;
     private final Communicator comm;
     private final Path shmDir;
+    private io.gdrkit.gpu.GpuDevice gpu;
 
     private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
                       final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm,
@@ -84,6 +85,33 @@ public final class CollWorld implements AutoCloseable {
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout) {
+        return open(b, fabric, shared, kind, coll, settings, timeout, null);
+    }
+
+    /**
+     * As above, with the buffers on a GPU when {@code gpuSpec} is not null: {@code sim:<preset>} (each rank its own
+     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU.
+     */
+    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                                 final Duration timeout, final String gpuSpec) {
+        final CollWorld w = openHost(b, fabric, shared, kind, coll, settings, timeout);
+        if (gpuSpec != null) {
+            try {
+                w.gpu = io.gdrkit.gpu.devices.GpuDevices.open(gpuSpec.equals("cuda:rank") ? "cuda:" + b.rank()
+                    : gpuSpec);
+                w.comm.attachGpu(w.gpu);
+            } catch (final RuntimeException e) {
+                w.close();
+                throw e;
+            }
+        }
+        return w;
+    }
+
+    private static CollWorld openHost(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                                      final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                                      final Duration timeout) {
         final int r = b.rank();
         final int n = b.nranks();
         SoftNicDriver driver = shared;
@@ -209,6 +237,9 @@ public final class CollWorld implements AutoCloseable {
     @Override
     public void close() {
         comm.close();
+        if (gpu != null) {
+            gpu.close();
+        }
         net.close();
         if (nic != null) {
             nic.close();

@@ -38,6 +38,7 @@ public final class Communicator implements AutoCloseable {
     private final NetTransport.MrHandle[] stagingMr;
     private final int chunk;
     private final long timeoutNanos;
+    private DeviceReducer deviceReducer;
     // exchange's working state, reused (one exchange at a time per communicator)
     private NetTransport.Request[] sReq = new NetTransport.Request[0];
     private NetTransport.Request[] rReq = new NetTransport.Request[0];
@@ -57,8 +58,14 @@ public final class Communicator implements AutoCloseable {
     private final int[] sendSeq;
     private final int[] recvSeq;
 
-    /** A registered buffer: the memory and its registration (null when there is no peer). */
-    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr) {
+    /**
+     * A registered buffer: the host memory the transport reads and writes, its registration (null when there is no
+     * peer), and for GPU collectives its device half (null in host memory; see {@link DeviceReducer}).
+     */
+    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr, io.gdrkit.gpu.DeviceBuffer dev) {
+        public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr) {
+            this(seg, mr, null);
+        }
     }
 
     public Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context) {
@@ -186,7 +193,28 @@ public final class Communicator implements AutoCloseable {
 
     /** Registers host memory for every connection of this communicator. */
     public Buffer register(final MemorySegment seg) {
-        return new Buffer(seg, n > 1 ? net.regMr(anyComm(), seg) : null);
+        return register(seg, null);
+    }
+
+    /** Registers host memory (the bounce half) of a buffer whose data lives in {@code dev} on this rank's GPU. */
+    public Buffer register(final MemorySegment seg, final io.gdrkit.gpu.DeviceBuffer dev) {
+        return new Buffer(seg, n > 1 ? net.regMr(anyComm(), seg) : null, dev);
+    }
+
+    /**
+     * Reductions from now on run on {@code gpu} ({@link DeviceReducer}); the communicator closes the reducer, not
+     * the GPU.
+     */
+    public void attachGpu(final io.gdrkit.gpu.GpuDevice gpu) {
+        if (deviceReducer != null) {
+            throw new IllegalStateException("a GPU is attached already");
+        }
+        deviceReducer = new DeviceReducer(gpu, chunk, ctx.timeout());
+    }
+
+    /** The GPU reducer, or null when reductions run on the CPU. */
+    public DeviceReducer deviceReducer() {
+        return deviceReducer;
     }
 
     public void deregister(final Buffer b) {
@@ -311,8 +339,16 @@ public final class Communicator implements AutoCloseable {
                                 + " (mismatched sizes across ranks?)");
                         }
                         if (op != null) {
-                            Reducer.reduce(dst.seg(), dstOff + off, staging[c], (long) (i / channels % steps) * chunk,
-                                len / type.size(), type, op);
+                            final long at = (long) (i / channels % steps) * chunk;
+                            if (deviceReducer != null) {
+                                if (dst.dev() == null) {
+                                    throw new IllegalStateException("a reduction into a buffer without a device half "
+                                        + "while a GPU is attached");
+                                }
+                                deviceReducer.reduce(dst, dstOff + off, staging[c], at, len / type.size(), type, op);
+                            } else {
+                                Reducer.reduce(dst.seg(), dstOff + off, staging[c], at, len / type.size(), type, op);
+                            }
                         }
                         rReq[i] = null;
                         rOut[c]--;
@@ -386,6 +422,9 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public void close() {
+        if (deviceReducer != null) {
+            deviceReducer.close();
+        }
         for (final NetTransport.MrHandle m : stagingMr) {
             if (m != null) {
                 net.deregMr(anyComm(), m);

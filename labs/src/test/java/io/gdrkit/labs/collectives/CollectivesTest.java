@@ -69,7 +69,7 @@ class CollectivesTest {
                         seen[1][p] = c.exchangesReceivedFrom(p);
                     }
                 }
-            });
+            }, null);
         assertFalse(rows.isEmpty());
         for (final CollResult r : rows) {
             assertEquals(0, r.wrong() + r.inPlaceWrong(), r.toString());
@@ -140,6 +140,51 @@ class CollectivesTest {
             DataType.INT32.set(m, 1, DataType.INT32.get(m, 1) - 1000);
             assertEquals(bad.length + 1, CollRun.check(r, n, c, count * 4, m, false));
         }
+    }
+
+    @ParameterizedTest(name = "{0} {1} {2} np={3} {4} on sim:h200")
+    @CsvSource({
+        "allreduce,float,sum,3,IB", "allreduce,bfloat16,max,2,IB", "allreduce,half,prod,2,SOCKET",
+        "allreduce,int8,min,2,IB", "allreduce,int64,sum,2,IB", "allreduce,double,prod,2,IB",
+        "allgather,int32,sum,3,IB", "reduce-scatter,float,sum,3,IB", "reduce-scatter,int32,max,2,SOCKET",
+        "broadcast,int8,sum,3,IB", "reduce,float,sum,3,IB", "alltoall,int32,sum,3,IB", "sendrecv,float,sum,2,IB"})
+    void gpuBuffersOnASimulatedGpuAreRightAndTheSmWorkersReduced(final String op, final String type,
+                                                                  final String red, final int np,
+                                                                  final CollWorld.TransportKind kind) {
+        final CollOp o = CollOp.parse(op);
+        final long[] launches = new long[np];
+        final List<CollResult> rows = CollLocal.run(np, kind, cfg(o, DataType.parse(type), RedOp.parse(red), np - 1,
+            0, 20_000, kind.name().toLowerCase()), new CollContext().buffSize(4096).steps(4).channels(2)
+            .settings(NONE), NONE, Duration.ofSeconds(30), r -> { }, (rank, c) -> {
+                launches[rank] = c.deviceReducer().launches();
+                assertTrue(c.deviceReducer().gpu().isSimulated());
+            }, "sim:h200");
+        assertFalse(rows.isEmpty());
+        for (final CollResult r : rows) {
+            assertEquals(0, r.wrong(), r.toString());
+            assertEquals(0, r.inPlaceWrong(), r.toString());
+            assertEquals("gpu", r.placement().mem());
+            assertEquals("sim-sm-workers", r.placement().reduceOn());
+            assertEquals("host-bounce", r.placement().dataPath());
+            assertTrue(r.simulated());
+        }
+        long total = 0;
+        for (final long l : launches) {
+            total += l;
+        }
+        if (o.reduces()) {
+            assertTrue(total > 0, "no reduction kernel ran on any rank");
+        } else {
+            assertEquals(0, total, "a reduction kernel ran for " + op);
+        }
+    }
+
+    @Test
+    void aGpuSpecThatIsNotThereIsNamed() {
+        final CollException e = assertThrows(CollException.class, () -> CollLocal.run(2, CollWorld.TransportKind.IB,
+            cfg(CollOp.ALLREDUCE, DataType.FLOAT32, RedOp.SUM, 0, 8, 8, "ib"), new CollContext().settings(NONE), NONE,
+            Duration.ofSeconds(20), r -> { }, (r, c) -> { }, "sim:nosuchgpu"));
+        assertTrue(e.getMessage().contains("nosuchgpu"), e.getMessage());
     }
 
     @Test
