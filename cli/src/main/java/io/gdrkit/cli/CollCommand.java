@@ -118,6 +118,11 @@ public final class CollCommand implements Callable<Integer> {
         + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
     String provider;
 
+    @Option(names = "--bind", defaultValue = "127.0.0.1", description = "Address this rank's listeners bind (TCP "
+        + "fabric, transport handshakes; default ${DEFAULT-VALUE}: loopback only). Ranks on other hosts (launch "
+        + "--hosts) need one they reach: 'route' takes the address this host uses to reach the bootstrap root.")
+    String bind;
+
     @Option(names = "--json", description = "One JSON object per size.")
     boolean json;
 
@@ -160,7 +165,7 @@ public final class CollCommand implements Callable<Integer> {
                 + (ranks - 1));
         }
         final SettingsReader settings = SettingsReader.ofProcess();
-        final CollContext coll = new CollContext().settings(settings).timeout(timeout);
+        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(launched));
         final List<CollResult> rows = new ArrayList<>();
         if (!launched && !fabric.equals("injvm")) {
             return selfLaunch(err);
@@ -242,6 +247,20 @@ public final class CollCommand implements Callable<Integer> {
             err.flush();
         }
         return r.exitCode();
+    }
+
+    /** --bind's address; 'route': the local address of the route to the bootstrap root (no packet is sent). */
+    private InetAddress bindAddress(final boolean launched) throws java.io.IOException {
+        if (!bind.equals("route")) {
+            return InetAddress.getByName(bind);
+        }
+        if (!launched) {
+            return InetAddress.getLoopbackAddress(); // every rank is on this host
+        }
+        try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
+            probe.connect(BootstrapContext.fromProcess().id().address());
+            return probe.getLocalAddress();
+        }
     }
 
     static long parseSize(final String s) {

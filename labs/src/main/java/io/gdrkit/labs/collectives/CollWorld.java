@@ -137,7 +137,7 @@ public final class CollWorld implements AutoCloseable {
                         own = true;
                     }
                     case "tcp" -> {
-                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
                             LINK_CAPACITY, null, false, 1);
                         driver = SoftNicDriver.launch(nicContext(), tf);
                         own = true;
@@ -166,9 +166,11 @@ public final class CollWorld implements AutoCloseable {
                 }
                 vctx = dev.open();
                 nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, null));
-                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout));
+                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout)
+                    .bind(coll.bind()));
             } else {
-                net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout));
+                net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout)
+                    .bind(coll.bind()));
             }
             final Communicator comm = new Communicator(b, net, coll);
             return new CollWorld(b, driver, own, vctx, nic, net, comm, dir);
