@@ -208,16 +208,25 @@ class IbTransportTest {
         assertEquals(-1L, MemorySegment.mismatch(src, 0, size, dst, 0, size));
     }
 
-    @Test
-    void splitDataOnQpsCutsOneMessageOverEveryQpAndTheArThresholdSeparatesTheImm() {
-        open(c -> c.qpsPerConnection(4).splitDataOnQps(true).arThreshold(8192));
+    /** Connects with these settings and sends {@code messages} messages of {@code size} bytes, counting the wire. */
+    private WireCount sendCounted(final int qps, final boolean split, final int ar, final int size,
+                                  final int messages) {
+        open(c -> c.qpsPerConnection(qps).splitDataOnQps(split).arThreshold(ar));
         pair.connect();
-        final MemorySegment src = random(100_000, 5);
-        final MemorySegment dst = arena.allocate(100_000, 4096);
+        final MemorySegment src = random(size, qps * 31L + ar);
+        final MemorySegment dst = arena.allocate(size, 4096);
         final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
         final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
         final WireCount w = countWire();
-        sendOne(src, smh, dst, rmh, 100_000, 1);
+        for (int m = 0; m < messages; m++) {
+            sendOne(src, smh, dst, rmh, size, m);
+        }
+        return w;
+    }
+
+    @Test
+    void splitDataOnQpsCutsOneMessageOverEveryQpAndTheArThresholdSeparatesTheImm() {
+        final WireCount w = sendCounted(4, true, 8192, 100_000, 1);
         // chunks of ceil(100000 / 4) rounded up to 128 bytes, one per QP; above the AR threshold every QP's data
         // goes as plain WRITEs, then its own 0-byte WRITE_WITH_IMM
         assertEquals(4, w.byQp.size(), "QPs that carried data: " + w.byQp.keySet());
@@ -232,14 +241,7 @@ class IbTransportTest {
 
     @Test
     void belowTheArThresholdTheLastDataWriteCarriesTheImm() {
-        open(c -> c.qpsPerConnection(4).splitDataOnQps(true).arThreshold(1_000_000));
-        pair.connect();
-        final MemorySegment src = random(100_000, 6);
-        final MemorySegment dst = arena.allocate(100_000, 4096);
-        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
-        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
-        final WireCount w = countWire();
-        sendOne(src, smh, dst, rmh, 100_000, 1);
+        final WireCount w = sendCounted(4, true, 1_000_000, 100_000, 1);
         assertEquals(4, w.byQp.size());
         assertEquals(0, w.sum(2), "no separate 0-byte WRITE_WITH_IMM below the threshold");
         assertEquals(4, w.sum(1), "each QP's last data packet carries the IMM");
@@ -248,16 +250,7 @@ class IbTransportTest {
 
     @Test
     void withoutSplitEachMessageTakesOneQpRoundRobin() {
-        open(c -> c.qpsPerConnection(4).splitDataOnQps(false).arThreshold(8192));
-        pair.connect();
-        final MemorySegment src = random(10_000, 8);
-        final MemorySegment dst = arena.allocate(10_000, 4096);
-        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
-        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
-        final WireCount w = countWire();
-        for (int m = 0; m < 8; m++) {
-            sendOne(src, smh, dst, rmh, 10_000, m);
-        }
+        final WireCount w = sendCounted(4, false, 8192, 10_000, 8);
         assertEquals(4, w.byQp.size(), "messages spread over " + w.byQp.keySet());
         for (final long[] c : w.byQp.values()) {
             assertEquals(20_000, c[3], "two whole messages per QP");
