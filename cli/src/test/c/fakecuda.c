@@ -193,7 +193,40 @@ static CUresult fake_shmem(void *f, unsigned gx, unsigned bx, void **params) {
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) { return p && n && (flags & 2) ? 0 : 1; }
 CUresult cuMemHostUnregister(void *p) { return 0; }
 
-CUresult cuModuleLoadData(void **m, const void *image) { lazy_load_waits(); if (!strstr((const char *)image, ".entry fill_pattern")) return 218; *m = (void *)0x1; return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) {
+    lazy_load_waits();
+    if (strstr((const char *)image, ".entry coll_reduce")) { *m = (void *)0x2; return 0; } /* module coll */
+    if (!strstr((const char *)image, ".entry fill_pattern")) return 218;
+    *m = (void *)0x1; return 0;
+}
+
+/* coll_reduce(u8* dst, u64 dst_off, const u8* src, u64 src_off, u64 count, u32 type, u32 op) on the host, as
+ * coll.cu computes it; type codes of io.gdrkit.gpu.ReduceKernel. Half (3) is not emulated here: 1 (INVALID_VALUE). */
+#define RED(a, b) (op == 0 ? (a) + (b) : op == 1 ? (a) * (b) : op == 2 ? ((b) < (a) ? (b) : (a)) : ((a) < (b) ? (b) : (a)))
+static float bf16_to_f(unsigned short h) { unsigned int u = (unsigned int) h << 16; float f; memcpy(&f, &u, 4); return f; }
+static unsigned short f_to_bf16(float f) {
+    unsigned int u; memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) return 0x7fc0;
+    return (unsigned short) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static int coll_reduce_host(void **params) {
+    unsigned char *d = *(unsigned char **) params[0] + *(unsigned long long *) params[1];
+    const unsigned char *s = *(const unsigned char **) params[2] + *(unsigned long long *) params[3];
+    unsigned long long n = *(unsigned long long *) params[4];
+    unsigned int type = *(unsigned int *) params[5], op = *(unsigned int *) params[6];
+    for (unsigned long long i = 0; i < n; i++) {
+        switch (type) {
+            case 0: { signed char a = ((signed char *) d)[i], b = ((const signed char *) s)[i]; ((signed char *) d)[i] = (signed char) RED(a, b); break; }
+            case 1: { int a = ((int *) d)[i], b = ((const int *) s)[i]; ((int *) d)[i] = RED(a, b); break; }
+            case 2: { long long a = ((long long *) d)[i], b = ((const long long *) s)[i]; ((long long *) d)[i] = RED(a, b); break; }
+            case 4: { float a = bf16_to_f(((unsigned short *) d)[i]), b = bf16_to_f(((const unsigned short *) s)[i]); ((unsigned short *) d)[i] = f_to_bf16(RED(a, b)); break; }
+            case 5: { float a = ((float *) d)[i], b = ((const float *) s)[i]; ((float *) d)[i] = RED(a, b); break; }
+            case 6: { double a = ((double *) d)[i], b = ((const double *) s)[i]; ((double *) d)[i] = RED(a, b); break; }
+            default: return 1;
+        }
+    }
+    return 0;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     lazy_load_waits();
     if (!strcmp(name, "fill_pattern")) *f = (void *)1;
@@ -206,6 +239,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     else if (!strcmp(name, "shmem_ring_rtt")) *f = (void *)8;
     else if (!strcmp(name, "shmem_clock_sync")) *f = (void *)9;
     else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
+    else if (!strcmp(name, "coll_reduce") && m == (void *)0x2) *f = (void *)11;
     else return 500;
     return 0;
 }
@@ -232,6 +266,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))
             *(u64 *)P64(9) = shd_now() - t0;
         __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
+    } else if (f == (void *)11) {
+        run_queue();
+        return coll_reduce_host(params);
     } else if (f == (void *)5 || f == (void *)6 || f == (void *)7 || f == (void *)8 || f == (void *)9) {
         __atomic_add_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
         CUresult rc = fake_shmem(f, gx, bx, params);

@@ -88,6 +88,11 @@ public final class CollCommand implements Callable<Integer> {
         + "${DEFAULT-VALUE}).")
     int warmup;
 
+    @Option(names = "--jit-warmup-ms", defaultValue = "20000", description = "Before timing, run the smallest and "
+        + "largest size until the JIT stops compiling on every rank, at most this long (default ${DEFAULT-VALUE}; "
+        + "0: off). -w warm-up iterations still run per size.")
+    long jitWarmupMs;
+
     @Option(names = {"-c", "--check"}, defaultValue = "1", description = "Check the results: 1 (default) or 0.")
     int check;
 
@@ -113,6 +118,11 @@ public final class CollCommand implements Callable<Integer> {
         + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
     String provider;
 
+    @Option(names = "--bind", defaultValue = "127.0.0.1", description = "Address this rank's listeners bind (TCP "
+        + "fabric, transport handshakes; default ${DEFAULT-VALUE}: loopback only). Ranks on other hosts (launch "
+        + "--hosts) need one they reach: 'route' takes the address this host uses to reach the bootstrap root.")
+    String bind;
+
     @Option(names = "--json", description = "One JSON object per size.")
     boolean json;
 
@@ -134,23 +144,28 @@ public final class CollCommand implements Callable<Integer> {
         if (!List.of("injvm", "shm", "tcp").contains(fabric)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--fabric must be injvm, shm or tcp");
         }
-        if (!mem.equals("host")) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--mem " + mem + ": only host memory is "
-                + "implemented for collectives (GPU buffers are not done yet)");
+        if (!mem.equals("host") && !mem.equals("gpu")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--mem must be host or gpu, not '" + mem
+                + "'");
         }
+        if (mem.equals("gpu") == (gpu == null)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), mem.equals("gpu")
+                ? "--mem gpu needs --gpu SPEC (sim:h200, cuda:0, cuda:rank)" : "--gpu needs --mem gpu");
+        }
+        final String gpuSpec = mem.equals("gpu") ? gpu : null;
         final Duration timeout = Duration.ofMillis(timeoutMs);
         final Map<String, String> env = System.getenv();
         final boolean launched = BootstrapContext.launched(env);
         final int ranks = launched ? Integer.parseInt(env.getOrDefault(BootstrapContext.ENV_NRANKS, "0")) : np;
         final CollRun.Config cfg = new CollRun.Config(op, DataType.parse(type), RedOp.parse(redop), root,
             parseSize(minBytes), parseSize(maxBytes), factor, parseSize(stepBytes), iters, warmup, check != 0,
-            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB);
+            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB, jitWarmupMs);
         if (root < 0 || root >= ranks) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--root " + root + " outside 0.."
                 + (ranks - 1));
         }
         final SettingsReader settings = SettingsReader.ofProcess();
-        final CollContext coll = new CollContext().settings(settings).timeout(timeout);
+        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(launched));
         final List<CollResult> rows = new ArrayList<>();
         if (!launched && !fabric.equals("injvm")) {
             return selfLaunch(err);
@@ -172,7 +187,7 @@ public final class CollCommand implements Callable<Integer> {
                     + "JVM; launched ranks need shm or tcp");
             }
             final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
-            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout)) {
+            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout, gpuSpec)) {
                 CollRun.run(w.communicator(), cfg, row);
             } catch (final RuntimeException e) {
                 b.abort(String.valueOf(e.getMessage()));
@@ -180,7 +195,7 @@ public final class CollCommand implements Callable<Integer> {
             }
             b.close();
         } else {
-            CollLocal.run(np, kind, cfg, coll, settings, timeout, row);
+            CollLocal.run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { }, gpuSpec);
         }
         long wrong = 0;
         double bus = 0;
@@ -234,6 +249,20 @@ public final class CollCommand implements Callable<Integer> {
         return r.exitCode();
     }
 
+    /** --bind's address; 'route': the local address of the route to the bootstrap root (no packet is sent). */
+    private InetAddress bindAddress(final boolean launched) throws java.io.IOException {
+        if (!bind.equals("route")) {
+            return InetAddress.getByName(bind);
+        }
+        if (!launched) {
+            return InetAddress.getLoopbackAddress(); // every rank is on this host
+        }
+        try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
+            probe.connect(BootstrapContext.fromProcess().id().address());
+            return probe.getLocalAddress();
+        }
+    }
+
     static long parseSize(final String s) {
         final String t = s.trim().toUpperCase(Locale.ROOT);
         long mult = 1;
@@ -266,7 +295,9 @@ public final class CollCommand implements Callable<Integer> {
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
         out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
-            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; buffers in host memory");
+            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; " + (mem.equals("gpu") ? "buffers on GPU "
+            + gpu + (gpu.startsWith("sim:") ? " (simulated; reductions on its SM workers)" : " (reductions in the "
+            + "coll_reduce kernel)") + ", moved through host bounce buffers (no GDR)" : "buffers in host memory"));
         out.println("#");
         out.println("#                                                              out-of-place                       "
             + "in-place          ");
@@ -310,6 +341,20 @@ public final class CollCommand implements Callable<Integer> {
         o.put("transport", r.transport());
         o.put("fabric", r.fabric());
         o.put("simulated", r.simulated());
+        final CollResult.Placement p = r.placement();
+        o.put("mem", p.mem());
+        if (p.gpu() != null) {
+            o.put("gpu", p.gpu());
+            o.put("gpu_simulated", p.gpuSimulated());
+        }
+        o.put("reduce_on", p.reduceOn());
+        o.put("data_path", p.dataPath());
+        o.put("gdr", false);
+        if (p.gpu() != null) {
+            o.put("gdr_evidence", "collectives move GPU data through host bounce halves; the NIC never read or "
+                + "wrote GPU memory in this run");
+            o.put("kernel_launches_rank0", p.kernelLaunches());
+        }
         return o.toString();
     }
 

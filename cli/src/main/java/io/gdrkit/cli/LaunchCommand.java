@@ -23,13 +23,26 @@ import picocli.CommandLine.Parameters;
         + "GDRKIT_RANK, GDRKIT_NRANKS, GDRKIT_LOCAL_RANK (and GDRKIT_TOKEN if set) in its environment.",
         "Ranks on another host join with --root ID --first-rank K --nranks TOTAL. When one rank fails, the others "
             + "end with a named remote error; whatever still runs after --grace-ms is killed. Exit code: the first "
-            + "failing rank's."})
+            + "failing rank's.",
+        "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh."})
 public final class LaunchCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = {"-n", "--np"}, required = true, description = "Ranks to start on this host.")
+    @Option(names = {"-n", "--np"}, required = true, description = "Ranks to start on this host (with --hosts: "
+        + "on each host without a :K).")
     int n;
+
+    @Option(names = "--hosts", paramLabel = "H[:K],...", description = "Start the ranks on these hosts through "
+        + "--ssh instead of here, K (default -n) on each, in order: rank numbers follow the list. The root still "
+        + "runs here: give --bind an address the hosts reach. Each rank's environment (GDRKIT_ID with the run id, "
+        + "GDRKIT_TOKEN) goes over ssh's stdin, never on a command line.")
+    String hosts;
+
+    @Option(names = "--ssh", defaultValue = "ssh -o BatchMode=yes", paramLabel = "CMD", description = "The remote "
+        + "shell command for --hosts, split at spaces (default '${DEFAULT-VALUE}'); it gets the host, then one "
+        + "argument with the remote command.")
+    String ssh;
 
     @Option(names = "--nranks", description = "Ranks of the whole run (default: -n).")
     Integer total;
@@ -63,9 +76,14 @@ public final class LaunchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         final PrintWriter err = spec.commandLine().getErr();
-        final Launcher.Spec s = new Launcher.Spec(n, firstRank, total == null ? n : total,
+        final List<Launcher.Host> on = hosts == null ? List.of() : Launcher.Host.parseList(hosts, n);
+        final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
+        final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
+        final Launcher.Spec s = new Launcher.Spec(here, firstRank, total == null ? here : total,
             root == null ? null : UniqueId.parse(root), new InetSocketAddress(InetAddress.getByName(bind), port),
-            command, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs), Map.of());
+            command, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs), Map.of(),
+            on, on.isEmpty() ? List.of() : sshCmd);
+        final int n = here;
         final Launcher.Result r = Launcher.run(s, new Launcher.Listener() {
             @Override
             public void started(final UniqueId id) {

@@ -24,7 +24,7 @@ class CollCommandTest {
     @Test
     void printsNcclTestsColumnsWithNothingWrong() {
         final String[] r = run("coll", "allreduce", "--np", "2", "-b", "8", "-e", "4096", "-f", "8", "-n", "1", "-w",
-            "0", "--timeout-ms", "30000");
+            "0", "--timeout-ms", "30000", "--jit-warmup-ms", "0");
         assertEquals("0", r[0], r[2]);
         assertTrue(r[1].contains("#       size         count      type   redop    root     time   algbw   busbw "
             + "#wrong     time   algbw   busbw #wrong"), r[1]);
@@ -43,7 +43,7 @@ class CollCommandTest {
     @Test
     void jsonHasTheIssuesFields() throws Exception {
         final String[] r = run("coll", "allgather", "--np", "3", "--transport", "socket", "-d", "half", "-b", "96",
-            "-e", "96", "-n", "1", "-w", "0", "--json");
+            "-e", "96", "-n", "1", "-w", "0", "--json", "--jit-warmup-ms", "0");
         assertEquals("0", r[0], r[2]);
         final JsonNode o = new ObjectMapper().readTree(r[1].lines().filter(l -> l.startsWith("{")).findFirst()
             .orElseThrow());
@@ -71,6 +71,30 @@ class CollCommandTest {
         assertTrue(size[2].contains("over 2 GiB"), size[2]);
         final String[] mem = run("coll", "allreduce", "--mem", "gpu");
         assertNotEquals("0", mem[0]);
-        assertTrue(mem[2].contains("only host memory is implemented"), mem[2]);
+        assertTrue(mem[2].contains("--mem gpu needs --gpu SPEC"), mem[2]);
+        final String[] gpu = run("coll", "allreduce", "--gpu", "sim:h200");
+        assertNotEquals("0", gpu[0]);
+        assertTrue(gpu[2].contains("--gpu needs --mem gpu"), gpu[2]);
+        final String[] kind = run("coll", "allreduce", "--mem", "hbm");
+        assertNotEquals("0", kind[0]);
+        assertTrue(kind[2].contains("--mem must be host or gpu, not 'hbm'"), kind[2]);
+    }
+
+    @Test
+    void gpuBuffersOnASimulatedGpuSayWhatWasReal() throws Exception {
+        final String[] r = run("coll", "reduce-scatter", "--np", "2", "--mem", "gpu", "--gpu", "sim:h200", "-b",
+            "4096", "-e", "4096", "-n", "1", "-w", "0", "--json", "--jit-warmup-ms", "0");
+        assertEquals("0", r[0], r[2]);
+        final JsonNode o = new ObjectMapper().readTree(r[1].lines().filter(l -> l.startsWith("{")).findFirst()
+            .orElseThrow());
+        assertEquals(0, o.get("wrong").asLong());
+        assertEquals(0, o.get("inplace_wrong").asLong());
+        assertEquals("gpu", o.get("mem").asText());
+        assertTrue(o.get("gpu_simulated").asBoolean());
+        assertTrue(o.get("simulated").asBoolean());
+        assertEquals("sim-sm-workers", o.get("reduce_on").asText());
+        assertEquals("host-bounce", o.get("data_path").asText());
+        assertEquals(false, o.get("gdr").asBoolean());
+        assertTrue(o.get("kernel_launches_rank0").asLong() > 0, o.toString());
     }
 }

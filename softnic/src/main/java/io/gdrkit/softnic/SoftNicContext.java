@@ -27,6 +27,13 @@ public final class SoftNicContext {
     public static final String PROGRESS_PROP = "gdrkit.nic.progress";
     /** spin | yield | backoff | sleep:&lt;micros&gt; (dedicated threads). */
     public static final String IDLE_STRATEGY_PROP = "gdrkit.nic.idle";
+    /**
+     * Microseconds (0 = off, the default): with own_device, a backstop thread per device also steps the NIC once
+     * per period, so a NIC whose host thread is busy computing (reducing a large chunk) still acknowledges and
+     * answers before the peer's retransmission timer runs out, while the polling thread keeps the fast path
+     * (no hand-off between threads). Ignored in the other modes.
+     */
+    public static final String BACKSTOP_PROP = "gdrkit.nic.backstop.us";
     /** Bytes of ring per directed link (power of two). */
     public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
     /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
@@ -102,6 +109,7 @@ public final class SoftNicContext {
     // the concluded values (read only after conclude())
     private ProgressMode progressMode;
     private String idleStrategy;
+    private int backstopMicros;
     private int linkCapacity;
     private double retransmitFactor;
     private int retransmitBackoff;
@@ -140,6 +148,17 @@ public final class SoftNicContext {
     public String idleStrategy() {
         concluded();
         return idleStrategy;
+    }
+
+    /** With own_device: step each NIC from a backstop thread every {@code micros} (0: no backstop). */
+    public SoftNicContext backstopMicros(final int micros) {
+        return set(BACKSTOP_PROP, Integer.toString(micros));
+    }
+
+    /** The own_device backstop period in microseconds ({@link #BACKSTOP_PROP}, default 0: none). */
+    public int backstopMicros() {
+        concluded();
+        return backstopMicros;
     }
 
     public SoftNicContext linkCapacity(final int bytes) {
@@ -299,6 +318,7 @@ public final class SoftNicContext {
             }
             return spec;
         }).value();
+        backstopMicros = r.integer(BACKSTOP_PROP, 0, 0, 1_000_000).value();
         linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
             final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
             if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {

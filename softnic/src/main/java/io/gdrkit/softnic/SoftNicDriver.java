@@ -3,6 +3,7 @@ package io.gdrkit.softnic;
 import io.gdrkit.core.agent.Agent;
 import io.gdrkit.core.agent.AgentRunner;
 import io.gdrkit.core.agent.IdleStrategy;
+import io.gdrkit.core.agent.PacedIdleStrategy;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.InJvmFabric;
 import io.gdrkit.softnic.fabric.LinkHook;
@@ -75,6 +76,9 @@ public final class SoftNicDriver implements AutoCloseable {
         deviceArray = devices.toArray(new SoftDevice[0]);
         if (ctx.progressMode() == SoftNicContext.ProgressMode.DEDICATED) {
             runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
+        } else if (ctx.progressMode() == SoftNicContext.ProgressMode.OWN_DEVICE && ctx.backstopMicros() > 0) {
+            // the poller drives its NIC; this thread only covers the times it does not poll (Duty: one at a time)
+            runners.add(new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L)).start());
         }
         return dev;
     }

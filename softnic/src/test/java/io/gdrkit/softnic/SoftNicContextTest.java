@@ -35,7 +35,8 @@ class SoftNicContextTest {
         assertEquals(true, c.peermem());
         assertEquals(true, c.oneCopy());
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
-        assertEquals(List.of(SoftNicContext.PROGRESS_PROP, SoftNicContext.IDLE_STRATEGY_PROP,
+        assertEquals(0, c.backstopMicros());
+        assertEquals(List.of(SoftNicContext.PROGRESS_PROP, SoftNicContext.IDLE_STRATEGY_PROP, SoftNicContext.BACKSTOP_PROP,
                 SoftNicContext.LINK_CAPACITY_PROP, SoftNicContext.RETRANSMIT_FACTOR_PROP,
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,

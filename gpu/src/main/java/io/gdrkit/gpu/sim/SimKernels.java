@@ -114,8 +114,105 @@ public final class SimKernels {
     /** {@code vis_persistent_acquire}: as {@link #VIS_PERSISTENT_PLAIN}. */
     public static final SimFunction VIS_PERSISTENT_ACQUIRE = persistent(VisKernels.Poll.ACQUIRE);
 
+    /**
+     * {@code coll_reduce(u8* dst, u64 dst_off, const u8* src, u64 src_off, u64 count, u32 type, u32 op)}
+     * ({@link io.gdrkit.gpu.ReduceKernel}): block b of the grid reduces its share of the elements on its SM worker.
+     */
+    public static final SimFunction COLL_REDUCE = new SimFunction(io.gdrkit.gpu.ReduceKernel.NAME, ctx -> {
+        final DeviceView dst = ctx.view(0);
+        final long dstOff = ctx.u64(1);
+        final DeviceView src = ctx.view(2);
+        final long srcOff = ctx.u64(3);
+        final long count = ctx.u64(4);
+        final int type = ctx.u32(5);
+        final int op = ctx.u32(6);
+        final int es = io.gdrkit.gpu.ReduceKernel.size(type);
+        final long from = count * ctx.blockIdx() / ctx.grid().count();
+        final long to = count * (ctx.blockIdx() + 1) / ctx.grid().count();
+        if (to <= from) {
+            return;
+        }
+        final long len = (to - from) * es;
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            final MemorySegment d = a.allocate(len, 8);
+            final MemorySegment s = a.allocate(len, 8);
+            dst.read(dstOff + from * es, d, 0, len);
+            src.read(srcOff + from * es, s, 0, len);
+            reduceHost(d, s, to - from, type, op);
+            long i = 0;
+            for (; i + 8 <= len; i += 8) {
+                dst.putLong(dstOff + from * es + i, d.get(LONG, i));
+            }
+            for (; i < len; i++) {
+                dst.putByte(dstOff + from * es + i, d.get(ValueLayout.JAVA_BYTE, i));
+            }
+        }
+    });
+
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(
+        java.nio.ByteOrder.LITTLE_ENDIAN);
+
+    /** The element loop of {@link #COLL_REDUCE} on the block's copy: d[i] = op(d[i], s[i]). */
+    static void reduceHost(final MemorySegment d, final MemorySegment s, final long n, final int type, final int op) {
+        for (long i = 0; i < n; i++) {
+            switch (type) {
+                case io.gdrkit.gpu.ReduceKernel.INT8 -> d.set(ValueLayout.JAVA_BYTE, i, (byte) redLong(
+                    d.get(ValueLayout.JAVA_BYTE, i), s.get(ValueLayout.JAVA_BYTE, i), op));
+                case io.gdrkit.gpu.ReduceKernel.INT32 -> d.set(ValueLayout.JAVA_INT_UNALIGNED, i * 4, (int) redLong(
+                    d.get(ValueLayout.JAVA_INT_UNALIGNED, i * 4), s.get(ValueLayout.JAVA_INT_UNALIGNED, i * 4), op));
+                case io.gdrkit.gpu.ReduceKernel.INT64 -> d.set(LONG, i * 8, redLong(d.get(LONG, i * 8),
+                    s.get(LONG, i * 8), op));
+                case io.gdrkit.gpu.ReduceKernel.FLOAT32 -> d.set(ValueLayout.JAVA_FLOAT_UNALIGNED, i * 4, redFloat(
+                    d.get(ValueLayout.JAVA_FLOAT_UNALIGNED, i * 4), s.get(ValueLayout.JAVA_FLOAT_UNALIGNED, i * 4), op));
+                case io.gdrkit.gpu.ReduceKernel.FLOAT64 -> {
+                    final double a = d.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, i * 8);
+                    final double b = s.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, i * 8);
+                    d.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, i * 8, switch (op) {
+                        case io.gdrkit.gpu.ReduceKernel.SUM -> a + b;
+                        case io.gdrkit.gpu.ReduceKernel.PROD -> a * b;
+                        case io.gdrkit.gpu.ReduceKernel.MIN -> b < a ? b : a;
+                        default -> a < b ? b : a;
+                    });
+                }
+                case io.gdrkit.gpu.ReduceKernel.FLOAT16 -> d.set(SHORT, i * 2, Float.floatToFloat16(redFloat(
+                    Float.float16ToFloat(d.get(SHORT, i * 2)), Float.float16ToFloat(s.get(SHORT, i * 2)), op)));
+                case io.gdrkit.gpu.ReduceKernel.BFLOAT16 -> d.set(SHORT, i * 2, toBf16(redFloat(
+                    Float.intBitsToFloat((d.get(SHORT, i * 2) & 0xffff) << 16),
+                    Float.intBitsToFloat((s.get(SHORT, i * 2) & 0xffff) << 16), op)));
+                default -> throw new IllegalArgumentException("coll_reduce type " + type);
+            }
+        }
+    }
+
+    private static long redLong(final long a, final long b, final int op) {
+        return switch (op) {
+            case io.gdrkit.gpu.ReduceKernel.SUM -> a + b;
+            case io.gdrkit.gpu.ReduceKernel.PROD -> a * b;
+            case io.gdrkit.gpu.ReduceKernel.MIN -> Math.min(a, b);
+            default -> Math.max(a, b);
+        };
+    }
+
+    private static float redFloat(final float a, final float b, final int op) {
+        return switch (op) {
+            case io.gdrkit.gpu.ReduceKernel.SUM -> a + b;
+            case io.gdrkit.gpu.ReduceKernel.PROD -> a * b;
+            case io.gdrkit.gpu.ReduceKernel.MIN -> b < a ? b : a;
+            default -> a < b ? b : a;
+        };
+    }
+
+    /** float to bfloat16, round to nearest even (NaN stays a quiet NaN), as __float2bfloat16_rn. */
+    private static short toBf16(final float f) {
+        if (Float.isNaN(f)) {
+            return (short) 0x7fc0;
+        }
+        final int bits = Float.floatToRawIntBits(f);
+        return (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16);
+    }
+
     static Map<String, SimFunction> builtins() {
-        return Map.of(FILL_PATTERN.name(), FILL_PATTERN, VERIFY_PATTERN.name(), VERIFY_PATTERN,
+        return Map.of(COLL_REDUCE.name(), COLL_REDUCE, FILL_PATTERN.name(), FILL_PATTERN, VERIFY_PATTERN.name(), VERIFY_PATTERN,
             POLL_FLAG_VERIFY.name(), POLL_FLAG_VERIFY, VIS_VERIFY.name(), VIS_VERIFY,
             VIS_PERSISTENT_PLAIN.name(), VIS_PERSISTENT_PLAIN, VIS_PERSISTENT_VOLATILE.name(), VIS_PERSISTENT_VOLATILE,
             VIS_PERSISTENT_ACQUIRE.name(), VIS_PERSISTENT_ACQUIRE);

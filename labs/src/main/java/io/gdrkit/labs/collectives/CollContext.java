@@ -38,6 +38,20 @@ public final class CollContext {
     private Long timeoutMs;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
+    private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
+
+    /**
+     * The address this rank's listeners bind: the TCP fabric's port, IbTransport's handshake listener and
+     * SocketTransport's (default loopback; ranks on other hosts need an address they reach: docs/SECURITY.md).
+     */
+    public CollContext bind(final java.net.InetAddress address) {
+        this.bind = Objects.requireNonNull(address, "bind address");
+        return this;
+    }
+
+    public java.net.InetAddress bind() {
+        return bind;
+    }
 
     public CollContext settings(final SettingsReader r) {
         this.settings = Objects.requireNonNull(r, "settings");

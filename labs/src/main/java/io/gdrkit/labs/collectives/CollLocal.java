@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -25,6 +26,18 @@ public final class CollLocal {
     public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
                                        final CollContext coll, final SettingsReader settings,
                                        final Duration timeout, final Consumer<CollResult> row) {
+        return run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { }, null);
+    }
+
+    /**
+     * As above; {@code inspect} sees each rank's communicator after its sweep, on the rank's thread; with
+     * {@code gpuSpec} the buffers are on a GPU ({@link CollWorld#open(Bootstrap, String, SoftNicDriver,
+     * CollWorld.TransportKind, CollContext, SettingsReader, Duration, String)}).
+     */
+    public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
+                                       final CollContext coll, final SettingsReader settings,
+                                       final Duration timeout, final Consumer<CollResult> row,
+                                       final BiConsumer<Integer, Communicator> inspect, final String gpuSpec) {
         if (np < 1 || np > 64) {
             throw new IllegalArgumentException("--np " + np + " outside 1..64");
         }
@@ -43,8 +56,10 @@ public final class CollLocal {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
                             .timeout(timeout));
                         final CollContext mine = copy(coll);
-                        try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout)) {
+                        try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,
+                            gpuSpec)) {
                             final List<CollResult> got = CollRun.run(w.communicator(), cfg, rank == 0 ? row : x -> { });
+                            inspect.accept(rank, w.communicator());
                             if (rank == 0) {
                                 synchronized (rows) {
                                     rows.addAll(got);

@@ -11,5 +11,16 @@ package io.gdrkit.labs.collectives;
 public record CollResult(CollOp op, long bytes, long count, DataType type, String redop, int root, int np,
                          String transport, String fabric, boolean simulated,
                          double timeUs, double algBwGbs, double busBwGbs, long wrong,
-                         double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong) {
+                         double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
+                         Placement placement) {
+    /**
+     * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
+     * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or
+     * sim-sm-workers; {@code dataPath} host (the NIC on the buffers) or host-bounce (GPU buffers, the NIC on host
+     * bounce halves: GDR not used); {@code kernelLaunches} on rank 0 over the sweep.
+     */
+    public record Placement(String mem, String gpu, boolean gpuSimulated, String reduceOn, String dataPath,
+                            long kernelLaunches) {
+        public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0);
+    }
 }

@@ -22,8 +22,20 @@ public final class CollRun {
     /** What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them. */
     public record Config(CollOp op, DataType type, RedOp redop, int root, long minBytes, long maxBytes,
                          double factor, long stepBytes, int iters, int warmup, boolean check, String transport,
-                         String fabric, boolean simulated) {
+                         String fabric, boolean simulated, long warmupMs) {
+        /** Without a JIT warm-up ({@code warmupMs} 0). */
+        public Config(final CollOp op, final DataType type, final RedOp redop, final int root, final long minBytes,
+                      final long maxBytes, final double factor, final long stepBytes, final int iters,
+                      final int warmup, final boolean check, final String transport, final String fabric,
+                      final boolean simulated) {
+            this(op, type, redop, root, minBytes, maxBytes, factor, stepBytes, iters, warmup, check, transport,
+                fabric, simulated, 0);
+        }
+
         public Config {
+            if (warmupMs < 0 || warmupMs > 600_000) {
+                throw new IllegalArgumentException("JIT warm-up " + warmupMs + " ms outside 0..600000");
+            }
             if (minBytes < 0 || maxBytes < minBytes) {
                 throw new IllegalArgumentException("sizes: -b " + minBytes + " -e " + maxBytes + " (need 0 <= b <= e)");
             }
@@ -73,10 +85,15 @@ public final class CollRun {
         final List<CollResult> rows = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
             final long cap = Math.max(64, max);
-            final Buffer send = comm.register(arena.allocate(cap, 4096));
-            final Buffer recv = comm.register(arena.allocate(cap, 4096));
-            final Buffer scratch = comm.register(arena.allocate(cap, 4096));
+            final DeviceReducer dr = comm.deviceReducer();
+            final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
+            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
+            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
+            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
             try {
+                if (cfg.warmupMs() > 0 && max > 0) {
+                    jitWarmup(comm, cfg, sizes, send, recv, scratch);
+                }
                 for (final long bytes : sizes) {
                     final double[] oop = measure(comm, cfg, bytes, send, recv, scratch, false);
                     final double[] ip = measure(comm, cfg, bytes, send, recv, scratch, true);
@@ -84,10 +101,14 @@ public final class CollRun {
                     final double ipSec = ip[0] / 1e6;
                     final double alg = sec > 0 ? bytes / sec / 1e9 : 0;
                     final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
+                    final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
+                        : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
+                        ? "sim-sm-workers" : "gpu-kernel", DeviceReducer.DATA_PATH, dr.launches());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
-                        cfg.transport(), cfg.fabric(), cfg.simulated(), oop[0], alg, alg * cfg.op().busFactor(n),
-                        (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n), (long) ip[1]);
+                        cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
+                        alg, alg * cfg.op().busFactor(n), (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n),
+                        (long) ip[1], where);
                     rows.add(r);
                     row.accept(r);
                 }
@@ -95,9 +116,57 @@ public final class CollRun {
                 comm.deregister(send);
                 comm.deregister(recv);
                 comm.deregister(scratch);
+                if (gpu != null) {
+                    gpu.free(send.dev());
+                    gpu.free(recv.dev());
+                    gpu.free(scratch.dev());
+                }
             }
         }
         return rows;
+    }
+
+    /**
+     * Runs the smallest and the largest size of the sweep before anything is timed, until the JIT has compiled the
+     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is 100x slower: on a loaded
+     * 2-core host the first thousands of 8-byte allreduces took 1.5 ms each, then 15 us. "Compiled" means this
+     * JVM's total compilation time did not grow during the last batch, on every rank (at least 3 batches per
+     * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
+     * same number.
+     */
+    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final Buffer send,
+                                  final Buffer recv, final Buffer scratch) {
+        long small = sizes.get(sizes.size() - 1);
+        for (final long b : sizes) {
+            if (b > 0) {
+                small = b;
+                break;
+            }
+        }
+        final java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory
+            .getCompilationMXBean();
+        final boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
+        final long[] pick = {small, sizes.get(sizes.size() - 1)};
+        final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
+        for (final long bytes : pick) {
+            final int batch = bytes <= 65536 ? 500 : 4;
+            int batches = 0;
+            boolean more = true;
+            while (more) {
+                final long before = timed ? jit.getTotalCompilationTime() : 0;
+                for (int i = 0; i < batch; i++) {
+                    runOnce(comm, cfg, bytes, send, recv, scratch, (i & 1) == 1);
+                }
+                batches++;
+                final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
+                final boolean mine = System.nanoTime() < until && (batches < 3 || compiling);
+                boolean any = false;
+                for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+                    any |= b.length == 1 && b[0] == 1;
+                }
+                more = any; // the gathered flags, the same on every rank: never a rank's own clock
+            }
+        }
     }
 
     /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
@@ -115,9 +184,20 @@ public final class CollRun {
         long wrong = 0;
         if (cfg.check()) {
             fill(comm, cfg, bytes, send, recv, inPlace);
+            final DeviceReducer dr = comm.deviceReducer();
+            if (dr != null) {
+                dr.toDevice(send, bytes);
+                dr.toDevice(recv, bytes);
+            }
             comm.bootstrap().barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
-            wrong = check(comm, cfg, bytes, inPlace ? send : recv, inPlace);
+            final Buffer out = inPlace ? send : recv;
+            if (dr != null) {
+                // check what the device holds: spoil the host half first, then bring the device's bytes up
+                out.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+                dr.toHost(out, bytes);
+            }
+            wrong = check(comm.rank(), comm.nranks(), cfg, bytes, out.seg(), inPlace);
         }
         final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
             .array());
@@ -138,6 +218,19 @@ public final class CollRun {
      */
     private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
                                 final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        final DeviceReducer dr = c.deviceReducer();
+        if (dr == null) {
+            call(c, cfg, bytes, send, recv, scratch, inPlace);
+            return;
+        }
+        // GPU buffers: the input comes up from the device into the bounce half, the output goes back down
+        dr.toHost(send, bytes);
+        call(c, cfg, bytes, send, recv, scratch, inPlace);
+        dr.toDevice(inPlace ? send : recv, bytes);
+    }
+
+    private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final Buffer scratch, final boolean inPlace) {
         final DataType t = cfg.type();
         final int n = c.nranks();
         final long count = bytes / t.size();
@@ -180,7 +273,7 @@ public final class CollRun {
     }
 
     private static Buffer slice(final Buffer b, final long off) {
-        return new Buffer(b.seg().asSlice(off), b.mr());
+        return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }
 
     /** Rank r's input element i. */
@@ -195,7 +288,7 @@ public final class CollRun {
         };
     }
 
-    private static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
+    static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
         double v = input(op, redop, 0, i);
         for (int r = 1; r < n; r++) {
             v = redop.apply(v, input(op, redop, r, i));
@@ -236,13 +329,11 @@ public final class CollRun {
         }
     }
 
-    private static long check(final Communicator c, final Config cfg, final long bytes, final Buffer out,
-                              final boolean inPlace) {
+    /** Wrong elements of rank {@code r}'s output {@code m} (of n ranks) after one call on {@link #fill}'s inputs. */
+    static long check(final int r, final int n, final Config cfg, final long bytes, final MemorySegment m,
+                      final boolean inPlace) {
         final DataType t = cfg.type();
         final long count = bytes / t.size();
-        final int r = c.rank();
-        final int n = c.nranks();
-        final MemorySegment m = out.seg();
         long wrong = 0;
         switch (cfg.op()) {
             case ALLREDUCE -> {

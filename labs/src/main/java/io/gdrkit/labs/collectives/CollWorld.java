@@ -60,6 +60,7 @@ public final class CollWorld implements AutoCloseable {
     private final NetTransport net;
     private final Communicator comm;
     private final Path shmDir;
+    private io.gdrkit.gpu.GpuDevice gpu;
 
     private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
                       final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm,
@@ -84,6 +85,33 @@ public final class CollWorld implements AutoCloseable {
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout) {
+        return open(b, fabric, shared, kind, coll, settings, timeout, null);
+    }
+
+    /**
+     * As above, with the buffers on a GPU when {@code gpuSpec} is not null: {@code sim:<preset>} (each rank its own
+     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU.
+     */
+    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                                 final Duration timeout, final String gpuSpec) {
+        final CollWorld w = openHost(b, fabric, shared, kind, coll, settings, timeout);
+        if (gpuSpec != null) {
+            try {
+                w.gpu = io.gdrkit.gpu.devices.GpuDevices.open(gpuSpec.equals("cuda:rank") ? "cuda:" + b.rank()
+                    : gpuSpec);
+                w.comm.attachGpu(w.gpu);
+            } catch (final RuntimeException e) {
+                w.close();
+                throw e;
+            }
+        }
+        return w;
+    }
+
+    private static CollWorld openHost(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                                      final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                                      final Duration timeout) {
         final int r = b.rank();
         final int n = b.nranks();
         SoftNicDriver driver = shared;
@@ -109,7 +137,7 @@ public final class CollWorld implements AutoCloseable {
                         own = true;
                     }
                     case "tcp" -> {
-                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
                             LINK_CAPACITY, null, false, 1);
                         driver = SoftNicDriver.launch(nicContext(), tf);
                         own = true;
@@ -138,9 +166,11 @@ public final class CollWorld implements AutoCloseable {
                 }
                 vctx = dev.open();
                 nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, null));
-                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout));
+                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout)
+                    .bind(coll.bind()));
             } else {
-                net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout));
+                net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout)
+                    .bind(coll.bind()));
             }
             final Communicator comm = new Communicator(b, net, coll);
             return new CollWorld(b, driver, own, vctx, nic, net, comm, dir);
@@ -161,16 +191,26 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
+    /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */
+    static final int BACKSTOP_MICROS = 200;
+
     /**
-     * The software NIC's context for a rank. By default each NIC runs on its own thread (DEDICATED), as a hardware
-     * NIC answers while its host computes: with OWN_DEVICE a rank busy reducing a large chunk leaves its NIC
-     * silent, and the peer's retransmission timer (NCCL_IB_TIMEOUT) can run out. {@code gdrkit.nic.progress}
-     * picks another mode.
+     * The software NIC's context for a rank: the rank's own polling drives its NIC (OWN_DEVICE), as NCCL's proxy
+     * thread drives a real NIC's queues, so a message costs no hand-off between threads; a backstop thread steps
+     * the NIC every {@value #BACKSTOP_MICROS} us so it still answers while its rank computes (reducing a large
+     * chunk). The earlier default, a NIC thread per rank (DEDICATED), put four threads on two cores for two ranks
+     * and a park/unpark hand-off on every hop: 1.2-1.6 ms per 8-byte allreduce against 0.14-0.3 ms now
+     * (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} / {@code gdrkit.nic.backstop.us} pick another mode.
      */
     public static SoftNicContext nicContext() {
         final SoftNicContext c = new SoftNicContext();
-        return System.getProperty(SoftNicContext.PROGRESS_PROP) == null
-            ? c.progressMode(SoftNicContext.ProgressMode.DEDICATED) : c;
+        if (System.getProperty(SoftNicContext.PROGRESS_PROP) == null) {
+            c.progressMode(SoftNicContext.ProgressMode.OWN_DEVICE);
+            if (System.getProperty(SoftNicContext.BACKSTOP_PROP) == null) {
+                c.backstopMicros(BACKSTOP_MICROS);
+            }
+        }
+        return c;
     }
 
     private static InetSocketAddress parse(final byte[] blob, final int rank) {
@@ -199,6 +239,9 @@ public final class CollWorld implements AutoCloseable {
     @Override
     public void close() {
         comm.close();
+        if (gpu != null) {
+            gpu.close();
+        }
         net.close();
         if (nic != null) {
             nic.close();

@@ -37,12 +37,35 @@ public final class Communicator implements AutoCloseable {
     private final MemorySegment[] staging;
     private final NetTransport.MrHandle[] stagingMr;
     private final int chunk;
+    private final long timeoutNanos;
+    private DeviceReducer deviceReducer;
+    // exchange's working state, reused (one exchange at a time per communicator)
+    private NetTransport.Request[] sReq = new NetTransport.Request[0];
+    private NetTransport.Request[] rReq = new NetTransport.Request[0];
+    private final int[] sOut;
+    private final int[] rOut;
+    private final int[] sHead;
+    private final int[] rHead;
+    private final long[] addr = new long[1];
+    private final int[] size = new int[1];
+    private final int[] tag = new int[1];
+    private final NetTransport.MrHandle[] mh = new NetTransport.MrHandle[1];
+    private final int[] got = new int[1];
+    /** Exchanges with each peer since the communicator was made (the algorithm's footprint, for tests and reports). */
+    private final long[] sentTo;
+    private final long[] receivedFrom;
     /** Exchanges sent to / received from each peer so far: the tag's upper half, equal on both ends of a pair. */
     private final int[] sendSeq;
     private final int[] recvSeq;
 
-    /** A registered buffer: the memory and its registration (null when there is no peer). */
-    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr) {
+    /**
+     * A registered buffer: the host memory the transport reads and writes, its registration (null when there is no
+     * peer), and for GPU collectives its device half (null in host memory; see {@link DeviceReducer}).
+     */
+    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr, io.gdrkit.gpu.DeviceBuffer dev) {
+        public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr) {
+            this(seg, mr, null);
+        }
     }
 
     public Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context) {
@@ -53,7 +76,14 @@ public final class Communicator implements AutoCloseable {
         this.n = bootstrap.nranks();
         this.channels = ctx.channels();
         this.chunk = ctx.chunkBytes();
+        this.timeoutNanos = ctx.timeout().toNanos();
+        this.sOut = new int[channels];
+        this.rOut = new int[channels];
+        this.sHead = new int[channels];
+        this.rHead = new int[channels];
         this.sendSeq = new int[n];
+        this.sentTo = new long[n];
+        this.receivedFrom = new long[n];
         this.recvSeq = new int[n];
         send = new NetTransport.SendComm[n][channels];
         recv = new NetTransport.RecvComm[n][channels];
@@ -114,7 +144,7 @@ public final class Communicator implements AutoCloseable {
             if (missing > 0) {
                 waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * channels
                     + " not up)");
-                idle(1000);
+                idle(YIELDS);
             }
         }
         for (int p = 0; p < n; p++) {
@@ -143,6 +173,16 @@ public final class Communicator implements AutoCloseable {
         return net;
     }
 
+    /** Exchanges that sent to {@code peer} so far. */
+    public long exchangesSentTo(final int peer) {
+        return sentTo[peer];
+    }
+
+    /** Exchanges that received from {@code peer} so far. */
+    public long exchangesReceivedFrom(final int peer) {
+        return receivedFrom[peer];
+    }
+
     public Bootstrap bootstrap() {
         return bootstrap;
     }
@@ -153,7 +193,28 @@ public final class Communicator implements AutoCloseable {
 
     /** Registers host memory for every connection of this communicator. */
     public Buffer register(final MemorySegment seg) {
-        return new Buffer(seg, n > 1 ? net.regMr(anyComm(), seg) : null);
+        return register(seg, null);
+    }
+
+    /** Registers host memory (the bounce half) of a buffer whose data lives in {@code dev} on this rank's GPU. */
+    public Buffer register(final MemorySegment seg, final io.gdrkit.gpu.DeviceBuffer dev) {
+        return new Buffer(seg, n > 1 ? net.regMr(anyComm(), seg) : null, dev);
+    }
+
+    /**
+     * Reductions from now on run on {@code gpu} ({@link DeviceReducer}); the communicator closes the reducer, not
+     * the GPU.
+     */
+    public void attachGpu(final io.gdrkit.gpu.GpuDevice gpu) {
+        if (deviceReducer != null) {
+            throw new IllegalStateException("a GPU is attached already");
+        }
+        deviceReducer = new DeviceReducer(gpu, chunk, ctx.timeout());
+    }
+
+    /** The GPU reducer, or null when reductions run on the CPU. */
+    public DeviceReducer deviceReducer() {
+        return deviceReducer;
     }
 
     public void deregister(final Buffer b) {
@@ -184,39 +245,51 @@ public final class Communicator implements AutoCloseable {
      * Sends {@code sendBytes} at {@code src + srcOff} to {@code to} while receiving {@code recvBytes} from
      * {@code from} into {@code dst + dstOff}; with {@code op} non-null the received data is reduced into dst
      * ({@code dst = op(dst, received)}) chunk by chunk through the staging buffer. {@code to} or {@code from} may be
-     * -1 (no send, no receive).
+     * -1 (no send, no receive). Allocates nothing once its request arrays have grown to the largest exchange.
      */
     public void exchange(final int to, final Buffer src, final long srcOff, final long sendBytes, final int from,
                          final Buffer dst, final long dstOff, final long recvBytes, final RedOp op,
                          final DataType type) {
         final int sSeq = to < 0 ? 0 : (sendSeq[to] = (sendSeq[to] + 1) & 0x7fff);
         final int rSeq = from < 0 ? 0 : (recvSeq[from] = (recvSeq[from] + 1) & 0x7fff);
+        if (to >= 0) {
+            sentTo[to]++;
+        }
+        if (from >= 0) {
+            receivedFrom[from]++;
+        }
         final int steps = ctx.steps();
         final int nS = to < 0 ? 0 : (int) ((sendBytes + chunk - 1) / chunk);
         final int nR = from < 0 ? 0 : (int) ((recvBytes + chunk - 1) / chunk);
-        final NetTransport.Request[] sReq = new NetTransport.Request[nS];
-        final NetTransport.Request[] rReq = new NetTransport.Request[nR];
-        final int[] sOut = new int[channels];
-        final int[] rOut = new int[channels];
+        if (sReq.length < nS) {
+            sReq = new NetTransport.Request[nS];
+        }
+        if (rReq.length < nR) {
+            rReq = new NetTransport.Request[nR];
+        }
+        final NetTransport.Request[] sReq = this.sReq;
+        final NetTransport.Request[] rReq = this.rReq;
+        final int[] sOut = this.sOut;
+        final int[] rOut = this.rOut;
+        final int[] rHead = this.rHead;
+        final int[] sHead = this.sHead;
+        for (int c = 0; c < channels; c++) {
+            rHead[c] = c;
+            sHead[c] = c;
+            sOut[c] = 0;
+            rOut[c] = 0;
+        }
         int nextS = 0;
         int nextR = 0;
         int doneS = 0;
         int doneR = 0;
-        final int[] rHead = new int[channels];
-        final int[] sHead = new int[channels];
-        for (int c = 0; c < channels; c++) {
-            rHead[c] = c;
-            sHead[c] = c;
-        }
-        final long[] addr = new long[1];
-        final int[] size = new int[1];
-        final int[] tag = new int[1];
-        final NetTransport.MrHandle[] mh = new NetTransport.MrHandle[1];
-        final int[] got = new int[1];
-        final long deadline = System.nanoTime() + ctx.timeout().toNanos();
+        final long[] addr = this.addr;
+        final int[] size = this.size;
+        final int[] tag = this.tag;
+        final NetTransport.MrHandle[] mh = this.mh;
+        final int[] got = this.got;
+        final long deadline = System.nanoTime() + timeoutNanos;
         int idle = 0;
-        final String what = "exchange (send " + sendBytes + " B to rank " + to + ", receive " + recvBytes
-            + " B from rank " + from + ")";
         try {
             while (doneS < nS || doneR < nR) {
                 boolean progress = false;
@@ -261,12 +334,21 @@ public final class Communicator implements AutoCloseable {
                         final long off = (long) i * chunk;
                         final int len = (int) Math.min(chunk, recvBytes - off);
                         if (got[0] != len) {
-                            throw new CollException("rank " + rank + " " + what + ": chunk " + i + " brought "
-                                + got[0] + " bytes, expected " + len + " (mismatched sizes across ranks?)");
+                            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
+                                + ": chunk " + i + " brought " + got[0] + " bytes, expected " + len
+                                + " (mismatched sizes across ranks?)");
                         }
                         if (op != null) {
-                            Reducer.reduce(dst.seg(), dstOff + off, staging[c], (long) (i / channels % steps) * chunk,
-                                len / type.size(), type, op);
+                            final long at = (long) (i / channels % steps) * chunk;
+                            if (deviceReducer != null) {
+                                if (dst.dev() == null) {
+                                    throw new IllegalStateException("a reduction into a buffer without a device half "
+                                        + "while a GPU is attached");
+                                }
+                                deviceReducer.reduce(dst, dstOff + off, staging[c], at, len / type.size(), type, op);
+                            } else {
+                                Reducer.reduce(dst.seg(), dstOff + off, staging[c], at, len / type.size(), type, op);
+                            }
                         }
                         rReq[i] = null;
                         rOut[c]--;
@@ -284,25 +366,46 @@ public final class Communicator implements AutoCloseable {
                     }
                 }
                 if (!progress) {
-                    waitCheck(deadline, what);
-                    idle(++idle);
+                    if (++idle > SPINS) {
+                        waitCheck(deadline, to, sendBytes, from, recvBytes);
+                    }
+                    idle(idle);
                 } else {
                     idle = 0;
                 }
             }
         } catch (final NetTransportException e) {
-            throw new CollException("rank " + rank + " " + what + ": " + e.getMessage(), e);
+            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes) + ": "
+                + e.getMessage(), e);
         }
     }
 
+    private static String what(final int to, final long sendBytes, final int from, final long recvBytes) {
+        return "exchange (send " + sendBytes + " B to rank " + to + ", receive " + recvBytes + " B from rank "
+            + from + ")";
+    }
+
+    private void waitCheck(final long deadline, final int to, final long sendBytes, final int from,
+                           final long recvBytes) {
+        final long now = System.nanoTime();
+        if (now - lastCheck > 1_000_000 || now > deadline) {
+            waitCheck(deadline, what(to, sendBytes, from, recvBytes));
+        }
+    }
+
+    /** Spins before yielding: the rank's own polling is what moves its NIC (and the peer is often one hop away). */
+    private static final int SPINS = 2000;
+    private static final int YIELDS = 2100;
+
     /**
      * Backs off while nothing moves: spin, then yield, then park briefly. A busy-spinning rank on a shared or
-     * oversubscribed host would take the CPU its peer (or its software NIC) needs to make the progress it waits for.
+     * oversubscribed host would take the CPU its peer needs to make the progress it waits for; the NIC's backstop
+     * thread keeps it answering while parked.
      */
     private static void idle(final int idleRounds) {
-        if (idleRounds < 50) {
+        if (idleRounds < SPINS) {
             Thread.onSpinWait();
-        } else if (idleRounds < 100) {
+        } else if (idleRounds < YIELDS) {
             Thread.yield();
         } else {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000);
@@ -319,6 +422,9 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public void close() {
+        if (deviceReducer != null) {
+            deviceReducer.close();
+        }
         for (final NetTransport.MrHandle m : stagingMr) {
             if (m != null) {
                 net.deregMr(anyComm(), m);

@@ -4,6 +4,7 @@
 package io.gdrkit.labs.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -91,6 +92,100 @@ class LauncherTest {
         assertEquals("joined with a token of 15 characters", Files.readString(dir.resolve("rank1")).trim());
     }
 
+    /**
+     * A stand-in for ssh: records its argument vector (what ps would show on this host), drops the host name and
+     * runs the remote command here, as ssh's remote shell would.
+     */
+    private static List<String> fakeSsh(final Path dir) throws Exception {
+        final Path script = dir.resolve("fake-ssh");
+        Files.writeString(script, """
+            #!/bin/sh
+            log="$1"; shift
+            printf 'host=%s argv=%s\\n' "$1" "$*" >> "$log"
+            shift
+            exec sh -c "$1"
+            """);
+        script.toFile().setExecutable(true);
+        return List.of(script.toString(), dir.resolve("ssh.log").toString());
+    }
+
+    private static Launcher.Spec remote(final String hosts, final List<String> cmd, final Path out,
+                                        final List<String> ssh) {
+        final List<Launcher.Host> h = Launcher.Host.parseList(hosts, 1);
+        final int n = h.stream().mapToInt(Launcher.Host::ranks).sum();
+        return new Launcher.Spec(n, 0, n, null, new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), cmd,
+            "t0ken-for-tests", Duration.ofSeconds(30), Duration.ofSeconds(60), Map.of("GDRKIT_TEST_OUT",
+            out.toString()), h, ssh);
+    }
+
+    @Test
+    void ranksOnOtherHostsStartThroughSshWithTheirEnvironmentOnStdinNotTheCommandLine(@TempDir final Path dir)
+        throws Exception {
+        final UniqueId[] id = new UniqueId[1];
+        final Launcher.Result r = Launcher.run(remote("node-a:2,node-b", java(TokenRank.class), dir, fakeSsh(dir)),
+            new Launcher.Listener() {
+                @Override
+                public void started(final UniqueId u) {
+                    id[0] = u;
+                }
+
+                @Override
+                public void rankFailed(final int rank, final int exitCode) {
+                }
+            });
+        assertEquals(0, r.exitCode(), r.toString());
+        for (int rank = 0; rank < 3; rank++) {
+            assertEquals("joined with a token of 15 characters", Files.readString(dir.resolve("rank" + rank)).trim());
+        }
+        final List<String> ssh = Files.readAllLines(dir.resolve("ssh.log"));
+        assertEquals(3, ssh.size(), ssh.toString());
+        assertEquals(2, ssh.stream().filter(l -> l.startsWith("host=node-a ")).count());
+        assertEquals(1, ssh.stream().filter(l -> l.startsWith("host=node-b ")).count());
+        for (final String l : ssh) {
+            assertFalse(l.contains("t0ken-for-tests"), "the token is on ssh's command line: " + l);
+            assertFalse(l.contains(id[0].encode().substring(id[0].encode().indexOf('/') + 1)), "the run id is on ssh's command line: " + l);
+            assertFalse(l.contains("GDRKIT_"), "environment on ssh's command line: " + l);
+            assertTrue(l.contains("gdrkit-rank '" + Path.of(System.getProperty("java.home"), "bin", "java") + "'"), l);
+        }
+    }
+
+    @Test
+    void aRemoteRankThatDiesEndsTheOthersWithANamedRemoteErrorAndNoOrphans(@TempDir final Path dir)
+        throws Exception {
+        final Launcher.Result r = Launcher.run(remote("node-a:2,node-b", java(DyingRank.class), dir, fakeSsh(dir)),
+            QUIET);
+        assertNotEquals(0, r.exitCode());
+        assertEquals("rank 1 on node-a exited with 7", r.firstFailure());
+        assertTrue(r.rootFailure().contains("rank 1 closed its bootstrap connection"), r.rootFailure());
+        for (final int rank : new int[] {0, 2}) {
+            final String said = Files.readString(dir.resolve("rank" + rank));
+            assertTrue(said.startsWith("REMOTE"), said);
+            assertTrue(said.contains("rank 1 closed its bootstrap connection"), said);
+        }
+        for (int rank = 0; rank < 3; rank++) {
+            final long pid = Long.parseLong(Files.readString(dir.resolve("pid" + rank)).trim());
+            assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "rank " + rank
+                + " (pid " + pid + ") outlived the run");
+        }
+    }
+
+    @Test
+    void badHostsAndAnUnreachableHostAreNamed(@TempDir final Path dir) throws Exception {
+        assertEquals("host '-oProxyCommand=x' is not a host name", org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> Launcher.Host.parseList("-oProxyCommand=x", 1)).getMessage());
+        assertEquals(List.of(new Launcher.Host("a", 3), new Launcher.Host("[::1]", 2), new Launcher.Host("b", 1)),
+            Launcher.Host.parseList("a:3,[::1]:2,b", 1));
+        // an ssh that cannot reach the host exits 255, as ssh does
+        final Path noRoute = dir.resolve("no-route-ssh");
+        Files.writeString(noRoute, "#!/bin/sh\necho \"ssh: connect to host $1: No route to host\" >&2\nexit 255\n");
+        noRoute.toFile().setExecutable(true);
+        final Launcher.Result r = Launcher.run(remote("node-a", java(TokenRank.class), dir,
+            List.of(noRoute.toString())), QUIET);
+        assertEquals(255, r.exitCode());
+        assertTrue(r.firstFailure().startsWith("rank 0 on node-a exited with 255 (ssh's own failure code"),
+            r.firstFailure());
+    }
+
     /** A rank: allreduce over 4 sizes on the given transport and fabric; writes rows and wrong count. */
     public static final class CollRank {
         public static void main(final String[] args) throws Exception {
@@ -115,6 +210,8 @@ class LauncherTest {
     public static final class DyingRank {
         public static void main(final String[] args) throws Exception {
             final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
+            Files.writeString(Path.of(System.getenv("GDRKIT_TEST_OUT"), "pid" + b.rank()),
+                Long.toString(ProcessHandle.current().pid()));
             b.allGather(new byte[] {(byte) b.rank()});
             if (b.rank() == 1) {
                 Runtime.getRuntime().halt(7);

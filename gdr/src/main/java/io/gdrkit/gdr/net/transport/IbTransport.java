@@ -436,6 +436,8 @@ public final class IbTransport implements NetTransport {
         final int psn = random.nextInt(0x1000000);
         final WorkCompletion[] wcs = new WorkCompletion[16];
         final IbRequest[] pool;
+        /** Free requests in [0, pool.length - inFlight), taken from the top. */
+        final IbRequest[] freeList;
         int inFlight;
         long head;
         String error;
@@ -448,8 +450,10 @@ public final class IbTransport implements NetTransport {
                 wcs[i] = new WorkCompletion();
             }
             pool = new IbRequest[poolSize];
+            freeList = new IbRequest[poolSize];
             for (int i = 0; i < poolSize; i++) {
                 pool[i] = new IbRequest(this, i);
+                freeList[i] = pool[i];
             }
             try {
                 this.lid = nic.context().queryPort(1).lid();
@@ -473,19 +477,23 @@ public final class IbTransport implements NetTransport {
                 throw new NetTransportException(Reason.INVALID_USAGE, "more than " + pool.length
                     + " requests in flight on one comm");
             }
-            for (final IbRequest r : pool) {
-                if (!r.used) {
-                    r.reset(kind);
-                    inFlight++;
-                    return r;
-                }
+            // a stack of free requests: O(1), where a scan of the pool grew with the requests in flight
+            final IbRequest r = freeList[pool.length - 1 - inFlight];
+            if (r.used) {
+                throw new NetTransportException(Reason.INTERNAL, "request pool accounting");
             }
-            throw new NetTransportException(Reason.INTERNAL, "request pool accounting");
+            r.reset(kind);
+            inFlight++;
+            return r;
         }
 
         void free(final IbRequest r) {
+            if (!r.used) {
+                throw new NetTransportException(Reason.INTERNAL, "request freed twice");
+            }
             r.used = false;
             inFlight--;
+            freeList[pool.length - 1 - inFlight] = r;
         }
 
         void fail(final Reason reason, final String why) {
@@ -642,6 +650,7 @@ public final class IbTransport implements NetTransport {
         int fifoRkey;
         int qpRound;
         final IbRequest[] slots = new IbRequest[MAX_REQUESTS];
+        final IbMr[] mrs = new IbMr[MAX_RECVS];
         final SendWorkRequest wr = new SendWorkRequest(1);
         final RecvWorkRequest rwr = new RecvWorkRequest(1);
 
@@ -888,8 +897,13 @@ public final class IbTransport implements NetTransport {
     }
 
     private static void inside(final IbMr m, final long data, final long size, final String what) {
+        inside(m, data, size, what, -1);
+    }
+
+    /** {@code what} and, when {@code index >= 0}, the index name the buffer only if the check fails. */
+    private static void inside(final IbMr m, final long data, final long size, final String what, final int index) {
         if (size < 0 || data < m.mr.address() || data + size > m.mr.address() + m.mr.length()) {
-            throw new NetTransportException(Reason.INVALID_ARGUMENT, what + " [0x" + Long.toHexString(data) + ", +"
+            throw new NetTransportException(Reason.INVALID_ARGUMENT, what + (index >= 0 ? index : "") + " [0x" + Long.toHexString(data) + ", +"
                 + size + ") is outside its registration [0x" + Long.toHexString(m.mr.address()) + ", +"
                 + m.mr.length() + ")");
         }
@@ -1050,10 +1064,10 @@ public final class IbTransport implements NetTransport {
             throw new NetTransportException(Reason.INVALID_USAGE, "more than " + MAX_REQUESTS
                 + " receives in flight on one comm");
         }
-        final IbMr[] mrs = new IbMr[n];
+        final IbMr[] mrs = r.mrs; // validated first, before anything is posted; no array or text per call
         for (int i = 0; i < n; i++) {
             mrs[i] = mr(r, mhandles[i]);
-            inside(mrs[i], data[i], sizes[i], "irecv buffer " + i);
+            inside(mrs[i], data[i], sizes[i], "irecv buffer ", i);
         }
         final IbRequest q = r.take(2);
         q.slot = slot;

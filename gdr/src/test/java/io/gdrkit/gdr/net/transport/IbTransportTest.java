@@ -22,6 +22,9 @@ import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.softnic.fabric.LinkHook;
+import io.gdrkit.softnic.wire.BthOpcode;
+import io.gdrkit.softnic.wire.Packet;
 import io.gdrkit.verbs.VerbsContext;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,6 +32,7 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -134,6 +138,124 @@ class IbTransportTest {
         final NetTransportException twice = assertThrows(NetTransportException.class,
             () -> tx.deregMr(pair.send, smh));
         assertEquals(Reason.INVALID_USAGE, twice.reason());
+    }
+
+    /**
+     * Counts the write packets the sender's NIC puts on the wire, by destination QP, from their headers only (the
+     * soft NIC's link hook sees every packet): plain data writes, WRITE_WITH_IMM carrying data, 0-byte
+     * WRITE_WITH_IMM, and payload bytes.
+     */
+    private static final class WireCount implements LinkHook {
+        private final int fromLid;
+        private final Packet p = new Packet();
+        final Map<Integer, long[]> byQp = new TreeMap<>(); // qpn -> {plain, immWithData, imm0, bytes}
+
+        WireCount(final int fromLid) {
+            this.fromLid = fromLid;
+        }
+
+        @Override
+        public synchronized int onPacket(final int srcLid, final int dstLid, final MemorySegment buffer,
+                                         final long offset, final int length) {
+            if (srcLid != fromLid) {
+                return DELIVER;
+            }
+            p.wrap(buffer, offset, length);
+            final int op = p.opcode();
+            if (op < BthOpcode.RDMA_WRITE_FIRST || op > BthOpcode.RDMA_WRITE_ONLY_WITH_IMM) {
+                return DELIVER; // ACKs of the FIFO writes
+            }
+            final long[] c = byQp.computeIfAbsent(p.destQpn(), k -> new long[4]);
+            final boolean imm = op == BthOpcode.RDMA_WRITE_LAST_WITH_IMM || op == BthOpcode.RDMA_WRITE_ONLY_WITH_IMM;
+            final int len = p.payloadLength();
+            c[imm ? (len == 0 ? 2 : 1) : 0]++;
+            c[3] += len;
+            return DELIVER;
+        }
+
+        @Override
+        public boolean passesReferences() {
+            return true; // headers only
+        }
+
+        synchronized long sum(final int k) {
+            return byQp.values().stream().mapToLong(c -> c[k]).sum();
+        }
+    }
+
+    private WireCount countWire() {
+        final WireCount w = new WireCount(c0.queryPort(1).lid());
+        driver.linkHook(w);
+        return w;
+    }
+
+    /** One message of {@code size} bytes, tag {@code tag}, checked byte for byte. */
+    private void sendOne(final MemorySegment src, final NetTransport.MrHandle smh, final MemorySegment dst,
+                         final NetTransport.MrHandle rmh, final int size, final int tag) {
+        dst.fill((byte) 0);
+        final NetTransport.Request r = rx.irecv(pair.recv, 1, new long[] {dst.address()}, new int[] {size},
+            new int[] {tag}, new NetTransport.MrHandle[] {rmh});
+        NetTransport.Request s = null;
+        final long deadline = System.nanoTime() + 20_000_000_000L;
+        while (s == null) {
+            assertTrue(System.nanoTime() < deadline, "the CTS never reached the sender");
+            rx.test(r, null);
+            s = tx.isend(pair.send, src.address(), size, tag, smh);
+        }
+        final int[] got = new int[1];
+        TransportPair.await(rx, r, got, tx, new NetTransport.Request[] {s});
+        assertEquals(size, got[0]);
+        assertEquals(-1L, MemorySegment.mismatch(src, 0, size, dst, 0, size));
+    }
+
+    /** Connects with these settings and sends {@code messages} messages of {@code size} bytes, counting the wire. */
+    private WireCount sendCounted(final int qps, final boolean split, final int ar, final int size,
+                                  final int messages) {
+        open(c -> c.qpsPerConnection(qps).splitDataOnQps(split).arThreshold(ar));
+        pair.connect();
+        final MemorySegment src = random(size, qps * 31L + ar);
+        final MemorySegment dst = arena.allocate(size, 4096);
+        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
+        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
+        final WireCount w = countWire();
+        for (int m = 0; m < messages; m++) {
+            sendOne(src, smh, dst, rmh, size, m);
+        }
+        return w;
+    }
+
+    @Test
+    void splitDataOnQpsCutsOneMessageOverEveryQpAndTheArThresholdSeparatesTheImm() {
+        final WireCount w = sendCounted(4, true, 8192, 100_000, 1);
+        // chunks of ceil(100000 / 4) rounded up to 128 bytes, one per QP; above the AR threshold every QP's data
+        // goes as plain WRITEs, then its own 0-byte WRITE_WITH_IMM
+        assertEquals(4, w.byQp.size(), "QPs that carried data: " + w.byQp.keySet());
+        final long[] bytes = w.byQp.values().stream().mapToLong(c -> c[3]).toArray();
+        assertArrayEquals(new long[] {25_088, 25_088, 25_088, 24_736}, bytes);
+        for (final long[] c : w.byQp.values()) {
+            assertEquals(1, c[2], "one 0-byte WRITE_WITH_IMM per QP");
+            assertEquals(0, c[1], "no data-carrying WRITE_WITH_IMM above the AR threshold");
+            assertTrue(c[0] >= 1, "plain data WRITEs");
+        }
+    }
+
+    @Test
+    void belowTheArThresholdTheLastDataWriteCarriesTheImm() {
+        final WireCount w = sendCounted(4, true, 1_000_000, 100_000, 1);
+        assertEquals(4, w.byQp.size());
+        assertEquals(0, w.sum(2), "no separate 0-byte WRITE_WITH_IMM below the threshold");
+        assertEquals(4, w.sum(1), "each QP's last data packet carries the IMM");
+        assertEquals(100_000, w.sum(3));
+    }
+
+    @Test
+    void withoutSplitEachMessageTakesOneQpRoundRobin() {
+        final WireCount w = sendCounted(4, false, 8192, 10_000, 8);
+        assertEquals(4, w.byQp.size(), "messages spread over " + w.byQp.keySet());
+        for (final long[] c : w.byQp.values()) {
+            assertEquals(20_000, c[3], "two whole messages per QP");
+            assertEquals(2, c[2], "one separate IMM per message (10000 > AR threshold 8192)");
+        }
     }
 
     @Test

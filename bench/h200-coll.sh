@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Collectives with buffers on the H200 (issue 12, item 8), for the lead to run on the device host:
+#   1 GPU: 2 ranks on cuda:0; with 2 GPUs (nvidia-h200-x2): rank r on cuda:r (GPUS=2, or found by nvidia-smi).
+#   `coll allreduce --np 2 --mem gpu` 8 B .. 64 MiB (factor 8), 3 runs each, JSON lines into $OUT, plus OpenMPI's
+#   MPI_Allreduce on host buffers in the same run if mpirun and mpicc exist there (else openmpi-skipped.txt says so).
+# The NIC is software (simulated, shm fabric between the rank processes); the GPU, its copies and the coll_reduce
+# kernel are real; data moves through host bounce buffers (the JSON's data_path, gdr false).
+#   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll.sh
+# Device call (carry runtime and the jar): bash bench/h200-coll.sh  (OUT defaults to $OUT of the device tool)
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+OUT="${OUT:-$here/h200-coll-out}"
+JAVA="${JAVA:-$here/runtime/bin/java}"
+JAR="${JAR:-$here/cli/target/gdrkit.jar}"
+RUNS="${RUNS:-3}"; MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
+LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
+mkdir -p "$OUT"
+GPUS="${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')}"
+{ date -u; nproc; uptime; nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current \
+    --format=csv 2>&1; "$JAVA" -version 2>&1; echo "gpus: $GPUS"; } > "$OUT/env.txt"
+g() { timeout "$LIMIT" "$JAVA" --enable-native-access=ALL-UNNAMED ${JOPTS:-} -jar "$JAR" "$@"; }
+tag() { sed "s/^{/{\"label\":\"$1\",\"run\":$2,/"; }
+MPI_BIN="${MPI_BIN:-$OUT/allreduce_timing}"
+if command -v mpirun >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1; then
+  mpicc -O2 -o "$MPI_BIN" bench/mpi/allreduce_timing.c 2>> "$OUT/err.txt" || echo "mpicc failed" > "$OUT/openmpi-skipped.txt"
+else
+  echo "no mpirun/mpicc on this host: OpenMPI rows not run" > "$OUT/openmpi-skipped.txt"
+fi
+for run in $(seq 1 "$RUNS"); do
+  echo "run $run: $(uptime)" >> "$OUT/env.txt"
+  g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" \
+    --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks" "$run" >> "$OUT/coll-gpu.jsonl"
+  if [ "$GPUS" -ge 2 ]; then
+    g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:rank -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
+      -w "$WARM" --json 2>> "$OUT/err.txt" | tag "2gpu-rank-r-on-cuda-r" "$run" >> "$OUT/coll-gpu.jsonl"
+  fi
+  g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" --json \
+    2>> "$OUT/err.txt" | tag "host-buffers" "$run" >> "$OUT/coll-gpu.jsonl"
+  if [ ! -f "$OUT/openmpi-skipped.txt" ]; then
+    timeout "$LIMIT" mpirun --allow-run-as-root --oversubscribe -np 2 "$MPI_BIN" "$MIN" "$MAX" "$F" "$ITERS" "$WARM" \
+      2>> "$OUT/err.txt" | tag "openmpi-host" "$run" >> "$OUT/openmpi.jsonl"
+  fi
+done
+echo "done: $(wc -l < "$OUT/coll-gpu.jsonl") gdrkit rows" >> "$OUT/env.txt"

@@ -1,0 +1,108 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gdrkit.gpu.cuda.CudaDriver;
+import io.gdrkit.gpu.cuda.CudaGpu;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code coll --mem gpu --gpu cuda:0}: against the libcuda test double ({@code src/test/c/fakecuda.c}, which runs
+ * coll_reduce on the host: it proves the kernel's parameters, the copies and the bounce path, not a GPU), and on a
+ * real GPU where there is one (skipped otherwise, with the probe's reason). Child JVMs: the driver binds once per
+ * process.
+ */
+class CollCudaTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private static List<JsonNode> coll(final Path log, final String lib, final String... args) throws Exception {
+        final List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+            "--enable-native-access=ALL-UNNAMED"));
+        if (lib != null) {
+            cmd.add("-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib);
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "coll"));
+        cmd.addAll(List.of(args));
+        cmd.addAll(List.of("--np", "2", "--mem", "gpu", "--gpu", "cuda:0", "-n", "2", "-w", "1", "--jit-warmup-ms",
+            "0", "--json"));
+        final Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("coll did not end within 120 s: " + log);
+        }
+        final String out = Files.readString(log);
+        assertEquals(0, p.exitValue(), out);
+        final List<JsonNode> rows = new ArrayList<>();
+        for (final String line : out.split("\n")) {
+            if (line.startsWith("{")) {
+                rows.add(JSON.readTree(line));
+            }
+        }
+        assertFalse(rows.isEmpty(), out);
+        return rows;
+    }
+
+    private static void rightOnTheGpu(final List<JsonNode> rows, final boolean reduces) {
+        for (final JsonNode r : rows) {
+            assertEquals(0, r.path("wrong").asLong(-1), r.toString());
+            assertEquals(0, r.path("inplace_wrong").asLong(-1), r.toString());
+            assertEquals("gpu", r.path("mem").asText(), r.toString());
+            assertEquals("gpu-kernel", r.path("reduce_on").asText(), r.toString());
+            assertEquals("host-bounce", r.path("data_path").asText(), r.toString());
+            assertFalse(r.path("gdr").asBoolean(true), r.toString());
+            assertFalse(r.path("gpu_simulated").asBoolean(true), r.toString());
+        }
+        final long launches = rows.get(rows.size() - 1).path("kernel_launches_rank0").asLong(-1);
+        assertTrue(reduces ? launches > 0 : launches == 0, "kernel launches: " + launches);
+    }
+
+    @Test
+    void collectivesOnCudaBuffersAgainstTheFakeDriver() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-coll.so");
+        final Process cc;
+        try {
+            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+                Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("cc-coll.log").toFile()).start();
+        } catch (final java.io.IOException e) {
+            Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
+            return;
+        }
+        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+            "the libcuda test double did not build: " + dir.resolve("cc-coll.log"));
+        final List<JsonNode> sum = coll(dir.resolve("coll-float.log"), lib.toString(), "allreduce", "-b", "8", "-e",
+            "65536", "-f", "16");
+        rightOnTheGpu(sum, true);
+        assertTrue(sum.get(0).path("gpu").asText().contains("fake"), "the double names itself: " + sum.get(0));
+        rightOnTheGpu(coll(dir.resolve("coll-bf16.log"), lib.toString(), "allreduce", "-b", "4096", "-e", "4096",
+            "-d", "bfloat16", "-o", "max"), true);
+        rightOnTheGpu(coll(dir.resolve("coll-rs.log"), lib.toString(), "reduce-scatter", "-b", "4096", "-e", "8192",
+            "-f", "2", "-d", "int32", "-o", "min"), true);
+        rightOnTheGpu(coll(dir.resolve("coll-ag.log"), lib.toString(), "allgather", "-b", "4096", "-e", "4096"),
+            false);
+    }
+
+    @Test
+    void collectivesOnARealGpuWhereThereIsOne() throws Exception {
+        final io.gdrkit.gpu.cuda.CudaProbe probe = CudaGpu.probe();
+        Assumptions.assumeTrue(probe.found(), "no CUDA GPU here: " + probe);
+        final Path dir = Files.createDirectories(Path.of("target/cuda-coll").toAbsolutePath());
+        final List<JsonNode> rows = coll(dir.resolve("real.log"), null, "allreduce", "-b", "8", "-e", "1048576",
+            "-f", "32", "-d", "half", "-o", "sum");
+        rightOnTheGpu(rows, true);
+    }
+}
