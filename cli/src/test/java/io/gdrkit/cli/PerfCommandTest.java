@@ -210,6 +210,9 @@ class PerfCommandTest {
         assertEquals(2, remote.exitCode(), remote::toString);
         final Cli striped = Cli.run("perf", "write_bw", "--loopback", "-b", "--stripe", "-q", "2");
         assertEquals(2, striped.exitCode(), striped::toString);
+        final Cli nat = Cli.run("perf", "write_bw", "--loopback", "-b", "--provider", "native");
+        assertEquals(2, nat.exitCode(), nat::toString);
+        assertTrue(nat.err().contains("-b/--bidirectional runs on the software NICs"), nat::toString);
     }
 
     @Test
