@@ -30,7 +30,7 @@ public final class BwRun {
     }
 
     /** One direction: who posts, into which buffer, and its book-keeping. */
-    private final class Lane {
+    private static final class Lane {
         final Loopback.Side src;
         /** The side that receives (send_bw posts receives there); null when a peer process does. */
         final Loopback.Side dst;
@@ -235,8 +235,10 @@ public final class BwRun {
             if (any) {
                 deadline.rearm();
             } else {
-                // An empty poll already advanced the NICs (invoker mode); dedicated threads need nothing.
-                deadline.check(waitingFor, lanes[0].tracker.completedTotal(), lanes[0].postTarget);
+                // An empty poll already advanced the NICs (invoker mode); dedicated threads need nothing. The
+                // progress named is the first direction still running.
+                final Lane waiting = lanes[0].done ? lanes[lanes.length - 1] : lanes[0];
+                deadline.check(waitingFor, waiting.tracker.completedTotal(), waiting.postTarget);
             }
         }
         if (cfg.test().isSend()) {
