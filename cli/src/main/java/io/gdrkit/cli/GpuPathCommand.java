@@ -43,6 +43,10 @@ final class GpuPathCommand implements Callable<Integer> {
     @Option(names = {"-n", "--iters"}, defaultValue = "200", description = "WRITEs per path.")
     int iters;
 
+    @Option(names = "--json", description = "One JSON object per path (path, bytes, iters, mib_s, check, gpu, "
+        + "simulated) instead of the table; `gdrkit model crossover --input` reads these lines.")
+    boolean json;
+
     @Override
     public Integer call() {
         final PrintWriter out = spec.commandLine().getOut();
@@ -59,7 +63,11 @@ final class GpuPathCommand implements Callable<Integer> {
         try (GpuDevice gpu = open(gpuSpec); GpuDevice src = sourceGpu == null ? null : open(sourceGpu)) {
             r = GpuPathLab.run(gpu, src, size, iters, !path.equals("bounce"), !path.equals("gdr"));
         }
-        print(out, r);
+        if (json) {
+            printJson(out, r);
+        } else {
+            print(out, r);
+        }
         if (!r.allByteExact()) {
             spec.commandLine().getErr().println("gpu-path: a path delivered wrong bytes (see the check column)");
             return Main.EXIT_FAILURE;
@@ -80,6 +88,23 @@ final class GpuPathCommand implements Callable<Integer> {
                 out.println("# source: " + r.source());
             }
             out.println(row(run));
+        }
+    }
+
+    /** One JSON line per path. */
+    static void printJson(final PrintWriter out, final GpuPathLab.Result r) {
+        final com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        for (final GpuPathLab.PathRun run : r.runs()) {
+            final com.fasterxml.jackson.databind.node.ObjectNode o = json.createObjectNode();
+            o.put("path", run.path());
+            o.put("bytes", run.bytes());
+            o.put("iters", run.iters());
+            o.put("mib_s", Math.round(run.mibPerSecond() * 1000) / 1000.0);
+            o.put("check", run.path().equals("pinned") ? "limit" : run.byteExact() ? "byte-exact" : "mismatch");
+            o.put("gpu", r.gpu());
+            o.put("gpu_simulated", r.simulated());
+            o.put("simulated", true); // the NIC is software in every row
+            out.println(o);
         }
     }
 

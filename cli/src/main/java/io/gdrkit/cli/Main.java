@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
     subcommands = {DemoCommand.class, PerfCommand.class, DevicesCommand.class, SocketPeerCommand.class,
         GpuPathCommand.class, TopoCommand.class, DoctorCommand.class, VisibilityCommand.class,
         VisibilitySenderCommand.class, OrderingCommand.class, AbiCheckCommand.class, RegTimingCommand.class,
-        ShmemPerfCommand.class, ShmemMoeCommand.class, CollCommand.class, LaunchCommand.class})
+        ShmemPerfCommand.class, ShmemMoeCommand.class, CollCommand.class, LaunchCommand.class, ModelCommand.class})
 public final class Main implements Runnable {
     /** Exit code of a run that failed (a check, a timeout, an error completion); usage errors exit 2. */
     public static final int EXIT_FAILURE = 1;

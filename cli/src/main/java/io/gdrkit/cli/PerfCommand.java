@@ -149,9 +149,14 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
     Double duration;
 
-    @Option(names = "--check", description = "Bandwidth tests on the in-JVM fabric, host memory: validate the data "
-        + "after every run, as perftest's --data_validation (seeded pattern in the source, destination compared).")
+    @Option(names = "--check", description = "Bandwidth tests on the in-JVM fabric: validate the data after every "
+        + "run, as perftest's --data_validation (seeded pattern in the source, destination compared; in GPU memory by "
+        + "the vis_verify kernel on the GPU).")
     boolean check;
+
+    @Option(names = {"-b", "--bidirectional"}, description = "write_bw, read_bw, send_bw on the in-JVM fabric: both "
+        + "sides post at once (perftest's -b); prints each direction and their sum.")
+    boolean bidirectional;
 
     @Option(names = "--trials", defaultValue = "1", description = "Bandwidth tests on the in-JVM fabric: repeat "
         + "each size K times (a fresh pair of NICs each) and print min/median/max and the coefficient of variation "
@@ -265,6 +270,7 @@ final class PerfCommand implements Callable<Integer> {
             + "  tx-depth: " + first.txDepth() + "  cq-mod: " + Math.min(first.cqMod(), first.txDepth())
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
             + "  inline: " + first.inlineSize() + (first.events() ? "  completions: events" : "")
+            + (first.bidirectional() ? "  bidirectional (-b)" : "")
             + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         if (gpu != null) {
@@ -394,11 +400,9 @@ final class PerfCommand implements Callable<Integer> {
                 if (check) {
                     DataCheck.prepare(lb, cfg, 0x5eedL + s);
                 }
-                final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
-                    : new BwRun(lb, cfg).run();
-                printer.bw(cfg, r);
+                final BwResult r = bwRun(printer, cfg, lb);
                 if (check) {
-                    check(printer, cfg, lb);
+                    check(printer, cfg, lb, 0x5eedL + s);
                 }
                 if (cm != null) {
                     cm.close(); // disconnect while the QPs exist
@@ -438,11 +442,9 @@ final class PerfCommand implements Callable<Integer> {
                 if (check) {
                     DataCheck.prepare(lb, cfg, 0x5eedL + cfg.size() + t);
                 }
-                final BwResult r = stripe ? new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run()
-                    : new BwRun(lb, cfg).run();
-                printer.bw(cfg, r);
+                final BwResult r = bwRun(printer, cfg, lb);
                 if (check) {
-                    check(printer, cfg, lb);
+                    check(printer, cfg, lb, 0x5eedL + cfg.size() + t);
                 }
                 avg[t] = r.bwAvgMibS();
             }
@@ -463,16 +465,50 @@ final class PerfCommand implements Callable<Integer> {
         printer.jsonObject(m);
     }
 
+    /** One bandwidth run, printed: with -b each direction as a note (a JSON object) and the sum as the row. */
+    private BwResult bwRun(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
+        if (stripe) {
+            final BwResult r = new StripedBwRun(lb.a, lb.b.mr.address(), lb.b.mr.rkey(), cfg).run();
+            printer.bw(cfg, r);
+            return r;
+        }
+        final BwRun.Bidirectional both = new BwRun(lb, cfg).runBoth();
+        if (cfg.bidirectional()) {
+            for (final String dir : new String[] {"a_to_b", "b_to_a"}) {
+                final BwResult d = dir.equals("a_to_b") ? both.aToB() : both.bToA();
+                printer.comment(String.format(Locale.ROOT, "# -b %s: %d messages, BW average %s MiB/s, peak %s "
+                    + "MiB/s, %.6f Mpps", dir.replace('_', ' '), d.iterations(), PerfPrinter.fmt(d.bwAvgMibS()),
+                    PerfPrinter.fmt(d.bwPeakMibS()), d.msgRateMpps()));
+                final Map<String, Object> m = new LinkedHashMap<>();
+                m.put("direction", dir);
+                m.put("test", cfg.test().id());
+                m.put("bytes", d.bytes());
+                m.put("iterations", d.iterations());
+                m.put("bw_peak_mib_s", round(d.bwPeakMibS()));
+                m.put("bw_avg_mib_s", round(d.bwAvgMibS()));
+                m.put("msg_rate_mpps", round(d.msgRateMpps()));
+                m.put("simulated", true);
+                m.put("fabric", "injvm");
+                printer.jsonObject(m);
+            }
+            printer.comment("# -b sum of both directions (perftest's -b figure):");
+        }
+        printer.bw(cfg, both.sum());
+        return both.sum();
+    }
+
     /** --check: the run's data compared; a mismatch ends the command with the evidence. */
-    private void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb) {
-        final DataCheck.Result c = DataCheck.verify(lb, cfg);
-        printer.comment("# check: " + c.evidence());
+    private void check(final PerfPrinter printer, final PerfConfig cfg, final Loopback lb, final long seed) {
+        final DataCheck.Result c = DataCheck.verify(lb, cfg, seed);
+        printer.comment("# check: " + c.evidence() + " (by " + c.checkBy() + ")");
         final Map<String, Object> m = new LinkedHashMap<>();
         m.put("check", c.byteExact() ? "byte-exact" : "mismatch");
         m.put("test", cfg.test().id());
         m.put("bytes", cfg.size());
         m.put("mismatch_at", c.mismatchAt());
         m.put("evidence", c.evidence());
+        m.put("check_by", c.checkBy());
+        m.put("bidirectional", cfg.bidirectional());
         m.put("simulated", !onNative);
         printer.jsonObject(m);
         if (!c.byteExact()) {
@@ -679,9 +715,17 @@ final class PerfCommand implements Callable<Integer> {
         if (check && test.isAtomic()) {
             throw usage("--check validates moved bytes; atomic_bw moves none (it adds to one word)");
         }
-        if (check && (fabric != null || !test.bandwidth || !mem.equals("host"))) {
-            throw usage("--check works with bandwidth tests on the in-JVM fabric in host memory (--loopback without "
-                + "--fabric, --mem host); validating GPU memory needs a verification kernel, not done yet");
+        if (check && (fabric != null || !test.bandwidth)) {
+            throw usage("--check works with bandwidth tests on the in-JVM fabric (--loopback without --fabric)");
+        }
+        if (bidirectional && fabric != null) {
+            throw usage("-b/--bidirectional runs on the in-JVM fabric (--loopback without --fabric) for now");
+        }
+        if (bidirectional && stripe) {
+            throw usage("-b/--bidirectional and --stripe cannot be combined");
+        }
+        if (bidirectional && !"soft".equals(provider)) {
+            throw usage("-b/--bidirectional runs on the software NICs (--provider soft) for now");
         }
         if (trials < 1 || trials > 1000) {
             throw usage("--trials must be 1 .. 1000, not " + trials);
@@ -752,6 +796,7 @@ final class PerfCommand implements Callable<Integer> {
             cfg.durationSeconds(duration);
         }
         cfg.events(events);
+        cfg.bidirectional(bidirectional);
         try {
             cfg.conclude();
         } catch (final IllegalArgumentException e) {
@@ -845,7 +890,7 @@ final class PerfCommand implements Callable<Integer> {
                         }
                         printer.bw(cfg, new BwRun(lb, cfg).run());
                         if (check) {
-                            check(printer, cfg, lb);
+                            check(printer, cfg, lb, 0x5eedL + s);
                         }
                     } else {
                         printer.lat(cfg, new LatRun(lb, cfg).run());

@@ -155,6 +155,9 @@ final class PerfPrinter implements PerfListener {
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());
         m.put("mtu", cfg.mtu());
+        if (cfg.bidirectional()) {
+            m.put("bidirectional", true); // the row is the sum of both directions, as perftest's -b prints it
+        }
         return m;
     }
 

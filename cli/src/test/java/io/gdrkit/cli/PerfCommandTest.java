@@ -133,15 +133,86 @@ class PerfCommandTest {
         for (final String test : new String[] {"write_bw", "read_bw", "send_bw"}) {
             final Cli r = Cli.run("perf", test, "--loopback", "-n", "20", "--warmup", "0", "-s", "10000", "--check");
             assertEquals(0, r.exitCode(), r::toString);
-            assertTrue(r.out().contains("# check: byte-exact: 10000 bytes " + (test.equals("read_bw") ? "B -> A"
-                : "A -> B")), r::toString);
+            assertTrue(r.out().contains("# check: byte-exact: " + (test.equals("read_bw") ? "B -> A"
+                : "A -> B") + " byte-exact: 10000 bytes per direction"), r::toString);
+            assertTrue(r.out().contains("(by CPU: host memory compared byte by byte)"), r::toString);
         }
         final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "--check");
         assertEquals(2, atomic.exitCode(), atomic::toString);
         assertTrue(atomic.toString().contains("atomic_bw moves none"), atomic::toString);
-        final Cli gpu = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu", "--check");
-        assertEquals(2, gpu.exitCode(), gpu::toString);
-        assertTrue(gpu.toString().contains("validating GPU memory needs a verification kernel"), gpu::toString);
+        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "--check");
+        assertEquals(2, remote.exitCode(), remote::toString);
+        assertTrue(remote.err().contains("--check works with bandwidth tests on the in-JVM fabric"), remote::toString);
+    }
+
+    @Test
+    void checkOnSimulatedGpuMemoryRunsTheKernelAndSaysSo() throws Exception {
+        for (final String test : new String[] {"write_bw", "read_bw", "send_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "--mem", "gpu", "--gpu", "sim:h200", "-n", "20",
+                "--warmup", "0", "-s", "10000", "--check", "--json");
+            assertEquals(0, r.exitCode(), r::toString);
+            final com.fasterxml.jackson.databind.JsonNode c = r.lines().stream().filter(l -> l.contains("\"check\""))
+                .map(l -> {
+                    try {
+                        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(l);
+                    } catch (final java.io.IOException e) {
+                        throw new AssertionError(l, e);
+                    }
+                }).findFirst().orElseThrow(() -> new AssertionError(r.toString()));
+            assertEquals("byte-exact", c.get("check").asText(), r::toString);
+            assertTrue(c.get("check_by").asText().startsWith("GPU kernel vis_verify on "), r::toString);
+            assertTrue(c.get("check_by").asText().contains("SM worker threads"), r::toString);
+            assertTrue(c.get("simulated").asBoolean());
+        }
+    }
+
+    @Test
+    void bidirectionalPrintsEachDirectionAndTheSum() throws Exception {
+        for (final String test : new String[] {"write_bw", "read_bw", "send_bw"}) {
+            final Cli r = Cli.run("perf", test, "--loopback", "-b", "-n", "40", "--warmup", "0", "-s", "9000",
+                "--check", "--json");
+            assertEquals(0, r.exitCode(), r::toString);
+            final com.fasterxml.jackson.databind.ObjectMapper om = new com.fasterxml.jackson.databind.ObjectMapper();
+            double ab = -1;
+            double ba = -1;
+            double sum = -1;
+            long sumIters = -1;
+            String check = null;
+            for (final String l : r.lines()) {
+                final com.fasterxml.jackson.databind.JsonNode o = om.readTree(l);
+                if ("a_to_b".equals(o.path("direction").asText())) {
+                    ab = o.get("bw_avg_mib_s").asDouble();
+                    assertEquals(40, o.get("iterations").asLong());
+                } else if ("b_to_a".equals(o.path("direction").asText())) {
+                    ba = o.get("bw_avg_mib_s").asDouble();
+                    assertEquals(40, o.get("iterations").asLong());
+                } else if (o.has("bidirectional") && o.has("bw_avg_mib_s")) {
+                    sum = o.get("bw_avg_mib_s").asDouble();
+                    sumIters = o.get("iterations").asLong();
+                } else if (o.has("check")) {
+                    check = o.get("evidence").asText();
+                }
+            }
+            assertTrue(ab > 0 && ba > 0, r::toString);
+            assertEquals(ab + ba, sum, 0.01, r::toString);
+            assertEquals(80, sumIters, r::toString);
+            assertTrue(check != null && check.startsWith("byte-exact: ") && check.contains("(upper half) byte-exact"),
+                r::toString);
+        }
+        final Cli text = Cli.run("perf", "write_bw", "--loopback", "-b", "-n", "20", "--warmup", "0", "-s", "4096");
+        assertEquals(0, text.exitCode(), text::toString);
+        assertTrue(text.out().contains("bidirectional (-b)") && text.out().contains("# -b a to b: 20 messages")
+            && text.out().contains("# -b b to a: 20 messages") && text.out().contains("# -b sum of both"), text::toString);
+        final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "-b");
+        assertEquals(2, atomic.exitCode(), atomic::toString);
+        assertTrue(atomic.err().contains("-b/--bidirectional applies to write_bw, read_bw and send_bw"), atomic::toString);
+        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "-b");
+        assertEquals(2, remote.exitCode(), remote::toString);
+        final Cli striped = Cli.run("perf", "write_bw", "--loopback", "-b", "--stripe", "-q", "2");
+        assertEquals(2, striped.exitCode(), striped::toString);
+        final Cli nat = Cli.run("perf", "write_bw", "--loopback", "-b", "--provider", "native");
+        assertEquals(2, nat.exitCode(), nat::toString);
+        assertTrue(nat.err().contains("-b/--bidirectional runs on the software NICs"), nat::toString);
     }
 
     @Test

@@ -27,6 +27,20 @@ final class DmaReadAhead {
     private long filled;
 
     /**
+     * The one NIC read of a packet's bytes (a requester's gather, a READ response): memory that prefers bulk reads
+     * (a CUDA GPU behind its copy engine, {@link SoftMr#bulkReads}) through this read-ahead, up to {@code spanEnd}
+     * at once; any other memory straight from the MR.
+     */
+    void read(final SoftMr mr, final long key, final boolean fresh, final long va, final long spanEnd,
+              final MemorySegment dst, final long dstOffset, final int len) {
+        if (mr.bulkReads) {
+            copyOut(mr, key, fresh, va, spanEnd, dst, dstOffset, len);
+        } else {
+            mr.copyOut(va, dst, dstOffset, len);
+        }
+    }
+
+    /**
      * Copies {@code len} bytes at {@code va} of {@code mr} (DMA memory) to {@code dst}, reading ahead up to
      * {@code spanEnd} (the end of the SGE or the response, exclusive) on a miss.
      */

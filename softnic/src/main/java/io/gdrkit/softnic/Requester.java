@@ -20,6 +20,8 @@ final class Requester implements Agent {
     private final SoftDevice dev;
     private final Transmitter tx;
     private final Packet pkt;
+    /** The references of the packet being built (one walk of the gather list per packet). */
+    private final Sgl.Refs refScratch = new Sgl.Refs();
     private final int burst;
     private final int ackReqInterval;
 
@@ -181,7 +183,7 @@ final class Requester implements Agent {
         // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
         // that looks at payloads was installed meanwhile)
         final int refs = payload > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
-            && dev.port.carriesReferences() ? Sgl.references(dev, qp, sq, index, offset, payload, null) : 0;
+            && dev.port.carriesReferences() ? Sgl.references(dev, qp, sq, index, offset, payload, refScratch) : 0;
         if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
             return -1;
         }
@@ -196,11 +198,9 @@ final class Requester implements Agent {
                 pkt.ieth(sq.imm(index)); // the rkey to invalidate, kept in the WQE's imm_data field
             }
             if (refs > 0) {
-                if (Sgl.references(dev, qp, sq, index, offset, payload, pkt.reference(payload, refs)) != refs) {
-                    // deregistered between the two looks: sent again, the copy path reports the dead lkey
-                    tx.abort();
-                    return -1;
-                }
+                // collected and checked by the one walk above, in this duty cycle; deregistration takes the duty, so
+                // no MR can go between the walk and here (the responder resolves each reference again anyway)
+                refScratch.writeInto(pkt.reference(payload, refs), refs);
             } else if (payload > 0) {
                 if ((flags & SendFlags.INLINE) != 0) {
                     java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,

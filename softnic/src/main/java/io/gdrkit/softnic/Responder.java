@@ -245,6 +245,8 @@ final class Responder implements Agent {
             rnr(qp, psn);
             return;
         }
+        // the first packet's MR: checked above for the whole DMA length, which holds this packet's bytes
+        SoftMr firstMr = null;
         if (p.is(BthOpcode.FIRST)) {
             if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE)) {
                 nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "QP " + qp.qpn
@@ -259,11 +261,13 @@ final class Responder implements Agent {
                 nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "DMA length too large");
                 return;
             }
-            if (qp.writeLength > 0 && remoteMr(qp, qp.writeRkey, qp.writeVa, qp.writeLength,
-                AccessFlags.REMOTE_WRITE) == null) {
-                nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
-                    + Integer.toHexString(qp.writeRkey) + " refused for WRITE of " + qp.writeLength + " bytes");
-                return;
+            if (qp.writeLength > 0) {
+                firstMr = remoteMr(qp, qp.writeRkey, qp.writeVa, qp.writeLength, AccessFlags.REMOTE_WRITE);
+                if (firstMr == null) {
+                    nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
+                        + Integer.toHexString(qp.writeRkey) + " refused for WRITE of " + qp.writeLength + " bytes");
+                    return;
+                }
             }
             qp.inWrite = true;
         }
@@ -274,8 +278,9 @@ final class Responder implements Agent {
             return;
         }
         if (len > 0) {
-            // checked on every packet: the MR may have been deregistered since the first one
-            final SoftMr mr = remoteMr(qp, qp.writeRkey, qp.writeVa, len, AccessFlags.REMOTE_WRITE);
+            // checked on every later packet: the MR may have been deregistered since the first one
+            final SoftMr mr = firstMr != null ? firstMr
+                : remoteMr(qp, qp.writeRkey, qp.writeVa, len, AccessFlags.REMOTE_WRITE);
             if (mr == null) {
                 nak(qp, psn, Aeth.NAK_REMOTE_ACCESS_ERROR, WcStatus.REM_ACCESS_ERR, "rkey 0x"
                     + Integer.toHexString(qp.writeRkey) + " no longer valid");
@@ -607,13 +612,9 @@ final class Responder implements Agent {
             out.aeth(Aeth.ACK_UNLIMITED, qp.msn);
         }
         if (payload > 0) {
-            if (mr.dma != null && mr.dma.prefersBulkReads()) {
-                // DMA memory behind a copy engine (a CUDA GPU): up to 1 MiB of the response in one read, packets out of it
-                qp.readAhead.copyOut(mr, r.psn[slot], first, r.va[slot] + offset, r.va[slot] + total,
-                    out.buffer(), out.payloadOffset(), payload);
-            } else {
-                mr.copyOut(r.va[slot] + offset, out.buffer(), out.payloadOffset(), payload);
-            }
+            // bulk-read memory (a CUDA GPU): up to 1 MiB of the response in one read, packets out of it
+            qp.readAhead.read(mr, r.psn[slot], first, r.va[slot] + offset, r.va[slot] + total, out.buffer(),
+                out.payloadOffset(), payload);
         }
         commit();
         if (last) {

@@ -70,13 +70,30 @@ final class Sgl {
     }
 
     /**
+     * The references of one packet, collected by {@link #references} before the packet is claimed (its length
+     * depends on their number) and written into it after: one walk of the gather list per packet, not two.
+     * A segment per SGE at most.
+     */
+    static final class Refs {
+        final long[] va = new long[SoftDevice.MAX_SGE];
+        final int[] lkey = new int[SoftDevice.MAX_SGE];
+        final int[] length = new int[SoftDevice.MAX_SGE];
+
+        /** Writes the first {@code n} collected references into {@code pkt} (a reference packet of n segments). */
+        void writeInto(final Packet pkt, final int n) {
+            for (int i = 0; i < n; i++) {
+                pkt.refEntry(i, va[i], lkey[i], length[i]);
+            }
+        }
+    }
+
+    /**
      * How many segments reference {@code len} bytes starting {@code offset} bytes into the WQE's gather list, or 0
      * when some of them may not be referenced (an MR that is not {@link SoftMr#referable}, or any problem the
-     * copy path must report: {@link #gather} then finds it). With {@code into}, also writes the references into
-     * that packet (already made a reference packet of that many segments).
+     * copy path must report: {@link #gather} then finds it). The references are left in {@code into}.
      */
     static int references(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index,
-                          final long offset, final int len, final Packet into) {
+                          final long offset, final int len, final Refs into) {
         final int segments = walk(dev, qp, sgl, index, offset, null, 0, len, REFERENCE, into);
         return segments > 0 ? segments : 0;
     }
@@ -87,7 +104,7 @@ final class Sgl {
      * number of segments (a negative value or 0 when something may not be referenced).
      */
     private static int walk(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, long offset,
-                            final MemorySegment seg, long segOffset, int len, final int mode, final Packet into) {
+                            final MemorySegment seg, long segOffset, int len, final int mode, final Refs into) {
         final boolean firstPacket = offset == 0;
         final int n = sgl.numSge(index);
         int segments = 0;
@@ -104,16 +121,9 @@ final class Sgl {
                 return mode == REFERENCE ? 0 : WcStatus.LOC_PROT_ERR;
             }
             switch (mode) {
-                case GATHER -> {
-                    if (mr.dma != null && mr.dma.prefersBulkReads()) {
-                        // DMA memory behind a copy engine (a CUDA GPU): the rest of the SGE in one read, this
-                        // packet out of it
-                        qp.gatherAhead.copyOut(mr, index, firstPacket, addr, sgl.sgeAddr(index, i) + sgeLen, seg,
-                            segOffset, chunk);
-                    } else {
-                        mr.copyOut(addr, seg, segOffset, chunk);
-                    }
-                }
+                // bulk-read memory (a CUDA GPU): the rest of the SGE in one read, this packet out of it
+                case GATHER -> qp.gatherAhead.read(mr, index, firstPacket, addr, sgl.sgeAddr(index, i) + sgeLen, seg,
+                    segOffset, chunk);
                 case SCATTER -> {
                     mr.copyIn(seg, segOffset, addr, chunk);
                     qp.noteDmaWrite(mr);
@@ -122,9 +132,9 @@ final class Sgl {
                     if (!mr.referable) {
                         return 0;
                     }
-                    if (into != null) {
-                        into.refEntry(segments, addr, mr.key, chunk);
-                    }
+                    into.va[segments] = addr;
+                    into.lkey[segments] = mr.key;
+                    into.length[segments] = chunk;
                     segments++;
                 }
             }

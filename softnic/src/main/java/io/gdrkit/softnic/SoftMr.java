@@ -24,6 +24,11 @@ final class SoftMr implements MemoryRegion {
      * that any thread may read, since the peer NIC's thread does the copy. Not DMA memory, not a confined arena.
      */
     final boolean referable;
+    /**
+     * {@link DmaMemory#prefersBulkReads()}, asked once here rather than per packet (an interface call on the hot
+     * path): read a work request's span at once and cut packets from it. False for host memory.
+     */
+    final boolean bulkReads;
     /** A thread that owns nothing: a segment it may access is accessible from any thread. */
     static final Thread NOBODY = Thread.ofPlatform().unstarted(() -> { });
     /** Run once at deregistration: detaches an imported DMA-BUF; null when there is nothing to release. */
@@ -65,6 +70,7 @@ final class SoftMr implements MemoryRegion {
         this.key = key;
         this.release = null;
         this.referable = segment.isAccessibleBy(NOBODY);
+        this.bulkReads = false;
     }
 
     SoftMr(final SoftPd pd, final DmaMemory dma, final int access, final int key, final Runnable release) {
@@ -86,6 +92,7 @@ final class SoftMr implements MemoryRegion {
         this.key = key;
         this.release = release;
         this.referable = false;
+        this.bulkReads = dma.prefersBulkReads();
     }
 
     /** Copies {@code len} bytes at virtual address {@code va} of this MR out to {@code dst} (a NIC read). */

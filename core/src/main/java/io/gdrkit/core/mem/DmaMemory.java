@@ -29,7 +29,8 @@ public interface DmaMemory {
     /**
      * Whether one read of many bytes costs much less than many reads of a few: a GPU behind a copy engine pays a
      * round trip per read, so a NIC reads a work request's span at once and cuts packets from it. False (the
-     * default): reading packet by packet is as cheap.
+     * default): reading packet by packet is as cheap. A property of the memory, not of the moment: a NIC asks it
+     * once when the memory is registered.
      */
     default boolean prefersBulkReads() {
         return false;

@@ -22,143 +22,244 @@ public final class BwRun {
     /** Peak bandwidth is the best of this many equal slices of the run. */
     private static final int PEAK_SLICES = 10;
 
-    private final Loopback.Side a;
-    /** The receiving side when it is in this JVM (send_bw posts its receives); null when a peer process does. */
-    private final Loopback.Side b;
-    private final long remoteAddr;
-    private final int remoteRkey;
+    /**
+     * A bidirectional run (perftest's {@code -b}): both sides posted at once, each direction's figures and their sum
+     * (perftest prints the sum).
+     */
+    public record Bidirectional(BwResult sum, BwResult aToB, BwResult bToA) {
+    }
+
+    /** One direction: who posts, into which buffer, and its book-keeping. */
+    private static final class Lane {
+        final Loopback.Side src;
+        /** The side that receives (send_bw posts receives there); null when a peer process does. */
+        final Loopback.Side dst;
+        final long remoteAddr;
+        final int remoteRkey;
+        /** Offset of this direction's region in both buffers: 0, or the upper half for B -> A of a -b run. */
+        final long offset;
+        final SendWorkRequest wr = new SendWorkRequest(1);
+        final RecvWorkRequest rwr = new RecvWorkRequest(1);
+        SendTracker tracker;
+        long recvCompleted;
+        long postTarget;
+        long start;
+        long end;
+        boolean stopping;
+        boolean done;
+        long markTime;
+        long markCount;
+        double peakMsgsPerNs;
+
+        Lane(final Loopback.Side src, final Loopback.Side dst, final long remoteAddr, final int remoteRkey,
+             final long offset) {
+            this.src = src;
+            this.dst = dst;
+            this.remoteAddr = remoteAddr;
+            this.remoteRkey = remoteRkey;
+            this.offset = offset;
+        }
+    }
+
+    private final Lane[] lanes;
     private final Runnable progress;
     private final PerfConfig cfg;
-    private final SendWorkRequest wr = new SendWorkRequest(1);
-    private final RecvWorkRequest rwr = new RecvWorkRequest(1);
     private final WorkCompletion[] rwcs = new WorkCompletion[32];
-    private long recvCompleted;
     /** Built once: the wait loop must not allocate. */
     private final String waitingFor;
 
     public BwRun(final Loopback lb, final PerfConfig cfg) {
-        this(lb.a, lb.b, lb.b.mr.address(), lb.b.mr.rkey(), lb::progress, cfg);
+        this.progress = lb::progress;
+        this.cfg = cfg;
+        this.waitingFor = "send completions of " + cfg.test().id() + (cfg.bidirectional() ? " -b" : "");
+        final Lane ab = new Lane(lb.a, lb.b, lb.b.mr.address(), lb.b.mr.rkey(), 0);
+        if (cfg.bidirectional()) {
+            final long half = cfg.bufferBytes(); // Loopback registers twice the buffer: B -> A uses the upper half
+            lanes = new Lane[] {ab, new Lane(lb.b, lb.a, lb.a.mr.address() + half, lb.a.mr.rkey(), half)};
+        } else {
+            lanes = new Lane[] {ab};
+        }
+        initWcs();
     }
 
     /** A run from {@code a} to a buffer at {@code remoteAddr}; {@code b} is null when another process receives. */
     public BwRun(final Loopback.Side a, final Loopback.Side b, final long remoteAddr, final int remoteRkey,
            final Runnable progress, final PerfConfig cfg) {
-        this.a = a;
-        this.b = b;
-        this.remoteAddr = remoteAddr;
-        this.remoteRkey = remoteRkey;
+        if (cfg.bidirectional()) {
+            throw new IllegalArgumentException("-b runs in one JVM (both sides' buffers known): use BwRun(Loopback, "
+                + "PerfConfig)");
+        }
+        this.lanes = new Lane[] {new Lane(a, b, remoteAddr, remoteRkey, 0)};
         this.progress = progress;
         this.cfg = cfg;
         this.waitingFor = "send completions of " + cfg.test().id();
+        initWcs();
+    }
+
+    private void initWcs() {
         for (int i = 0; i < rwcs.length; i++) {
             rwcs[i] = new WorkCompletion();
         }
     }
 
-    /** Runs the warm-up (unreported) then the measured run. */
+    /** Runs the warm-up (unreported) then the measured run; with -b the sum of both directions. */
     public BwResult run() {
-        if (cfg.test().isSend() && b != null) {
-            for (int q = 0; q < cfg.numQps(); q++) {
-                for (int i = 0; i < cfg.rxDepth(); i++) {
-                    postRecv(q);
+        return runBoth().sum();
+    }
+
+    /** Runs the warm-up then the measured run, each direction's figures and their sum (one direction: all equal). */
+    public Bidirectional runBoth() {
+        if (cfg.test().isSend()) {
+            for (final Lane l : lanes) {
+                if (l.dst != null) {
+                    for (int q = 0; q < cfg.numQps(); q++) {
+                        for (int i = 0; i < cfg.rxDepth(); i++) {
+                            postRecv(l, q);
+                        }
+                    }
                 }
             }
         }
         if (cfg.warmup() > 0) {
             measure(cfg.warmup(), 0);
         }
-        return measure(cfg.iters(), cfg.timed() ? (long) (cfg.durationSeconds() * 1e9) : 0);
+        measure(cfg.iters(), cfg.timed() ? (long) (cfg.durationSeconds() * 1e9) : 0);
+        final BwResult first = result(lanes[0]);
+        if (lanes.length == 1) {
+            return new Bidirectional(first, first, null);
+        }
+        final BwResult second = result(lanes[1]);
+        return new Bidirectional(new BwResult(first.bytes(), first.iterations() + second.iterations(),
+            first.bwPeakMibS() + second.bwPeakMibS(), first.bwAvgMibS() + second.bwAvgMibS(),
+            first.msgRateMpps() + second.msgRateMpps()), first, second);
     }
 
-    private BwResult measure(final long iters, final long durationNs) {
+    private BwResult result(final Lane l) {
+        final int size = cfg.size();
+        final long msgs = l.tracker.completedTotal();
+        final double secs = (l.end - l.start) / 1e9;
+        final double avgMsgsPerSec = msgs / secs;
+        final double peakMsgsPerSec = Math.max(l.peakMsgsPerNs * 1e9, avgMsgsPerSec);
+        return new BwResult(size, msgs, peakMsgsPerSec * size / (1 << 20), avgMsgsPerSec * size / (1 << 20),
+            avgMsgsPerSec / 1e6);
+    }
+
+    private void measure(final long iters, final long durationNs) {
         final int numQps = cfg.numQps();
-        final QueuePair[] qps = a.qps;
-        final SendTracker tracker = new SendTracker(numQps, cfg.txDepth(), cfg.cqMod());
         final int size = cfg.size();
         final boolean inline = size <= cfg.inlineSize() && cfg.test().opcode != io.gdrkit.verbs.WrOpcode.RDMA_READ;
-        wr.clear().opcode(cfg.test().opcode);
-        // WRITE and SEND push A's buffer to B; READ pulls B's buffer into A's: the same SGE and remote address.
-        wr.sge(a.mr, 0, size).remote(remoteAddr, remoteRkey);
-        if (cfg.test().isAtomic()) {
-            wr.atomic(1, 0); // FETCH_AND_ADD 1: the original value lands in A's first 8 bytes
-        }
         final long target = durationNs > 0 ? Long.MAX_VALUE : iters;
-        final long recvTarget0 = recvCompleted;
+        for (final Lane l : lanes) {
+            l.tracker = new SendTracker(numQps, cfg.txDepth(), cfg.cqMod());
+            l.wr.clear().opcode(cfg.test().opcode);
+            // WRITE and SEND push the source's buffer to the other side; READ pulls the other side's buffer into
+            // the source's: the same SGE and remote address.
+            l.wr.sge(l.src.mr, l.offset, size).remote(l.remoteAddr, l.remoteRkey);
+            if (cfg.test().isAtomic()) {
+                l.wr.atomic(1, 0); // FETCH_AND_ADD 1: the original value lands in the source's first 8 bytes
+            }
+            l.postTarget = target;
+            l.stopping = false;
+            l.done = false;
+            l.peakMsgsPerNs = 0;
+            l.markCount = 0;
+        }
+        final long[] recvTarget0 = new long[lanes.length];
+        for (int i = 0; i < lanes.length; i++) {
+            recvTarget0[i] = lanes[i].recvCompleted;
+        }
         final Deadline deadline = new Deadline();
         final long start = System.nanoTime();
         final long stopAt = durationNs > 0 ? start + durationNs : Long.MAX_VALUE;
         final long sliceMsgs = durationNs > 0 ? Long.MAX_VALUE : Math.max(1, iters / PEAK_SLICES);
         final long sliceNs = durationNs > 0 ? Math.max(1, durationNs / PEAK_SLICES) : Long.MAX_VALUE;
-        long markTime = start;
-        long markCount = 0;
-        double peakMsgsPerNs = 0;
-        boolean stopping = false;
-        long postTarget = target;
-        long end = start;
+        for (final Lane l : lanes) {
+            l.start = start;
+            l.end = start;
+            l.markTime = start;
+        }
+        int running = lanes.length;
 
-        while (true) {
-            // Post round-robin while the next QP in turn has room.
-            while (tracker.postedTotal() < postTarget) {
-                final int q = (int) (tracker.postedTotal() % numQps);
-                if (!tracker.hasRoom(q)) {
-                    break;
+        while (running > 0) {
+            boolean any = false;
+            for (final Lane l : lanes) {
+                if (l.done) {
+                    continue;
                 }
-                final boolean last = durationNs == 0 && tracker.postedTotal() + numQps >= postTarget;
-                int flags = tracker.nextSignaled(q, last) ? SendFlags.SIGNALED : 0;
-                if (inline) {
-                    flags |= SendFlags.INLINE;
+                final SendTracker tracker = l.tracker;
+                final QueuePair[] qps = l.src.qps;
+                final SendWorkRequest wr = l.wr;
+                // Post round-robin while the next QP in turn has room.
+                while (tracker.postedTotal() < l.postTarget) {
+                    final int q = (int) (tracker.postedTotal() % numQps);
+                    if (!tracker.hasRoom(q)) {
+                        break;
+                    }
+                    final boolean last = durationNs == 0 && tracker.postedTotal() + numQps >= l.postTarget;
+                    int flags = tracker.nextSignaled(q, last) ? SendFlags.SIGNALED : 0;
+                    if (inline) {
+                        flags |= SendFlags.INLINE;
+                    }
+                    wr.wrId = tracker.nextWrId(q);
+                    wr.sendFlags = flags;
+                    qps[q].postSend(wr);
+                    tracker.posted(q);
                 }
-                wr.wrId = tracker.nextWrId(q);
-                wr.sendFlags = flags;
-                qps[q].postSend(wr);
-                tracker.posted(q);
+                final int got = tracker.poll(l.src.scq);
+                if (cfg.test().isSend() && l.dst != null) {
+                    pollRecvs(l);
+                }
+                if (got > 0) {
+                    any = true;
+                    final long done = tracker.completedTotal();
+                    if (done - l.markCount >= sliceMsgs || durationNs > 0) {
+                        final long now = System.nanoTime();
+                        if (done - l.markCount >= sliceMsgs || now - l.markTime >= sliceNs) {
+                            l.peakMsgsPerNs = Math.max(l.peakMsgsPerNs, (double) (done - l.markCount)
+                                / (now - l.markTime));
+                            l.markTime = now;
+                            l.markCount = done;
+                        }
+                        if (!l.stopping && now >= stopAt) {
+                            l.stopping = true;
+                            l.postTarget = stopBoundary(tracker);
+                        }
+                    }
+                    if (done >= l.postTarget) {
+                        l.end = System.nanoTime();
+                        l.done = true;
+                        running--;
+                    }
+                }
             }
-            final int got = tracker.poll(a.scq);
-            if (cfg.test().isSend() && b != null) {
-                pollRecvs();
-            }
-            if (got > 0) {
+            if (any) {
                 deadline.rearm();
-                final long done = tracker.completedTotal();
-                if (done - markCount >= sliceMsgs || durationNs > 0) {
-                    final long now = System.nanoTime();
-                    if (done - markCount >= sliceMsgs || now - markTime >= sliceNs) {
-                        peakMsgsPerNs = Math.max(peakMsgsPerNs, (double) (done - markCount) / (now - markTime));
-                        markTime = now;
-                        markCount = done;
-                    }
-                    if (!stopping && now >= stopAt) {
-                        stopping = true;
-                        postTarget = stopBoundary(tracker);
-                    }
-                }
-                if (done >= postTarget) {
-                    end = System.nanoTime();
-                    break;
-                }
             } else {
-                // An empty poll already advanced the NICs (invoker mode); dedicated threads need nothing.
-                deadline.check(waitingFor, tracker.completedTotal(), postTarget);
+                // An empty poll already advanced the NICs (invoker mode); dedicated threads need nothing. The
+                // progress named is the first direction still running.
+                final Lane waiting = lanes[0].done ? lanes[lanes.length - 1] : lanes[0];
+                deadline.check(waitingFor, waiting.tracker.completedTotal(), waiting.postTarget);
             }
         }
-        if (cfg.test().isSend() && b != null) {
-            final long want = recvTarget0 + tracker.completedTotal();
-            final Deadline rd = new Deadline();
-            while (recvCompleted < want) {
-                if (pollRecvs() > 0) {
-                    rd.rearm();
-                } else {
-                    progress.run();
-                    rd.check("receive completions of send_bw", recvCompleted - recvTarget0, want - recvTarget0);
+        if (cfg.test().isSend()) {
+            for (int i = 0; i < lanes.length; i++) {
+                final Lane l = lanes[i];
+                if (l.dst == null) {
+                    continue;
+                }
+                final long want = recvTarget0[i] + l.tracker.completedTotal();
+                final Deadline rd = new Deadline();
+                while (l.recvCompleted < want) {
+                    if (pollRecvs(l) > 0) {
+                        rd.rearm();
+                    } else {
+                        progress.run();
+                        rd.check("receive completions of send_bw", l.recvCompleted - recvTarget0[i],
+                            want - recvTarget0[i]);
+                    }
                 }
             }
         }
-        final long msgs = tracker.completedTotal();
-        final double secs = (end - start) / 1e9;
-        final double avgMsgsPerSec = msgs / secs;
-        final double peakMsgsPerSec = Math.max(peakMsgsPerNs * 1e9, avgMsgsPerSec);
-        return new BwResult(size, msgs, peakMsgsPerSec * size / (1 << 20), avgMsgsPerSec * size / (1 << 20),
-            avgMsgsPerSec / 1e6);
     }
 
     /**
@@ -174,21 +275,21 @@ public final class BwRun {
         return perQp * numQps;
     }
 
-    private int pollRecvs() {
-        final int n = b.rcq.poll(rwcs);
+    private int pollRecvs(final Lane l) {
+        final int n = l.dst.rcq.poll(rwcs);
         for (int i = 0; i < n; i++) {
             final WorkCompletion wc = rwcs[i];
             if (wc.status != WcStatus.SUCCESS) {
                 throw new IllegalStateException("receive completion failed: " + wc);
             }
-            postRecv((int) wc.wrId);
+            postRecv(l, (int) wc.wrId);
         }
-        recvCompleted += n;
+        l.recvCompleted += n;
         return n;
     }
 
-    private void postRecv(final int q) {
-        rwr.wrId(q).sge(b.mr, 0, cfg.size());
-        b.qps[q].postRecv(rwr);
+    private void postRecv(final Lane l, final int q) {
+        l.rwr.wrId(q).sge(l.dst.mr, l.offset, cfg.size());
+        l.dst.qps[q].postRecv(l.rwr);
     }
 }

@@ -41,6 +41,7 @@ public final class PerfConfig {
     private long bufferBytes = DEFAULT_BUFFER;
     private SoftNicContext.ProgressMode progress = SoftNicContext.ProgressMode.INVOKER;
     private boolean events;
+    private boolean bidirectional;
     private boolean concluded;
 
     /** A configuration of {@code test} with every default. */
@@ -63,6 +64,7 @@ public final class PerfConfig {
         bufferBytes = from.bufferBytes;
         progress = from.progress;
         events = from.events;
+        bidirectional = from.bidirectional;
     }
 
     /** The same configuration, concluded, for another message size and warm-up. */
@@ -164,6 +166,16 @@ public final class PerfConfig {
         return this;
     }
 
+    /**
+     * Both sides post at once (perftest's {@code -b}): A writes/reads/sends to B in the lower half of the buffers
+     * and B to A in the upper half (default false). write_bw, read_bw and send_bw only.
+     */
+    public PerfConfig bidirectional(final boolean on) {
+        open();
+        bidirectional = on;
+        return this;
+    }
+
     /** Validates every setting and their combinations, fills the test's defaults and freezes the configuration. */
     public PerfConfig conclude() {
         open();
@@ -226,6 +238,10 @@ public final class PerfConfig {
         if (events && test != PerfKind.SEND_LAT) {
             throw new IllegalArgumentException("-e/--events applies to send_lat (the test that waits on a receive "
                 + "CQ), not " + test.id());
+        }
+        if (bidirectional && (!test.bandwidth || test.isAtomic())) {
+            throw new IllegalArgumentException("-b/--bidirectional applies to write_bw, read_bw and send_bw, not "
+                + test.id());
         }
         concluded = true;
         return this;
@@ -302,6 +318,12 @@ public final class PerfConfig {
         return events;
     }
 
+    /** Both directions at once (-b). */
+    public boolean bidirectional() {
+        concluded();
+        return bidirectional;
+    }
+
     /** Each size runs for {@link #durationSeconds()} instead of {@link #iters()}. */
     public boolean timed() {
         concluded();
@@ -325,6 +347,7 @@ public final class PerfConfig {
         return "PerfConfig[test=" + test.id() + ", size=" + size + ", iters=" + iters + ", warmup=" + warmup
             + ", numQps=" + numQps + ", txDepth=" + txDepth + ", rxDepth=" + rxDepth + ", cqMod=" + cqMod + ", mtu="
             + mtu + ", inlineSize=" + inlineSize + ", durationSeconds=" + durationSeconds + ", bufferBytes="
-            + bufferBytes + ", progress=" + progress + (events ? ", events=true" : "") + "]";
+            + bufferBytes + ", progress=" + progress + (events ? ", events=true" : "")
+            + (bidirectional ? ", bidirectional=true" : "") + "]";
     }
 }

@@ -34,14 +34,14 @@ class AtomicBwAndCheckTest {
             assertEquals(-1, lb.b.buf.asSlice(0, 5000).mismatch(java.lang.foreign.MemorySegment.ofArray(
                 new byte[5000])), "destination zeroed");
             new BwRun(lb, cfg).run();
-            final DataCheck.Result ok = DataCheck.verify(lb, cfg);
+            final DataCheck.Result ok = DataCheck.verify(lb, cfg, 42);
             assertTrue(ok.byteExact(), ok.evidence());
             assertEquals(5000, ok.bytes());
-            lb.b.buf.set(ValueLayout.JAVA_BYTE, 4321, (byte) (lb.a.buf.get(ValueLayout.JAVA_BYTE, 4321) ^ 1));
-            final DataCheck.Result bad = DataCheck.verify(lb, cfg);
+            lb.b.buf.set(ValueLayout.JAVA_BYTE, 4321, (byte) (lb.b.buf.get(ValueLayout.JAVA_BYTE, 4321) ^ 1));
+            final DataCheck.Result bad = DataCheck.verify(lb, cfg, 42);
             assertFalse(bad.byteExact());
             assertEquals(4321, bad.mismatchAt());
-            assertTrue(bad.evidence().startsWith("MISMATCH at byte 4321: 5000 bytes A -> B"), bad.evidence());
+            assertTrue(bad.evidence().startsWith("MISMATCH: A -> B first bad byte 4321: 5000 bytes per direction"), bad.evidence());
         }
     }
 }

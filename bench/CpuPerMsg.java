@@ -1,0 +1,34 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ *
+ * Thread CPU time per message of the one invoker thread (issue 16's hot-path before/after on a loaded machine:
+ * descheduled time does not count). Run as a source file against a built jar:
+ *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/CpuPerMsg.java LABEL
+ */
+import io.gdrkit.labs.perf.*;
+import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+
+/** Thread CPU ns per message of the one invoker thread (descheduled time does not count): median of 5 after 3 warm-ups. */
+public class CpuPerMsg {
+    static double one(PerfKind k, int size, long n) {
+        PerfConfig cfg = new PerfConfig(k).size(size).iters(n).warmup(0).conclude();
+        try (Loopback lb = new Loopback(cfg, null, null)) {
+            var mx = ManagementFactory.getThreadMXBean();
+            long t0 = mx.getCurrentThreadCpuTime();
+            if (k.bandwidth) new BwRun(lb, cfg).run(); else new LatRun(lb, cfg).run();
+            return (mx.getCurrentThreadCpuTime() - t0) / (double) n;
+        }
+    }
+    public static void main(String[] a) {
+        Object[][] cases = {{PerfKind.WRITE_BW, 64, 200_000L}, {PerfKind.WRITE_BW, 1 << 20, 2_000L}, {PerfKind.WRITE_LAT, 8, 50_000L}};
+        for (Object[] c : cases) {
+            double[] v = new double[5];
+            for (int i = 0; i < 3; i++) one((PerfKind) c[0], (Integer) c[1], (Long) c[2]);
+            for (int i = 0; i < 5; i++) v[i] = one((PerfKind) c[0], (Integer) c[1], (Long) c[2]);
+            Arrays.sort(v);
+            System.out.printf("{\"label\":\"%s\",\"test\":\"%s\",\"bytes\":%d,\"cpu_ns_per_msg_median\":%.1f,\"min\":%.1f,\"max\":%.1f}%n",
+                a[0], ((PerfKind) c[0]).id(), c[1], v[2], v[0], v[4]);
+        }
+    }
+}
