@@ -319,6 +319,48 @@ class AttackTest {
     }
 
     @Test
+    void tcpFabricLidReachedByConnectCannotBeTakenOverByAnIncomingHello() throws Exception {
+        final int cap = 1 << 16;
+        try (TcpFabric a = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric b = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             SoftNicDriver ad = SoftNicDriver.launch(new SoftNicContext(), a);
+             SoftNicDriver bd = SoftNicDriver.launch(new SoftNicContext(), b)) {
+            ad.addDevice("a", 1);
+            final SoftDevice bdev = bd.addDevice("b", 2);
+            a.connect(2, b.localAddress()); // A reaches LID 2 through its own outgoing session
+            awaitTrue(() -> {
+                bdev.doWork();
+                return b.lidInUse(1);
+            }, "B took A's hello");
+            // no token: a stranger's hello claiming LID 2 at A would have replaced A's session to B
+            final String why = rawHello(a.localAddress(), 2, 4242, 0, 1, cap, false);
+            assertNotNull(why, "a hello claiming a LID A connected to must be refused");
+            assertTrue(why.contains("LID 2 is held by a live connection"), why);
+            assertTrue(a.lastError().contains("held by a live connection"), a::lastError);
+            assertTrue(a.lidInUse(2), "connect holds the LID it reaches");
+            // a second connect to a live LID is refused by name, never a silent replacement
+            final IllegalStateException again = assertThrows(IllegalStateException.class,
+                () -> a.connect(2, b.localAddress()));
+            assertTrue(again.getMessage().contains("LID 2 is held by a live connection"), again::getMessage);
+            assertTrue(a.lidInUse(2), "A's session to B is untouched");
+            assertTrue(b.lidInUse(1), "B still has A");
+        }
+    }
+
+    @Test
+    void tcpFabricConnectThatFailsReleasesTheLid() throws Exception {
+        try (TcpFabric a = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, false, 1, Token.NONE)) {
+            a.attach(1);
+            final InetSocketAddress nobody;
+            try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, LO)) {
+                nobody = new InetSocketAddress(LO, ss.getLocalPort());
+            }
+            assertThrows(UncheckedIOException.class, () -> a.connect(3, nobody));
+            assertFalse(a.lidInUse(3), "a failed connect holds no LID");
+        }
+    }
+
+    @Test
     void tcpFabricHelloTimeoutAndPendingCapKeepItServing() throws Exception {
         final int cap = 1 << 16;
         try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);

@@ -377,9 +377,11 @@ public final class TcpFabric implements Fabric {
     /**
      * Opens {@code connectionsPerPeer} connections to the port listening at {@code peer}, which has LID
      * {@code peerLid}, and says hello on each. Blocks up to {@link #CONNECT_TIMEOUT_MS} per connection. The
-     * port must be attached. Replaces an earlier connection to the same LID.
+     * port must be attached. The LID is held from now until the connection ends: an incoming hello claiming it is
+     * refused, and so is a second {@code connect} to it while the first lives (a live LID is never replaced).
      *
-     * @throws UncheckedIOException naming the address when the peer refuses, is unreachable or times out
+     * @throws UncheckedIOException  naming the address when the peer refuses, is unreachable or times out
+     * @throws IllegalStateException when a live connection (ours or accepted) already holds {@code peerLid}
      */
     public void connect(final int peerLid, final InetSocketAddress peer) {
         final TcpPort p = port;
@@ -390,6 +392,11 @@ public final class TcpFabric implements Fabric {
             throw new IllegalArgumentException("peer LID must be > 0 (got " + peerLid + ")");
         }
         final int session = ThreadLocalRandom.current().nextInt();
+        // the LID is ours to reach from now: an incoming hello claiming it is refused as held (no takeover)
+        if (lidOwners.putIfAbsent(peerLid, session) != null) {
+            throw new IllegalStateException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
+                + ": LID " + peerLid + " is held by a live connection (close it first; it is never replaced)");
+        }
         final Peer joined = new Peer(peerLid, session, connectionsPerPeer);
         try {
             for (int i = 0; i < connectionsPerPeer; i++) {
@@ -419,12 +426,18 @@ public final class TcpFabric implements Fabric {
             }
         } catch (final java.net.SocketTimeoutException e) {
             joined.close();
+            lidOwners.remove(peerLid, session);
             throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
                 + ": no handshake answer within " + CONNECT_TIMEOUT_MS + " ms", e);
         } catch (final IOException e) {
             joined.close();
+            lidOwners.remove(peerLid, session);
             throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
                 + ": " + e.getMessage(), e);
+        } catch (final RuntimeException e) {
+            joined.close();
+            lidOwners.remove(peerLid, session);
+            throw e;
         }
         joined.live = connectionsPerPeer;
         connected.add(joined);
