@@ -235,8 +235,10 @@ public final class RemotePerf {
                 if (info.tcpPort() < 0) {
                     throw new IllegalArgumentException("--fabric tcp, but the server runs a shared-memory fabric");
                 }
-                yield new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), linkCapacity,
-                    null, crc, 1, token);
+                final TcpFabric t = new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0),
+                    linkCapacity, null, crc, 1, token);
+                t.requireAdmission(); // a client only connects out: nobody may join its listener
+                yield t;
             }
             case "shm" -> {
                 if (info.shmName() == null) {
