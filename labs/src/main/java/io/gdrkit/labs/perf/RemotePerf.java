@@ -412,6 +412,9 @@ public final class RemotePerf {
                     }
                 }
             }
+            out.println("# server: running " + s.test().id() + " " + s.size() + " B with " + s.numQps()
+                + " QP(s) for " + first.remoteAddress());
+            out.flush();
             final AtomicBoolean done = new AtomicBoolean();
             final Thread watcher = Thread.ofPlatform().daemon(true).name("perf-disconnect").start(() -> {
                 try {
@@ -579,10 +582,20 @@ public final class RemotePerf {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
                     runSize(dev, server, cfg, printer, stripe, token);
                 }
-            } finally {
+            } catch (final RuntimeException e) {
+                // the run's own error (a dead server: RETRY_EXC_ERR) is the one to report; telling a dead server
+                // to quit would only add "REFUSED: nothing listens" on top of it
                 if (quitServer) {
-                    quit(dev, server, token);
+                    try {
+                        quit(dev, server, token);
+                    } catch (final RuntimeException q) {
+                        e.addSuppressed(q);
+                    }
                 }
+                throw e;
+            }
+            if (quitServer) {
+                quit(dev, server, token);
             }
         }
     }
