@@ -422,7 +422,9 @@ public final class BootstrapRoot implements AutoCloseable {
             };
             for (final Peer p : peers) {
                 p.pending.poll();
-                p.queued.decrementAndGet();
+                if (result != null) {
+                    p.queued.decrementAndGet(); // answered (a BYE was never counted)
+                }
                 if (result != null) {
                     BootstrapWire.write(p.out, BootstrapWire.RESULT, head.seq(), -1, runId, result);
                 } else {
