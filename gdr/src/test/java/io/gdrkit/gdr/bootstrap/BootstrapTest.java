@@ -280,6 +280,38 @@ class BootstrapTest {
         }
     }
 
+    /** Silent connections beyond the pending cap are closed at once; those within it end at their deadline. */
+    @Test
+    void silentConnectionsAreCappedAndTimedOutThenRanksJoin() throws Exception {
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(2, Duration.ofSeconds(60))) {
+            final List<Socket> silent = new ArrayList<>();
+            try {
+                for (int i = 0; i < BootstrapRoot.MAX_PENDING + 8; i++) {
+                    silent.add(new Socket(root.id().host(), root.id().port()));
+                }
+                awaitRefusal(root, "over the cap of " + BootstrapRoot.MAX_PENDING + " pending admissions");
+                awaitRefusal(root, "no complete hello within");
+                assertTrue(root.refusedConnections() >= 8, "refused: " + root.refusedConnections());
+            } finally {
+                for (final Socket s : silent) {
+                    s.close();
+                }
+            }
+            assertEquals(List.of(2, 2), ranks(root, 2, b -> b.allGather(new byte[] {1}).length));
+        }
+    }
+
+    private static void awaitRefusal(final BootstrapRoot root, final String what) throws InterruptedException {
+        final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!root.lastRefusal().contains(what)) {
+            if (System.nanoTime() > until) {
+                throw new AssertionError("timed out waiting for a refusal saying '" + what + "'; last: "
+                    + root.lastRefusal());
+            }
+            Thread.sleep(10);
+        }
+    }
+
     /** An admitted rank that sends operations without waiting for results is a flood: the run aborts by name. */
     @Test
     void aRankFloodingOperationsAbortsTheRunByName() throws Exception {
