@@ -40,7 +40,10 @@ import java.util.concurrent.TimeUnit;
 public final class BootstrapRoot implements AutoCloseable {
     /** Time a connection has, from accept, to send its whole hello (one deadline, not per read). */
     static final int HELLO_TIMEOUT_MS = 5_000;
-    /** Connections in admission at once; more are closed at once. */
+    /**
+     * Connections in admission at once; more wait in the listen backlog until a slot frees (a rank's own timeout
+     * bounds its wait), so a burst of real ranks is never refused.
+     */
     static final int MAX_PENDING = 64;
     /** Operations one rank may have queued at the root before the others catch up (a rank waits for each). */
     private static final int MAX_QUEUED_PER_RANK = 2;
@@ -61,8 +64,7 @@ public final class BootstrapRoot implements AutoCloseable {
     private final Object admission = new Object();
     private int joined;
     private boolean sealed;
-    private final java.util.concurrent.atomic.AtomicInteger pendingAdmissions =
-        new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.Semaphore admissionSlots = new java.util.concurrent.Semaphore(MAX_PENDING);
     private final java.util.concurrent.atomic.AtomicLong refusedConnections =
         new java.util.concurrent.atomic.AtomicLong();
     private volatile String lastRefusal = "";
@@ -112,7 +114,7 @@ public final class BootstrapRoot implements AutoCloseable {
         try {
             s = new ServerSocket();
             s.setReuseAddress(true);
-            s.bind(bind, nranks + 8);
+            s.bind(bind, nranks + MAX_PENDING + 16); // ranks wait here while admission slots are busy
         } catch (final IOException e) {
             throw new BootstrapException(Reason.IO, "cannot listen on " + bind + ": " + e.getMessage(), e);
         }
@@ -217,30 +219,34 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
-    /** Accepts until the socket closes; each connection is admitted on its own virtual thread. */
+    /**
+     * Accepts until the socket closes, each connection once an admission slot is free, and admits it on a virtual
+     * thread of its own.
+     */
     private void acceptLoop() {
         while (!closed && !server.isClosed()) {
+            try {
+                if (!admissionSlots.tryAcquire(200, TimeUnit.MILLISECONDS)) {
+                    continue; // all slots busy: the next connection waits in the backlog
+                }
+            } catch (final InterruptedException e) {
+                return;
+            }
             final Socket s;
             try {
                 s = server.accept();
             } catch (final IOException e) {
+                admissionSlots.release();
                 if (closed || server.isClosed()) {
                     return;
                 }
                 continue; // a peer that reset during accept affects nobody else
             }
-            if (pendingAdmissions.incrementAndGet() > MAX_PENDING) {
-                pendingAdmissions.decrementAndGet();
-                refused("connection from " + s.getRemoteSocketAddress() + ": over the cap of " + MAX_PENDING
-                    + " pending admissions");
-                closeQuietly(s);
-                continue;
-            }
             Thread.ofVirtual().name("bootstrap-root-admit").start(() -> {
                 try {
                     admit(s);
                 } finally {
-                    pendingAdmissions.decrementAndGet();
+                    admissionSlots.release();
                 }
             });
         }
