@@ -174,6 +174,49 @@ class AttackTest {
         }
     }
 
+    /**
+     * Drips {@code bytes} one at a time, {@code gapMs} apart (each well inside any per-read timeout), until the
+     * far side closes or {@code stop} is set; returns the thread doing it.
+     */
+    private static Thread drip(final Socket s, final byte[] bytes, final long gapMs,
+                               final java.util.concurrent.atomic.AtomicBoolean stop) {
+        return Thread.ofPlatform().daemon(true).name("dripper").start(() -> {
+            try {
+                for (int i = 0; i < bytes.length - 1 && !stop.get(); i++) {
+                    s.getOutputStream().write(bytes[i]);
+                    s.getOutputStream().flush();
+                    Thread.sleep(gapMs);
+                }
+            } catch (final IOException | InterruptedException e) {
+                // closed by the listener: expected
+            }
+        });
+    }
+
+    @Test
+    void cmRequestDrippedByteByByteEndsAtTheHandshakeDeadline() throws Exception {
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), Token.NONE,
+                 Duration.ofMillis(2000), 4);
+             Socket s = new Socket()) {
+            s.connect(listener.localAddress(), 5000);
+            s.setSoTimeout(30_000);
+            new DataInputStream(s.getInputStream()).readFully(new byte[72]); // CHAL
+            // a REQ of 56 + 256 bytes at 500 ms a byte: 2.5 minutes, each byte within the 2 s of a per-read timeout
+            final Thread t = drip(s, cm(1, 100, 1, 2, 4096, new byte[256]), 500, stop);
+            try {
+                awaitTrue(() -> listener.lastError().contains("no complete REQ within the handshake timeout (2000 "
+                    + "ms from accept"), "the dripping REQ ended at the deadline");
+                assertEquals(0, listener.pendingConnections(), "its slot is free again");
+                realClientIsServed(f, listener, Token.NONE);
+            } finally {
+                stop.set(true);
+                t.join(10_000);
+            }
+        }
+    }
+
     @Test
     void cmTokenIsCheckedAndNeverSent() throws Exception {
         final Token token = Token.of("correct horse battery staple");
@@ -315,6 +358,78 @@ class AttackTest {
                 assertEquals(-1, in.read(), "the spoofing connection is closed");
             }
             assertTrue(server.lidInUse(2), "the victim's connection is untouched");
+        }
+    }
+
+    @Test
+    void tcpFabricLidReachedByConnectCannotBeTakenOverByAnIncomingHello() throws Exception {
+        final int cap = 1 << 16;
+        try (TcpFabric a = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric b = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             SoftNicDriver ad = SoftNicDriver.launch(new SoftNicContext(), a);
+             SoftNicDriver bd = SoftNicDriver.launch(new SoftNicContext(), b)) {
+            ad.addDevice("a", 1);
+            final SoftDevice bdev = bd.addDevice("b", 2);
+            a.connect(2, b.localAddress()); // A reaches LID 2 through its own outgoing session
+            awaitTrue(() -> {
+                bdev.doWork();
+                return b.lidInUse(1);
+            }, "B took A's hello");
+            // no token: a stranger's hello claiming LID 2 at A would have replaced A's session to B
+            final String why = rawHello(a.localAddress(), 2, 4242, 0, 1, cap, false);
+            assertNotNull(why, "a hello claiming a LID A connected to must be refused");
+            assertTrue(why.contains("LID 2 is held by a live connection"), why);
+            assertTrue(a.lastError().contains("held by a live connection"), a::lastError);
+            assertTrue(a.lidInUse(2), "connect holds the LID it reaches");
+            // a second connect to a live LID is refused by name, never a silent replacement
+            final IllegalStateException again = assertThrows(IllegalStateException.class,
+                () -> a.connect(2, b.localAddress()));
+            assertTrue(again.getMessage().contains("LID 2 is held by a live connection"), again::getMessage);
+            assertTrue(a.lidInUse(2), "A's session to B is untouched");
+            assertTrue(b.lidInUse(1), "B still has A");
+        }
+    }
+
+    @Test
+    void tcpFabricConnectThatFailsReleasesTheLid() throws Exception {
+        try (TcpFabric a = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, false, 1, Token.NONE)) {
+            a.attach(1);
+            final InetSocketAddress nobody;
+            try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, LO)) {
+                nobody = new InetSocketAddress(LO, ss.getLocalPort());
+            }
+            assertThrows(UncheckedIOException.class, () -> a.connect(3, nobody));
+            assertFalse(a.lidInUse(3), "a failed connect holds no LID");
+        }
+    }
+
+    @Test
+    void tcpFabricHelloDrippedByteByByteEndsAtTheHelloDeadline() throws Exception {
+        final int cap = 1 << 16;
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric good = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             Socket s = new Socket()) {
+            server.attach(1);
+            good.attach(2);
+            s.connect(server.localAddress(), 5000);
+            s.setSoTimeout(30_000);
+            new DataInputStream(s.getInputStream()).readFully(new byte[24]); // the challenge
+            final ByteBuffer h = ByteBuffer.allocate(56).order(ByteOrder.LITTLE_ENDIAN);
+            h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(7)
+                .putInt(1).putShort((short) 0).putShort((short) 1).putInt(cap);
+            // 56 bytes at 1 s a byte, each inside the 5 s a per-read timeout would allow
+            final Thread t = drip(s, h.array(), 1000, stop);
+            try {
+                awaitTrue(() -> server.lastError().contains("no hello within " + TcpFabric.HELLO_TIMEOUT_MS
+                    + " ms of accept"), "the dripping hello ended at the deadline");
+                good.connect(1, server.localAddress());
+                assertTrue(good.lidInUse(1), "a real peer still joins");
+            } finally {
+                stop.set(true);
+                t.join(10_000);
+            }
+            assertFalse(server.lidInUse(7), "the dripper never joined");
         }
     }
 

@@ -77,42 +77,9 @@ public final class TcpPeer {
 
     private static void passive(final String host, final int size, final BufferedReader in) throws Exception {
         final TcpFabric fabric = new TcpFabric(new InetSocketAddress(host, 0), LINK, null, true, 2);
-        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fabric);
-             Arena arena = Arena.ofShared()) {
-            final SoftDevice dev = driver.addDevice("tcp-peer", 2);
-            final VerbsContext ctx = dev.open();
-            final ProtectionDomain pd = ctx.allocPd();
-            final CompletionQueue cq = ctx.createCq(64);
-            final MemorySegment buf = arena.allocate(size, 4096);
-            final MemoryRegion mr = pd.registerMr(buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-            final QueuePair qp = pd.createQp(new QpInitAttr().cqs(cq, cq));
-            System.out.println("READY " + fabric.localAddress().getPort() + " " + qp.qpNum() + " " + mr.address()
-                + " " + mr.rkey());
-            System.out.flush();
-            final String[] peer = in.readLine().split(" ");
-            final long peerAddr = Long.parseLong(peer[2]);
-            final int peerRkey = Integer.parseInt(peer[3]);
-            QpBringUp.toRts(qp, Integer.parseInt(peer[1]), 1, 500, 400, QpBringUp.rcDefaults());
-            qp.postRecv(new RecvWorkRequest().wrId(1).sge(mr, 0, 0));
-            System.out.println("UP");
-            System.out.flush();
-            final WorkCompletion wc = await(cq, "the peer's WRITE_WITH_IMM");
-            if (wc.status != WcStatus.SUCCESS || wc.opcode != WcOpcode.RECV_RDMA_WITH_IMM || wc.byteLen != size) {
-                System.out.println("BAD completion " + wc);
-                return;
-            }
-            final MemorySegment expected = arena.allocate(size);
-            Fixture.fill(expected, wc.immData);
-            final long mismatch = expected.mismatch(buf);
-            if (mismatch != -1) {
-                System.out.println("BAD byte " + mismatch);
-                return;
-            }
-            qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).flags(SendFlags.SIGNALED)
-                .imm(wc.immData + 1).sge(mr, 0, size).remote(peerAddr, peerRkey));
-            final WorkCompletion back = await(cq, "completion of the write-back");
-            System.out.println(back.status == WcStatus.SUCCESS ? "OK " + size : "BAD write-back " + back);
-            System.out.flush();
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fabric)) {
+            PassiveEcho.run(driver.addDevice("tcp-peer", 2), size, "READY " + fabric.localAddress().getPort(), in,
+                System.out);
         }
     }
 
@@ -151,7 +118,7 @@ public final class TcpPeer {
             boolean written = false;
             boolean echoed = false;
             while (!(written && echoed)) {
-                final WorkCompletion wc = await(cq, "the write and the echo");
+                final WorkCompletion wc = PassiveEcho.await(cq, "the write and the echo");
                 if (wc.status != WcStatus.SUCCESS) {
                     return "BAD " + wc;
                 }
@@ -174,18 +141,5 @@ public final class TcpPeer {
             }
             return result;
         }
-    }
-
-    private static WorkCompletion await(final CompletionQueue cq, final String what) {
-        final WorkCompletion[] wc = {new WorkCompletion()};
-        final long deadline = System.nanoTime() + 30_000_000_000L;
-        while (cq.poll(wc) == 0) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("timeout after 30 s waiting for " + what);
-            }
-        }
-        final WorkCompletion copy = new WorkCompletion();
-        copy.copyFrom(wc[0]);
-        return copy;
     }
 }

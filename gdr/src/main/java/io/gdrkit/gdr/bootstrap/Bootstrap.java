@@ -143,14 +143,22 @@ public final class Bootstrap implements AutoCloseable {
     }
 
     /**
+     * The largest blob this run's ranks may pass to {@link #allGather} or {@link #broadcast}: {@link #MAX_BLOB},
+     * less with many ranks, so that a whole allgather result stays within 64 MiB.
+     */
+    public int maxBlob() {
+        return BootstrapWire.maxBlob(ctx.nranks());
+    }
+
+    /**
      * Every rank's blob, indexed by rank (this rank's included).
      *
-     * @throws IllegalArgumentException for a blob over {@link #MAX_BLOB}
+     * @throws IllegalArgumentException for a blob over {@link #maxBlob()}
      */
     public synchronized byte[][] allGather(final byte[] mine) {
-        if (mine.length > MAX_BLOB) {
-            throw new IllegalArgumentException("allGather blob of " + mine.length + " bytes (at most " + MAX_BLOB
-                + ")");
+        if (mine.length > maxBlob()) {
+            throw new IllegalArgumentException("allGather blob of " + mine.length + " bytes (at most " + maxBlob()
+                + " with " + ctx.nranks() + " ranks)");
         }
         final Frame r = call(BootstrapWire.ALLGATHER, mine);
         final ByteBuffer b = ByteBuffer.wrap(r.payload());
@@ -162,7 +170,7 @@ public final class Bootstrap implements AutoCloseable {
             final byte[][] all = new byte[n][];
             for (int i = 0; i < n; i++) {
                 final int len = b.getInt();
-                if (len < 0 || len > b.remaining() || len > MAX_BLOB) {
+                if (len < 0 || len > b.remaining() || len > maxBlob()) {
                     throw protocol("allGather result with a blob of " + len + " bytes");
                 }
                 all[i] = new byte[len];
@@ -188,9 +196,9 @@ public final class Bootstrap implements AutoCloseable {
             throw new IllegalArgumentException("broadcast root " + root + " outside 0.." + (ctx.nranks() - 1));
         }
         final byte[] mine = ctx.rank() == root ? data : new byte[0];
-        if (mine.length > MAX_BLOB) {
-            throw new IllegalArgumentException("broadcast blob of " + mine.length + " bytes (at most " + MAX_BLOB
-                + ")");
+        if (mine.length > maxBlob()) {
+            throw new IllegalArgumentException("broadcast blob of " + mine.length + " bytes (at most " + maxBlob()
+                + " with " + ctx.nranks() + " ranks)");
         }
         return call(BootstrapWire.BROADCAST, ByteBuffer.allocate(4 + mine.length).putInt(root).put(mine).array())
             .payload();
@@ -264,8 +272,8 @@ public final class Bootstrap implements AutoCloseable {
     private void readLoop(final DataInputStream in) {
         try {
             while (true) {
-                final Frame f = BootstrapWire.read(in, ctx.id().runId(), 4 + ctx.nranks() * (long) (MAX_BLOB + 4)
-                    > Integer.MAX_VALUE ? Integer.MAX_VALUE : 4 + ctx.nranks() * (MAX_BLOB + 4), "the root");
+                final Frame f = BootstrapWire.read(in, ctx.id().runId(), BootstrapWire.maxGather(ctx.nranks()),
+                    "the root");
                 if (f.kind() == BootstrapWire.ABORT) {
                     fail(Reason.REMOTE, "run aborted: " + BootstrapWire.text(f.payload()));
                     results.add(f);

@@ -38,7 +38,15 @@ import java.util.concurrent.TimeUnit;
  * rank may compute for an hour); the ranks time out their own waits.
  */
 public final class BootstrapRoot implements AutoCloseable {
-    private static final int HELLO_TIMEOUT_MS = 5_000;
+    /** Time a connection has, from accept, to send its whole hello (one deadline, not per read). */
+    static final int HELLO_TIMEOUT_MS = 5_000;
+    /**
+     * Connections in admission at once; more wait in the listen backlog until a slot frees (a rank's own timeout
+     * bounds its wait), so a burst of real ranks is never refused.
+     */
+    static final int MAX_PENDING = 64;
+    /** Operations one rank may have queued at the root before the others catch up (a rank waits for each). */
+    private static final int MAX_QUEUED_PER_RANK = 2;
 
     private final ServerSocket server;
     private final int nranks;
@@ -52,6 +60,14 @@ public final class BootstrapRoot implements AutoCloseable {
     private volatile String failure;
     private volatile boolean finished;
     private volatile boolean closed;
+    /** Guards peers[], joined and sealed while admissions run on their own threads. */
+    private final Object admission = new Object();
+    private int joined;
+    private boolean sealed;
+    private final java.util.concurrent.Semaphore admissionSlots = new java.util.concurrent.Semaphore(MAX_PENDING);
+    private final java.util.concurrent.atomic.AtomicLong refusedConnections =
+        new java.util.concurrent.atomic.AtomicLong();
+    private volatile String lastRefusal = "";
 
     private record Event(int rank, Frame frame, String lost) {
     }
@@ -60,6 +76,8 @@ public final class BootstrapRoot implements AutoCloseable {
         Socket socket;
         DataOutputStream out;
         final ArrayDeque<Frame> pending = new ArrayDeque<>();
+        /** Operations read from this rank and not yet answered (the reader adds, the root thread subtracts). */
+        final java.util.concurrent.atomic.AtomicInteger queued = new java.util.concurrent.atomic.AtomicInteger();
         boolean bye;
     }
 
@@ -96,7 +114,7 @@ public final class BootstrapRoot implements AutoCloseable {
         try {
             s = new ServerSocket();
             s.setReuseAddress(true);
-            s.bind(bind, nranks + 8);
+            s.bind(bind, nranks + MAX_PENDING + 16); // ranks wait here while admission slots are busy
         } catch (final IOException e) {
             throw new BootstrapException(Reason.IO, "cannot listen on " + bind + ": " + e.getMessage(), e);
         }
@@ -118,6 +136,16 @@ public final class BootstrapRoot implements AutoCloseable {
     /** Why the run failed, or null while it has not. */
     public String failure() {
         return failure;
+    }
+
+    /** Connections refused before they joined (bad or late hello, no hello in time, over the pending cap). */
+    public long refusedConnections() {
+        return refusedConnections.get();
+    }
+
+    /** Why the last connection was refused before joining ("" if none). */
+    public String lastRefusal() {
+        return lastRefusal;
     }
 
     /** True once every rank closed cleanly or the run failed. */
@@ -158,42 +186,85 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until every rank joined, or the join timeout. Connections are accepted by a thread of their own and
+     * each is admitted on a virtual thread of its own, within {@link #HELLO_TIMEOUT_MS} of accept: a slow or
+     * silent connection holds only its own admission (at most {@link #MAX_PENDING} at once), never the join.
+     */
     private void join() throws IOException {
         final long deadline = System.nanoTime() + joinTimeout.toNanos();
-        int joined = 0;
-        while (joined < nranks) {
-            final long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (left <= 0 || closed) {
-                final List<Integer> missing = new ArrayList<>();
-                for (int r = 0; r < nranks; r++) {
-                    if (peers[r] == null) {
-                        missing.add(r);
+        Thread.ofPlatform().daemon(true).name("bootstrap-root-accept").start(this::acceptLoop); // ends with server
+        synchronized (admission) {
+            while (joined < nranks) {
+                final long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                if (left <= 0 || closed) {
+                    sealed = true;
+                    final List<Integer> missing = new ArrayList<>();
+                    for (int r = 0; r < nranks; r++) {
+                        if (peers[r] == null) {
+                            missing.add(r);
+                        }
                     }
+                    throw new BootstrapException(closed ? Reason.REMOTE : Reason.TIMEOUT, "rank(s) " + missing
+                        + " of " + nranks + " never joined within " + joinTimeout.toMillis() + " ms");
                 }
-                throw new BootstrapException(closed ? Reason.REMOTE : Reason.TIMEOUT, "rank(s) " + missing
-                    + " of " + nranks + " never joined within " + joinTimeout.toMillis() + " ms");
+                try {
+                    admission.wait(Math.min(left, 200));
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new BootstrapException(Reason.IO, "root interrupted while ranks joined");
+                }
             }
-            server.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
-            final Socket s;
-            try {
-                s = server.accept();
-            } catch (final SocketTimeoutException e) {
-                continue;
-            }
-            final String why = admit(s);
-            if (why == null) {
-                joined++;
-            }
+            sealed = true; // a later connection is refused: the run is complete
         }
     }
 
-    /** Reads and checks one hello; returns null when the rank was admitted, else why it was not. */
+    /**
+     * Accepts until the socket closes, each connection once an admission slot is free, and admits it on a virtual
+     * thread of its own.
+     */
+    private void acceptLoop() {
+        while (!closed && !server.isClosed()) {
+            try {
+                if (!admissionSlots.tryAcquire(200, TimeUnit.MILLISECONDS)) {
+                    continue; // all slots busy: the next connection waits in the backlog
+                }
+            } catch (final InterruptedException e) {
+                return;
+            }
+            final Socket s;
+            try {
+                s = server.accept();
+            } catch (final IOException e) {
+                admissionSlots.release();
+                if (closed || server.isClosed()) {
+                    return;
+                }
+                continue; // a peer that reset during accept affects nobody else
+            }
+            Thread.ofVirtual().name("bootstrap-root-admit").start(() -> {
+                try {
+                    admit(s);
+                } finally {
+                    admissionSlots.release();
+                }
+            });
+        }
+    }
+
+    private void refused(final String why) {
+        refusedConnections.incrementAndGet();
+        lastRefusal = why;
+    }
+
+    /** Reads and checks one hello within its deadline; returns null when the rank was admitted, else why not. */
     private String admit(final Socket s) {
         final String from = "connection from " + s.getRemoteSocketAddress();
         try {
             s.setTcpNoDelay(true);
-            s.setSoTimeout(HELLO_TIMEOUT_MS);
-            final DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
+            final io.gdrkit.core.net.DeadlineInputStream din = new io.gdrkit.core.net.DeadlineInputStream(s,
+                Duration.ofMillis(HELLO_TIMEOUT_MS));
+            final DataInputStream in = new DataInputStream(new BufferedInputStream(din));
             final DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
             final Frame f;
             try {
@@ -201,6 +272,11 @@ public final class BootstrapRoot implements AutoCloseable {
             } catch (final BootstrapException e) {
                 reject(s, out, e.getMessage());
                 return e.getMessage();
+            } catch (final SocketTimeoutException e) {
+                final String why = from + ": no complete hello within " + HELLO_TIMEOUT_MS + " ms of accept (one "
+                    + "deadline for the whole hello)";
+                reject(s, out, why);
+                return why;
             }
             String why = null;
             final ByteBuffer b = ByteBuffer.wrap(f.payload());
@@ -220,24 +296,34 @@ public final class BootstrapRoot implements AutoCloseable {
                         why = "rank " + f.rank() + " thinks the run has " + theirN + " ranks, the root has " + nranks;
                     } else if (f.rank() < 0 || f.rank() >= nranks) {
                         why = "rank " + f.rank() + " is outside 0.." + (nranks - 1);
-                    } else if (peers[f.rank()] != null) {
-                        why = "rank " + f.rank() + " joined twice (" + from + ")";
                     }
                 }
             }
-            if (why != null) {
-                reject(s, out, why);
-                return why;
+            if (why == null) {
+                synchronized (admission) {
+                    if (sealed) {
+                        why = "rank " + f.rank() + " (" + from + ") came after the run was complete or over";
+                    } else if (peers[f.rank()] != null) {
+                        why = "rank " + f.rank() + " joined twice (" + from + ")";
+                    } else {
+                        din.clear();
+                        s.setSoTimeout(0); // between operations a rank may compute for an hour
+                        final Peer p = new Peer();
+                        p.socket = s;
+                        p.out = out;
+                        readers.put(s, in);
+                        peers[f.rank()] = p;
+                        joined++;
+                        admission.notifyAll();
+                        return null;
+                    }
+                }
             }
-            s.setSoTimeout(0);
-            final Peer p = new Peer();
-            p.socket = s;
-            p.out = out;
-            peers[f.rank()] = p;
-            readers.put(s, in);
-            return null;
+            reject(s, out, why);
+            return why;
         } catch (final IOException e) {
             closeQuietly(s);
+            refused(from + ": " + e.getMessage());
             return from + ": " + e.getMessage();
         }
     }
@@ -245,6 +331,7 @@ public final class BootstrapRoot implements AutoCloseable {
     private final java.util.Map<Socket, DataInputStream> readers = new java.util.concurrent.ConcurrentHashMap<>();
 
     private void reject(final Socket s, final DataOutputStream out, final String why) {
+        refused(why);
         try {
             BootstrapWire.write(out, BootstrapWire.ABORT, 0, -1, 0L, BootstrapWire.text("rejected: " + why));
         } catch (final IOException ignored) {
@@ -258,16 +345,24 @@ public final class BootstrapRoot implements AutoCloseable {
         final DataInputStream in = readers.get(p.socket);
         try {
             while (true) {
-                final Frame f = BootstrapWire.read(in, runId, BootstrapWire.MAX_BLOB + 4, "rank " + rank);
+                // a blob, plus a broadcast's root: within the per-rank share of the capped allgather result
+                final Frame f = BootstrapWire.read(in, runId, BootstrapWire.maxBlob(nranks) + 4, "rank " + rank);
                 if (f.rank() != rank) {
                     events.add(new Event(rank, null, "rank " + rank + " sent a frame claiming to be rank "
                         + f.rank()));
                     return;
                 }
-                events.add(new Event(rank, f, null));
                 if (f.kind() == BootstrapWire.BYE || f.kind() == BootstrapWire.ABORT) {
+                    events.add(new Event(rank, f, null));
                     return;
                 }
+                // a rank waits for each result: more operations queued than that is a rank flooding the root
+                if (p.queued.incrementAndGet() > MAX_QUEUED_PER_RANK) {
+                    events.add(new Event(rank, null, "rank " + rank + " sent " + BootstrapWire.kindName(f.kind())
+                        + " #" + f.seq() + " with " + (MAX_QUEUED_PER_RANK) + " operations not yet answered"));
+                    return;
+                }
+                events.add(new Event(rank, f, null));
             }
         } catch (final EOFException e) {
             events.add(new Event(rank, null, "rank " + rank + " closed its bootstrap connection without "
@@ -334,6 +429,9 @@ public final class BootstrapRoot implements AutoCloseable {
             for (final Peer p : peers) {
                 p.pending.poll();
                 if (result != null) {
+                    p.queued.decrementAndGet(); // answered (a BYE was never counted)
+                }
+                if (result != null) {
                     BootstrapWire.write(p.out, BootstrapWire.RESULT, head.seq(), -1, runId, result);
                 } else {
                     p.bye = true;
@@ -349,7 +447,7 @@ public final class BootstrapRoot implements AutoCloseable {
         out.writeBytes(n.array());
         for (final Peer p : peers) {
             final byte[] blob = p.pending.peek().payload();
-            if (blob.length > BootstrapWire.MAX_BLOB) {
+            if (blob.length > BootstrapWire.maxBlob(nranks)) {
                 throw new BootstrapException(Reason.PROTOCOL, "a blob of " + blob.length + " bytes");
             }
             out.writeBytes(ByteBuffer.allocate(4).putInt(blob.length).array());

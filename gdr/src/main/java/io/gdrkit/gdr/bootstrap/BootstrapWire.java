@@ -30,9 +30,16 @@ final class BootstrapWire {
     static final int MAGIC = 0x47445242; // "GDRB"
     static final int VERSION = 1;
     static final int HEADER = 26;
-    /** The largest blob one rank may contribute; allgather results are at most nranks times this. */
+    /** The largest blob one rank may contribute (fewer with many ranks: see {@link #maxBlob}). */
     static final int MAX_BLOB = 1 << 20;
     static final int MAX_RANKS = 4096;
+    /**
+     * The largest allgather result (count, then each length and blob): what a root holds for one operation and a
+     * rank reads back. Without it, 4096 ranks x 1 MiB would be 4 GiB.
+     */
+    static final int MAX_GATHER = 1 << 26;
+    /** Payloads are read in pieces of this size: memory follows what arrived, not what was announced. */
+    static final int CHUNK = 1 << 16;
     static final int MAX_TOKEN = 256;
 
     static final int HELLO = 1;
@@ -48,6 +55,16 @@ final class BootstrapWire {
     }
 
     record Frame(int kind, int seq, int rank, long runId, byte[] payload) {
+    }
+
+    /** The largest blob each of {@code nranks} ranks may contribute, so the whole result fits {@link #MAX_GATHER}. */
+    static int maxBlob(final int nranks) {
+        return (int) Math.min(MAX_BLOB, (MAX_GATHER - 4L) / Math.max(1, nranks) - 4);
+    }
+
+    /** The largest allgather result for {@code nranks} ranks (at most {@link #MAX_GATHER}). */
+    static int maxGather(final int nranks) {
+        return 4 + nranks * (maxBlob(nranks) + 4);
     }
 
     static String kindName(final int kind) {
@@ -118,9 +135,27 @@ final class BootstrapWire {
                 + kindName(kind) + " payload of " + Integer.toUnsignedString(len) + " bytes (at most " + maxPayload
                 + ")");
         }
-        final byte[] payload = new byte[len];
-        in.readFully(payload);
-        return new Frame(kind, seq, rank, run, payload);
+        return new Frame(kind, seq, rank, run, readPayload(in, len));
+    }
+
+    /**
+     * Reads {@code len} bytes in pieces of {@link #CHUNK}, growing the array as they arrive: a peer that announces
+     * a large payload and sends little costs what it sent (at most twice), not what it announced.
+     */
+    static byte[] readPayload(final DataInputStream in, final int len) throws IOException {
+        byte[] b = new byte[Math.min(len, CHUNK)];
+        int have = 0;
+        while (have < len) {
+            if (have == b.length) {
+                b = java.util.Arrays.copyOf(b, (int) Math.min(len, 2L * b.length));
+            }
+            final int n = in.read(b, have, b.length - have);
+            if (n < 0) {
+                throw new EOFException("end of stream after " + have + " of " + len + " payload bytes");
+            }
+            have += n;
+        }
+        return b;
     }
 
     static byte[] text(final String s) {

@@ -225,6 +225,178 @@ class BootstrapTest {
         }
     }
 
+    /** A frame header as a rank writes it. */
+    private static void header(final DataOutputStream out, final int kind, final int seq, final int rank,
+                               final long run, final int len) throws IOException {
+        out.writeInt(BootstrapWire.MAGIC);
+        out.writeByte(BootstrapWire.VERSION);
+        out.writeByte(kind);
+        out.writeInt(seq);
+        out.writeInt(rank);
+        out.writeLong(run);
+        out.writeInt(len);
+    }
+
+    /**
+     * A connection that drips its hello one byte at a time, each well inside a per-read timeout, used to hold the
+     * root's only thread (and so the join) for minutes. Now it holds only its own admission, which ends at the
+     * fixed hello deadline; the real ranks join meanwhile.
+     */
+    @Test
+    void aDrippingHelloHoldsOnlyItsOwnAdmissionNotTheJoin() throws Exception {
+        final Duration join = Duration.ofSeconds(15);
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(2, join);
+             Socket drip = new Socket(root.id().host(), root.id().port())) {
+            final java.io.ByteArrayOutputStream hello = new java.io.ByteArrayOutputStream();
+            final DataOutputStream h = new DataOutputStream(hello);
+            header(h, BootstrapWire.HELLO, 0, 0, root.id().runId(), 6 + 256);
+            h.writeInt(2);
+            h.writeShort(256);
+            h.write(new byte[256]);
+            final byte[] bytes = hello.toByteArray(); // 288 bytes: at 400 ms each, two minutes
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            final Thread dripper = Thread.ofPlatform().daemon(true).name("dripper").start(() -> {
+                try {
+                    for (int i = 0; i < bytes.length - 1 && !stop.get(); i++) {
+                        drip.getOutputStream().write(bytes[i]);
+                        drip.getOutputStream().flush();
+                        Thread.sleep(400);
+                    }
+                } catch (final IOException | InterruptedException e) {
+                    // the root closed it: what this test expects
+                }
+            });
+            Thread.sleep(100); // not a timing assertion: the drip starts before the ranks
+            final List<Integer> sizes = ranks(root, 2, b -> b.allGather(new byte[] {(byte) b.rank()}).length);
+            assertEquals(List.of(2, 2), sizes, "both ranks joined and gathered while the drip went on");
+            final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!root.lastRefusal().contains("no complete hello within") && System.nanoTime() < until) {
+                Thread.sleep(20);
+            }
+            stop.set(true);
+            dripper.join(10_000);
+            assertTrue(root.lastRefusal().contains("no complete hello within " + BootstrapRoot.HELLO_TIMEOUT_MS
+                + " ms of accept"), root::lastRefusal);
+        }
+    }
+
+    /**
+     * More silent connections than admission slots: each holds a slot until its hello deadline, the rest wait in
+     * the backlog, and real ranks arriving meanwhile are admitted once slots free (never refused for the crowd).
+     */
+    @Test
+    void silentConnectionsHoldSlotsOnlyUntilTheirDeadlineThenRanksJoin() throws Exception {
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(2, Duration.ofSeconds(60))) {
+            final List<Socket> silent = new ArrayList<>();
+            try {
+                for (int i = 0; i < BootstrapRoot.MAX_PENDING + 8; i++) {
+                    silent.add(new Socket(root.id().host(), root.id().port()));
+                }
+                assertEquals(List.of(2, 2), ranks(root, 2, b -> b.allGather(new byte[] {1}).length));
+                awaitRefusal(root, "no complete hello within");
+                final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (root.refusedConnections() < BootstrapRoot.MAX_PENDING && System.nanoTime() < until) {
+                    Thread.sleep(10);
+                }
+                assertTrue(root.refusedConnections() >= BootstrapRoot.MAX_PENDING,
+                    "every slot-holding silent connection ended at its deadline; refused: "
+                        + root.refusedConnections());
+            } finally {
+                for (final Socket s : silent) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    private static void awaitRefusal(final BootstrapRoot root, final String what) throws InterruptedException {
+        final long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!root.lastRefusal().contains(what)) {
+            if (System.nanoTime() > until) {
+                throw new AssertionError("timed out waiting for a refusal saying '" + what + "'; last: "
+                    + root.lastRefusal());
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** An admitted rank that sends operations without waiting for results is a flood: the run aborts by name. */
+    @Test
+    void aRankFloodingOperationsAbortsTheRunByName() throws Exception {
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T);
+             Socket raw = new Socket(root.id().host(), root.id().port())) {
+            final ExecutorService ex = Executors.newSingleThreadExecutor();
+            final Future<Bootstrap> zero = ex.submit(() -> Bootstrap.init(ctx(root.id(), 0, 2)));
+            final DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(raw.getOutputStream()));
+            header(out, BootstrapWire.HELLO, 0, 1, root.id().runId(), 6);
+            out.writeInt(2);
+            out.writeShort(0);
+            out.flush();
+            raw.setSoTimeout(20_000);
+            final java.io.DataInputStream in = new java.io.DataInputStream(raw.getInputStream());
+            final BootstrapWire.Frame welcome = BootstrapWire.read(in, root.id().runId(), 4096, "root");
+            assertEquals(BootstrapWire.WELCOME, welcome.kind());
+            for (int seq = 1; seq <= 3; seq++) {
+                header(out, BootstrapWire.ALLGATHER, seq, 1, root.id().runId(), 8);
+                out.write(new byte[8]);
+            }
+            out.flush();
+            final BootstrapWire.Frame abort = BootstrapWire.read(in, root.id().runId(), 4096, "root");
+            assertEquals(BootstrapWire.ABORT, abort.kind());
+            final String why = BootstrapWire.text(abort.payload());
+            assertTrue(why.contains("rank 1 sent allGather #3 with 2 operations not yet answered"), why);
+            try (Bootstrap b = zero.get(30, TimeUnit.SECONDS)) {
+                final BootstrapException e = assertThrows(BootstrapException.class, b::barrier);
+                assertTrue(e.getMessage().contains("not yet answered"), e.getMessage());
+            }
+            ex.shutdownNow();
+        }
+    }
+
+    /**
+     * A peer that announces a large payload and sends little costs what it sent: the payload is read in pieces.
+     * Measured as this thread's allocation (deterministic, not timing).
+     */
+    @Test
+    void aLargeAnnouncedPayloadCostsOnlyWhatArrived() throws Exception {
+        final java.io.ByteArrayOutputStream wire = new java.io.ByteArrayOutputStream();
+        final DataOutputStream out = new DataOutputStream(wire);
+        header(out, BootstrapWire.RESULT, 1, -1, 77L, BootstrapWire.MAX_GATHER - 1);
+        out.write(new byte[10]);
+        final java.io.DataInputStream in = new java.io.DataInputStream(
+            new java.io.ByteArrayInputStream(wire.toByteArray()));
+        final com.sun.management.ThreadMXBean mx =
+            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        final long before = mx.getCurrentThreadAllocatedBytes();
+        final java.io.EOFException e = assertThrows(java.io.EOFException.class,
+            () -> BootstrapWire.read(in, 77L, BootstrapWire.MAX_GATHER, "the root"));
+        final long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+        assertTrue(e.getMessage().contains("after 10 of " + (BootstrapWire.MAX_GATHER - 1)), e.getMessage());
+        assertTrue(allocated < (1 << 20), "allocated " + allocated + " bytes for 10 received of "
+            + (BootstrapWire.MAX_GATHER - 1) + " announced");
+    }
+
+    @Test
+    void theAllGatherResultIsCappedAtStartForEveryRankCount() throws Exception {
+        for (int n = 1; n <= BootstrapWire.MAX_RANKS; n++) {
+            assertTrue((long) BootstrapWire.maxGather(n) <= BootstrapWire.MAX_GATHER, "n = " + n);
+            assertTrue(BootstrapWire.maxBlob(n) >= 16_000 && BootstrapWire.maxBlob(n) <= BootstrapWire.MAX_BLOB);
+        }
+        assertEquals(BootstrapWire.MAX_BLOB, BootstrapWire.maxBlob(4));
+        // with 100 ranks each may pass 671084 bytes: more is refused before anything is sent
+        final int n = 100;
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(n, T)) {
+            final List<String> said = ranks(root, n, b -> {
+                final IllegalArgumentException big = assertThrows(IllegalArgumentException.class,
+                    () -> b.allGather(new byte[b.maxBlob() + 1]));
+                b.barrier(); // the run goes on
+                return big.getMessage();
+            });
+            assertTrue(said.get(0).contains("allGather blob of 671085 bytes (at most 671084 with 100 ranks)"),
+                said.get(0));
+        }
+    }
+
     @Test
     void mismatchedOperationsFailEveryRankNamingBoth() throws Exception {
         try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T)) {

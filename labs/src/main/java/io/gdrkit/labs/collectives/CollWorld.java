@@ -3,6 +3,7 @@
  */
 package io.gdrkit.labs.collectives;
 
+import io.gdrkit.core.auth.Token;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.bootstrap.Bootstrap;
 import io.gdrkit.gdr.gate.NetCaps;
@@ -50,7 +51,7 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
-    private static final int LINK_CAPACITY = 1 << 22;
+    static final int LINK_CAPACITY = 1 << 22;
 
     private final Bootstrap bootstrap;
     private final SoftNicDriver driver;
@@ -82,6 +83,16 @@ public final class CollWorld implements AutoCloseable {
      * @param shared   for injvm: the driver every rank's thread shares (its devices are added here); else null
      * @param settings where NCCL_* values come from
      */
+    /**
+     * What the ranks' fabric hellos must prove: the run's token when one is set, and the run id in any case (the
+     * secret of a run without a token, known only to holders of its handle), so a fabric joins only this run.
+     */
+    static Token fabricToken(final Bootstrap b) {
+        final String tok = b.context().token();
+        return Token.of((tok.isEmpty() ? "" : tok + "/") + "gdrkit-run-"
+            + Long.toHexString(b.context().id().runId()));
+    }
+
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout) {
@@ -138,7 +149,13 @@ public final class CollWorld implements AutoCloseable {
                     }
                     case "tcp" -> {
                         final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
-                            LINK_CAPACITY, null, false, 1);
+                            LINK_CAPACITY, null, false, 1, fabricToken(b));
+                        // LIDs are the bootstrap's ranks + 1 (the root assigned the ranks); ranks below this one
+                        // connect to it, so only their LIDs may join: none can be claimed by a stranger
+                        tf.requireAdmission();
+                        for (int lower = 0; lower < r; lower++) {
+                            tf.admit(lower + 1);
+                        }
                         driver = SoftNicDriver.launch(nicContext(), tf);
                         own = true;
                     }
@@ -229,6 +246,11 @@ public final class CollWorld implements AutoCloseable {
 
     public Communicator communicator() {
         return comm;
+    }
+
+    /** This rank's TCP fabric (null on the other fabrics); tests play a stranger against it. */
+    TcpFabric tcpFabric() {
+        return driver != null && driver.fabric() instanceof TcpFabric t ? t : null;
     }
 
     public NetTransport transport() {

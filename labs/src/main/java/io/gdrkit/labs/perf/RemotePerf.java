@@ -52,8 +52,13 @@ import org.HdrHistogram.Histogram;
  * <pre>
  * REQ private data (big-endian):  test ordinal (u8) | size (u32) | QPs (u32) | rx-depth (u32) | MTU (u32)
  *                                 | buffer bytes (u64) | client buffer address (u64) | its rkey (u32) | quit (u8)
+ *                                 | run nonce (u64, random per run, the same in all of the run's REQs)
  * REP private data:               buffer address (u64) | rkey (u32)
  * </pre>
+ *
+ * <p>A run's REQs after the first must come from the first one's host and LID with the very same setup, nonce
+ * included; any other REQ that arrives meanwhile (another client's, or a stranger's that copied the visible
+ * fields) is refused by name ({@code REJ: busy: ...}) and never sees this run's buffer address or rkey.
  */
 public final class RemotePerf {
     public static final int DEFAULT_PORT = 18515;
@@ -71,13 +76,24 @@ public final class RemotePerf {
     }
 
     public record Setup(PerfKind test, int size, int numQps, int rxDepth, int mtu, long bufBytes, long clientAddr,
-                 int clientRkey, boolean quit) {
-        static final int LENGTH = 42;
+                 int clientRkey, boolean quit, long run) {
+        static final int LENGTH = 50;
+
+        /** A setup with run nonce 0 (tests; QUIT). */
+        public Setup(final PerfKind test, final int size, final int numQps, final int rxDepth, final int mtu,
+                     final long bufBytes, final long clientAddr, final int clientRkey, final boolean quit) {
+            this(test, size, numQps, rxDepth, mtu, bufBytes, clientAddr, clientRkey, quit, 0);
+        }
 
         byte[] encode() {
             return ByteBuffer.allocate(LENGTH).put((byte) test.ordinal()).putInt(size).putInt(numQps)
                 .putInt(rxDepth).putInt(mtu).putLong(bufBytes).putLong(clientAddr).putInt(clientRkey)
-                .put((byte) (quit ? 1 : 0)).array();
+                .put((byte) (quit ? 1 : 0)).putLong(run).array();
+        }
+
+        /** A fresh unpredictable run nonce. */
+        static long newRun() {
+            return ByteBuffer.wrap(Token.nonce()).getLong();
         }
 
         /**
@@ -101,7 +117,7 @@ public final class RemotePerf {
                 throw new IllegalArgumentException("unknown perf test " + t);
             }
             final Setup s = new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(),
-                bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0);
+                bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0, bb.getLong());
             if (s.quit()) {
                 return s;
             }
@@ -219,8 +235,10 @@ public final class RemotePerf {
                 if (info.tcpPort() < 0) {
                     throw new IllegalArgumentException("--fabric tcp, but the server runs a shared-memory fabric");
                 }
-                yield new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), linkCapacity,
-                    null, crc, 1, token);
+                final TcpFabric t = new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0),
+                    linkCapacity, null, crc, 1, token);
+                t.requireAdmission(); // a client only connects out: nobody may join its listener
+                yield t;
             }
             case "shm" -> {
                 if (info.shmName() == null) {
@@ -378,9 +396,10 @@ public final class RemotePerf {
         {
             final byte[] rep = ByteBuffer.allocate(12).putLong(side.mr.address()).putInt(side.mr.rkey()).array();
             CmListener.Request req = first;
+            final long until = System.nanoTime() + CM_TIMEOUT.toNanos();
             for (int q = 0; q < s.numQps(); q++) {
                 if (q > 0) {
-                    req = listener.accept(CM_TIMEOUT);
+                    req = nextOfRun(listener, first, s, until, out);
                 }
                 final QpInitAttr ia = new QpInitAttr();
                 ia.cap.maxSendWr(256).maxRecvWr(Math.max(1, s.rxDepth())).maxInlineData(256);
@@ -393,6 +412,9 @@ public final class RemotePerf {
                     }
                 }
             }
+            out.println("# server: running " + s.test().id() + " " + s.size() + " B with " + s.numQps()
+                + " QP(s) for " + first.remoteAddress());
+            out.flush();
             final AtomicBoolean done = new AtomicBoolean();
             final Thread watcher = Thread.ofPlatform().daemon(true).name("perf-disconnect").start(() -> {
                 try {
@@ -419,6 +441,46 @@ public final class RemotePerf {
             out.println("# server: finished " + s.test().id() + " " + s.size() + " B with " + s.numQps() + " QP(s)");
             out.flush();
         }
+    }
+
+    /**
+     * The next REQ of the run {@code first} began: from its host and LID with the same setup and run nonce. Any
+     * other REQ meanwhile is refused by name and the wait goes on (up to {@code until}); it never gets the REP,
+     * which carries this run's buffer address and rkey.
+     */
+    private static CmListener.Request nextOfRun(final CmListener listener, final CmListener.Request first,
+                                                final Setup s, final long until, final PrintWriter out) {
+        while (true) {
+            final long left = until - System.nanoTime();
+            if (left <= 0) {
+                throw new CmException(CmException.Reason.TIMEOUT, "the client " + first.remoteAddress()
+                    + " sent not all of its " + s.numQps() + " REQs within " + CM_TIMEOUT.toSeconds() + " s", null);
+            }
+            final CmListener.Request r = listener.accept(Duration.ofNanos(left));
+            final String why = notOfRun(first, s, r);
+            if (why == null) {
+                return r;
+            }
+            r.reject("busy: " + why);
+            out.println("# server: refused a client: " + r.remoteAddress() + ": " + why);
+            out.flush();
+        }
+    }
+
+    /** Null when {@code r} is the next REQ of the run {@code first} began, else why not. */
+    private static String notOfRun(final CmListener.Request first, final Setup s, final CmListener.Request r) {
+        if (!r.remoteAddress().getAddress().equals(first.remoteAddress().getAddress())
+            || r.remoteLid() != first.remoteLid()) {
+            return "another client's run is being set up (from " + first.remoteAddress().getAddress() + ")";
+        }
+        final Setup other;
+        try {
+            other = Setup.decode(r.privateData(), Long.MAX_VALUE);
+        } catch (final IllegalArgumentException e) {
+            return "another client's run is being set up (and this setup is bad: " + e.getMessage() + ")";
+        }
+        return other.equals(s) ? null : "another client's run is being set up (this REQ's setup or run nonce "
+            + "differs from the run's)";
     }
 
     /** The passive half: receives (send tests), echoes (latency ping-pong), or just drives the NIC. */
@@ -520,10 +582,20 @@ public final class RemotePerf {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
                     runSize(dev, server, cfg, printer, stripe, token);
                 }
-            } finally {
+            } catch (final RuntimeException e) {
+                // the run's own error (a dead server: RETRY_EXC_ERR) is the one to report; telling a dead server
+                // to quit would only add "REFUSED: nothing listens" on top of it
                 if (quitServer) {
-                    quit(dev, server, token);
+                    try {
+                        quit(dev, server, token);
+                    } catch (final RuntimeException q) {
+                        e.addSuppressed(q);
+                    }
                 }
+                throw e;
+            }
+            if (quitServer) {
+                quit(dev, server, token);
             }
         }
     }
@@ -538,7 +610,7 @@ public final class RemotePerf {
             side.buf = arena.allocate(bufBytes, 4096);
             side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final Setup setup = new Setup(test, cfg.size(), cfg.numQps(), cfg.rxDepth(), cfg.mtu(), bufBytes,
-                side.mr.address(), side.mr.rkey(), false);
+                side.mr.address(), side.mr.rkey(), false, Setup.newRun());
             final CmConnection[] conns = new CmConnection[cfg.numQps()];
             long remoteAddr = 0;
             int remoteRkey = 0;

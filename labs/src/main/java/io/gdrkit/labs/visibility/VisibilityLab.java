@@ -108,6 +108,7 @@ public final class VisibilityLab implements AutoCloseable {
                 shmDir = null;
                 final TcpFabric tcp = new TcpFabric(new InetSocketAddress(listen ? null
                     : InetAddress.getLoopbackAddress(), 0), LINK_CAPACITY, null, false, 1);
+                tcp.requireAdmission(); // a sender joins only with the LID its ASSIGN gave it: none can be claimed
                 fabric = tcp;
                 assign = "tcp:" + tcp.localAddress().getPort();
             }
@@ -152,6 +153,9 @@ public final class VisibilityLab implements AutoCloseable {
                         + Control.VERSION);
                 }
                 ch.out.writeByte(Control.ASSIGN);
+                if (fabric instanceof TcpFabric tcp) {
+                    tcp.admit(2 + i); // before the ASSIGN: the sender's hello may follow at once
+                }
                 // in-JVM LIDs are handed out in attach order, so the host takes the next one (0)
                 ch.out.writeInt(transport == Transport.JVM ? 0 : 2 + i);
                 ch.out.writeUTF(assign);
@@ -168,6 +172,11 @@ public final class VisibilityLab implements AutoCloseable {
             close();
             throw e;
         }
+    }
+
+    /** The receiver's TCP fabric (null on the other fabrics); tests play a stranger against it. */
+    TcpFabric tcpFabric() {
+        return driver.fabric() instanceof TcpFabric t ? t : null;
     }
 
     /** Most ports an ASSIGN may ask a sender to map rings for (each costs a ring file of LINK_CAPACITY). */
@@ -211,9 +220,11 @@ public final class VisibilityLab implements AutoCloseable {
             return new ShmFabric(dir, LINK_CAPACITY, ports, null, false);
         }
         if (assign.startsWith("tcp:")) {
-            // a sender only connects out: its own listening socket stays on loopback
-            return new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), LINK_CAPACITY, null,
-                false, 1);
+            // a sender only connects out: its own listening socket stays on loopback and admits no LID at all
+            final TcpFabric tcp = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                LINK_CAPACITY, null, false, 1);
+            tcp.requireAdmission();
+            return tcp;
         }
         throw new IllegalStateException("the receiver assigned an unknown fabric '" + assign + "'");
     }

@@ -1,10 +1,22 @@
 package io.gdrkit.labs.perf;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.auth.Token;
+import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
+import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.QpBringUp;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.cm.CmConnection;
+import io.gdrkit.verbs.cm.CmException;
+import io.gdrkit.verbs.cm.ConnectionManager;
+import java.time.Duration;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -101,6 +113,72 @@ class RemotePerfAttackTest {
             assertTrue(log.toString().contains("# server: done"), log::toString);
             assertTrue(log.toString().contains("127.0.0.1:" + port + " (connection manager)"), log::toString);
         }
+    }
+
+    /**
+     * A run of two QPs is half set up (its first REQ got the REP with the server's buffer address and rkey); a
+     * REQ from another client, and one that copies the run's visible setup but not its nonce, are each refused
+     * by name and never see that address or rkey; the run's own second REQ is then served, and so is QUIT.
+     */
+    @Test
+    void anotherClientsReqDuringARunsSetupIsRefusedAndNeverSeesTheRunsBuffer() throws Exception {
+        final StringWriter log = new StringWriter();
+        final PrintWriter out = new PrintWriter(log, true);
+        final Throwable[] failed = {null};
+        final Thread server = Thread.ofPlatform().name("perf-server-shared").start(() -> {
+            try {
+                RemotePerf.serve("tcp", new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1 << 22, out,
+                    60_000, null, false, RemotePerf.DEFAULT_MAX_SERVER_BUFFER, Token.NONE);
+            } catch (final Throwable t) {
+                failed[0] = t;
+            }
+        });
+        final InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), awaitPort(log));
+        final Duration t = Duration.ofSeconds(30);
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext())) {
+            final SoftDevice victimDev = driver.addDevice("victim");
+            final SoftDevice otherDev = driver.addDevice("other");
+            final VerbsContext vc = victimDev.open();
+            final VerbsContext oc = otherDev.open();
+            final CompletionQueue vcq = vc.createCq(16);
+            final CompletionQueue ocq = oc.createCq(16);
+            final var vpd = vc.allocPd();
+            final var opd = oc.allocPd();
+            final RemotePerf.Setup run = new RemotePerf.Setup(PerfKind.WRITE_BW, 64, 2, 1, 4096, 1 << 20, 0, 0,
+                false, 0x1234_5678_9abc_def0L);
+            final CmConnection v0 = ConnectionManager.connect(at, vpd.createQp(new QpInitAttr().cqs(vcq, vcq)),
+                victimDev.lid(), QpBringUp.rcDefaults(), run.encode(), t, Token.NONE);
+            final byte[] victimRep = v0.remotePrivateData();
+            // another client, its own run
+            final CmException other = assertThrows(CmException.class, () -> ConnectionManager.connect(at,
+                opd.createQp(new QpInitAttr().cqs(ocq, ocq)), otherDev.lid(), QpBringUp.rcDefaults(),
+                setup(2, 1, 64, 1 << 20), t, Token.NONE), "another client's REQ must not get the run's REP");
+            assertEquals(CmException.Reason.REJECTED, other.reason(), other::toString);
+            assertTrue(other.getMessage().contains("busy: another client's run is being set up"),
+                other::getMessage);
+            // the run's visible fields and LID, but not its nonce
+            final RemotePerf.Setup copied = new RemotePerf.Setup(PerfKind.WRITE_BW, 64, 2, 1, 4096, 1 << 20, 0, 0,
+                false, 1);
+            final CmException copy = assertThrows(CmException.class, () -> ConnectionManager.connect(at,
+                vpd.createQp(new QpInitAttr().cqs(vcq, vcq)), victimDev.lid(), QpBringUp.rcDefaults(),
+                copied.encode(), t, Token.NONE), "a copied setup without the nonce must not get the run's REP");
+            assertTrue(copy.getMessage().contains("setup or run nonce differs"), copy::getMessage);
+            // the run's own second REQ is served, with the same buffer
+            final CmConnection v1 = ConnectionManager.connect(at, vpd.createQp(new QpInitAttr().cqs(vcq, vcq)),
+                victimDev.lid(), QpBringUp.rcDefaults(), run.encode(), t, Token.NONE);
+            assertArrayEquals(victimRep, v1.remotePrivateData());
+            v0.close(); // as a client ends its run: QP 0's disconnect ends the server's run
+            v1.close();
+            assertTrue(server.isAlive(), "the server keeps serving");
+            final CmException quit = assertThrows(CmException.class, () -> ConnectionManager.connect(at,
+                opd.createQp(new QpInitAttr().cqs(ocq, ocq)), otherDev.lid(), QpBringUp.rcDefaults(),
+                new RemotePerf.Setup(PerfKind.WRITE_BW, 0, 1, 0, 4096, 0, 0, 0, true).encode(), t, Token.NONE));
+            assertTrue(quit.getMessage().endsWith("rejected: server done"), quit::getMessage);
+        }
+        server.join(30_000);
+        assertTrue(!server.isAlive() && failed[0] == null, () -> "server ended with " + failed[0] + "\n" + log);
+        assertTrue(log.toString().contains("# server: finished write_bw 64 B with 2 QP(s)"), log::toString);
+        assertEquals(2, log.toString().split("another client's run is being set up", -1).length - 1, log::toString);
     }
 
     private static int awaitPort(final StringWriter log) throws InterruptedException {

@@ -115,6 +115,39 @@ class VisibilityProcessesTest {
         }
     }
 
+    /** A stranger's fabric hello (no token set here): 24 bytes and a zero authenticator; returns the refusal. */
+    private static String strangerHello(final java.net.InetSocketAddress at, final int lid) throws Exception {
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(at, 5000);
+            s.setSoTimeout(20_000);
+            final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+            in.readFully(new byte[24]);
+            final java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(56).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(lid)
+                .putInt(4242).putShort((short) 0).putShort((short) 1).putInt(1 << 22);
+            s.getOutputStream().write(h.array());
+            final byte[] v = new byte[128];
+            in.readFully(v);
+            final int n = java.nio.ByteBuffer.wrap(v).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(4);
+            return n == 0 ? null : new String(v, 8, n, java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
+
+    /** The receiver assigns each sender its LID in ASSIGN; a LID it did not assign cannot join its TCP fabric. */
+    @Test
+    void aStrangerCannotClaimALidOnTheReceiversTcpFabric() throws Exception {
+        final int port = freePort();
+        final Thread t = vanishingSender(port, Control.VERSION);
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true)) {
+            t.join(10_000);
+            final java.net.InetSocketAddress at = new java.net.InetSocketAddress("127.0.0.1",
+                lab.tcpFabric().localAddress().getPort());
+            final String why = strangerHello(at, 3);
+            assertTrue(why != null && why.contains("LID 3 was not assigned by this listener"), String.valueOf(why));
+            assertTrue(lab.tcpFabric().lastError().contains("not assigned"), lab.tcpFabric().lastError());
+        }
+    }
+
     @Test
     void aSenderSpeakingAnotherProtocolVersionIsRefused() throws Exception {
         final int port = freePort();

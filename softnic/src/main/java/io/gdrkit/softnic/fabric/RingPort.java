@@ -14,6 +14,8 @@ abstract class RingPort implements FabricPort {
     private static final int HELD_HEADER = 16;
     private static final ValueLayout.OfInt BIG_U32 =
         ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfShort BIG_U16 =
+        ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     private final int lid;
     private final boolean crc;
@@ -51,6 +53,20 @@ abstract class RingPort implements FabricPort {
     }
 
     abstract SpscRingBuffer[] inbound();
+
+    /**
+     * Whether the inbound rings lie in memory another process can write (shared memory). Then each record is
+     * copied out before it is checked and used: checked in place, it could change between the check and the use.
+     * And every packet's DLID must be this port and its SLID {@link #inboundSlid} of its ring.
+     */
+    boolean sharedInbound() {
+        return false;
+    }
+
+    /** The SLID every packet on inbound ring {@code index} must carry (shared inbound rings only). */
+    int inboundSlid(final int index) {
+        return -1;
+    }
 
     abstract LinkHook hook();
 
@@ -221,10 +237,18 @@ abstract class RingPort implements FabricPort {
     public int poll(final SpscRingBuffer.RecordHandler handler, final int limit) {
         downstream = handler;
         int n = 0;
-        for (final SpscRingBuffer ring : inbound()) {
+        final SpscRingBuffer[] rings = inbound();
+        final boolean shared = sharedInbound();
+        for (int i = 0; i < rings.length; i++) {
+            final SpscRingBuffer ring = rings[i];
             current = ring;
             try {
-                n += ring.read(crc ? checking : handler, limit);
+                if (shared) {
+                    currentSlid = inboundSlid(i);
+                    n += ring.read(copying, limit);
+                } else {
+                    n += ring.read(crc ? checking : handler, limit);
+                }
             } catch (final RingCorruptException e) {
                 // that link is dead from now on (it reads as empty); the others go on
                 corruptRings++;
@@ -248,6 +272,41 @@ abstract class RingPort implements FabricPort {
     }
 
     private SpscRingBuffer current;
+    private int currentSlid;
+    private long spoofed;
+    /** Where a record of a shared inbound ring is copied before its check and use; made on first use. */
+    private MemorySegment scratch;
+    private final SpscRingBuffer.RecordHandler copying = this::onShared;
+
+    /** Packets of shared inbound rings whose DLID or SLID did not match their ring (each killed that ring). */
+    public long spoofedPackets() {
+        return spoofed;
+    }
+
+    /**
+     * A record of a shared ring: copied out once (the length was validated by the ring), then its LRH and CRC
+     * are checked on the copy and the copy is handed on. The producer may rewrite the ring at any time; nothing
+     * it writes after the copy can reach the check or the handler.
+     */
+    private void onShared(final MemorySegment buf, final long offset, final int length) {
+        if (scratch == null || scratch.byteSize() < length) {
+            scratch = Arena.ofAuto().allocate(Math.max(length, current.maxRecordData()), 64);
+        }
+        final int tag = current.tagOf(offset);
+        MemorySegment.copy(buf, offset, scratch, 0, length);
+        final int dlid = length < 4 ? -1 : scratch.get(BIG_U16, 0) & 0xFFFF;
+        final int slid = length < 4 ? -1 : scratch.get(BIG_U16, 2) & 0xFFFF;
+        if (dlid != lid || slid != currentSlid) {
+            spoofed++;
+            current.refuse("packet of " + length + " bytes in the link from LID " + currentSlid + " claims DLID "
+                + (dlid < 0 ? "?" : dlid) + " SLID " + (slid < 0 ? "?" : slid) + " (this port is LID " + lid + ")");
+        }
+        if (crc && tag != crcOf(scratch, 0, length)) {
+            crcErrors++;
+            return;
+        }
+        downstream.onRecord(scratch, 0, length);
+    }
 
     private void onInbound(final MemorySegment buf, final long offset, final int length) {
         if (current.tagOf(offset) != crcOf(buf, offset, length)) {

@@ -40,6 +40,10 @@ import java.util.Set;
  *       be regular files owned by this user of exactly the ring's size before they are mapped;</li>
  *   <li>every record header read from a ring is validated ({@link SpscRingBuffer}): a corrupt ring is a named
  *       {@link RingCorruptException} for that link, which is then ignored, never a hang;</li>
+ *   <li>each inbound record is copied out of the shared mapping before its CRC and LRH are checked and it is
+ *       parsed (checked in place, the producer could change it in between); its DLID must be this port and its
+ *       SLID the LID whose link it came on, or that link is dead from then on (as the TCP fabric closes a
+ *       connection that spoofs);</li>
  *   <li>a port removes its files when the fabric closes, and files of ports whose process died are swept when a
  *       port attaches.</li>
  * </ul>
@@ -432,6 +436,16 @@ public final class ShmFabric implements Fabric {
         @Override
         SpscRingBuffer[] inbound() {
             return inbound;
+        }
+
+        @Override
+        boolean sharedInbound() {
+            return true; // another process writes them: copy each record out, then check its LIDs and CRC
+        }
+
+        @Override
+        int inboundSlid(final int index) {
+            return index + 1; // inbound[src - 1] is link-<src>-<this LID>
         }
 
         @Override

@@ -242,6 +242,16 @@ public final class SpscRingBuffer {
         return record;
     }
 
+    /**
+     * Marks this ring dead because a record's content (checked by the consumer's caller, e.g. a spoofed source)
+     * is not acceptable; it reads as empty from then on.
+     *
+     * @throws RingCorruptException always, naming {@code what}
+     */
+    public void refuse(final String what) {
+        corrupt(what);
+    }
+
     private void corrupt(final String what) {
         corruption = what;
         throw new RingCorruptException("corrupt ring: " + what);

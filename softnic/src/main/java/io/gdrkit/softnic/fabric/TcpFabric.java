@@ -45,8 +45,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * retransmission timeout turns that into RETRY_EXC_ERR.
  *
  * <p>Peers are untrusted. Accepting is done by a handshake thread of the fabric, never by the duty thread: each
- * accepted connection gets a {@link Challenge} (a fresh nonce), must answer with a {@link Hello} within
- * {@link #HELLO_TIMEOUT_MS}, and gets a {@link Verdict}: accepted, or a named reason (link capacity or link CRC
+ * accepted connection gets a {@link Challenge} (a fresh nonce), must answer with a whole {@link Hello} within
+ * {@link #HELLO_TIMEOUT_MS} of accept (one deadline, not per read), and gets a {@link Verdict}: accepted, or a named reason (link capacity or link CRC
  * differ, LID out of range or held by a live connection or not admitted, wrong token). Only then is memory for
  * the connection allocated. At most {@link #MAX_PENDING} connections may be in the handshake at once; more are
  * closed at once. On an established connection every frame's length and every packet's SLID and DLID are
@@ -244,13 +244,15 @@ public final class TcpFabric implements Fabric {
     /** Challenge, hello, verdict, on a blocking channel with timeouts; a good connection goes to the duty thread. */
     private void handshake(final SocketChannel ch) {
         try {
-            ch.socket().setSoTimeout(HELLO_TIMEOUT_MS);
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            // one deadline from accept for the whole hello, not per read: a byte-at-a-time peer cannot hold a slot
+            final io.gdrkit.core.net.DeadlineInputStream in = new io.gdrkit.core.net.DeadlineInputStream(ch.socket(),
+                java.time.Duration.ofMillis(HELLO_TIMEOUT_MS));
             final byte[] nonce = io.gdrkit.core.auth.Token.nonce();
             final ByteBuffer chal = ByteBuffer.allocate(Challenge.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
             Challenge.write(chal, nonce);
             writeFully(ch, chal.flip());
-            final byte[] hello = readFully(ch, Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH);
+            final byte[] hello = readFully(in, Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH);
             final MemorySegment h = MemorySegment.ofArray(hello);
             final String why = check(h, nonce, hello);
             final ByteBuffer verdict = ByteBuffer.allocate(Verdict.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
@@ -272,7 +274,7 @@ public final class TcpFabric implements Fabric {
             }
             joined.add(c);
         } catch (final java.net.SocketTimeoutException e) {
-            refuse(ch, "no hello within " + HELLO_TIMEOUT_MS + " ms");
+            refuse(ch, "no hello within " + HELLO_TIMEOUT_MS + " ms of accept (one deadline for the whole hello)");
         } catch (final IOException | RuntimeException e) {
             refuse(ch, "handshake failed: " + e.getMessage());
         }
@@ -335,9 +337,9 @@ public final class TcpFabric implements Fabric {
         }
     }
 
-    /** Reads exactly n bytes through the socket adaptor, so SO_TIMEOUT bounds the wait. */
-    private static byte[] readFully(final SocketChannel ch, final int n) throws IOException {
-        final byte[] b = ch.socket().getInputStream().readNBytes(n);
+    /** Reads exactly n bytes (a {@link io.gdrkit.core.net.DeadlineInputStream} bounds the whole read). */
+    private static byte[] readFully(final java.io.InputStream in, final int n) throws IOException {
+        final byte[] b = in.readNBytes(n);
         if (b.length != n) {
             throw new IOException("connection closed after " + b.length + " of " + n + " handshake bytes");
         }
@@ -377,9 +379,11 @@ public final class TcpFabric implements Fabric {
     /**
      * Opens {@code connectionsPerPeer} connections to the port listening at {@code peer}, which has LID
      * {@code peerLid}, and says hello on each. Blocks up to {@link #CONNECT_TIMEOUT_MS} per connection. The
-     * port must be attached. Replaces an earlier connection to the same LID.
+     * port must be attached. The LID is held from now until the connection ends: an incoming hello claiming it is
+     * refused, and so is a second {@code connect} to it while the first lives (a live LID is never replaced).
      *
-     * @throws UncheckedIOException naming the address when the peer refuses, is unreachable or times out
+     * @throws UncheckedIOException  naming the address when the peer refuses, is unreachable or times out
+     * @throws IllegalStateException when a live connection (ours or accepted) already holds {@code peerLid}
      */
     public void connect(final int peerLid, final InetSocketAddress peer) {
         final TcpPort p = port;
@@ -390,6 +394,11 @@ public final class TcpFabric implements Fabric {
             throw new IllegalArgumentException("peer LID must be > 0 (got " + peerLid + ")");
         }
         final int session = ThreadLocalRandom.current().nextInt();
+        // the LID is ours to reach from now: an incoming hello claiming it is refused as held (no takeover)
+        if (lidOwners.putIfAbsent(peerLid, session) != null) {
+            throw new IllegalStateException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
+                + ": LID " + peerLid + " is held by a live connection (close it first; it is never replaced)");
+        }
         final Peer joined = new Peer(peerLid, session, connectionsPerPeer);
         try {
             for (int i = 0; i < connectionsPerPeer; i++) {
@@ -397,9 +406,11 @@ public final class TcpFabric implements Fabric {
                 // owned by the peer from now on, so a failure below closes it
                 joined.conns[i] = new Connection(ch, false);
                 ch.socket().connect(peer, CONNECT_TIMEOUT_MS);
-                ch.socket().setSoTimeout(CONNECT_TIMEOUT_MS);
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                final MemorySegment chal = MemorySegment.ofArray(readFully(ch, Challenge.LENGTH));
+                // the challenge and the verdict within one deadline: a dripping listener cannot stall us
+                final io.gdrkit.core.net.DeadlineInputStream in = new io.gdrkit.core.net.DeadlineInputStream(
+                    ch.socket(), java.time.Duration.ofMillis(CONNECT_TIMEOUT_MS));
+                final MemorySegment chal = MemorySegment.ofArray(readFully(in, Challenge.LENGTH));
                 if (Challenge.magic(chal) != Challenge.MAGIC) {
                     throw new IOException("not a gdrkit TCP fabric (no challenge)");
                 }
@@ -408,7 +419,7 @@ public final class TcpFabric implements Fabric {
                 final byte[] mac = token.answer(Challenge.nonce(chal), hello.array());
                 writeFully(ch, ByteBuffer.wrap(hello.array()));
                 writeFully(ch, ByteBuffer.wrap(mac));
-                final MemorySegment verdict = MemorySegment.ofArray(readFully(ch, Verdict.LENGTH));
+                final MemorySegment verdict = MemorySegment.ofArray(readFully(in, Verdict.LENGTH));
                 final String why = Verdict.reason(verdict);
                 if (why != null) {
                     throw new IOException("the peer refused our hello: " + why);
@@ -419,12 +430,18 @@ public final class TcpFabric implements Fabric {
             }
         } catch (final java.net.SocketTimeoutException e) {
             joined.close();
+            lidOwners.remove(peerLid, session);
             throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
                 + ": no handshake answer within " + CONNECT_TIMEOUT_MS + " ms", e);
         } catch (final IOException e) {
             joined.close();
+            lidOwners.remove(peerLid, session);
             throw new UncheckedIOException("cannot connect to TCP fabric peer LID " + peerLid + " at " + peer
                 + ": " + e.getMessage(), e);
+        } catch (final RuntimeException e) {
+            joined.close();
+            lidOwners.remove(peerLid, session);
+            throw e;
         }
         joined.live = connectionsPerPeer;
         connected.add(joined);

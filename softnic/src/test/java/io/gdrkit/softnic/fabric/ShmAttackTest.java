@@ -171,6 +171,100 @@ class ShmAttackTest {
         return e.getMessage();
     }
 
+    private static final ValueLayout.OfShort BIG_U16 =
+        ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+
+    /** A packet of {@code length} bytes with an LRH naming {@code dlid} and {@code slid}, the rest {@code fill}. */
+    private static void send(final FabricPort from, final int dlid, final int slid, final int length,
+                             final byte fill) {
+        final long off = from.tryClaim(dlid, length);
+        assertTrue(off >= 0, "claimed");
+        final MemorySegment b = from.claimBuffer();
+        b.asSlice(off, length).fill(fill);
+        b.set(BIG_U16, off, (short) dlid);
+        b.set(BIG_U16, off + 2, (short) slid);
+        from.commit();
+    }
+
+    /** Maps link file {@code name} of {@code dir} as the producing process would. */
+    private static MemorySegment mapLink(final Path dir, final String name, final Arena a) throws IOException {
+        try (FileChannel ch = FileChannel.open(dir.resolve(name), StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS)) {
+            return ch.map(FileChannel.MapMode.READ_WRITE, 0, SpscRingBuffer.segmentSize(CAP), a);
+        }
+    }
+
+    /** Writes one record of {@code length} bytes at the ring's start with the given LRH, and publishes it. */
+    private static void plant(final MemorySegment m, final int dlid, final int slid, final int length,
+                              final byte fill) {
+        m.set(ValueLayout.JAVA_INT, 0, length);
+        m.set(ValueLayout.JAVA_INT, 4, 0);
+        m.asSlice(8, length).fill(fill);
+        m.set(BIG_U16, 8, (short) dlid);
+        m.set(BIG_U16, 10, (short) slid);
+        m.set(ValueLayout.JAVA_LONG, CAP, (long) ((length + 8 + 7) & ~7));
+    }
+
+    @Test
+    void aPacketSpoofingAnotherLidOnItsLinkKillsThatLinkByNameOthersFlow(@TempDir final Path tmp)
+        throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-l-");
+        try (ShmFabric f = new ShmFabric(dir, CAP, 3, null, false); Arena a = Arena.ofConfined()) {
+            final RingPort p1 = (RingPort) f.attach(1);
+            final FabricPort p3 = f.attach(3);
+            // LID 2 (a hostile process of this user) writes into its own link to LID 1 a packet claiming SLID 3
+            plant(mapLink(dir, "link-2-1", a), 1, 3, 40, (byte) 9);
+            send(p3, 1, 3, 32, (byte) 5);
+            final List<Integer> got = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                p1.poll((b, o, l) -> got.add(l), 10);
+            }
+            assertEquals(List.of(32), got, "only LID 3's own packet arrives; the spoofed one never");
+            assertEquals(1, p1.spoofedPackets());
+            assertEquals(1, p1.corruptRings());
+            assertTrue(p1.lastRingError().contains("in the link from LID 2 claims DLID 1 SLID 3"),
+                p1::lastRingError);
+        }
+    }
+
+    @Test
+    void aWrongDlidOnAnInboundLinkIsRefusedByName(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-w-");
+        try (ShmFabric f = new ShmFabric(dir, CAP, 3, null, false); Arena a = Arena.ofConfined()) {
+            final RingPort p1 = (RingPort) f.attach(1);
+            plant(mapLink(dir, "link-2-1", a), 3, 2, 24, (byte) 1);
+            final List<Integer> got = new ArrayList<>();
+            p1.poll((b, o, l) -> got.add(l), 10);
+            assertEquals(List.of(), got);
+            assertTrue(p1.lastRingError().contains("claims DLID 3 SLID 2 (this port is LID 1)"), p1::lastRingError);
+        }
+    }
+
+    /**
+     * The producer rewrites a record after the consumer checked it (here: from inside the handler, the worst
+     * moment). The handler must see the bytes that were checked: a copy, not the shared memory.
+     */
+    @Test
+    void aRecordRewrittenAfterItsCheckDoesNotReachTheHandler(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-r-");
+        try (ShmFabric f = new ShmFabric(dir, CAP, 2, null, true); Arena a = Arena.ofConfined()) {
+            final RingPort p1 = (RingPort) f.attach(1);
+            final FabricPort p2 = f.attach(2);
+            send(p2, 1, 2, 64, (byte) 0x11); // a good packet with its link CRC
+            final MemorySegment shared = mapLink(dir, "link-2-1", a);
+            final byte[] seen = new byte[64];
+            final int n = p1.poll((b, o, l) -> {
+                shared.asSlice(8 + 4, 60).fill((byte) 0x66); // the other process strikes between check and use
+                MemorySegment.copy(b, ValueLayout.JAVA_BYTE, o, seen, 0, l);
+            }, 10);
+            assertEquals(1, n);
+            assertEquals(0, p1.crcErrors(), "the packet passed its CRC");
+            for (int i = 4; i < 64; i++) {
+                assertEquals((byte) 0x11, seen[i], "byte " + i + " is what was checked, not what was written later");
+            }
+        }
+    }
+
     @Test
     void corruptInboundRingIsIgnoredByThePortOthersFlow(@TempDir final Path tmp) throws IOException {
         final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-c-");
@@ -186,9 +280,7 @@ class ShmAttackTest {
                 m.set(ValueLayout.JAVA_INT, 4, 0);
                 m.set(ValueLayout.JAVA_LONG, CAP, 64L);
             }
-            final long off = p3.tryClaim(1, 32);
-            p3.claimBuffer().asSlice(off, 32).fill((byte) 5);
-            p3.commit();
+            send(p3, 1, 3, 32, (byte) 5);
             final List<Integer> got = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
                 p1.poll((b, o, l) -> got.add(l), 10);

@@ -1,6 +1,7 @@
 package io.gdrkit.verbs.cm;
 
 import io.gdrkit.core.auth.Token;
+import io.gdrkit.core.net.DeadlineInputStream;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QueuePair;
 import java.io.DataInputStream;
@@ -29,7 +30,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * other clients. Only well-formed, authenticated requests reach {@link #accept}.
  */
 public final class CmListener implements AutoCloseable {
-    /** Default time a peer has, from TCP accept, to send its REQ; also each later CM wait of the request. */
+    /**
+     * Default time a peer has, from TCP accept, to send its whole REQ (one deadline, not per read); also the
+     * bound on each later CM wait of the request (the RTU: again one deadline for the whole message).
+     */
     public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
     /** Default cap on connections that have not yet become a request. */
     public static final int DEFAULT_MAX_PENDING = 16;
@@ -141,9 +145,10 @@ public final class CmListener implements AutoCloseable {
         boolean queued = false;
         final InetSocketAddress peer = (InetSocketAddress) s.getRemoteSocketAddress();
         try {
-            s.setSoTimeout(handshakeMs);
             s.setTcpNoDelay(true);
-            final DataInputStream in = new DataInputStream(s.getInputStream());
+            // one deadline from accept for the whole handshake: a peer dripping a byte at a time cannot hold it
+            final DeadlineInputStream din = new DeadlineInputStream(s, Duration.ofMillis(handshakeMs));
+            final DataInputStream in = new DataInputStream(din);
             final DataOutputStream out = new DataOutputStream(s.getOutputStream());
             final byte[] nonce = Token.nonce();
             new CmMessage(CmMessage.CHAL, 0, 0, 0, 0, nonce).write(out);
@@ -163,14 +168,17 @@ public final class CmListener implements AutoCloseable {
                 new CmMessage(CmMessage.INFO, 0, 0, 0, 0, answer).write(out);
                 return;
             }
-            final Request r = new Request(s, in, out, m, handshakeMs);
+            din.clear(); // queued, the request's later waits have their own bounds (see Request)
+            s.setSoTimeout(handshakeMs);
+            final Request r = new Request(s, in, din, out, m, handshakeMs);
             if (closed || !ready.offer(r)) {
                 reject(out, "listener busy (" + maxPending + " requests waiting)");
                 throw new CmException(CmException.Reason.PROTOCOL, "request queue full", null);
             }
             queued = true;
         } catch (final SocketTimeoutException e) {
-            error(peer, "no REQ within the " + handshakeMs + " ms handshake timeout");
+            error(peer, "no complete REQ within the handshake timeout (" + handshakeMs + " ms from accept, one "
+                + "deadline for the whole handshake)");
         } catch (final CmException e) {
             error(peer, e.getMessage());
         } catch (final IOException | RuntimeException e) {
@@ -238,14 +246,16 @@ public final class CmListener implements AutoCloseable {
     public static final class Request {
         private final Socket socket;
         private final DataInputStream in;
+        private final DeadlineInputStream deadline;
         private final DataOutputStream out;
         private final CmMessage req;
         private final int timeoutMs;
 
-        Request(final Socket socket, final DataInputStream in, final DataOutputStream out, final CmMessage req,
-                final int timeoutMs) {
+        Request(final Socket socket, final DataInputStream in, final DeadlineInputStream deadline,
+                final DataOutputStream out, final CmMessage req, final int timeoutMs) {
             this.socket = socket;
             this.in = in;
+            this.deadline = deadline;
             this.out = out;
             this.req = req;
             this.timeoutMs = timeoutMs;
@@ -281,8 +291,11 @@ public final class CmListener implements AutoCloseable {
                 final int mtu = Math.min(ConnectionManager.mtuBytes(template), req.mtu());
                 ConnectionManager.bringUp(qp, template, req, psn, mtu);
                 new CmMessage(CmMessage.REP, qp.qpNum(), psn, localLid, mtu, privateData).write(out);
+                deadline.within(Duration.ofMillis(timeoutMs)); // the whole RTU within the timeout, not per byte
                 ConnectionManager.await(in, CmMessage.RTU, "RTU", (InetSocketAddress) socket.getRemoteSocketAddress(),
                     timeoutMs);
+                deadline.clear();
+                socket.setSoTimeout(timeoutMs);
                 return new CmConnection(socket, in, out, qp, req, timeoutMs);
             } catch (final IOException e) {
                 ConnectionManager.close(socket);

@@ -62,8 +62,8 @@ import java.util.Map;
  *  | addr (u64)    | rkey   | size   | tag    | n      | seq (u64)      |
  *  +---------------+--------+--------+--------+--------+----------------+
  * </pre>
- * The sender trusts none of it: n outside 1..MAX_RECVS, a negative size or a seq of another slot is a REMOTE
- * error; a send larger than the matched receive is INVALID_USAGE (truncation), as NCCL reports it.
+ * The sender trusts none of it: n outside 1..MAX_RECVS, a negative size, a seq of another slot or an n that
+ * changes between the first and the last match of a slot (kept per slot at the first match) is a REMOTE error; a send larger than the matched receive is INVALID_USAGE (truncation), as NCCL reports it.
  */
 public final class IbTransport implements NetTransport {
     static final int HANDLE_MAGIC = 0x47494231; // "GIB1"
@@ -582,6 +582,8 @@ public final class IbTransport implements NetTransport {
         /** Per slot: the requests matched so far for entry i (null: not yet). */
         final IbRequest[][] matched = new IbRequest[MAX_REQUESTS][MAX_RECVS];
         final int[] matchedCount = new int[MAX_REQUESTS];
+        /** Per slot: the receive count n read at its first match (the peer's later rewrites are not used). */
+        final int[] slotN = new int[MAX_REQUESTS];
         final int[] pendingQps = new int[MAX_REQUESTS];
         final SendWorkRequest[] chain = new SendWorkRequest[MAX_RECVS + 2];
         /** Per pending send request: its source address and lkey. */
@@ -927,11 +929,19 @@ public final class IbTransport implements NetTransport {
             s.progress();
             return null; // the receiver has not posted this receive yet
         }
-        final int n = s.fifo.get(ValueLayout.JAVA_INT_UNALIGNED, base + 20);
-        if (n < 1 || n > MAX_RECVS) {
-            throw failSend(s, Reason.REMOTE, "the receiver posted a FIFO entry with " + n + " receives (1.."
+        final int posted = s.fifo.get(ValueLayout.JAVA_INT_UNALIGNED, base + 20);
+        if (posted < 1 || posted > MAX_RECVS) {
+            throw failSend(s, Reason.REMOTE, "the receiver posted a FIFO entry with " + posted + " receives (1.."
                 + MAX_RECVS + ")");
         }
+        // the peer can rewrite its FIFO entry at any time: the count read at a slot's first match is the one used
+        if (s.matchedCount[slot] == 0) {
+            s.slotN[slot] = posted;
+        } else if (posted != s.slotN[slot]) {
+            throw failSend(s, Reason.REMOTE, "the receiver changed request " + (s.head + 1) + "'s receive count from "
+                + s.slotN[slot] + " to " + posted + " while its sends were being matched");
+        }
+        final int n = s.slotN[slot];
         int match = -1;
         for (int i = 0; i < n; i++) {
             final long e = base + (long) i * ENTRY;
@@ -972,6 +982,11 @@ public final class IbTransport implements NetTransport {
             s.head++;
         }
         return r;
+    }
+
+    /** The CTS FIFO a receiver RDMA-writes into on this send side; tests play a hostile receiver with it. */
+    static MemorySegment ctsFifo(final SendComm comm) {
+        return ((Send) comm).fifo;
     }
 
     private NetTransportException failSend(final Send s, final Reason reason, final String why) {

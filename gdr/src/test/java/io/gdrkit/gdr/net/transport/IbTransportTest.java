@@ -335,6 +335,43 @@ class IbTransportTest {
             new NetTransport.MrHandle[] {rmh}));
     }
 
+    /**
+     * A hostile receiver rewrites the request count n of a posted FIFO slot between the sender's matches (as its
+     * RDMA WRITE can at any time): fewer (once an NPE on the unmatched entry), more (once a hang), both REMOTE now.
+     */
+    @ParameterizedTest(name = "n 3 -> {0}")
+    @CsvSource({"2", "4"})
+    void aReceiveCountRewrittenMidMatchIsARemoteError(final int rewritten) {
+        open(c -> { });
+        pair.connect();
+        final MemorySegment src = random(3000, 5);
+        final MemorySegment dst = arena.allocate(3000, 4096);
+        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
+        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
+        final NetTransport.Request r = rx.irecv(pair.recv, 3, new long[] {dst.address(), dst.address() + 1000,
+            dst.address() + 2000}, new int[] {1000, 1000, 1000}, new int[] {30, 10, 20},
+            new NetTransport.MrHandle[] {rmh, rmh, rmh});
+        NetTransport.Request first = null;
+        final long deadline = System.nanoTime() + 20_000_000_000L;
+        while (first == null) {
+            assertTrue(System.nanoTime() < deadline, "the CTS never reached the sender");
+            rx.test(r, null);
+            first = tx.isend(pair.send, src.address() + 2000, 100, 20, smh); // entry 2 of slot 0
+        }
+        // slot 0, entry 0's n field (offset 20): the receiver's write lands here
+        IbTransport.ctsFifo(pair.send).set(ValueLayout.JAVA_INT_UNALIGNED, 20, rewritten);
+        final NetTransportException e = assertThrows(NetTransportException.class,
+            () -> tx.isend(pair.send, src.address() + 1000, 100, 10, smh)); // entry 1: n = 2 would post now
+        assertEquals(Reason.REMOTE, e.reason());
+        assertTrue(e.getMessage().contains("changed request 1's receive count from 3 to " + rewritten),
+            e.getMessage());
+        // the connection stays failed, by the same name, for every later call
+        final NetTransportException again = assertThrows(NetTransportException.class,
+            () -> tx.isend(pair.send, src.address(), 100, 30, smh));
+        assertEquals(Reason.REMOTE, again.reason());
+        assertTrue(again.getMessage().contains("receive count"), again.getMessage());
+    }
+
     @Test
     void truncationAndWrongTagAreNamed() {
         open(c -> { });

@@ -1,0 +1,123 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.labs.collectives;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.core.auth.Token;
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.bootstrap.Bootstrap;
+import io.gdrkit.gdr.bootstrap.BootstrapContext;
+import io.gdrkit.gdr.bootstrap.BootstrapRoot;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The collectives' TCP fabric against a stranger (issue 18): LIDs are the bootstrap's ranks + 1, each rank's
+ * fabric admits only the LIDs of the ranks that connect to it, and every hello must prove the run (its token, and
+ * its run id, the secret of a run without a token). A stranger cannot claim a LID; the ranks go on.
+ */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class CollFabricAttackTest {
+    private static final Duration T = Duration.ofSeconds(30);
+
+    /** Sends a hello claiming {@code lid}, proving {@code token}; returns the refusal, or null when accepted. */
+    private static String hello(final InetSocketAddress at, final int lid, final Token token) throws IOException {
+        try (Socket s = new Socket()) {
+            s.connect(at, 5000);
+            s.setSoTimeout(20_000);
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            final byte[] chal = new byte[24];
+            in.readFully(chal);
+            final ByteBuffer h = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN);
+            h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(lid)
+                .putInt(4242).putShort((short) 0).putShort((short) 1).putInt(CollWorld.LINK_CAPACITY);
+            final byte[] mac = token.isSet() ? token.answer(Arrays.copyOfRange(chal, 8, 24), h.array())
+                : new byte[32];
+            s.getOutputStream().write(h.array());
+            s.getOutputStream().write(mac);
+            final byte[] v = new byte[128];
+            in.readFully(v);
+            final int n = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN).getInt(4);
+            return n == 0 ? null : new String(v, 8, n, StandardCharsets.UTF_8);
+        }
+    }
+
+    @Test
+    void aStrangerCanNeitherJoinNorClaimALidOfTheRanksFabric() throws Exception {
+        final int n = 2;
+        final SettingsReader none = SettingsReader.ofEnv(Map.of());
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(n, T)) {
+            final ExecutorService ex = Executors.newFixedThreadPool(n);
+            final List<Future<CollWorld>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                final int rank = r;
+                fs.add(ex.submit(() -> CollWorld.open(Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank)
+                    .nranks(n).timeout(T)), "tcp", null, CollWorld.TransportKind.IB,
+                    new CollContext().buffSize(8192).steps(4).channels(1).settings(none), none, T)));
+            }
+            final CollWorld w0 = fs.get(0).get(60, TimeUnit.SECONDS);
+            final CollWorld w1 = fs.get(1).get(60, TimeUnit.SECONDS);
+            try {
+                final InetSocketAddress at = w1.tcpFabric().localAddress();
+                // without the run's proof: refused before any LID is looked at
+                final String anon = hello(at, 3, Token.NONE);
+                assertTrue(anon != null && anon.contains("authentication failed"), String.valueOf(anon));
+                // even with it (an insider of another rank count), a LID no rank was given is refused
+                final Token run = CollWorld.fabricToken(w1.communicator().bootstrap());
+                final String unassigned = hello(at, 3, run);
+                assertTrue(unassigned != null && unassigned.contains("LID 3 was not assigned by this listener"),
+                    String.valueOf(unassigned));
+                // and rank 0's LID is held by rank 0's live connection
+                final String taken = hello(at, 1, run);
+                assertTrue(taken != null && taken.contains("LID 1 is held by a live connection"), String.valueOf(taken));
+                assertTrue(w1.tcpFabric().rejectedConnections() >= 3);
+                // the ranks still work together: an allreduce, checked
+                final List<Future<Long>> wrong = new ArrayList<>();
+                for (final CollWorld w : List.of(w0, w1)) {
+                    wrong.add(ex.submit(() -> {
+                        long bad = 0;
+                        for (final CollResult r : CollRun.run(w.communicator(), new CollRun.Config(CollOp.ALLREDUCE,
+                            DataType.FLOAT32, RedOp.SUM, 0, 1024, 1024, 2, 0, 2, 1, true, "ib", "tcp", true),
+                            x -> { })) {
+                            bad += r.wrong() + r.inPlaceWrong();
+                        }
+                        return bad;
+                    }));
+                }
+                for (final Future<Long> f : wrong) {
+                    assertEquals(0L, f.get(60, TimeUnit.SECONDS));
+                }
+            } finally {
+                final Future<?> c0 = ex.submit(() -> closeAll(w0));
+                closeAll(w1);
+                c0.get(60, TimeUnit.SECONDS);
+                ex.shutdownNow();
+            }
+        }
+    }
+
+    private static void closeAll(final CollWorld w) {
+        final Bootstrap b = w.communicator().bootstrap();
+        w.close();
+        b.close();
+    }
+}
