@@ -99,7 +99,17 @@ CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; 
 CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) { return 101; /* one device: no peer */ }
 CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) { *can = 0; return dev == 0 && peer == 0 ? 0 : 101; }
-CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) { void *m = aligned_alloc(4096, (n + 4095) / 4096 * 4096); if (!m) return 2; *p = (unsigned long long)m; return 0; }
+/* FAKECUDA_DIRTY_ALLOC=1: new device memory holds 0xff bytes, as memory that was freed and allocated again may hold
+   anything (cuMemAlloc does not clear) */
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+    size_t size = (n + 4095) / 4096 * 4096;
+    void *m = aligned_alloc(4096, size);
+    if (!m) return 2;
+    const char *dirty = getenv("FAKECUDA_DIRTY_ALLOC");
+    if (dirty && dirty[0] == '1') memset(m, 0xff, size);
+    *p = (unsigned long long)m;
+    return 0;
+}
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }

@@ -243,6 +243,38 @@ class CudaFakeDriverTest {
         }
     }
 
+    /**
+     * Device memory that is not clear when allocated (FAKECUDA_DIRTY_ALLOC=1: 0xff bytes, as reused CUDA memory may
+     * hold anything): the runs clear their signal words and counters before any kernel counts on them. Before issue
+     * 13's fix MoE's counts started at -1 and every PE's wait for its tokens timed out (wait site 7), the symptom of
+     * the H200's one failed MoE run.
+     */
+    @Test
+    void signalWordsStartAtZeroInDirtyDeviceMemory() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-dirty.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dirty.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String[] args : new String[][] {
+            {"shmem-moe", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256"},
+            {"shmem-moe", "--np", "2", "--mode", "ibrc", "--tokens", "8", "--bytes", "256"},
+            {"shmem-perf", "put_signal_lat", "--mode", "ibgda", "-b", "8", "-e", "8", "-n", "10"},
+            {"shmem-perf", "atomic_lat", "--mode", "ibrc", "-n", "10"}}) {
+            final Path log = dir.resolve("dirty-" + String.join("-", args).replace("--", "") + ".log");
+            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+                Main.class.getName()));
+            cmd.addAll(List.of(args));
+            cmd.addAll(List.of("--gpu", "cuda:0", "--json"));
+            final int rc = run(cmd, log, Map.of("FAKECUDA_DIRTY_ALLOC", "1"));
+            final String out = Files.readString(log);
+            assertEquals(0, rc, String.join(" ", args) + ": " + out);
+            assertTrue(out.contains("\"verified\":true") && !out.contains("\"verified\":false"), out);
+        }
+    }
+
     @Test
     void missingDriverIsReportedAsNotFound() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());

@@ -68,6 +68,9 @@ public final class CudaShmemPerf {
             pattern[i] = (byte) (i * 131 + 17 + pe.myPe());
         }
         pe.write(src, MemorySegment.ofArray(pattern));
+        // the signal and the counter start at 0: malloc does not clear, and CUDA memory holds what it held before
+        pe.write(sig, MemorySegment.ofArray(new long[1]));
+        pe.write(ctr, MemorySegment.ofArray(new long[1]));
         final DeviceBuffer state = deviceState(pe);
         final DeviceBuffer times = gpu.alloc(16L * iters + 8 + 8L * blocks);
         final GpuStream stream = gpu.createNonBlockingStream();

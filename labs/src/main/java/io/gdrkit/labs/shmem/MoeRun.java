@@ -115,6 +115,10 @@ public final class MoeRun {
             }
         }
         pe.write(in, MemorySegment.ofArray(mine));
+        // the signal words start at 0: malloc does not clear, and CUDA memory holds what it held before (a count
+        // that started negative would never reach the expected one: a timed-out wait)
+        pe.write(recvSig, MemorySegment.ofArray(new long[n]));
+        pe.write(doneSig, MemorySegment.ofArray(new long[1]));
         final int[] expected = new int[n]; // tokens each source sends to me
         for (int src = 0; src < n; src++) {
             for (int t = 0; t < tokens; t++) {
