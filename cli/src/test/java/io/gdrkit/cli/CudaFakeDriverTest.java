@@ -234,7 +234,14 @@ class CudaFakeDriverTest {
             if (json) {
                 final JsonNode r = JSON.readTree(lines.get(0));
                 assertEquals("TIMEOUT", r.path("reason").asText(), out);
-                assertTrue(r.path("error").asText().contains("wait site 7 in shmem_device.cuh"), out);
+                assertTrue(r.path("error").asText().startsWith("TIMEOUT: kernel shmem_moe on PE ")
+                    && r.path("error").asText().contains("wait site 7 in shmem_device.cuh"), out);
+                // what the kernel left (here: it ended before posting anything): counts against what they wait for,
+                // and every queue's counters
+                assertTrue(r.path("error").asText().contains("state after the kernel: recv_sig 0: 0/"), out);
+                assertTrue(r.path("error").asText().contains("done_sig 0/4"), out);
+                assertTrue(r.path("error").asText().contains("queue to PE 1: WQEs 0, doorbell 0 rung / 0 retired, CQ 0 "
+                    + "produced / 0 reaped, stale 0"), out);
                 assertTrue(r.path("simulated").asBoolean(false), out);
             } else {
                 assertTrue(lines.get(0).startsWith("# FAILED: TIMEOUT: kernel shmem_moe on PE ")
