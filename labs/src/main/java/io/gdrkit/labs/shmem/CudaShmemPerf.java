@@ -305,7 +305,7 @@ public final class CudaShmemPerf {
     /**
      * The first operation of the breakdown's sample: the last operations whose stamps are all still held, i.e. whose
      * WQEs fit in half the send queue ({@code sqDepth}) and, on IBRC, whose requests fit in half the proxy ring
-     * ({@code proxyDepth}; 0 on IBGDA); half, so that a slot is not being rewritten while it is read.
+     * ({@code proxyDepth}; 0 on IBGDA). Half: a margin, as the sample has always had; at least one operation.
      */
     static int breakdownFrom(final int iters, final int wqesPerOp, final int proxyDepth, final int sqDepth) {
         final int ops = Math.min(sqDepth / wqesPerOp, proxyDepth > 0 ? proxyDepth : Integer.MAX_VALUE) / 2;
