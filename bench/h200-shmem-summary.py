@@ -22,9 +22,13 @@ for path in sorted(glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True
             continue
         if base.startswith("moe"):
             if not line.startswith("{"):
-                moe_failed.append((base, line))
+                moe_failed.append((base, line))  # older jars: "# FAILED: ..." text
                 continue
-            r = json.loads(line)["result"]
+            d = json.loads(line)
+            if "error" in d:  # shmem-moe --json after issue 13: the named error as JSON
+                moe_failed.append((base, d["error"]))
+                continue
+            r = d["result"]
             kind = "processes" if base.startswith("moe_procs") else "threads"
             moe[(kind, r["nPes"], r["mode"])].append((r["kernelMillis"], r["verified"], r["mismatches"]))
             continue

@@ -99,7 +99,17 @@ CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; 
 CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) { return 101; /* one device: no peer */ }
 CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) { *can = 0; return dev == 0 && peer == 0 ? 0 : 101; }
-CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) { void *m = aligned_alloc(4096, (n + 4095) / 4096 * 4096); if (!m) return 2; *p = (unsigned long long)m; return 0; }
+/* FAKECUDA_DIRTY_ALLOC=1: new device memory holds 0xff bytes, as memory that was freed and allocated again may hold
+   anything (cuMemAlloc does not clear) */
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+    size_t size = (n + 4095) / 4096 * 4096;
+    void *m = aligned_alloc(4096, size);
+    if (!m) return 2;
+    const char *dirty = getenv("FAKECUDA_DIRTY_ALLOC");
+    if (dirty && dirty[0] == '1') memset(m, 0xff, size);
+    *p = (unsigned long long)m;
+    return 0;
+}
 CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
@@ -261,6 +271,10 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
             if (buf[i] != pattern_at(i, round, seed)) { res[0]++; if (i < res[1]) res[1] = i; }
         }
     } else if (f == (void *)10) { /* shmem_moe(s, seed, tokens, bytes, in, recv, out, recv_sig, done_sig, times) */
+        /* FAKECUDA_MOE_WAIT_TIMEOUT=N: the kernel ends at once with a timeout at wait site N, as PE 3's did on
+           the H200 (run 3), so the host's reporting of it is tested without waiting for a real timeout */
+        const char *fail = getenv("FAKECUDA_MOE_WAIT_TIMEOUT");
+        if (fail && fail[0]) { shd_error((u64 *)P64(0), SHD_ERR_TIMEOUT, (u64)atoi(fail)); return 0; }
         __atomic_add_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
         u64 t0 = shd_now();
         if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))

@@ -96,13 +96,13 @@ final class ShmemMoeCommand implements Callable<Integer> {
             r = launched ? MoeRun.runProcess(c, Bootstrap.init(BootstrapContext.fromProcess()), tokens, bytes)
                 : MoeRun.run(c, tokens, bytes);
         } catch (final BootstrapException e) {
-            out.println("# FAILED: " + e.getMessage());
+            failed(out, "BOOTSTRAP", e.getMessage());
             return Main.EXIT_FAILURE;
         } catch (final ShmemException e) {
             if (e.reason() == ShmemException.Reason.BAD_ARGUMENT) {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
             }
-            out.println("# FAILED: " + e.getMessage());
+            failed(out, e.reason().name(), e.getMessage());
             return Main.EXIT_FAILURE;
         }
         if (!printer) {
@@ -123,6 +123,23 @@ final class ShmemMoeCommand implements Callable<Integer> {
             out.println("# device: " + r.device());
         }
         return r.verified() ? 0 : Main.EXIT_FAILURE;
+    }
+
+    /**
+     * A run that ended in a named error: with --json one JSON object (error, reason, simulated), so that a stream of
+     * JSON lines stays parseable; else the text line "# FAILED: ...".
+     */
+    private void failed(final PrintWriter out, final String reason, final String message) throws Exception {
+        if (json) {
+            final Map<String, Object> root = new LinkedHashMap<>();
+            root.put("error", message);
+            root.put("reason", reason);
+            root.put("simulated", true);
+            out.println(new ObjectMapper().writeValueAsString(root));
+        } else {
+            out.println("# FAILED: " + message);
+        }
+        out.flush();
     }
 
     /** Starts --np processes of this same command under a launcher, one PE each; rank 0 prints. */

@@ -109,7 +109,8 @@ final class ShmemPerfCommand implements Callable<Integer> {
             try {
                 rr = CudaShmemPerf.ringRtt(gpu, iters, Duration.ofSeconds(30));
             } catch (final ShmemException e) {
-                out.println("# FAILED: " + e.getMessage());
+                out.println(json ? "{\"error\":" + new ObjectMapper().writeValueAsString(e.getMessage())
+                    + ",\"reason\":\"" + e.reason() + "\",\"simulated\":false}" : "# FAILED: " + e.getMessage());
                 return Main.EXIT_FAILURE;
             }
             if (json) {

@@ -157,6 +157,131 @@ class CudaFakeDriverTest {
             && out2.contains("PEs are 2 processes"), out2);
     }
 
+    /**
+     * put_signal_lat's breakdown on both paths with more operations than the send queue holds (128 slots; a
+     * put-with-signal is two WQEs): it reads NIC pick-up stamps only of WQEs still in their slots, so every step lies
+     * within the total. Before issue 13's fix IBRC sampled 128 operations (256 WQEs) and half of them read the stamp
+     * of a WQE 64 operations later: a "->NIC pick-up" step of 4,065-4,259 us inside a 62-66 us total on the H200.
+     */
+    @Test
+    void putSignalBreakdownReadsOnlyTheStampsOfItsOwnWqes() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-breakdown.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-breakdown.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String mode : new String[] {"ibrc", "ibgda"}) {
+            final Path log = dir.resolve("breakdown-" + mode + ".log");
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
+                "put_signal_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "8", "-e", "8", "-n", "200", "--json"),
+                log);
+            final String out = Files.readString(log);
+            assertEquals(0, rc, mode + ": " + out);
+            final JsonNode b = JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst()
+                .orElseThrow(() -> new AssertionError("no JSON: " + out))).path("result").path("breakdown");
+            // the last 128 / 2 WQEs per operation / 2 (half the queue) = 32 operations
+            assertEquals(32, b.path("samples").asInt(-1), mode + ": " + out);
+            final double total = b.path("totalUs").asDouble(-1);
+            assertTrue(total > 0, out);
+            int steps = 0;
+            for (final JsonNode st : b.path("steps")) {
+                steps++;
+                if (!st.path("us").isNull()) {
+                    final double us = st.path("us").asDouble();
+                    assertTrue(us >= 0 && us <= total, mode + ": step " + st + " outside the total " + total);
+                }
+            }
+            assertEquals(mode.equals("ibrc") ? 4 : 3, steps, mode + ": " + b);
+        }
+    }
+
+    /**
+     * shmem-moe --json whose kernel reports a timed-out wait (FAKECUDA_MOE_WAIT_TIMEOUT=7 in the double, as PE 3's
+     * wait site 7 on the H200): one JSON object with the named error on stdout, not a "# FAILED:" text line that
+     * breaks a JSON-lines file; without --json the text line stays.
+     */
+    @Test
+    void aFailedMoeRunIsJsonUnderJson() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-moefail.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-moefail.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final boolean json : new boolean[] {true, false}) {
+            final Path log = dir.resolve("moe-fail-" + json + ".log");
+            final Path err = dir.resolve("moe-fail-" + json + ".err");
+            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+                Main.class.getName(), "shmem-moe", "--gpu", "cuda:0", "--np", "2", "--mode", "ibgda", "--tokens", "4",
+                "--bytes", "64"));
+            if (json) {
+                cmd.add("--json");
+            }
+            final ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(log.toFile()).redirectError(err.toFile());
+            pb.environment().put("FAKECUDA_MOE_WAIT_TIMEOUT", "7");
+            final Process p = pb.start();
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("shmem-moe did not end in 120 s: " + Files.readString(log));
+            }
+            final String out = Files.readString(log);
+            assertEquals(Main.EXIT_FAILURE, p.exitValue(), out + Files.readString(err));
+            final List<String> lines = out.lines().filter(l -> !l.isBlank()).toList();
+            assertEquals(1, lines.size(), "one line on stdout: " + out);
+            if (json) {
+                final JsonNode r = JSON.readTree(lines.get(0));
+                assertEquals("TIMEOUT", r.path("reason").asText(), out);
+                assertTrue(r.path("error").asText().startsWith("TIMEOUT: kernel shmem_moe on PE ")
+                    && r.path("error").asText().contains("wait site 7 in shmem_device.cuh"), out);
+                // what the kernel left (here: it ended before posting anything): counts against what they wait for,
+                // and every queue's counters
+                assertTrue(r.path("error").asText().contains("state after the kernel: recv_sig 0: 0/"), out);
+                assertTrue(r.path("error").asText().contains("done_sig 0/4"), out);
+                assertTrue(r.path("error").asText().contains("queue to PE 1: WQEs 0, doorbell 0 rung / 0 retired, CQ 0 "
+                    + "produced / 0 reaped, stale 0"), out);
+                assertTrue(r.path("simulated").asBoolean(false), out);
+            } else {
+                assertTrue(lines.get(0).startsWith("# FAILED: TIMEOUT: kernel shmem_moe on PE ")
+                    && lines.get(0).contains("wait site 7"), out);
+            }
+        }
+    }
+
+    /**
+     * Device memory that is not clear when allocated (FAKECUDA_DIRTY_ALLOC=1: 0xff bytes, as reused CUDA memory may
+     * hold anything): the runs clear their signal words and counters before any kernel counts on them. Before issue
+     * 13's fix MoE's counts started at -1 and every PE's wait for its tokens timed out (wait site 7), the symptom of
+     * the H200's one failed MoE run.
+     */
+    @Test
+    void signalWordsStartAtZeroInDirtyDeviceMemory() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-dirty.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dirty.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String[] args : new String[][] {
+            {"shmem-moe", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256"},
+            {"shmem-moe", "--np", "2", "--mode", "ibrc", "--tokens", "8", "--bytes", "256"},
+            {"shmem-perf", "put_signal_lat", "--mode", "ibgda", "-b", "8", "-e", "8", "-n", "10"},
+            {"shmem-perf", "atomic_lat", "--mode", "ibrc", "-n", "10"}}) {
+            final Path log = dir.resolve("dirty-" + String.join("-", args).replace("--", "") + ".log");
+            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+                Main.class.getName()));
+            cmd.addAll(List.of(args));
+            cmd.addAll(List.of("--gpu", "cuda:0", "--json"));
+            final int rc = run(cmd, log, Map.of("FAKECUDA_DIRTY_ALLOC", "1"));
+            final String out = Files.readString(log);
+            assertEquals(0, rc, String.join(" ", args) + ": " + out);
+            assertTrue(out.contains("\"verified\":true") && !out.contains("\"verified\":false"), out);
+        }
+    }
+
     @Test
     void missingDriverIsReportedAsNotFound() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());

@@ -90,6 +90,7 @@ final class Requester implements Agent {
                 }
                 if (qp.stampPickups) {
                     qp.pickupNanos[slot] = System.nanoTime();
+                    qp.pickupIndex[slot] = index;
                 }
                 if (qp.directOwned && sq.stamp(index) != (int) (index + 1)) {
                     // a WQE written by a direct poster that is not all there: the doorbell overtook it

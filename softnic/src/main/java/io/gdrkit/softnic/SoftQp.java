@@ -19,6 +19,7 @@ import io.gdrkit.verbs.SendWorkRequest;
 import io.gdrkit.verbs.Sge;
 import io.gdrkit.verbs.WrOpcode;
 import java.lang.foreign.Arena;
+import java.util.Arrays;
 
 /**
  * An RC queue pair of the software NIC. Posting (any one thread per queue) writes WQE records and rings the
@@ -93,6 +94,8 @@ final class SoftQp implements QueuePair {
     volatile long staleWqes;
     long lastSeenProducer;
     final long[] pickupNanos;
+    /** Per slot: the WQE index whose pick-up {@link #pickupNanos} holds, so a reused slot reads as none. */
+    final long[] pickupIndex;
     private Direct direct;
 
     // ---------------- NIC state ----------------
@@ -175,6 +178,8 @@ final class SoftQp implements QueuePair {
         this.wqeState = new byte[sq.depth()];
         this.wqeError = new byte[sq.depth()];
         this.pickupNanos = new long[sq.depth()];
+        this.pickupIndex = new long[sq.depth()];
+        Arrays.fill(pickupIndex, -1);
         this.resources = new ResponderResources(device.attr().maxQpRdAtom());
     }
 
@@ -692,7 +697,9 @@ final class SoftQp implements QueuePair {
 
         @Override
         public long pickupNanos(final long index) {
-            return pickupNanos[sq.slot(index)];
+            final int slot = sq.slot(index);
+            final long at = pickupNanos[slot];
+            return pickupIndex[slot] == index ? at : 0; // a later WQE in the slot: not this one's stamp
         }
     }
 

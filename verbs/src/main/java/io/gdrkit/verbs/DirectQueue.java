@@ -81,6 +81,9 @@ public interface DirectQueue {
      */
     void stampPickups(boolean on);
 
-    /** The NIC's pick-up stamp of WQE {@code index}, 0 when none (stamping off, or not yet picked up). */
+    /**
+     * The NIC's pick-up stamp of WQE {@code index}, 0 when none: stamping off, not yet picked up, or its slot already
+     * reused by a later WQE (the stamp there is that WQE's, not this one's).
+     */
     long pickupNanos(long index);
 }

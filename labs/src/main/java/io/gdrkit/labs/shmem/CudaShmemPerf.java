@@ -68,6 +68,9 @@ public final class CudaShmemPerf {
             pattern[i] = (byte) (i * 131 + 17 + pe.myPe());
         }
         pe.write(src, MemorySegment.ofArray(pattern));
+        // the signal and the counter start at 0: malloc does not clear, and CUDA memory holds what it held before
+        pe.write(sig, MemorySegment.ofArray(new long[1]));
+        pe.write(ctr, MemorySegment.ofArray(new long[1]));
         final DeviceBuffer state = deviceState(pe);
         final DeviceBuffer times = gpu.alloc(16L * iters + 8 + 8L * blocks);
         final GpuStream stream = gpu.createNonBlockingStream();
@@ -257,35 +260,56 @@ public final class CudaShmemPerf {
     }
 
     /**
-     * Breakdown of the last operations whose NIC pick-up stamps are still in the rings (one ring depth): host stamps
-     * (proxy, NIC pick-up) mapped onto the GPU's clock by {@code map}; the steps between the two clocks carry its
-     * error. {@code landing}: PE 1's stamps of the signal seen (ping-pong), on the same GPU's clock.
+     * Breakdown of the last operations whose NIC pick-up stamps are still in the rings: host stamps (proxy, NIC
+     * pick-up) mapped onto the GPU's clock by {@code map}; the steps between the two clocks carry its error.
+     * {@code landing}: PE 1's stamps of the signal seen (ping-pong), on the same GPU's clock. A sample whose NIC stamp
+     * is gone (its send-queue slot reused) is left out rather than read from a later WQE.
      */
     private static ShmemPerf.Breakdown breakdown(final ShmemPe pe, final long[] t, final int iters, final ClockMap map,
                                                  final long reqBase, final long[] landing) {
         final boolean gda = pe.context().mode() == ShmemMode.IBGDA;
-        final int perOp = landing != null && gda ? 2 : 1; // a put-with-signal is two WQEs: data, then signal
-        final int depth = gda ? pe.direct(1).sqDepth() : pe.proxyRing().depth;
-        final int from = Math.max(0, iters - depth / (2 * perOp));
+        final int perOp = wqesPerOp(landing != null);
+        final int from = breakdownFrom(iters, perOp, gda ? 0 : pe.proxyRing().depth, pe.direct(1).sqDepth());
         final List<long[]> stamps = new ArrayList<>();
         final long[] land = landing == null ? null : new long[iters - from];
         for (int i = from; i < iters; i++) {
             final long[] s = new long[5];
             s[1] = t[2 * i];
             s[4] = t[2 * i + 1];
+            final long nic;
             if (gda) {
-                s[3] = map.toGpu(pe.nicPickup(1, reqBase + (long) perOp * i));
+                nic = pe.nicPickup(1, reqBase + (long) perOp * i);
             } else {
                 final int slot = (int) ((reqBase + i) & (pe.proxyRing().depth - 1));
                 s[2] = map.toGpu(pe.proxy().pickupNanos[slot]);
-                s[3] = map.toGpu(pe.nicPickup(1, pe.proxy().wqeIndex[slot]));
+                nic = pe.nicPickup(1, pe.proxy().wqeIndex[slot]);
             }
+            if (nic == 0) {
+                continue; // no stamp of this WQE any more
+            }
+            s[3] = map.toGpu(nic);
             if (land != null) {
-                land[i - from] = landing[i];
+                land[stamps.size()] = landing[i];
             }
             stamps.add(s);
         }
-        return ShmemPerf.breakdown(stamps, land, stamps.size(), map.errorNs());
+        return ShmemPerf.breakdown(stamps, land == null ? null : Arrays.copyOf(land, stamps.size()), stamps.size(),
+            map.errorNs());
+    }
+
+    /** WQEs of one measured operation on both paths: a put-with-signal is two (data, then signal), else one. */
+    static int wqesPerOp(final boolean putWithSignal) {
+        return putWithSignal ? 2 : 1;
+    }
+
+    /**
+     * The first operation of the breakdown's sample: the last operations whose stamps are all still held, i.e. whose
+     * WQEs fit in half the send queue ({@code sqDepth}) and, on IBRC, whose requests fit in half the proxy ring
+     * ({@code proxyDepth}; 0 on IBGDA). Half: a margin, as the sample has always had; at least one operation.
+     */
+    static int breakdownFrom(final int iters, final int wqesPerOp, final int proxyDepth, final int sqDepth) {
+        final int ops = Math.min(sqDepth / wqesPerOp, proxyDepth > 0 ? proxyDepth : Integer.MAX_VALUE) / 2;
+        return Math.max(0, iters - Math.max(1, ops));
     }
 
     /**

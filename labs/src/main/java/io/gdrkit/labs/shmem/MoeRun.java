@@ -115,6 +115,10 @@ public final class MoeRun {
             }
         }
         pe.write(in, MemorySegment.ofArray(mine));
+        // the signal words start at 0: malloc does not clear, and CUDA memory holds what it held before (a count
+        // that started negative would never reach the expected one: a timed-out wait)
+        pe.write(recvSig, MemorySegment.ofArray(new long[n]));
+        pe.write(doneSig, MemorySegment.ofArray(new long[1]));
         final int[] expected = new int[n]; // tokens each source sends to me
         for (int src = 0; src < n; src++) {
             for (int t = 0; t < tokens; t++) {
@@ -129,7 +133,7 @@ public final class MoeRun {
         pe.barrierAll();
         final long[] wall = new long[1];
         if (cuda != null) {
-            wall[0] = cuda.run(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig);
+            wall[0] = cuda.run(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected);
         } else {
             simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
         }
@@ -171,14 +175,23 @@ public final class MoeRun {
         }
 
         long run(final ShmemPe pe, final long seed, final int tokens, final int bytes, final long in, final long recv,
-                 final long out, final long recvSig, final long doneSig) {
+                 final long out, final long recvSig, final long doneSig, final int[] expected) {
             final io.gdrkit.gpu.GpuDevice gpu = pe.gpu();
             try {
                 gpu.launch(kernel, io.gdrkit.gpu.Dim3.of(1), io.gdrkit.gpu.Dim3.of(1), stream,
                     new io.gdrkit.gpu.KernelArgs(10).ptr(state).u64(seed).u32(tokens).u32(bytes).u64(in).u64(recv)
                         .u64(out).u64(recvSig).u64(doneSig).ptr(times));
                 gpu.synchronize(stream, pe.context().timeout().multipliedBy(4));
-                CudaShmemPerf.checkError(pe, state, "shmem_moe");
+                try {
+                    CudaShmemPerf.checkError(pe, state, "shmem_moe");
+                } catch (final ShmemException e) {
+                    if (e.reason() != ShmemException.Reason.TIMEOUT) {
+                        throw e;
+                    }
+                    // the kernel has ended: its counts and queues say which wait fell short and where the rest is
+                    throw new ShmemException(e.reason(), e.getMessage().substring(e.reason().name().length() + 2)
+                        + "; " + stateAfter(pe, tokens, recvSig, doneSig, expected), e);
+                }
                 final long[] t = new long[1];
                 ShmemPe.fromDevice(gpu, MemorySegment.ofArray(t), times, 0);
                 return t[0];
@@ -186,6 +199,42 @@ public final class MoeRun {
                 close(pe); // failed: nobody waits at the barrier for this PE
                 throw e;
             }
+        }
+
+        /**
+         * What a timed-out MoE kernel left behind, for the error message: each signal word against what it waits
+         * for, and per queue (IBGDA) the WQEs reserved, the doorbell (rung / retired by the NIC), the CQ
+         * (produced by the NIC / reaped by the kernel) and the stale WQEs; IBRC: the proxy ring's counters.
+         */
+        private String stateAfter(final ShmemPe pe, final int tokens, final long recvSig, final long doneSig,
+                                  final int[] expected) {
+            final StringBuilder sb = new StringBuilder("state after the kernel: recv_sig");
+            for (int src = 0; src < expected.length; src++) {
+                sb.append(src == 0 ? " " : ", ").append(src).append(": ").append(pe.readLong(recvSig + 8L * src))
+                    .append('/').append(expected[src]);
+            }
+            sb.append("; done_sig ").append(pe.readLong(doneSig)).append('/').append(tokens);
+            if (pe.context().mode() == ShmemMode.IBGDA) {
+                final long[] st = new long[16 + 16 * expected.length];
+                ShmemPe.fromDevice(pe.gpu(), MemorySegment.ofArray(st), state, 0);
+                for (int p = 0; p < expected.length; p++) {
+                    final io.gdrkit.verbs.DirectQueue dq = pe.direct(p);
+                    sb.append("; queue to PE ").append(p).append(": WQEs ").append(st[16 + 16 * p + 11])
+                        .append(", doorbell ").append(dq.sqDoorbell().get(java.lang.foreign.ValueLayout.JAVA_LONG,
+                            io.gdrkit.verbs.DirectQueue.DB_PRODUCER))
+                        .append(" rung / ").append(dq.sqDoorbell().get(java.lang.foreign.ValueLayout.JAVA_LONG,
+                            io.gdrkit.verbs.DirectQueue.DB_CONSUMER))
+                        .append(" retired, CQ ").append(dq.cqCounters().get(java.lang.foreign.ValueLayout.JAVA_LONG, 0))
+                        .append(" produced / ").append(dq.cqCounters().get(java.lang.foreign.ValueLayout.JAVA_LONG, 64))
+                        .append(" reaped, stale ").append(dq.staleWqes());
+                }
+            } else {
+                final ProxyRing r = pe.proxyRing();
+                sb.append("; proxy ring: ").append(r.get(ProxyRing.TAIL)).append(" requests, ")
+                    .append(r.get(ProxyRing.CONSUMED)).append(" posted, ").append(r.get(ProxyRing.COMPLETED))
+                    .append(" completed, error ").append(r.get(ProxyRing.ERROR));
+            }
+            return sb.toString();
         }
 
         /** After the last barrier: cuMemFree waits for every running kernel, the other PEs' included. */

@@ -101,4 +101,30 @@ class ShmemPerfTest {
         assertEquals(ShmemException.Reason.BAD_ARGUMENT, assertThrows(ShmemException.class,
             () -> ShmemPerf.run(new ShmemContext(), ShmemPerf.Test.PUT_LAT, 64, 8, 1, 1, 1)).reason());
     }
+
+    /**
+     * The CUDA breakdown's sample: its operations' WQEs fit in half the send queue on both paths (a put-with-signal
+     * is two WQEs on IBRC too), and on IBRC their requests in half the proxy ring; issue 13 sampled 128 IBRC
+     * put-with-signals (256 WQEs) from a 128-slot queue.
+     */
+    @Test
+    void cudaBreakdownSampleFitsTheSendQueue() {
+        assertEquals(2, CudaShmemPerf.wqesPerOp(true));
+        assertEquals(1, CudaShmemPerf.wqesPerOp(false));
+        assertEquals(200 - 32, CudaShmemPerf.breakdownFrom(200, 2, 256, 128)); // IBRC put_signal_lat
+        assertEquals(200 - 32, CudaShmemPerf.breakdownFrom(200, 2, 0, 128)); // IBGDA put_signal_lat
+        assertEquals(200 - 64, CudaShmemPerf.breakdownFrom(200, 1, 256, 128)); // IBRC put_lat
+        assertEquals(200 - 16, CudaShmemPerf.breakdownFrom(200, 1, 32, 128)); // a small proxy ring bounds it
+        assertEquals(0, CudaShmemPerf.breakdownFrom(10, 2, 256, 128)); // fewer operations than fit: all of them
+        assertEquals(199, CudaShmemPerf.breakdownFrom(200, 2, 0, 2)); // at least one
+        for (final int sq : new int[] {2, 8, 64, 128, 1024}) {
+            for (final int proxy : new int[] {0, 4, 256}) {
+                for (final int per : new int[] {1, 2}) {
+                    final int ops = 500 - CudaShmemPerf.breakdownFrom(500, per, proxy, sq);
+                    assertTrue(ops >= 1 && (ops == 1 || ops * per <= sq / 2 && (proxy == 0 || ops <= proxy / 2)),
+                        ops + " ops, " + per + " WQEs each, sq " + sq + ", proxy ring " + proxy);
+                }
+            }
+        }
+    }
 }
