@@ -109,6 +109,18 @@ public final class BthOpcode {
 
     /** Bytes of extended headers between the BTH and the payload. */
     public static int extHeaderLength(final int opcode) {
+        return EXT_LENGTH[opcode]; // a table: asked several times per packet on the hot path
+    }
+
+    private static final int[] EXT_LENGTH = new int[MASK.length];
+
+    static {
+        for (int op = 0; op < MASK.length; op++) {
+            EXT_LENGTH[op] = computeExtHeaderLength(op);
+        }
+    }
+
+    private static int computeExtHeaderLength(final int opcode) {
         final int m = MASK[opcode];
         int len = 0;
         if ((m & FETH) != 0) len += Packet.FETH_LENGTH;
