@@ -294,6 +294,46 @@ class UdOneCopyTest {
         }
     }
 
+    /**
+     * Destroying the sending QP gives its tickets up; a source MR deregistered under an outstanding send (the
+     * application broke the rule) is never read: the datagram is lost, the receive WQE stays for the next one.
+     */
+    @Test
+    void aDestroyedSenderOrAGoneSourceMrIsNeverRead() {
+        try (Pair p = new Pair(new SoftNicContext())) {
+            fill(p.ma.segment().asSlice(0, SIZE), 11);
+            p.mb.segment().asSlice(0, 40 + SIZE).fill((byte) 0x44);
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
+            p.send(1, SIZE);
+            p.stepSender();
+            p.qa.close();
+            assertEquals(null, p.poll(p.cqb), "the datagram of a destroyed QP is lost");
+            assertEquals(1, p.db.ud.referencesLost());
+            final QueuePair q2 = p.qb; // the receiver is unchanged
+            assertEquals(QpState.RTS, q2.state());
+            for (long i = 0; i < 40 + SIZE; i++) {
+                assertEquals((byte) 0x44, p.mb.segment().get(ValueLayout.JAVA_BYTE, i), "untouched at " + i);
+            }
+        }
+        try (Pair p = new Pair(new SoftNicContext())) {
+            final MemoryRegion other = p.ma.pd().registerMr(p.arena.allocate(SIZE, 4096), AccessFlags.LOCAL_WRITE);
+            fill(other.segment(), 12);
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
+            p.qa.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED).wrId(5)
+                .sge(other, 0, SIZE).ud(p.ah, p.qb.qpNum(), QKEY));
+            p.stepSender();
+            other.deregister();
+            assertEquals(null, p.poll(p.cqb), "nothing read from a deregistered MR");
+            assertEquals(1, p.db.ud.referencesLost());
+            assertEquals(5, p.await(p.cqa, "the send").wrId);
+            final MemorySegment sent = copyOf(fill(p.ma.segment().asSlice(0, SIZE), 13));
+            p.send(6, SIZE);
+            p.stepSender();
+            assertEquals(1, p.await(p.cqb, "the next datagram takes the receive WQE").wrId);
+            assertEquals(-1, p.mb.segment().asSlice(40, SIZE).mismatch(sent));
+        }
+    }
+
     /** A duplicated reference is placed once: the second copy's claim fails. */
     @Test
     void aDuplicateIsPlacedOnce() {
