@@ -53,7 +53,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 @State(Scope.Thread)
 public class UdVsRcSendBench {
-    static final int BATCH = 32;
+    public static final int BATCH = 32;
     private static final int QKEY = 0x1111;
 
     @Param({"RC", "UD"})

@@ -390,8 +390,8 @@ final class Completer implements Agent {
         int n = 0;
         final long producer = qp.sq.doorbell().producer();
         while (qp.compTail < producer) {
-            if (!qp.sendCq.hasRoomForFlush()) {
-                break;
+            if (!qp.sendCq.hasRoomForFlush() || !UdEngine.giveUp(qp, qp.compTail, 0)) {
+                break; // (UD: a receiver is copying from the source; flushed once it is done)
             }
             complete(qp, WcStatus.WR_FLUSH_ERR, 0);
             n++;

@@ -38,6 +38,9 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
 
     private void onLost(final MemorySegment buffer, final long offset, final int length) {
         dev.portDownRxLost++;
+        if (length >= Packet.BASE_LENGTH && pkt.wrap(buffer, offset, length).isWellFormed()) {
+            dev.ud.dropped(pkt); // a referenced datagram's send completes now, not after the timeout
+        }
     }
 
     @Override
@@ -54,6 +57,7 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
         final SoftQp qp = dev.qp(pkt.destQpn());
         if (qp == null) {
             unknownQp++;
+            dev.ud.dropped(pkt);
             return;
         }
         if (qp.ud || pkt.is(BthOpcode.UD)) {
@@ -61,6 +65,7 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
                 dev.ud.onPacket(qp, pkt);
             } else {
                 unknownQp++; // a datagram for an RC QP
+                dev.ud.dropped(pkt);
             }
         } else if (pkt.is(BthOpcode.REQUEST)) {
             dev.responder.onRequest(qp, pkt);

@@ -946,6 +946,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             activeQps = a;
             if (qp.ud) {
                 udQps = Arrays.stream(udQps).filter(q -> q != qp).toArray(SoftQp[]::new);
+                UdEngine.giveUpAll(qp); // no receiver may read the sources of its sends after destroy returns
             }
             qp.state = QpState.RESET;
         } finally {

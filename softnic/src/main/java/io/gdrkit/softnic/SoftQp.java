@@ -52,6 +52,20 @@ final class SoftQp implements QueuePair {
     final boolean ud;
     /** UD: the Q_Key incoming datagrams must carry. */
     int qkey;
+    /**
+     * UD single copy ({@link UdEngine}): per SQ slot, the ticket of the datagram sent as a reference (0: its bytes
+     * were copied into the packet) and when it left; null on RC QPs.
+     */
+    final long[] udTicket;
+    final long[] udSentAt;
+    /**
+     * UD single copy: one cell per ticket in flight ({@code ticket & (length - 1)}), holding
+     * {@code ticket << 2 | state}. Written by this QP's NIC and by the receiving NIC's UD engine (another thread):
+     * only through {@link UdEngine}'s VarHandle.
+     */
+    final long[] udCells;
+    /** The next UD ticket; never reset, so a late duplicate of an old datagram never matches a new cell. */
+    long udNextTicket = 1;
     /** With an SRQ: QP_LAST_WQE_REACHED was raised for this stay in ERR. */
     boolean lastWqeReported;
     /** Bound once: a method reference per post would allocate. */
@@ -173,6 +187,9 @@ final class SoftQp implements QueuePair {
         if (srq != null) {
             this.cap.maxRecvSge = 0;
         }
+        this.udTicket = ud ? new long[sq.depth()] : null;
+        this.udSentAt = ud ? new long[sq.depth()] : null;
+        this.udCells = ud ? new long[sq.depth()] : null; // a power of two, as the SQ's slot mask needs
         this.firstPsn = new int[sq.depth()];
         this.lastPsn = new int[sq.depth()];
         this.wqeState = new byte[sq.depth()];
@@ -315,6 +332,7 @@ final class SoftQp implements QueuePair {
     }
 
     private void resetQueues() {
+        UdEngine.giveUpAll(this); // the WRs are forgotten: no receiver may read their sources after this
         sq.doorbell().reset();
         rq.doorbell().reset();
         sqPostHead = 0;

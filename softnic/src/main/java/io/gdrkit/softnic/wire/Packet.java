@@ -47,7 +47,11 @@ import java.nio.ByteOrder;
  *  +-------------------------------+-------------------------------+
  *  |       segment count (16)      |          reserved             |  +4
  *  +-------------------------------+-------------------------------+
- *  |                                                               |  +8, then every 16 bytes, count times:
+ *  |                                                               |  +8
+ *  +            token (64): the sender's claim ticket (UD)         +
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                                                               |  +16, then every 16 bytes, count times:
  *  +                  VA in the sender's MR (64)                   +
  *  |                                                               |
  *  +---------------------------------------------------------------+
@@ -55,7 +59,9 @@ import java.nio.ByteOrder;
  *  +---------------------------------------------------------------+
  *  |                     bytes at that VA (32)                     |
  *  +---------------------------------------------------------------+
- * payloadLength() is the referenced length; the segments' lengths add up to it, in payload order.
+ * payloadLength() is the referenced length; the segments' lengths add up to it, in payload order. The token is 0
+ * on RC (the PSN already names the bytes); a UD datagram, which nothing acknowledges, carries the ticket the
+ * receiver must claim in the sending QP before it may read the source (see {@code UdEngine}).
  * </pre>
  */
 public final class Packet {
@@ -70,8 +76,8 @@ public final class Packet {
     public static final int IMM_LENGTH = 4;
     public static final int ATOMIC_ETH_LENGTH = 28;
     public static final int ATOMIC_ACK_ETH_LENGTH = 8;
-    /** RefETH's fixed part: payload length and segment count. */
-    public static final int REF_HEADER_LENGTH = 8;
+    /** RefETH's fixed part: payload length, segment count and token. */
+    public static final int REF_HEADER_LENGTH = 16;
     /** One referenced segment: VA, L_Key, length. */
     public static final int REF_ENTRY_LENGTH = 16;
     /** Largest header stack: LRH + BTH + RETH + ImmDt. */
@@ -142,7 +148,19 @@ public final class Packet {
         final long at = refOffset();
         buf.set(U32, at, payload);
         buf.set(U32, at + 4, segments << 16);
+        buf.set(U64, at + 8, 0L);
         return this;
+    }
+
+    /** Sets the RefETH token of a reference packet (UD: the sender's claim ticket). */
+    public Packet refToken(final long token) {
+        buf.set(U64, refOffset() + 8, token);
+        return this;
+    }
+
+    /** The RefETH token (0 on RC). */
+    public long refToken() {
+        return buf.get(U64, refOffset() + 8);
     }
 
     /** Writes referenced segment {@code i}. */
@@ -198,9 +216,10 @@ public final class Packet {
         if (!ref) {
             return true;
         }
-        // a reference: only on requests with a payload; the segments fill the packet and add up to the length
-        final int req = BthOpcode.PAYLOAD | BthOpcode.REQUEST;
-        if ((mask & req) != req || length - (refOffset() - base) < REF_HEADER_LENGTH) {
+        // a reference: only on requests (RC) or datagrams (UD) with a payload; the segments fill the packet and
+        // add up to the length
+        if ((mask & BthOpcode.PAYLOAD) == 0 || (mask & (BthOpcode.REQUEST | BthOpcode.UD)) == 0
+            || length - (refOffset() - base) < REF_HEADER_LENGTH) {
             return false;
         }
         final int n = refCount();
