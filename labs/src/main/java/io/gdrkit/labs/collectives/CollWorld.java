@@ -20,16 +20,12 @@ import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.ShmFabric;
 import io.gdrkit.softnic.fabric.TcpFabric;
 import io.gdrkit.verbs.VerbsContext;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.Locale;
-import java.util.stream.Stream;
 
 /**
  * One rank's stack for collectives: a software NIC on the chosen fabric, its NET device, the chosen transport
@@ -140,9 +136,12 @@ public final class CollWorld implements AutoCloseable {
                         }
                     }
                     case "shm" -> {
+                        // each rank's fabric removes its own files at close, the last one out the directory (rank 0
+                        // walking it raced the others' removal: a file gone mid-walk failed the run); runs killed -9
+                        // are swept here
+                        ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-coll-");
                         final String run = Long.toHexString(b.context().id().runId());
-                        dir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
-                            : System.getProperty("java.io.tmpdir"), "gdrkit-coll-" + run);
+                        dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
                         driver = SoftNicDriver.launch(nicContext(), new ShmFabric(dir, LINK_CAPACITY, n, null,
                             false));
                         own = true;
@@ -257,7 +256,7 @@ public final class CollWorld implements AutoCloseable {
         return net;
     }
 
-    /** Closes the communicator, transport and NIC; rank 0 removes the run's shared-memory directory last. */
+    /** Closes the communicator, transport and NIC; each rank's fabric removes its own shared-memory files. */
     @Override
     public void close() {
         comm.close();
@@ -276,13 +275,6 @@ public final class CollWorld implements AutoCloseable {
         }
         if (ownDriver) {
             driver.close();
-        }
-        if (shmDir != null && bootstrap.rank() == 0) {
-            try (Stream<Path> s = Files.walk(shmDir)) {
-                s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (final IOException ignored) {
-                // best effort: the files are in /dev/shm and named after the run
-            }
         }
     }
 }

@@ -18,8 +18,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Steps of one post: reserve an index (an atomic add; on CUDA on a counter in GPU memory), wait for a free slot,
  * write the WQE with its stamp, system-scope fence, wait until the doorbell reaches the index (doorbells go in
  * order), store index + 1 into the doorbell record (release). Without the fence the simulated GPU lets the
- * doorbell overtake the WQE's stores with the context's probability: the NIC then reads the stale stamp and
- * refuses the WQE ({@link ShmemException.Reason#STALE_WQE}).
+ * doorbell overtake the WQE's stores with the context's probability (drawn from the seeded generator): the WQE's
+ * stores are then held back until the NIC has read the slot, so it reads the stale stamp and refuses the WQE
+ * ({@link ShmemException.Reason#STALE_WQE}) whatever the threads' timing.
  */
 final class GdaQueue {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -100,11 +101,19 @@ final class GdaQueue {
         final boolean overtaken = !fence && staleP > 0 && draw();
         if (overtaken) {
             staleInjected.incrementAndGet();
+            final long refusedBefore = dq.staleWqes();
             ringInOrder(idx, spin); // the doorbell store reaches host memory first ...
-            final long seen = dq.directDoorbells();
-            final long until = System.nanoTime() + 2_000_000;
-            while (dq.directDoorbells() == seen && System.nanoTime() - until < 0) {
-                Thread.onSpinWait(); // ... and the NIC acts on it before the WQE's stores land
+            // ... and the NIC acts on it before the WQE's stores land. A schedule, not a race: the stores are held
+            // back until the NIC has refused this WQE (or the QP failed on an earlier one, after which it reads
+            // nothing more; or it completed the WQE: a NIC that does not check the stamp), however late the NIC's
+            // thread runs. A wait of fixed length (2 ms) let the stores win on a loaded machine: no stale WQE.
+            final Spin nic = new Spin(timeoutNanos);
+            while (dq.staleWqes() == refusedBefore && error == null && !isDone(idx)) {
+                reap();
+                if (nic.idle()) {
+                    throw Spin.timeout("the NIC to read WQE " + idx + " to PE " + pe + " after its doorbell "
+                        + "(the simulated overtaking holds the WQE's stores back until then)");
+                }
             }
             writeWqe(idx, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, inlineValue);
             return idx;

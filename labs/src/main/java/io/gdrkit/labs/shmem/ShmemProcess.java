@@ -10,12 +10,8 @@ import io.gdrkit.softnic.SoftDevice;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.softnic.fabric.ShmFabric;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.function.Function;
-import java.util.stream.Stream;
 
 /**
  * One PE in this process, as NVSHMEM runs one PE per process: the rank and the root come from a launcher
@@ -26,6 +22,7 @@ import java.util.stream.Stream;
 public final class ShmemProcess {
     /** Ring bytes per fabric link: 4 MiB, as the collectives' ranks use. */
     private static final int LINK_CAPACITY = 1 << 22;
+    private static final String DIR_PREFIX = "gdrkit-shmem-";
 
     private ShmemProcess() {
     }
@@ -34,8 +31,11 @@ public final class ShmemProcess {
     public static <R> R run(final ShmemContext ctx, final Bootstrap boot, final Function<ShmemPe, R> body) {
         ctx.nPes(boot.nranks()).conclude();
         final int rank = boot.rank();
-        final Path dir = Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm"
-            : System.getProperty("java.io.tmpdir"), "gdrkit-shmem-" + Long.toHexString(boot.context().id().runId()));
+        // each process's fabric removes its own files when it closes, the last one out the directory: no process
+        // removes another's (rank 0 walking the directory at its end raced the peers' own removal, and a file gone
+        // mid-walk failed a run that had succeeded: "link-2-2: no such file"). Runs killed -9 are swept here.
+        ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), DIR_PREFIX);
+        final Path dir = ShmFabric.defaultBase().resolve(DIR_PREFIX + Long.toHexString(boot.context().id().runId()));
         SimGpuSystem sims = null;
         GpuDevice gpu = null;
         try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext()
@@ -64,14 +64,6 @@ public final class ShmemProcess {
                 sims.close();
             } else if (gpu != null) {
                 gpu.close();
-            }
-            if (rank == 0) {
-                // best effort; the peers have closed their rings' files by the PE's last barrier
-                try (Stream<Path> s = Files.walk(dir)) {
-                    s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-                } catch (final IOException ignored) {
-                    // the files are in /dev/shm and named after the run
-                }
             }
         }
     }

@@ -44,8 +44,10 @@ import java.util.Set;
  *       parsed (checked in place, the producer could change it in between); its DLID must be this port and its
  *       SLID the LID whose link it came on, or that link is dead from then on (as the TCP fabric closes a
  *       connection that spoofs);</li>
- *   <li>a port removes its files when the fabric closes, and files of ports whose process died are swept when a
- *       port attaches.</li>
+ *   <li>a port claims its LID atomically (its process id is linked into place, never seen half written); it
+ *       removes its own files when the fabric closes, and the last one out removes the directory: no process
+ *       removes files of a live one. Files of ports whose process died are swept when a port attaches, and whole
+ *       directories of dead runs by {@link #sweepStaleDirectories}.</li>
  * </ul>
  * What remains: a process of the same user can still truncate a mapped file; touching the lost pages then
  * raises SIGBUS, which the JVM may report as an InternalError or not survive. As with Aeron's mapped files, the
@@ -124,17 +126,21 @@ public final class ShmFabric implements Fabric {
                 } catch (final RuntimeException notOurs) {
                     continue;
                 }
-                if (isStale(d)) {
-                    try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
-                        for (final Path f : files) {
-                            Files.deleteIfExists(f);
+                try {
+                    if (isStale(d)) {
+                        try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
+                            for (final Path f : files) {
+                                Files.deleteIfExists(f);
+                            }
                         }
+                        Files.deleteIfExists(d);
+                        removed++;
                     }
-                    Files.deleteIfExists(d);
-                    removed++;
+                } catch (final IOException | UncheckedIOException raced) {
+                    // its last process removed it (or a file of it) meanwhile: nothing left to sweep there
                 }
             }
-        } catch (final IOException e) {
+        } catch (final IOException | UncheckedIOException e) {
             // best effort: a sweep that cannot list the base removes nothing
         }
         return removed;
@@ -269,20 +275,36 @@ public final class ShmFabric implements Fabric {
             .map(ProcessHandle::isAlive).orElse(false);
     }
 
+    /**
+     * Claims {@code port-<lid>} atomically: the process id goes into a private file first, which is then hard-linked
+     * to the port's name (link(2) fails if the name exists). A port file is thus never seen empty: created empty and
+     * written after, a sweep in another process read it in between as "no live owner" and removed a live port's
+     * files (or, in {@link #sweepStaleDirectories}, the whole directory of a run that was starting).
+     */
     private void claimLid(final int lid) {
         final Path portFile = dir.resolve("port-" + lid);
         final String me = Long.toString(ProcessHandle.current().pid());
+        final byte[] r = new byte[8];
+        RANDOM.nextBytes(r);
+        final Path claim = dir.resolve("claim-" + lid + "-" + HexFormat.of().formatHex(r));
         try {
-            try (FileChannel ch = FileChannel.open(portFile, Set.of(StandardOpenOption.CREATE_NEW,
+            try (FileChannel ch = FileChannel.open(claim, Set.of(StandardOpenOption.CREATE_NEW,
                 StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), FILE_0600)) {
                 ch.write(ByteBuffer.wrap(me.getBytes(StandardCharsets.US_ASCII)));
             }
+            Files.createLink(portFile, claim);
             owned.add(portFile);
         } catch (final FileAlreadyExistsException e) {
             throw new IllegalStateException("LID " + lid + " on " + dir + " is held by live process "
                 + read(portFile));
         } catch (final IOException e) {
             throw new UncheckedIOException("cannot claim " + portFile + ": " + e, e);
+        } finally {
+            try {
+                Files.deleteIfExists(claim);
+            } catch (final IOException ignored) {
+                // a leftover claim file names no port: a sweep removes it with its directory
+            }
         }
     }
 

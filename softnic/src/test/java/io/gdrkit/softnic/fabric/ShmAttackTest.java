@@ -106,6 +106,56 @@ class ShmAttackTest {
         assertTrue(Files.exists(live) && Files.exists(fresh) && Files.exists(foreignMode));
     }
 
+    /**
+     * The processes of one run (here two fabrics of this process on one directory): each removes only its own files,
+     * the last one out the directory, and a sweep while one is still open removes nothing of it. Before, rank 0
+     * walked the directory at its end while the peers removed their own files, and a file gone mid-walk failed a
+     * run that had succeeded ("link-2-2: no such file").
+     */
+    @Test
+    void eachPortRemovesOnlyItsOwnFilesAndTheLastOneOutTheDirectory(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-o-");
+        final ShmFabric a = new ShmFabric(dir, CAP, 2, null);
+        final ShmFabric b = new ShmFabric(dir, CAP, 2, null);
+        try {
+            a.attach(1);
+            b.attach(2);
+            final String me = Long.toString(ProcessHandle.current().pid());
+            assertEquals(me, Files.readString(dir.resolve("port-1")));
+            assertEquals(me, Files.readString(dir.resolve("port-2")));
+            try (var files = Files.list(dir)) {
+                assertEquals(List.of("link-1-1", "link-1-2", "link-2-1", "link-2-2", "port-1", "port-2"),
+                    files.map(f -> f.getFileName().toString()).sorted().toList(), "no claim file is left behind");
+            }
+            a.close();
+            try (var files = Files.list(dir)) {
+                assertEquals(List.of("link-1-2", "link-2-2", "port-2"),
+                    files.map(f -> f.getFileName().toString()).sorted().toList(), "a closed port's files only");
+            }
+            assertEquals(0, ShmFabric.sweepStaleDirectories(tmp, "gdrkit-o-"), "a live port's run is not stale");
+            assertTrue(Files.exists(dir.resolve("link-2-2")));
+        } finally {
+            a.close();
+            b.close();
+        }
+        assertFalse(Files.exists(dir), "the last one out removes the directory");
+    }
+
+    /** A claim is atomic: a port file names its process from the start. A taken LID is refused by name. */
+    @Test
+    void aTakenLidIsRefusedAndLeavesNoClaimFile(@TempDir final Path tmp) throws IOException {
+        final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-c-");
+        try (ShmFabric a = new ShmFabric(dir, CAP, 2, null); ShmFabric b = new ShmFabric(dir, CAP, 2, null)) {
+            a.attach(1);
+            final IllegalStateException e = assertThrows(IllegalStateException.class, () -> b.attach(1));
+            assertTrue(e.getMessage().contains("LID 1 on " + dir + " is held by live process "
+                + ProcessHandle.current().pid()), e.getMessage());
+            try (var files = Files.list(dir)) {
+                assertTrue(files.noneMatch(f -> f.getFileName().toString().startsWith("claim-")));
+            }
+        }
+    }
+
     @Test
     void truncatedOrForeignLinkFileIsUnroutableNotACrash(@TempDir final Path tmp) throws IOException {
         final Path dir = ShmFabric.createPrivateDirectory(tmp, "gdrkit-t-");
