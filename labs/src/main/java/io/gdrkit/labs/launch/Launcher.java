@@ -203,6 +203,9 @@ public final class Launcher {
      */
     static final String REMOTE_PRELUDE = "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; exec \"$@\"";
 
+    /** How long an ssh that refused the rank's environment may take to exit with its own status. */
+    private static final long REMOTE_EXIT_GRACE_S = 10;
+
     /** The ssh process for one rank: {@code ssh... host sh -c PRELUDE gdrkit-rank 'cmd' 'args'...}. */
     private static Process startRemote(final Spec spec, final Host host, final Map<String, String> env)
         throws IOException {
@@ -230,6 +233,15 @@ public final class Launcher {
         try (java.io.OutputStream in = p.getOutputStream()) {
             in.write(lines.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         } catch (final IOException e) {
+            // an ssh that fails at once (an unreachable host: exit 255) may be gone before the environment is
+            // written: then its exit status, not the broken pipe, says what happened, and watch() names it
+            try {
+                if (p.waitFor(REMOTE_EXIT_GRACE_S, java.util.concurrent.TimeUnit.SECONDS)) {
+                    return p;
+                }
+            } catch (final InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
             kill(p);
             throw new IOException("ssh to " + host.name() + " ended before it took the rank's environment ("
                 + e.getMessage() + ")", e);

@@ -184,6 +184,17 @@ class LauncherTest {
         assertEquals(255, r.exitCode());
         assertTrue(r.firstFailure().startsWith("rank 0 on node-a exited with 255 (ssh's own failure code"),
             r.firstFailure());
+        // the same ssh, certainly gone before the environment is written: 256 KiB of it cannot fit the pipe, so
+        // the write fails with a broken pipe; the exit status still names what happened (it was a crash of the
+        // launcher under load, when ssh happened to exit first)
+        final Launcher.Spec s = remote("node-a", java(TokenRank.class), dir, List.of(noRoute.toString()));
+        final Launcher.Spec big = new Launcher.Spec(s.localRanks(), s.firstRank(), s.nranks(), s.root(), s.bind(),
+            s.command(), s.token(), s.grace(), s.joinTimeout(), Map.of("GDRKIT_TEST_OUT", dir.toString(),
+            "GDRKIT_TEST_PAD", "x".repeat(256 * 1024)), s.hosts(), s.ssh());
+        final Launcher.Result r2 = Launcher.run(big, QUIET);
+        assertEquals(255, r2.exitCode());
+        assertTrue(r2.firstFailure().startsWith("rank 0 on node-a exited with 255 (ssh's own failure code"),
+            r2.firstFailure());
     }
 
     /** A rank: allreduce over 4 sizes on the given transport and fabric; writes rows and wrong count. */
