@@ -56,12 +56,10 @@ public final class CollWorld implements AutoCloseable {
     private final NetNic nic;
     private final NetTransport net;
     private final Communicator comm;
-    private final Path shmDir;
     private io.gdrkit.gpu.GpuDevice gpu;
 
     private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
-                      final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm,
-                      final Path shmDir) {
+                      final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm) {
         this.bootstrap = bootstrap;
         this.driver = driver;
         this.ownDriver = ownDriver;
@@ -69,7 +67,6 @@ public final class CollWorld implements AutoCloseable {
         this.nic = nic;
         this.net = net;
         this.comm = comm;
-        this.shmDir = shmDir;
     }
 
     /**
@@ -189,7 +186,7 @@ public final class CollWorld implements AutoCloseable {
                     .bind(coll.bind()));
             }
             final Communicator comm = new Communicator(b, net, coll);
-            return new CollWorld(b, driver, own, vctx, nic, net, comm, dir);
+            return new CollWorld(b, driver, own, vctx, nic, net, comm);
         } catch (final RuntimeException e) {
             if (net != null) {
                 net.close();
