@@ -78,14 +78,21 @@ public record SaturationModel(List<Measurement> inputs, CostFit fit, HeldBack he
         return fit.coefficients()[2];
     }
 
-    /** The QP count of the model's best bandwidth: sqrt(b/c), or infinity when c = 0 (it saturates). */
+    /**
+     * The QP count of the model's best bandwidth: sqrt(b/c), at least 1 (a QP count below one means every added QP
+     * costs: with b dropped, one QP is best), or infinity when c = 0 (it saturates).
+     */
     public double bestQps() {
-        return c() > 0 ? Math.sqrt(b() / c()) : Double.POSITIVE_INFINITY;
+        return c() > 0 ? Math.max(1, Math.sqrt(b() / c())) : Double.POSITIVE_INFINITY;
     }
 
-    /** The model's best bandwidth, MiB/s: at {@link #bestQps()}, or the asymptote 1/a. */
+    /** The model's best bandwidth, MiB/s: 1/(a + b/q + c*q) at {@link #bestQps()}, or the asymptote 1/a. */
     public double bestMibS() {
-        return c() > 0 ? 1 / (a() + 2 * Math.sqrt(b() * c())) : a() > 0 ? 1 / a() : Double.POSITIVE_INFINITY;
+        if (c() > 0) {
+            final double q = bestQps();
+            return 1 / (a() + b() / q + c() * q);
+        }
+        return a() > 0 ? 1 / a() : Double.POSITIVE_INFINITY;
     }
 
     /** QPs to reach half the asymptote (b/a) when the curve saturates. */

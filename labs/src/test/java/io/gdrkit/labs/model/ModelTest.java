@@ -63,6 +63,16 @@ class ModelTest {
     }
 
     @Test
+    void perQpCostWithoutAGainMakesOneQpBest() {
+        // bw falls from the first QP on: b fits to zero (or is dropped), c > 0; the best is one QP, never 0.00
+        final SaturationModel m = SaturationModel.fit(qpCurve(1 / 20000.0, 0, 0.01 / 20000.0, 1, 2, 4, 8, 16), null);
+        assertTrue(m.c() > 0, "c " + m.c());
+        assertEquals(1.0, m.bestQps());
+        assertTrue(rel(m.bestMibS(), 1 / (m.a() + m.b() + m.c())) < 1e-9, "best " + m.bestMibS());
+        assertTrue(rel(m.bestMibS(), 20000 / 1.01) < 1e-6, "best " + m.bestMibS());
+    }
+
+    @Test
     void aNegativeCostIsDroppedAndTheRestRefitted() {
         // time per MiB that keeps falling past b/q's reach: the exact fit needs c < 0, a negative cost
         final SaturationModel m = SaturationModel.fit(qpCurve(1e-3, 1e-3, -2e-5, 1, 2, 4, 8), null);
