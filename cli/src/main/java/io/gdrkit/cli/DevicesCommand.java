@@ -34,7 +34,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "devices", mixinStandardHelpOptions = true,
     description = {"List the RDMA devices the providers find: libibverbs' devices (real), and with --soft N that "
-        + "many software NICs (simulated). Exit 0 when a device is listed, 1 when none is."})
+        + "many software NICs (simulated); --provider native|soft picks one provider. Exit 0 when a device is listed, "
+        + "1 when none is."})
 final class DevicesCommand implements Callable<Integer> {
     private static final String[] PORT_STATES = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
 
@@ -45,6 +46,11 @@ final class DevicesCommand implements Callable<Integer> {
         description = "Also start and list N software NICs (simulated, in this JVM only), 0..64 (default 0).")
     int soft;
 
+    @Option(names = "--provider", defaultValue = "all", paramLabel = "native|soft|all",
+        description = "Which provider lists: native (libibverbs only), soft (software NICs only; --soft defaults to "
+            + "1), all (default: native, plus --soft N software NICs).")
+    String provider;
+
     @Option(names = "--json", description = "JSON: ibverbs {library, loaded, evidence, empty_reason, devices[]}, "
         + "soft[] and simulated.")
     boolean json;
@@ -54,13 +60,27 @@ final class DevicesCommand implements Callable<Integer> {
         if (soft < 0 || soft > 64) {
             throw new ParameterException(spec.commandLine(), "--soft " + soft + " must be 0 .. 64");
         }
+        final boolean nativeToo = switch (provider) {
+            case "all", "native" -> true;
+            case "soft" -> false;
+            default -> throw new ParameterException(spec.commandLine(), "--provider " + provider
+                + ": expected native, soft or all");
+        };
+        if ("native".equals(provider) && soft > 0) {
+            throw new ParameterException(spec.commandLine(), "--soft lists software NICs; --provider native lists "
+                + "none (use --provider all)");
+        }
+        final int softCount = "soft".equals(provider) && soft == 0 ? 1 : soft;
         final PrintWriter out = spec.commandLine().getOut();
+        final List<Map<String, Object>> softRows = softCount > 0 ? softNics(softCount) : List.of();
+        if (!nativeToo) {
+            return softOnly(out, softRows);
+        }
         final NativeProvider.Probe probe = NativeProvider.probe();
         final List<Map<String, Object>> real = new ArrayList<>();
         for (final Device d : probe.devices()) {
             real.add(describe(d));
         }
-        final List<Map<String, Object>> softRows = soft > 0 ? softNics(soft) : List.of();
         final boolean any = !real.isEmpty() || !softRows.isEmpty();
         if (json) {
             final Map<String, Object> root = new LinkedHashMap<>();
@@ -92,20 +112,38 @@ final class DevicesCommand implements Callable<Integer> {
             }
         }
         if (!softRows.isEmpty()) {
-            out.println(io.gdrkit.labs.perf.Loopback.SIMULATED_HEADER + ": " + softRows.size()
-                + " started here because --soft asked; they exist only inside this JVM");
-            for (final Map<String, Object> m : softRows) {
-                @SuppressWarnings("unchecked")
-                final Map<String, Object> p = ((List<Map<String, Object>>) m.get("ports")).getFirst();
-                out.println(m.get("name") + ": software NIC (simulated), node_guid " + m.get("guid") + ", port 1: state "
-                    + p.get("state") + ", link_layer " + p.get("link_layer") + ", active_mtu " + p.get("active_mtu")
-                    + ", lid " + p.get("lid") + ", max_qp " + m.get("max_qp") + ", max_mr " + m.get("max_mr"));
-            }
-        } else if (!any) {
+            printSoft(out, softRows);
+        } else if (!any && !"native".equals(provider)) {
             out.println("(gdrkit's software NICs are listed only when asked: --soft N)");
         }
         out.flush();
         return any ? 0 : Main.EXIT_FAILURE;
+    }
+
+    /** {@code --provider soft}: the software NICs alone; the native provider is not probed. */
+    private int softOnly(final PrintWriter out, final List<Map<String, Object>> softRows) throws IOException {
+        if (json) {
+            final Map<String, Object> root = new LinkedHashMap<>();
+            root.put("soft", softRows);
+            root.put("simulated", true);
+            out.println(new ObjectMapper().writeValueAsString(root));
+        } else {
+            printSoft(out, softRows);
+        }
+        out.flush();
+        return 0;
+    }
+
+    private static void printSoft(final PrintWriter out, final List<Map<String, Object>> softRows) {
+        out.println(io.gdrkit.labs.perf.Loopback.SIMULATED_HEADER + ": " + softRows.size()
+            + " started here because they were asked for; they exist only inside this JVM");
+        for (final Map<String, Object> m : softRows) {
+            @SuppressWarnings("unchecked")
+            final Map<String, Object> p = ((List<Map<String, Object>>) m.get("ports")).getFirst();
+            out.println(m.get("name") + ": software NIC (simulated), node_guid " + m.get("guid") + ", port 1: state "
+                + p.get("state") + ", link_layer " + p.get("link_layer") + ", active_mtu " + p.get("active_mtu")
+                + ", lid " + p.get("lid") + ", max_qp " + m.get("max_qp") + ", max_mr " + m.get("max_mr"));
+        }
     }
 
     static String emptyReason(final NativeProvider.Probe probe) {

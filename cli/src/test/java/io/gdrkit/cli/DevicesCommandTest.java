@@ -52,6 +52,37 @@ class DevicesCommandTest {
     }
 
     @Test
+    void providerPicksOneProvider() throws Exception {
+        final NativeProvider.Probe host = NativeProvider.probe();
+        final Cli nat = Cli.run("devices", "--provider", "native", "--json");
+        assertEquals(host.devices().isEmpty() ? Main.EXIT_FAILURE : 0, nat.exitCode(), nat::toString);
+        final JsonNode n = new ObjectMapper().readTree(nat.out());
+        assertEquals(host.devices().size(), n.get("ibverbs").get("devices").size());
+        assertEquals(0, n.get("soft").size(), "native lists no software NIC: " + nat);
+        assertFalse(n.get("simulated").asBoolean());
+
+        final Cli soft = Cli.run("devices", "--provider", "soft", "--json");
+        assertEquals(0, soft.exitCode(), soft::toString);
+        final JsonNode s = new ObjectMapper().readTree(soft.out());
+        assertTrue(s.get("ibverbs") == null, "soft does not probe libibverbs: " + soft);
+        assertEquals(1, s.get("soft").size(), "--soft defaults to 1 under --provider soft");
+        assertEquals("soft0", s.get("soft").get(0).get("name").asText());
+        assertTrue(s.get("simulated").asBoolean());
+
+        final Cli soft2 = Cli.run("devices", "--provider", "soft", "--soft", "2");
+        assertEquals(0, soft2.exitCode(), soft2::toString);
+        assertTrue(soft2.out().contains("soft1: software NIC (simulated)"), soft2::toString);
+        assertFalse(soft2.out().contains("native provider"), soft2::toString);
+
+        final Cli bad = Cli.run("devices", "--provider", "rxe");
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("--provider rxe: expected native, soft or all"), bad::toString);
+        final Cli both = Cli.run("devices", "--provider", "native", "--soft", "1");
+        assertEquals(2, both.exitCode(), both::toString);
+        assertTrue(both.err().contains("--provider native lists none"), both::toString);
+    }
+
+    @Test
     void badSoftCountIsAUsageError() {
         final Cli r = Cli.run("devices", "--soft", "65");
         assertEquals(2, r.exitCode(), r::toString);
