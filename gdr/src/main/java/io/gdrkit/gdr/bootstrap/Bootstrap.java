@@ -3,6 +3,7 @@
  */
 package io.gdrkit.gdr.bootstrap;
 
+import io.gdrkit.core.net.DeadlineInputStream;
 import io.gdrkit.gdr.bootstrap.BootstrapException.Reason;
 import io.gdrkit.gdr.bootstrap.BootstrapWire.Frame;
 import java.io.BufferedInputStream;
@@ -17,6 +18,7 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -86,13 +88,16 @@ public final class Bootstrap implements AutoCloseable {
         try {
             s.setTcpNoDelay(true);
             final DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-            final DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
+            // one deadline for the whole join (hello to welcome): a root that drips its welcome a byte at a time
+            // cannot stretch the wait past the join timeout, as a timeout per read would let it
+            final long budget = Math.max(1, deadline - System.nanoTime());
+            final DeadlineInputStream din = new DeadlineInputStream(s, Duration.ofNanos(budget));
+            final DataInputStream in = new DataInputStream(new BufferedInputStream(din));
             final byte[] tok = ctx.token().getBytes(StandardCharsets.UTF_8);
             final byte[] hello = ByteBuffer.allocate(6 + tok.length).putInt(ctx.nranks()).putShort((short) tok.length)
                 .put(tok).array();
             BootstrapWire.write(out, BootstrapWire.HELLO, 0, ctx.rank(), id.runId(), hello);
             final long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-            s.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
             final Frame f;
             try {
                 f = BootstrapWire.read(in, id.runId(), 4096, "the root at " + id.host() + ":" + id.port());
@@ -112,6 +117,7 @@ public final class Bootstrap implements AutoCloseable {
                 throw new BootstrapException(Reason.PROTOCOL, "the root sent " + BootstrapWire.kindName(f.kind())
                     + " instead of welcome");
             }
+            din.clear();
             s.setSoTimeout(0);
             final Bootstrap b = new Bootstrap(ctx, s, out);
             Thread.ofPlatform().daemon(true).name("bootstrap-rank-" + ctx.rank()).start(() -> b.readLoop(in));

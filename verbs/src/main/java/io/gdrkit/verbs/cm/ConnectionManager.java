@@ -1,6 +1,7 @@
 package io.gdrkit.verbs.cm;
 
 import io.gdrkit.core.auth.Token;
+import io.gdrkit.core.net.DeadlineInputStream;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QpBringUp;
@@ -66,15 +67,19 @@ public final class ConnectionManager {
         final int timeoutMs = (int) Math.max(1, timeout.toMillis());
         final Socket socket = new Socket();
         try {
-            final byte[] nonce = open(socket, remote, timeoutMs);
+            final DeadlineInputStream din = open(socket, remote, timeoutMs);
+            final DataInputStream in = new DataInputStream(din);
+            final byte[] nonce = await(in, CmMessage.CHAL, "CHAL", remote, timeoutMs).privateData();
             final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
             final int psn = RANDOM.nextInt() & 0xFFFFFF;
             final int mtu = mtuBytes(template);
             new CmMessage(CmMessage.REQ, qp.qpNum(), psn, localLid, mtu, privateData).signed(token, nonce).write(out);
             final CmMessage rep = await(in, CmMessage.REP, "REP", remote, timeoutMs);
             bringUp(qp, template, rep, psn, Math.min(mtu, rep.mtu()));
             new CmMessage(CmMessage.RTU, qp.qpNum(), psn, localLid, mtu, new byte[0]).write(out);
+            // the handshake is over: later messages (DREQ) wait per read, as before
+            din.clear();
+            socket.setSoTimeout(timeoutMs);
             return new CmConnection(socket, in, out, qp, rep, timeoutMs);
         } catch (final IOException e) {
             close(socket);
@@ -93,9 +98,9 @@ public final class ConnectionManager {
         final int timeoutMs = (int) Math.max(1, timeout.toMillis());
         final Socket socket = new Socket();
         try {
-            final byte[] nonce = open(socket, remote, timeoutMs);
+            final DataInputStream in = new DataInputStream(open(socket, remote, timeoutMs));
+            final byte[] nonce = await(in, CmMessage.CHAL, "CHAL", remote, timeoutMs).privateData();
             final DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            final DataInputStream in = new DataInputStream(socket.getInputStream());
             new CmMessage(CmMessage.INFO, 0, 0, 0, 0, new byte[0]).signed(token, nonce).write(out);
             return await(in, CmMessage.INFO, "INFO", remote, timeoutMs).privateData();
         } catch (final IOException e) {
@@ -105,8 +110,12 @@ public final class ConnectionManager {
         }
     }
 
-    /** TCP connect, then the listener's CHAL; returns its nonce. */
-    private static byte[] open(final Socket socket, final InetSocketAddress remote, final int timeoutMs)
+    /**
+     * TCP connect; returns the socket's input under one deadline, {@code timeoutMs} from now, for the whole
+     * handshake (CHAL, then REP or INFO): a listener that drips its answer a byte at a time cannot hold the
+     * connecting side longer than that, as a timeout per read would let it.
+     */
+    private static DeadlineInputStream open(final Socket socket, final InetSocketAddress remote, final int timeoutMs)
         throws IOException {
         try {
             try {
@@ -121,10 +130,8 @@ public final class ConnectionManager {
             } catch (final IOException e) {
                 throw new CmException(CmException.Reason.UNREACHABLE, remote + ": " + e.getMessage(), e);
             }
-            socket.setSoTimeout(timeoutMs);
             socket.setTcpNoDelay(true);
-            return await(new DataInputStream(socket.getInputStream()), CmMessage.CHAL, "CHAL", remote, timeoutMs)
-                .privateData();
+            return new DeadlineInputStream(socket, Duration.ofMillis(timeoutMs));
         } catch (final IOException | RuntimeException e) {
             close(socket);
             throw e;
@@ -137,8 +144,8 @@ public final class ConnectionManager {
         try {
             m = CmMessage.read(in);
         } catch (final SocketTimeoutException e) {
-            throw new CmException(CmException.Reason.TIMEOUT, "no " + what + " from " + peer + " within "
-                + timeoutMs + " ms", e);
+            throw new CmException(CmException.Reason.TIMEOUT, "no whole " + what + " from " + peer + " within the "
+                + "handshake's " + timeoutMs + " ms", e);
         }
         if (m.type() == CmMessage.REJ) {
             throw new CmException(CmException.Reason.REJECTED, peer + " rejected: "
