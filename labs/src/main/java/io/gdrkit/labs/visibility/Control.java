@@ -19,7 +19,10 @@ import java.time.Duration;
  * timeout names what was being waited for.
  *
  * <pre>
- *   sender -> receiver   HELLO    version:i32 senders-hosted-max:i32
+ *   receiver -> sender   CHAL     nonce:16 bytes (first, on accept)
+ *   sender -> receiver   HELLO    version:i32 senders-hosted-max:i32 proof:32 bytes
+ *                                 (HMAC-SHA256(token, nonce || "gdrkit-vis-hello"); zeros without a token)
+ *   receiver -> sender   REFUSED  why:utf (a failed proof; the receiver closes and waits for the next sender)
  *   receiver -> sender   ASSIGN   lid:i32 fabric:utf fabric-arg:utf
  *   receiver -> sender   CONFIG   config first-sender:i32 count:i32 receiver-lid:i32
  *                                 count x (data-qpn:i32 flag-qpn:i32 data-addr:i64 data-rkey:i32 flag-addr:i64 flag-rkey:i32)
@@ -33,7 +36,9 @@ import java.time.Duration;
  * </pre>
  */
 final class Control implements AutoCloseable {
-    static final int VERSION = 1;
+    static final int VERSION = 2;
+    /** What a sender's HELLO proof covers besides the nonce: the token proves this channel, no other. */
+    static final byte[] HELLO_PROOF = "gdrkit-vis-hello".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final byte HELLO = 1;
     static final byte ASSIGN = 2;
     static final byte CONFIG = 3;
@@ -44,6 +49,8 @@ final class Control implements AutoCloseable {
     static final byte END = 8;
     static final byte ENDED = 9;
     static final byte BYE = 10;
+    static final byte CHAL = 11;
+    static final byte REFUSED = 12;
 
     private final Socket socket;
     final DataInputStream in;

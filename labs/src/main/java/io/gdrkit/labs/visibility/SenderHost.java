@@ -37,6 +37,7 @@ import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import io.gdrkit.core.auth.Token;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -65,6 +66,7 @@ public final class SenderHost implements AutoCloseable {
     private final java.net.InetAddress receiverHost;
     private final Function<String, Fabric> fabrics;
     private final SoftNicDriver sharedDriver;
+    private final Token token;
     private SoftNicDriver driver;
     private SoftDevice device;
 
@@ -74,6 +76,13 @@ public final class SenderHost implements AutoCloseable {
      */
     SenderHost(final InetSocketAddress receiver, final Function<String, Fabric> fabrics,
                final SoftNicDriver sharedDriver) {
+        this(receiver, fabrics, sharedDriver, Token.fromProcess());
+    }
+
+    /** As above, proving {@code token} (the receiver's, from GDRKIT_TOKEN) in the HELLO. */
+    SenderHost(final InetSocketAddress receiver, final Function<String, Fabric> fabrics,
+               final SoftNicDriver sharedDriver, final Token token) {
+        this.token = token;
         final Socket s = new Socket();
         try {
             s.connect(receiver, (int) STEP_TIMEOUT.toMillis());
@@ -97,11 +106,24 @@ public final class SenderHost implements AutoCloseable {
 
     void run() {
         try {
+            control.expect(Control.CHAL, STEP_TIMEOUT, "CHAL (the receiver's nonce)");
+            final byte[] nonce = control.in.readNBytes(Token.NONCE_LENGTH);
+            if (nonce.length != Token.NONCE_LENGTH) {
+                throw new IllegalStateException("the receiver closed the control channel inside its CHAL");
+            }
             control.out.writeByte(Control.HELLO);
             control.out.writeInt(Control.VERSION);
             control.out.writeInt(128);
+            control.out.write(token.answer(nonce, Control.HELLO_PROOF));
             control.flush();
-            control.expect(Control.ASSIGN, STEP_TIMEOUT, "ASSIGN (the receiver's fabric and this host's LID)");
+            final byte answer = control.next(STEP_TIMEOUT, "ASSIGN (the receiver's fabric and this host's LID)");
+            if (answer == Control.REFUSED) {
+                throw new IllegalStateException("the visibility receiver refused this sender: "
+                    + control.in.readUTF());
+            }
+            if (answer != Control.ASSIGN) {
+                throw new IllegalStateException("the receiver sent message " + answer + " instead of ASSIGN");
+            }
             final int lid = control.in.readInt();
             final String fabric = control.in.readUTF();
             // the receiver is a peer: what it assigns is checked before use

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.labs.visibility;
 
+import io.gdrkit.core.auth.Token;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.InJvmFabric;
 import io.gdrkit.softnic.fabric.ShmFabric;
@@ -62,6 +63,9 @@ public final class VisibilityLab implements AutoCloseable {
     private final List<Thread> threads = new ArrayList<>();
     private final Path shmDir;
     private final String processes;
+    private final Token token;
+    /** Connections refused for a failed token proof while waiting for the senders. */
+    private int refused;
 
     /**
      * @param senderHosts sender processes (or threads) to spread the senders over
@@ -70,18 +74,28 @@ public final class VisibilityLab implements AutoCloseable {
      */
     public static VisibilityLab start(final Transport transport, final int senderHosts, final int controlPort,
                                       final boolean listen) {
+        return start(transport, senderHosts, controlPort, listen, Token.fromProcess());
+    }
+
+    /**
+     * As above; senders must prove {@code token} in their HELLO (HMAC over the receiver's nonce; without a token
+     * anyone who reaches the control port is served, so keep it on loopback or a trusted network).
+     */
+    public static VisibilityLab start(final Transport transport, final int senderHosts, final int controlPort,
+                                      final boolean listen, final Token token) {
         if (senderHosts < 1 || senderHosts > 128) {
             throw new IllegalArgumentException("--sender-processes must be 1..128, not " + senderHosts);
         }
         if (listen && transport != Transport.TCP) {
             throw new IllegalArgumentException("--listen waits for senders on other hosts: it needs --fabric tcp");
         }
-        return new VisibilityLab(transport, senderHosts, controlPort, listen);
+        return new VisibilityLab(transport, senderHosts, controlPort, listen, token);
     }
 
     private VisibilityLab(final Transport transport, final int senderHosts, final int controlPort,
-                          final boolean listen) {
+                          final boolean listen, final Token token) {
         this.transport = transport;
+        this.token = token;
         try {
             this.server = new ServerSocket();
             server.bind(new InetSocketAddress(listen ? null : InetAddress.getLoopbackAddress(), controlPort));
@@ -128,7 +142,7 @@ public final class VisibilityLab implements AutoCloseable {
             for (int i = 0; i < senderHosts; i++) {
                 if (transport == Transport.JVM) {
                     threads.add(Thread.ofPlatform().daemon(true).name("vis-sender-" + i).start(() -> {
-                        try (SenderHost h = new SenderHost(addr, null, driver)) {
+                        try (SenderHost h = new SenderHost(addr, null, driver, token)) {
                             h.run();
                         }
                     }));
@@ -140,17 +154,40 @@ public final class VisibilityLab implements AutoCloseable {
                 System.err.println("# visibility receiver: waiting for " + senderHosts + " sender(s): run"
                     + " `gdrkit visibility-sender --connect THIS_HOST:" + port + "` on the sender host(s)");
             }
-            server.setSoTimeout((int) ACCEPT_TIMEOUT.toMillis());
+            final long deadline = System.nanoTime() + ACCEPT_TIMEOUT.toNanos();
             for (int i = 0; i < senderHosts; i++) {
+                // one deadline for all senders: strangers that keep connecting cannot stretch the wait
+                final long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new SocketTimeoutException("accept");
+                }
+                server.setSoTimeout((int) Math.max(1, left / 1_000_000));
                 final Socket s = server.accept();
                 final Control ch = new Control(s, "sender host " + s.getRemoteSocketAddress());
                 hosts.add(ch);
+                final byte[] nonce = Token.nonce();
+                ch.out.writeByte(Control.CHAL);
+                ch.out.write(nonce);
+                ch.flush();
                 ch.expect(Control.HELLO, ACCEPT_TIMEOUT, "HELLO");
                 final int version = ch.in.readInt();
-                ch.in.readInt();
                 if (version != Control.VERSION) {
                     throw new IllegalStateException(ch.peer() + " speaks control version " + version + ", not "
                         + Control.VERSION);
+                }
+                ch.in.readInt();
+                final byte[] proof = ch.in.readNBytes(Token.MAC_LENGTH);
+                if (!token.verify(proof, nonce, Control.HELLO_PROOF)) {
+                    // a stranger (or a sender without this run's GDRKIT_TOKEN): told, dropped, not counted
+                    refused++;
+                    ch.out.writeByte(Control.REFUSED);
+                    ch.out.writeUTF("its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on the "
+                        + "receiver)");
+                    ch.flush();
+                    ch.close();
+                    hosts.remove(ch);
+                    i--;
+                    continue;
                 }
                 ch.out.writeByte(Control.ASSIGN);
                 if (fabric instanceof TcpFabric tcp) {
@@ -164,7 +201,8 @@ public final class VisibilityLab implements AutoCloseable {
         } catch (final SocketTimeoutException e) {
             close();
             throw new IllegalStateException("sender processes did not connect within " + ACCEPT_TIMEOUT.toSeconds()
-                + " s (" + hosts.size() + " of " + senderHosts + " did)", e);
+                + " s (" + hosts.size() + " of " + senderHosts + " did" + (refused > 0 ? "; " + refused
+                + " refused for a failed token proof" : "") + ")", e);
         } catch (final IOException e) {
             close();
             throw new UncheckedIOException("visibility receiver: control channel", e);

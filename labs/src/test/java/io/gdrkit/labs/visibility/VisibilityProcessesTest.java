@@ -77,18 +77,33 @@ class VisibilityProcessesTest {
 
     /** A sender host that says HELLO with {@code version}, reads ASSIGN and then vanishes. */
     private static Thread vanishingSender(final int port, final int version) {
+        return vanishingSender(port, version, io.gdrkit.core.auth.Token.NONE, null);
+    }
+
+    /**
+     * A sender that says HELLO (proving {@code token}), reads the answer into {@code answer} (ASSIGN's LID and
+     * fabric, or REFUSED's reason) and vanishes.
+     */
+    private static Thread vanishingSender(final int port, final int version, final io.gdrkit.core.auth.Token token,
+                                          final java.util.concurrent.atomic.AtomicReference<String> answer) {
         return Thread.ofPlatform().daemon(true).start(() -> {
             for (int attempt = 0; attempt < 100; attempt++) {
                 try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                    final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
                     final java.io.DataOutputStream out = new java.io.DataOutputStream(s.getOutputStream());
+                    assertEquals(Control.CHAL, in.readByte());
+                    final byte[] nonce = in.readNBytes(io.gdrkit.core.auth.Token.NONCE_LENGTH);
                     out.writeByte(Control.HELLO);
                     out.writeInt(version);
                     out.writeInt(128);
+                    out.write(token.answer(nonce, Control.HELLO_PROOF));
                     out.flush();
-                    final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
-                    in.readByte();
-                    in.readInt();
-                    in.readUTF();
+                    final byte type = in.readByte();
+                    final String got = type == Control.REFUSED ? "REFUSED " + in.readUTF()
+                        : "ASSIGN lid " + in.readInt() + " " + in.readUTF();
+                    if (answer != null) {
+                        answer.set(got);
+                    }
                     return;
                 } catch (final java.io.IOException e) {
                     java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
@@ -145,6 +160,39 @@ class VisibilityProcessesTest {
             final String why = strangerHello(at, 3);
             assertTrue(why != null && why.contains("LID 3 was not assigned by this listener"), String.valueOf(why));
             assertTrue(lab.tcpFabric().lastError().contains("not assigned"), lab.tcpFabric().lastError());
+        }
+    }
+
+    @Test
+    void withATokenOnlyASenderThatProvesItIsServedAndAStrangerIsToldWhy() throws Exception {
+        final int port = freePort();
+        final io.gdrkit.core.auth.Token token = io.gdrkit.core.auth.Token.of("vis-t0ken");
+        final java.util.concurrent.atomic.AtomicReference<String> stranger = new java.util.concurrent.atomic
+            .AtomicReference<>();
+        final java.util.concurrent.atomic.AtomicReference<String> wrong = new java.util.concurrent.atomic
+            .AtomicReference<>();
+        final java.util.concurrent.atomic.AtomicReference<String> member = new java.util.concurrent.atomic
+            .AtomicReference<>();
+        final Thread a = vanishingSender(port, Control.VERSION, io.gdrkit.core.auth.Token.NONE, stranger);
+        final Thread b = vanishingSender(port, Control.VERSION, io.gdrkit.core.auth.Token.of("other-t0ken"), wrong);
+        // the member starts once both strangers were answered, so that it is the one counted
+        final Thread c = Thread.ofPlatform().daemon(true).start(() -> {
+            try {
+                a.join(30_000);
+                b.join(30_000);
+                vanishingSender(port, Control.VERSION, token, member).join(30_000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true, token)) {
+            c.join(30_000);
+            final String refusal = "REFUSED its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on "
+                + "the receiver)";
+            assertEquals(refusal, stranger.get());
+            assertEquals(refusal, wrong.get());
+            assertTrue(member.get() != null && member.get().startsWith("ASSIGN lid 2 tcp:"), member.get());
+            assertTrue(lab.tcpFabric() != null);
         }
     }
 
