@@ -40,7 +40,6 @@ final class NativeContext implements VerbsContext {
     /** The async-event scratch: an ibv_async_event, a pollfd and errno capture, allocated on the first wait. */
     private final Arena asyncArena = Arena.ofShared();
     private MemorySegment asyncScratch;
-    private MemorySegment asyncPollFd;
     private MemorySegment asyncState;
 
     NativeContext(final IbvLibrary lib, final NativeDevice device, final MemorySegment ctx) {
@@ -179,21 +178,40 @@ final class NativeContext implements VerbsContext {
      * waits. The event types are libibverbs' {@code enum ibv_event_type}, which {@link AsyncEventType} mirrors.
      */
     @Override
-    public synchronized AsyncEvent getAsyncEvent(final long timeoutNanos) {
+    public AsyncEvent getAsyncEvent(final long timeoutNanos) {
         if (closed) {
             throw new VerbsException(Errno.EINVAL, "ibv_get_async_event: the context is closed");
         }
         final int fd = asyncFd();
-        if (asyncScratch == null) {
-            Posix.nonBlocking(fd, "async_fd");
-            asyncScratch = asyncArena.allocate(IbvLayouts.ASYNC_EVENT);
-            asyncPollFd = asyncArena.allocate(8, 4);
-            asyncState = Posix.state(asyncArena);
+        synchronized (this) {
+            if (asyncScratch == null) {
+                Posix.nonBlocking(fd, "async_fd");
+                asyncScratch = asyncArena.allocate(IbvLayouts.ASYNC_EVENT);
+                asyncState = Posix.state(asyncArena);
+            }
         }
-        final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, timeoutNanos) + 999_999) / 1_000_000);
-        if (!Posix.readable(asyncPollFd, asyncState, fd, ms, "async_fd")) {
-            return null;
+        // the wait is outside the lock: a zero-timeout poll never queues behind another thread's long wait; only
+        // taking, reading and acknowledging one event is serialised
+        final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        while (true) {
+            final long left = deadline - System.nanoTime();
+            final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, left) + 999_999) / 1_000_000);
+            final boolean readable;
+            try (Arena wait = Arena.ofConfined()) {
+                readable = Posix.readable(wait.allocate(8, 4), Posix.state(wait), fd, ms, "async_fd");
+            }
+            if (!readable) {
+                return null;
+            }
+            final AsyncEvent e = takeAsyncEvent();
+            if (e != null || deadline - System.nanoTime() <= 0) {
+                return e; // null: another reader took the event we woke for, and the time is up
+            }
         }
+    }
+
+    /** ibv_get_async_event on the non-blocking fd, the element read out, ibv_ack_async_event; null on EAGAIN. */
+    private synchronized AsyncEvent takeAsyncEvent() {
         final MemorySegment ev = asyncScratch;
         final MemorySegment st = asyncState;
         final int rc = Native.call(() -> (int) lib.getAsyncEvent.invokeExact(st, ctx, ev));

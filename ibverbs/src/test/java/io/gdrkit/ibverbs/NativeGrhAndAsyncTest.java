@@ -159,4 +159,32 @@ class NativeGrhAndAsyncTest {
             pd.close();
         }
     }
+
+    @Test
+    void aPollDoesNotQueueBehindAnotherThreadsLongWait() throws Throwable {
+        final MethodHandle emit = fn("stub_emit_async", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS,
+            ADDRESS, JAVA_INT));
+        try (VerbsContext ctx = dev.open()) {
+            final NativeContext nc = (NativeContext) ctx;
+            final AsyncEvent[] got = new AsyncEvent[1];
+            final Thread waiter = Thread.ofPlatform().daemon(true).start(() -> got[0] = ctx.getAsyncEvent(
+                8_000_000_000L));
+            // until the waiter is inside poll(2) on async_fd
+            final long until = System.nanoTime() + 10_000_000_000L;
+            while (java.util.Arrays.stream(waiter.getStackTrace()).noneMatch(f -> f.getMethodName().equals(
+                "readable")) && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
+            assertTrue(waiter.isAlive(), "the waiter is still waiting for an event");
+            // a zero wait comes back at once, empty, while the other thread still waits (it used to queue behind
+            // the waiter's whole 8 s on the context's lock)
+            assertNull(ctx.pollAsyncEvent());
+            assertTrue(waiter.isAlive(), "the poll returned while the waiter was still waiting");
+            assertEquals(0, (int) emit.invokeExact(nc.ctx, AsyncEventType.PORT_ACTIVE, MemorySegment.NULL,
+                MemorySegment.NULL, 1));
+            waiter.join(10_000);
+            assertEquals(AsyncEventType.PORT_ACTIVE, got[0].type(), "the waiter got the event");
+            assertEquals(1, got[0].element());
+        }
+    }
 }
