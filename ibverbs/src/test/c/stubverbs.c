@@ -9,6 +9,9 @@
  * STUBVERBS_DMABUF=eopnotsupp (a NIC or kernel without DMA-BUF), and fd -1 is EBADF (NCCL's probe).
  * Asynchronous events: async_fd is a pipe's read end; stub_emit_async queues an event and writes a byte, so the
  * binding's poll(2) wakes; ibv_get_async_event reads the byte (EAGAIN when the fd is non-blocking and empty).
+ * Completion channels: a channel's fd is a pipe's read end; req_notify_cq arms the CQ; the next completion a send
+ * adds to an armed CQ on a channel writes the CQ's pointer to the pipe (once, then the CQ is disarmed, as a NIC
+ * raises one event per arming); ibv_get_cq_event reads it back; ibv_ack_cq_events counts (stub_cq_acks).
  * Built with gcc against the installed rdma-core headers, so its struct layouts are the real ones.
  */
 #define _GNU_SOURCE
@@ -30,6 +33,7 @@ static struct ibv_send_wr last_wr[16];
 static struct ibv_sge last_sge[16];
 static int nlast;
 static long long posts;
+static void stub_cq_event(struct ibv_cq *cq);
 
 static int stub_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
     nlast = 0;
@@ -46,6 +50,7 @@ static int stub_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
             c->wr_id = wr->wr_id; c->status = IBV_WC_SUCCESS; c->opcode = IBV_WC_RDMA_WRITE;
             c->byte_len = wr->num_sge > 0 ? wr->sg_list[0].length : 0; c->qp_num = qp->qp_num;
             c->imm_data = wr->imm_data; c->wc_flags = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_WITH_IMM : 0;
+            stub_cq_event(qp->send_cq);
         }
         posts++;
     }
@@ -67,7 +72,17 @@ static int stub_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
     return k;
 }
 
-static int stub_req_notify(struct ibv_cq *cq, int solicited) { (void) cq; (void) solicited; return 0; }
+/* a CQ and a channel as the stub allocates them: the libibverbs struct first, the stub's state after it */
+struct stub_cq { struct ibv_cq cq; int armed; unsigned acks; };
+struct stub_ch { struct ibv_comp_channel ch; int wfd; };
+static int stub_req_notify(struct ibv_cq *cq, int solicited) { (void) solicited; ((struct stub_cq *) cq)->armed = 1; return 0; }
+static void stub_cq_event(struct ibv_cq *cq) {
+    struct stub_cq *s = (struct stub_cq *) cq;
+    if (!cq || !s->armed || !cq->channel) return;
+    s->armed = 0;
+    if (write(((struct stub_ch *) cq->channel)->wfd, &cq, sizeof(cq)) != sizeof(cq)) abort();
+}
+unsigned stub_cq_acks(struct ibv_cq *cq) { return ((struct stub_cq *) cq)->acks; }
 
 /* The benchmark's C side: the same ops-table calls, looped in C. */
 long long stub_c_loop(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_send_wr *wr, long long iters) {
@@ -164,19 +179,31 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, ui
 }
 int ibv_dereg_mr(struct ibv_mr *m) { free(m); return 0; }
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *ctx, struct ibv_comp_channel *ch, int vec) {
-    (void) ctx; (void) vec;
+    (void) vec;
     if (cqe <= 0 || cqe > 65536) { errno = EINVAL; return NULL; }
-    struct ibv_cq *cq = calloc(1, sizeof(*cq)); cq->context = c; cq->channel = ch; cq->cqe = cqe; return cq;
+    struct stub_cq *s = calloc(1, sizeof(*s));
+    s->cq.context = c; s->cq.channel = ch; s->cq.cqe = cqe; s->cq.cq_context = ctx;
+    return &s->cq;
 }
 int ibv_destroy_cq(struct ibv_cq *cq) { free(cq); return 0; }
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c) {
-    struct ibv_comp_channel *ch = calloc(1, sizeof(*ch)); ch->context = c; ch->fd = -1; return ch;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) return NULL;
+    struct stub_ch *s = calloc(1, sizeof(*s));
+    s->ch.context = c; s->ch.fd = p[0]; s->wfd = p[1];
+    return &s->ch;
 }
-int ibv_destroy_comp_channel(struct ibv_comp_channel *ch) { free(ch); return 0; }
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch) {
+    close(ch->fd); close(((struct stub_ch *) ch)->wfd); free(ch); return 0;
+}
 int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx) {
-    (void) ch; (void) cq; (void) ctx; errno = EAGAIN; return -1;
+    struct ibv_cq *got;
+    ssize_t n = read(ch->fd, &got, sizeof(got));
+    if (n != (ssize_t) sizeof(got)) { if (n >= 0) errno = EAGAIN; return -1; }
+    *cq = got; *ctx = got->cq_context;
+    return 0;
 }
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n) { (void) cq; (void) n; }
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n) { ((struct stub_cq *) cq)->acks += n; }
 static uint32_t nextqpn = 0x40;
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a) {
     if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) { errno = EOPNOTSUPP; return NULL; }

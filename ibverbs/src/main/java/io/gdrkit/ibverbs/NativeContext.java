@@ -144,23 +144,43 @@ final class NativeContext implements VerbsContext {
     /** Completion channels are not bound by the native provider yet (issue 15 covers the software NIC). */
     @Override
     public CompletionChannel createCompChannel() {
-        throw new VerbsException(Errno.EOPNOTSUPP, "ibv_create_comp_channel: not bound by the native provider yet");
+        if (closed) {
+            throw new VerbsException(Errno.EINVAL, "ibv_create_comp_channel: the context is closed");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            final MemorySegment st = lib.captureState(a);
+            final MemorySegment ch = Native.call(() -> (MemorySegment) lib.createCompChannel.invokeExact(st, ctx));
+            if (ch.equals(MemorySegment.NULL)) {
+                throw IbvLibrary.error("ibv_create_comp_channel", IbvLibrary.errnoOf(st));
+            }
+            return new NativeCompChannel(this, ch.reinterpret(IbvLayouts.COMP_CHANNEL.byteSize()));
+        }
     }
 
     @Override
     public CompletionQueue createCq(final int cqe, final CompletionChannel channel, final int compVector) {
-        if (channel != null) {
-            throw new VerbsException(Errno.EOPNOTSUPP, "ibv_create_cq with a completion channel: not bound by the "
-                + "native provider yet");
+        final NativeCompChannel ch;
+        if (channel == null) {
+            ch = null;
+        } else if (channel instanceof NativeCompChannel n && n.context() == this) {
+            ch = n;
+        } else {
+            throw new VerbsException(Errno.EINVAL, "ibv_create_cq: the completion channel is not one of this "
+                + "context's");
         }
+        final MemorySegment chPtr = ch == null ? MemorySegment.NULL : ch.channel;
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment st = lib.captureState(a);
             final MemorySegment cq = Native.call(() -> (MemorySegment) lib.createCq.invokeExact(st, ctx, cqe,
-                MemorySegment.NULL, MemorySegment.NULL, compVector));
+                MemorySegment.NULL, chPtr, compVector));
             if (cq.equals(MemorySegment.NULL)) {
                 throw IbvLibrary.error("ibv_create_cq(" + cqe + ")", IbvLibrary.errnoOf(st));
             }
-            return new NativeCq(this, cq.reinterpret(IbvLayouts.CQ.byteSize()), cqe, compVector);
+            final NativeCq q = new NativeCq(this, cq.reinterpret(IbvLayouts.CQ.byteSize()), cqe, compVector, ch);
+            if (ch != null) {
+                ch.attach(q);
+            }
+            return q;
         }
     }
 

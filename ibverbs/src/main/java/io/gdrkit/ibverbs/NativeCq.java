@@ -40,8 +40,13 @@ final class NativeCq implements CompletionQueue {
     private final long cqAddr;
     private boolean closed;
     private final int compVector;
+    private final NativeCompChannel channel;
+    /** Events handed out by the channel and not yet acknowledged (libibverbs' destroy would wait for them). */
+    private final java.util.concurrent.atomic.AtomicLong unacked = new java.util.concurrent.atomic.AtomicLong();
 
-    NativeCq(final NativeContext ctx, final MemorySegment cq, final int capacity, final int compVector) {
+    NativeCq(final NativeContext ctx, final MemorySegment cq, final int capacity, final int compVector,
+             final NativeCompChannel channel) {
+        this.channel = channel;
         this.compVector = compVector;
         this.ctx = ctx;
         this.cq = cq;
@@ -57,23 +62,56 @@ final class NativeCq implements CompletionQueue {
     }
 
     /** Without completion channels (not bound yet) there is nothing to arm: EINVAL, as for a CQ without one. */
+    /**
+     * Arms the CQ ({@code ops.req_notify_cq}): the next completion (a solicited one with {@code solicitedOnly})
+     * raises one event on its channel.
+     */
     @Override
     public void reqNotifyCq(final boolean solicitedOnly) {
-        throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_req_notify_cq: the CQ has no "
-            + "completion channel (the native provider does not bind channels yet)");
+        if (closed) {
+            throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_req_notify_cq on a destroyed "
+                + "CQ");
+        }
+        if (channel == null) {
+            throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_req_notify_cq: the CQ has no "
+                + "completion channel");
+        }
+        reqNotify(solicitedOnly);
+    }
+
+    /** The channel handed out one of this CQ's events. */
+    void eventDelivered() {
+        unacked.incrementAndGet();
     }
 
     @Override
     public void ackCqEvents(final int n) {
-        if (n != 0) {
-            throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_ack_cq_events: " + n
-                + " acknowledged, none delivered");
+        if (n < 0) {
+            throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_ack_cq_events: negative count "
+                + n);
+        }
+        while (true) {
+            final long cur = unacked.get();
+            if (n > cur) {
+                throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EINVAL, "ibv_ack_cq_events: " + n
+                    + " acknowledged but only " + cur + " event(s) of this CQ are unacknowledged");
+            }
+            if (unacked.compareAndSet(cur, cur - n)) {
+                break;
+            }
+        }
+        if (n > 0) {
+            final MemorySegment c = cq;
+            Native.call(() -> {
+                ctx.lib.ackCqEvents.invokeExact(c, n);
+                return null;
+            });
         }
     }
 
     @Override
     public io.gdrkit.verbs.CompletionChannel channel() {
-        return null;
+        return channel;
     }
 
     @Override
@@ -134,8 +172,16 @@ final class NativeCq implements CompletionQueue {
     @Override
     public void close() {
         if (!closed) {
+            if (unacked.get() > 0) {
+                // libibverbs' ibv_destroy_cq would wait for them for ever
+                throw new io.gdrkit.verbs.VerbsException(io.gdrkit.core.Errno.EBUSY, "ibv_destroy_cq: "
+                    + unacked.get() + " completion event(s) not acknowledged (ackCqEvents first)");
+            }
             closed = true;
             Native.check("ibv_destroy_cq", Native.call(() -> (int) ctx.lib.destroyCq.invokeExact(cq)));
+            if (channel != null) {
+                channel.detach(this);
+            }
             arena.close();
         }
     }
