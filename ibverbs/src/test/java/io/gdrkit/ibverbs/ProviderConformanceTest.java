@@ -230,6 +230,41 @@ class ProviderConformanceTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("providers")
+    void anArmedCqOnAChannelRaisesOneEventForItsCompletion(final String provider) {
+        try (Pair p = new Pair(provider)) {
+            final io.gdrkit.verbs.CompletionChannel ch = p.ca.createCompChannel();
+            final CompletionQueue ev = p.ca.createCq(16, ch, 0);
+            final QueuePair a2 = p.pa.createQp(new QpInitAttr().cqs(ev, ev));
+            final QueuePair b2 = p.pb.createQp(new QpInitAttr().cqs(p.qb, p.qb));
+            final int lidA = p.ca.queryPort(1).lid();
+            final int lidB = p.cb.queryPort(1).lid();
+            if ("Ethernet".equals(p.ca.queryPort(1).linkLayer())) {
+                QpBringUp.connectGlobal(a2, lidA, p.ca.queryGid(1, 0), 300, b2, lidB, p.cb.queryGid(1, 0), 400, 0,
+                    QpBringUp.rcDefaults());
+            } else {
+                QpBringUp.toRts(a2, b2.qpNum(), lidB, 300, 400, QpBringUp.rcDefaults());
+                QpBringUp.toRts(b2, a2.qpNum(), lidA, 400, 300, QpBringUp.rcDefaults());
+            }
+            fill(p.ba, 31);
+            ev.reqNotifyCq(false);
+            a2.postSend(new SendWorkRequest().wrId(90).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(p.mb.address() + 100, p.mb.rkey()).sge(p.ma, 0, 4000));
+            assertEquals(ev, ch.getCqEvent(TIMEOUT_NS), "the armed CQ's event");
+            final WorkCompletion wc = await(ev, p.qb, "the WRITE's completion after its event");
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertEquals(90, wc.wrId);
+            assertArrayEquals(p.ba.asSlice(0, 4000).toArray(ValueLayout.JAVA_BYTE),
+                p.bb.asSlice(100, 4000).toArray(ValueLayout.JAVA_BYTE));
+            ev.ackCqEvents(1);
+            a2.close();
+            b2.close();
+            ev.close();
+            ch.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("providers")
     void writeWithImmAndMultiSgeSendAreByteExact(final String provider) {
         try (Pair p = new Pair(provider)) {
             fill(p.ba, 21);
