@@ -59,13 +59,7 @@ final class NativeCompChannel implements CompletionChannel {
             if (closed) {
                 throw new VerbsException(Errno.EBADF, "ibv_get_cq_event: the completion channel was destroyed");
             }
-            final long left = deadline - System.nanoTime();
-            final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, left) + 999_999) / 1_000_000);
-            final boolean readable;
-            try (Arena wait = Arena.ofConfined()) {
-                readable = Posix.readable(wait.allocate(8, 4), Posix.state(wait), fd, ms, "comp_channel fd");
-            }
-            if (!readable) {
+            if (!Posix.readableBy(fd, deadline, "comp_channel fd")) {
                 return null;
             }
             final NativeCq cq = take();

@@ -214,13 +214,7 @@ final class NativeContext implements VerbsContext {
         // taking, reading and acknowledging one event is serialised
         final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
         while (true) {
-            final long left = deadline - System.nanoTime();
-            final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, left) + 999_999) / 1_000_000);
-            final boolean readable;
-            try (Arena wait = Arena.ofConfined()) {
-                readable = Posix.readable(wait.allocate(8, 4), Posix.state(wait), fd, ms, "async_fd");
-            }
-            if (!readable) {
+            if (!Posix.readableBy(fd, deadline, "async_fd")) {
                 return null;
             }
             final AsyncEvent e = takeAsyncEvent();

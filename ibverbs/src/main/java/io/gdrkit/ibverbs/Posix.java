@@ -92,6 +92,18 @@ final class Posix {
         return n > 0;
     }
 
+    /**
+     * Waits until {@code fd} is readable or {@code deadlineNanos} (System.nanoTime) passes; the scratch is the
+     * calling thread's own, so any number of threads may wait on one fd at once.
+     */
+    static boolean readableBy(final int fd, final long deadlineNanos, final String what) {
+        final long left = deadlineNanos - System.nanoTime();
+        final int ms = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, left) + 999_999) / 1_000_000);
+        try (Arena wait = Arena.ofConfined()) {
+            return readable(wait.allocate(8, 4), state(wait), fd, ms, what);
+        }
+    }
+
     /** A capture-state segment for {@link #readable}. */
     static MemorySegment state(final Arena a) {
         return a.allocate(STATE);
