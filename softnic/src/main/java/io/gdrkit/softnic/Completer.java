@@ -63,7 +63,7 @@ final class Completer implements Agent {
                 || (qp.wqeState[qp.sq.slot(qp.compTail)] & SoftQp.STARTED) == 0)) {
                 qp.sqDrainedReported = true;
                 if (qp.sqdNotify) {
-                    dev.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, qp.qpn, "send queue drained in SQD"));
+                    dev.raise(new AsyncEvent(AsyncEventType.SQ_DRAINED, qp.qpn, "send queue drained in SQD"), qp.pd.owner());
                 }
             }
         }

@@ -645,7 +645,7 @@ final class Responder implements Agent {
             // the WQEs left in the SRQ stay there for other QPs; this one will take no more (IB spec 11.6.3)
             qp.lastWqeReported = true;
             dev.raise(new io.gdrkit.verbs.AsyncEvent(AsyncEventType.QP_LAST_WQE_REACHED, qp.qpn, "QP " + qp.qpn
-                + " in ERR: last WQE of " + qp.srq + " reached"));
+                + " in ERR: last WQE of " + qp.srq + " reached"), qp.pd.owner());
             n++;
         }
         return n;

@@ -16,6 +16,8 @@ import java.lang.foreign.Arena;
  */
 final class SoftCq implements CompletionQueue {
     final SoftDevice device;
+    /** The context that created the CQ: its CQ_ERR event goes there. */
+    final SoftVerbsContext owner;
     final int handle;
     private final Arena arena = Arena.ofShared();
     private final CompletionRing ring;
@@ -41,9 +43,10 @@ final class SoftCq implements CompletionQueue {
         }
     }
 
-    SoftCq(final SoftDevice device, final int handle, final int cqe, final SoftCompChannel channel,
-           final int compVector) {
+    SoftCq(final SoftDevice device, final SoftVerbsContext owner, final int handle, final int cqe,
+           final SoftCompChannel channel, final int compVector) {
         this.device = device;
+        this.owner = owner;
         this.handle = handle;
         this.ring = new CompletionRing(arena, cqe);
         this.channel = channel;
@@ -71,7 +74,7 @@ final class SoftCq implements CompletionQueue {
         if (!ring.hasRoom()) {
             if (overflowed++ == 0) {
                 device.raise(new AsyncEvent(AsyncEventType.CQ_ERR, handle, "CQ " + handle + " overflow ("
-                    + ring.depth() + " entries): a completion of QP " + qpNum + " was lost"));
+                    + ring.depth() + " entries): a completion of QP " + qpNum + " was lost"), owner);
             }
             return false;
         }

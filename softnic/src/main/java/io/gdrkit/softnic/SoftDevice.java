@@ -27,7 +27,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -79,7 +78,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     private final List<SoftCq> cqs = new ArrayList<>();
     private final List<SoftSrq> srqs = new java.util.concurrent.CopyOnWriteArrayList<>();
     private int nextSrqHandle = 1;
-    private final ConcurrentLinkedQueue<AsyncEvent> events = new ConcurrentLinkedQueue<>();
+    /** The open contexts: QP, CQ and SRQ events go to their owner's, port and device events to every one. */
+    private final java.util.concurrent.CopyOnWriteArrayList<SoftVerbsContext> contexts =
+        new java.util.concurrent.CopyOnWriteArrayList<>();
     private final DeviceAttr attr;
     private int nextQpIndex;
     private int nextCqHandle = 1;
@@ -159,11 +160,15 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     @Override
     public synchronized VerbsContext open() {
         openContexts++;
-        return new SoftVerbsContext(this);
+        final SoftVerbsContext c = new SoftVerbsContext(this);
+        contexts.add(c);
+        return c;
     }
 
     synchronized void closeContext(final SoftVerbsContext context) {
-        openContexts--;
+        if (contexts.remove(context)) {
+            openContexts--;
+        }
     }
 
     DeviceAttr attr() {
@@ -392,19 +397,27 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     // ---------------- async events ----------------
 
+    /** A port or device event: every open context sees it (as every ibv_context of the device does). */
     void raise(final AsyncEvent event) {
-        events.add(event);
+        for (final SoftVerbsContext c : contexts) {
+            c.events.add(event);
+        }
     }
 
-    AsyncEvent pollAsyncEvent() {
-        return events.poll();
+    /** An event of a QP, CQ or SRQ: only the context that created it sees it. */
+    void raise(final AsyncEvent event, final SoftVerbsContext owner) {
+        owner.events.add(event);
     }
 
-    /** Waits for an async event, moving this device meanwhile where the caller drives progress. */
-    AsyncEvent getAsyncEvent(final long timeoutNanos) {
+    AsyncEvent pollAsyncEvent(final SoftVerbsContext context) {
+        return context.events.poll();
+    }
+
+    /** Waits for an async event of {@code context}, moving this device meanwhile where the caller drives progress. */
+    AsyncEvent getAsyncEvent(final SoftVerbsContext context, final long timeoutNanos) {
         final long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
         while (true) {
-            final AsyncEvent e = events.poll();
+            final AsyncEvent e = context.events.poll();
             if (e != null || deadline - System.nanoTime() <= 0) {
                 return e;
             }
@@ -748,7 +761,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     // ---------------- completion queues ----------------
 
-    SoftCq createCq(final int cqe, final SoftCompChannel channel, final int compVector) {
+    SoftCq createCq(final SoftVerbsContext owner, final int cqe, final SoftCompChannel channel,
+                    final int compVector) {
         if (cqe < 1 || cqe > MAX_CQE) {
             throw new VerbsException(Errno.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
         }
@@ -764,7 +778,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             if (cqs.size() >= MAX_CQ) {
                 throw new VerbsException(Errno.ENOMEM, "device " + name + " already holds " + MAX_CQ + " CQs (max_cq)");
             }
-            final SoftCq cq = new SoftCq(this, nextCqHandle++, cqe, channel, compVector);
+            final SoftCq cq = new SoftCq(this, owner, nextCqHandle++, cqe, channel, compVector);
             cqs.add(cq);
             if (channel != null) {
                 channel.cqs.add(cq);
@@ -973,7 +987,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         if (qp.state != QpState.ERR) {
             qp.state = QpState.ERR;
             if (eventType >= 0) {
-                raise(new AsyncEvent(eventType, qp.qpn, why));
+                raise(new AsyncEvent(eventType, qp.qpn, why), qp.pd.owner());
             }
         }
     }

@@ -19,6 +19,11 @@ final class SoftPd implements ProtectionDomain {
         return context.device();
     }
 
+    /** The context that allocated this PD: its QPs' and SRQs' async events go there. */
+    SoftVerbsContext owner() {
+        return context;
+    }
+
     @Override
     public VerbsContext context() {
         return context;

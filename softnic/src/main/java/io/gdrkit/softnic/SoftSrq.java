@@ -57,7 +57,7 @@ final class SoftSrq implements SharedReceiveQueue {
         if (l > 0 && rq.doorbell().producer() - head < l) {
             limit = 0;
             device.raise(new AsyncEvent(AsyncEventType.SRQ_LIMIT_REACHED, handle, "SRQ " + handle + ": fewer than "
-                + l + " receive WQEs left"));
+                + l + " receive WQEs left"), pd.owner());
         }
         return true;
     }

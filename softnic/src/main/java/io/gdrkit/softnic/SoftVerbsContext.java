@@ -58,7 +58,7 @@ final class SoftVerbsContext implements VerbsContext {
         if (channel != null && !(channel instanceof SoftCompChannel)) {
             throw new VerbsException(Errno.EINVAL, "the completion channel is not one of a software NIC");
         }
-        return device.createCq(cqe, (SoftCompChannel) channel, compVector);
+        return device.createCq(this, cqe, (SoftCompChannel) channel, compVector);
     }
 
     /**
@@ -66,17 +66,21 @@ final class SoftVerbsContext implements VerbsContext {
      * Events come from rare transitions (a QP's error, a port change, an armed SRQ limit), and libibverbs programs
      * acknowledge each; one that never does keeps one record per event until the context closes.
      */
+    /** This context's asynchronous events, in the order raised (its own objects' and every port/device event). */
+    final java.util.concurrent.ConcurrentLinkedQueue<AsyncEvent> events =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
+
     private final java.util.Set<AsyncEvent> unacked =
         java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
 
     @Override
     public AsyncEvent pollAsyncEvent() {
-        return returned(device.pollAsyncEvent());
+        return returned(device.pollAsyncEvent(this));
     }
 
     @Override
     public AsyncEvent getAsyncEvent(final long timeoutNanos) {
-        return returned(device.getAsyncEvent(timeoutNanos));
+        return returned(device.getAsyncEvent(this, timeoutNanos));
     }
 
     private AsyncEvent returned(final AsyncEvent e) {
