@@ -300,6 +300,16 @@ public final class Communicator implements AutoCloseable {
         return gdr;
     }
 
+    /** The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's). */
+    public NetTransport.MrHandle stagingRegistration(final int c) {
+        return stagingNicMr[c];
+    }
+
+    /** Channel {@code c}'s device staging, or null without GDR. */
+    public io.gdrkit.gpu.DeviceBuffer stagingDevice(final int c) {
+        return stagingDev == null ? null : stagingDev[c];
+    }
+
     /** iflush READs this rank posted and saw complete (GDR with the flush gate on). */
     public long flushes() {
         return flushes;
