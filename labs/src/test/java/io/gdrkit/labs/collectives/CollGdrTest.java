@@ -6,6 +6,7 @@ package io.gdrkit.labs.collectives;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.config.SettingsReader;
@@ -174,6 +175,46 @@ class CollGdrTest {
         assertTrue(g.reason().contains("attribute 116 = 0"), g.reason());
         assertEquals("host-bounce", r.rows().get(0).placement().dataPath());
         assertEquals(RegMechanism.NONE, r.rows().get(0).placement().gdr().mechanism());
+    }
+
+    @Test
+    void aRegistrationThatFailsIsTheConnectorGate() {
+        final AtomicReferenceArray<String> seen = new AtomicReferenceArray<>(2);
+        CollLocal.run(2, CollWorld.TransportKind.IB, cfg(CollOp.ALLREDUCE, DataType.FLOAT32, RedOp.SUM, 0, 4096),
+            new CollContext().buffSize(4096).steps(4).settings(NONE), NONE, Duration.ofSeconds(30), x -> { },
+            (rank, c) -> {
+                final var gpu = c.deviceReducer().gpu();
+                try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                    final var whole = gpu.alloc(8192);
+                    final var odd = gpu.alloc(1000); // not whole pages: the DMA-BUF export refuses it
+                    final Communicator.Buffer ok = c.register(a.allocate(8192, 4096), whole);
+                    assertTrue(ok.direct());
+                    assertEquals(whole.address(), ok.mr().address());
+                    // with a GPU buffer registered, a failing registration is an error, not a silent switch
+                    final CollException e = org.junit.jupiter.api.Assertions.assertThrows(CollException.class,
+                        () -> c.register(a.allocate(1000, 4096), odd));
+                    assertTrue(e.getMessage().contains("after other GPU buffers were registered"), e.getMessage());
+                    assertTrue(c.gdr().on());
+                    c.deregister(ok);
+                    // none registered: the connector gate turns GDR off for this rank, the buffer bounces
+                    final Communicator.Buffer host = c.register(a.allocate(1000, 4096), odd);
+                    assertFalse(host.direct());
+                    assertFalse(c.gdr().on());
+                    assertEquals("connector", c.gdr().gate());
+                    assertTrue(c.gdr().evidence().get(c.gdr().evidence().size() - 1).startsWith(
+                        "connector gate failed: registration (DMA-BUF)"), c.gdr().evidence().toString());
+                    assertNull(c.stagingDevice(0), "the device staging is released");
+                    assertEquals(host.seg().address(), host.mr().address());
+                    seen.set(rank, c.gdr().reason());
+                    c.deregister(host);
+                    gpu.free(whole);
+                    gpu.free(odd);
+                }
+            }, "sim:h200");
+        for (int i = 0; i < 2; i++) {
+            assertNotNull(seen.get(i), "rank " + i + " did not reach the connector gate");
+            assertTrue(seen.get(i).contains("GPU Direct RDMA Disabled (connector: registration"), seen.get(i));
+        }
     }
 
     @Test
