@@ -358,6 +358,7 @@ public final class CollCommand implements Callable<Integer> {
         final io.gdrkit.labs.collectives.CollGdr g = p.gdr();
         o.put("gdr", g != null && g.on());
         if (g != null) {
+            o.put("gdr_send", g.sendOn());
             o.put("gdr_reason", g.reason());
             o.put("gdr_gate", g.gate());
             o.put("gdr_mechanism", g.mechanism().label());

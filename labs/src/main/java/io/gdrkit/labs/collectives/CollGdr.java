@@ -28,11 +28,12 @@ import java.util.List;
  * go through {@link GdrGate#decide} (GPU attribute 116, the NIC's probed ptrSupport and DMA-BUF/peermem branch,
  * NCCL_NET_GDR_READ for the send side, the GPU-NIC distance against NCCL_NET_GDR_LEVEL), the flush through
  * {@link FlushPolicy}, and a registration that fails afterwards turns it off through {@link GdrGate#afterConnect}
- * (the connector gate). A collective's buffer is both sent from and received into, so GDR is used only when both
- * directions pass; otherwise both bounce (NCCL could still write GPU memory on the receive side: see
- * docs/TRANSPORT.md).
+ * (the connector gate). Per direction, as NCCL: the two decisions differ only in the read policy, so either both
+ * pass, or the receive side passes and the send side does not (NCCL_NET_GDR_READ=0, or compute capability below 8.0
+ * without an NVLink peer): then the NIC writes GPU memory and what is sent goes through host memory first.
  *
- * @param on            the NIC touches GPU memory directly
+ * @param on            the NIC writes GPU memory directly (receive-side GDR): the buffers live on the device
+ * @param sendOn        the NIC also reads GPU memory (send-side GDR); false: sends bounce through the host half
  * @param gate          the gate that turned it off ("send read policy", "receive distance", "NET", "connector"
  *                      ...), empty when on
  * @param reason        NCCL's log line of the deciding gate, plus the setting that caused it when one did
@@ -42,7 +43,7 @@ import java.util.List;
  * @param evidence      every step of both directions' gates
  * @param settings      the gates' settings as {@code NAME=value (source)}
  */
-public record CollGdr(boolean on, String gate, String reason, RegMechanism mechanism, boolean flush,
+public record CollGdr(boolean on, boolean sendOn, String gate, String reason, RegMechanism mechanism, boolean flush,
                       String flushEvidence, List<String> evidence, List<String> settings) {
     public CollGdr {
         evidence = List.copyOf(evidence);
@@ -77,28 +78,32 @@ public record CollGdr(boolean on, String gate, String reason, RegMechanism mecha
         }
         ev.add("receive: " + recv.logLine());
         final List<String> set = settings(s);
-        if (send.enabled() && recv.enabled()) {
+        if (recv.enabled()) {
             final FlushPolicy.Decision f = FlushPolicy.decide(caps, recv, s.gdr());
-            return new CollGdr(true, "", recv.logLine() + "; " + send.logLine(), recv.mechanism(), f.flush(),
-                f.evidence(), ev, set);
+            if (send.enabled()) {
+                return new CollGdr(true, true, "", recv.logLine() + "; " + send.logLine(), recv.mechanism(),
+                    f.flush(), f.evidence(), ev, set);
+            }
+            // the gates differ only in the read policy: the NIC writes GPU memory, sends go through the host
+            return new CollGdr(true, false, "send " + send.failedGate(), recv.logLine() + "; send: " + send.logLine()
+                + cause(send, s) + " (sends bounce through host memory)", recv.mechanism(), f.flush(), f.evidence(),
+                ev, set);
         }
-        final GdrDecision off = send.enabled() ? recv : send;
-        final String side = off.read() ? "send" : "receive";
-        return new CollGdr(false, side + " " + off.failedGate(), side + ": " + off.logLine() + cause(off, s),
-            RegMechanism.NONE, false, noFlush(s), ev, set);
+        return new CollGdr(false, false, "receive " + recv.failedGate(), "receive: " + recv.logLine()
+            + cause(recv, s), RegMechanism.NONE, false, noFlush(s), ev, set);
     }
 
     /** NET/Socket registers host memory only (ptrSupport HOST): the NET gate fails for both directions. */
     public static CollGdr socket(final SettingsReader reader) {
         final NcclSettings s = new NcclSettings.Context().reader(reader).conclude();
-        return new CollGdr(false, "NET", "GPU Direct RDMA Disabled for NET/Socket (ptrSupport HOST: no GPU pointer "
+        return new CollGdr(false, false, "NET", "GPU Direct RDMA Disabled for NET/Socket (ptrSupport HOST: no GPU pointer "
             + "support)", RegMechanism.NONE, false, noFlush(s), List.of("NET/Socket: ptrSupport HOST"),
             settings(s));
     }
 
     /** No gate was asked (a GPU attached without a decision): host bounce. */
     public static CollGdr notAsked() {
-        return new CollGdr(false, "not asked", "no GDR decision was made for this communicator: host bounce",
+        return new CollGdr(false, false, "not asked", "no GDR decision was made for this communicator: host bounce",
             RegMechanism.NONE, false, "no flush: host bounce", List.of(), List.of());
     }
 
@@ -109,14 +114,21 @@ public record CollGdr(boolean on, String gate, String reason, RegMechanism mecha
         }
         final List<String> ev = new ArrayList<>(evidence);
         ev.add("connector gate failed: " + why + " -> host bounce");
-        return new CollGdr(false, "connector", "GPU Direct RDMA Disabled (connector: " + why + ")", RegMechanism.NONE,
-            false, "no flush: the NIC does not write GPU memory (host bounce after the connector gate)", ev, settings);
+        return new CollGdr(false, false, "connector", "GPU Direct RDMA Disabled (connector: " + why + ")",
+            RegMechanism.NONE, false, "no flush: the NIC does not write GPU memory (host bounce after the connector "
+            + "gate)", ev, settings);
+    }
+
+    /** What the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce. */
+    public String dataPath() {
+        return on ? (sendOn ? "gdr" : "gdr-recv") : "host-bounce";
     }
 
     /** One line for text output. */
     public String summary() {
-        return (on ? "GDR on, " + mechanism.label() + (flush ? ", flush READ on" : ", no flush") : "GDR off ("
-            + gate + ")") + ": " + reason + "; " + flushEvidence;
+        return (on ? "GDR " + (sendOn ? "on" : "on for receives, sends bounce") + ", " + mechanism.label()
+            + (flush ? ", flush READ on" : ", no flush") : "GDR off (" + gate + ")") + ": " + reason + "; "
+            + flushEvidence;
     }
 
     private static String noFlush(final NcclSettings s) {

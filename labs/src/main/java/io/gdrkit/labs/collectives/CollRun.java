@@ -105,9 +105,10 @@ public final class CollRun {
                     final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
                     final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
                         : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
-                        ? "sim-sm-workers" : "gpu-kernel", send.direct() ? DeviceReducer.DATA_PATH_GDR
-                        : DeviceReducer.DATA_PATH, dr.launches(), comm.gdr(), send.direct() ? "gpu" : "host",
-                        dr.bouncedBytes(), comm.flushes());
+                        ? "sim-sm-workers" : "gpu-kernel", !send.direct() ? DeviceReducer.DATA_PATH
+                        : send.sendBounces() ? DeviceReducer.DATA_PATH_GDR_RECV : DeviceReducer.DATA_PATH_GDR,
+                        dr.launches(), comm.gdr(), !send.direct() ? "host" : send.sendBounces()
+                        ? "gpu (receives) + host (sends)" : "gpu", dr.bouncedBytes(), comm.flushes());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
@@ -279,7 +280,7 @@ public final class CollRun {
 
     private static Buffer slice(final Buffer b, final long off) {
         if (b.direct()) {
-            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true); // the device range
+            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
         }
         return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }

@@ -81,18 +81,26 @@ public final class Communicator implements AutoCloseable {
      * covers the device half, the NIC moves the data in GPU memory, and the host half only serves filling and checking.
      */
     public record Buffer(MemorySegment seg, NetTransport.MrHandle mr, io.gdrkit.gpu.DeviceBuffer dev, long devOff,
-                         boolean direct) {
+                         boolean direct, NetTransport.MrHandle hostMr) {
         public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr) {
-            this(seg, mr, null, 0, false);
+            this(seg, mr, null, 0, false, null);
         }
 
         public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr, final io.gdrkit.gpu.DeviceBuffer dev) {
-            this(seg, mr, dev, 0, false);
+            this(seg, mr, dev, 0, false, null);
         }
 
-        /** The address the NIC reads and writes at offset 0: the device half's with GDR, else the host half's. */
+        /** The address the NIC writes at offset 0: the device half's with GDR, else the host half's. */
         public long nicBase() {
             return direct ? dev.address() + devOff : seg.address();
+        }
+
+        /**
+         * With receive-side GDR only ({@code hostMr} set: the send gate said no), sends go from the host half, copied
+         * from the device right before; {@link #nicBase()} and {@link #mr()} are then the receive side's.
+         */
+        public boolean sendBounces() {
+            return hostMr != null;
         }
     }
 
@@ -237,7 +245,17 @@ public final class Communicator implements AutoCloseable {
     public Buffer register(final MemorySegment seg, final io.gdrkit.gpu.DeviceBuffer dev) {
         if (dev != null && gdr != null && gdr.on()) {
             try {
-                final Buffer b = new Buffer(seg, n > 1 ? regGpu(dev) : null, dev, 0, true);
+                final NetTransport.MrHandle g = n > 1 ? regGpu(dev) : null;
+                NetTransport.MrHandle h = null;
+                if (!gdr.sendOn() && n > 1) {
+                    try {
+                        h = net.regMr(anyComm(), seg); // sends bounce: the NIC reads the host half
+                    } catch (final RuntimeException e) {
+                        deregGpu(g);
+                        throw e;
+                    }
+                }
+                final Buffer b = new Buffer(seg, g, dev, 0, true, h);
                 liveDirect++;
                 return b;
             } catch (final RuntimeException e) {
@@ -386,6 +404,9 @@ public final class Communicator implements AutoCloseable {
         if (b.mr() != null) {
             deregGpu(b.mr());
         }
+        if (b.hostMr() != null) {
+            net.deregMr(anyComm(), b.hostMr());
+        }
     }
 
 
@@ -454,6 +475,13 @@ public final class Communicator implements AutoCloseable {
         final NetTransport.MrHandle[] mh = this.mh;
         final int[] got = this.got;
         final long deadline = System.nanoTime() + timeoutNanos;
+        // receive-side GDR only: what is sent comes up from the device first (the send gate said no)
+        final boolean sendBounce = to >= 0 && src.sendBounces();
+        if (sendBounce && sendBytes > 0) {
+            deviceReducer.bounceSend(src, srcOff, sendBytes);
+        }
+        final long sBase = sendBounce ? src.seg().address() : src.nicBase();
+        final NetTransport.MrHandle sMr = sendBounce ? src.hostMr() : src.mr();
         int idle = 0;
         try {
             while (doneS < nS || doneR < nR) {
@@ -482,8 +510,8 @@ public final class Communicator implements AutoCloseable {
                     final int j = nextS / channels;
                     final long off = (long) nextS * chunk;
                     final int len = (int) Math.min(chunk, sendBytes - off);
-                    final NetTransport.Request r = net.isend(send[to][c], src.nicBase() + srcOff + off, len,
-                        (sSeq << 16) | (j & 0xffff), src.mr());
+                    final NetTransport.Request r = net.isend(send[to][c], sBase + srcOff + off, len,
+                        (sSeq << 16) | (j & 0xffff), sMr);
                     if (r == null) {
                         break; // the receiver has not posted it yet
                     }

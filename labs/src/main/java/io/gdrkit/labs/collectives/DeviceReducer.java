@@ -26,6 +26,8 @@ public final class DeviceReducer implements AutoCloseable {
     public static final String DATA_PATH = "host-bounce";
     /** ... and when the NIC reads and writes the device halves directly. */
     public static final String DATA_PATH_GDR = "gdr";
+    /** ... and when the NIC writes the device halves but sends go through the host halves (the send gate said no). */
+    public static final String DATA_PATH_GDR_RECV = "gdr-recv";
 
     private final GpuDevice gpu;
     private final GpuFunction kernel;
@@ -79,6 +81,15 @@ public final class DeviceReducer implements AutoCloseable {
             count, code(type), code(op)));
         gpu.synchronize(stream, timeout);
         launches++;
+    }
+
+    /**
+     * Receive-side GDR with sends bouncing: the range about to be sent, from the device half up to the same offset
+     * of the host half (counted).
+     */
+    public void bounceSend(final Communicator.Buffer b, final long off, final long bytes) {
+        gpu.copyDtoH(b.seg(), off, b.dev(), b.devOff() + off, bytes);
+        bounced += bytes;
     }
 
     /** The bounce at a call's start: the device half's first {@code bytes} up to the host half (counted). */

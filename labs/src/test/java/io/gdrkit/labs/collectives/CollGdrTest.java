@@ -89,6 +89,7 @@ class CollGdrTest {
         for (int i = 0; i < np; i++) {
             final CollGdr g = r.gdr().get(i);
             assertTrue(g.on(), g.reason());
+            assertTrue(g.sendOn(), g.reason());
             assertEquals(RegMechanism.DMABUF_FD, g.mechanism(), "H200 with a DMA-BUF provider: " + g.reason());
             assertTrue(g.reason().contains("GPU Direct RDMA Enabled"), g.reason());
             assertFalse(g.flush(), g.flushEvidence()); // cc 9.0: no flush by default
@@ -114,7 +115,7 @@ class CollGdrTest {
         for (int i = 0; i < np; i++) {
             final CollGdr g = r.gdr().get(i);
             assertFalse(g.on());
-            assertEquals("send distance", g.gate(), g.reason());
+            assertEquals("receive distance", g.gate(), g.reason());
             assertTrue(g.reason().contains("distance PIX > LOC"), g.reason());
             assertTrue(g.reason().contains("cause: NCCL_NET_GDR_LEVEL=LOC (environment)"), g.reason());
             assertTrue(g.settings().contains("NCCL_NET_GDR_LEVEL=LOC (environment)"), g.settings().toString());
@@ -157,13 +158,35 @@ class CollGdrTest {
         }
     }
 
-    @Test
-    void theDefaultReadPolicyKeepsAV100OnTheBounce() {
-        final Result r = run("allreduce", "float", "sum", 2, "sim:v100", Map.of());
-        final CollGdr g = r.gdr().get(0);
-        assertFalse(g.on());
-        assertEquals("send read policy", g.gate(), g.reason());
-        assertEquals("host-bounce", r.rows().get(0).placement().dataPath());
+    @ParameterizedTest(name = "{0} on sim:{1} {2}: receives GDR, sends bounce")
+    @CsvSource({"allreduce,v100,", "reduce-scatter,v100,", "allgather,h200,NCCL_NET_GDR_READ=0",
+        "allreduce,h200,NCCL_NET_GDR_READ=0"})
+    void whenOnlyTheReadPolicySaysNoTheNicWritesGpuMemoryAndSendsBounce(final String op, final String gpu,
+                                                                       final String setting) {
+        // a V100 (cc 7.0, no NVLink peer) by NCCL's default read policy, an H200 by NCCL_NET_GDR_READ=0
+        final Map<String, String> env = setting == null ? Map.of() : Map.of(setting.split("=")[0],
+            setting.split("=")[1]);
+        final Result r = run(op, "float", "sum", 2, "sim:" + gpu, env);
+        for (int i = 0; i < 2; i++) {
+            final CollGdr g = r.gdr().get(i);
+            assertTrue(g.on(), g.reason());
+            assertFalse(g.sendOn(), g.reason());
+            assertEquals("send read policy", g.gate(), g.reason());
+            assertTrue(g.reason().contains("sends bounce through host memory"), g.reason());
+            assertEquals(1, r.stagingOnGpu().get(i), "rank " + i + ": receives land in GPU memory");
+            assertTrue(r.bounced().get(i) > 0, "rank " + i + ": the sends bounced nothing");
+            // a V100 needs the flush (cc < 9.0); an H200 does not
+            assertEquals(gpu.equals("v100"), g.flush(), g.flushEvidence());
+            assertEquals(gpu.equals("v100"), r.flushes().get(i) > 0, "rank " + i + " flushes");
+        }
+        if (setting != null) {
+            assertTrue(r.gdr().get(0).reason().contains("cause: NCCL_NET_GDR_READ=0 (environment)"),
+                r.gdr().get(0).reason());
+        }
+        for (final CollResult row : r.rows()) {
+            assertEquals("gdr-recv", row.placement().dataPath(), row.toString());
+            assertEquals("gpu (receives) + host (sends)", row.placement().nicMr(), row.toString());
+        }
     }
 
     @Test
@@ -171,7 +194,7 @@ class CollGdrTest {
         final Result r = run("allgather", "int32", "sum", 2, "sim:no-gdr", Map.of());
         final CollGdr g = r.gdr().get(1);
         assertFalse(g.on());
-        assertEquals("send GPU", g.gate(), g.reason());
+        assertEquals("receive GPU", g.gate(), g.reason());
         assertTrue(g.reason().contains("attribute 116 = 0"), g.reason());
         assertEquals("host-bounce", r.rows().get(0).placement().dataPath());
         assertEquals(RegMechanism.NONE, r.rows().get(0).placement().gdr().mechanism());
