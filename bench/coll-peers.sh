@@ -3,15 +3,18 @@
 # OpenMPI MPI_Allreduce, gdrkit coll allreduce over IbTransport (software NICs, shm fabric) and over
 # SocketTransport (TCP loopback). Three runs each, interleaved, JSON lines into $OUT (default ./coll-peers-out).
 #   JAVA=/path/to/java JAR=cli/target/gdrkit.jar MPI_BIN=bench/mpi/allreduce_timing bench/coll-peers.sh
-# VARIANTS picks the gdrkit rows: ib (the default progress: each rank's polling drives its NIC), socket, and
-# ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a before/after in the same run.
+# VARIANTS picks the gdrkit rows: ib (the default progress: each rank's polling drives its NIC), ib-tcp (the same
+# over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
+# before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 set -uo pipefail
 OUT="${OUT:-./coll-peers-out}"; mkdir -p "$OUT"
 JAVA="${JAVA:-java}"; JAR="${JAR:-cli/target/gdrkit.jar}"; MPI_BIN="${MPI_BIN:-bench/mpi/allreduce_timing}"
 NP="${NP:-2}"; MIN="${MIN:-8}"; MAX="${MAX:-16777216}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
 RUNS="${RUNS:-3}"; LIMIT="${LIMIT:-150}"; VARIANTS="${VARIANTS:-ib socket ib-dedicated}"
 { nproc; uptime; } > "$OUT/host.txt"
-if ! command -v mpirun >/dev/null 2>&1 || [ ! -x "$MPI_BIN" ]; then
+if [ "${SKIP_MPI:-0}" = 1 ]; then
+  echo "SKIP_MPI=1: OpenMPI rows not run" > "$OUT/openmpi-skipped.txt"
+elif ! command -v mpirun >/dev/null 2>&1 || [ ! -x "$MPI_BIN" ]; then
   echo "no mpirun or no $MPI_BIN (mpicc -O2 -o $MPI_BIN bench/mpi/allreduce_timing.c): OpenMPI rows skipped" \
     | tee "$OUT/openmpi-skipped.txt" >&2
 fi
@@ -25,6 +28,7 @@ for run in $(seq 1 "$RUNS"); do
     t=ib; fab=shm; props=(); extra=()
     case "$v" in
       socket) t=socket; fab=tcp ;;
+      ib-tcp) fab=tcp ;;
       ib-dedicated) props=(-Dgdrkit.nic.progress=dedicated); extra=(--jit-warmup-ms 0) ;;
     esac
     timeout "$LIMIT" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$JAR" coll allreduce --np "$NP" \

@@ -4,7 +4,11 @@
 #   `coll allreduce --np 2 --mem gpu` 8 B .. 64 MiB (factor 8), 3 runs each, JSON lines into $OUT, plus OpenMPI's
 #   MPI_Allreduce on host buffers in the same run if mpirun and mpicc exist there (else openmpi-skipped.txt says so).
 # The NIC is software (simulated, shm fabric between the rank processes); the GPU, its copies and the coll_reduce
-# kernel are real; data moves through host bounce buffers (the JSON's data_path, gdr false).
+# kernel are real. Rows per run: the GDR path as the gates decide it (H200: DMA-BUF, attribute 124 = 1; the software
+# NIC imports the fd and writes device memory through the copy engine; JSON data_path gdr, gdr true, nic_mr gpu,
+# bounced_bytes_rank0 0), the same forced to host bounce by NCCL_NET_GDR_LEVEL=LOC (data_path host-bounce, the
+# setting named in gdr_reason), the GDR path with NCCL_NET_FORCE_FLUSH=1 (flushes_rank0 > 0: the 1-byte READ before
+# each received chunk is used), rank r on GPU r where there are 2 GPUs, and host buffers.
 #   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll.sh
 # Device call (carry runtime and the jar): bash bench/h200-coll.sh  (OUT defaults to $OUT of the device tool)
 set -uo pipefail
@@ -30,7 +34,12 @@ fi
 for run in $(seq 1 "$RUNS"); do
   echo "run $run: $(uptime)" >> "$OUT/env.txt"
   g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" \
-    --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks" "$run" >> "$OUT/coll-gpu.jsonl"
+    --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-gdr" "$run" >> "$OUT/coll-gpu.jsonl"
+  NCCL_NET_GDR_LEVEL=LOC g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
+    -f "$F" -n "$ITERS" -w "$WARM" --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-bounce" "$run" >> "$OUT/coll-gpu.jsonl"
+  NCCL_NET_FORCE_FLUSH=1 g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
+    -f "$F" -n "$ITERS" -w "$WARM" --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-gdr-flush" "$run" \
+    >> "$OUT/coll-gpu.jsonl"
   if [ "$GPUS" -ge 2 ]; then
     g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:rank -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
       -w "$WARM" --json 2>> "$OUT/err.txt" | tag "2gpu-rank-r-on-cuda-r" "$run" >> "$OUT/coll-gpu.jsonl"

@@ -204,6 +204,11 @@ public final class CollCommand implements Callable<Integer> {
             bus += r.busBwGbs() + r.inPlaceBusBwGbs();
         }
         if (printer && !json) {
+            if (!rows.isEmpty() && rows.get(rows.size() - 1).placement().gdr() != null) {
+                for (final String l : gdrLines(rows.get(rows.size() - 1).placement())) {
+                    out.println(l);
+                }
+            }
             out.println("# Out of bounds values : " + wrong + (wrong == 0 ? " OK" : " FAILED"));
             out.printf(Locale.ROOT, "# Avg bus bandwidth    : %.4f %n", rows.isEmpty() ? 0 : bus / (2 * rows.size()));
             out.println("#");
@@ -297,7 +302,8 @@ public final class CollCommand implements Callable<Integer> {
         out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
             + fabric + " fabric" : "NET/Socket over TCP loopback") + "; " + (mem.equals("gpu") ? "buffers on GPU "
             + gpu + (gpu.startsWith("sim:") ? " (simulated; reductions on its SM workers)" : " (reductions in the "
-            + "coll_reduce kernel)") + ", moved through host bounce buffers (no GDR)" : "buffers in host memory"));
+            + "coll_reduce kernel)") + "; GDR or host bounce as the gates decide (summary below the table)"
+            : "buffers in host memory"));
         out.println("#");
         out.println("#                                                              out-of-place                       "
             + "in-place          ");
@@ -349,13 +355,37 @@ public final class CollCommand implements Callable<Integer> {
         }
         o.put("reduce_on", p.reduceOn());
         o.put("data_path", p.dataPath());
-        o.put("gdr", false);
+        final io.gdrkit.labs.collectives.CollGdr g = p.gdr();
+        o.put("gdr", g != null && g.on());
+        if (g != null) {
+            o.put("gdr_send", g.sendOn());
+            o.put("gdr_reason", g.reason());
+            o.put("gdr_gate", g.gate());
+            o.put("gdr_mechanism", g.mechanism().label());
+            g.evidence().forEach(o.putArray("gdr_evidence")::add);
+            g.settings().forEach(o.putArray("gdr_settings")::add);
+            o.put("flush", g.flush());
+            o.put("flush_evidence", g.flushEvidence());
+            o.put("nic_mr", p.nicMr());
+            o.put("bounced_bytes_rank0", p.bouncedBytes());
+            o.put("flushes_rank0", p.flushes());
+        }
         if (p.gpu() != null) {
-            o.put("gdr_evidence", "collectives move GPU data through host bounce halves; the NIC never read or "
-                + "wrote GPU memory in this run");
             o.put("kernel_launches_rank0", p.kernelLaunches());
         }
         return o.toString();
+    }
+
+    /** The text output's GDR lines: rank 0's decision, its settings and what the data path counted. */
+    static List<String> gdrLines(final CollResult.Placement p) {
+        final io.gdrkit.labs.collectives.CollGdr g = p.gdr();
+        final List<String> l = new ArrayList<>();
+        l.add("# GDR (rank 0): " + (g.on() ? "on" : "off") + " -- " + g.summary());
+        l.add("#   settings: " + String.join(", ", g.settings()));
+        l.add(String.format(Locale.ROOT, "#   data path %s: NIC registrations over %s memory, %d bytes bounced "
+            + "device<->host, %d flush READs (rank 0, whole sweep)", p.dataPath(), p.nicMr(), p.bouncedBytes(),
+            p.flushes()));
+        return l;
     }
 
     private void writeReport(final List<CollResult> rows, final PrintWriter out) throws java.io.IOException {

@@ -4,6 +4,7 @@
 package io.gdrkit.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -93,8 +94,33 @@ class CollCommandTest {
         assertTrue(o.get("gpu_simulated").asBoolean());
         assertTrue(o.get("simulated").asBoolean());
         assertEquals("sim-sm-workers", o.get("reduce_on").asText());
-        assertEquals("host-bounce", o.get("data_path").asText());
-        assertEquals(false, o.get("gdr").asBoolean());
+        // a simulated H200 beside a software NIC with DMA-BUF: the gates allow GDR, nothing bounces
+        assertEquals("gdr", o.get("data_path").asText());
+        assertTrue(o.get("gdr").asBoolean(), o.toString());
+        assertEquals("DMA-BUF", o.get("gdr_mechanism").asText());
+        assertEquals("gpu", o.get("nic_mr").asText());
+        assertEquals(0, o.get("bounced_bytes_rank0").asLong(-1));
+        assertTrue(o.get("gdr_reason").asText().contains("GPU Direct RDMA Enabled"), o.toString());
+        assertTrue(o.get("flush_evidence").asText().contains("9.0"), o.toString());
+        assertTrue(o.get("gdr_settings").toString().contains("NCCL_NET_GDR_LEVEL=PXB (default)"), o.toString());
+        assertTrue(o.get("gdr_evidence").size() > 4, o.toString());
         assertTrue(o.get("kernel_launches_rank0").asLong() > 0, o.toString());
+    }
+
+    @Test
+    void theTextOutputSaysWhetherTheNicTouchedGpuMemory() {
+        final String[] r = run("coll", "allreduce", "--np", "2", "--mem", "gpu", "--gpu", "sim:h200", "-b", "4096",
+            "-e", "4096", "-n", "1", "-w", "0", "--jit-warmup-ms", "0");
+        assertEquals("0", r[0], r[2]);
+        assertTrue(r[1].contains("# GDR (rank 0): on -- GDR on, DMA-BUF, no flush: GPU Direct RDMA Enabled"), r[1]);
+        assertTrue(r[1].contains("data path gdr: NIC registrations over gpu memory, 0 bytes bounced"), r[1]);
+        assertTrue(r[1].contains("#   settings: NCCL_NET_GDR_LEVEL=PXB (default)"), r[1]);
+        // NET/Socket has no GPU pointer support: the NET gate, and the bytes bounced are counted
+        final String[] s = run("coll", "allreduce", "--np", "2", "--transport", "socket", "--mem", "gpu", "--gpu",
+            "sim:h200", "-b", "4096", "-e", "4096", "-n", "1", "-w", "0", "--jit-warmup-ms", "0");
+        assertEquals("0", s[0], s[2]);
+        assertTrue(s[1].contains("# GDR (rank 0): off -- GDR off (NET)"), s[1]);
+        assertTrue(s[1].contains("data path host-bounce: NIC registrations over host memory"), s[1]);
+        assertFalse(s[1].contains(" 0 bytes bounced"), s[1]);
     }
 }

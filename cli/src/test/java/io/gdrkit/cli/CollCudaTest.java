@@ -29,6 +29,12 @@ class CollCudaTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static List<JsonNode> coll(final Path log, final String lib, final String... args) throws Exception {
+        return coll(java.util.Map.of(), log, lib, args);
+    }
+
+    /** As above with {@code env} added to the child's environment (NCCL_* settings). */
+    private static List<JsonNode> coll(final java.util.Map<String, String> env, final Path log, final String lib,
+                                       final String... args) throws Exception {
         final List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
             "--enable-native-access=ALL-UNNAMED"));
         if (lib != null) {
@@ -38,7 +44,9 @@ class CollCudaTest {
         cmd.addAll(List.of(args));
         cmd.addAll(List.of("--np", "2", "--mem", "gpu", "--gpu", "cuda:0", "-n", "2", "-w", "1", "--jit-warmup-ms",
             "0", "--json"));
-        final Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().putAll(env);
+        final Process p = pb.start();
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
             p.destroyForcibly();
             throw new AssertionError("coll did not end within 120 s: " + log);
@@ -56,13 +64,24 @@ class CollCudaTest {
     }
 
     private static void rightOnTheGpu(final List<JsonNode> rows, final boolean reduces) {
+        rightOnTheGpu(rows, reduces, true);
+    }
+
+    /**
+     * Every element right on the device, reduced by the kernel; with {@code gdr} the software NIC moved the device
+     * memory itself (registered through the seam, nothing bounced), else the data bounced through host memory.
+     */
+    private static void rightOnTheGpu(final List<JsonNode> rows, final boolean reduces, final boolean gdr) {
         for (final JsonNode r : rows) {
             assertEquals(0, r.path("wrong").asLong(-1), r.toString());
             assertEquals(0, r.path("inplace_wrong").asLong(-1), r.toString());
             assertEquals("gpu", r.path("mem").asText(), r.toString());
             assertEquals("gpu-kernel", r.path("reduce_on").asText(), r.toString());
-            assertEquals("host-bounce", r.path("data_path").asText(), r.toString());
-            assertFalse(r.path("gdr").asBoolean(true), r.toString());
+            assertEquals(gdr ? "gdr" : "host-bounce", r.path("data_path").asText(), r.toString());
+            assertEquals(gdr, r.path("gdr").asBoolean(!gdr), r.toString());
+            assertEquals(gdr ? "gpu" : "host", r.path("nic_mr").asText(), r.toString());
+            assertEquals(gdr, r.path("bounced_bytes_rank0").asLong(-1) == 0, r.toString());
+            assertFalse(r.path("gdr_reason").asText().isEmpty(), r.toString());
             assertFalse(r.path("gpu_simulated").asBoolean(true), r.toString());
         }
         final long launches = rows.get(rows.size() - 1).path("kernel_launches_rank0").asLong(-1);
@@ -94,6 +113,20 @@ class CollCudaTest {
             "-f", "2", "-d", "int32", "-o", "min"), true);
         rightOnTheGpu(coll(dir.resolve("coll-ag.log"), lib.toString(), "allgather", "-b", "4096", "-e", "4096"),
             false);
+        // the gates decided GDR by DMA-BUF (attribute 124 = 1, a driver >= 11.7, the software NIC imports the fd)
+        assertEquals("DMA-BUF", sum.get(0).path("gdr_mechanism").asText(), sum.get(0).toString());
+        // NCCL_NET_GDR_LEVEL=LOC: the distance gate turns GDR off, the data bounces, the setting is named
+        final List<JsonNode> loc = coll(java.util.Map.of("NCCL_NET_GDR_LEVEL", "LOC"), dir.resolve("coll-loc.log"),
+            lib.toString(), "allreduce", "-b", "4096", "-e", "65536", "-f", "16");
+        rightOnTheGpu(loc, true, false);
+        assertTrue(loc.get(0).path("gdr_reason").asText().contains("NCCL_NET_GDR_LEVEL=LOC (environment)"),
+            loc.get(0).toString());
+        // NCCL_NET_FORCE_FLUSH=1 on the GDR path: the flush READ ran before the kernel read what the NIC wrote
+        final List<JsonNode> flush = coll(java.util.Map.of("NCCL_NET_FORCE_FLUSH", "1"),
+            dir.resolve("coll-flush.log"), lib.toString(), "allreduce", "-b", "4096", "-e", "65536", "-f", "16");
+        rightOnTheGpu(flush, true, true);
+        assertTrue(flush.get(flush.size() - 1).path("flush").asBoolean(false), flush.get(0).toString());
+        assertTrue(flush.get(flush.size() - 1).path("flushes_rank0").asLong(0) > 0, flush.get(0).toString());
     }
 
     @Test

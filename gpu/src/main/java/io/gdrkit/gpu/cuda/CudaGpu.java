@@ -853,9 +853,48 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 return new DmaBufExport(false, -1, attr + "; " + call + " = " + d.errorName(rc) + " (" + rc + ")");
             }
             final int fd = out.get(ValueLayout.JAVA_INT, 0);
+            if (fd >= 0) {
+                // a kernel importer (a real HCA's ibv_reg_dmabuf_mr) takes the fd as it is; an in-process importer
+                // (the software NIC) finds the buffer behind it here and reaches it through the copy engine
+                io.gdrkit.core.mem.DmaBuf.publish(fd, new CopyEngineDmaBuf(b));
+            }
             return new DmaBufExport(fd >= 0, fd, attr + "; " + call + " = CUDA_SUCCESS, fd " + fd);
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemGetHandleForAddressRange", t);
+        }
+    }
+
+    /**
+     * What the software NIC attaches to when it imports this GPU's DMA-BUF in-process: the buffer mapped for the
+     * NIC ({@link io.gdrkit.gpu.GpuDmaMemory}: posted copy-engine writes, reads behind them), as for a peermem
+     * registration. A real HCA imports the fd through the kernel and never sees this.
+     */
+    private final class CopyEngineDmaBuf implements io.gdrkit.core.mem.DmaBuf.Exporter {
+        private final CudaBuffer buffer;
+
+        CopyEngineDmaBuf(final CudaBuffer buffer) {
+            this.buffer = buffer;
+        }
+
+        @Override
+        public long size() {
+            return buffer.size();
+        }
+
+        @Override
+        public io.gdrkit.core.mem.DmaMemory attach() {
+            return new io.gdrkit.gpu.GpuDmaMemory(CudaGpu.this, buffer);
+        }
+
+        @Override
+        public void detach(final io.gdrkit.core.mem.DmaMemory attachment) {
+            ((io.gdrkit.gpu.GpuDmaMemory) attachment).close();
+        }
+
+        @Override
+        public String describe() {
+            return "CUDA device " + ordinal + " buffer 0x" + Long.toHexString(buffer.address()) + " (" + buffer.size()
+                + " bytes; the software NIC reaches it through the copy engine)";
         }
     }
 

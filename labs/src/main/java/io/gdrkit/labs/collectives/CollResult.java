@@ -16,11 +16,20 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
     /**
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or
-     * sim-sm-workers; {@code dataPath} host (the NIC on the buffers) or host-bounce (GPU buffers, the NIC on host
-     * bounce halves: GDR not used); {@code kernelLaunches} on rank 0 over the sweep.
+     * sim-sm-workers; {@code dataPath} host (the NIC on the buffers), gdr (GPU buffers registered with the NIC, which
+     * reads and writes device memory) or host-bounce (GPU buffers, the NIC on host bounce halves);
+     * {@code kernelLaunches} on rank 0 over the sweep; {@code gdr} rank 0's decision with its evidence (null in host
+     * memory); {@code nicMr} what rank 0's buffers' registrations cover (gpu, host); {@code bouncedBytes} bytes
+     * rank 0 copied between device and host on the data path (0 with GDR); {@code flushes} iflush READs rank 0
+     * completed, cumulative over the sweep.
      */
     public record Placement(String mem, String gpu, boolean gpuSimulated, String reduceOn, String dataPath,
-                            long kernelLaunches) {
-        public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0);
+                            long kernelLaunches, CollGdr gdr, String nicMr, long bouncedBytes, long flushes) {
+        public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0, null, "host", 0, 0);
+
+        public Placement(final String mem, final String gpu, final boolean gpuSimulated, final String reduceOn,
+                         final String dataPath, final long kernelLaunches) {
+            this(mem, gpu, gpuSimulated, reduceOn, dataPath, kernelLaunches, null, "host", 0, 0);
+        }
     }
 }

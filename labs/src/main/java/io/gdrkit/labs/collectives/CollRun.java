@@ -87,9 +87,11 @@ public final class CollRun {
             final long cap = Math.max(64, max);
             final DeviceReducer dr = comm.deviceReducer();
             final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
-            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
-            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
-            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(cap));
+            // device halves in whole pages: a DMA-BUF export (the GDR registration's branch) works on pages
+            final long devCap = (cap + 4095) / 4096 * 4096;
+            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
             try {
                 if (cfg.warmupMs() > 0 && max > 0) {
                     jitWarmup(comm, cfg, sizes, send, recv, scratch);
@@ -103,7 +105,10 @@ public final class CollRun {
                     final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
                     final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
                         : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
-                        ? "sim-sm-workers" : "gpu-kernel", DeviceReducer.DATA_PATH, dr.launches());
+                        ? "sim-sm-workers" : "gpu-kernel", !send.direct() ? DeviceReducer.DATA_PATH
+                        : send.sendBounces() ? DeviceReducer.DATA_PATH_GDR_RECV : DeviceReducer.DATA_PATH_GDR,
+                        dr.launches(), comm.gdr(), !send.direct() ? "host" : send.sendBounces()
+                        ? "gpu (receives) + host (sends)" : "gpu", dr.bouncedBytes(), comm.flushes());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
@@ -219,14 +224,15 @@ public final class CollRun {
     private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
                                 final Buffer recv, final Buffer scratch, final boolean inPlace) {
         final DeviceReducer dr = c.deviceReducer();
-        if (dr == null) {
+        if (dr == null || send.direct()) {
+            // host memory, or GDR: the NIC and the kernels work where the data is
             call(c, cfg, bytes, send, recv, scratch, inPlace);
             return;
         }
-        // GPU buffers: the input comes up from the device into the bounce half, the output goes back down
-        dr.toHost(send, bytes);
+        // GPU buffers without GDR: the input comes up from the device into the bounce half, the output goes back down
+        dr.bounceUp(send, bytes);
         call(c, cfg, bytes, send, recv, scratch, inPlace);
-        dr.toDevice(inPlace ? send : recv, bytes);
+        dr.bounceDown(inPlace ? send : recv, bytes);
     }
 
     private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
@@ -273,6 +279,9 @@ public final class CollRun {
     }
 
     private static Buffer slice(final Buffer b, final long off) {
+        if (b.direct()) {
+            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
+        }
         return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }
 

@@ -57,6 +57,7 @@ public final class CollWorld implements AutoCloseable {
     private final NetTransport net;
     private final Communicator comm;
     private io.gdrkit.gpu.GpuDevice gpu;
+    private CollGdr gdr;
 
     private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
                       final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm) {
@@ -94,17 +95,32 @@ public final class CollWorld implements AutoCloseable {
 
     /**
      * As above, with the buffers on a GPU when {@code gpuSpec} is not null: {@code sim:<preset>} (each rank its own
-     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU.
+     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU. The
+     * control plane's gates ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU
+     * buffers directly (GDR) or the data bounces through host memory, and whether iflush reads before the GPU
+     * consumes received data; the transport is told the flush decision and never decides either.
      */
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout, final String gpuSpec) {
-        final CollWorld w = openHost(b, fabric, shared, kind, coll, settings, timeout);
+        io.gdrkit.gpu.GpuDevice gpu = null;
         if (gpuSpec != null) {
+            gpu = io.gdrkit.gpu.devices.GpuDevices.open(gpuSpec.equals("cuda:rank") ? "cuda:" + b.rank() : gpuSpec);
+        }
+        final CollWorld w;
+        try {
+            w = openHost(b, fabric, shared, kind, coll, settings, timeout, gpu,
+                gpuSpec != null && gpuSpec.startsWith("cuda:") && !gpuSpec.equals("cuda:rank"));
+        } catch (final RuntimeException e) {
+            if (gpu != null) {
+                gpu.close();
+            }
+            throw e;
+        }
+        if (gpu != null) {
+            w.gpu = gpu;
             try {
-                w.gpu = io.gdrkit.gpu.devices.GpuDevices.open(gpuSpec.equals("cuda:rank") ? "cuda:" + b.rank()
-                    : gpuSpec);
-                w.comm.attachGpu(w.gpu);
+                w.comm.attachGpu(gpu, w.gdr);
             } catch (final RuntimeException e) {
                 w.close();
                 throw e;
@@ -113,9 +129,15 @@ public final class CollWorld implements AutoCloseable {
         return w;
     }
 
+    /** This rank's GDR decision (null without a GPU). */
+    public CollGdr gdr() {
+        return gdr;
+    }
+
     private static CollWorld openHost(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                       final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                                      final Duration timeout) {
+                                      final Duration timeout, final io.gdrkit.gpu.GpuDevice gpu,
+                                      final boolean singleGpu) {
         final int r = b.rank();
         final int n = b.nranks();
         SoftNicDriver driver = shared;
@@ -124,6 +146,7 @@ public final class CollWorld implements AutoCloseable {
         VerbsContext vctx = null;
         NetNic nic = null;
         NetTransport net = null;
+        CollGdr gdr = null;
         try {
             if (kind == TransportKind.IB) {
                 switch (fabric) {
@@ -178,15 +201,26 @@ public final class CollWorld implements AutoCloseable {
                     b.barrier();
                 }
                 vctx = dev.open();
-                nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, null));
-                net = new IbTransport(new IbTransportContext().nic(nic).settings(settings).timeout(timeout)
-                    .bind(coll.bind()));
+                // with a GPU the probe also asks the peermem question with that GPU's memory
+                nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, gpu));
+                final IbTransportContext ic = new IbTransportContext().nic(nic).settings(settings).timeout(timeout)
+                    .bind(coll.bind());
+                if (gpu != null) {
+                    gdr = CollGdr.decide(gpu, nic, settings, singleGpu);
+                    ic.flush(gdr.flush(), gdr.flushEvidence());
+                }
+                net = new IbTransport(ic);
             } else {
+                if (gpu != null) {
+                    gdr = CollGdr.socket(settings);
+                }
                 net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout)
                     .bind(coll.bind()));
             }
             final Communicator comm = new Communicator(b, net, coll);
-            return new CollWorld(b, driver, own, vctx, nic, net, comm);
+            final CollWorld w = new CollWorld(b, driver, own, vctx, nic, net, comm);
+            w.gdr = gdr;
+            return w;
         } catch (final RuntimeException e) {
             if (net != null) {
                 net.close();

@@ -39,6 +39,22 @@ public final class Communicator implements AutoCloseable {
     private final int chunk;
     private final long timeoutNanos;
     private DeviceReducer deviceReducer;
+    /** The GDR decision for this rank's GPU buffers (null in host memory). */
+    private CollGdr gdr;
+    /** Per channel, where reduced receives land: the host staging, or with GDR device staging registered as GPU MRs. */
+    private final long[] stagingAddr;
+    private final NetTransport.MrHandle[] stagingNicMr;
+    private io.gdrkit.gpu.DeviceBuffer[] stagingDev;
+    private NetTransport.MrHandle[] stagingDevMr;
+    /** Mappings made for peermem registrations of GPU memory, closed at deregistration. */
+    private final java.util.IdentityHashMap<NetTransport.MrHandle, io.gdrkit.gpu.GpuDmaMemory> mappings =
+        new java.util.IdentityHashMap<>();
+    private int liveDirect;
+    /** iflush READs posted and completed on the GDR path (before the reduction or the caller read the data). */
+    private long flushes;
+    private final long[] fAddr = new long[1];
+    private final int[] fSize = new int[1];
+    private final NetTransport.MrHandle[] fMh = new NetTransport.MrHandle[1];
     // exchange's working state, reused (one exchange at a time per communicator)
     private NetTransport.Request[] sReq = new NetTransport.Request[0];
     private NetTransport.Request[] rReq = new NetTransport.Request[0];
@@ -59,12 +75,32 @@ public final class Communicator implements AutoCloseable {
     private final int[] recvSeq;
 
     /**
-     * A registered buffer: the host memory the transport reads and writes, its registration (null when there is no
-     * peer), and for GPU collectives its device half (null in host memory; see {@link DeviceReducer}).
+     * A registered buffer: its host memory, its registration (null when there is no peer), and for GPU collectives
+     * its device half (null in host memory; see {@link DeviceReducer}) from {@code devOff} on. Without GDR
+     * ({@code direct} false) the NIC reads and writes the host half (the bounce buffer); with GDR the registration
+     * covers the device half, the NIC moves the data in GPU memory, and the host half only serves filling and checking.
      */
-    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr, io.gdrkit.gpu.DeviceBuffer dev) {
+    public record Buffer(MemorySegment seg, NetTransport.MrHandle mr, io.gdrkit.gpu.DeviceBuffer dev, long devOff,
+                         boolean direct, NetTransport.MrHandle hostMr) {
         public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr) {
-            this(seg, mr, null);
+            this(seg, mr, null, 0, false, null);
+        }
+
+        public Buffer(final MemorySegment seg, final NetTransport.MrHandle mr, final io.gdrkit.gpu.DeviceBuffer dev) {
+            this(seg, mr, dev, 0, false, null);
+        }
+
+        /** The address the NIC writes at offset 0: the device half's with GDR, else the host half's. */
+        public long nicBase() {
+            return direct ? dev.address() + devOff : seg.address();
+        }
+
+        /**
+         * With receive-side GDR only ({@code hostMr} set: the send gate said no), sends go from the host half, copied
+         * from the device right before; {@link #nicBase()} and {@link #mr()} are then the receive side's.
+         */
+        public boolean sendBounces() {
+            return hostMr != null;
         }
     }
 
@@ -108,9 +144,13 @@ public final class Communicator implements AutoCloseable {
         connectAll(all);
         staging = new MemorySegment[channels];
         stagingMr = new NetTransport.MrHandle[channels];
+        stagingAddr = new long[channels];
+        stagingNicMr = new NetTransport.MrHandle[channels];
         for (int c = 0; c < channels; c++) {
             staging[c] = arena.allocate((long) chunk * ctx.steps(), 4096);
             stagingMr[c] = n > 1 ? net.regMr(anyComm(), staging[c]) : null;
+            stagingAddr[c] = staging[c].address();
+            stagingNicMr[c] = stagingMr[c];
         }
         bootstrap.barrier();
     }
@@ -196,20 +236,160 @@ public final class Communicator implements AutoCloseable {
         return register(seg, null);
     }
 
-    /** Registers host memory (the bounce half) of a buffer whose data lives in {@code dev} on this rank's GPU. */
+    /**
+     * Registers a buffer whose data lives in {@code dev} on this rank's GPU: with GDR (the gates said so) the device
+     * memory itself, through the transport's regMrDmaBuf or regMr(device) by the decided mechanism; otherwise the
+     * host half {@code seg} (the bounce buffer). A GDR registration that fails while no GPU buffer is registered
+     * turns GDR off for this rank (the connector gate, recorded in {@link #gdr()}); later it is an error.
+     */
     public Buffer register(final MemorySegment seg, final io.gdrkit.gpu.DeviceBuffer dev) {
+        if (dev != null && gdr != null && gdr.on()) {
+            try {
+                final NetTransport.MrHandle g = n > 1 ? regGpu(dev) : null;
+                NetTransport.MrHandle h = null;
+                if (!gdr.sendOn() && n > 1) {
+                    try {
+                        h = net.regMr(anyComm(), seg); // sends bounce: the NIC reads the host half
+                    } catch (final RuntimeException e) {
+                        deregGpu(g);
+                        throw e;
+                    }
+                }
+                final Buffer b = new Buffer(seg, g, dev, 0, true, h);
+                liveDirect++;
+                return b;
+            } catch (final RuntimeException e) {
+                if (liveDirect > 0) {
+                    throw new CollException("rank " + rank + ": registering " + dev.size() + " bytes of GPU memory "
+                        + "with the NIC failed after other GPU buffers were registered: " + e.getMessage(), e);
+                }
+                dropGdr("registration (" + gdr.mechanism().label() + ") of " + dev.size() + " bytes of GPU "
+                    + dev.device().ordinal() + " memory failed: " + e.getMessage());
+            }
+        }
         return new Buffer(seg, n > 1 ? net.regMr(anyComm(), seg) : null, dev);
     }
 
     /**
-     * Reductions from now on run on {@code gpu} ({@link DeviceReducer}); the communicator closes the reducer, not
-     * the GPU.
+     * Reductions from now on run on {@code gpu} ({@link DeviceReducer}) and the data bounces through host memory;
+     * the communicator closes the reducer, not the GPU.
      */
     public void attachGpu(final io.gdrkit.gpu.GpuDevice gpu) {
+        attachGpu(gpu, CollGdr.notAsked());
+    }
+
+    /**
+     * As {@link #attachGpu(io.gdrkit.gpu.GpuDevice)}, with the control plane's decision: when it allows GDR, the
+     * channels' staging (where reduced chunks land) moves to device memory registered with the NIC, and buffers
+     * registered from now on are registered as GPU memory. A staging registration that fails is the connector gate.
+     */
+    public void attachGpu(final io.gdrkit.gpu.GpuDevice gpu, final CollGdr decision) {
         if (deviceReducer != null) {
             throw new IllegalStateException("a GPU is attached already");
         }
         deviceReducer = new DeviceReducer(gpu, chunk, ctx.timeout());
+        gdr = decision;
+        if (!gdr.on()) {
+            return;
+        }
+        final long bytes = ((long) chunk * ctx.steps() + 4095) / 4096 * 4096; // DMA-BUF exports whole pages
+        stagingDev = new io.gdrkit.gpu.DeviceBuffer[channels];
+        stagingDevMr = new NetTransport.MrHandle[channels];
+        try {
+            for (int c = 0; c < channels; c++) {
+                stagingDev[c] = gpu.alloc(bytes);
+                if (n > 1) {
+                    stagingDevMr[c] = regGpu(stagingDev[c]);
+                }
+            }
+        } catch (final RuntimeException e) {
+            dropGdr("registration (" + gdr.mechanism().label() + ") of the " + bytes + "-byte device staging on GPU "
+                + gpu.ordinal() + " failed: " + e.getMessage());
+            return;
+        }
+        for (int c = 0; c < channels; c++) {
+            stagingAddr[c] = stagingDev[c].address();
+            stagingNicMr[c] = stagingDevMr[c];
+        }
+    }
+
+    /** This rank's GDR decision (null when no GPU is attached). */
+    public CollGdr gdr() {
+        return gdr;
+    }
+
+    /** The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's). */
+    public NetTransport.MrHandle stagingRegistration(final int c) {
+        return stagingNicMr[c];
+    }
+
+    /** Channel {@code c}'s device staging, or null without GDR. */
+    public io.gdrkit.gpu.DeviceBuffer stagingDevice(final int c) {
+        return stagingDev == null ? null : stagingDev[c];
+    }
+
+    /** iflush READs this rank posted and saw complete (GDR with the flush gate on). */
+    public long flushes() {
+        return flushes;
+    }
+
+    /** Registers GPU memory through the seam by the decided mechanism. */
+    private NetTransport.MrHandle regGpu(final io.gdrkit.gpu.DeviceBuffer dev) {
+        final io.gdrkit.gpu.GpuDevice gpu = dev.device();
+        if (gdr.mechanism() == io.gdrkit.gdr.reg.RegMechanism.DMABUF_FD) {
+            final io.gdrkit.gpu.DmaBufExport ex = gpu.exportDmaBuf(dev);
+            if (!ex.supported()) {
+                throw new CollException("DMA-BUF export of GPU " + gpu.ordinal() + " memory: " + ex.evidence());
+            }
+            try {
+                return net.regMrDmaBuf(anyComm(), dev.address(), dev.size(), 0, ex.fd());
+            } finally {
+                io.gdrkit.core.mem.DmaBuf.close(ex.fd()); // the MR keeps the attachment, as NCCL closes its fd
+            }
+        }
+        final io.gdrkit.gpu.GpuDmaMemory m = new io.gdrkit.gpu.GpuDmaMemory(gpu, dev);
+        try {
+            final NetTransport.MrHandle h = net.regMr(anyComm(), m);
+            mappings.put(h, m);
+            return h;
+        } catch (final RuntimeException e) {
+            m.close();
+            throw e;
+        }
+    }
+
+    private void deregGpu(final NetTransport.MrHandle h) {
+        net.deregMr(anyComm(), h);
+        final io.gdrkit.gpu.GpuDmaMemory m = mappings.remove(h);
+        if (m != null) {
+            m.close();
+        }
+    }
+
+    /** The connector gate failed: back to the host staging, device staging released. */
+    private void dropGdr(final String why) {
+        gdr = gdr.afterRegistration(why);
+        releaseDeviceStaging();
+        for (int c = 0; c < channels; c++) {
+            stagingAddr[c] = staging[c].address();
+            stagingNicMr[c] = stagingMr[c];
+        }
+    }
+
+    private void releaseDeviceStaging() {
+        if (stagingDev == null) {
+            return;
+        }
+        for (int c = 0; c < channels; c++) {
+            if (stagingDevMr[c] != null) {
+                deregGpu(stagingDevMr[c]);
+            }
+            if (stagingDev[c] != null) {
+                stagingDev[c].device().free(stagingDev[c]);
+            }
+        }
+        stagingDev = null;
+        stagingDevMr = null;
     }
 
     /** The GPU reducer, or null when reductions run on the CPU. */
@@ -218,8 +398,14 @@ public final class Communicator implements AutoCloseable {
     }
 
     public void deregister(final Buffer b) {
+        if (b.direct()) {
+            liveDirect--;
+        }
         if (b.mr() != null) {
-            net.deregMr(anyComm(), b.mr());
+            deregGpu(b.mr());
+        }
+        if (b.hostMr() != null) {
+            net.deregMr(anyComm(), b.hostMr());
         }
     }
 
@@ -289,6 +475,13 @@ public final class Communicator implements AutoCloseable {
         final NetTransport.MrHandle[] mh = this.mh;
         final int[] got = this.got;
         final long deadline = System.nanoTime() + timeoutNanos;
+        // receive-side GDR only: what is sent comes up from the device first (the send gate said no)
+        final boolean sendBounce = to >= 0 && src.sendBounces();
+        if (sendBounce && sendBytes > 0) {
+            deviceReducer.bounceSend(src, srcOff, sendBytes);
+        }
+        final long sBase = sendBounce ? src.seg().address() : src.nicBase();
+        final NetTransport.MrHandle sMr = sendBounce ? src.hostMr() : src.mr();
         int idle = 0;
         try {
             while (doneS < nS || doneR < nR) {
@@ -299,10 +492,10 @@ public final class Communicator implements AutoCloseable {
                     final long off = (long) nextR * chunk;
                     final int len = (int) Math.min(chunk, recvBytes - off);
                     if (op != null) {
-                        addr[0] = staging[c].address() + (long) (j % steps) * chunk;
-                        mh[0] = stagingMr[c];
+                        addr[0] = stagingAddr[c] + (long) (j % steps) * chunk;
+                        mh[0] = stagingNicMr[c];
                     } else {
-                        addr[0] = dst.seg().address() + dstOff + off;
+                        addr[0] = dst.nicBase() + dstOff + off;
                         mh[0] = dst.mr();
                     }
                     size[0] = len;
@@ -317,8 +510,8 @@ public final class Communicator implements AutoCloseable {
                     final int j = nextS / channels;
                     final long off = (long) nextS * chunk;
                     final int len = (int) Math.min(chunk, sendBytes - off);
-                    final NetTransport.Request r = net.isend(send[to][c], src.seg().address() + srcOff + off, len,
-                        (sSeq << 16) | (j & 0xffff), src.mr());
+                    final NetTransport.Request r = net.isend(send[to][c], sBase + srcOff + off, len,
+                        (sSeq << 16) | (j & 0xffff), sMr);
                     if (r == null) {
                         break; // the receiver has not posted it yet
                     }
@@ -338,9 +531,16 @@ public final class Communicator implements AutoCloseable {
                                 + ": chunk " + i + " brought " + got[0] + " bytes, expected " + len
                                 + " (mismatched sizes across ranks?)");
                         }
+                        final long at = (long) (i / channels % steps) * chunk;
+                        if (dst.direct() && gdr.flush()) {
+                            flush(recv[from][c], op != null ? stagingAddr[c] + at : dst.nicBase() + dstOff + off,
+                                len, op != null ? stagingNicMr[c] : dst.mr(), deadline);
+                        }
                         if (op != null) {
-                            final long at = (long) (i / channels % steps) * chunk;
-                            if (deviceReducer != null) {
+                            if (dst.direct()) {
+                                deviceReducer.reduceOnDevice(dst.dev(), dst.devOff() + dstOff + off, stagingDev[c],
+                                    at, len / type.size(), type, op);
+                            } else if (deviceReducer != null) {
                                 if (dst.dev() == null) {
                                     throw new IllegalStateException("a reduction into a buffer without a device half "
                                         + "while a GPU is attached");
@@ -380,6 +580,32 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * NCCL's iflush on the GDR path: the 1-byte RDMA READ on the loopback flush QP (posted by the transport only when
+     * the flush gate said so), waited for before the GPU reads the chunk the NIC wrote.
+     */
+    private void flush(final NetTransport.RecvComm rc, final long at, final int len, final NetTransport.MrHandle m,
+                       final long deadline) {
+        if (len == 0) {
+            return;
+        }
+        fAddr[0] = at;
+        fSize[0] = len;
+        fMh[0] = m;
+        final NetTransport.Request f = net.iflush(rc, 1, fAddr, fSize, fMh);
+        if (f == null) {
+            return;
+        }
+        int idle = 0;
+        while (!net.test(f, null)) {
+            if (++idle > SPINS) {
+                waitCheck(deadline, "the flush READ of " + len + " received bytes at 0x" + Long.toHexString(at));
+            }
+            idle(idle);
+        }
+        flushes++;
+    }
+
     private static String what(final int to, final long sendBytes, final int from, final long recvBytes) {
         return "exchange (send " + sendBytes + " B to rank " + to + ", receive " + recvBytes + " B from rank "
             + from + ")";
@@ -412,9 +638,21 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Copies {@code bytes} within this rank (the part of a collective that stays local). */
+    /**
+     * Copies {@code bytes} within this rank (the part of a collective that stays local): in GPU memory between GDR
+     * buffers (where the data is), else between host halves.
+     */
     public static void copy(final Buffer src, final long srcOff, final Buffer dst, final long dstOff,
                             final long bytes) {
+        if (src.direct() != dst.direct()) {
+            throw new IllegalStateException("a local copy between a GDR buffer and a host-bounce buffer");
+        }
+        if (src.direct()) {
+            if (bytes > 0 && src.nicBase() + srcOff != dst.nicBase() + dstOff) {
+                src.dev().device().copyDtoD(dst.dev(), dst.devOff() + dstOff, src.dev(), src.devOff() + srcOff, bytes);
+            }
+            return;
+        }
         if (bytes > 0 && (src.seg() != dst.seg() || srcOff != dstOff)) {
             MemorySegment.copy(src.seg(), srcOff, dst.seg(), dstOff, bytes);
         }
@@ -422,6 +660,7 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public void close() {
+        releaseDeviceStaging();
         if (deviceReducer != null) {
             deviceReducer.close();
         }

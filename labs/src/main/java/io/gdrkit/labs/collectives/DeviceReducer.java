@@ -22,8 +22,12 @@ import java.time.Duration;
  * edges. Not thread-safe: one communicator, one thread.
  */
 public final class DeviceReducer implements AutoCloseable {
-    /** What a JSON row says about where the data went (the NIC never touches GPU memory here). */
+    /** What a JSON row says about where the data went when the NIC works on the host halves. */
     public static final String DATA_PATH = "host-bounce";
+    /** ... and when the NIC reads and writes the device halves directly. */
+    public static final String DATA_PATH_GDR = "gdr";
+    /** ... and when the NIC writes the device halves but sends go through the host halves (the send gate said no). */
+    public static final String DATA_PATH_GDR_RECV = "gdr-recv";
 
     private final GpuDevice gpu;
     private final GpuFunction kernel;
@@ -34,6 +38,7 @@ public final class DeviceReducer implements AutoCloseable {
     private final Dim3 block = new Dim3(256, 1, 1);
     private final int maxBlocks;
     private long launches;
+    private long bounced;
 
     /** @param stagingBytes the largest chunk a reduction receives (the communicator's chunk size) */
     public DeviceReducer(final GpuDevice gpu, final long stagingBytes, final Duration timeout) {
@@ -55,6 +60,51 @@ public final class DeviceReducer implements AutoCloseable {
     }
 
     /**
+     * Bytes copied between a buffer's device half and host memory on the data path so far (the bounce: each
+     * call's edges and each reduced chunk's three copies); 0 on the GDR path. Filling and checking are not counted.
+     */
+    public long bouncedBytes() {
+        return bounced;
+    }
+
+    /**
+     * {@code dst[dstOff..] = op(dst, src[srcOff..])} for {@code count} elements, both in device memory: the GDR
+     * path, where the NIC wrote the received chunk into {@code src} itself. One launch, no copy.
+     */
+    public void reduceOnDevice(final DeviceBuffer dst, final long dstOff, final DeviceBuffer src, final long srcOff,
+                               final long count, final DataType type, final RedOp op) {
+        if (count == 0) {
+            return;
+        }
+        final int blocks = (int) Math.max(1, Math.min(maxBlocks, (count + block.x() - 1) / block.x()));
+        gpu.launch(kernel, new Dim3(blocks, 1, 1), block, stream, ReduceKernel.args(args, dst, dstOff, src, srcOff,
+            count, code(type), code(op)));
+        gpu.synchronize(stream, timeout);
+        launches++;
+    }
+
+    /**
+     * Receive-side GDR with sends bouncing: the range about to be sent, from the device half up to the same offset
+     * of the host half (counted).
+     */
+    public void bounceSend(final Communicator.Buffer b, final long off, final long bytes) {
+        gpu.copyDtoH(b.seg(), off, b.dev(), b.devOff() + off, bytes);
+        bounced += bytes;
+    }
+
+    /** The bounce at a call's start: the device half's first {@code bytes} up to the host half (counted). */
+    public void bounceUp(final Communicator.Buffer b, final long bytes) {
+        toHost(b, bytes);
+        bounced += Math.max(0, bytes);
+    }
+
+    /** The bounce at a call's end: the host half's first {@code bytes} down to the device half (counted). */
+    public void bounceDown(final Communicator.Buffer b, final long bytes) {
+        toDevice(b, bytes);
+        bounced += Math.max(0, bytes);
+    }
+
+    /**
      * {@code dst = op(dst, src)} for {@code count} elements: dst is the buffer's range at {@code dstOff} (host half
      * authoritative, device half updated), src {@code count} elements of host memory at {@code srcOff}.
      */
@@ -72,6 +122,7 @@ public final class DeviceReducer implements AutoCloseable {
         gpu.synchronize(stream, timeout);
         launches++;
         gpu.copyDtoH(dst.seg(), dstOff, dst.dev(), dstOff, bytes);
+        bounced += 3 * bytes;
     }
 
     /** The host half's first {@code bytes} to the device half. */
