@@ -26,6 +26,8 @@ final class Responder implements Agent {
     private final int burst;
     /** {@link #placeReferenced}'s answer when a reference cannot be resolved; not a WcStatus. */
     private static final int UNRESOLVED = -1;
+    /** {@link #placePulled}'s answer when it has NAK'd the packet (the QP is in ERR); not a WcStatus. */
+    private static final int NAKED = -2;
     private long referenced;
     private long unresolved;
 
@@ -205,6 +207,9 @@ final class Responder implements Agent {
                 }
                 return;
             }
+            if (status == NAKED) {
+                return;
+            }
             if (status != WcStatus.SUCCESS) {
                 final int nakCode = status == WcStatus.LOC_LEN_ERR ? Aeth.NAK_INVALID_REQUEST
                     : Aeth.NAK_REMOTE_OPERATIONAL_ERROR;
@@ -323,6 +328,9 @@ final class Responder implements Agent {
      * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
      */
     private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        if (dev.port.pullsReferences()) {
+            return placePulled(qp, p, writeMr);
+        }
         // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
         // that publishes the attributes modify_qp set before it), and only then its destination.
         final SoftDevice peer = dev.port.peer(qp.dlid, SoftDevice.class);
@@ -366,6 +374,80 @@ final class Responder implements Agent {
         }
         referenced++;
         return WcStatus.SUCCESS;
+    }
+
+    // ---------------- cross-process single copy (shared-memory fabric; FabricPort.pull) ----------------
+
+    /** Where a pulled SEND payload lands before the receive WQE's scatter list; made on first use. */
+    private java.lang.foreign.MemorySegment pullScratch;
+    private long pulledPackets;
+
+    /**
+     * Places a reference packet from another process: each segment is pulled by the port (process_vm_readv from
+     * the process behind the packet's SLID, which must be the pid the packet's token names and the link's probe
+     * granted) straight into {@code writeMr} at {@code qp.writeVa} (a WRITE; its rkey, bounds and access were
+     * checked by the caller as for any packet), or, for a SEND, into a scratch buffer scattered into the receive
+     * WQE by {@link Sgl#scatter} (the one access check). A read that fails or comes back short is a protocol
+     * error: NAK (remote operational error: the requester's WR completes with REM_OP_ERR), the QP to ERR, the
+     * failure named. The ACK for the packet is queued only after this returns, so the requester reuses its buffer
+     * only after the copy.
+     */
+    private int placePulled(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        final int n = p.refCount();
+        final long token = p.refToken();
+        final int slid = p.slid();
+        long done = 0;
+        for (int i = 0; i < n; i++) {
+            final long va = p.refVa(i);
+            final int len = p.refLength(i);
+            final long got;
+            if (writeMr != null) {
+                got = writeMr.segment != null
+                    ? dev.port.pull(slid, token, va, writeMr.segment, qp.writeVa + done - writeMr.address, len)
+                    : pullThenCopy(slid, token, va, len, writeMr, qp.writeVa + done);
+            } else {
+                got = pullScratch(slid, token, va, len);
+                if (got == len) {
+                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, pullScratch, 0,
+                        len);
+                    if (status != WcStatus.SUCCESS) {
+                        return status;
+                    }
+                }
+            }
+            if (got != len) {
+                unresolved++;
+                nak(qp, p.psn(), Aeth.NAK_REMOTE_OPERATIONAL_ERROR, WcStatus.REM_OP_ERR, "cross-process reference "
+                    + "from LID " + slid + ": " + dev.port.pullError());
+                return NAKED;
+            }
+            done += len;
+        }
+        pulledPackets++;
+        referenced++;
+        return WcStatus.SUCCESS;
+    }
+
+    private long pullScratch(final int slid, final long token, final long va, final int len) {
+        if (pullScratch == null || pullScratch.byteSize() < len) {
+            pullScratch = java.lang.foreign.Arena.ofAuto().allocate(Math.max(len, 65536), 64);
+        }
+        return dev.port.pull(slid, token, va, pullScratch, 0, len);
+    }
+
+    /** A destination without a host segment (DMA memory): pulled into scratch, then written as a copy-in. */
+    private long pullThenCopy(final int slid, final long token, final long va, final int len, final SoftMr mr,
+                              final long dstVa) {
+        final long got = pullScratch(slid, token, va, len);
+        if (got == len) {
+            mr.copyIn(pullScratch, 0, dstVa, len);
+        }
+        return got;
+    }
+
+    /** Reference packets pulled from another process. */
+    long pulledPackets() {
+        return pulledPackets;
     }
 
     private static boolean sending(final int state) {
