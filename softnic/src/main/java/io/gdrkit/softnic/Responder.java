@@ -260,6 +260,7 @@ final class Responder implements Agent {
             }
             qp.writeVa = p.rethVa();
             qp.writeRkey = p.rethRkey();
+            qp.pullEnd = 0; // a new message: nothing of it pulled ahead yet
             qp.writeLength = p.rethDmaLength();
             qp.writeRemaining = qp.writeLength;
             if (qp.writeLength < 0) {
@@ -402,8 +403,7 @@ final class Responder implements Agent {
             final int len = p.refLength(i);
             final long got;
             if (writeMr != null) {
-                got = writeMr.segment != null
-                    ? dev.port.pull(slid, token, va, writeMr.segment, qp.writeVa + done - writeMr.address, len)
+                got = writeMr.segment != null ? pullWrite(qp, slid, token, va, len, writeMr, qp.writeVa + done, n == 1)
                     : pullThenCopy(slid, token, va, len, writeMr, qp.writeVa + done);
             } else {
                 got = pullScratch(slid, token, va, len);
@@ -426,6 +426,43 @@ final class Responder implements Agent {
         pulledPackets++;
         referenced++;
         return WcStatus.SUCCESS;
+    }
+
+    /** Most bytes one pull ahead reads: one system call per MiB of a long WRITE, not one per packet. */
+    private static final int PULL_AHEAD = 1 << 20;
+
+    /**
+     * A WRITE packet's pull into host memory. A packet whose bytes an earlier pull ahead already placed (the same
+     * process, the source at the same distance from the destination as then) costs nothing; otherwise the rest of
+     * the message (up to {@link #PULL_AHEAD}) is pulled in one system call, into the destination range the RETH
+     * names (checked here for that whole span as for any packet), and remembered. The bytes ahead belong to the
+     * same outstanding WR when later packets reference them so (RC keeps them unchanged until its completion);
+     * bytes ahead that later packets reference differently (another SGE) are pulled again from where they point.
+     */
+    private long pullWrite(final SoftQp qp, final int slid, final long token, final long va, final int len,
+                           final SoftMr mr, final long dstVa, final boolean single) {
+        if (single && token == qp.pullToken && dstVa >= qp.pullDst && dstVa + len <= qp.pullEnd
+            && va - qp.pullSrc == dstVa - qp.pullDst && qp.pullEnd != 0) {
+            return len; // placed by the pull ahead
+        }
+        long wanted = len;
+        if (single) {
+            final long rest = qp.writeRemaining; // this packet's bytes and those of the message after it
+            final long ahead = Math.min(Math.max(len, rest), PULL_AHEAD);
+            if (ahead > len && remoteMr(qp, qp.writeRkey, dstVa, ahead, AccessFlags.REMOTE_WRITE) == mr) {
+                wanted = ahead;
+            }
+        }
+        final long got = dev.port.pullAhead(slid, token, va, mr.segment, dstVa - mr.address, len, wanted);
+        if (got >= len) {
+            qp.pullToken = token;
+            qp.pullDst = dstVa;
+            qp.pullSrc = va;
+            qp.pullEnd = dstVa + got;
+            return len;
+        }
+        qp.pullEnd = 0;
+        return got;
     }
 
     private long pullScratch(final int slid, final long token, final long va, final int len) {

@@ -131,7 +131,9 @@ class ShmCmaTest {
             final ShmFabric.CopyMode after = p.modeAtoB();
             assertTrue(after.referencePackets() - before.referencePackets() >= MIB / 4096,
                 () -> "every 4 KiB packet a reference: " + before + " -> " + after);
-            assertTrue(p.fb.copyMode(2, 1).pulledPackets() >= MIB / 4096, () -> "b pulled: " + p.fb.copyMode(2, 1));
+            // the receiver pulled the message ahead of its packets: a few system calls, not one per 4 KiB packet
+            final long pulls = p.fb.copyMode(2, 1).pulls();
+            assertTrue(pulls >= 1 && pulls <= 4, () -> "b's pulls: " + p.fb.copyMode(2, 1));
 
             // SEND into a receive WQE of two SGEs, at an offset: scattered after the pull
             final int size = 256 * 1024 + 4096 * 3;
@@ -272,7 +274,7 @@ class ShmCmaTest {
                 probed[0] = true;
                 return real.read(pid, dst, off, remote, len);
             }
-            return len / 2;
+            return Math.min(len, 2048); // the kernel read only part of the range
         };
         try (Pair p = new Pair(ctx(), ctx(), null, shortAfterProbe, 2 * MIB)) {
             p.awaitProbe();

@@ -100,6 +100,16 @@ public interface FabricPort {
         return -1;
     }
 
+    /**
+     * {@link #pull} of at least {@code required} and up to {@code wanted} bytes (a pull ahead of the packets that
+     * will reference them: one system call for a whole message). Returns the bytes read, {@code >= required}, or a
+     * negative code as {@link #pull}. Default: exactly {@code required}.
+     */
+    default long pullAhead(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                           final long dstOffset, final int required, final long wanted) {
+        return pull(slid, token, remoteAddress, dst, dstOffset, required);
+    }
+
     /** What the last failed {@link #pull} met, in words ("" if none). */
     default String pullError() {
         return "this fabric does not carry cross-process references";

@@ -311,7 +311,7 @@ public final class ShmFabric implements Fabric {
      * or {@code ring} (the bytes travel through the shared ring, two copies), why, and the sending port's counts of
      * reference packets (cma) among all packets it sent, and of references it pulled as a receiver.
      */
-    public record CopyMode(String mode, String reason, long referencePackets, long packetsSent, long pulledPackets,
+    public record CopyMode(String mode, String reason, long referencePackets, long packetsSent, long pulls,
                            long pullErrors) {
     }
 
@@ -528,6 +528,12 @@ public final class ShmFabric implements Fabric {
         @Override
         public long pull(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
                          final long dstOffset, final int length) {
+            return pullAhead(slid, token, remoteAddress, dst, dstOffset, length, length);
+        }
+
+        @Override
+        public long pullAhead(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                              final long dstOffset, final int length, final long wanted) {
             final long granted = slid >= 1 && slid <= maxLid ? grantedPid[slid] : 0;
             if (granted == 0) {
                 return pullFailed(-1, "LID " + slid + " was not granted cross-process reads ("
@@ -538,12 +544,16 @@ public final class ShmFabric implements Fabric {
                 return pullFailed(-2, "a reference names process " + token + ", but LID " + slid + " is process "
                     + granted);
             }
-            if (length <= 0 || dstOffset < 0 || dstOffset > dst.byteSize() - length) {
+            if (length <= 0 || wanted < length || dstOffset < 0 || dstOffset > dst.byteSize() - wanted) {
                 return pullFailed(-3, "a reference of " + length + " bytes does not fit its destination");
             }
             final long n;
             if (dst.isNative()) {
-                n = reader.read(granted, dst, dstOffset, remoteAddress, length);
+                n = reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                if (n >= length) {
+                    pulled++;
+                    return n; // the bytes past length only if the range ahead was readable: a short read is fine
+                }
             } else {
                 // not addressable by the kernel: through a scratch buffer (two copies, still no ring)
                 if (pullScratch == null || pullScratch.byteSize() < length) {
