@@ -381,14 +381,16 @@ final class Responder implements Agent {
 
     /** Where a pulled SEND payload lands before the receive WQE's scatter list; made on first use. */
     private java.lang.foreign.MemorySegment pullScratch;
+    private final long[] spanAt = new long[1];
     private long pulledPackets;
 
     /**
      * Places a reference packet from another process: each segment is pulled by the port (process_vm_readv from
      * the process behind the packet's SLID, which must be the pid the packet's token names and the link's probe
      * granted) straight into {@code writeMr} at {@code qp.writeVa} (a WRITE; its rkey, bounds and access were
-     * checked by the caller as for any packet), or, for a SEND, into a scratch buffer scattered into the receive
-     * WQE by {@link Sgl#scatter} (the one access check). A read that fails or comes back short is a protocol
+     * checked by the caller as for any packet), or, for a SEND, straight into the receive WQE's SGE when the bytes
+     * fall in one SGE of host memory ({@link Sgl#scatterSpan}, checked by {@link Sgl#localMr}), else into a scratch
+     * buffer scattered by {@link Sgl#scatter}. A read that fails or comes back short is a protocol
      * error: NAK (remote operational error: the requester's WR completes with REM_OP_ERR), the QP to ERR, the
      * failure named. The ACK for the packet is queued only after this returns, so the requester reuses its buffer
      * only after the copy.
@@ -398,6 +400,7 @@ final class Responder implements Agent {
         final long token = p.refToken();
         final int slid = p.slid();
         long done = 0;
+        SoftMr target;
         for (int i = 0; i < n; i++) {
             final long va = p.refVa(i);
             final int len = p.refLength(i);
@@ -405,8 +408,11 @@ final class Responder implements Agent {
             if (writeMr != null) {
                 got = writeMr.segment != null ? pullWrite(qp, slid, token, va, len, writeMr, qp.writeVa + done, n == 1)
                     : pullThenCopy(slid, token, va, len, writeMr, qp.writeVa + done);
+            } else if ((target = Sgl.scatterSpan(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, len, spanAt))
+                != null) {
+                got = dev.port.pull(slid, token, va, target.segment, spanAt[0] - target.address, len); // one copy
             } else {
-                got = pullScratch(slid, token, va, len);
+                got = pullScratch(slid, token, va, len); // spans SGEs (or an error scatter names): through a copy
                 if (got == len) {
                     final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, pullScratch, 0,
                         len);
