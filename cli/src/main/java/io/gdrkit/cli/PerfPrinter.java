@@ -139,6 +139,16 @@ final class PerfPrinter implements PerfListener {
         return this;
     }
 
+    /** Facts the lab reported about the rows (shm_copy_mode ...), in JSON fields; in a table, comment lines. */
+    private final Map<String, Object> facts = new LinkedHashMap<>();
+
+    @Override
+    public void fact(final String key, final Object value) {
+        if (!value.equals(facts.put(key, value))) {
+            comment("# " + key + ": " + value);
+        }
+    }
+
     /** False for a run on a native device: its JSON then says "simulated": false. */
     private boolean simulated = true;
 
@@ -158,6 +168,7 @@ final class PerfPrinter implements PerfListener {
         if (cfg.bidirectional()) {
             m.put("bidirectional", true); // the row is the sum of both directions, as perftest's -b prints it
         }
+        m.putAll(facts);
         return m;
     }
 

@@ -246,11 +246,19 @@ class PerfCommandTest {
                 assertEquals(fabric, last.path("fabric").asText(), r::toString);
                 assertTrue(last.path("simulated").asBoolean(false), r::toString);
                 assertEquals(300, last.path("iterations").asLong(), r::toString);
+                if (fabric.equals("shm") && test.equals("write_bw")) {
+                    // the single copy across processes, or the ring with the reason (no ptrace permission here)
+                    final String mode = last.path("shm_copy_mode").asText();
+                    assertTrue(mode.equals("cma") || mode.equals("ring")
+                        && last.path("shm_copy_reason").asText().contains("process_vm_readv"), r::toString);
+                }
             }
         }
         final Cli faulty = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "-n", "300", "--warmup", "0", "-s", "20000", "--faults", "drop=0.02,seed=4");
         assertEquals(0, faulty.exitCode(), faulty::toString);
         assertTrue(faulty.out().contains("# faults (client's sending links): drop=0.02,seed=4"), faulty::toString);
+        assertTrue(faulty.out().contains("# shm_copy_mode: ring") && faulty.out().contains("looks at payloads"),
+            faulty::toString);
         final Cli table = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "-n", "200", "--warmup", "0", "-s", "70000", "-q", "2");
         assertEquals(0, table.exitCode(), table::toString);
         assertTrue(table.lines().get(0).contains("tcp fabric between processes"), table::toString);

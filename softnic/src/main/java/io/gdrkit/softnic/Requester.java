@@ -184,7 +184,8 @@ final class Requester implements Agent {
         // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
         // that looks at payloads was installed meanwhile)
         final int refs = payload > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
-            && dev.port.carriesReferences() ? Sgl.references(dev, qp, sq, index, offset, payload, refScratch) : 0;
+            && dev.port.carriesReferences(qp.dlid, payload)
+            ? Sgl.references(dev, qp, sq, index, offset, payload, refScratch) : 0;
         if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
             return -1;
         }
@@ -201,7 +202,8 @@ final class Requester implements Agent {
             if (refs > 0) {
                 // collected and checked by the one walk above, in this duty cycle; deregistration takes the duty, so
                 // no MR can go between the walk and here (the responder resolves each reference again anyway)
-                refScratch.writeInto(pkt.reference(payload, refs), refs);
+                // (across processes the token is this process's id, checked by the receiver against the peer)
+                refScratch.writeInto(pkt.reference(payload, refs).refToken(dev.port.referenceToken()), refs);
             } else if (payload > 0) {
                 if ((flags & SendFlags.INLINE) != 0) {
                     java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,

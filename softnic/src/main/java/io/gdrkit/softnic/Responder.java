@@ -26,6 +26,8 @@ final class Responder implements Agent {
     private final int burst;
     /** {@link #placeReferenced}'s answer when a reference cannot be resolved; not a WcStatus. */
     private static final int UNRESOLVED = -1;
+    /** {@link #placePulled}'s answer when it has NAK'd the packet (the QP is in ERR); not a WcStatus. */
+    private static final int NAKED = -2;
     private long referenced;
     private long unresolved;
 
@@ -205,6 +207,9 @@ final class Responder implements Agent {
                 }
                 return;
             }
+            if (status == NAKED) {
+                return;
+            }
             if (status != WcStatus.SUCCESS) {
                 final int nakCode = status == WcStatus.LOC_LEN_ERR ? Aeth.NAK_INVALID_REQUEST
                     : Aeth.NAK_REMOTE_OPERATIONAL_ERROR;
@@ -255,6 +260,7 @@ final class Responder implements Agent {
             }
             qp.writeVa = p.rethVa();
             qp.writeRkey = p.rethRkey();
+            qp.pullEnd = 0; // a new message: nothing of it pulled ahead yet
             qp.writeLength = p.rethDmaLength();
             qp.writeRemaining = qp.writeLength;
             if (qp.writeLength < 0) {
@@ -323,6 +329,9 @@ final class Responder implements Agent {
      * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
      */
     private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        if (dev.port.pullsReferences()) {
+            return placePulled(qp, p, writeMr);
+        }
         // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
         // that publishes the attributes modify_qp set before it), and only then its destination.
         final SoftDevice peer = dev.port.peer(qp.dlid, SoftDevice.class);
@@ -366,6 +375,122 @@ final class Responder implements Agent {
         }
         referenced++;
         return WcStatus.SUCCESS;
+    }
+
+    // ---------------- cross-process single copy (shared-memory fabric; FabricPort.pull) ----------------
+
+    /** Where a pulled SEND payload lands before the receive WQE's scatter list; made on first use. */
+    private java.lang.foreign.MemorySegment pullScratch;
+    private final long[] spanAt = new long[1];
+    private long pulledPackets;
+
+    /**
+     * Places a reference packet from another process: each segment is pulled by the port (process_vm_readv from
+     * the process behind the packet's SLID, which must be the pid the packet's token names and the link's probe
+     * granted) straight into {@code writeMr} at {@code qp.writeVa} (a WRITE; its rkey, bounds and access were
+     * checked by the caller as for any packet), or, for a SEND, straight into the receive WQE's SGE when the bytes
+     * fall in one SGE of host memory ({@link Sgl#scatterSpan}, checked by {@link Sgl#localMr}), else into a scratch
+     * buffer scattered by {@link Sgl#scatter}. A read that fails or comes back short is a protocol
+     * error: NAK (remote operational error: the requester's WR completes with REM_OP_ERR), the QP to ERR, the
+     * failure named. The ACK for the packet is queued only after this returns, so the requester reuses its buffer
+     * only after the copy.
+     */
+    private int placePulled(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+        final int n = p.refCount();
+        final long token = p.refToken();
+        final int slid = p.slid();
+        long done = 0;
+        SoftMr target;
+        for (int i = 0; i < n; i++) {
+            final long va = p.refVa(i);
+            final int len = p.refLength(i);
+            final long got;
+            if (writeMr != null) {
+                got = writeMr.segment != null ? pullWrite(qp, slid, token, va, len, writeMr, qp.writeVa + done, n == 1)
+                    : pullThenCopy(slid, token, va, len, writeMr, qp.writeVa + done);
+            } else if ((target = Sgl.scatterSpan(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, len, spanAt))
+                != null) {
+                got = dev.port.pull(slid, token, va, target.segment, spanAt[0] - target.address, len); // one copy
+            } else {
+                got = pullScratch(slid, token, va, len); // spans SGEs (or an error scatter names): through a copy
+                if (got == len) {
+                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, pullScratch, 0,
+                        len);
+                    if (status != WcStatus.SUCCESS) {
+                        return status;
+                    }
+                }
+            }
+            if (got != len) {
+                unresolved++;
+                nak(qp, p.psn(), Aeth.NAK_REMOTE_OPERATIONAL_ERROR, WcStatus.REM_OP_ERR, "cross-process reference "
+                    + "from LID " + slid + ": " + dev.port.pullError());
+                return NAKED;
+            }
+            done += len;
+        }
+        pulledPackets++;
+        referenced++;
+        return WcStatus.SUCCESS;
+    }
+
+    /** Most bytes one pull ahead reads: one system call per MiB of a long WRITE, not one per packet. */
+    private static final int PULL_AHEAD = 1 << 20;
+
+    /**
+     * A WRITE packet's pull into host memory. A packet whose bytes an earlier pull ahead already placed (the same
+     * process, the source at the same distance from the destination as then) costs nothing; otherwise the rest of
+     * the message (up to {@link #PULL_AHEAD}) is pulled in one system call, into the destination range the RETH
+     * names (checked here for that whole span as for any packet), and remembered. The bytes ahead belong to the
+     * same outstanding WR when later packets reference them so (RC keeps them unchanged until its completion);
+     * bytes ahead that later packets reference differently (another SGE) are pulled again from where they point.
+     */
+    private long pullWrite(final SoftQp qp, final int slid, final long token, final long va, final int len,
+                           final SoftMr mr, final long dstVa, final boolean single) {
+        if (single && token == qp.pullToken && dstVa >= qp.pullDst && dstVa + len <= qp.pullEnd
+            && va - qp.pullSrc == dstVa - qp.pullDst && qp.pullEnd != 0) {
+            return len; // placed by the pull ahead
+        }
+        long wanted = len;
+        if (single) {
+            final long rest = qp.writeRemaining; // this packet's bytes and those of the message after it
+            final long ahead = Math.min(Math.max(len, rest), PULL_AHEAD);
+            if (ahead > len && remoteMr(qp, qp.writeRkey, dstVa, ahead, AccessFlags.REMOTE_WRITE) == mr) {
+                wanted = ahead;
+            }
+        }
+        final long got = dev.port.pullAhead(slid, token, va, mr.segment, dstVa - mr.address, len, wanted);
+        if (got >= len) {
+            qp.pullToken = token;
+            qp.pullDst = dstVa;
+            qp.pullSrc = va;
+            qp.pullEnd = dstVa + got;
+            return len;
+        }
+        qp.pullEnd = 0;
+        return got;
+    }
+
+    private long pullScratch(final int slid, final long token, final long va, final int len) {
+        if (pullScratch == null || pullScratch.byteSize() < len) {
+            pullScratch = java.lang.foreign.Arena.ofAuto().allocate(Math.max(len, 65536), 64);
+        }
+        return dev.port.pull(slid, token, va, pullScratch, 0, len);
+    }
+
+    /** A destination without a host segment (DMA memory): pulled into scratch, then written as a copy-in. */
+    private long pullThenCopy(final int slid, final long token, final long va, final int len, final SoftMr mr,
+                              final long dstVa) {
+        final long got = pullScratch(slid, token, va, len);
+        if (got == len) {
+            mr.copyIn(pullScratch, 0, dstVa, len);
+        }
+        return got;
+    }
+
+    /** Reference packets pulled from another process. */
+    long pulledPackets() {
+        return pulledPackets;
     }
 
     private static boolean sending(final int state) {

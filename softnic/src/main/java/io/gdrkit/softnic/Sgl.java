@@ -70,6 +70,35 @@ final class Sgl {
     }
 
     /**
+     * Where {@code len} bytes starting {@code offset} bytes into the WQE's scatter list land, when they all fall in one
+     * SGE of host memory: that SGE's MR, checked by {@link #localMr} for the NIC's write, with the address in
+     * {@code at[0]}; null otherwise, and then the caller scatters from a copy with {@link #scatter}, which reports
+     * any error. Lets a payload pulled from another process land without a copy in between.
+     */
+    static SoftMr scatterSpan(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, long offset,
+                              final int len, final long[] at) {
+        final int n = sgl.numSge(index);
+        for (int i = 0; i < n; i++) {
+            final long sgeLen = Integer.toUnsignedLong(sgl.sgeLength(index, i));
+            if (offset >= sgeLen) {
+                offset -= sgeLen;
+                continue;
+            }
+            if (len > sgeLen - offset) {
+                return null;
+            }
+            final long addr = sgl.sgeAddr(index, i) + offset;
+            final SoftMr mr = localMr(dev, qp, sgl.sgeLkey(index, i), addr, len, true);
+            if (mr == null || mr.segment == null) {
+                return null;
+            }
+            at[0] = addr;
+            return mr;
+        }
+        return null;
+    }
+
+    /**
      * The references of one packet, collected by {@link #references} before the packet is claimed (its length
      * depends on their number) and written into it after: one walk of the gather list per packet, not two.
      * A segment per SGE at most.

@@ -103,6 +103,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)));
         this.oneCopy = driver.context().oneCopy();
         port.owner(this);
+        port.crossProcessCopy(oneCopy && driver.context().shmCma(), driver.context().shmCmaThreshold());
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);

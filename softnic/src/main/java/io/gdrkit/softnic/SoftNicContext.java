@@ -66,6 +66,20 @@ public final class SoftNicContext {
      * (fault injection), DMA (GPU) or thread-confined source memory, inline data, and on other fabrics.
      */
     public static final String ONE_COPY_PROP = "gdrkit.nic.onecopy";
+    /**
+     * true | false (default true): on the shared-memory fabric, a SEND or WRITE packet of at least
+     * {@link #SHM_CMA_THRESHOLD_PROP} payload bytes carries the sender's address instead of its bytes, and the
+     * receiving process pulls them straight into the destination with process_vm_readv (UCX's cma): one copy
+     * instead of two, through no ring. Needs {@link #ONE_COPY_PROP} too, and a peer that proved at link setup that
+     * it may read this process (ptrace permission); otherwise the bytes travel through the ring and the fabric's
+     * copy mode says why. Off, this process neither sends references nor grants reads of its peers.
+     */
+    public static final String SHM_CMA_PROP = "gdrkit.nic.shm.cma";
+    /**
+     * Smallest packet payload in bytes that travels as a cross-process reference (default 4096): below it a system
+     * call costs more than copying the bytes through the ring twice.
+     */
+    public static final String SHM_CMA_THRESHOLD_PROP = "gdrkit.nic.shm.cma.threshold";
     /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
     public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
     /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
@@ -120,6 +134,8 @@ public final class SoftNicContext {
     private boolean dmaBuf;
     private boolean peermem;
     private boolean oneCopy;
+    private boolean shmCma;
+    private int shmCmaThreshold;
     private int maxQp;
     private List<Setting<?>> settings = List.of();
 
@@ -261,6 +277,26 @@ public final class SoftNicContext {
         return oneCopy;
     }
 
+    public SoftNicContext shmCma(final boolean on) {
+        return set(SHM_CMA_PROP, Boolean.toString(on));
+    }
+
+    /** The shared-memory fabric may pull payloads across processes ({@link #SHM_CMA_PROP}, default on). */
+    public boolean shmCma() {
+        concluded();
+        return shmCma;
+    }
+
+    public SoftNicContext shmCmaThreshold(final int bytes) {
+        return set(SHM_CMA_THRESHOLD_PROP, Integer.toString(bytes));
+    }
+
+    /** Smallest payload pulled across processes ({@link #SHM_CMA_THRESHOLD_PROP}, default 4096). */
+    public int shmCmaThreshold() {
+        concluded();
+        return shmCmaThreshold;
+    }
+
     public SoftNicContext maxQp(final int qps) {
         return set(MAX_QP_PROP, Integer.toString(qps));
     }
@@ -346,6 +382,8 @@ public final class SoftNicContext {
         dmaBuf = r.flag(DMABUF_PROP, true).value();
         peermem = r.flag(PEERMEM_PROP, true).value();
         oneCopy = r.flag(ONE_COPY_PROP, true).value();
+        shmCma = r.flag(SHM_CMA_PROP, true).value();
+        shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();
         maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();
         if (linkHook instanceof FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP

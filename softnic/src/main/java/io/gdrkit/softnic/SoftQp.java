@@ -157,6 +157,15 @@ final class SoftQp implements QueuePair {
     int writeRkey;
     int writeRemaining;
     int writeLength;
+    /**
+     * Responder, cross-process WRITE (Responder.placePulled): the destination range [pullDst, pullEnd) of the current
+     * message already holds the sender's bytes from [pullSrc, ...) of process pullToken, pulled ahead in one system
+     * call; pullEnd 0 when nothing is.
+     */
+    long pullDst;
+    long pullEnd;
+    long pullSrc;
+    long pullToken;
     final ResponderResources resources;
     /** DMA memory written since the last completion fence (one at a time: a QP writes one MR per message). */
     private SoftMr dmaWritten;

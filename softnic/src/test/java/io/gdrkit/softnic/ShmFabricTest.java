@@ -35,16 +35,45 @@ import org.junit.jupiter.api.Test;
 class ShmFabricTest {
     @Test
     void writeBetweenProcessesIsByteExact() throws Exception {
+        final ShmFabric.CopyMode m = writeAndEcho(true, true, true);
+        assertEquals("ring", m.mode(), "with a link CRC the bytes travel: " + m);
+        assertEquals(0, m.referencePackets());
+    }
+
+    /** No link CRC: each process pulls the other's WRITE with process_vm_readv (one copy), both directions. */
+    @Test
+    void writeBetweenProcessesOnTheCmaPathIsByteExact() throws Exception {
+        final ShmFabric.CopyMode m = writeAndEcho(false, true, true);
+        assertEquals("cma", m.mode(), m::toString);
+        assertTrue(m.referencePackets() > 0, () -> "references sent to the child: " + m);
+        assertTrue(m.pulls() > 0, () -> "the child's write-back pulled by this process: " + m);
+        assertEquals(0, m.pullErrors(), m::toString);
+    }
+
+    /** The child refuses to grant (gdrkit.nic.shm.cma=false there): both directions fall back to the ring. */
+    @Test
+    void writeBetweenProcessesFallsBackToTheRingWhenThePeerDeclines() throws Exception {
+        final ShmFabric.CopyMode m = writeAndEcho(false, true, false);
+        assertEquals("ring", m.mode(), m::toString);
+        assertTrue(m.reason().contains("gdrkit.nic.shm.cma is off in the peer"), m::reason);
+        assertEquals(0, m.referencePackets(), m::toString);
+        assertEquals(0, m.pulls(), "this process declines nothing, but the child sends no references: " + m);
+    }
+
+    private static ShmFabric.CopyMode writeAndEcho(final boolean crc, final boolean cma, final boolean childCma)
+        throws Exception {
         final int size = 6 << 20;
         final Path base = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(
             System.getProperty("java.io.tmpdir"));
         final Path dir = Files.createTempDirectory(base, "gdrkit-test-");
         final Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-            ShmPeer.class.getName(), dir.toString(), Integer.toString(size))
+            ShmPeer.class.getName(), dir.toString(), Integer.toString(size), crc ? "crc" : "nocrc",
+            childCma ? "cma=true" : "cma=false")
             .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext(),
-            new ShmFabric(dir, 4 << 20, 4, null)); Arena arena = Arena.ofShared()) {
+        final ShmFabric fabric = new ShmFabric(dir, 4 << 20, 4, null, crc);
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().shmCma(cma), fabric);
+             Arena arena = Arena.ofShared()) {
             final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
             final PrintStream to = new PrintStream(child.getOutputStream(), true);
             final SoftDevice dev = driver.addDevice("shm-test", 1);
@@ -90,8 +119,10 @@ class ShmFabricTest {
             assertEquals("OK " + size, out.readLine());
             assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child exits");
             assertEquals(0, child.exitValue());
+            final ShmFabric.CopyMode mode = fabric.copyMode(1, 2);
             driver.close();
             assertFalse(Files.exists(dir), "files and directory removed after both sides closed");
+            return mode;
         } finally {
             child.destroyForcibly();
             if (Files.exists(dir)) { // both sides remove their files on close, and the last one the directory

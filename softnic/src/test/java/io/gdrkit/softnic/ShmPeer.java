@@ -17,8 +17,12 @@ public final class ShmPeer {
         final Path dir = Path.of(args[0]);
         final int size = Integer.parseInt(args[1]);
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext(),
-            new ShmFabric(dir, 4 << 20, 4, null))) {
+        // optional: "nocrc" (no link CRC: the cma path may run), then "cma=false" (this process neither sends nor
+        // grants cross-process references)
+        final boolean crc = args.length < 3 || !args[2].equals("nocrc");
+        final boolean cma = args.length < 4 || !args[3].equals("cma=false");
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().shmCma(cma),
+            new ShmFabric(dir, 4 << 20, 4, null, crc))) {
             PassiveEcho.run(driver.addDevice("shm-peer", 2), size, "READY", in, System.out);
         } catch (final IllegalStateException e) {
             System.out.println("BAD " + e.getMessage());

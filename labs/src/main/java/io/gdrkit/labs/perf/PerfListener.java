@@ -10,4 +10,11 @@ public interface PerfListener {
 
     /** A latency row for one message size. */
     public void lat(PerfConfig cfg, LatResult r);
+
+    /**
+     * A fact about the rows that follow (until replaced): how the fabric moved the bytes, e.g.
+     * {@code shm_copy_mode = cma}. Default: ignored.
+     */
+    default void fact(final String key, final Object value) {
+    }
 }

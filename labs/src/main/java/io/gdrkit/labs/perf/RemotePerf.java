@@ -580,7 +580,7 @@ public final class RemotePerf {
             try {
                 for (final int size : sizes) {
                     final PerfConfig cfg = first.withSize(size, warmup.applyAsLong(size));
-                    runSize(dev, server, cfg, printer, stripe, token);
+                    runSize(driver.fabric(), dev, server, cfg, printer, stripe, token);
                 }
             } catch (final RuntimeException e) {
                 // the run's own error (a dead server: RETRY_EXC_ERR) is the one to report; telling a dead server
@@ -600,8 +600,26 @@ public final class RemotePerf {
         }
     }
 
-    private static void runSize(final SoftDevice dev, final InetSocketAddress server, final PerfConfig cfg,
-                                final PerfListener printer, final boolean stripe, final Token token) {
+    /**
+     * On the shared-memory fabric: how this client's payloads reached the server in the run just done (cma: pulled
+     * by the server with process_vm_readv; ring: copied through the link, and why), with the client's counts of
+     * reference packets among all packets sent so far.
+     */
+    private static void copyMode(final Fabric fabric, final SoftDevice dev, final PerfListener printer) {
+        if (fabric instanceof ShmFabric shm) {
+            final ShmFabric.CopyMode m = shm.copyMode(dev.lid(), SERVER_LID);
+            if (m != null) {
+                printer.fact("shm_copy_mode", m.mode());
+                printer.fact("shm_copy_reason", m.reason());
+                printer.fact("shm_reference_packets", m.referencePackets());
+                printer.fact("shm_packets_sent", m.packetsSent());
+            }
+        }
+    }
+
+    private static void runSize(final Fabric fabric, final SoftDevice dev, final InetSocketAddress server,
+                                final PerfConfig cfg, final PerfListener printer, final boolean stripe,
+                                final Token token) {
         final PerfKind test = cfg.test();
         try (Arena arena = Arena.ofShared()) {
             final int cqe = Math.max(cfg.numQps() * Math.max(cfg.txDepth(), cfg.rxDepth()) + 16, 64);
@@ -632,12 +650,18 @@ public final class RemotePerf {
                     remoteRkey = rep.getInt();
                 }
                 if (test.bandwidth && stripe) {
-                    printer.bw(cfg, new StripedBwRun(side, remoteAddr, remoteRkey, cfg).run());
+                    final BwResult r = new StripedBwRun(side, remoteAddr, remoteRkey, cfg).run();
+                    copyMode(fabric, dev, printer);
+                    printer.bw(cfg, r);
                 } else if (test.bandwidth) {
-                    printer.bw(cfg, new BwRun(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
-                        .run());
+                    final BwResult r = new BwRun(side, null, remoteAddr, remoteRkey, () -> side.dev.doWork(), cfg)
+                        .run();
+                    copyMode(fabric, dev, printer);
+                    printer.bw(cfg, r);
                 } else {
-                    printer.lat(cfg, latency(side, cfg, remoteAddr, remoteRkey));
+                    final LatResult r = latency(side, cfg, remoteAddr, remoteRkey);
+                    copyMode(fabric, dev, printer);
+                    printer.lat(cfg, r);
                 }
             } finally {
                 for (final CmConnection c : conns) {

@@ -63,6 +63,67 @@ public interface FabricPort {
     }
 
     /**
+     * {@link #carriesReferences()} for a packet of {@code payload} bytes to {@code dlid}. A fabric between processes
+     * answers per link: the shared-memory fabric carries a <em>cross-process</em> reference (the sender's address,
+     * read by the receiver with {@code process_vm_readv}) only to a peer that proved it can read this process, and
+     * only for payloads of at least its threshold. Default: {@link #carriesReferences()}.
+     */
+    default boolean carriesReferences(final int dlid, final int payload) {
+        return carriesReferences();
+    }
+
+    /**
+     * The RefETH token a reference packet of this port carries: 0 (in-JVM), or this process's id on a fabric whose
+     * receiver {@linkplain #pullsReferences() pulls} the bytes, which it checks against the peer it probed.
+     */
+    default long referenceToken() {
+        return 0;
+    }
+
+    /**
+     * Whether a reference packet received here is resolved by {@link #pull} (another process's memory) rather than
+     * against a NIC of this JVM ({@link #peer}). Default false.
+     */
+    default boolean pullsReferences() {
+        return false;
+    }
+
+    /**
+     * Copies {@code length} bytes at {@code remoteAddress} of the process behind {@code slid}, which must be process
+     * {@code token} (the packet's RefETH token) and must have been probed and granted, into {@code dst} at
+     * {@code dstOffset} (a range the caller checked against its MR). Returns {@code length}, or a negative code whose
+     * meaning {@link #pullError()} names (a short read, EFAULT, ESRCH, EPERM, a token that is not the peer, a link
+     * not granted). Only the NIC's duty thread calls it. Default: nothing pulls here.
+     */
+    default long pull(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                      final long dstOffset, final int length) {
+        return -1;
+    }
+
+    /**
+     * {@link #pull} of at least {@code required} and up to {@code wanted} bytes (a pull ahead of the packets that
+     * will reference them: one system call for a whole message). Returns the bytes read, {@code >= required}, or a
+     * negative code as {@link #pull}. Default: exactly {@code required}.
+     */
+    default long pullAhead(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                           final long dstOffset, final int required, final long wanted) {
+        return pull(slid, token, remoteAddress, dst, dstOffset, required);
+    }
+
+    /** What the last failed {@link #pull} met, in words ("" if none). */
+    default String pullError() {
+        return "this fabric does not carry cross-process references";
+    }
+
+    /**
+     * The NIC's settings for the cross-process single copy ({@code SoftNicContext}'s {@code gdrkit.nic.shm.cma}
+     * and threshold): whether this port sends and grants cross-process references, and the smallest payload sent
+     * so. A no-op on fabrics without it.
+     */
+    default void crossProcessCopy(final boolean on, final int threshold) {
+    }
+
+    /**
      * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int, Class)} of every
      * port of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are
      * not carried.

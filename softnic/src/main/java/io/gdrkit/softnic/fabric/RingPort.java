@@ -25,6 +25,7 @@ abstract class RingPort implements FabricPort {
     private long claimedOffset;
     private int claimedLength;
     private long sent;
+    private long referencesSent;
     private long dropped;
     private long crcErrors;
     private long now;
@@ -108,6 +109,9 @@ abstract class RingPort implements FabricPort {
         final MemorySegment buf = ring.buffer();
         if (crc) {
             ring.tag(crcOf(buf, claimedOffset, claimedLength));
+        }
+        if (claimedLength > 12 && (buf.get(ValueLayout.JAVA_BYTE, claimedOffset + 12) & 0x80) != 0) {
+            referencesSent++; // BTH's R bit (Packet): the payload is a reference to this process's memory
         }
         final LinkHook hook = hook();
         // the hook sees the packet "on the wire": after the CRC, so corruption is caught by the receiver
@@ -314,6 +318,11 @@ abstract class RingPort implements FabricPort {
             return;
         }
         downstream.onRecord(buf, offset, length);
+    }
+
+    /** Packets committed whose payload was a reference (single copy), drops and duplicates included. */
+    public long referencesSent() {
+        return referencesSent;
     }
 
     @Override

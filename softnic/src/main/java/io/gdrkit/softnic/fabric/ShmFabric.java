@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -49,7 +51,29 @@ import java.util.Set;
  *       removes files of a live one. Files of ports whose process died are swept when a port attaches, and whole
  *       directories of dead runs by {@link #sweepStaleDirectories}.</li>
  * </ul>
- * What remains: a process of the same user can still truncate a mapped file; touching the lost pages then
+ * <p>Single copy across processes (as UCX's {@code cma}): a SEND or WRITE packet whose payload is at least the
+ * NIC's threshold may carry the sender's address instead of its bytes ({@link FabricPort#carriesReferences(int,
+ * int)}), and the receiver pulls the bytes straight into the destination MR with {@code process_vm_readv(2)}
+ * ({@link RemoteMemoryReader}). Each link is probed once, by its <em>receiver</em> (ptrace permission is not
+ * symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
+ * its memory, the word) into the link's trailer; the consumer checks that the pid is the one that owns the
+ * producer's LID claim ({@code port-<lid>}), reads the word with process_vm_readv and writes its verdict (the
+ * pid it granted, or why not) into the trailer, where the producer reads it before every reference packet.
+ * Without a grant the bytes travel through the ring (two copies) and {@link #copyMode} says why. Trailer
+ * (offsets from the ring's capacity C; {@link SpscRingBuffer}'s reserved line):
+ * <pre>
+ *   [C+128, C+136)  hello pid (u64, written last, with release)      producer
+ *   [C+136, C+144)  address of the probe word in the producer        producer
+ *   [C+144, C+152)  the probe word's value (random)                  producer
+ *   [C+160, C+168)  verdict pid: the pid granted or refused (u64, written last, with release)   consumer
+ *   [C+168, C+176)  verdict: 1 granted, 2 off at the consumer, 3 pid not the LID's owner,
+ *                   4 the probe read another value, -errno the probe's process_vm_readv failed
+ * </pre>
+ * A reference is trusted no further than bytes in the ring: the responder checks the destination (rkey, bounds,
+ * access) as for any packet; the token (pid) it carries must be the pid granted for the packet's SLID; a failed
+ * or short read is a named error the requester sees as a completion error (REM_OP_ERR).
+ *
+ * <p>What remains: a process of the same user can still truncate a mapped file; touching the lost pages then
  * raises SIGBUS, which the JVM may report as an InternalError or not survive. As with Aeron's mapped files, the
  * defence is the directory's ownership and mode: only the same user can do it.
  */
@@ -67,6 +91,19 @@ public final class ShmFabric implements Fabric {
     private volatile LinkHook hook;
     private final boolean crc;
     private boolean closed;
+    private final List<ShmPort> ports = new ArrayList<>();
+    private volatile RemoteMemoryReader reader = RemoteMemoryReader.processVmReadv();
+    /** The word peers read to prove they can read this process (cma probe); in the fabric's arena. */
+    private MemorySegment probeWord;
+    private long probeValue;
+    private static final long PID = ProcessHandle.current().pid();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final int HELLO = 128;
+    private static final int VERDICT = 160;
+    static final long GRANTED = 1;
+    static final long OFF_AT_PEER = 2;
+    static final long NOT_LID_OWNER = 3;
+    static final long WRONG_WORD = 4;
 
     /**
      * @param dir          the directory shared by the processes, created (0700) if missing
@@ -245,7 +282,47 @@ public final class ShmFabric implements Fabric {
             inbound[src - 1] = new SpscRingBuffer(create(link));
             owned.add(link);
         }
-        return new ShmPort(lid, inbound);
+        final ShmPort port = new ShmPort(lid, inbound);
+        ports.add(port);
+        return port;
+    }
+
+    /**
+     * Replaces how this process reads a peer's memory for the single-copy path (default
+     * {@link RemoteMemoryReader#processVmReadv()}): tests inject a failing reader to drive the probe's fallback
+     * and the named errors.
+     */
+    public void remoteReader(final RemoteMemoryReader r) {
+        reader = java.util.Objects.requireNonNull(r, "reader");
+    }
+
+    /** How payloads travel from this fabric's port {@code lid} to {@code dlid}, and why; null if no such port. */
+    public synchronized CopyMode copyMode(final int lid, final int dlid) {
+        for (final ShmPort p : ports) {
+            if (p.lid() == lid) {
+                return p.copyMode(dlid);
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The copy mode of one link: {@code cma} (the receiver pulls the sender's bytes with process_vm_readv, one copy)
+     * or {@code ring} (the bytes travel through the shared ring, two copies), why, and the sending port's counts of
+     * reference packets (cma) among all packets it sent, and of references it pulled as a receiver.
+     */
+    public record CopyMode(String mode, String reason, long referencePackets, long packetsSent, long pulls,
+                           long pullErrors) {
+    }
+
+    /** The probe word, made on first use: 8 random bytes in this process's memory. */
+    private synchronized MemorySegment probeWord() {
+        if (probeWord == null) {
+            probeValue = RANDOM.nextLong() | 1; // never 0: an unwritten word never passes
+            probeWord = arena.allocate(8, 8);
+            probeWord.set(ValueLayout.JAVA_LONG, 0, probeValue);
+        }
+        return probeWord;
     }
 
     /** Removes port files (and their inbound links) whose process is dead. */
@@ -384,10 +461,25 @@ public final class ShmFabric implements Fabric {
     private final class ShmPort extends RingPort {
         /** doWork calls between checks that the peers we send to are still the processes we mapped. */
         private static final int CHECK_EVERY = 4096;
+        /** doWork calls between looks for a new producer's hello on the inbound links (cma probe). */
+        private static final int PROBE_EVERY = 64;
         private final SpscRingBuffer[] inbound;
         private final SpscRingBuffer[] outbound = new SpscRingBuffer[maxLid + 1];
         private final String[] outboundOwner = new String[maxLid + 1];
         private int countdown = CHECK_EVERY;
+        private int probeCountdown = 1;
+        // cross-process single copy, set by the NIC (SoftNicContext); off until then
+        private volatile boolean cma;
+        private volatile int threshold = Integer.MAX_VALUE;
+        /** Receiver side, by source LID: the hello pid last probed, the pid granted (0: none), why not. */
+        private final long[] probedPid = new long[maxLid + 1];
+        private final long[] grantedPid = new long[maxLid + 1];
+        private final String[] refusal = new String[maxLid + 1];
+        private final MemorySegment probeScratch = Arena.ofAuto().allocate(8, 8);
+        private MemorySegment pullScratch;
+        private String pullError = "";
+        private long pulled;
+        private long pullErrors;
 
         @Override
         public int doWork(final long nowNanos) {
@@ -396,7 +488,193 @@ public final class ShmFabric implements Fabric {
                 countdown = CHECK_EVERY;
                 checkPeers();
             }
+            if (--probeCountdown <= 0) {
+                probeCountdown = PROBE_EVERY;
+                probeInbound();
+            }
             return work;
+        }
+
+        @Override
+        public void crossProcessCopy(final boolean on, final int threshold) {
+            this.threshold = Math.max(1, threshold);
+            this.cma = on;
+        }
+
+        @Override
+        public boolean carriesReferences(final int dlid, final int payload) {
+            if (!cma || payload < threshold || crc || !hook.passesReferences()) {
+                return false;
+            }
+            final SpscRingBuffer ring = outbound(dlid);
+            if (ring == null) {
+                return false;
+            }
+            final MemorySegment b = ring.buffer();
+            final long v = ring.capacity() + (long) VERDICT;
+            return (long) LONG.getAcquire(b, v) == PID && (long) LONG.get(b, v + 8) == GRANTED;
+        }
+
+        @Override
+        public long referenceToken() {
+            return PID;
+        }
+
+        @Override
+        public boolean pullsReferences() {
+            return true;
+        }
+
+        @Override
+        public long pull(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                         final long dstOffset, final int length) {
+            return pullAhead(slid, token, remoteAddress, dst, dstOffset, length, length);
+        }
+
+        @Override
+        public long pullAhead(final int slid, final long token, final long remoteAddress, final MemorySegment dst,
+                              final long dstOffset, final int length, final long wanted) {
+            final long granted = slid >= 1 && slid <= maxLid ? grantedPid[slid] : 0;
+            if (granted == 0) {
+                return pullFailed(-1, "LID " + slid + " was not granted cross-process reads ("
+                    + (slid >= 1 && slid <= maxLid && refusal[slid] != null ? refusal[slid] : "not probed")
+                    + "): its reference packets are refused");
+            }
+            if (token != granted) {
+                return pullFailed(-2, "a reference names process " + token + ", but LID " + slid + " is process "
+                    + granted);
+            }
+            if (length <= 0 || wanted < length || dstOffset < 0 || dstOffset > dst.byteSize() - wanted) {
+                return pullFailed(-3, "a reference of " + length + " bytes does not fit its destination");
+            }
+            final long n;
+            if (dst.isNative()) {
+                n = reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                if (n >= length) {
+                    pulled++;
+                    return n; // the bytes past length only if the range ahead was readable: a short read is fine
+                }
+            } else {
+                // not addressable by the kernel: through a scratch buffer (two copies, still no ring)
+                if (pullScratch == null || pullScratch.byteSize() < length) {
+                    pullScratch = Arena.ofAuto().allocate(Math.max(length, 65536), 64);
+                }
+                n = reader.read(granted, pullScratch, 0, remoteAddress, length);
+                if (n == length) {
+                    MemorySegment.copy(pullScratch, 0, dst, dstOffset, length);
+                }
+            }
+            if (n == length) {
+                pulled++;
+                return length;
+            }
+            return pullFailed(n < 0 ? n : -4, n < 0
+                ? "process_vm_readv of " + length + " bytes at 0x" + Long.toHexString(remoteAddress) + " in process "
+                    + granted + " (LID " + slid + "): " + RemoteMemoryReader.describe(n)
+                : "short process_vm_readv: " + n + " of " + length + " bytes at 0x"
+                    + Long.toHexString(remoteAddress) + " in process " + granted + " (LID " + slid + ")");
+        }
+
+        private long pullFailed(final long code, final String why) {
+            pullErrors++;
+            pullError = why;
+            return code < 0 ? code : -1;
+        }
+
+        @Override
+        public String pullError() {
+            return pullError;
+        }
+
+        /**
+         * The receiver's half of the link setup: a producer that wrote a hello with a pid not probed yet is probed
+         * now (its pid must own its LID claim; its probe word must read back through process_vm_readv), and the
+         * verdict goes into the link's trailer for it to read.
+         */
+        private void probeInbound() {
+            for (int i = 0; i < inbound.length; i++) {
+                final int src = i + 1;
+                final MemorySegment b = inbound[i].buffer();
+                final long h = inbound[i].capacity() + (long) HELLO;
+                final long pid = (long) LONG.getAcquire(b, h);
+                if (pid == 0 || pid == probedPid[src]) {
+                    continue;
+                }
+                final long address = (long) LONG.get(b, h + 8);
+                final long word = (long) LONG.get(b, h + 16);
+                if ((long) LONG.getAcquire(b, h) != pid) {
+                    continue; // rewritten meanwhile: the next look takes the settled one
+                }
+                probedPid[src] = pid;
+                grantedPid[src] = 0;
+                final long verdict = probe(src, pid, address, word);
+                refusal[src] = verdict == GRANTED ? null : verdictText(verdict, "this process");
+                if (verdict == GRANTED) {
+                    grantedPid[src] = pid;
+                }
+                final long v = inbound[i].capacity() + (long) VERDICT;
+                LONG.set(b, v + 8, verdict);
+                LONG.setRelease(b, v, pid);
+            }
+        }
+
+        private long probe(final int src, final long pid, final long address, final long word) {
+            if (!cma) {
+                return OFF_AT_PEER;
+            }
+            final String owner = read(dir.resolve("port-" + src));
+            if (!owner.equals(Long.toString(pid))) {
+                return NOT_LID_OWNER;
+            }
+            final long n = reader.read(pid, probeScratch, 0, address, 8);
+            if (n < 0) {
+                return n;
+            }
+            return n == 8 && probeScratch.get(ValueLayout.JAVA_LONG, 0) == word ? GRANTED : WRONG_WORD;
+        }
+
+        /** The sender's view of its link to {@code dlid}. */
+        CopyMode copyMode(final int dlid) {
+            final String local = !cma ? "gdrkit.nic.shm.cma (or gdrkit.nic.onecopy) is off in this process"
+                : crc ? "the link CRC is on (it would cover the reference, not the bytes)"
+                : !hook.passesReferences() ? "the link hook (fault injection) looks at payloads"
+                : null;
+            String reason = local;
+            boolean granted = false;
+            if (reason == null) {
+                final SpscRingBuffer ring = dlid >= 1 && dlid <= maxLid ? outbound[dlid] : null;
+                if (ring == null) {
+                    reason = "no link to LID " + dlid + " yet";
+                } else {
+                    final MemorySegment b = ring.buffer();
+                    final long v = ring.capacity() + (long) VERDICT;
+                    final long pid = (long) LONG.getAcquire(b, v);
+                    final long verdict = (long) LONG.get(b, v + 8);
+                    granted = pid == PID && verdict == GRANTED;
+                    reason = pid != PID ? "the peer (LID " + dlid + ") has not probed this process yet"
+                        : granted ? "LID " + dlid + " read this process's probe word with process_vm_readv; payloads "
+                            + "of " + threshold + " bytes or more travel as references"
+                        : verdictText(verdict, "the peer (LID " + dlid + ")");
+                }
+            }
+            return new CopyMode(granted ? "cma" : "ring", reason, referencesSent(), packetsSent(), pulled, pullErrors);
+        }
+
+        private static String verdictText(final long verdict, final String who) {
+            if (verdict == OFF_AT_PEER) {
+                return "gdrkit.nic.shm.cma is off in " + who;
+            }
+            if (verdict == NOT_LID_OWNER) {
+                return who + " found the hello's pid is not the owner of the sender's LID claim";
+            }
+            if (verdict == WRONG_WORD) {
+                return who + " read another value than the sender's probe word";
+            }
+            if (verdict < 0) {
+                return who + " cannot read the sender's memory: process_vm_readv " + RemoteMemoryReader.describe(
+                    verdict);
+            }
+            return "unknown verdict " + verdict;
         }
 
         /**
@@ -451,8 +729,19 @@ public final class ShmFabric implements Fabric {
                 ring = new SpscRingBuffer(seg);
                 outbound[dlid] = ring;
                 outboundOwner[dlid] = owner;
+                hello(ring);
             }
             return ring;
+        }
+
+        /** The producer's half of the link setup: this process's pid and probe word, for the consumer to probe. */
+        private void hello(final SpscRingBuffer ring) {
+            final MemorySegment word = probeWord();
+            final MemorySegment b = ring.buffer();
+            final long h = ring.capacity() + (long) HELLO;
+            LONG.set(b, h + 8, word.address());
+            LONG.set(b, h + 16, probeValue);
+            LONG.setRelease(b, h, PID);
         }
 
         @Override

@@ -1,0 +1,125 @@
+package io.gdrkit.softnic.fabric;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Reads bytes out of another process's address space: the shared-memory fabric's single-copy path (as UCX's
+ * {@code cma} transport), where a packet carries the sender's address instead of its bytes and the receiver pulls
+ * them straight into the destination memory. {@link #processVmReadv()} is {@code process_vm_readv(2)} called
+ * through FFM; tests inject failing readers to drive the fallback and error paths.
+ */
+@FunctionalInterface
+public interface RemoteMemoryReader {
+    /** errno values a read may answer (negated). */
+    int EPERM = 1;
+    int ESRCH = 3;
+    int ENOMEM = 12;
+    int EFAULT = 14;
+    int EINVAL = 22;
+    int ENOSYS = 38;
+
+    /**
+     * Copies up to {@code length} bytes at {@code remoteAddress} in process {@code pid} to {@code dst} at
+     * {@code dstOffset} (native memory; the range is checked by the caller and again here). Returns the bytes read,
+     * which may be fewer (a range that ends in unmapped memory), or a negative errno. Never throws for a bad remote
+     * range or a dead process.
+     */
+    long read(long pid, MemorySegment dst, long dstOffset, long remoteAddress, long length);
+
+    /** The name of a negative answer of {@link #read}: "EFAULT (bad address)" etc. */
+    static String describe(final long result) {
+        final int e = (int) -result;
+        return switch (e) {
+            case EPERM -> "EPERM (no ptrace permission over that process: yama ptrace_scope, a container, "
+                + "or another user)";
+            case ESRCH -> "ESRCH (no such process)";
+            case ENOMEM -> "ENOMEM";
+            case EFAULT -> "EFAULT (an address outside that process's memory)";
+            case EINVAL -> "EINVAL";
+            case ENOSYS -> "ENOSYS (process_vm_readv is not available)";
+            default -> "errno " + e;
+        };
+    }
+
+    /**
+     * {@code process_vm_readv(2)} through the FFM linker on libc (no JNI), or, where the symbol is missing, a
+     * reader answering {@code -ENOSYS}. Each call builds its two iovecs in a buffer of the calling thread's own; one
+     * system call per read.
+     */
+    static RemoteMemoryReader processVmReadv() {
+        return ProcessVm.INSTANCE;
+    }
+
+    /** The FFM binding. */
+    final class ProcessVm implements RemoteMemoryReader {
+        static final RemoteMemoryReader INSTANCE = create();
+        private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+        private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+        /** local iovec (base, len) then remote iovec (base, len), then the captured errno. */
+        private static final ThreadLocal<Iovecs> SCRATCH = ThreadLocal.withInitial(Iovecs::new);
+        private final MethodHandle readv;
+
+        private ProcessVm(final MethodHandle readv) {
+            this.readv = readv;
+        }
+
+        private static RemoteMemoryReader create() {
+            final Linker linker = Linker.nativeLinker();
+            return linker.defaultLookup().find("process_vm_readv").<RemoteMemoryReader>map(sym -> new ProcessVm(
+                linker.downcallHandle(sym, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
+                    ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), Linker.Option.captureCallState("errno"))))
+                .orElse((pid, dst, off, remote, len) -> -ENOSYS);
+        }
+
+        @Override
+        public long read(final long pid, final MemorySegment dst, final long dstOffset, final long remoteAddress,
+                         final long length) {
+            if (!dst.isNative() || dstOffset < 0 || length < 0 || dstOffset > dst.byteSize() - length
+                || pid <= 0 || pid > Integer.MAX_VALUE) {
+                return -EINVAL;
+            }
+            if (length == 0) {
+                return 0;
+            }
+            final Iovecs v = SCRATCH.get();
+            v.local.set(ValueLayout.JAVA_LONG, 0, dst.address() + dstOffset);
+            v.local.set(ValueLayout.JAVA_LONG, 8, length);
+            v.remote.set(ValueLayout.JAVA_LONG, 0, remoteAddress);
+            v.remote.set(ValueLayout.JAVA_LONG, 8, length);
+            final long n;
+            try {
+                // the destination segment is checked alive here; the system call writes into it by address
+                dst.get(ValueLayout.JAVA_BYTE, dstOffset);
+                n = (long) readv.invokeExact(v.state, (int) pid, v.local, 1L, v.remote, 1L, 0L);
+            } catch (final IllegalStateException | WrongThreadException e) {
+                return -EINVAL; // the destination's arena is closed or confined elsewhere: nothing written
+            } catch (final Throwable t) {
+                throw new IllegalStateException("process_vm_readv downcall failed: " + t, t);
+            }
+            return n >= 0 ? n : -(int) ERRNO.get(v.state, 0L);
+        }
+
+        /** One thread's iovecs and errno slot, made once: nothing is allocated per read. */
+        private static final class Iovecs {
+            final MemorySegment local;
+            final MemorySegment remote;
+            final MemorySegment state;
+
+            Iovecs() {
+                final MemorySegment s = Arena.ofAuto().allocate(32 + CALL_STATE.byteSize(), 16);
+                local = s.asSlice(0, 16);
+                remote = s.asSlice(16, 16);
+                state = s.asSlice(32, CALL_STATE.byteSize());
+            }
+        }
+    }
+}
