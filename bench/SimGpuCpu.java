@@ -5,7 +5,8 @@
  * measured as CPU time: every thread of the JVM that existed when the run started (the invoker that drives both
  * NICs, the simulated GPU's drainer and stream threads), so descheduled time on a loaded machine does not count.
  * Interleaved host, gpu, host, gpu ... in one JVM; one JSON line per trial. Run against a built jar:
- *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/SimGpuCpu.java LABEL [TRIALS]
+ *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/SimGpuCpu.java LABEL [TRIALS [BYTES...]]
+ * (sizes 65536 1048576 4194304 unless given)
  */
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.devices.GpuDevices;
@@ -42,8 +43,9 @@ public class SimGpuCpu {
     public static void main(String[] a) {
         String label = a[0];
         int trials = a.length > 1 ? Integer.parseInt(a[1]) : 3;
-        int[] sizes = {65536, 1 << 20, 4 << 20};
-        long[] iters = {4000, 400, 100};
+        int[] sizes = a.length > 2 ? java.util.Arrays.stream(a, 2, a.length).mapToInt(Integer::parseInt).toArray()
+            : new int[] {65536, 1 << 20, 4 << 20};
+        long[] iters = java.util.Arrays.stream(sizes).mapToLong(s -> Math.max(20, (256L << 20) / s)).toArray();
         for (int s = 0; s < sizes.length; s++) {
             one(false, sizes[s], iters[s]); // JVM warm-up for this size
             one(true, sizes[s], iters[s]);
