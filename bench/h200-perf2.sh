@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 16 on a CUDA host, second series (about 4-5 minutes on the H200 host): 3 runs of each, JSON lines under $OUT.
 #   perf-gpu.jsonl   perf write_bw/read_bw --mem gpu:0 at 64 KiB .. 64 MiB (software NIC, both buffers on the GPU)
-#   gpu-path.jsonl   gpu-path --json at the same sizes: GDR, host bounce and the pinned cuMemcpyHtoD limit, same run
+#   gpu-path.jsonl   gpu-path --json at the same sizes: GDR, host bounce (and, since p16gpu, the pipelined bounce)
+#                    and the pinned cuMemcpyHtoD limit, same run
 #                    (these lines are the crossover model's input: gdrkit model crossover --input gpu-path.jsonl)
 #   injvm.jsonl      in-JVM rows: write_bw 1 MiB beside MemorySegment.copy (--baseline), write_bw 64 B message
 #                    rate, write_lat 8 B (t_typical) beside the cache-line ping-pong

@@ -35,6 +35,18 @@ for s in sizes:
     print(f"| {s} | {mmm(g)} | {mmm(b)} | {mmm(p)} | {mmm([x / y for x, y in zip(g, b)])} | "
           f"{mmm([x / y for x, y in zip(b, p)])} | {mmm([x / y for x, y in zip(g, p)], '{:.3f}')} |")
 
+# the pipelined bounce (gpu-path's bounce-pipelined row, where the jar has it) beside the pinned copy and GDR
+if any("bounce-pipelined" in v for v in path.values()):
+    print("\ngpu-path bounce-pipelined (256 KiB pieces, copies overlapping the next piece's WRITE), GiB/s")
+    print("| bytes | bounce-pipelined | bounce-pipelined / pinned | GDR / bounce-pipelined | bounce-pipelined / bounce |")
+    print("|---|---|---|---|---|")
+    for s in sizes:
+        runs = [v for (b, _), v in sorted(path.items()) if b == s and {"gdr", "bounce", "bounce-pipelined", "pinned"} <= v.keys()]
+        q = [v["bounce-pipelined"] for v in runs]
+        print(f"| {s} | {mmm(q)} | {mmm([v['bounce-pipelined'] / v['pinned'] for v in runs])} | "
+              f"{mmm([v['gdr'] / v['bounce-pipelined'] for v in runs])} | "
+              f"{mmm([v['bounce-pipelined'] / v['bounce'] for v in runs])} |")
+
 # perf --mem gpu:0
 perf = defaultdict(list)
 for r in lines(os.path.join(d, "perf-gpu.jsonl")):

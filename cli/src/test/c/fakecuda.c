@@ -128,7 +128,12 @@ static long long fake_clock;
 /* an event: its fake timestamp, then whether it was queried since its record (FAKECUDA_DEFER) */
 CUresult cuEventCreate(void **e, unsigned int flags) { *e = calloc(2, 8); return 0; }
 CUresult cuEventRecord(void *e, void *s) { ((long long *)e)[0] = (fake_clock += 1000000); ((long long *)e)[1] = 0; return 0; }
+/* fakecuda_hold_events(1): every event query answers NOT_READY (the copy engine is slow) until (0); for the test that
+   a completion waits for the copy's event, not merely for a query */
+static volatile int events_held;
+void fakecuda_hold_events(int on) { events_held = on; }
 CUresult cuEventQuery(void *e) {
+    if (events_held) return 600; /* NOT_READY */
     if (deferring() && !((long long *)e)[1]) { ((long long *)e)[1] = 1; return 600; /* NOT_READY */ }
     run_queue();
     return 0;

@@ -44,11 +44,15 @@ class CudaNicStagingTest {
         final String out = Files.readString(log);
         assertEquals(0, p.exitValue(), out);
         assertTrue(out.contains("control: landed before the fence false, after the fence true"), out);
-        for (final String check : List.of("WRITE 17 B", "WRITE 4097 B", "WRITE 3145733 B", "24 x 1 MiB WRITE",
+        assertTrue(out.contains("held event: 0 completion(s) before the copy's event reported done"), out);
+        for (final String check : List.of("WRITE 1048576 B after a held event", "WRITE 17 B", "WRITE 4097 B", "WRITE 3145733 B", "24 x 1 MiB WRITE",
             "READ 1048579 B", "READ 2097152 B", "SEND 200000 B")) {
             assertTrue(out.lines().anyMatch(l -> l.startsWith(check)) && out.lines().filter(l -> l.startsWith(check))
                 .allMatch(l -> l.contains("byte-exact at completion")), check + ": " + out);
         }
         assertTrue(out.contains("all checks passed"), out);
+        // the READs and the GPU-sourced WRITEs read through the read-ahead, which is pinned: no staging copy
+        assertTrue(out.lines().anyMatch(l -> l.matches("NIC reads: [1-9][0-9]* into pinned read buffers, 0 through "
+            + "staging")), out);
     }
 }

@@ -12,7 +12,15 @@ import io.gdrkit.verbs.WcStatus;
 import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
 
+import io.gdrkit.gpu.cuda.CudaDriver;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
 import java.lang.foreign.ValueLayout;
 
 /**
@@ -35,10 +43,12 @@ public final class NicStagingProbe {
             failures += control(gpu);
             try (Loopback lb = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, BUF, 64, 64, 0, 4096, null,
                 gpu)) {
+                failures += heldEvent(lb);
                 failures += writes(lb);
                 failures += reads(lb);
                 failures += sends(lb);
             }
+            System.out.println(gpu.nicStats());
         }
         System.out.println(failures == 0 ? "all checks passed" : failures + " checks failed");
         System.exit(failures == 0 ? 0 : 1);
@@ -66,6 +76,38 @@ public final class NicStagingProbe {
         } finally {
             gpu.free(b);
         }
+    }
+
+    /**
+     * The completion waits for the copy's event: with every event query answering NOT_READY (the fake's
+     * {@code fakecuda_hold_events}), a 1 MiB WRITE (4 AckReqs, the last one completing it) raises no completion in
+     * 2000 duty cycles; released, it completes, byte-exact.
+     */
+    private static int heldEvent(final Loopback lb) {
+        final MethodHandle hold = Linker.nativeLinker().downcallHandle(
+            SymbolLookup.libraryLookup(Path.of(System.getProperty(CudaDriver.LIBRARY_PROPERTY)), Arena.global())
+                .find("fakecuda_hold_events").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT));
+        final long size = MIB;
+        fill(raw(lb.a.mr.address(), size), 4242);
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        int early = 0;
+        try {
+            hold.invokeExact(1);
+            post(lb, WrOpcode.RDMA_WRITE, 7, 0, size, lb.b.mr.address(), lb.b.mr.rkey(), true);
+            for (int i = 0; i < 2000; i++) {
+                lb.progress();
+                early += lb.a.scq.poll(wc);
+            }
+            hold.invokeExact(0);
+        } catch (final Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        System.out.println("held event: " + early + " completion(s) before the copy's event reported done");
+        if (early == 0 && !await(lb, lb.a, 1, "WRITE after the event")) {
+            return 1;
+        }
+        return (early == 0 ? 0 : 1) + check("WRITE 1048576 B after a held event", raw(lb.a.mr.address(), size),
+            raw(lb.b.mr.address(), size));
     }
 
     /** WRITEs of several sizes, then 24 x 1 MiB in flight at once (the 16 MiB staging ring wraps). */

@@ -62,6 +62,11 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
+    public MemorySegment allocateReadBuffer(final long bytes) {
+        return gpu.dmaTarget().nicReadBuffer(bytes);
+    }
+
+    @Override
     public long completionFenceStart() {
         return gpu.dmaTarget().nicFenceStart();
     }

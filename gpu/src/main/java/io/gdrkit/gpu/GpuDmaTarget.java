@@ -39,6 +39,14 @@ public interface GpuDmaTarget {
     }
 
     /**
+     * A host buffer that {@link #nicRead}s land in fastest, freed when unreachable: pinned memory that a CUDA copy
+     * engine writes directly (no staging copy). The default: plain native memory.
+     */
+    default MemorySegment nicReadBuffer(final long bytes) {
+        return java.lang.foreign.Arena.ofAuto().allocate(bytes, 4096);
+    }
+
+    /**
      * The completion fence without waiting: starts it for every write posted so far and returns a token for
      * {@link #nicFenceDone}. A NIC that must not stall (its ACK can wait, its engine should not) uses this pair.
      */

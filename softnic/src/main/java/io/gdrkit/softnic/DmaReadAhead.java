@@ -21,6 +21,8 @@ final class DmaReadAhead {
     static final int BYTES = 1 << 20;
 
     private MemorySegment buffer;
+    /** The memory that allocated {@link #buffer}. */
+    private io.gdrkit.core.mem.DmaMemory bufferOwner;
     private SoftMr mr;
     private long key = Long.MIN_VALUE;
     private long base;
@@ -52,8 +54,11 @@ final class DmaReadAhead {
                 mr.copyOut(va, dst, dstOffset, len); // cannot happen for a packet; stay correct anyway
                 return;
             }
-            if (buffer == null) {
-                buffer = Arena.ofAuto().allocate(BYTES, 4096);
+            if (buffer == null || bufferOwner != mr.dma) {
+                // from the memory read: pinned for a CUDA GPU, so its copy engine reads straight into it. Asked again
+                // when another memory is read (its GPU's pinned memory lives and dies with that GPU's context)
+                buffer = mr.dma != null ? mr.dma.allocateReadBuffer(BYTES) : Arena.ofAuto().allocate(BYTES, 4096);
+                bufferOwner = mr.dma;
             }
             this.mr = null; // a failed read leaves nothing that looks valid
             mr.copyOut(va, buffer, 0, ahead);

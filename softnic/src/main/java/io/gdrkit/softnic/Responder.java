@@ -680,12 +680,16 @@ final class Responder implements Agent {
             switch (r.type[slot]) {
                 case ResponderResources.ACK -> {
                     // what the memory promises at completion holds before the ACK leaves; the fence is asked, not
-                    // waited for, so the engine keeps taking packets while a GPU's copy engine lands these
-                    if (!qp.tryFenceDmaWrites() || !claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
+                    // waited for, so the engine keeps taking packets while a GPU's copy engine lands these. An ACK
+                    // whose MSN is the last one sent (a mid-message AckReq) completes no work request: no fence,
+                    // so a large WRITE's copies are not cut into spans and waited for at every AckReq
+                    final boolean completes = r.msn[slot] != qp.ackedMsn;
+                    if (completes && !qp.tryFenceDmaWrites() || !claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
+                    qp.ackedMsn = r.msn[slot];
                     r.pop();
                 }
                 case ResponderResources.ATOMIC -> {

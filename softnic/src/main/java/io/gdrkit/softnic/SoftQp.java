@@ -148,6 +148,8 @@ final class SoftQp implements QueuePair {
     // responder
     int ePsn;
     int msn;
+    /** The MSN of the last ACK sent: an ACK with the same MSN completes no message, so it needs no DMA fence. */
+    int ackedMsn;
     boolean nakSeqSent;
     long rqHead;
     boolean inSend;
@@ -357,6 +359,7 @@ final class SoftQp implements QueuePair {
         timerDeadline = 0;
         retryStarted = false;
         msn = 0;
+        ackedMsn = 0;
         nakSeqSent = false;
         rqHead = 0;
         inSend = false;

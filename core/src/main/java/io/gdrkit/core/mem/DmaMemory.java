@@ -37,6 +37,15 @@ public interface DmaMemory {
     }
 
     /**
+     * A host buffer for the NIC's bulk reads of this memory ({@link #prefersBulkReads}), {@code bytes} long: what a
+     * read lands in fastest (pinned host memory for a GPU's copy engine, which then writes it directly instead of
+     * through a staging copy). Freed when it becomes unreachable. The default: plain native memory.
+     */
+    default MemorySegment allocateReadBuffer(final long bytes) {
+        return java.lang.foreign.Arena.ofAuto().allocate(bytes, 4096);
+    }
+
+    /**
      * {@link #completionFence} split so that the NIC need not wait: starts the fence for every write made so far
      * and returns a token; {@link #completionFenceDone} says, without blocking, when it has completed. The default
      * fences at once.

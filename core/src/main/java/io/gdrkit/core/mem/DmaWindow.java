@@ -51,6 +51,11 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public MemorySegment allocateReadBuffer(final long bytes) {
+        return memory.allocateReadBuffer(bytes);
+    }
+
+    @Override
     public long completionFenceStart() {
         return memory.completionFenceStart();
     }

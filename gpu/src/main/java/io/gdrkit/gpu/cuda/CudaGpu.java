@@ -983,6 +983,18 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return true;
     }
 
+    /** The NIC stand-in's counters: reads straight into pinned read buffers against reads through staging. */
+    public String nicStats() {
+        return nicStaging.stats();
+    }
+
+    /** Pinned memory that NIC reads land in directly (see {@link NicStaging#readBuffer}). */
+    @Override
+    public MemorySegment nicReadBuffer(final long bytes) {
+        makeCurrent();
+        return nicStaging.readBuffer(bytes);
+    }
+
     /** Waits until every NIC write issued before it has landed in device memory. */
     @Override
     public void nicCompletionFence() {
@@ -1033,6 +1045,11 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             // closing is best effort; the process is usually exiting
         }
         arena.close();
+    }
+
+    /** Whether {@link #close} has run (its primary context released). */
+    boolean isClosed() {
+        return closed;
     }
 
     private CudaBuffer own(final DeviceBuffer buffer) {

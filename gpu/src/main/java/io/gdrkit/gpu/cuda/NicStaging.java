@@ -3,6 +3,8 @@ package io.gdrkit.gpu.cuda;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -45,6 +47,8 @@ final class NicStaging {
     private final CudaGpu gpu;
     private final MemorySegment stream;
     private final ReentrantLock lock = new ReentrantLock();
+    /** Pinned read buffers handed out by {@link #readBuffer} and still alive: base address to bytes. */
+    private final ConcurrentSkipListMap<Long, Long> readBuffers = new ConcurrentSkipListMap<>();
 
     private MemorySegment staging;
     private MemorySegment readStaging;
@@ -64,6 +68,9 @@ final class NicStaging {
     /** Fence tokens: the last one handed out, and the highest known complete. */
     private long fenceIssued;
     private volatile long fenceCompleted;
+    /** NIC reads straight into a pinned read buffer, and through the read staging (counted under the lock). */
+    private long pinnedReads;
+    private long stagedReads;
 
     NicStaging(final CudaGpu gpu, final CudaDriver d, final MemorySegment stream) {
         this.gpu = gpu;
@@ -108,12 +115,49 @@ final class NicStaging {
         }
     }
 
+    /**
+     * Pinned host memory for a NIC's read-ahead ({@code cuMemAllocHost}), freed ({@code cuMemFreeHost}) when it
+     * becomes unreachable, unless the device was closed first (its context took the memory with it). A read into
+     * it is one device-to-host copy with no staging copy behind it.
+     */
+    MemorySegment readBuffer(final long bytes) {
+        final MemorySegment pinned = gpu.allocHost(bytes);
+        final long base = pinned.address();
+        readBuffers.put(base, bytes);
+        return MemorySegment.ofAddress(base).reinterpret(bytes, Arena.ofAuto(), unused -> {
+            readBuffers.remove(base);
+            if (!gpu.isClosed()) {
+                try {
+                    gpu.freeHost(pinned);
+                } catch (final RuntimeException e) {
+                    // a cleaner has nowhere to report to; the memory goes with the context at the latest
+                }
+            }
+        });
+    }
+
+    /** Whether {@code [dst + dstOffset, + len)} lies in a live {@link #readBuffer}: pinned, the copy engine's target. */
+    private boolean inReadBuffer(final MemorySegment dst, final long dstOffset, final long len) {
+        final long at = dst.address() + dstOffset;
+        final Map.Entry<Long, Long> e = readBuffers.floorEntry(at);
+        return e != null && at + len <= e.getKey() + e.getValue();
+    }
+
     /** A read of device address {@code sptr}, behind every earlier write; complete when it returns. */
     void read(long sptr, final MemorySegment dst, long dstOffset, long len) {
         lock.lock();
         try {
             ensureAllocated();
             issueSpan();
+            if (len > 0 && inReadBuffer(dst, dstOffset, len)) {
+                // pinned already: the copy engine writes the NIC's buffer itself, one copy and one wait
+                d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, stream),
+                    "cuMemcpyDtoHAsync_v2 (NIC read, pinned)");
+                d.check((int) d.cuStreamSynchronize.invokeExact(stream), "cuStreamSynchronize (NIC read)");
+                pinnedReads++;
+                return;
+            }
+            stagedReads++;
             while (len > 0) {
                 final int n = (int) Math.min(len, READ_CHUNK);
                 d.check((int) d.cuMemcpyDtoHAsync.invokeExact(readStaging, sptr, (long) n, stream),
@@ -126,6 +170,16 @@ final class NicStaging {
             }
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counters for reports and tests: NIC reads that landed in pinned read buffers directly, and staged ones. */
+    String stats() {
+        lock.lock();
+        try {
+            return "NIC reads: " + pinnedReads + " into pinned read buffers, " + stagedReads + " through staging";
         } finally {
             lock.unlock();
         }

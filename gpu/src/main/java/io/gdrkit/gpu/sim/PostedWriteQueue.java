@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -71,6 +72,16 @@ public final class PostedWriteQueue {
     private long landedCount;
     private long retiredCount;
     private long forced;
+    private long landedAtOnce;
+    /** {@link SimGpuConfig#landUnobserved}: writes nothing can observe in flight skip the queue. */
+    private final boolean landUnobserved;
+    /** Stream operations (copies, kernels) running on the owner GPU now: observers of device memory. */
+    private final AtomicInteger observers = new AtomicInteger();
+    /**
+     * No chunk is POSTED (set under the lock, read without it): a NIC read or a fence with nothing to land takes no
+     * lock. A post that happens-before the reader is seen; one that does not may be missed, as it may in PCIe.
+     */
+    private volatile boolean allLanded = true;
     /** Every chunk before this sequence number has landed (none is POSTED): scans for landing start here. */
     private long landCursor;
     /**
@@ -95,6 +106,16 @@ public final class PostedWriteQueue {
         this.stagingBytes = config.stagingBytes();
         this.staging = arena.allocate(stagingBytes, 64);
         this.scratch = arena.allocate(chunkBytes, 64);
+        this.landUnobserved = config.landUnobserved();
+    }
+
+    /** A stream operation of the owner GPU starts running: it may read device memory while writes are in flight. */
+    void observerStarted() {
+        observers.incrementAndGet();
+    }
+
+    void observerEnded() {
+        observers.decrementAndGet();
     }
 
     /**
@@ -123,6 +144,11 @@ public final class PostedWriteQueue {
               final long len) {
         lockSpinning();
         try {
+            if (landUnobserved && !peersCanRead && observers.get() == 0) {
+                landAtOnce(buffer, offset, src, srcOffset, len);
+                return;
+            }
+            allLanded = false;
             long done = 0;
             while (done < len) {
                 final int n = (int) Math.min(chunkBytes, len - done);
@@ -151,6 +177,29 @@ public final class PostedWriteQueue {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * A write nothing can observe in flight (see {@link SimGpuConfig#landUnobserved}): earlier posted chunks land
+     * first, so the same-address order holds, then one copy from the NIC's bytes into device memory. Counted as
+     * posted, landed and retired chunks, as the queue would have counted them.
+     */
+    private void landAtOnce(final SimDeviceBuffer buffer, final long offset, final MemorySegment src,
+                            final long srcOffset, final long len) {
+        if (!allLanded) {
+            landPostedLocked();
+        }
+        final long chunks = (len + chunkBytes - 1) / chunkBytes;
+        posted += chunks;
+        if (buffer.isFreed()) {
+            retiredCount += chunks; // as land() drops a chunk of a freed buffer
+            return;
+        }
+        VarHandle.releaseFence(); // after everything landed before it, as land() orders a chunk
+        MemorySegment.copy(src, srcOffset, buffer.memory(), offset, len);
+        landedCount += chunks;
+        retiredCount += chunks;
+        landedAtOnce += chunks;
     }
 
     /** Finds contiguous staging space and an entry for a chunk of {@code n} bytes, forcing old chunks out if needed. */
@@ -219,6 +268,7 @@ public final class PostedWriteQueue {
                 }
             }
             advanceHead();
+            publishLanded();
             return work;
         } finally {
             lock.unlock();
@@ -246,6 +296,7 @@ public final class PostedWriteQueue {
             }
             landWithPredecessors(best);
             advanceHead();
+            publishLanded();
             return true;
         } finally {
             lock.unlock();
@@ -254,22 +305,36 @@ public final class PostedWriteQueue {
 
     /** Lands every chunk posted so far (visible to the owner). Returns how many landed. */
     int landAll() {
+        if (allLanded) {
+            return 0; // nothing posted: no lock (a NIC read and a completion fence ask this per packet)
+        }
         lockSpinning();
         try {
-            int n = 0;
-            for (long s = Math.max(head, landCursor); s < tail; s++) {
-                final Entry e = ring[(int) (s & mask)];
-                if (e.state == POSTED) {
-                    land(e);
-                    n++;
-                }
-            }
-            advanceLandCursor();
-            advanceHead();
-            return n;
+            return landPostedLocked();
         } finally {
             lock.unlock();
         }
+    }
+
+    private int landPostedLocked() {
+        int n = 0;
+        for (long s = Math.max(head, landCursor); s < tail; s++) {
+            final Entry e = ring[(int) (s & mask)];
+            if (e.state == POSTED) {
+                land(e);
+                n++;
+            }
+        }
+        advanceLandCursor();
+        advanceHead();
+        publishLanded();
+        return n;
+    }
+
+    /** Publishes whether any chunk is still POSTED: none at or after the cursor (none before it, by its rule). */
+    private void publishLanded() {
+        advanceLandCursor();
+        allLanded = landCursor >= tail;
     }
 
     /** Lands and retires every chunk posted so far (visible to every GPU). Returns how many changed state. */
@@ -290,6 +355,7 @@ public final class PostedWriteQueue {
             }
             advanceLandCursor();
             advanceHead();
+            publishLanded();
             return n;
         } finally {
             lock.unlock();
@@ -471,7 +537,7 @@ public final class PostedWriteQueue {
         lock.lock();
         try {
             return "posted=" + posted + " landed=" + landedCount + " retired=" + retiredCount + " forced=" + forced
-                + " (simulated)";
+                + " landedAtOnce=" + landedAtOnce + " (simulated)";
         } finally {
             lock.unlock();
         }

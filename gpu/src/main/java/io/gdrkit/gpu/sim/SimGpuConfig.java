@@ -25,6 +25,7 @@ public final class SimGpuConfig {
     private int stagingBytes = 16 << 20;
     private int maxInFlight = 1 << 16;
     private boolean autoDrain = true;
+    private boolean landUnobserved;
     private Duration defaultTimeout = Duration.ofSeconds(30);
     private boolean concluded;
 
@@ -34,11 +35,13 @@ public final class SimGpuConfig {
     }
 
     /**
-     * For throughput runs (perf, gpu-path): 4 KiB chunks (one per page rather than per PCIe TLP) and a 64 MiB
-     * staging ring, so the model's bookkeeping does not dominate; ordering and visibility rules are unchanged.
+     * For throughput runs (perf, gpu-path): 4 KiB chunks (one per page rather than per PCIe TLP), a 64 MiB
+     * staging ring, and {@link #landUnobserved} on, so the model's bookkeeping does not dominate; what a running
+     * kernel or a peer GPU can see is unchanged.
      */
     public static SimGpuConfig throughput(final long seed) {
-        return new SimGpuConfig().seed(seed).maxDrainNanos(50_000).chunkBytes(4096).stagingBytes(64 << 20);
+        return new SimGpuConfig().seed(seed).maxDrainNanos(50_000).chunkBytes(4096).stagingBytes(64 << 20)
+            .landUnobserved(true);
     }
 
     /** Deterministic: writes land only when the test (or the model's events) drains them, on the given clock. */
@@ -160,6 +163,25 @@ public final class SimGpuConfig {
         return this;
     }
 
+    /**
+     * true: a NIC write that nothing can observe in flight lands at once, straight from the NIC's bytes into device
+     * memory (one copy, no staging, no queue entry): when no stream operation or kernel is running on the GPU, no
+     * other GPU of the system can read it, and nothing earlier is still posted. Who could tell? Only a kernel or
+     * copy running during the write (then the write is posted as usual, with its delays); one started later lands
+     * every posted write before it runs anyway, and the CPU sees device memory only through such operations. The
+     * stats count these writes as posted, landed and retired, and apart as {@code landedAtOnce}. Needs
+     * {@link #autoDrain} (deterministic runs step every chunk). Default false; {@link #throughput} turns it on.
+     */
+    public boolean landUnobserved() {
+        return landUnobserved;
+    }
+
+    public SimGpuConfig landUnobserved(final boolean on) {
+        open();
+        landUnobserved = on;
+        return this;
+    }
+
     /** Timeout of waits that have no explicit one, e.g. stream threads waiting on SM workers (default 30 s). */
     public Duration defaultTimeout() {
         return defaultTimeout;
@@ -204,6 +226,9 @@ public final class SimGpuConfig {
                 + minDrainNanos + ", maxDrainNanos " + maxDrainNanos);
         }
         Objects.requireNonNull(clock, "clock");
+        if (landUnobserved && !autoDrain) {
+            throw new IllegalArgumentException("landUnobserved needs autoDrain: a deterministic run steps every chunk");
+        }
         if (defaultTimeout == null || defaultTimeout.isNegative() || defaultTimeout.isZero()) {
             throw new IllegalArgumentException("defaultTimeout must be > 0: " + defaultTimeout);
         }
@@ -222,6 +247,6 @@ public final class SimGpuConfig {
         return "SimGpuConfig[memBytes=" + memBytes + ", smWorkers=" + smWorkers + ", seed=" + seed + ", clock="
             + clock + ", minDrainNanos=" + minDrainNanos + ", maxDrainNanos=" + maxDrainNanos + ", chunkBytes="
             + chunkBytes + ", stagingBytes=" + stagingBytes + ", maxInFlight=" + maxInFlight + ", autoDrain="
-            + autoDrain + ", defaultTimeout=" + defaultTimeout + "]";
+            + autoDrain + ", landUnobserved=" + landUnobserved + ", defaultTimeout=" + defaultTimeout + "]";
     }
 }

@@ -68,6 +68,8 @@ public final class SimStream implements GpuStream {
                 continue;
             }
             running = op.name;
+            // a copy or kernel reads device memory while it runs: NIC writes meanwhile go through the posted queue
+            gpu.postedWrites().observerStarted();
             try {
                 if (failure == null) {
                     op.body.run();
@@ -78,6 +80,7 @@ public final class SimStream implements GpuStream {
                 failure = new GpuException("CUDA_ERROR_LAUNCH_FAILED", 719, op.name + " failed on stream " + id
                     + " of GPU " + gpu.ordinal() + " (simulated): " + e);
             } finally {
+                gpu.postedWrites().observerEnded();
                 running = "nothing";
                 synchronized (this) {
                     completed++;

@@ -23,12 +23,13 @@ class SimGpuConfigTest {
         final SimGpuConfig d = SimGpuConfig.defaults(5);
         assertEquals("SimGpuConfig[memBytes=1073741824, smWorkers=4, seed=5, clock=" + NanoClock.SYSTEM
             + ", minDrainNanos=2000, maxDrainNanos=200000, chunkBytes=256, stagingBytes=16777216, maxInFlight=65536,"
-            + " autoDrain=true, defaultTimeout=PT30S]", d.toString());
+            + " autoDrain=true, landUnobserved=false, defaultTimeout=PT30S]", d.toString());
         final SimGpuConfig t = SimGpuConfig.throughput(6);
         assertEquals(4096, t.chunkBytes());
         assertEquals(64 << 20, t.stagingBytes());
         assertEquals(50_000, t.maxDrainNanos());
         assertTrue(t.autoDrain());
+        assertTrue(t.landUnobserved());
         final ManualClock clock = new ManualClock(0);
         final SimGpuConfig x = SimGpuConfig.deterministic(7, clock);
         assertSame(clock, x.clock());
@@ -36,6 +37,7 @@ class SimGpuConfigTest {
         assertEquals(4 << 20, x.stagingBytes());
         assertEquals(1 << 14, x.maxInFlight());
         assertFalse(x.autoDrain());
+        assertFalse(x.landUnobserved());
         assertEquals(7, x.seed());
     }
 
@@ -53,6 +55,8 @@ class SimGpuConfigTest {
         bad(c -> c.smWorkers(0), "smWorkers must be in 1..1024: 0");
         bad(c -> c.stagingBytes(0), "stagingBytes must be > 0: 0");
         bad(c -> c.defaultTimeout(Duration.ZERO), "defaultTimeout must be > 0: PT0S");
+        bad(c -> c.landUnobserved(true).autoDrain(false),
+            "landUnobserved needs autoDrain: a deterministic run steps every chunk");
         assertThrows(NullPointerException.class, () -> SimGpuConfig.defaults(1).clock(null).conclude());
     }
 

@@ -6,6 +6,7 @@ package io.gdrkit.labs.gpupath;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuDevice;
 import io.gdrkit.gpu.GpuDmaMemory;
+import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.labs.perf.Deadline;
 import io.gdrkit.labs.perf.Loopback;
 import io.gdrkit.softnic.SoftNicContext;
@@ -30,6 +31,13 @@ import java.util.List;
 public final class GpuPathLab {
     /** Seed of the source bytes. */
     private static final long SEED = 0x5eed;
+    /**
+     * The pipelined bounce cuts a message into pieces of this size: the NIC lands piece k+1 in pinned memory while
+     * the copy engine copies piece k (an asynchronous copy on a stream), as NCCL's host-staged path pipelines.
+     */
+    public static final int BOUNCE_PIECE = 256 << 10;
+    /** Pieces in flight at once (below the loopback's send queue depth of 128). */
+    private static final int WINDOW = 64;
 
     private GpuPathLab() {
     }
@@ -37,7 +45,9 @@ public final class GpuPathLab {
     /**
      * One path's run.
      *
-     * @param path       "gdr", "bounce", "pinned" (the link's limit: a host-to-device copy from pinned memory) or
+     * @param path       "gdr", "bounce" (WRITE into pinned memory, then a synchronous copy), "bounce-pipelined"
+     *                   (the same, cut into {@link #BOUNCE_PIECE} pieces whose copies overlap the next piece's
+     *                   WRITE), "pinned" (the link's limit: a host-to-device copy from pinned memory) or
      *                   "gpu->gpu"
      * @param bytes      bytes per WRITE
      * @param iters      WRITEs
@@ -87,6 +97,7 @@ public final class GpuPathLab {
             }
             if (bounce) {
                 runs.add(toGpu(gpu, lb, size, iters, false));
+                runs.add(bouncePipelined(gpu, lb, size, iters));
             }
             runs.add(pinnedCopy(gpu, lb, size, iters));
             if (source != null) {
@@ -148,6 +159,62 @@ public final class GpuPathLab {
             if (staging != null) {
                 gpu.freeHost(staging);
             }
+            gpu.free(target);
+        }
+    }
+
+    /**
+     * The host bounce, pipelined: each message is posted as WRITEs of {@link #BOUNCE_PIECE} bytes into pinned
+     * memory; as each completes its piece is copied to the GPU asynchronously on a stream while the NIC lands the
+     * next; the message counts as done when the stream has finished (as the other rows: in GPU memory before the
+     * next message starts).
+     */
+    private static PathRun bouncePipelined(final GpuDevice gpu, final Loopback lb, final int size, final int iters) {
+        final DeviceBuffer target = gpu.alloc(size);
+        final MemorySegment staging = gpu.allocHost(size);
+        final GpuStream stream = gpu.createStream();
+        try {
+            final MemoryRegion mr = lb.b.pd.registerMr(staging, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            final int pieces = (size + BOUNCE_PIECE - 1) / BOUNCE_PIECE;
+            final SendWorkRequest[] wrs = new SendWorkRequest[pieces];
+            for (int k = 0; k < pieces; k++) {
+                final int off = k * BOUNCE_PIECE;
+                wrs[k] = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(k)
+                    .sge(lb.a.mr, off, Math.min(BOUNCE_PIECE, size - off)).remote(mr.address() + off, mr.rkey());
+            }
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            final Deadline deadline = new Deadline();
+            final long t0 = System.nanoTime();
+            for (int i = 0; i < iters; i++) {
+                int posted = 0;
+                while (posted < Math.min(pieces, WINDOW)) {
+                    lb.a.qps[0].postSend(wrs[posted++]);
+                }
+                for (int k = 0; k < pieces; k++) {
+                    deadline.rearm();
+                    while (lb.a.scq.poll(wc) == 0) {
+                        deadline.check("a bounce piece's WRITE completion", i, iters);
+                    }
+                    if (wc[0].status != WcStatus.SUCCESS) {
+                        throw new IllegalStateException("WRITE failed: " + wc[0]);
+                    }
+                    final int off = (int) wc[0].wrId * BOUNCE_PIECE; // RC completes in order: wrId == k
+                    gpu.copyHtoDAsync(target, off, staging, off, Math.min(BOUNCE_PIECE, size - off), stream);
+                    if (posted < pieces) {
+                        lb.a.qps[0].postSend(wrs[posted++]);
+                    }
+                }
+                gpu.synchronize(stream, java.time.Duration.ofNanos(Deadline.DEFAULT_TIMEOUT_NS));
+            }
+            final long nanos = System.nanoTime() - t0;
+            final MemorySegment back = lb.b.buf.asSlice(0, size);
+            gpu.copyDtoH(back, 0, target, 0, size);
+            final long mismatch = lb.a.buf.asSlice(0, size).mismatch(back);
+            mr.deregister();
+            return new PathRun("bounce-pipelined", size, iters, nanos, mismatch);
+        } finally {
+            gpu.destroyStream(stream);
+            gpu.freeHost(staging);
             gpu.free(target);
         }
     }

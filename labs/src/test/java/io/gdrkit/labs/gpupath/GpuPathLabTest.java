@@ -18,7 +18,8 @@ class GpuPathLabTest {
     void gdrAndBounceAreByteExactRecords() {
         try (GpuDevice gpu = GpuDevices.open("sim:v100")) {
             final GpuPathLab.Result r = GpuPathLab.run(gpu, null, 300_000, 10, true, true);
-            assertEquals(List.of("gdr", "bounce", "pinned"), r.runs().stream().map(GpuPathLab.PathRun::path).toList());
+            assertEquals(List.of("gdr", "bounce", "bounce-pipelined", "pinned"),
+                r.runs().stream().map(GpuPathLab.PathRun::path).toList());
             assertTrue(r.allByteExact(), r::toString);
             assertTrue(r.simulated());
             assertNull(r.source());
@@ -35,7 +36,8 @@ class GpuPathLabTest {
     void gpuToGpuSourceAndOnePath() {
         try (GpuDevice gpu = GpuDevices.open("sim:h200"); GpuDevice src = GpuDevices.open("sim:v100")) {
             final GpuPathLab.Result r = GpuPathLab.run(gpu, src, 200_000, 5, false, true);
-            assertEquals(List.of("bounce", "pinned", "gpu->gpu"), r.runs().stream().map(GpuPathLab.PathRun::path).toList());
+            assertEquals(List.of("bounce", "bounce-pipelined", "pinned", "gpu->gpu"),
+                r.runs().stream().map(GpuPathLab.PathRun::path).toList());
             assertTrue(r.allByteExact(), r::toString);
             assertTrue(r.source().contains("V100"), r.source());
         }
