@@ -112,7 +112,7 @@ final class DevicesCommand implements Callable<Integer> {
             }
         }
         if (!softRows.isEmpty()) {
-            printSoft(out, softRows);
+            printSoft(out, softRows, "--soft");
         } else if (!any && !"native".equals(provider)) {
             out.println("(gdrkit's software NICs are listed only when asked: --soft N)");
         }
@@ -128,15 +128,16 @@ final class DevicesCommand implements Callable<Integer> {
             root.put("simulated", true);
             out.println(new ObjectMapper().writeValueAsString(root));
         } else {
-            printSoft(out, softRows);
+            printSoft(out, softRows, soft > 0 ? "--soft" : "--provider soft");
         }
         out.flush();
         return 0;
     }
 
-    private static void printSoft(final PrintWriter out, final List<Map<String, Object>> softRows) {
+    private static void printSoft(final PrintWriter out, final List<Map<String, Object>> softRows,
+                                  final String askedBy) {
         out.println(io.gdrkit.labs.perf.Loopback.SIMULATED_HEADER + ": " + softRows.size()
-            + " started here because they were asked for; they exist only inside this JVM");
+            + " started here because " + askedBy + " asked; they exist only inside this JVM");
         for (final Map<String, Object> m : softRows) {
             @SuppressWarnings("unchecked")
             final Map<String, Object> p = ((List<Map<String, Object>>) m.get("ports")).getFirst();
