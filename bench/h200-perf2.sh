@@ -6,11 +6,13 @@
 #                    (these lines are the crossover model's input: gdrkit model crossover --input gpu-path.jsonl)
 #   injvm.jsonl      in-JVM rows: write_bw 1 MiB beside MemorySegment.copy (--baseline), write_bw 64 B message
 #                    rate, write_lat 8 B (t_typical) beside the cache-line ping-pong
+#   sim.jsonl        (part sim) the simulated-GPU WRITE (sim:h200) beside the host-memory WRITE, 1 and 4 MiB, and
+#                    tcp/shm write_bw 1 MiB across processes beside the raw SocketChannel stream
 #   check.jsonl      --check on GPU memory (the vis_verify kernel on the H200) for write/read/send_bw, and -b
 #   model-*.txt/json gdrkit model crossover/topology on gpu-path.jsonl, model qps measured live (in-JVM, 1..16 QPs)
 #   env.txt          GPU, driver, CPUs, load before and after
 # Needs cli/target/gdrkit.jar (JAR=...) and a Java 25 runtime (JAVA=..., default ./runtime/bin/java), as
-# bench/h200-perf.sh. RUNS (3), SIZES and PARTS (gpu path injvm check model) narrow it down.
+# bench/h200-perf.sh. RUNS (3), SIZES and PARTS (gpu path injvm sim check model) narrow it down.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -51,6 +53,21 @@ for run in $(seq 1 "$RUNS"); do
     g perf write_bw --loopback -s 64 -n 2000000 --json 2>> "$OUT/injvm.err" | tag write_bw_64 "$run" >> "$OUT/injvm.jsonl"
     g perf write_lat --loopback -s 8 -n 100000 --baseline --json 2>> "$OUT/injvm.err" \
       | tag write_lat_8 "$run" >> "$OUT/injvm.jsonl"
+  fi
+  if has sim; then
+    for s in 1048576 4194304; do
+      g perf write_bw --loopback -s "$s" -n 2000 --json 2>> "$OUT/sim.err" | tail -n 1 | tag "host_$s" "$run" \
+        >> "$OUT/sim.jsonl"
+      g perf write_bw --loopback -s "$s" -n 2000 --mem gpu --gpu sim:h200 --json 2>> "$OUT/sim.err" | tail -n 1 \
+        | tag "simgpu_$s" "$run" >> "$OUT/sim.jsonl"
+    done
+    g socket-bw -s 1048576 -D 3 --json 2>> "$OUT/sim.err" | tag socket_bw "$run" >> "$OUT/sim.jsonl"
+    for f in tcp shm; do
+      g perf write_bw --fabric "$f" --loopback -s 1048576 -n 2000 --json 2>> "$OUT/sim.err" | tail -n 1 \
+        | tag "${f}_1m" "$run" >> "$OUT/sim.jsonl"
+    done
+    g perf write_lat --fabric tcp --loopback -s 8 -n 20000 --json 2>> "$OUT/sim.err" | tail -n 1 \
+      | tag tcp_lat8 "$run" >> "$OUT/sim.jsonl"
   fi
 done
 if has check; then
