@@ -45,9 +45,11 @@ final class Requester implements Agent {
     @Override
     public int doWork() {
         int work = 0;
-        final SoftQp[] qps = dev.activeQps;
+        final SoftQp[] qps = dev.scan.qps();
+        final int count = dev.scan.count();
         long now = Long.MIN_VALUE;
-        for (final SoftQp qp : qps) {
+        for (int i = 0; i < count; i++) {
+            final SoftQp qp = qps[i];
             final int s = qp.state;
             if ((s != QpState.RTS && s != QpState.SQD) || qp.ud) {
                 continue; // UD QPs: the UdEngine sends

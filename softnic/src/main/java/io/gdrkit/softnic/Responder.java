@@ -696,7 +696,10 @@ final class Responder implements Agent {
     @Override
     public int doWork() {
         int work = 0;
-        for (final SoftQp qp : dev.activeQps) {
+        final SoftQp[] qps = dev.scan.qps();
+        final int count = dev.scan.count();
+        for (int i = 0; i < count; i++) {
+            final SoftQp qp = qps[i];
             if (!qp.resources.isEmpty()) {
                 work += emit(qp);
             }
