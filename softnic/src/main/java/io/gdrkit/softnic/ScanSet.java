@@ -21,6 +21,12 @@ import java.util.Arrays;
 final class ScanSet {
     /** Idle duty cycles before a QP is parked: a QP between two messages of a ping-pong stays in the scan. */
     static final int PARK_AFTER = 1024;
+    /**
+     * Duty cycles between two looks for idle QPs: the look costs a few loads per scanned QP, which a ping-pong's
+     * short cycles would feel every cycle; a QP is parked once idle at {@code PARK_AFTER / SWEEP_EVERY} looks in a
+     * row.
+     */
+    static final int SWEEP_EVERY = 64;
     private static final VarHandle PARKED;
     private static final VarHandle WOKEN;
 
@@ -41,6 +47,7 @@ final class ScanSet {
     /** Head of the stack of QPs woken by posters since the last refresh (linked through {@code wokenNext}). */
     @SuppressWarnings("unused")
     private volatile SoftQp woken;
+    private int cycle;
     private long parks;
     private long wakes;
 
@@ -101,8 +108,8 @@ final class ScanSet {
     }
 
     /**
-     * Under duty, once per duty cycle: takes the woken QPs back into the scan, then parks those idle for
-     * {@link #PARK_AFTER} cycles. Returns how many QPs were woken.
+     * Under duty, once per duty cycle: takes the woken QPs back into the scan, and every {@link #SWEEP_EVERY} cycles
+     * parks those idle for about {@link #PARK_AFTER} cycles. Returns how many QPs were woken.
      */
     int refresh() {
         int n = 0;
@@ -119,11 +126,14 @@ final class ScanSet {
             }
             wakes += n;
         }
+        if ((++cycle & (SWEEP_EVERY - 1)) != 0) {
+            return n;
+        }
         int j = 0;
         for (int i = 0; i < count; i++) {
             final SoftQp qp = qps[i];
             if (idle(qp)) {
-                if (++qp.idleCycles >= PARK_AFTER && park(qp)) {
+                if (++qp.idleCycles >= PARK_AFTER / SWEEP_EVERY && park(qp)) {
                     qp.scanned = false;
                     parks++;
                     continue;

@@ -116,6 +116,7 @@ final class SoftQp implements QueuePair {
     // the device's scan set (ScanSet): parked by the NIC, taken back by a poster (CAS); the rest under duty
     volatile int parked;
     boolean scanned;
+    /** Looks for idle QPs (ScanSet sweeps) in a row that found this one idle. */
     int idleCycles;
     SoftQp wokenNext;
     // requester
