@@ -48,8 +48,8 @@ def main():
                 perf[lab]["memcpy_1m_gib"].append(r["bw_mib_s"] / 1024)
             elif row == "write_bw_64" and r.get("test") == "write_bw":
                 perf[lab]["rate_64_mpps"].append(r["msg_rate_mpps"])
-            elif row == "write_lat_8" and r.get("test") == "write_lat":
-                perf[lab]["lat_8_typical_us"].append(r.get("t_typical_us", float("nan")))
+            elif row == "write_lat_8" and "t_typical_us" in r:
+                perf[lab]["lat_8_typical_us"].append(r["t_typical_us"])
     if cpu:
         print("| thread CPU per message (ns), min / median / max over rounds | " + " | ".join(cpu) + " |")
         print("|---" * (len(cpu) + 1) + "|")
