@@ -2,10 +2,12 @@
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  *
  * Thread CPU time per message of the one invoker thread (issue 16's hot-path before/after on a loaded machine:
- * descheduled time does not count). Run as a source file against a built jar:
+ * descheduled time does not count), and of a 1 MiB MemorySegment.copy in the same JVM. Run as a source file against a built jar:
  *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/CpuPerMsg.java LABEL
  */
 import io.gdrkit.labs.perf.*;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 
@@ -29,6 +31,22 @@ public class CpuPerMsg {
             Arrays.sort(v);
             System.out.printf("{\"label\":\"%s\",\"test\":\"%s\",\"bytes\":%d,\"cpu_ns_per_msg_median\":%.1f,\"min\":%.1f,\"max\":%.1f}%n",
                 a[0], ((PerfKind) c[0]).id(), c[1], v[2], v[0], v[4]);
+        }
+        // the same JVM's MemorySegment.copy of 1 MiB (native to native), thread CPU per copy: the limit the 1 MiB
+        // WRITE is compared with (ratio = memcpy ns / write ns, as a bandwidth ratio)
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment src = arena.allocate(1 << 20, 4096), dst = arena.allocate(1 << 20, 4096);
+            src.fill((byte) 7);
+            var mx = ManagementFactory.getThreadMXBean();
+            double[] v = new double[5];
+            for (int r = -3; r < 5; r++) {
+                long t0 = mx.getCurrentThreadCpuTime();
+                for (int i = 0; i < 2000; i++) MemorySegment.copy(src, 0, dst, 0, 1 << 20);
+                if (r >= 0) v[r] = (mx.getCurrentThreadCpuTime() - t0) / 2000.0;
+            }
+            Arrays.sort(v);
+            System.out.printf("{\"label\":\"%s\",\"test\":\"memcpy\",\"bytes\":%d,\"cpu_ns_per_msg_median\":%.1f,\"min\":%.1f,\"max\":%.1f}%n",
+                a[0], 1 << 20, v[2], v[0], v[4]);
         }
     }
 }

@@ -39,7 +39,10 @@ final class Completer implements Agent {
     public int doWork() {
         int work = 0;
         long now = Long.MIN_VALUE;
-        for (final SoftQp qp : dev.activeQps) {
+        final SoftQp[] qps = dev.scan.qps();
+        final int count = dev.scan.count();
+        for (int i = 0; i < count; i++) {
+            final SoftQp qp = qps[i];
             final int s = qp.state;
             if (s == QpState.ERR) {
                 work += flush(qp);

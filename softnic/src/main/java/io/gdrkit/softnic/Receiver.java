@@ -29,7 +29,7 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
 
     @Override
     public int doWork() {
-        final int work = dev.port.doWork(dev.now());
+        final int work = dev.port.doWork(dev.now()) + dev.scan.refresh();
         // a port that is down receives nothing: what reaches it is lost, never queued for later
         return work + dev.port.poll(dev.portActive ? this : lost, burst);
     }
@@ -59,6 +59,9 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
             unknownQp++;
             dev.ud.dropped(pkt);
             return;
+        }
+        if (!qp.scanned) {
+            dev.scan.touch(qp); // a packet for a parked QP: it may owe a response or may send again
         }
         if (qp.ud || pkt.is(BthOpcode.UD)) {
             if (qp.ud) {

@@ -24,6 +24,8 @@ final class Requester implements Agent {
     private final Sgl.Refs refScratch = new Sgl.Refs();
     private final int burst;
     private final int ackReqInterval;
+    /** Most packets per segment-offload record (SoftNicContext.BATCH_PROP). */
+    private final int batch;
 
     Requester(final SoftDevice dev) {
         this.dev = dev;
@@ -31,6 +33,7 @@ final class Requester implements Agent {
         this.pkt = tx.pkt;
         this.burst = dev.driver().context().burst();
         this.ackReqInterval = dev.driver().context().ackReqInterval();
+        this.batch = Math.min(dev.driver().context().batch(), Packet.MAX_PACKETS);
 
     }
 
@@ -42,9 +45,11 @@ final class Requester implements Agent {
     @Override
     public int doWork() {
         int work = 0;
-        final SoftQp[] qps = dev.activeQps;
+        final SoftQp[] qps = dev.scan.qps();
+        final int count = dev.scan.count();
         long now = Long.MIN_VALUE;
-        for (final SoftQp qp : qps) {
+        for (int i = 0; i < count; i++) {
+            final SoftQp qp = qps[i];
             final int s = qp.state;
             if ((s != QpState.RTS && s != QpState.SQD) || qp.ud) {
                 continue; // UD QPs: the UdEngine sends
@@ -166,26 +171,40 @@ final class Requester implements Agent {
         final int total = sq.length(index);
         final long offset = qp.curOffset;
         final long remaining = total - offset;
-        final int payload = (int) Math.min(qp.mtu, remaining);
+        final int mtu = qp.mtu;
+        final int psn = qp.nextPsn;
+        // single copy: reference the source MR instead of copying it into the link, where the port and the MRs
+        // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
+        // that looks at payloads was installed meanwhile). Where the link takes whole spans, one record stands
+        // for up to `batch` packets of this WR (segment offload); their PSNs, window and AckReq count as packets.
+        int packets = 1;
+        int payload = (int) Math.min(mtu, remaining);
+        int refs = 0;
+        if (remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+            && dev.port.carriesReferences(qp.dlid, payload)) {
+            packets = spanPackets(qp, remaining, psn);
+            if (packets > 1) {
+                payload = (int) Math.min((long) packets * mtu, remaining);
+            }
+            refs = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
+            if (refs == 0 && packets > 1) {
+                packets = 1; // not referable: the bytes travel, a packet at a time (the copy path reports errors)
+                payload = (int) Math.min(mtu, remaining);
+            }
+        }
         final boolean first = offset == 0;
-        final boolean last = remaining <= qp.mtu;
+        final boolean last = remaining <= payload;
         final boolean send = WrOpcode.isSend(op);
         final boolean imm = WrOpcode.hasImmediate(op);
         final boolean inv = op == WrOpcode.SEND_WITH_INV;
         final int opcode = inv ? BthOpcode.sendWithInvalidate(first, last) : BthOpcode.forPosition(send, first, last, imm);
-        final int psn = qp.nextPsn;
         // ask for an ACK when the window closes behind this packet too: nothing else may be sent until one
         // comes (after a timeout the window is a single probe packet, which must not go unanswered)
-        final boolean windowClosing = Psn.diff(Psn.add(psn, 1), qp.compPsn) >= qp.cwnd;
-        final boolean ackReq = qp.pktsSinceAckReq + 1 >= ackReqInterval || windowClosing
-            || (last && (qp.isSignaled(flags) || index + 1 == producer || qp.pktsSinceAckReq + 1 >= 16));
+        final boolean windowClosing = Psn.diff(Psn.add(psn, packets), qp.compPsn) >= qp.cwnd;
+        final int since = qp.pktsSinceAckReq + packets;
+        final boolean ackReq = since >= ackReqInterval || windowClosing
+            || (last && (qp.isSignaled(flags) || index + 1 == producer || since >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
-        // single copy: reference the source MR instead of copying it into the link, where the port and the MRs
-        // allow it; asked per packet, so a retransmission references the source again (or copies it, if a hook
-        // that looks at payloads was installed meanwhile)
-        final int refs = payload > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
-            && dev.port.carriesReferences(qp.dlid, payload)
-            ? Sgl.references(dev, qp, sq, index, offset, payload, refScratch) : 0;
         if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
             return -1;
         }
@@ -203,7 +222,7 @@ final class Requester implements Agent {
                 // collected and checked by the one walk above, in this duty cycle; deregistration takes the duty, so
                 // no MR can go between the walk and here (the responder resolves each reference again anyway)
                 // (across processes the token is this process's id, checked by the receiver against the peer)
-                refScratch.writeInto(pkt.reference(payload, refs).refToken(dev.port.referenceToken()), refs);
+                refScratch.writeInto(pkt.reference(payload, refs, packets).refToken(dev.port.referenceToken()), refs);
             } else if (payload > 0) {
                 if ((flags & SendFlags.INLINE) != 0) {
                     java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,
@@ -220,10 +239,10 @@ final class Requester implements Agent {
             }
         }
         tx.commit();
-        qp.pktsSinceAckReq = ackReq ? 0 : qp.pktsSinceAckReq + 1;
-        qp.nextPsn = Psn.add(psn, 1);
+        qp.pktsSinceAckReq = ackReq ? 0 : since;
+        qp.nextPsn = Psn.add(psn, packets);
         if (last) {
-            qp.lastPsn[slot] = psn;
+            qp.lastPsn[slot] = Psn.add(psn, packets - 1);
             qp.wqeState[slot] |= SoftQp.SENT;
             qp.reqHead++;
             qp.curOffset = 0;
@@ -231,6 +250,21 @@ final class Requester implements Agent {
             qp.curOffset = offset + payload;
         }
         return 1;
+    }
+
+    /**
+     * How many packets the next record of a referenced WR may stand for: 1 unless the link takes spans; else as
+     * many as are left of the WR, the window allows and {@link SoftNicContext#batch()} caps (and at most 1 GiB).
+     */
+    private int spanPackets(final SoftQp qp, final long remaining, final int psn) {
+        final int mtu = qp.mtu;
+        if (batch <= 1 || remaining <= mtu || !dev.port.carriesBatches()) {
+            return 1;
+        }
+        final long left = (remaining + mtu - 1) / mtu;
+        final long room = qp.cwnd - Psn.diff(psn, qp.compPsn); // at least 1: process() checked the window
+        final long cap = Math.min(batch, (1L << 30) / mtu);
+        return (int) Math.max(1, Math.min(Math.min(left, room), cap));
     }
 
     /** An lkey died between packets of a message: the WQE fails with the status, in order. */

@@ -52,6 +52,7 @@ final class Responder implements Agent {
         }
         final int psn = p.psn();
         final int d = Psn.diff(psn, qp.ePsn);
+        final int packets = p.packets();
         if (d > 0) {
             // NAK the first out-of-sequence packet, and again whenever one asks for an ACK: if the first NAK was
             // lost, the requester would otherwise hear nothing until its timer fires
@@ -61,14 +62,20 @@ final class Responder implements Agent {
             }
             return;
         }
+        // a segment-offload span (packets > 1) whose first packets arrived before, in an earlier and differently cut
+        // send of them: those are duplicates, the rest is in sequence and continues the message from ePSN
+        int skip = 0;
         if (d < 0) {
-            duplicate(qp, p, psn);
-            return;
+            if (-d >= packets) {
+                duplicate(qp, p, psn);
+                return;
+            }
+            skip = -d;
         }
         qp.nakSeqSent = false;
         final int mask = p.mask();
         // opcode sequence: a message's FIRST must be followed by its MIDDLE/LAST, nothing else
-        final boolean continuation = (mask & BthOpcode.FIRST) == 0;
+        final boolean continuation = (mask & BthOpcode.FIRST) == 0 || skip > 0;
         if (qp.inSend != (continuation && p.is(BthOpcode.SEND))
             || qp.inWrite != (continuation && p.is(BthOpcode.WRITE))) {
             nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "opcode " + BthOpcode.name(p.opcode())
@@ -76,9 +83,9 @@ final class Responder implements Agent {
             return;
         }
         if ((mask & BthOpcode.SEND) != 0) {
-            onSend(qp, p, psn);
+            onSend(qp, p, psn, packets, skip);
         } else if ((mask & BthOpcode.WRITE) != 0) {
-            onWrite(qp, p, psn);
+            onWrite(qp, p, psn, packets, skip);
         } else if ((mask & BthOpcode.READ) != 0) {
             onRead(qp, p, psn);
         } else if ((mask & (BthOpcode.ATOMIC_WRITE_OP | BthOpcode.FLUSH_OP)) != 0) {
@@ -149,12 +156,17 @@ final class Responder implements Agent {
         qp.ePsn = Psn.add(psn, 1);
     }
 
-    private boolean checkPayload(final SoftQp qp, final Packet p, final int psn) {
-        final int len = p.payloadLength();
+    /**
+     * The payload fits the packets the record stands for: each MTU bytes but a LAST one, which holds 1 to MTU
+     * (a single packet: 0 to MTU).
+     */
+    private boolean checkPayload(final SoftQp qp, final Packet p, final int psn, final int packets) {
+        final long len = Integer.toUnsignedLong(p.payloadLength());
         final boolean last = p.is(BthOpcode.LAST);
-        if (len > qp.mtu || (!last && len != qp.mtu)) {
+        final long full = (long) packets * qp.mtu;
+        if (len > full || (!last && len != full) || (packets > 1 && len <= full - qp.mtu)) {
             nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload of " + len
-                + " bytes does not fit MTU " + qp.mtu);
+                + " bytes does not fit " + packets + " packet(s) of MTU " + qp.mtu);
             return false;
         }
         return true;
@@ -185,11 +197,17 @@ final class Responder implements Agent {
         qp.nakSeqSent = true;
     }
 
-    private void onSend(final SoftQp qp, final Packet p, final int psn) {
-        if (!checkPayload(qp, p, psn)) {
+    /**
+     * A SEND record: one packet, or {@code packets} of a span of which the first {@code skip} were received before
+     * ({@link #onRequest}); {@code psn} is the record's, the first new packet's is {@code psn + skip}.
+     */
+    private void onSend(final SoftQp qp, final Packet p, final int recordPsn, final int packets, final int skip) {
+        final int psn = Psn.add(recordPsn, skip);
+        if (!checkPayload(qp, p, psn, packets)) {
             return;
         }
-        if (p.is(BthOpcode.FIRST)) {
+        final boolean first = skip == 0 && p.is(BthOpcode.FIRST);
+        if (first) {
             if (!recvAvailable(qp)) {
                 rnr(qp, psn);
                 return;
@@ -197,12 +215,13 @@ final class Responder implements Agent {
             qp.inSend = true;
             qp.recvOffset = 0;
         }
-        final int len = p.payloadLength();
+        final long skipBytes = (long) skip * qp.mtu;
+        final int len = (int) (p.payloadLength() - skipBytes);
         if (len > 0) {
-            final int status = p.isReference() ? placeReferenced(qp, p, null)
+            final int status = p.isReference() ? placeReferenced(qp, p, null, skipBytes, packets - skip)
                 : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
             if (status == UNRESOLVED) {
-                if (p.is(BthOpcode.FIRST)) {
+                if (first) {
                     qp.inSend = false; // as if never received: its retransmission starts the message again
                 }
                 return;
@@ -238,13 +257,16 @@ final class Responder implements Agent {
             qp.msn = Psn.add(qp.msn, 1);
             completeRecv(qp, WcStatus.SUCCESS, WcOpcode.RECV, qp.recvOffset, extra, flags, p.solicited());
         }
-        accept(qp, p, psn);
+        accept(qp, p, Psn.add(recordPsn, packets - 1));
     }
 
-    private void onWrite(final SoftQp qp, final Packet p, final int psn) {
-        if (!checkPayload(qp, p, psn)) {
+    /** A WRITE record: as {@link #onSend}, one packet or a span; checked and placed once for the whole span. */
+    private void onWrite(final SoftQp qp, final Packet p, final int recordPsn, final int packets, final int skip) {
+        final int psn = Psn.add(recordPsn, skip);
+        if (!checkPayload(qp, p, psn, packets)) {
             return;
         }
+        final boolean first = skip == 0 && p.is(BthOpcode.FIRST);
         final boolean consumes = p.is(BthOpcode.CONSUMES_RECV);
         if (consumes && !recvAvailable(qp)) {
             rnr(qp, psn);
@@ -252,7 +274,7 @@ final class Responder implements Agent {
         }
         // the first packet's MR: checked above for the whole DMA length, which holds this packet's bytes
         SoftMr firstMr = null;
-        if (p.is(BthOpcode.FIRST)) {
+        if (first) {
             if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE)) {
                 nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "QP " + qp.qpn
                     + " does not allow REMOTE_WRITE");
@@ -277,7 +299,8 @@ final class Responder implements Agent {
             }
             qp.inWrite = true;
         }
-        final int len = p.payloadLength();
+        final long skipBytes = (long) skip * qp.mtu;
+        final int len = (int) (p.payloadLength() - skipBytes);
         if (len > qp.writeRemaining || (p.is(BthOpcode.LAST) && len != qp.writeRemaining)) {
             nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload does not match the DMA "
                 + "length " + qp.writeLength);
@@ -293,10 +316,10 @@ final class Responder implements Agent {
                 return;
             }
             if (p.isReference()) {
-                final int status = placeReferenced(qp, p, mr);
+                final int status = placeReferenced(qp, p, mr, skipBytes, packets - skip);
                 qp.noteDmaWrite(mr);
                 if (status != WcStatus.SUCCESS) {
-                    if (p.is(BthOpcode.FIRST)) {
+                    if (first) {
                         qp.inWrite = false; // as if never received: its retransmission starts the message again
                     }
                     return;
@@ -316,7 +339,7 @@ final class Responder implements Agent {
                     WorkCompletion.WITH_IMM, p.solicited());
             }
         }
-        accept(qp, p, psn);
+        accept(qp, p, Psn.add(recordPsn, packets - 1));
     }
 
     /**
@@ -327,10 +350,13 @@ final class Responder implements Agent {
      * receive WQE's error status, or {@link #UNRESOLVED} when the source is gone: the sender's QP left RTS/SQD
      * (its WRs flushed, the application may reuse the memory) or the MR was deregistered. Such a packet is
      * treated as lost and nothing acknowledged; a retransmission copies the bytes, or reports the dead lkey.
+     * A span (segment offload) is placed from {@code skip} bytes into its payload on, all {@code packets} new
+     * packets of it with one copy per referenced segment.
      */
-    private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+    private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr, final long skip,
+                                final int packets) {
         if (dev.port.pullsReferences()) {
-            return placePulled(qp, p, writeMr);
+            return placePulled(qp, p, writeMr); // another process's memory: one packet per record (no spans there)
         }
         // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
         // that publishes the attributes modify_qp set before it), and only then its destination.
@@ -342,10 +368,17 @@ final class Responder implements Agent {
         }
         final int n = p.refCount();
         long done = 0;
+        long skipLeft = skip;
         try {
             for (int i = 0; i < n; i++) {
-                final long va = p.refVa(i);
-                final int len = p.refLength(i);
+                final int whole = p.refLength(i);
+                if (skipLeft >= whole) {
+                    skipLeft -= whole; // received before: not read again
+                    continue;
+                }
+                final long va = p.refVa(i) + skipLeft;
+                final int len = (int) (whole - skipLeft);
+                skipLeft = 0;
                 final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
                 if (from == null || from.window || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
                     unresolved++;
@@ -373,7 +406,7 @@ final class Responder implements Agent {
             unresolved++;
             return UNRESOLVED;
         }
-        referenced++;
+        referenced += packets;
         return WcStatus.SUCCESS;
     }
 
@@ -497,7 +530,7 @@ final class Responder implements Agent {
         return state == QpState.RTS || state == QpState.SQD;
     }
 
-    /** Reference packets placed (single copy). */
+    /** Packets placed by reference (single copy); a span counts as its packets. */
     long referencedPackets() {
         return referenced;
     }
@@ -562,11 +595,14 @@ final class Responder implements Agent {
         qp.ePsn = Psn.add(psn, 1);
     }
 
-    /** The packet was executed: advance ePSN and acknowledge when asked to. */
-    private void accept(final SoftQp qp, final Packet p, final int psn) {
-        qp.ePsn = Psn.add(psn, 1);
+    /**
+     * The packet (or a span's packets through {@code lastPsn}) was executed: advance ePSN and acknowledge when
+     * asked to; a span's AckReq belongs to its last packet, so one ACK covers the span.
+     */
+    private void accept(final SoftQp qp, final Packet p, final int lastPsn) {
+        qp.ePsn = Psn.add(lastPsn, 1);
         if (p.ackReq()) {
-            qp.resources.pushAck(Aeth.ACK_UNLIMITED, psn, qp.msn);
+            qp.resources.pushAck(Aeth.ACK_UNLIMITED, lastPsn, qp.msn);
         }
     }
 
@@ -660,7 +696,10 @@ final class Responder implements Agent {
     @Override
     public int doWork() {
         int work = 0;
-        for (final SoftQp qp : dev.activeQps) {
+        final SoftQp[] qps = dev.scan.qps();
+        final int count = dev.scan.count();
+        for (int i = 0; i < count; i++) {
+            final SoftQp qp = qps[i];
             if (!qp.resources.isEmpty()) {
                 work += emit(qp);
             }

@@ -73,6 +73,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         java.lang.invoke.MethodHandles.arrayElementVarHandle(SoftQp[].class);
     /** QPs the agents scan; replaced copy-on-write under duty. */
     volatile SoftQp[] activeQps = new SoftQp[0];
+    /** The QPs the engines visit: those with work, or idle only briefly (the active set). */
+    final ScanSet scan = new ScanSet(this);
     /** The UD QPs among them, for the {@link UdEngine}: empty (and costing nothing per duty cycle) without UD. */
     volatile SoftQp[] udQps = new SoftQp[0];
     private final List<SoftCq> cqs = new ArrayList<>();
@@ -890,6 +892,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             final SoftQp[] a = Arrays.copyOf(activeQps, activeQps.length + 1);
             a[a.length - 1] = qp;
             activeQps = a;
+            scan.touch(qp);
             if (qp.ud) {
                 final SoftQp[] u = Arrays.copyOf(udQps, udQps.length + 1);
                 u[u.length - 1] = qp;
@@ -938,6 +941,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 attr.grh.validate("ibv_modify_qp QP " + qp.qpn, GID_TABLE_LENGTH);
             }
             qp.apply(attr, mask, next);
+            scan.touch(qp);
         } finally {
             duty.release();
         }
@@ -959,6 +963,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 }
             }
             activeQps = a;
+            scan.remove(qp);
             if (qp.ud) {
                 udQps = Arrays.stream(udQps).filter(q -> q != qp).toArray(SoftQp[]::new);
                 UdEngine.giveUpAll(qp); // no receiver may read the sources of its sends after destroy returns
@@ -985,6 +990,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     /** Moves a QP to ERR (NIC side, under duty); the completer and responder flush its queues. */
     void toError(final SoftQp qp, final int eventType, final String why) {
+        scan.touch(qp); // the engines flush it
         if (qp.state != QpState.ERR) {
             qp.state = QpState.ERR;
             if (eventType >= 0) {

@@ -80,6 +80,16 @@ public final class SoftNicContext {
      * call costs more than copying the bytes through the ring twice.
      */
     public static final String SHM_CMA_THRESHOLD_PROP = "gdrkit.nic.shm.cma.threshold";
+    /**
+     * Segment offload on the single-copy path (default 16; 1 turns it off): the most MTU-sized packets of one SEND
+     * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
+     * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
+     * the window, AckReq, ACK/NAK and go-back-N count packets as before. Used only where references are
+     * ({@link #ONE_COPY_PROP}) and the link hook takes whole spans (not with fault injection).
+     */
+    public static final String BATCH_PROP = "gdrkit.nic.batch";
+    /** The largest {@link #BATCH_PROP}. */
+    public static final int MAX_BATCH = 1024;
     /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
     public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
     /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
@@ -134,6 +144,7 @@ public final class SoftNicContext {
     private boolean dmaBuf;
     private boolean peermem;
     private boolean oneCopy;
+    private int batch;
     private boolean shmCma;
     private int shmCmaThreshold;
     private int maxQp;
@@ -297,6 +308,16 @@ public final class SoftNicContext {
         return shmCmaThreshold;
     }
 
+    public SoftNicContext batch(final int packets) {
+        return set(BATCH_PROP, Integer.toString(packets));
+    }
+
+    /** Packets per segment-offload record ({@link #BATCH_PROP}, default 16, 1 = one record per packet). */
+    public int batch() {
+        concluded();
+        return batch;
+    }
+
     public SoftNicContext maxQp(final int qps) {
         return set(MAX_QP_PROP, Integer.toString(qps));
     }
@@ -382,6 +403,7 @@ public final class SoftNicContext {
         dmaBuf = r.flag(DMABUF_PROP, true).value();
         peermem = r.flag(PEERMEM_PROP, true).value();
         oneCopy = r.flag(ONE_COPY_PROP, true).value();
+        batch = r.integer(BATCH_PROP, 16, 1, MAX_BATCH).value();
         shmCma = r.flag(SHM_CMA_PROP, true).value();
         shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();
         maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();

@@ -113,6 +113,12 @@ final class SoftQp implements QueuePair {
     private Direct direct;
 
     // ---------------- NIC state ----------------
+    // the device's scan set (ScanSet): parked by the NIC, taken back by a poster (CAS); the rest under duty
+    volatile int parked;
+    boolean scanned;
+    /** Looks for idle QPs (ScanSet sweeps) in a row that found this one idle. */
+    int idleCycles;
+    SoftQp wokenNext;
     // requester
     long reqHead;
     long curOffset;
@@ -440,6 +446,7 @@ final class SoftQp implements QueuePair {
                 sqPostHead = head;
                 CPU_DOORBELLS.setOpaque(this, cpuDoorbells + 1);
                 sq.doorbell().ring(head);
+                device.scan.wakeAfterPost(this);
             }
         }
     }
@@ -580,6 +587,7 @@ final class SoftQp implements QueuePair {
             b.mwAccessFlags);
         sqPostHead = head + 1;
         sq.doorbell().ring(sqPostHead);
+        device.scan.wakeAfterPost(this);
     }
 
     @Override
@@ -698,6 +706,7 @@ final class SoftQp implements QueuePair {
                 throw new VerbsException(Errno.EBUSY, "QP " + qpn + " has WQEs outstanding");
             }
             directOwned = true;
+            device.scan.wakeAfterPost(SoftQp.this); // a direct poster's doorbell is scanned from now on
         }
 
         @Override

@@ -124,6 +124,15 @@ public interface FabricPort {
     }
 
     /**
+     * Whether a reference packet claimed now may stand for several consecutive packets of one message (segment
+     * offload, see {@code Packet}): where {@link #carriesReferences()} holds and the link hook
+     * {@linkplain LinkHook#passesBatches() accepts whole spans}. Asked per record. Default false.
+     */
+    default boolean carriesBatches() {
+        return false;
+    }
+
+    /**
      * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int, Class)} of every
      * port of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are
      * not carried.

@@ -123,6 +123,12 @@ public final class InJvmFabric implements Fabric {
         }
 
         @Override
+        public boolean carriesBatches() {
+            final LinkHook h = hook;
+            return !crc && h.passesReferences() && h.passesBatches();
+        }
+
+        @Override
         public void owner(final PortOwner owner) {
             this.owner = owner;
         }

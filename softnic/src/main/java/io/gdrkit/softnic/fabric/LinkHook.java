@@ -34,6 +34,16 @@ public interface LinkHook {
         return false;
     }
 
+    /**
+     * Whether a packet this hook sees may be a segment-offload record standing for several packets of one message
+     * (see {@code Packet}, "extra packets"). Only for a hook that {@link #passesReferences() passes references} and
+     * whose verdicts need not fall on single packets: a dropped record is all its packets lost. Default false, so
+     * fault injection and test hooks see (and drop, duplicate, delay) one packet at a time, as before.
+     */
+    default boolean passesBatches() {
+        return false;
+    }
+
     /** Delivers everything and looks at nothing. */
     LinkHook PASS = new LinkHook() {
         @Override
@@ -44,6 +54,11 @@ public interface LinkHook {
 
         @Override
         public boolean passesReferences() {
+            return true;
+        }
+
+        @Override
+        public boolean passesBatches() {
             return true;
         }
 

@@ -45,7 +45,7 @@ import java.nio.ByteOrder;
  *  +---------------------------------------------------------------+
  *  |                 payload length in bytes (32)                  |  +0
  *  +-------------------------------+-------------------------------+
- *  |       segment count (16)      |          reserved             |  +4
+ *  |       segment count (16)      |   extra packets (16), RC      |  +4
  *  +-------------------------------+-------------------------------+
  *  |                                                               |  +8
  *  +            token (64): the sender's claim ticket (UD)         +
@@ -62,6 +62,13 @@ import java.nio.ByteOrder;
  * payloadLength() is the referenced length; the segments' lengths add up to it, in payload order. The token is 0
  * on RC (the PSN already names the bytes); a UD datagram, which nothing acknowledges, carries the ticket the
  * receiver must claim in the sending QP before it may read the source (see {@code UdEngine}).
+ *
+ * Extra packets (gdrkit, segment offload, as a NIC's TSO/LRO): 0 for one packet. k - 1 &gt; 0 makes the record
+ * stand for k consecutive MTU-sized packets of one SEND or WRITE, PSNs [PSN, PSN + k), all MTU bytes but a LAST
+ * one. The headers are those of one packet whose position bits say whether the span starts the message (FIRST:
+ * RETH for a WRITE) and ends it (LAST: ImmDt/IETH); every packet in between is a MIDDLE. On the wire it is k
+ * packets: a lost record is k lost packets, a record whose first packets were received before is accepted from
+ * the expected PSN on, and the responder acknowledges the span's last PSN when AckReq is set.
  * </pre>
  */
 public final class Packet {
@@ -80,6 +87,8 @@ public final class Packet {
     public static final int REF_HEADER_LENGTH = 16;
     /** One referenced segment: VA, L_Key, length. */
     public static final int REF_ENTRY_LENGTH = 16;
+    /** Most packets one segment-offload record stands for. */
+    public static final int MAX_PACKETS = 1 << 16;
     /** Largest header stack: LRH + BTH + RETH + ImmDt. */
     public static final int MAX_HEADER_LENGTH = BASE_LENGTH + ATOMIC_ETH_LENGTH;
 
@@ -143,13 +152,26 @@ public final class Packet {
      * payload of {@code payload} bytes is referenced by {@code segments} entries, written by {@link #refEntry}.
      */
     public Packet reference(final int payload, final int segments) {
+        return reference(payload, segments, 1);
+    }
+
+    /**
+     * {@link #reference(int, int)} for a record standing for {@code packets} consecutive packets of one message
+     * (segment offload, 1 to {@link #MAX_PACKETS}); RC requests only.
+     */
+    public Packet reference(final int payload, final int segments, final int packets) {
         ref = true;
         buf.set(ValueLayout.JAVA_BYTE, base + 12, (byte) REF_BIT);
         final long at = refOffset();
         buf.set(U32, at, payload);
-        buf.set(U32, at + 4, segments << 16);
+        buf.set(U32, at + 4, segments << 16 | (packets - 1) & 0xFFFF);
         buf.set(U64, at + 8, 0L);
         return this;
+    }
+
+    /** How many packets the record stands for: 1, or a segment-offload span's k. */
+    public int packets() {
+        return ref ? 1 + (buf.get(U32, refOffset() + 4) & 0xFFFF) : 1;
     }
 
     /** Sets the RefETH token of a reference packet (UD: the sender's claim ticket). */
@@ -224,6 +246,10 @@ public final class Packet {
         }
         final int n = refCount();
         if (length - (refOffset() - base) != referenceLength(n)) {
+            return false;
+        }
+        // a span of several packets: only RC SEND/WRITE requests are cut into packets
+        if (packets() > 1 && ((mask & (BthOpcode.SEND | BthOpcode.WRITE)) == 0 || (mask & BthOpcode.UD) != 0)) {
             return false;
         }
         long sum = 0;
@@ -428,6 +454,6 @@ public final class Packet {
     @Override
     public String toString() {
         return BthOpcode.name(opcode) + " qpn=" + destQpn() + " psn=" + psn() + (ackReq() ? " A" : "")
-            + (ref ? " R" : "") + " len=" + length;
+            + (ref ? " R" : "") + (packets() > 1 ? " x" + packets() : "") + " len=" + length;
     }
 }
