@@ -38,6 +38,11 @@ import java.util.concurrent.ThreadLocalRandom;
  *  |          packet ... (length bytes), then 0-7 pad bytes        |
  * </pre>
  *
+ * <p>Socket buffer sizes and idle parking come from a {@link TcpFabricContext}. With parking on, a NIC whose duty
+ * cycles find nothing to do for a while waits in a selector on its sockets instead of polling them again: two
+ * busy-polling processes and the kernel's TCP work cannot share a small machine's cores, and a spinning process takes
+ * the CPU its peer needs to produce the bytes it waits for.
+ *
  * <p>With {@code connectionsPerPeer} &gt; 1 each peer gets several connections, each with its own ring; a packet
  * goes on the one its destination QP number picks, so one QP's packets stay in order. Backpressure, never
  * loss: when a socket takes no more, its ring fills and {@code tryClaim} returns -1. A peer whose connection
