@@ -2,7 +2,8 @@
 """Summarises bench/p16-tcp.sh's JSON lines: min/median/max per row, ratios of medians (same session)."""
 import json, statistics, sys
 rows = {}
-for line in open(sys.argv[1]):
+import itertools
+for line in itertools.chain.from_iterable(open(f) for f in sys.argv[1:]):
     line = line.strip()
     if not line.startswith('{'):
         continue
@@ -14,7 +15,7 @@ for line in open(sys.argv[1]):
         key, v = ('java_socketchannel', 'stream', d['bytes']), d['bw_avg_mib_s']
     elif d.get('peer') == 'ucx_perftest':
         key = ('ucx_perftest tcp', d['test'], d['bytes'])
-        v = d['lat_us'] if d['test'].endswith('lat') else d['bw_mib_s']
+        v = d.get('lat_typical_us', d.get('lat_us')) if d['test'].endswith('lat') else d['bw_mib_s']
     elif d.get('peer') == 'iperf3':
         key, v = ('iperf3', d['test'], d['bytes']), d['bw_mib_s']
     else:

@@ -25,7 +25,7 @@ ucx() { # test size iters
   wait $srv 2>/dev/null
   [ -n "$line" ] || { echo "ucx_perftest $1 gave no result" >&2; return; }
   set -- $1 $2 $line
-  emit "{\"peer\":\"ucx_perftest\",\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\",\"transport\":\"tcp\",\"test\":\"$1\",\"bytes\":$2,\"lat_us\":$6,\"bw_mib_s\":$9}"
+  emit "{\"peer\":\"ucx_perftest\",\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\",\"transport\":\"tcp\",\"test\":\"$1\",\"bytes\":$2,\"lat_typical_us\":$5,\"lat_avg_us\":$6,\"bw_mib_s\":$9}"
 }
 for run in $(seq 1 "$RUNS"); do
   echo "p16-tcp: run $run of $RUNS" >&2

@@ -95,6 +95,7 @@ public final class TcpFabric implements Fabric {
     private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong spoofed = new java.util.concurrent.atomic.AtomicLong();
     private volatile String lastError = "";
+    private volatile boolean parkingOn = true;
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
     private volatile long wrappedWrites;
     private volatile long partialWrites;
@@ -204,6 +205,14 @@ public final class TcpFabric implements Fabric {
     public long protocolErrors() {
         final TcpPort p = port;
         return p == null ? 0 : p.protocolErrors();
+    }
+
+    /**
+     * Turns idle parking off (busy-poll) or back on, for a fabric whose context has it on
+     * ({@link TcpFabricContext#parkMillis()} &gt; 0); without it this changes nothing. Any thread.
+     */
+    public void idleParking(final boolean on) {
+        parkingOn = on;
     }
 
     /** Gathering writes whose records straddled the ring's wrap (two runs in one system call). */
@@ -879,7 +888,7 @@ public final class TcpFabric implements Fabric {
          */
         @Override
         public void idle(final long nowNanos) {
-            if (selector == null) {
+            if (selector == null || !parkingOn) {
                 return;
             }
             if (idleCycle != cycles - 1 && idleCycle != cycles) {

@@ -320,6 +320,14 @@ class TcpFabricIoTest {
             duty.get(20, TimeUnit.SECONDS);
             assertEquals(1, got.size());
             assertArrayEquals(p, got.get(0));
+            // parking turned off at run time (perf's latency runs): idle cycles busy-poll
+            b.idleParking(false);
+            final long before = b.idleParks();
+            for (int i = 0; i < 5; i++) {
+                pb.idle(System.nanoTime());
+            }
+            assertEquals(before, b.idleParks());
+            b.idleParking(true);
             // with a link hook (delayed packets are released by time) the port never parks
             b.hook((src, dst, buf, off, len) -> LinkHook.DELIVER);
             final long parks = b.idleParks();
