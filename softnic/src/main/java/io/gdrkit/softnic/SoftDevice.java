@@ -327,6 +327,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             work += completer.doWork();
             work += requester.doWork();
             work += ud.doWork();
+            if (work == 0) {
+                port.idle(now()); // a socket fabric may wait for traffic here (off unless configured)
+            }
             return work;
         } catch (final RuntimeException | Error e) {
             fail(e);

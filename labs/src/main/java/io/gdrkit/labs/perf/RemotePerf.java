@@ -209,7 +209,8 @@ public final class RemotePerf {
         final boolean crc = linkCrc || faults != null && faults.corrupt() > 0;
         final Fabric f = switch (kind) {
             case "tcp" -> {
-                final TcpFabric t = new TcpFabric(new InetSocketAddress(bind, 0), linkCapacity, null, crc, 1, token);
+                final TcpFabric t = new TcpFabric(new InetSocketAddress(bind, 0), linkCapacity, null, crc, 1, token,
+                    perfTcp());
                 t.requireAdmission(); // clients join only with the LID this server assigns them
                 yield t;
             }
@@ -236,7 +237,7 @@ public final class RemotePerf {
                     throw new IllegalArgumentException("--fabric tcp, but the server runs a shared-memory fabric");
                 }
                 final TcpFabric t = new TcpFabric(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0),
-                    linkCapacity, null, crc, 1, token);
+                    linkCapacity, null, crc, 1, token, perfTcp());
                 t.requireAdmission(); // a client only connects out: nobody may join its listener
                 yield t;
             }
@@ -257,6 +258,17 @@ public final class RemotePerf {
     }
 
     private static final String SHM_PREFIX = "gdrkit-perf-";
+
+    /**
+     * The TCP fabric's settings for perf: idle parking on (1 ms), since each perf process moves its NIC from the
+     * one thread that waits on it, so a post can never be stuck behind a park; {@code gdrkit.tcp.*} properties
+     * still override it ({@code -Dgdrkit.tcp.park.ms=0}: busy-poll as before). Bandwidth runs park; latency runs
+     * busy-poll ({@link TcpFabric#idleParking}): on a loaded machine a parked thread's wake-up costs a ping-pong
+     * tens of microseconds, while a streaming peer gains the CPU a spinning one would take.
+     */
+    static io.gdrkit.softnic.fabric.TcpFabricContext perfTcp() {
+        return new io.gdrkit.softnic.fabric.TcpFabricContext().defaultParkMillis(1).conclude();
+    }
 
     public static String header(final String fabric) {
         return "# software NIC (simulated), " + fabric + " fabric between processes";
@@ -334,6 +346,9 @@ public final class RemotePerf {
                     return;
                 }
                 try {
+                    if (driver.fabric() instanceof TcpFabric tcp) {
+                        tcp.idleParking(setup.test().bandwidth); // a ping-pong busy-polls (see perfTcp)
+                    }
                     serveRun(dev, listener, first, setup, out);
                 } catch (final RuntimeException e) {
                     // one client's failure (it died, broke off, or its QPs failed) ends its run, not the server
@@ -576,6 +591,7 @@ public final class RemotePerf {
             final SoftDevice dev = driver.addDevice("perf-client", info.lid());
             if (driver.fabric() instanceof TcpFabric tcp) {
                 tcp.connect(SERVER_LID, new InetSocketAddress(host, info.tcpPort()));
+                tcp.idleParking(first.test().bandwidth); // a ping-pong busy-polls (see perfTcp)
             }
             try {
                 for (final int size : sizes) {

@@ -43,6 +43,15 @@ public interface FabricPort {
         return 0;
     }
 
+    /**
+     * Called by the NIC at the end of a duty cycle in which none of its engines found work. A port whose links
+     * can wake a waiting thread (sockets) may wait here for traffic, bounded by a short timeout of its own; the
+     * default returns at once.
+     */
+    default void idle(final long nowNanos) {
+        // nothing to wait on: the caller's idle strategy decides
+    }
+
     /** Packets received with a bad link CRC (dropped). */
     default long crcErrors() {
         return 0;

@@ -38,6 +38,11 @@ import java.util.concurrent.ThreadLocalRandom;
  *  |          packet ... (length bytes), then 0-7 pad bytes        |
  * </pre>
  *
+ * <p>Socket buffer sizes and idle parking come from a {@link TcpFabricContext}. With parking on, a NIC whose duty
+ * cycles find nothing to do for a while waits in a selector on its sockets instead of polling them again: two
+ * busy-polling processes and the kernel's TCP work cannot share a small machine's cores, and a spinning process takes
+ * the CPU its peer needs to produce the bytes it waits for.
+ *
  * <p>With {@code connectionsPerPeer} &gt; 1 each peer gets several connections, each with its own ring; a packet
  * goes on the one its destination QP number picks, so one QP's packets stay in order. Backpressure, never
  * loss: when a socket takes no more, its ring fills and {@code tryClaim} returns -1. A peer whose connection
@@ -72,6 +77,7 @@ public final class TcpFabric implements Fabric {
 
     private final int linkCapacity;
     private final boolean crc;
+    private final TcpFabricContext ctx;
     private final int connectionsPerPeer;
     private final ServerSocketChannel server;
     private final InetSocketAddress localAddress;
@@ -89,6 +95,10 @@ public final class TcpFabric implements Fabric {
     private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong spoofed = new java.util.concurrent.atomic.AtomicLong();
     private volatile String lastError = "";
+    private volatile boolean parkingOn = true;
+    /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
+    private volatile long wrappedWrites;
+    private volatile long partialWrites;
     private final Thread acceptor;
     private volatile LinkHook hook;
     private volatile TcpPort port;
@@ -114,7 +124,19 @@ public final class TcpFabric implements Fabric {
      */
     public TcpFabric(final InetSocketAddress bind, final int linkCapacity, final LinkHook hook, final boolean crc,
                      final int connectionsPerPeer, final io.gdrkit.core.auth.Token token) {
+        this(bind, linkCapacity, hook, crc, connectionsPerPeer, token, new TcpFabricContext().conclude());
+    }
+
+    /**
+     * As {@link #TcpFabric(InetSocketAddress, int, LinkHook, boolean, int, io.gdrkit.core.auth.Token)}, with the
+     * socket buffer sizes and idle parking of {@code ctx} (concluded).
+     */
+    public TcpFabric(final InetSocketAddress bind, final int linkCapacity, final LinkHook hook, final boolean crc,
+                     final int connectionsPerPeer, final io.gdrkit.core.auth.Token token,
+                     final TcpFabricContext ctx) {
         this.token = token;
+        this.ctx = ctx;
+        ctx.parkMillis(); // throws unless concluded
         if (linkCapacity < 4096 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
             throw new IllegalArgumentException("linkCapacity " + linkCapacity
                 + " must be a power of two from 4 KiB to 1 GiB");
@@ -133,6 +155,9 @@ public final class TcpFabric implements Fabric {
         try {
             server = ServerSocketChannel.open();
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            if (ctx.receiveBuffer() > 0) {
+                server.setOption(StandardSocketOptions.SO_RCVBUF, ctx.receiveBuffer()); // accepted ones inherit it
+            }
             server.bind(bind, MAX_PENDING);
             localAddress = (InetSocketAddress) server.getLocalAddress();
         } catch (final IOException e) {
@@ -180,6 +205,30 @@ public final class TcpFabric implements Fabric {
     public long protocolErrors() {
         final TcpPort p = port;
         return p == null ? 0 : p.protocolErrors();
+    }
+
+    /**
+     * Turns idle parking off (busy-poll) or back on, for a fabric whose context has it on
+     * ({@link TcpFabricContext#parkMillis()} &gt; 0); without it this changes nothing. Any thread.
+     */
+    public void idleParking(final boolean on) {
+        parkingOn = on;
+    }
+
+    /** Gathering writes whose records straddled the ring's wrap (two runs in one system call). */
+    long wrappedWrites() {
+        return wrappedWrites;
+    }
+
+    /** Writes the socket took only part of (the rest stays in the ring and goes on the next cycle). */
+    long partialWrites() {
+        return partialWrites;
+    }
+
+    /** Idle duty cycles in which the port waited in its selector ({@link TcpFabricContext#parkMillis()}). */
+    public long idleParks() {
+        final TcpPort p = port;
+        return p == null ? 0 : p.parks();
     }
 
     /** Why the last connection was refused or closed for a protocol error ("" if none). */
@@ -245,6 +294,9 @@ public final class TcpFabric implements Fabric {
     private void handshake(final SocketChannel ch) {
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            if (ctx.sendBuffer() > 0) {
+                ch.setOption(StandardSocketOptions.SO_SNDBUF, ctx.sendBuffer());
+            }
             // one deadline from accept for the whole hello, not per read: a byte-at-a-time peer cannot hold a slot
             final io.gdrkit.core.net.DeadlineInputStream in = new io.gdrkit.core.net.DeadlineInputStream(ch.socket(),
                 java.time.Duration.ofMillis(HELLO_TIMEOUT_MS));
@@ -273,6 +325,10 @@ public final class TcpFabric implements Fabric {
                 return;
             }
             joined.add(c);
+            final TcpPort p = port;
+            if (p != null) {
+                p.wakeup();
+            }
         } catch (final java.net.SocketTimeoutException e) {
             refuse(ch, "no hello within " + HELLO_TIMEOUT_MS + " ms of accept (one deadline for the whole hello)");
         } catch (final IOException | RuntimeException e) {
@@ -405,6 +461,13 @@ public final class TcpFabric implements Fabric {
                 final SocketChannel ch = SocketChannel.open();
                 // owned by the peer from now on, so a failure below closes it
                 joined.conns[i] = new Connection(ch, false);
+                // before connect: the receive buffer sets the window scale of the handshake
+                if (ctx.receiveBuffer() > 0) {
+                    ch.setOption(StandardSocketOptions.SO_RCVBUF, ctx.receiveBuffer());
+                }
+                if (ctx.sendBuffer() > 0) {
+                    ch.setOption(StandardSocketOptions.SO_SNDBUF, ctx.sendBuffer());
+                }
                 ch.socket().connect(peer, CONNECT_TIMEOUT_MS);
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 // the challenge and the verdict within one deadline: a dripping listener cannot stall us
@@ -445,6 +508,7 @@ public final class TcpFabric implements Fabric {
         }
         joined.live = connectionsPerPeer;
         connected.add(joined);
+        p.wakeup(); // a duty thread parked in its selector picks the peer up now
     }
 
     @Override
@@ -662,6 +726,8 @@ public final class TcpFabric implements Fabric {
         int helloCount;
         Peer peer;
         int index;
+        /** Its key in the port's selector (idle parking only), registered by the duty thread on first park. */
+        java.nio.channels.SelectionKey key;
 
         Connection(final SocketChannel ch, final boolean accepted) {
             this.ch = ch;
@@ -681,11 +747,16 @@ public final class TcpFabric implements Fabric {
             if (n <= 0) {
                 return 0; // socket buffer full: the ring fills behind it (backpressure)
             }
+            if (gatherCount == 2) {
+                wrappedWrites++;
+            }
             // free what the kernel has taken, even mid-record, so the producer gets room early
             final ByteBuffer first = gather[0];
             if (first.hasRemaining()) {
+                partialWrites++;
                 out.releaseTo(run1Start + (first.position() - out.indexOf(run1Start)));
             } else if (gatherCount == 2 && gather[1].hasRemaining()) {
+                partialWrites++;
                 out.releaseTo(run2Start + (gather[1].position() - out.indexOf(run2Start)));
             } else {
                 out.releaseTo(gatherCount == 2 ? run2End : run1End);
@@ -782,10 +853,88 @@ public final class TcpFabric implements Fabric {
         private final SpscRingBuffer self;
         private final SpscRingBuffer[] selfOnly;
 
+        /** Idle parking (null when off): every connection's socket, for readable and, with bytes waiting, writable. */
+        private final java.nio.channels.Selector selector;
+        private final long spinNanos;
+        private final int parkMillis;
+        /** Duty cycles seen (doWork calls), and the one of the last idle() call: idle cycles must be consecutive. */
+        private long cycles;
+        private long idleCycle = -2;
+        private long idleSince;
+        private volatile long parks;
+
         TcpPort(final int lid) {
             super(lid, crc, linkCapacity / 4);
             this.self = new SpscRingBuffer(selfArena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
             this.selfOnly = new SpscRingBuffer[] {self};
+            this.parkMillis = ctx.parkMillis();
+            this.spinNanos = ctx.spinMicros() * 1_000L;
+            java.nio.channels.Selector sel = null;
+            if (parkMillis > 0) {
+                try {
+                    sel = java.nio.channels.Selector.open();
+                } catch (final IOException e) {
+                    throw new UncheckedIOException("cannot open the TCP fabric's selector for idle parking: "
+                        + e.getMessage(), e);
+                }
+            }
+            this.selector = sel;
+        }
+
+        /**
+         * After {@code spinNanos} of consecutive idle duty cycles, waits up to {@code parkMillis} for a socket to
+         * become readable (or writable where bytes wait), a new connection, or close. Never with a link hook (its
+         * delayed packets are released by time, not by a socket), nor while connections wait to be joined.
+         */
+        @Override
+        public void idle(final long nowNanos) {
+            if (selector == null || !parkingOn) {
+                return;
+            }
+            if (idleCycle != cycles - 1 && idleCycle != cycles) {
+                idleSince = nowNanos; // the first idle cycle after work
+            }
+            idleCycle = cycles;
+            if (nowNanos - idleSince < spinNanos || hook != LinkHook.PASS || !connected.isEmpty()
+                || !joined.isEmpty() || !self.isEmpty() || closed) {
+                return;
+            }
+            park();
+        }
+
+        private void park() {
+            final Connection[] cs = conns;
+            try {
+                for (final Connection c : cs) {
+                    if (c.peer == null) {
+                        continue;
+                    }
+                    final int ops = java.nio.channels.SelectionKey.OP_READ
+                        | (c.gatherCount > 0 ? java.nio.channels.SelectionKey.OP_WRITE : 0);
+                    if (c.key == null) {
+                        c.key = c.ch.register(selector, ops);
+                    } else if (c.key.interestOps() != ops) {
+                        c.key.interestOps(ops);
+                    }
+                }
+                parks++;
+                selector.select(parkMillis);
+                selector.selectedKeys().clear();
+            } catch (final IOException | java.nio.channels.ClosedSelectorException
+                           | java.nio.channels.CancelledKeyException e) {
+                // a connection closed meanwhile (the next cycle finds it) or the fabric is closing: just go on
+            }
+        }
+
+        /** Ends a park early (another thread handed over a connection, or the fabric closes). */
+        void wakeup() {
+            if (selector != null) {
+                selector.wakeup();
+            }
+        }
+
+        long parks() {
+            return parks;
         }
 
         @Override
@@ -859,6 +1008,7 @@ public final class TcpFabric implements Fabric {
 
         @Override
         public int doWork(final long nowNanos) {
+            cycles++;
             int work = super.doWork(nowNanos);
             if (!connected.isEmpty()) {
                 installConnected();
@@ -991,11 +1141,25 @@ public final class TcpFabric implements Fabric {
                     c.close();
                 }
             }
+            if (selector != null) {
+                try {
+                    selector.selectNow(); // a registered channel's socket is closed once its key is flushed
+                } catch (final IOException | java.nio.channels.ClosedSelectorException ignored) {
+                    // closing anyway
+                }
+            }
         }
 
         void closeAll() {
             for (final Connection c : conns) {
                 c.close();
+            }
+            if (selector != null) {
+                try {
+                    selector.close(); // wakes a parked duty thread; its next park finds the selector closed
+                } catch (final IOException ignored) {
+                    // closing anyway
+                }
             }
         }
 

@@ -1,0 +1,152 @@
+package io.gdrkit.softnic.fabric;
+
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Socket settings of a {@link TcpFabric} (Aeron's Context pattern): each value has a default, a {@code gdrkit.tcp.*}
+ * system property overrides it, a setter overrides both. {@link #conclude()} reads the properties once through
+ * {@link SettingsReader}, records where each value came from ({@link #settings()}) and freezes the context.
+ *
+ * <p>Idle parking: a port whose NIC finds nothing to do for {@link #spinMicros()} waits in a selector on its sockets
+ * (readable, or writable where bytes wait) for at most {@link #parkMillis()} instead of polling them again. Off by
+ * default (0): a NIC thread that other threads post to must not sleep where a post cannot wake it. A process whose
+ * NIC is moved by the very thread that waits on it (perf's client and server) turns it on: on a loaded machine a
+ * spinning process takes the CPU its peer and the kernel's TCP work need.
+ */
+public final class TcpFabricContext {
+    /** SO_SNDBUF of each connection in bytes; 0: the kernel's default (autotuned). */
+    public static final String SEND_BUFFER_PROP = "gdrkit.tcp.sndbuf";
+    /** SO_RCVBUF of each connection in bytes; 0: the kernel's default (autotuned). */
+    public static final String RECEIVE_BUFFER_PROP = "gdrkit.tcp.rcvbuf";
+    /** Longest wait in the selector per idle duty cycle, milliseconds; 0: never wait (busy-poll). */
+    public static final String PARK_PROP = "gdrkit.tcp.park.ms";
+    /** Microseconds of idle duty cycles before the port waits in its selector. */
+    public static final String SPIN_PROP = "gdrkit.tcp.spin.us";
+
+    private final Map<String, String> overrides = new LinkedHashMap<>();
+    private Map<String, String> properties;
+    private int defaultParkMillis;
+    private boolean concluded;
+    private int sendBuffer;
+    private int receiveBuffer;
+    private int parkMillis;
+    private int spinMicros;
+    private List<Setting<?>> settings = List.of();
+
+    /** The values with no property and no setter (tests, callers that take the defaults). */
+    public static TcpFabricContext defaults() {
+        return new TcpFabricContext().properties(Map.of()).conclude();
+    }
+
+    /** Reads {@code gdrkit.tcp.*} from {@code props} instead of the system properties (tests, a child's view). */
+    public TcpFabricContext properties(final Map<String, String> props) {
+        unconcluded();
+        properties = Map.copyOf(props);
+        return this;
+    }
+
+    public TcpFabricContext sendBuffer(final int bytes) {
+        return set(SEND_BUFFER_PROP, Integer.toString(bytes));
+    }
+
+    public TcpFabricContext receiveBuffer(final int bytes) {
+        return set(RECEIVE_BUFFER_PROP, Integer.toString(bytes));
+    }
+
+    public TcpFabricContext parkMillis(final int millis) {
+        return set(PARK_PROP, Integer.toString(millis));
+    }
+
+    /**
+     * The park time when {@link #PARK_PROP} is not set: a lab whose NIC is moved by the thread that waits on it
+     * turns parking on this way and a property still overrides it.
+     */
+    public TcpFabricContext defaultParkMillis(final int millis) {
+        unconcluded();
+        defaultParkMillis = millis;
+        return this;
+    }
+
+    public TcpFabricContext spinMicros(final int micros) {
+        return set(SPIN_PROP, Integer.toString(micros));
+    }
+
+    /** SO_SNDBUF in bytes, 0 for the kernel's default. */
+    public int sendBuffer() {
+        concluded();
+        return sendBuffer;
+    }
+
+    /** SO_RCVBUF in bytes, 0 for the kernel's default. */
+    public int receiveBuffer() {
+        concluded();
+        return receiveBuffer;
+    }
+
+    /** Longest selector wait per idle cycle in ms; 0: busy-poll. */
+    public int parkMillis() {
+        concluded();
+        return parkMillis;
+    }
+
+    /** Idle time before parking, microseconds. */
+    public int spinMicros() {
+        concluded();
+        return spinMicros;
+    }
+
+    /** Every value in effect with its source. */
+    public List<Setting<?>> settings() {
+        concluded();
+        return settings;
+    }
+
+    /** Reads the properties once, validates each value and freezes the context. */
+    public TcpFabricContext conclude() {
+        unconcluded();
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : systemProperties(),
+            overrides);
+        sendBuffer = r.integer(SEND_BUFFER_PROP, 0, 0, 1 << 30).value();
+        receiveBuffer = r.integer(RECEIVE_BUFFER_PROP, 0, 0, 1 << 30).value();
+        if (defaultParkMillis < 0 || defaultParkMillis > 1000) {
+            throw new IllegalArgumentException("default park " + defaultParkMillis + " ms outside 0..1000");
+        }
+        parkMillis = r.integer(PARK_PROP, defaultParkMillis, 0, 1000).value();
+        spinMicros = r.integer(SPIN_PROP, 50, 0, 1_000_000).value();
+        settings = List.copyOf(r.recorded());
+        concluded = true;
+        return this;
+    }
+
+    private TcpFabricContext set(final String name, final String value) {
+        unconcluded();
+        overrides.put(name, value);
+        return this;
+    }
+
+    private void unconcluded() {
+        if (concluded) {
+            throw new IllegalStateException("this TcpFabricContext is concluded; make a new one");
+        }
+    }
+
+    private void concluded() {
+        if (!concluded) {
+            throw new IllegalStateException("conclude() the TcpFabricContext first");
+        }
+    }
+
+    private static Map<String, String> systemProperties() {
+        final Map<String, String> p = new java.util.HashMap<>();
+        System.getProperties().forEach((k, v) -> {
+            if (String.valueOf(k).startsWith("gdrkit.tcp.")) {
+                p.put(String.valueOf(k), String.valueOf(v));
+            }
+        });
+        return p;
+    }
+}
