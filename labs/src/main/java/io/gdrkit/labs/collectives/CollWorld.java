@@ -48,14 +48,11 @@ public final class CollWorld implements AutoCloseable {
     }
 
     static final int LINK_CAPACITY = 1 << 22;
-    /** The software NICs' MTU under collectives unless gdrkit.ib.software.mtu says otherwise (shm: 4.6 to 6.0 GiB/s). */
-    static final int SOFTWARE_MTU = 65536;
     /**
-     * Packets a NIC engine moves per duty cycle under collectives: 2 of {@value #SOFTWARE_MTU} bytes are the 128 KiB
-     * that the default 32 packets of 4096 bytes were, so a rank still turns between sending, receiving and reducing
-     * as often as before (32 large packets would be 2 MiB per turn).
+     * The software NICs' MTU under collectives unless gdrkit.ib.software.mtu says otherwise: 16 times fewer packets
+     * than 4096 (perf write_bw over shm, 4 MiB: 4.6 to 6.0 GiB/s, docs/PERFORMANCE.md).
      */
-    static final int BURST = 2;
+    static final int SOFTWARE_MTU = 65536;
 
     private final Bootstrap bootstrap;
     private final SoftNicDriver driver;
@@ -259,9 +256,6 @@ public final class CollWorld implements AutoCloseable {
      */
     public static SoftNicContext nicContext() {
         final SoftNicContext c = new SoftNicContext();
-        if (System.getProperty(SoftNicContext.BURST_PROP) == null) {
-            c.burst(BURST);
-        }
         if (System.getProperty(SoftNicContext.PROGRESS_PROP) == null) {
             c.progressMode(SoftNicContext.ProgressMode.OWN_DEVICE);
             if (System.getProperty(SoftNicContext.BACKSTOP_PROP) == null) {
