@@ -48,11 +48,6 @@ public final class CollWorld implements AutoCloseable {
     }
 
     static final int LINK_CAPACITY = 1 << 22;
-    /**
-     * The software NICs' MTU under collectives unless gdrkit.ib.software.mtu says otherwise: 16 times fewer packets
-     * than 4096 (perf write_bw over shm, 4 MiB: 4.6 to 6.0 GiB/s, docs/PERFORMANCE.md).
-     */
-    static final int SOFTWARE_MTU = 65536;
 
     private final Bootstrap bootstrap;
     private final SoftNicDriver driver;
