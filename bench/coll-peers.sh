@@ -6,6 +6,7 @@
 # VARIANTS picks the gdrkit rows: ib (the default progress: each rank's polling drives its NIC), ib-tcp (the same
 # over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
+# ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
 set -uo pipefail
 OUT="${OUT:-./coll-peers-out}"; mkdir -p "$OUT"
 JAVA="${JAVA:-java}"; JAR="${JAR:-cli/target/gdrkit.jar}"; MPI_BIN="${MPI_BIN:-bench/mpi/allreduce_timing}"
@@ -25,13 +26,14 @@ for run in $(seq 1 "$RUNS"); do
       | sed "s/^{/{\"run\":$run,/" >> "$OUT/openmpi.jsonl" 2>> "$OUT/err.txt"
   fi
   for v in $VARIANTS; do
-    t=ib; fab=shm; props=(); extra=()
+    t=ib; fab=shm; props=(); extra=(); jar="$JAR"
     case "$v" in
+      ib-before) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}" ;;
       socket) t=socket; fab=tcp ;;
       ib-tcp) fab=tcp ;;
       ib-dedicated) props=(-Dgdrkit.nic.progress=dedicated); extra=(--jit-warmup-ms 0) ;;
     esac
-    timeout "$LIMIT" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$JAR" coll allreduce --np "$NP" \
+    timeout "$LIMIT" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$jar" coll allreduce --np "$NP" \
       --transport "$t" --fabric "$fab" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" "${extra[@]}" --json \
       | sed "s/^{/{\"run\":$run,/" >> "$OUT/gdrkit-$v.jsonl" 2>> "$OUT/err.txt"
   done

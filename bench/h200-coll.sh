@@ -11,6 +11,8 @@
 # each received chunk is used), rank r on GPU r where there are 2 GPUs, and host buffers.
 #   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll.sh
 # Device call (carry runtime and the jar): bash bench/h200-coll.sh  (OUT defaults to $OUT of the device tool)
+# HOST_ABLATE="noeager mtu64k" adds host-buffer rows with one setting changed each: the eager heads off
+# (gdrkit.coll.eager.bytes=0), or the opt-in 64 KiB software MTU on (gdrkit.ib.software.mtu=65536).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -46,6 +48,15 @@ for run in $(seq 1 "$RUNS"); do
   fi
   g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" --json \
     2>> "$OUT/err.txt" | tag "host-buffers" "$run" >> "$OUT/coll-gpu.jsonl"
+  for a in ${HOST_ABLATE:-}; do
+    case "$a" in
+      noeager) p=-Dgdrkit.coll.eager.bytes=0 ;;
+      mtu64k) p=-Dgdrkit.ib.software.mtu=65536 ;;
+      *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
+    esac
+    JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
+      -w "$WARM" --json 2>> "$OUT/err.txt" | tag "host-buffers-$a" "$run" >> "$OUT/coll-gpu.jsonl"
+  done
   if [ ! -f "$OUT/openmpi-skipped.txt" ]; then
     timeout "$LIMIT" mpirun --allow-run-as-root --oversubscribe -np 2 "$MPI_BIN" "$MIN" "$MAX" "$F" "$ITERS" "$WARM" \
       2>> "$OUT/err.txt" | tag "openmpi-host" "$run" >> "$OUT/openmpi.jsonl"

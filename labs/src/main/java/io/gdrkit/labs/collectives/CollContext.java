@@ -21,6 +21,9 @@ import java.util.Objects;
  * per peer pair; chunk i goes on channel i mod channels), which must not exceed MAX.</li>
  * <li>{@code NCCL_ALGO} (ring): allreduce's algorithm, ring or tree.</li>
  * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
+ * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
+ * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
+ * ({@link Communicator}): a message that fits pays one one-way trip, not a CTS, the data and its ACK.</li>
  * </ul>
  */
 public final class CollContext {
@@ -29,6 +32,9 @@ public final class CollContext {
         RING, TREE
     }
 
+    /** The eager head by default: a small allreduce's every exchange fits, a large one's extra piece is small. */
+    public static final int DEFAULT_EAGER = 8192;
+
     private SettingsReader settings = SettingsReader.ofProcess();
     private Integer buffSize;
     private Integer steps;
@@ -36,6 +42,7 @@ public final class CollContext {
     private Integer maxChannels;
     private Algo algo;
     private Long timeoutMs;
+    private Integer eagerBytes;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
     private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
@@ -76,6 +83,22 @@ public final class CollContext {
     public CollContext algo(final Algo a) {
         this.algo = a;
         return this;
+    }
+
+    /** Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment. */
+    public CollContext eagerBytes(final int b) {
+        this.eagerBytes = b;
+        return this;
+    }
+
+    /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
+    public int eagerBytes() {
+        return Math.min(eagerBytes, chunkBytes()) / 8 * 8;
+    }
+
+    /** The setting as given (before it is capped at a chunk), to hand to another rank's context. */
+    public int eagerBytesSetting() {
+        return eagerBytes;
     }
 
     public CollContext timeout(final Duration d) {
@@ -137,6 +160,18 @@ public final class CollContext {
             algo = a.value();
         } else {
             recorded.add(new Setting<>("NCCL_ALGO", algo, io.gdrkit.core.config.Source.FLAG, algo.name()));
+        }
+        if (eagerBytes == null) {
+            final Setting<Integer> e = settings.integer("gdrkit.coll.eager.bytes", DEFAULT_EAGER, 0, 1 << 20);
+            recorded.add(e);
+            eagerBytes = e.value();
+        } else {
+            recorded.add(new Setting<>("gdrkit.coll.eager.bytes", eagerBytes, io.gdrkit.core.config.Source.FLAG,
+                String.valueOf(eagerBytes)));
+        }
+        if (eagerBytes < 0 || eagerBytes > 1 << 20 || eagerBytes % 8 != 0) {
+            throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
+                + "in [0, 1048576]");
         }
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);

@@ -29,11 +29,17 @@ public final class Collectives {
     public static void allReduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
-        Communicator.copy(send, 0, recv, 0, count * t.size());
+        final boolean tree = c.context().algo() == CollContext.Algo.TREE;
+        // on the host the ring reads its input where it lies (recv[b] = op(send[b], received)): every block of recv
+        // is then written by a receive, and the input needs no copy first; a GPU reduces into its destination only
+        final boolean direct = !tree && n > 1 && c.deviceReducer() == null;
+        if (!direct) {
+            Communicator.copy(send, 0, recv, 0, count * t.size());
+        }
         if (n == 1 || count == 0) {
             return;
         }
-        if (c.context().algo() == CollContext.Algo.TREE) {
+        if (tree) {
             treeReduce(c, recv, count, t, op);
             treeBroadcast(c, recv, count * t.size());
             return;
@@ -42,12 +48,14 @@ public final class Collectives {
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         final int es = t.size();
+        final Buffer in = direct ? send : recv;
         for (int s = 0; s < n - 1; s++) {
             final int sb = Math.floorMod(r - s, n);
             final int rb = Math.floorMod(r - s - 1, n);
-            c.exchange(next, recv, blockOff(count, n, sb) * es, (blockOff(count, n, sb + 1) - blockOff(count, n, sb))
-                * es, prev, recv, blockOff(count, n, rb) * es, (blockOff(count, n, rb + 1) - blockOff(count, n, rb))
-                * es, op, t);
+            // step 0 sends this rank's own block of the input; later steps send what the previous step reduced
+            c.exchange(next, s == 0 ? in : recv, blockOff(count, n, sb) * es, (blockOff(count, n, sb + 1)
+                - blockOff(count, n, sb)) * es, prev, recv, blockOff(count, n, rb) * es, (blockOff(count, n, rb + 1)
+                - blockOff(count, n, rb)) * es, op, t, in, blockOff(count, n, rb) * es);
         }
         for (int s = 0; s < n - 1; s++) {
             final int sb = Math.floorMod(r + 1 - s, n);
@@ -119,6 +127,19 @@ public final class Collectives {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
+        if (n > 1 && c.deviceReducer() == null) {
+            // host: scratch[b] = op(send[b], received), the last step straight into recv; no copies
+            final int next = (r + 1) % n;
+            final int prev = (r + n - 1) % n;
+            for (int s = 0; s < n - 1; s++) {
+                final int sb = Math.floorMod(r - s - 1, n);
+                final int rb = Math.floorMod(r - s - 2, n);
+                final boolean last = s == n - 2; // rb == r
+                c.exchange(next, s == 0 ? send : scratch, sb * bb, bb, prev, last ? recv : scratch, last ? 0 : rb * bb,
+                    bb, op, t, send, rb * bb);
+            }
+            return;
+        }
         Communicator.copy(send, 0, scratch, 0, bb * n);
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;

@@ -18,6 +18,15 @@ import java.util.Arrays;
  * one peer while receiving (or receiving and reducing) a range from another, cut in chunks of BUFFSIZE/STEPS,
  * STEPS chunks in flight per channel, chunk i on channel i mod channels. Collectives are sequences of exchanges.
  *
+ * <p>The eager head: with {@code gdrkit.coll.eager.bytes} E > 0 every ordered pair also has an eager connection,
+ * and the first min(E, bytes) bytes of every exchange (possibly none) go over it as one message, the rest in
+ * chunks over the channels as above. The receiver keeps {@value #EAGER_DEPTH} receives posted ahead on the eager
+ * connection, into its own slots, for the next exchanges from that peer (NCCL's proxy keeps its receives posted
+ * the same way), and posts the next one as each is consumed; the sender copies the head into a slot of its own
+ * and does not wait for its completion (only before it reuses the slot). A small exchange thus costs one one-way
+ * trip of data instead of a CTS, the data and the ACK. The transport's semantics are unchanged: isend still
+ * returns null until the receive is posted.
+ *
  * <p>Tags carry the exchange's number between the two ranks and the chunk's index, and each chunk's size is
  * checked, so ranks that disagree on sizes or on the sequence of exchanges meet a named error (a wrong size, no
  * receive with the tag, or a timeout naming the exchange) instead of mixing data. Every wait is bounded by the
@@ -30,6 +39,21 @@ public final class Communicator implements AutoCloseable {
     private final int rank;
     private final int n;
     private final int channels;
+    /** Connections per ordered pair: the channels, plus the eager connection (column {@code channels}) if on. */
+    private final int cols;
+    /** Bytes of an exchange's head that go eagerly; 0: off. */
+    private final int eager;
+    /** Eager receive slots per peer, filled from {@code eagerIn} (and send slots from {@code eagerOut}). */
+    private MemorySegment eagerIn;
+    private MemorySegment eagerOut;
+    private NetTransport.MrHandle eagerInMr;
+    private NetTransport.MrHandle eagerOutMr;
+    /** Per peer and slot: the receive posted ahead / the send not yet known complete (null: none). */
+    private final NetTransport.Request[][] eagerRecvReq;
+    private final NetTransport.Request[][] eagerSendReq;
+    /** Eager messages consumed from / sent to each peer so far; message k uses slot k mod EAGER_DEPTH. */
+    private final long[] eagerRecvCount;
+    private final long[] eagerSendCount;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
     private final NetTransport.ListenComm[][] listens;
@@ -112,6 +136,12 @@ public final class Communicator implements AutoCloseable {
         this.n = bootstrap.nranks();
         this.channels = ctx.channels();
         this.chunk = ctx.chunkBytes();
+        this.eager = n > 1 ? ctx.eagerBytes() : 0;
+        this.cols = channels + (eager > 0 ? 1 : 0);
+        this.eagerRecvReq = new NetTransport.Request[n][EAGER_DEPTH];
+        this.eagerSendReq = new NetTransport.Request[n][EAGER_DEPTH];
+        this.eagerRecvCount = new long[n];
+        this.eagerSendCount = new long[n];
         this.timeoutNanos = ctx.timeout().toNanos();
         this.sOut = new int[channels];
         this.rOut = new int[channels];
@@ -121,16 +151,16 @@ public final class Communicator implements AutoCloseable {
         this.sentTo = new long[n];
         this.receivedFrom = new long[n];
         this.recvSeq = new int[n];
-        send = new NetTransport.SendComm[n][channels];
-        recv = new NetTransport.RecvComm[n][channels];
-        listens = new NetTransport.ListenComm[n][channels];
-        final byte[] mine = new byte[n * channels * NetTransport.HANDLE_MAXSIZE];
+        send = new NetTransport.SendComm[n][cols];
+        recv = new NetTransport.RecvComm[n][cols];
+        listens = new NetTransport.ListenComm[n][cols];
+        final byte[] mine = new byte[n * cols * NetTransport.HANDLE_MAXSIZE];
         for (int p = 0; p < n; p++) {
-            for (int c = 0; c < channels; c++) {
+            for (int c = 0; c < cols; c++) {
                 if (p != rank) {
                     final byte[] h = new byte[NetTransport.HANDLE_MAXSIZE];
                     listens[p][c] = net.listen(0, h);
-                    System.arraycopy(h, 0, mine, (p * channels + c) * NetTransport.HANDLE_MAXSIZE, h.length);
+                    System.arraycopy(h, 0, mine, (p * cols + c) * NetTransport.HANDLE_MAXSIZE, h.length);
                 }
             }
         }
@@ -138,7 +168,7 @@ public final class Communicator implements AutoCloseable {
         for (int p = 0; p < n; p++) {
             if (all[p].length != mine.length) {
                 throw new CollException("rank " + p + " sent " + all[p].length + " bytes of listen handles, expected "
-                    + mine.length + " (a different channel count?)");
+                    + mine.length + " (a different channel count or eager setting?)");
             }
         }
         connectAll(all);
@@ -152,24 +182,56 @@ public final class Communicator implements AutoCloseable {
             stagingAddr[c] = staging[c].address();
             stagingNicMr[c] = stagingMr[c];
         }
+        if (eager > 0) {
+            eagerIn = arena.allocate((long) n * EAGER_DEPTH * eager, 4096);
+            eagerOut = arena.allocate((long) n * EAGER_DEPTH * eager, 4096);
+            eagerInMr = net.regMr(anyComm(), eagerIn);
+            eagerOutMr = net.regMr(anyComm(), eagerOut);
+            for (int p = 0; p < n; p++) {
+                for (int k = 1; p != rank && k <= EAGER_DEPTH; k++) {
+                    postEagerRecv(p, k);
+                }
+            }
+        }
         bootstrap.barrier();
+    }
+
+    /** Receives posted ahead on each eager connection: two keep the next CTS at the sender before it is needed. */
+    static final int EAGER_DEPTH = 4;
+
+    /** The tag of eager message {@code k} (1-based) between a pair: the exchange's number, as the chunks carry it. */
+    private static int eagerTag(final long k) {
+        return (int) (k & 0x7fff) << 16;
+    }
+
+    private long eagerSlot(final int peer, final long k) {
+        return ((long) peer * EAGER_DEPTH + k % EAGER_DEPTH) * eager;
+    }
+
+    /** Posts the receive of eager message {@code k} from {@code peer} into its slot. */
+    private void postEagerRecv(final int peer, final long k) {
+        addr[0] = eagerIn.address() + eagerSlot(peer, k);
+        size[0] = eager;
+        tag[0] = eagerTag(k);
+        mh[0] = eagerInMr;
+        eagerRecvReq[peer][(int) (k % EAGER_DEPTH)] = net.irecv(recv[peer][channels], 1, addr, size, tag, mh);
     }
 
     private void connectAll(final byte[][] all) {
         final long deadline = System.nanoTime() + ctx.timeout().toNanos();
-        final byte[][][] handles = new byte[n][channels][];
+        final byte[][][] handles = new byte[n][cols][];
         for (int p = 0; p < n; p++) {
-            for (int c = 0; c < channels; c++) {
+            for (int c = 0; c < cols; c++) {
                 if (p != rank) {
-                    handles[p][c] = Arrays.copyOfRange(all[p], (rank * channels + c) * NetTransport.HANDLE_MAXSIZE,
-                        (rank * channels + c + 1) * NetTransport.HANDLE_MAXSIZE);
+                    handles[p][c] = Arrays.copyOfRange(all[p], (rank * cols + c) * NetTransport.HANDLE_MAXSIZE,
+                        (rank * cols + c + 1) * NetTransport.HANDLE_MAXSIZE);
                 }
             }
         }
-        int missing = 2 * (n - 1) * channels;
+        int missing = 2 * (n - 1) * cols;
         while (missing > 0) {
             for (int p = 0; p < n; p++) {
-                for (int c = 0; c < channels; c++) {
+                for (int c = 0; c < cols; c++) {
                     if (p == rank) {
                         continue;
                     }
@@ -182,13 +244,13 @@ public final class Communicator implements AutoCloseable {
                 }
             }
             if (missing > 0) {
-                waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * channels
+                waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * cols
                     + " not up)");
                 idle(YIELDS);
             }
         }
         for (int p = 0; p < n; p++) {
-            for (int c = 0; c < channels; c++) {
+            for (int c = 0; c < cols; c++) {
                 if (listens[p][c] != null) {
                     net.closeListen(listens[p][c]);
                     listens[p][c] = null;
@@ -431,11 +493,28 @@ public final class Communicator implements AutoCloseable {
      * Sends {@code sendBytes} at {@code src + srcOff} to {@code to} while receiving {@code recvBytes} from
      * {@code from} into {@code dst + dstOff}; with {@code op} non-null the received data is reduced into dst
      * ({@code dst = op(dst, received)}) chunk by chunk through the staging buffer. {@code to} or {@code from} may be
-     * -1 (no send, no receive). Allocates nothing once its request arrays have grown to the largest exchange.
+     * -1 (no send, no receive). The eager head (see the class comment) goes first; the rest moves in chunks, and
+     * the exchange returns once every chunk was received and every chunk sent from {@code src} completed (an
+     * eager head was copied out, so src is free). Allocates nothing once its request arrays have grown to the
+     * largest exchange.
      */
     public void exchange(final int to, final Buffer src, final long srcOff, final long sendBytes, final int from,
                          final Buffer dst, final long dstOff, final long recvBytes, final RedOp op,
                          final DataType type) {
+        exchange(to, src, srcOff, sendBytes, from, dst, dstOff, recvBytes, op, type, dst, dstOff);
+    }
+
+    /**
+     * As above, with the reduction reading its local operand from {@code acc + accOff} instead of dst
+     * ({@code dst = op(acc, received)}): an out-of-place allreduce reduces its input into its output this way and
+     * needs no copy of the input first. Host memory only: with a GPU attached, acc must be dst.
+     */
+    public void exchange(final int to, final Buffer src, final long srcOff, final long sendBytes, final int from,
+                         final Buffer dst, final long dstOff, final long recvBytes, final RedOp op,
+                         final DataType type, final Buffer acc, final long accOff) {
+        if (op != null && deviceReducer != null && (acc != dst || accOff != dstOff)) {
+            throw new IllegalArgumentException("a GPU reduction reduces into its destination only");
+        }
         final int sSeq = to < 0 ? 0 : (sendSeq[to] = (sendSeq[to] + 1) & 0x7fff);
         final int rSeq = from < 0 ? 0 : (recvSeq[from] = (recvSeq[from] + 1) & 0x7fff);
         if (to >= 0) {
@@ -444,9 +523,34 @@ public final class Communicator implements AutoCloseable {
         if (from >= 0) {
             receivedFrom[from]++;
         }
+        final long deadline = System.nanoTime() + timeoutNanos;
+        // the eager heads: every exchange with a peer carries one, possibly empty, so both ends count alike
+        // with a GPU attached the heads are empty (the bytes live on the device or go GDR): everything goes in chunks
+        final int eagerCap = deviceReducer == null ? eager : 0;
+        final int sE = eager > 0 && to >= 0 ? (int) Math.min(eagerCap, sendBytes) : 0;
+        final int rE = eager > 0 && from >= 0 ? (int) Math.min(eagerCap, recvBytes) : 0;
+        boolean eSend = eager > 0 && to >= 0;
+        boolean eRecv = eager > 0 && from >= 0;
+        final long sK = eSend ? ++eagerSendCount[to] : 0;
+        final long rK = eRecv ? ++eagerRecvCount[from] : 0;
+        final int sSlot = (int) (sK % EAGER_DEPTH);
+        final int rSlot = (int) (rK % EAGER_DEPTH);
+        try {
+            if (eSend) {
+                if (eagerSendReq[to][sSlot] != null) {
+                    reapEagerSend(to, sSlot, deadline, what(to, sendBytes, from, recvBytes));
+                }
+                if (sE > 0) {
+                    MemorySegment.copy(src.seg(), srcOff, eagerOut, eagerSlot(to, sK), sE);
+                }
+            }
+        } catch (final NetTransportException e) {
+            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes) + ": "
+                + e.getMessage(), e);
+        }
         final int steps = ctx.steps();
-        final int nS = to < 0 ? 0 : (int) ((sendBytes + chunk - 1) / chunk);
-        final int nR = from < 0 ? 0 : (int) ((recvBytes + chunk - 1) / chunk);
+        final int nS = to < 0 ? 0 : (int) ((sendBytes - sE + chunk - 1) / chunk);
+        final int nR = from < 0 ? 0 : (int) ((recvBytes - rE + chunk - 1) / chunk);
         if (sReq.length < nS) {
             sReq = new NetTransport.Request[nS];
         }
@@ -474,7 +578,6 @@ public final class Communicator implements AutoCloseable {
         final int[] tag = this.tag;
         final NetTransport.MrHandle[] mh = this.mh;
         final int[] got = this.got;
-        final long deadline = System.nanoTime() + timeoutNanos;
         // receive-side GDR only: what is sent comes up from the device first (the send gate said no)
         final boolean sendBounce = to >= 0 && src.sendBounces();
         if (sendBounce && sendBytes > 0) {
@@ -484,12 +587,22 @@ public final class Communicator implements AutoCloseable {
         final NetTransport.MrHandle sMr = sendBounce ? src.hostMr() : src.mr();
         int idle = 0;
         try {
-            while (doneS < nS || doneR < nR) {
+            while (eSend || eRecv || doneS < nS || doneR < nR) {
                 boolean progress = false;
+                if (eSend) {
+                    // first: the peer waits for it, and its receive is normally posted already
+                    final NetTransport.Request r = net.isend(send[to][channels], eagerOut.address()
+                        + eagerSlot(to, sK), sE, eagerTag(sK), eagerOutMr);
+                    if (r != null) {
+                        eagerSendReq[to][sSlot] = r;
+                        eSend = false;
+                        progress = true;
+                    }
+                }
                 while (nextR < nR && rOut[nextR % channels] < steps) {
                     final int c = nextR % channels;
                     final int j = nextR / channels;
-                    final long off = (long) nextR * chunk;
+                    final long off = rE + (long) nextR * chunk;
                     final int len = (int) Math.min(chunk, recvBytes - off);
                     if (op != null) {
                         addr[0] = stagingAddr[c] + (long) (j % steps) * chunk;
@@ -508,7 +621,7 @@ public final class Communicator implements AutoCloseable {
                 while (nextS < nS && sOut[nextS % channels] < steps) {
                     final int c = nextS % channels;
                     final int j = nextS / channels;
-                    final long off = (long) nextS * chunk;
+                    final long off = sE + (long) nextS * chunk;
                     final int len = (int) Math.min(chunk, sendBytes - off);
                     final NetTransport.Request r = net.isend(send[to][c], sBase + srcOff + off, len,
                         (sSeq << 16) | (j & 0xffff), sMr);
@@ -520,11 +633,30 @@ public final class Communicator implements AutoCloseable {
                     nextS++;
                     progress = true;
                 }
+                if (eRecv && net.test(eagerRecvReq[from][rSlot], got)) {
+                    eagerRecvReq[from][rSlot] = null;
+                    if (got[0] != rE) {
+                        throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
+                            + ": the eager head brought " + got[0] + " bytes, expected " + rE
+                            + " (mismatched sizes or operations across ranks?)");
+                    }
+                    if (rE > 0) {
+                        final long at = eagerSlot(from, rK);
+                        if (op == null) {
+                            MemorySegment.copy(eagerIn, at, dst.seg(), dstOff, rE);
+                        } else {
+                            reduce(dst, dstOff, acc, accOff, eagerIn, at, rE, type, op);
+                        }
+                    }
+                    postEagerRecv(from, rK + EAGER_DEPTH); // the slot is free again
+                    eRecv = false;
+                    progress = true;
+                }
                 for (int c = 0; c < channels; c++) {
                     // oldest first per channel: staging slots are reused in order
                     final int i = rHead[c];
                     if (i < nextR && rReq[i] != null && net.test(rReq[i], got)) {
-                        final long off = (long) i * chunk;
+                        final long off = rE + (long) i * chunk;
                         final int len = (int) Math.min(chunk, recvBytes - off);
                         if (got[0] != len) {
                             throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
@@ -540,14 +672,8 @@ public final class Communicator implements AutoCloseable {
                             if (dst.direct()) {
                                 deviceReducer.reduceOnDevice(dst.dev(), dst.devOff() + dstOff + off, stagingDev[c],
                                     at, len / type.size(), type, op);
-                            } else if (deviceReducer != null) {
-                                if (dst.dev() == null) {
-                                    throw new IllegalStateException("a reduction into a buffer without a device half "
-                                        + "while a GPU is attached");
-                                }
-                                deviceReducer.reduce(dst, dstOff + off, staging[c], at, len / type.size(), type, op);
                             } else {
-                                Reducer.reduce(dst.seg(), dstOff + off, staging[c], at, len / type.size(), type, op);
+                                reduce(dst, dstOff + off, acc, accOff + off, staging[c], at, len, type, op);
                             }
                         }
                         rReq[i] = null;
@@ -604,6 +730,55 @@ public final class Communicator implements AutoCloseable {
             idle(idle);
         }
         flushes++;
+    }
+
+    /**
+     * {@code dst[dstOff..] = op(acc[accOff..], from[at..])} over {@code len} bytes, on the GPU when one is attached
+     * (then acc is dst: checked on entry to the exchange).
+     */
+    private void reduce(final Buffer dst, final long dstOff, final Buffer acc, final long accOff,
+                        final MemorySegment from, final long at, final int len, final DataType type, final RedOp op) {
+        if (deviceReducer != null) {
+            if (dst.dev() == null) {
+                throw new IllegalStateException("a reduction into a buffer without a device half while a GPU is "
+                    + "attached");
+            }
+            deviceReducer.reduce(dst, dstOff, from, at, len / type.size(), type, op);
+        } else {
+            Reducer.reduce(dst.seg(), dstOff, acc.seg(), accOff, from, at, len / type.size(), type, op);
+        }
+    }
+
+    /** Waits for the eager send in {@code peer}'s slot to complete before the slot is written again. */
+    private void reapEagerSend(final int peer, final int slot, final long deadline, final String what) {
+        int idle = 0;
+        while (!net.test(eagerSendReq[peer][slot], null)) {
+            if (++idle > SPINS) {
+                waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before " + what);
+            }
+            idle(idle);
+        }
+        eagerSendReq[peer][slot] = null;
+    }
+
+    /** At close: lets the eager sends still in flight complete (bounded), so the peers' receives are not cut. */
+    private void drainEagerSends() {
+        final long deadline = System.nanoTime() + Math.min(timeoutNanos, 1_000_000_000L);
+        for (int p = 0; p < n; p++) {
+            for (int s = 0; s < EAGER_DEPTH; s++) {
+                try {
+                    while (eagerSendReq[p][s] != null && !net.test(eagerSendReq[p][s], null)) {
+                        if (System.nanoTime() > deadline) {
+                            return;
+                        }
+                        Thread.onSpinWait();
+                    }
+                } catch (final NetTransportException e) {
+                    // closing: a peer that is gone already makes no difference now
+                }
+                eagerSendReq[p][s] = null;
+            }
+        }
     }
 
     private static String what(final int to, final long sendBytes, final int from, final long recvBytes) {
@@ -664,13 +839,19 @@ public final class Communicator implements AutoCloseable {
         if (deviceReducer != null) {
             deviceReducer.close();
         }
+        drainEagerSends();
         for (final NetTransport.MrHandle m : stagingMr) {
             if (m != null) {
                 net.deregMr(anyComm(), m);
             }
         }
+        for (final NetTransport.MrHandle m : new NetTransport.MrHandle[] {eagerInMr, eagerOutMr}) {
+            if (m != null) {
+                net.deregMr(anyComm(), m);
+            }
+        }
         for (int p = 0; p < n; p++) {
-            for (int c = 0; c < channels; c++) {
+            for (int c = 0; c < cols; c++) {
                 if (send[p][c] != null) {
                     net.closeSend(send[p][c]);
                 }

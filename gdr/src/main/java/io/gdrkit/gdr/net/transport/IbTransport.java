@@ -80,6 +80,7 @@ public final class IbTransport implements NetTransport {
     private static final long KIND_FLUSH = 4L << 56;
     private static final long KIND_MASK = 0xffL << 56;
     private static final VarHandle SEQ = ValueLayout.JAVA_LONG.varHandle();
+    private static final long NOT_WAITED = Long.MIN_VALUE;
 
     private final IbTransportContext ctx;
     private final SecureRandom random = new SecureRandom();
@@ -88,7 +89,8 @@ public final class IbTransport implements NetTransport {
 
     public IbTransport(final IbTransportContext context) {
         this.ctx = context.conclude();
-        this.qpAttr = QpBringUp.rcDefaults().timeout(ctx.ibTimeout()).retryCnt(ctx.ibRetryCnt());
+        final QpAttr a = QpBringUp.rcDefaults().timeout(ctx.ibTimeout()).retryCnt(ctx.ibRetryCnt());
+        this.qpAttr = ctx.softwareMtu() > 0 ? a.softwareMtu(ctx.softwareMtu()) : a;
     }
 
     public IbTransportContext context() {
@@ -751,7 +753,8 @@ public final class IbTransport implements NetTransport {
         int expected;
         int arrived;
         int size;
-        long posted;
+        /** When test() first saw it in flight ({@link #NOT_WAITED} before): the request's timeout runs from there. */
+        long waitingSince;
         String error;
         Reason errorReason;
         final int[] capacity = new int[MAX_RECVS];
@@ -771,7 +774,7 @@ public final class IbTransport implements NetTransport {
             expected = 0;
             error = null;
             errorReason = null;
-            posted = System.nanoTime();
+            waitingSince = NOT_WAITED;
         }
 
         void fail(final Reason reason, final String why) {
@@ -1177,7 +1180,12 @@ public final class IbTransport implements NetTransport {
             throw new NetTransportException(why, msg);
         }
         if (!q.done) {
-            if (System.nanoTime() - q.posted > ctx.timeout().toNanos()) {
+            // the timeout runs from the first test: a receive posted ahead (a collective keeps the next ones posted,
+            // as NCCL's proxy does) is not late while nobody waits for it
+            final long now = System.nanoTime();
+            if (q.waitingSince == NOT_WAITED) {
+                q.waitingSince = now;
+            } else if (now - q.waitingSince > ctx.timeout().toNanos()) {
                 final String what = q.kind == 1 ? "isend of " + q.size + " bytes" : q.kind == 2
                     ? "irecv (tag " + q.tags[0] + ", " + q.n + " buffer(s))" : "iflush";
                 c.fail(Reason.TIMEOUT, what + " did not complete within " + ctx.timeout().toMillis()

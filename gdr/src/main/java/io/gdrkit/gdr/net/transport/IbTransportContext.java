@@ -26,6 +26,10 @@ import java.util.Objects;
  * <li>{@code NCCL_IB_TIMEOUT} (14, 1..31) and {@code NCCL_IB_RETRY_CNT} (7, 0..7): the QPs' ACK timeout exponent
  * and retry count; a peer that dies ends the comm's requests with RETRY_EXC_ERR within roughly
  * 4.096 us * 2^timeout * (retry + 1).</li>
+ * <li>{@code gdrkit.ib.software.mtu} (0, or a power of two 256..1 MiB): the QPs' software MTU, a gdrkit extension
+ * a software NIC honours (fewer, larger packets on a fabric whose links carry them); 0 keeps the path MTU (4096).
+ * A caller that knows its NICs are software ones gives the default ({@link #softwareMtuDefault}); both ends of a
+ * connection must use the same value.</li>
  * </ul>
  * The flush decision ({@link #flush}) comes from the control plane's flush gate; the transport never makes it.
  */
@@ -42,6 +46,8 @@ public final class IbTransportContext {
     private Integer arThreshold;
     private Integer ibTimeout;
     private Integer ibRetryCnt;
+    private Integer softwareMtu;
+    private int softwareMtuDefault;
     private boolean flush;
     private String flushEvidence = "flush gate not asked: no flush";
     private Duration timeout = Duration.ofSeconds(30);
@@ -73,6 +79,18 @@ public final class IbTransportContext {
 
     public IbTransportContext arThreshold(final int bytes) {
         this.arThreshold = bytes;
+        return this;
+    }
+
+    /** The software MTU in bytes (0: the path MTU); see the class comment. */
+    public IbTransportContext softwareMtu(final int bytes) {
+        this.softwareMtu = bytes;
+        return this;
+    }
+
+    /** The software MTU used when {@code gdrkit.ib.software.mtu} is not set (default 0: the path MTU). */
+    public IbTransportContext softwareMtuDefault(final int bytes) {
+        this.softwareMtuDefault = bytes;
         return this;
     }
 
@@ -120,6 +138,11 @@ public final class IbTransportContext {
 
     public int ibRetryCnt() {
         return ibRetryCnt;
+    }
+
+    /** The QPs' software MTU in bytes, 0 for the path MTU. */
+    public int softwareMtu() {
+        return softwareMtu;
     }
 
     public boolean flush() {
@@ -170,6 +193,12 @@ public final class IbTransportContext {
         }
         ibTimeout = value(ibTimeout, "NCCL_IB_TIMEOUT", () -> settings.integer("NCCL_IB_TIMEOUT", 14, 1, 31));
         ibRetryCnt = value(ibRetryCnt, "NCCL_IB_RETRY_CNT", () -> settings.integer("NCCL_IB_RETRY_CNT", 7, 0, 7));
+        softwareMtu = value(softwareMtu, "gdrkit.ib.software.mtu",
+            () -> settings.integer("gdrkit.ib.software.mtu", softwareMtuDefault, 0, 1 << 20));
+        if (softwareMtu != 0 && (softwareMtu < 256 || softwareMtu > 1 << 20 || Integer.bitCount(softwareMtu) != 1)) {
+            throw new IllegalArgumentException("gdrkit.ib.software.mtu=" + softwareMtu + " is not 0 or a power of "
+                + "two from 256 to 1048576");
+        }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("IbTransport timeout " + timeout + " must be positive");
         }

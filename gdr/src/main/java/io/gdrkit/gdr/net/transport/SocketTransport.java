@@ -422,7 +422,8 @@ public final class SocketTransport implements NetTransport {
         final MemorySegment seg;
         final int tag;
         final boolean receive;
-        final long posted = System.nanoTime();
+        /** When test() first saw it in flight (MIN_VALUE before): its timeout runs from there. */
+        long waitingSince = Long.MIN_VALUE;
         final AtomicInteger chunksLeft = new AtomicInteger(-1);
         volatile String error;
         int size;
@@ -597,7 +598,11 @@ public final class SocketTransport implements NetTransport {
                 e);
         }
         if (q.chunksLeft.get() != 0) {
-            if (System.nanoTime() - q.posted > ctx.timeout().toNanos()) {
+            // the timeout runs from the first test (a receive posted ahead is not late while nobody waits for it)
+            final long now = System.nanoTime();
+            if (q.waitingSince == Long.MIN_VALUE) {
+                q.waitingSince = now;
+            } else if (now - q.waitingSince > ctx.timeout().toNanos()) {
                 q.finished = true;
                 q.comm.inFlight.decrementAndGet();
                 q.comm.error = (q.receive ? "irecv (tag " + q.tag + ")" : "isend of " + q.size + " bytes")

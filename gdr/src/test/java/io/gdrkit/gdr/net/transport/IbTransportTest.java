@@ -5,6 +5,7 @@ package io.gdrkit.gdr.net.transport;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -370,6 +371,40 @@ class IbTransportTest {
             () -> tx.isend(pair.send, src.address(), 100, 30, smh));
         assertEquals(Reason.REMOTE, again.reason());
         assertTrue(again.getMessage().contains("receive count"), again.getMessage());
+    }
+
+    /**
+     * A receive posted ahead (as a collective keeps its next receives posted) is not timed out while nobody tests
+     * it: the timeout runs from the first test. One that is tested and never completes still ends in TIMEOUT.
+     */
+    @Test
+    void aReceivePostedAheadTimesOutOnlyOnceSomeoneWaitsForIt() throws Exception {
+        open(c -> c.timeout(Duration.ofMillis(300)));
+        pair.connect();
+        final MemorySegment src = random(4096, 3);
+        final MemorySegment dst = arena.allocate(4096, 4096);
+        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
+        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
+        final NetTransport.Request r = rx.irecv(pair.recv, 1, new long[] {dst.address()}, new int[] {4096},
+            new int[] {11}, new NetTransport.MrHandle[] {rmh});
+        Thread.sleep(900); // three timeouts, untested
+        NetTransport.Request s = null;
+        final long deadline = System.nanoTime() + 20_000_000_000L;
+        while (s == null) {
+            assertTrue(System.nanoTime() < deadline, "the CTS never reached the sender");
+            s = tx.isend(pair.send, src.address(), 4096, 11, smh);
+        }
+        final int[] got = new int[1];
+        TransportPair.await(rx, r, got, tx, new NetTransport.Request[] {s});
+        assertEquals(4096, got[0]);
+        assertEquals(-1L, MemorySegment.mismatch(src, 0, 4096, dst, 0, 4096));
+        final NetTransport.Request late = rx.irecv(pair.recv, 1, new long[] {dst.address()}, new int[] {4096},
+            new int[] {12}, new NetTransport.MrHandle[] {rmh});
+        assertFalse(rx.test(late, null), "a receive nobody sent to completed");
+        Thread.sleep(600);
+        final NetTransportException e = assertThrows(NetTransportException.class, () -> rx.test(late, null));
+        assertEquals(Reason.TIMEOUT, e.reason());
+        assertTrue(e.getMessage().contains("did not complete within 300 ms"), e.getMessage());
     }
 
     @Test

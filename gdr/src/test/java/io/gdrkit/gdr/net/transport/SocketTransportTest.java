@@ -27,11 +27,41 @@ class SocketTransportTest {
     private TransportPair pair;
 
     private void open(final int threads, final int socks) {
+        open(threads, socks, Duration.ofSeconds(20));
+    }
+
+    private void open(final int threads, final int socks, final Duration timeout) {
         tx = new SocketTransport(new SocketTransportContext().settings(SettingsReader.ofEnv(Map.of()))
-            .nThreads(threads).nSocksPerThread(socks).timeout(Duration.ofSeconds(20)));
+            .nThreads(threads).nSocksPerThread(socks).timeout(timeout));
         rx = new SocketTransport(new SocketTransportContext().settings(SettingsReader.ofEnv(Map.of()))
-            .nThreads(threads).nSocksPerThread(socks).timeout(Duration.ofSeconds(20)));
+            .nThreads(threads).nSocksPerThread(socks).timeout(timeout));
         pair = new TransportPair(tx, rx);
+    }
+
+    /** As IbTransport: a receive posted ahead is not late while untested; a tested one that never completes is. */
+    @Test
+    void aReceivePostedAheadTimesOutOnlyOnceSomeoneWaitsForIt() throws Exception {
+        open(1, 1, Duration.ofMillis(300));
+        pair.connect();
+        final MemorySegment src = random(4096, 3);
+        final MemorySegment dst = arena.allocate(4096, 64);
+        final NetTransport.MrHandle smh = tx.regMr(pair.send, src);
+        final NetTransport.MrHandle rmh = rx.regMr(pair.recv, dst);
+        final NetTransport.Request r = rx.irecv(pair.recv, 1, new long[] {dst.address()}, new int[] {4096},
+            new int[] {11}, new NetTransport.MrHandle[] {rmh});
+        Thread.sleep(900); // three timeouts, untested
+        final NetTransport.Request s = tx.isend(pair.send, src.address(), 4096, 11, smh);
+        final int[] got = new int[1];
+        TransportPair.await(rx, r, got, tx, new NetTransport.Request[] {s});
+        assertEquals(4096, got[0]);
+        assertEquals(-1L, MemorySegment.mismatch(src, 0, 4096, dst, 0, 4096));
+        final NetTransport.Request late = rx.irecv(pair.recv, 1, new long[] {dst.address()}, new int[] {4096},
+            new int[] {12}, new NetTransport.MrHandle[] {rmh});
+        org.junit.jupiter.api.Assertions.assertFalse(rx.test(late, null), "a receive nobody sent to completed");
+        Thread.sleep(600);
+        final NetTransportException e = assertThrows(NetTransportException.class, () -> rx.test(late, null));
+        assertEquals(Reason.TIMEOUT, e.reason());
+        assertTrue(e.getMessage().contains("did not complete within 300 ms"), e.getMessage());
     }
 
     @AfterEach
