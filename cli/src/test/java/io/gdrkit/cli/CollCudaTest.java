@@ -28,8 +28,11 @@ import org.junit.jupiter.api.Test;
 class CollCudaTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** The GDR path into a CUDA GPU is opt-in ({@code gdrkit.coll.cuda.gdr}); the fake driver's runs opt in. */
+    private static final String OPT_IN = "-Dgdrkit.coll.cuda.gdr";
+
     private static List<JsonNode> coll(final Path log, final String lib, final String... args) throws Exception {
-        return coll(java.util.Map.of(), log, lib, args);
+        return coll(java.util.Map.of(OPT_IN, "true"), log, lib, args);
     }
 
     /** As above with {@code env} added to the child's environment (NCCL_* settings). */
@@ -40,12 +43,22 @@ class CollCudaTest {
         if (lib != null) {
             cmd.add("-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib);
         }
+        // entries named -Dname are JVM properties (gdrkit.* settings reach the ranks that way), the rest environment
+        env.forEach((k, v) -> {
+            if (k.startsWith("-D")) {
+                cmd.add(k + "=" + v);
+            }
+        });
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "coll"));
         cmd.addAll(List.of(args));
         cmd.addAll(List.of("--np", "2", "--mem", "gpu", "--gpu", "cuda:0", "-n", "2", "-w", "1", "--jit-warmup-ms",
             "0", "--json"));
         final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().putAll(env);
+        env.forEach((k, v) -> {
+            if (!k.startsWith("-D")) {
+                pb.environment().put(k, v);
+            }
+        });
         final Process p = pb.start();
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
             p.destroyForcibly();
@@ -116,17 +129,25 @@ class CollCudaTest {
         // the gates decided GDR by DMA-BUF (attribute 124 = 1, a driver >= 11.7, the software NIC imports the fd)
         assertEquals("DMA-BUF", sum.get(0).path("gdr_mechanism").asText(), sum.get(0).toString());
         // NCCL_NET_GDR_LEVEL=LOC: the distance gate turns GDR off, the data bounces, the setting is named
-        final List<JsonNode> loc = coll(java.util.Map.of("NCCL_NET_GDR_LEVEL", "LOC"), dir.resolve("coll-loc.log"),
+        final List<JsonNode> loc = coll(java.util.Map.of("NCCL_NET_GDR_LEVEL", "LOC", OPT_IN, "true"),
+            dir.resolve("coll-loc.log"),
             lib.toString(), "allreduce", "-b", "4096", "-e", "65536", "-f", "16");
         rightOnTheGpu(loc, true, false);
         assertTrue(loc.get(0).path("gdr_reason").asText().contains("NCCL_NET_GDR_LEVEL=LOC (environment)"),
             loc.get(0).toString());
         // NCCL_NET_FORCE_FLUSH=1 on the GDR path: the flush READ ran before the kernel read what the NIC wrote
-        final List<JsonNode> flush = coll(java.util.Map.of("NCCL_NET_FORCE_FLUSH", "1"),
+        final List<JsonNode> flush = coll(java.util.Map.of("NCCL_NET_FORCE_FLUSH", "1", OPT_IN, "true"),
             dir.resolve("coll-flush.log"), lib.toString(), "allreduce", "-b", "4096", "-e", "65536", "-f", "16");
         rightOnTheGpu(flush, true, true);
         assertTrue(flush.get(flush.size() - 1).path("flush").asBoolean(false), flush.get(0).toString());
         assertTrue(flush.get(flush.size() - 1).path("flushes_rank0").asLong(0) > 0, flush.get(0).toString());
+        // by default a CUDA GPU's collectives bounce: the gates' verdict is kept, the hold-back and its setting named
+        final List<JsonNode> held = coll(java.util.Map.of(), dir.resolve("coll-held.log"), lib.toString(),
+            "allreduce", "-b", "4096", "-e", "4096");
+        rightOnTheGpu(held, true, false);
+        assertEquals("software NIC on CUDA", held.get(0).path("gdr_gate").asText(), held.get(0).toString());
+        assertTrue(held.get(0).path("gdr_reason").asText().contains("gdrkit.coll.cuda.gdr=false (default); set it to "
+            + "true to try"), held.get(0).toString());
     }
 
     @Test
@@ -134,8 +155,9 @@ class CollCudaTest {
         final io.gdrkit.gpu.cuda.CudaProbe probe = CudaGpu.probe();
         Assumptions.assumeTrue(probe.found(), "no CUDA GPU here: " + probe);
         final Path dir = Files.createDirectories(Path.of("target/cuda-coll").toAbsolutePath());
-        final List<JsonNode> rows = coll(dir.resolve("real.log"), null, "allreduce", "-b", "8", "-e", "1048576",
-            "-f", "32", "-d", "half", "-o", "sum");
-        rightOnTheGpu(rows, true);
+        // the default on a real GPU: host bounce (the direct path gave wrong elements on the H200), every element right
+        final List<JsonNode> rows = coll(java.util.Map.of(), dir.resolve("real.log"), null, "allreduce", "-b", "8",
+            "-e", "1048576", "-f", "32", "-d", "half", "-o", "sum");
+        rightOnTheGpu(rows, true, false);
     }
 }

@@ -24,6 +24,9 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
  * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
  * ({@link Communicator}): a message that fits pays one one-way trip, not a CTS, the data and its ACK.</li>
+ * <li>{@code gdrkit.coll.cuda.gdr} (false): let the gates put the software NIC straight onto a real CUDA GPU's
+ * buffers. Off by default: on the H200 that path gave wrong elements (docs/TRANSPORT.md, "GDR on a real GPU"), so
+ * a CUDA GPU's collectives bounce through host memory unless this is set; simulated GPUs are not affected.</li>
  * </ul>
  */
 public final class CollContext {
@@ -43,6 +46,7 @@ public final class CollContext {
     private Algo algo;
     private Long timeoutMs;
     private Integer eagerBytes;
+    private Setting<Boolean> cudaGdr;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
     private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
@@ -97,6 +101,22 @@ public final class CollContext {
     }
 
     /** The setting as given (before it is capped at a chunk), to hand to another rank's context. */
+    /** Sets {@code gdrkit.coll.cuda.gdr} as read elsewhere (a rank's copy of the launcher's context keeps its source). */
+    public CollContext cudaGdr(final Setting<Boolean> s) {
+        this.cudaGdr = s;
+        recorded.add(s);
+        return this;
+    }
+
+    /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
+    public Setting<Boolean> cudaGdr() {
+        if (cudaGdr == null) {
+            cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", false);
+            recorded.add(cudaGdr);
+        }
+        return cudaGdr;
+    }
+
     public int eagerBytesSetting() {
         return eagerBytes;
     }
@@ -173,6 +193,7 @@ public final class CollContext {
             throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
                 + "in [0, 1048576]");
         }
+        cudaGdr();
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
             recorded.add(t);

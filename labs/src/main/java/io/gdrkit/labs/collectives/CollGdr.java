@@ -119,6 +119,20 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             + "gate)", ev, settings);
     }
 
+    /**
+     * The gates allowed GDR, but the software NIC's path into a real CUDA GPU is held back ({@code why}, with the
+     * setting that would release it): the rank bounces, and the gates' verdict stays in the evidence.
+     */
+    public CollGdr heldBack(final String why) {
+        if (!on) {
+            return this;
+        }
+        final List<String> ev = new ArrayList<>(evidence);
+        ev.add("the gates allowed GDR (" + reason + "); held back: " + why + " -> host bounce");
+        return new CollGdr(false, false, "software NIC on CUDA", "GPU Direct RDMA held back: " + why,
+            RegMechanism.NONE, false, "no flush: the NIC does not write GPU memory (host bounce)", ev, settings);
+    }
+
     /** What the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce. */
     public String dataPath() {
         return on ? (sendOn ? "gdr" : "gdr-recv") : "host-bounce";

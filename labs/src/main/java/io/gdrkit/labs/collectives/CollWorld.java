@@ -207,6 +207,13 @@ public final class CollWorld implements AutoCloseable {
                     .bind(coll.bind());
                 if (gpu != null) {
                     gdr = CollGdr.decide(gpu, nic, settings, singleGpu);
+                    final io.gdrkit.core.config.Setting<Boolean> cudaGdr = coll.cudaGdr();
+                    if (!gpu.isSimulated() && !cudaGdr.value()) {
+                        gdr = gdr.heldBack("the software NIC's direct path into a real CUDA GPU gave wrong elements "
+                            + "on the H200 (docs/TRANSPORT.md); gdrkit.coll.cuda.gdr=" + (cudaGdr.raw() != null
+                            ? cudaGdr.raw() : "false") + " ("
+                            + cudaGdr.source().name().toLowerCase(java.util.Locale.ROOT) + "); set it to true to try");
+                    }
                     ic.flush(gdr.flush(), gdr.flushEvidence());
                 }
                 net = new IbTransport(ic);
