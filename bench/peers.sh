@@ -29,9 +29,10 @@ ucx() { # tls label test size iters
   line=$(UCX_TLS=$tls timeout 60 ucx_perftest 127.0.0.1 -p $PORT -t "$test" -s "$size" -n "$iters" 2>/dev/null | grep '^Final:')
   wait $srv 2>/dev/null
   [ -n "$line" ] || { echo "peers: ucx_perftest $test ($label) gave no result" >&2; return; }
-  # Final: iterations lat50 lat_avg lat_overall bw_avg bw_overall rate_avg rate_overall
+  # Final: iterations lat_typical lat_avg lat_overall bw_avg bw_overall rate_avg rate_overall
+  # (lat_us stays the average, as recorded before; lat_typical_us is the one to set beside gdrkit's t_typical)
   set -- $line
-  emit "{\"peer\":\"ucx_perftest\",\"transport\":\"$label\",\"test\":\"$test\",\"bytes\":$size,\"lat_us\":$4,\"bw_mib_s\":$7}"
+  emit "{\"peer\":\"ucx_perftest\",\"transport\":\"$label\",\"test\":\"$test\",\"bytes\":$size,\"lat_us\":$4,\"lat_typical_us\":$3,\"bw_mib_s\":$7}"
 }
 
 for run in $(seq 1 "$RUNS"); do
