@@ -180,7 +180,7 @@ final class Requester implements Agent {
         int packets = 1;
         int payload = (int) Math.min(mtu, remaining);
         int refs = 0;
-        if (remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+        if (remaining >= dev.oneCopyMin && remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
             && dev.port.carriesReferences(qp.dlid, payload)) {
             packets = spanPackets(qp, remaining, psn);
             if (packets > 1) {

@@ -48,6 +48,8 @@ final class ScanSet {
     @SuppressWarnings("unused")
     private volatile SoftQp woken;
     private int cycle;
+    /** Whether idle QPs are parked at all ({@code gdrkit.nic.scan.park}); set before any QP exists. */
+    private boolean parking = true;
     private long parks;
     private long wakes;
 
@@ -96,7 +98,15 @@ final class ScanSet {
      * Any thread, after publishing work in the QP's send queue (the doorbell's release store): wakes it if the NIC
      * parked it. The fence orders the doorbell before the read of {@code parked} (Dekker, see the class comment).
      */
+    /** Before the first QP: false keeps every QP in the scan, and posts skip the handshake's fence. */
+    void parking(final boolean on) {
+        parking = on;
+    }
+
     void wakeAfterPost(final SoftQp qp) {
+        if (!parking) {
+            return; // nothing is ever parked: no wake-up can be lost
+        }
         VarHandle.fullFence();
         if (qp.parked != 0 && PARKED.compareAndSet(qp, 1, 0)) {
             SoftQp head;
@@ -126,7 +136,7 @@ final class ScanSet {
             }
             wakes += n;
         }
-        if ((++cycle & (SWEEP_EVERY - 1)) != 0) {
+        if ((++cycle & (SWEEP_EVERY - 1)) != 0 || !parking) {
             return n;
         }
         int j = 0;

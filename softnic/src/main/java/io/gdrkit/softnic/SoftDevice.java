@@ -90,6 +90,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     /** SEND/WRITE packets may reference host memory where the port allows it (SoftNicContext.ONE_COPY_PROP). */
     final boolean oneCopy;
+    /** Payloads below this travel in the packet even where references could ({@code gdrkit.nic.onecopy.min}). */
+    final int oneCopyMin;
     final Receiver receiver;
     final Requester requester;
     final Responder responder;
@@ -104,6 +106,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         this.attr = deviceAttr(name, guid, driver.context().maxQp(),
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)));
         this.oneCopy = driver.context().oneCopy();
+        this.oneCopyMin = driver.context().oneCopyMin();
+        scan.parking(driver.context().scanPark());
         port.owner(this);
         port.crossProcessCopy(oneCopy && driver.context().shmCma(), driver.context().shmCmaThreshold());
         this.completer = new Completer(this);

@@ -67,6 +67,17 @@ public final class SoftNicContext {
      */
     public static final String ONE_COPY_PROP = "gdrkit.nic.onecopy";
     /**
+     * Smallest payload (bytes, default 1: every payload) that travels as a reference on the single-copy path;
+     * smaller ones are copied into the packet. Referencing costs an SGE walk on the sender and a lookup on the
+     * receiver, about what copying a few dozen bytes costs (docs/PERFORMANCE.md, the 64 B profile).
+     */
+    public static final String ONE_COPY_MIN_PROP = "gdrkit.nic.onecopy.min";
+    /**
+     * true | false (default true): idle QPs leave the engines' scan (ScanSet) until work comes back, at the price of
+     * a full fence in every post (the wake-up handshake); false keeps every QP in the scan and posts without it.
+     */
+    public static final String SCAN_PARK_PROP = "gdrkit.nic.scan.park";
+    /**
      * true | false (default true): on the shared-memory fabric, a SEND or WRITE packet of at least
      * {@link #SHM_CMA_THRESHOLD_PROP} payload bytes carries the sender's address instead of its bytes, and the
      * receiving process pulls them straight into the destination with process_vm_readv (UCX's cma): one copy
@@ -144,6 +155,8 @@ public final class SoftNicContext {
     private boolean dmaBuf;
     private boolean peermem;
     private boolean oneCopy;
+    private int oneCopyMin;
+    private boolean scanPark;
     private int batch;
     private boolean shmCma;
     private int shmCmaThreshold;
@@ -288,6 +301,26 @@ public final class SoftNicContext {
         return oneCopy;
     }
 
+    /** Smallest referenced payload ({@link #ONE_COPY_MIN_PROP}, default 1). */
+    public int oneCopyMin() {
+        concluded();
+        return oneCopyMin;
+    }
+
+    public SoftNicContext oneCopyMin(final int bytes) {
+        return set(ONE_COPY_MIN_PROP, Integer.toString(bytes));
+    }
+
+    /** Whether idle QPs are parked out of the scan ({@link #SCAN_PARK_PROP}, default true). */
+    public boolean scanPark() {
+        concluded();
+        return scanPark;
+    }
+
+    public SoftNicContext scanPark(final boolean on) {
+        return set(SCAN_PARK_PROP, Boolean.toString(on));
+    }
+
     public SoftNicContext shmCma(final boolean on) {
         return set(SHM_CMA_PROP, Boolean.toString(on));
     }
@@ -403,6 +436,8 @@ public final class SoftNicContext {
         dmaBuf = r.flag(DMABUF_PROP, true).value();
         peermem = r.flag(PEERMEM_PROP, true).value();
         oneCopy = r.flag(ONE_COPY_PROP, true).value();
+        oneCopyMin = r.integer(ONE_COPY_MIN_PROP, 1, 1, 1 << 30).value();
+        scanPark = r.flag(SCAN_PARK_PROP, true).value();
         batch = r.integer(BATCH_PROP, 16, 1, MAX_BATCH).value();
         shmCma = r.flag(SHM_CMA_PROP, true).value();
         shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();

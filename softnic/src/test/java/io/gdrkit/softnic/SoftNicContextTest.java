@@ -35,13 +35,16 @@ class SoftNicContextTest {
         assertEquals(true, c.peermem());
         assertEquals(true, c.oneCopy());
         assertEquals(16, c.batch());
+        assertEquals(1, c.oneCopyMin());
+        assertEquals(true, c.scanPark());
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
         assertEquals(0, c.backstopMicros());
         assertEquals(List.of(SoftNicContext.PROGRESS_PROP, SoftNicContext.IDLE_STRATEGY_PROP, SoftNicContext.BACKSTOP_PROP,
                 SoftNicContext.LINK_CAPACITY_PROP, SoftNicContext.RETRANSMIT_FACTOR_PROP,
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
-                SoftNicContext.ONE_COPY_PROP, SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
+                SoftNicContext.ONE_COPY_PROP, SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
+                SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
                 SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.MAX_QP_PROP),
             c.settings().stream().map(Setting::name).toList());
         for (final Setting<?> s : c.settings()) {
