@@ -66,7 +66,7 @@ class OneCopyTest {
 
     @Test
     void writeSendAndWriteWithImmAreByteExactThroughReferences() {
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopy(true), 1 << 20, init(), attr());
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).oneCopy(true), 1 << 20, init(), attr());
              Arena arena = Arena.ofShared()) {
             // a second MR: the gather list crosses MRs and packet boundaries, with an empty SGE in the middle
             final MemorySegment other = arena.allocate(64 * 1024, 4096);
@@ -143,7 +143,7 @@ class OneCopyTest {
             seen[0]++;
             return LinkHook.DELIVER;
         };
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopy(true).linkHook(looking), 1 << 20, init(), attr())) {
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).oneCopy(true).linkHook(looking), 1 << 20, init(), attr())) {
             write(f, 4);
             assertTrue(seen[0] > 0);
             assertEquals(0, referenced(f));
@@ -156,7 +156,7 @@ class OneCopyTest {
 
     @Test
     void linkCrcKeepsTheCopyPath() {
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopy(true).linkCrc(true), 1 << 20, init(), attr())) {
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).oneCopy(true).linkCrc(true), 1 << 20, init(), attr())) {
             write(f, 6);
             assertEquals(0, referenced(f));
         }
@@ -164,7 +164,7 @@ class OneCopyTest {
 
     @Test
     void dmaAndConfinedSourcesAndInlineDataKeepTheCopyPath() {
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopy(true), 1 << 20, init(), attr());
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).oneCopy(true), 1 << 20, init(), attr());
              Arena confined = Arena.ofConfined()) {
             // DMA (GPU-like) source memory: the NIC must go through dmaRead
             final HostDma dma = new HostDma(Arena.ofAuto().allocate(SIZE, 4096));
@@ -226,7 +226,7 @@ class OneCopyTest {
                 return true;
             }
         };
-        final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
+        final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .clock(clock).linkHook(hook).oneCopy(true);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), QpBringUp.rcDefaults().timeout(8).pathMtu(Mtu.MTU_1024))) {
             final DeterministicRunner runner = new DeterministicRunner(seed, clock, 50, 10_000);
@@ -275,7 +275,7 @@ class OneCopyTest {
 
     @Test
     void referenceOfAnErroredSenderIsNotRead() {
-        final SoftNicContext ctx = new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
+        final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
             .oneCopy(true);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr())) {
             Fixture.fill(f.a.buf.asSlice(0, SIZE), 1);
@@ -341,7 +341,7 @@ class OneCopyTest {
                 System.setProperty(SoftNicContext.ONE_COPY_PROP, old);
             }
         }
-        assertTrue(new SoftNicContext().oneCopy(true).conclude().oneCopy());
+        assertTrue(new SoftNicContext().oneCopyMin(1).oneCopy(true).conclude().oneCopy());
     }
 
     /** DMA memory backed by host memory, counting the NIC's reads. */

@@ -35,7 +35,7 @@ class SoftNicContextTest {
         assertEquals(true, c.peermem());
         assertEquals(true, c.oneCopy());
         assertEquals(16, c.batch());
-        assertEquals(1, c.oneCopyMin());
+        assertEquals(SoftNicContext.DEFAULT_ONE_COPY_MIN, c.oneCopyMin());
         assertEquals(true, c.scanPark());
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
         assertEquals(0, c.backstopMicros());
