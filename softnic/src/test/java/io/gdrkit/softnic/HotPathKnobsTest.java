@@ -33,14 +33,21 @@ class HotPathKnobsTest {
             f.a.buf.asSlice(0, src.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(src));
             long remote = 0;
             for (final int len : new int[] {1, 64, 1023, 1024, 1025, 4096, 4097, 12288 + 7}) {
+                final long refsBefore = f.b.dev.responder.referencedPackets();
                 f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(len).flags(SendFlags.SIGNALED)
                     .sge(f.a.mr, 0, len).remote(f.b.mr.address() + remote, f.b.mr.rkey()));
                 final WorkCompletion wc = f.awaitOne(f.a.scq, "WRITE of " + len);
                 assertEquals(WcStatus.SUCCESS, wc.status, "WRITE of " + len);
                 assertArrayEquals(java.util.Arrays.copyOf(src, len), f.b.buf.asSlice(remote, len)
                     .toArray(ValueLayout.JAVA_BYTE), "bytes of the " + len + "-byte WRITE");
+                // below the threshold the payload travelled in the packet; from it on, by reference
+                final long refs = f.b.dev.responder.referencedPackets() - refsBefore;
+                assertEquals(len >= min, refs > 0, len + "-byte WRITE, onecopy.min " + min + ": " + refs
+                    + " referenced record(s)");
                 remote += len;
             }
+            f.settle(5000); // far more than the cycles after which an idle QP parks
+            assertEquals(park, f.a.dev.scan.parks() > 0, "parking " + park + ": QPs parked " + f.a.dev.scan.parks());
         }
     }
 }
