@@ -181,6 +181,10 @@ final class SoftCq implements CompletionQueue {
             n = ring.poll(wcs, max);
         }
         if (n == 0 && device.fatal() != null) {
+            device.flushPending(); // a WR posted after the NIC thread's last flush cycle is flushed, not lost
+            n = ring.poll(wcs, max);
+        }
+        if (n == 0 && device.fatal() != null) {
             throw new VerbsException(Errno.EIO, "device " + device.name() + " failed (DEVICE_FATAL): "
                 + device.fatal() + "; its QPs are in ERR and flushed");
         }

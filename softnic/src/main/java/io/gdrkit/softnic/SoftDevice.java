@@ -388,6 +388,22 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         }
     }
 
+    /**
+     * For a poller that found its CQ empty on a failed or stopped device: flush what is still queued (a WR may
+     * have been posted after the last flushing cycle of a dedicated NIC thread), so that the poll reports the
+     * failure only once no flush completion can still come. Waits for the duty with the control timeout.
+     */
+    void flushPending() {
+        duty.acquire(CONTROL_TIMEOUT_NS, "flush the QPs of failed device " + name);
+        try {
+            for (int i = 0; i < 64 && flushAll() > 0; i++) {
+                // until every queue is empty or a CQ is full (the rest flushes as it is polled)
+            }
+        } finally {
+            duty.release();
+        }
+    }
+
     /** In ERR only the flushing parts of the completer and responder run; they touch no packet. */
     private int flushAll() {
         try {

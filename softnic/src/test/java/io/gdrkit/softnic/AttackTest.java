@@ -621,6 +621,61 @@ class AttackTest {
         }
     }
 
+    /**
+     * A WR posted after the failed device's last flush cycle (the race a dedicated NIC thread loses now and then)
+     * is still flushed: the poll that finds the CQ empty flushes what is queued before it reports DEVICE_FATAL.
+     * Deterministic: nobody steps the NICs after the late posts, so only the poll can flush them.
+     */
+    @Test
+    void wrPostedAfterTheLastFlushCycleIsFlushedBeforeThePollReportsTheFailure() {
+        final boolean[] armed = {false};
+        final LinkHook bomb = (src, dst, buf, off, len) -> {
+            if (armed[0]) {
+                throw new IllegalStateException("injected engine failure");
+            }
+            return LinkHook.DELIVER;
+        };
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
+            .linkHook(bomb), 1 << 16)) {
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
+                .sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            assertEquals(WcStatus.SUCCESS, f.awaitOne(f.a.scq, "a WRITE before the failure").status);
+            armed[0] = true;
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(10)
+                .sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            AsyncEvent e = null;
+            for (int i = 0; i < 100 && e == null; i++) {
+                f.driver.progress();
+                final AsyncEvent any = f.a.ctx.pollAsyncEvent();
+                e = any != null && any.type() == AsyncEventType.DEVICE_FATAL ? any : null;
+            }
+            assertNotNull(e, "DEVICE_FATAL after the engine threw");
+            for (int i = 0; i < 4; i++) {
+                f.driver.progress(); // the flush cycles that run before the late posts
+            }
+            for (int i = 1; i <= 3; i++) {
+                f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                    .wrId(10 + i).sge(f.a.mr, 0, 64).remote(f.b.mr.address(), f.b.mr.rkey()));
+            }
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            final List<Long> flushed = new ArrayList<>();
+            VerbsException reported = null;
+            for (int i = 0; i < 100 && reported == null; i++) {
+                try {
+                    if (f.a.scq.poll(wc) == 1) {
+                        assertEquals(WcStatus.WR_FLUSH_ERR, wc[0].status, wc[0]::toString);
+                        flushed.add(wc[0].wrId);
+                    }
+                } catch (final VerbsException v) {
+                    reported = v;
+                }
+            }
+            assertEquals(List.of(10L, 11L, 12L, 13L), flushed, "every posted WR flushed, in order");
+            assertNotNull(reported, "poll reports the failure once the flushes are read");
+            assertEquals(Errno.EIO, reported.errno());
+        }
+    }
+
     private static AsyncEvent awaitEvent(final Fixture f, final int type) {
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (System.nanoTime() < deadline) {
