@@ -24,6 +24,7 @@ struct pending { unsigned long long d; const void *s; size_t n; };
 static struct pending *queue;
 static size_t queued, queue_cap;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static void run_legacy(void); /* FAKECUDA_LEGACY_ASYNC, below */
 static int defer_mode = -1;
 static int deferring(void) {
     if (defer_mode < 0) { const char *e = getenv("FAKECUDA_DEFER"); defer_mode = e && e[0] == '1'; }
@@ -96,7 +97,7 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) { snprintf(id, len, "00
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { *ctx = (void *)0xC0FFEE; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return 0; }
 CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; }
-CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuCtxSynchronize(void) { run_legacy(); run_queue(); return 0; }
 CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) { return 101; /* one device: no peer */ }
 CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) { *can = 0; return dev == 0 && peer == 0 ? 0 : 101; }
 /* FAKECUDA_DIRTY_ALLOC=1: new device memory holds 0xff bytes, as memory that was freed and allocated again may hold
@@ -114,15 +115,76 @@ CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
-CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) { run_queue(); memcpy((void *)d, s, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { run_queue(); memcpy(d, (void *)s, n); return 0; }
-CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { run_queue(); memmove((void *)d, (void *)s, n); return 0; }
-CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) { return deferring() ? enqueue(d, s, n) : cuMemcpyHtoD_v2(d, s, n); }
-CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoH_v2(d, s, n); }
-CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) { return cuMemcpyDtoD_v2(d, s, n); }
-CUresult cuStreamCreate(void **s, unsigned int flags) { *s = malloc(8); return 0; }
-CUresult cuStreamQuery(void *s) { run_queue(); return 0; }
-CUresult cuStreamSynchronize(void *s) { run_queue(); return 0; }
+/*
+ * FAKECUDA_LEGACY_ASYNC=1 models what CUDA documents for the "synchronous" copies on the legacy NULL stream: a
+ * device-to-device cuMemcpyDtoD returns before the copy has run, and so may a host-to-device copy from pageable
+ * memory (its source is staged at the call). Such a copy lands only when the legacy stream is synchronized or
+ * queried, when a later synchronous copy or a kernel or copy on a blocking stream (which the legacy stream orders)
+ * runs; work on a non-blocking stream (the NIC's) does not wait for it. The H200 showed it: the NIC read a
+ * collective's output before the device-to-device copy of its input had landed there.
+ */
+struct legacy_op { unsigned long long d; const void *s; void *owned; size_t n; };
+static struct legacy_op *lqueue;
+static size_t lqueued, lqueue_cap;
+static int legacy_mode = -1;
+static int legacy_async(void) {
+    if (legacy_mode < 0) { const char *e = getenv("FAKECUDA_LEGACY_ASYNC"); legacy_mode = e && e[0] == '1'; }
+    return legacy_mode;
+}
+static void run_legacy(void) {
+    pthread_mutex_lock(&queue_lock);
+    for (size_t i = 0; i < lqueued; i++) {
+        memmove((void *)lqueue[i].d, lqueue[i].s, lqueue[i].n);
+        free(lqueue[i].owned);
+    }
+    lqueued = 0;
+    pthread_mutex_unlock(&queue_lock);
+}
+static int legacy_enqueue(unsigned long long d, const void *s, size_t n, int snapshot) {
+    void *owned = NULL;
+    if (snapshot) { owned = malloc(n ? n : 1); if (!owned) return 2; memcpy(owned, s, n); s = owned; }
+    pthread_mutex_lock(&queue_lock);
+    if (lqueued == lqueue_cap) {
+        lqueue_cap = lqueue_cap ? lqueue_cap * 2 : 64;
+        lqueue = realloc(lqueue, lqueue_cap * sizeof *lqueue);
+        if (!lqueue) { pthread_mutex_unlock(&queue_lock); free(owned); return 2; }
+    }
+    lqueue[lqueued].d = d; lqueue[lqueued].s = s; lqueue[lqueued].owned = owned; lqueue[lqueued].n = n; lqueued++;
+    pthread_mutex_unlock(&queue_lock);
+    return 0;
+}
+/* a stream handle holds its creation flags; NULL is the legacy stream, which the blocking streams are ordered with */
+static int orders_with_legacy(void *st) { return st == NULL || (*(unsigned int *)st & 1) == 0; }
+
+CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+    run_queue();
+    if (legacy_async()) return legacy_enqueue(d, s, n, 1);
+    memcpy((void *)d, s, n);
+    return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { run_legacy(); run_queue(); memcpy(d, (void *)s, n); return 0; }
+CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+    run_queue();
+    if (legacy_async()) return legacy_enqueue(d, (const void *)s, n, 0);
+    memmove((void *)d, (void *)s, n);
+    return 0;
+}
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) {
+    if (orders_with_legacy(st)) run_legacy();
+    if (deferring()) return enqueue(d, s, n);
+    run_queue(); memcpy((void *)d, s, n); return 0;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) {
+    if (orders_with_legacy(st)) run_legacy();
+    run_queue(); memcpy(d, (void *)s, n); return 0;
+}
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) {
+    if (orders_with_legacy(st)) run_legacy();
+    run_queue(); memmove((void *)d, (void *)s, n); return 0;
+}
+CUresult cuStreamCreate(void **s, unsigned int flags) { *s = malloc(8); if (!*s) return 2; *(unsigned int *)*s = flags; return 0; }
+CUresult cuStreamQuery(void *s) { if (orders_with_legacy(s)) run_legacy(); run_queue(); return 0; }
+CUresult cuStreamSynchronize(void *s) { if (orders_with_legacy(s)) run_legacy(); run_queue(); return 0; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 static long long fake_clock;
 /* an event: its fake timestamp, then whether it was queried since its record (FAKECUDA_DEFER) */
@@ -262,6 +324,7 @@ CUresult cuModuleUnload(void *m) { return 0; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shmem, void *stream, void **params, void **extra) {
     if (gx == 0 || bx == 0 || bx * by * bz > 1024) return 1;
+    if (orders_with_legacy(stream)) run_legacy();
     if (f == (void *)1) {
         unsigned char *buf = *(unsigned char **)params[0];
         unsigned long long n = *(unsigned long long *)params[1];

@@ -101,6 +101,44 @@ class CollCudaTest {
         assertTrue(reduces ? launches > 0 : launches == 0, "kernel launches: " + launches);
     }
 
+    /**
+     * The H200's wrong elements, reproduced: with FAKECUDA_LEGACY_ASYNC the double's "synchronous" device-to-device
+     * and host-to-device copies run late, as CUDA's legacy stream may, and the NIC's non-blocking stream does not
+     * wait for them. The out-of-place collectives copy their input into the output first; gdrkit's synchronous
+     * copies must have landed before they return, or the NIC sends (and the check reads) what was there before.
+     */
+    @Test
+    void synchronousCopiesHaveLandedBeforeTheNicReadsTheirDestination() throws Exception {
+        final Path lib = buildDouble();
+        final java.util.Map<String, String> env = java.util.Map.of("FAKECUDA_LEGACY_ASYNC", "1", OPT_IN, "true");
+        final Path dir = lib.getParent();
+        rightOnTheGpu(coll(env, dir.resolve("coll-legacy-ar.log"), lib.toString(), "allreduce", "-b", "8", "-e",
+            "65536", "-f", "16"), true);
+        rightOnTheGpu(coll(env, dir.resolve("coll-legacy-rs.log"), lib.toString(), "reduce-scatter", "-b", "4096",
+            "-e", "4096", "-d", "int32"), true);
+        rightOnTheGpu(coll(env, dir.resolve("coll-legacy-ag.log"), lib.toString(), "allgather", "-b", "4096", "-e",
+            "4096"), false);
+        rightOnTheGpu(coll(env, dir.resolve("coll-legacy-bc.log"), lib.toString(), "broadcast", "-b", "4096", "-e",
+            "4096"), false);
+    }
+
+    private static Path buildDouble() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-coll-legacy.so");
+        final Process cc;
+        try {
+            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+                Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("cc-coll-legacy.log").toFile()).start();
+        } catch (final java.io.IOException e) {
+            Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
+            return null;
+        }
+        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+            "the libcuda test double did not build: " + dir.resolve("cc-coll-legacy.log"));
+        return lib;
+    }
+
     @Test
     void collectivesOnCudaBuffersAgainstTheFakeDriver() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());

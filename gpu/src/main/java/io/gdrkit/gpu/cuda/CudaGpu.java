@@ -433,10 +433,28 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         makeCurrent();
         try {
             d.check((int) d.cuMemcpyHtoD.invokeExact(dptr, h, len), "cuMemcpyHtoD_v2");
+            // from pageable memory cuMemcpyHtoD may return before its DMA has landed; this interface promises
+            // the copy complete, and the NIC's stream (non-blocking) is not ordered behind the legacy stream
+            landLegacyStream("cuMemcpyHtoD_v2");
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyHtoD_v2", t);
         }
     }
+
+    /**
+     * {@code cuStreamSynchronize(NULL)}: waits for the legacy stream, where the "synchronous" copies run. CUDA does
+     * not wait for a device-to-device copy (nor always for a pageable host-to-device one) before returning, and
+     * work on a non-blocking stream (the NIC's copy engine path) is not ordered behind it: without this wait the
+     * NIC read a collective's output before its input had been copied there (wrong elements on the H200 after
+     * some hundreds of operations, once the Java side ran fast enough to overtake the copy).
+     */
+    private void landLegacyStream(final String after) {
+        awaitQuery(d.cuStreamQuery, MemorySegment.NULL, LEGACY_COPY_TIMEOUT, "cuStreamQuery(legacy)",
+            "the legacy stream after " + after + ":");
+    }
+
+    /** How long a synchronous copy may take to land: far beyond any copy; a kernel that never ends is the case. */
+    private static final Duration LEGACY_COPY_TIMEOUT = Duration.ofSeconds(60);
 
     @Override
     public void copyDtoH(final MemorySegment dst, final long dstOffset, final DeviceBuffer src, final long srcOffset,
@@ -459,6 +477,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         makeCurrent();
         try {
             d.check((int) d.cuMemcpyDtoD.invokeExact(dptr, sptr, len), "cuMemcpyDtoD_v2");
+            landLegacyStream("cuMemcpyDtoD_v2"); // CUDA returns before a device-to-device copy has run
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyDtoD_v2", t);
         }
