@@ -89,6 +89,23 @@ class ShmFabricTest {
             QpBringUp.toRts(qp, Integer.parseInt(f[1]), 2, 400, 500, QpBringUp.rcDefaults());
             qp.postRecv(new RecvWorkRequest().wrId(77).sge(mr, 0, 0));
             to.println("PEER " + qp.qpNum() + " " + (mr.address() + size) + " " + mr.rkey());
+            // a small WRITE first opens the link, on which the child probes this process; the large WRITE waits for
+            // the child's verdict, so which path it takes does not depend on who wins that race (CI once saw the
+            // whole 6 MiB go through the ring before the grant arrived)
+            final WorkCompletion[] first = {new WorkCompletion()};
+            qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(4)
+                .sge(mr, 0, 64).remote(Long.parseLong(f[2]), Integer.parseInt(f[3])));
+            final long opened = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (cq.poll(first) == 0) {
+                assertTrue(System.nanoTime() < opened, "timed out waiting for the first small WRITE");
+            }
+            assertTrue(first[0].isSuccess() && first[0].wrId == 4, first[0]::toString);
+            while (cma && (fabric.copyMode(1, 2).reason().startsWith("no link")
+                || fabric.copyMode(1, 2).reason().contains("has not probed"))) {
+                assertTrue(System.nanoTime() < opened, () -> "no verdict from the child: " + fabric.copyMode(1, 2));
+                driver.progress();
+                Thread.onSpinWait();
+            }
             final MemorySegment src = buf.asSlice(0, size);
             Fixture.fill(src, 1234);
             qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).flags(SendFlags.SIGNALED)
