@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 class CollCudaTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** The GDR path into a CUDA GPU is opt-in ({@code gdrkit.coll.cuda.gdr}); the fake driver's runs opt in. */
+    /** {@code gdrkit.coll.cuda.gdr}: true (the default) lets the gates decide GDR on a CUDA GPU; false holds it back. */
     private static final String OPT_IN = "-Dgdrkit.coll.cuda.gdr";
 
     private static List<JsonNode> coll(final Path log, final String lib, final String... args) throws Exception {
@@ -179,13 +179,16 @@ class CollCudaTest {
         rightOnTheGpu(flush, true, true);
         assertTrue(flush.get(flush.size() - 1).path("flush").asBoolean(false), flush.get(0).toString());
         assertTrue(flush.get(flush.size() - 1).path("flushes_rank0").asLong(0) > 0, flush.get(0).toString());
-        // by default a CUDA GPU's collectives bounce: the gates' verdict is kept, the hold-back and its setting named
-        final List<JsonNode> held = coll(java.util.Map.of(), dir.resolve("coll-held.log"), lib.toString(),
-            "allreduce", "-b", "4096", "-e", "4096");
+        // by default the gates decide (GDR here); gdrkit.coll.cuda.gdr=false holds their verdict back and the data
+        // bounces, the hold-back and its setting named
+        rightOnTheGpu(coll(java.util.Map.of(), dir.resolve("coll-default.log"), lib.toString(), "allreduce", "-b",
+            "4096", "-e", "4096"), true, true);
+        final List<JsonNode> held = coll(java.util.Map.of(OPT_IN, "false"), dir.resolve("coll-held.log"),
+            lib.toString(), "allreduce", "-b", "4096", "-e", "4096");
         rightOnTheGpu(held, true, false);
         assertEquals("software NIC on CUDA", held.get(0).path("gdr_gate").asText(), held.get(0).toString());
-        assertTrue(held.get(0).path("gdr_reason").asText().contains("gdrkit.coll.cuda.gdr=false (default); set it to "
-            + "true to try"), held.get(0).toString());
+        assertTrue(held.get(0).path("gdr_reason").asText().contains("gdrkit.coll.cuda.gdr=false (property)"),
+            held.get(0).toString());
     }
 
     @Test
@@ -193,9 +196,15 @@ class CollCudaTest {
         final io.gdrkit.gpu.cuda.CudaProbe probe = CudaGpu.probe();
         Assumptions.assumeTrue(probe.found(), "no CUDA GPU here: " + probe);
         final Path dir = Files.createDirectories(Path.of("target/cuda-coll").toAbsolutePath());
-        // the default on a real GPU: host bounce (the direct path gave wrong elements on the H200), every element right
+        // the default on a real GPU: the gates decide (GDR on an H200: DMA-BUF), every element right; held back, the
+        // data bounces and is right too
         final List<JsonNode> rows = coll(java.util.Map.of(), dir.resolve("real.log"), null, "allreduce", "-b", "8",
             "-e", "1048576", "-f", "32", "-d", "half", "-o", "sum");
-        rightOnTheGpu(rows, true, false);
+        for (final JsonNode r : rows) {
+            assertEquals(0, r.path("wrong").asLong(-1), r.toString());
+            assertEquals(0, r.path("inplace_wrong").asLong(-1), r.toString());
+        }
+        rightOnTheGpu(coll(java.util.Map.of(OPT_IN, "false"), dir.resolve("real-held.log"), null, "allreduce", "-b",
+            "8", "-e", "1048576", "-f", "32", "-d", "half", "-o", "sum"), true, false);
     }
 }

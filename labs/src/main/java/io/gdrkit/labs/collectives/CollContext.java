@@ -24,9 +24,10 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
  * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
  * ({@link Communicator}): a message that fits pays one one-way trip, not a CTS, the data and its ACK.</li>
- * <li>{@code gdrkit.coll.cuda.gdr} (false): let the gates put the software NIC straight onto a real CUDA GPU's
- * buffers. Off by default: on the H200 that path gave wrong elements (docs/TRANSPORT.md, "GDR on a real GPU"), so
- * a CUDA GPU's collectives bounce through host memory unless this is set; simulated GPUs are not affected.</li>
+ * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
+ * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
+ * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
+ * GPU"); simulated GPUs are not affected.</li>
  * </ul>
  */
 public final class CollContext {
@@ -111,7 +112,7 @@ public final class CollContext {
     /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
     public Setting<Boolean> cudaGdr() {
         if (cudaGdr == null) {
-            cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", false);
+            cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", true);
             recorded.add(cudaGdr);
         }
         return cudaGdr;

@@ -209,10 +209,10 @@ public final class CollWorld implements AutoCloseable {
                     gdr = CollGdr.decide(gpu, nic, settings, singleGpu);
                     final io.gdrkit.core.config.Setting<Boolean> cudaGdr = coll.cudaGdr();
                     if (!gpu.isSimulated() && !cudaGdr.value()) {
-                        gdr = gdr.heldBack("the software NIC's direct path into a real CUDA GPU gave wrong elements "
-                            + "on the H200 (docs/TRANSPORT.md); gdrkit.coll.cuda.gdr=" + (cudaGdr.raw() != null
-                            ? cudaGdr.raw() : "false") + " ("
-                            + cudaGdr.source().name().toLowerCase(java.util.Locale.ROOT) + "); set it to true to try");
+                        gdr = gdr.heldBack("the software NIC's direct path into a real CUDA GPU is held back: "
+                            + "gdrkit.coll.cuda.gdr=" + cudaGdr.raw() + " ("
+                            + cudaGdr.source().name().toLowerCase(java.util.Locale.ROOT) + "); true lets the gates "
+                            + "decide");
                     }
                     ic.flush(gdr.flush(), gdr.flushEvidence());
                 }
