@@ -104,6 +104,22 @@ public final class SoftNicContext {
     public static final String BATCH_PROP = "gdrkit.nic.batch";
     /** The largest {@link #BATCH_PROP}. */
     public static final int MAX_BATCH = 1024;
+    /**
+     * Smallest UD send (bytes, default {@value #DEFAULT_UD_ONE_COPY_MIN}, at most the UD MTU 4096) that travels as a
+     * reference on the in-JVM single-copy path: below it a copy into the packet costs less than the ticket and the
+     * in-order wait for the receiver (measured with UdVsRcSendBench, docs/PERFORMANCE.md).
+     */
+    public static final String UD_ONE_COPY_MIN_PROP = "gdrkit.nic.ud.onecopy.min";
+    /** The default of {@link #UD_ONE_COPY_MIN_PROP}. */
+    public static final int DEFAULT_UD_ONE_COPY_MIN = 2048;
+    /**
+     * How long (ms, default {@value #DEFAULT_UD_REFERENCE_TIMEOUT_MS}) a referenced UD datagram that nobody claimed
+     * or released may hold its send's completion back before the sender gives it up (the datagram is then lost, as
+     * UD allows).
+     */
+    public static final String UD_REFERENCE_TIMEOUT_PROP = "gdrkit.nic.ud.reference.timeout.ms";
+    /** The default of {@link #UD_REFERENCE_TIMEOUT_PROP}. */
+    public static final int DEFAULT_UD_REFERENCE_TIMEOUT_MS = 1000;
     /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
     public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
     /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
@@ -159,6 +175,8 @@ public final class SoftNicContext {
     private boolean peermem;
     private boolean oneCopy;
     private int oneCopyMin;
+    private int udOneCopyMin;
+    private int udReferenceTimeoutMs;
     private boolean scanPark;
     private int batch;
     private boolean shmCma;
@@ -314,6 +332,26 @@ public final class SoftNicContext {
         return set(ONE_COPY_MIN_PROP, Integer.toString(bytes));
     }
 
+    /** Smallest referenced UD send ({@link #UD_ONE_COPY_MIN_PROP}, default {@value #DEFAULT_UD_ONE_COPY_MIN}). */
+    public int udOneCopyMin() {
+        concluded();
+        return udOneCopyMin;
+    }
+
+    public SoftNicContext udOneCopyMin(final int bytes) {
+        return set(UD_ONE_COPY_MIN_PROP, Integer.toString(bytes));
+    }
+
+    /** How long a referenced UD datagram may hold its send back ({@link #UD_REFERENCE_TIMEOUT_PROP}), in ms. */
+    public int udReferenceTimeoutMs() {
+        concluded();
+        return udReferenceTimeoutMs;
+    }
+
+    public SoftNicContext udReferenceTimeoutMs(final int ms) {
+        return set(UD_REFERENCE_TIMEOUT_PROP, Integer.toString(ms));
+    }
+
     /** Whether idle QPs are parked out of the scan ({@link #SCAN_PARK_PROP}, default true). */
     public boolean scanPark() {
         concluded();
@@ -441,6 +479,9 @@ public final class SoftNicContext {
         oneCopy = r.flag(ONE_COPY_PROP, true).value();
         oneCopyMin = r.integer(ONE_COPY_MIN_PROP, DEFAULT_ONE_COPY_MIN, 1, 1 << 30).value();
         scanPark = r.flag(SCAN_PARK_PROP, true).value();
+        udOneCopyMin = r.integer(UD_ONE_COPY_MIN_PROP, DEFAULT_UD_ONE_COPY_MIN, 1, UdEngine.MTU).value();
+        udReferenceTimeoutMs = r.integer(UD_REFERENCE_TIMEOUT_PROP, DEFAULT_UD_REFERENCE_TIMEOUT_MS, 1, 3_600_000)
+            .value();
         batch = r.integer(BATCH_PROP, 16, 1, MAX_BATCH).value();
         shmCma = r.flag(SHM_CMA_PROP, true).value();
         shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();

@@ -25,7 +25,7 @@ import java.lang.invoke.VarHandle;
  * receive buffer too small) complete with their status and move it to ERR.
  *
  * <p>Two ways to send. <b>Copy</b>: the payload is gathered into the packet and the send completes as soon as it
- * is on the link. <b>Single copy</b> (in-JVM fabric, {@code oneCopy}, sends of {@value #REFERENCE_MIN_BYTES} bytes
+ * is on the link. <b>Single copy</b> (in-JVM fabric, {@code oneCopy}, sends of {@code gdrkit.nic.ud.onecopy.min} (2048) bytes
  * or more, as RC's requester): the packet carries a reference to the source MR and a <em>ticket</em>, and the
  * receiving UD engine copies straight from the source into the receive buffer. A UD send completes when its source
  * may be reused, and nothing acknowledges a datagram, so the sending QP keeps one cell per ticket in flight
@@ -35,7 +35,7 @@ import java.lang.invoke.VarHandle;
  * copy ended; a datagram it drops (Q_Key, no receive WQE, wrong state, unknown QP, port down) it releases
  * without claiming (SENT to DONE), so the send still completes;</li>
  * <li>the sender completes its sends in order, each once its cell is DONE; a datagram lost where nobody can
- * release it (the receiving NIC stopped) is given up after {@value #REFERENCE_TIMEOUT_MS} ms (SENT to DONE by the
+ * release it (the receiving NIC stopped) is given up after {@code gdrkit.nic.ud.reference.timeout.ms} (1000) ms (SENT to DONE by the
  * sender: a claim after that fails and the datagram is lost, as UD allows);</li>
  * <li>a flush (ERR), RESET or destroy gives every ticket up the same way first, and waits for a claimed one.</li>
  * </ul>
@@ -48,14 +48,10 @@ final class UdEngine implements Agent {
     static final int MTU = 4096;
     /** Bytes at the start of every UD receive buffer reserved for a GRH (IB spec 11.4.1.2). */
     static final int GRH_BYTES = 40;
-    /**
-     * Smallest send that travels as a reference: below it a copy into the packet costs less than the ticket and
-     * the in-order wait for the receiver (measured with UdVsRcSendBench, docs/PERFORMANCE.md).
-     */
-    static final int REFERENCE_MIN_BYTES = 2048;
+    /** Smallest send that travels as a reference ({@link SoftNicContext#UD_ONE_COPY_MIN_PROP}). */
+    private final int referenceMinBytes;
     /** How long a referenced datagram nobody claimed or released may hold its send's completion back. */
-    static final long REFERENCE_TIMEOUT_MS = 1000;
-    private static final long REFERENCE_TIMEOUT_NS = REFERENCE_TIMEOUT_MS * 1_000_000L;
+    private final long referenceTimeoutNs;
     private static final int SENT = 1;
     private static final int CLAIMED = 2;
     private static final int DONE = 3;
@@ -80,6 +76,8 @@ final class UdEngine implements Agent {
         this.tx = new Transmitter(dev);
         this.pkt = tx.pkt;
         this.burst = dev.driver().context().burst();
+        this.referenceMinBytes = dev.driver().context().udOneCopyMin();
+        this.referenceTimeoutNs = dev.driver().context().udReferenceTimeoutMs() * 1_000_000L;
     }
 
     @Override
@@ -125,7 +123,7 @@ final class UdEngine implements Agent {
             long ticket = 0;
             // single copy: one reference per non-empty SGE (what the walk writes), claimed at that size; an SGE the
             // walk refuses (not referable, a bad lkey) turns the attempt into a copy, which reports any error
-            final int refs = total >= REFERENCE_MIN_BYTES && !inline && dev.oneCopy && dev.portActive
+            final int refs = total >= referenceMinBytes && !inline && dev.oneCopy && dev.portActive
                 && dev.port.carriesReferences() && dev.port.peer(dlid, SoftDevice.class) != null
                 ? nonEmptySges(sq, index) : 0;
             if (refs > 0) {
@@ -208,7 +206,7 @@ final class UdEngine implements Agent {
 
     /**
      * Completes, in order, the sends that left: a copied one at once, a referenced one when its cell is DONE, or
-     * when nobody claimed or released it for {@link #REFERENCE_TIMEOUT_MS} after this first found it waiting (given
+     * when nobody claimed or released it for {@link #referenceTimeoutNs} after this first found it waiting (given
      * up: the datagram is lost).
      */
     private int completeSent(final SoftQp qp) {
@@ -231,7 +229,7 @@ final class UdEngine implements Agent {
                         qp.udSentAt[slot] = now; // the timeout runs from here
                         break;
                     }
-                    if (now - qp.udSentAt[slot] < REFERENCE_TIMEOUT_NS
+                    if (now - qp.udSentAt[slot] < referenceTimeoutNs
                         || !CELL.compareAndSet(qp.udCells, cell, v, ticket << 2 | DONE)) {
                         break;
                     }
@@ -422,7 +420,7 @@ final class UdEngine implements Agent {
         return referencesLost;
     }
 
-    /** Referenced datagrams whose sender gave up waiting ({@link #REFERENCE_TIMEOUT_MS}). */
+    /** Referenced datagrams whose sender gave up waiting ({@link #referenceTimeoutNs}). */
     long referencesTimedOut() {
         return referencesTimedOut;
     }

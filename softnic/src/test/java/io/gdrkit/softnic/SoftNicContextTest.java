@@ -44,6 +44,7 @@ class SoftNicContextTest {
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
                 SoftNicContext.ONE_COPY_PROP, SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
+                SoftNicContext.UD_ONE_COPY_MIN_PROP, SoftNicContext.UD_REFERENCE_TIMEOUT_PROP,
                 SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
                 SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.MAX_QP_PROP),
             c.settings().stream().map(Setting::name).toList());
@@ -103,6 +104,8 @@ class SoftNicContextTest {
         expected.put(SoftNicContext.BURST_PROP + "=-1", "is not an integer in [1, 2147483647]");
         expected.put(SoftNicContext.LINK_CRC_PROP + "=yes", "is not 0, 1, true or false");
         expected.put(SoftNicContext.ONE_COPY_PROP + "=on", "is not 0, 1, true or false");
+        expected.put(SoftNicContext.UD_ONE_COPY_MIN_PROP + "=4097", "is not an integer in [1, 4096]");
+        expected.put(SoftNicContext.UD_REFERENCE_TIMEOUT_PROP + "=0", "is not an integer in [1, 3600000]");
         for (final Map.Entry<String, String> e : expected.entrySet()) {
             final String[] kv = e.getKey().split("=", 2);
             final IllegalArgumentException x = assertThrows(IllegalArgumentException.class,

@@ -31,7 +31,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /**
- * The UD single-copy path (UdEngine): a datagram of {@link UdEngine#REFERENCE_MIN_BYTES} or more on the in-JVM
+ * The UD single-copy path (UdEngine): a datagram of {@link SoftNicContext#DEFAULT_UD_ONE_COPY_MIN} or more on the in-JVM
  * fabric travels as a reference and a ticket; the receiver copies from the source once; the send completes only
  * once the receiver placed or dropped it (or gave up on it), so the source may be reused at completion, as UD
  * promises. Each test drives the two NICs one at a time (own-device progress: polling a CQ steps only its NIC), so
@@ -165,7 +165,7 @@ class UdOneCopyTest {
             }
             for (int i = 0; i < n; i++) {
                 // three SGEs of odd sizes and offsets, sizes around the threshold
-                final int len = i % 3 == 0 ? UdEngine.REFERENCE_MIN_BYTES - 1 : SIZE - 7 * i;
+                final int len = i % 3 == 0 ? SoftNicContext.DEFAULT_UD_ONE_COPY_MIN - 1 : SIZE - 7 * i;
                 final int a = len / 3;
                 final int b = len / 2;
                 final SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM)
@@ -181,7 +181,7 @@ class UdOneCopyTest {
                 assertEquals(WcStatus.SUCCESS, r.status, r::toString);
                 assertEquals(100 + i, r.wrId);
                 assertEquals(i, r.immData);
-                final int len = i % 3 == 0 ? UdEngine.REFERENCE_MIN_BYTES - 1 : SIZE - 7 * i;
+                final int len = i % 3 == 0 ? SoftNicContext.DEFAULT_UD_ONE_COPY_MIN - 1 : SIZE - 7 * i;
                 assertEquals(40 + len, r.byteLen);
                 final int a = len / 3;
                 final int b = len / 2;
@@ -233,6 +233,35 @@ class UdOneCopyTest {
     }
 
     /**
+     * The two UD settings are honoured: {@code gdrkit.nic.ud.onecopy.min} above the send's size copies it (no
+     * reference), at its size references it; {@code gdrkit.nic.ud.reference.timeout.ms} sets when an unreleased
+     * reference is given up.
+     */
+    @Test
+    void theUdSettingsMoveTheThresholdAndTheTimeout() {
+        try (Pair p = new Pair(new SoftNicContext().udOneCopyMin(SIZE))) {
+            fill(p.ma.segment().asSlice(0, SIZE), 3);
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
+            p.send(1, SIZE - 1); // below the raised threshold: copied
+            p.stepSender();
+            assertEquals(WcStatus.SUCCESS, p.await(p.cqb, "the copied datagram").status);
+            assertEquals(0, p.da.ud.referencedSent(), "nothing referenced below the setting");
+        }
+        try (Pair p = new Pair(new SoftNicContext().udOneCopyMin(SIZE).udReferenceTimeoutMs(5))) {
+            fill(p.ma.segment().asSlice(0, SIZE), 4);
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
+            p.send(1, SIZE);
+            assertEquals(null, p.poll(p.cqa));
+            assertEquals(1, p.da.ud.referencedSent(), "referenced at the setting");
+            p.clock.advance(5_000_000L - 1);
+            assertEquals(null, p.poll(p.cqa), "not before the 5 ms timeout");
+            p.clock.advance(1);
+            assertEquals(WcStatus.SUCCESS, p.await(p.cqa, "the given-up send").status);
+            assertEquals(1, p.da.ud.referencesTimedOut());
+        }
+    }
+
+    /**
      * A referenced datagram nobody releases (here: the receiving NIC never runs in time) is given up after the
      * timeout: the send completes, and the late datagram is lost at the receiver (its claim fails), never read
      * from a source the application may be reusing.
@@ -245,7 +274,7 @@ class UdOneCopyTest {
             p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
             p.send(1, SIZE);
             assertEquals(null, p.poll(p.cqa));
-            p.clock.advance(UdEngine.REFERENCE_TIMEOUT_MS * 1_000_000L - 1);
+            p.clock.advance(SoftNicContext.DEFAULT_UD_REFERENCE_TIMEOUT_MS * 1_000_000L - 1);
             assertEquals(null, p.poll(p.cqa), "not before the timeout");
             p.clock.advance(1);
             assertEquals(WcStatus.SUCCESS, p.await(p.cqa, "the given-up send").status);
