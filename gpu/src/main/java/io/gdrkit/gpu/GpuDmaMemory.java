@@ -66,6 +66,12 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         return gpu.dmaTarget().nicReadBuffer(bytes);
     }
 
+    /** Every buffer of this GPU: the read buffer is the GPU's pinned memory, good for any of its buffers. */
+    @Override
+    public Object readBufferDomain() {
+        return gpu.dmaTarget();
+    }
+
     @Override
     public long completionFenceStart() {
         return gpu.dmaTarget().nicFenceStart();

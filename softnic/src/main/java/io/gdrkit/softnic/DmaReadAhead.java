@@ -21,8 +21,8 @@ final class DmaReadAhead {
     static final int BYTES = 1 << 20;
 
     private MemorySegment buffer;
-    /** The memory that allocated {@link #buffer}. */
-    private io.gdrkit.core.mem.DmaMemory bufferOwner;
+    /** The {@link io.gdrkit.core.mem.DmaMemory#readBufferDomain} {@link #buffer} serves. */
+    private Object bufferDomain;
     private SoftMr mr;
     private long key = Long.MIN_VALUE;
     private long base;
@@ -54,11 +54,13 @@ final class DmaReadAhead {
                 mr.copyOut(va, dst, dstOffset, len); // cannot happen for a packet; stay correct anyway
                 return;
             }
-            if (buffer == null || bufferOwner != mr.dma) {
+            final Object domain = mr.dma != null ? mr.dma.readBufferDomain() : null;
+            if (buffer == null || bufferDomain != domain) {
                 // from the memory read: pinned for a CUDA GPU, so its copy engine reads straight into it. Asked again
-                // when another memory is read (its GPU's pinned memory lives and dies with that GPU's context)
+                // only when a memory of another domain is read (another GPU: its pinned memory lives and dies with
+                // that GPU's context); a collective that reads its input and output buffers in turn keeps one
                 buffer = mr.dma != null ? mr.dma.allocateReadBuffer(BYTES) : Arena.ofAuto().allocate(BYTES, 4096);
-                bufferOwner = mr.dma;
+                bufferDomain = domain;
             }
             this.mr = null; // a failed read leaves nothing that looks valid
             mr.copyOut(va, buffer, 0, ahead);

@@ -46,6 +46,16 @@ public interface DmaMemory {
     }
 
     /**
+     * What a buffer from {@link #allocateReadBuffer} serves: memories with the same domain may share one (every
+     * buffer of one GPU: its pinned memory belongs to the GPU's context, not to a buffer). The default: this
+     * memory alone. A NIC that reads several memories in turn keeps one read buffer per domain instead of
+     * allocating (and pinning) a new one at every switch.
+     */
+    default Object readBufferDomain() {
+        return this;
+    }
+
+    /**
      * {@link #completionFence} split so that the NIC need not wait: starts the fence for every write made so far
      * and returns a token; {@link #completionFenceDone} says, without blocking, when it has completed. The default
      * fences at once.

@@ -56,6 +56,11 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public Object readBufferDomain() {
+        return memory.readBufferDomain();
+    }
+
+    @Override
     public long completionFenceStart() {
         return memory.completionFenceStart();
     }
