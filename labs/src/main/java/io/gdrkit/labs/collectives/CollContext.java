@@ -29,6 +29,9 @@ import java.util.Objects;
  * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
  * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
  * ({@link Collectives}). Host memory only.</li>
+ * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
+ * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
+ * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
  * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
@@ -47,6 +50,9 @@ public final class CollContext {
     /** The direct round by default up to 4 KiB: one one-way trip where the ring takes 2(n-1) dependent ones. */
     public static final int DEFAULT_DIRECT = 4096;
 
+    /** Idle polls before a waiting rank yields, by default. */
+    public static final int DEFAULT_SPINS = 2000;
+
     /** Bytes of a direct round's message before the data: the operation, type, reduction and size (checked). */
     public static final int DIRECT_HEADER = 8;
 
@@ -59,6 +65,7 @@ public final class CollContext {
     private Long timeoutMs;
     private Integer eagerBytes;
     private Integer directBytes;
+    private Integer spinRounds;
     private Setting<Boolean> cudaGdr;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
@@ -112,6 +119,16 @@ public final class CollContext {
     public CollContext directBytes(final int b) {
         this.directBytes = b;
         return this;
+    }
+
+    /** Idle polls before a waiting rank yields (see the class comment). */
+    public CollContext spinRounds(final int s) {
+        this.spinRounds = s;
+        return this;
+    }
+
+    public int spinRounds() {
+        return spinRounds;
     }
 
     /** The setting as given, to hand to another rank's context. */
@@ -237,6 +254,8 @@ public final class CollContext {
             throw new IllegalArgumentException("gdrkit.coll.direct.bytes=" + directBytes + " is not an integer in "
                 + "[0, 1048576]");
         }
+        spinRounds = pick(spinRounds, settings.integer("gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000), 0,
+            10_000_000);
         cudaGdr();
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);

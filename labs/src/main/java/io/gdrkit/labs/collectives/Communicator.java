@@ -148,6 +148,8 @@ public final class Communicator implements AutoCloseable {
         this.dSend = new boolean[n];
         this.dRecv = new boolean[n];
         this.timeoutNanos = ctx.timeout().toNanos();
+        this.spins = ctx.spinRounds();
+        this.yields = spins + YIELD_ROUNDS;
         this.sOut = new int[channels];
         this.rOut = new int[channels];
         this.sHead = new int[channels];
@@ -251,7 +253,7 @@ public final class Communicator implements AutoCloseable {
             if (missing > 0) {
                 waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * cols
                     + " not up)");
-                idle(YIELDS);
+                idle(yields);
             }
         }
         for (int p = 0; p < n; p++) {
@@ -543,7 +545,7 @@ public final class Communicator implements AutoCloseable {
         try {
             if (eSend) {
                 if (eagerSendReq[to][sSlot] != null) {
-                    reapEagerSend(to, sSlot, deadline, what(to, sendBytes, from, recvBytes));
+                    reapEagerSend(to, sSlot, deadline);
                 }
                 if (sE > 0) {
                     MemorySegment.copy(src.seg(), srcOff, eagerOut, eagerSlot(to, sK), sE);
@@ -697,7 +699,7 @@ public final class Communicator implements AutoCloseable {
                     }
                 }
                 if (!progress) {
-                    if (++idle > SPINS) {
+                    if (++idle > spins) {
                         waitCheck(deadline, to, sendBytes, from, recvBytes);
                     }
                     idle(idle);
@@ -755,7 +757,7 @@ public final class Communicator implements AutoCloseable {
                 final long k = ++eagerSendCount[p];
                 final int slot = (int) (k % EAGER_DEPTH);
                 if (eagerSendReq[p][slot] != null) {
-                    reapEagerSend(p, slot, deadline, "a direct round of " + bytes + " B");
+                    reapEagerSend(p, slot, deadline);
                 }
                 final long at = eagerSlot(p, k);
                 eagerOut.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at, what);
@@ -808,9 +810,12 @@ public final class Communicator implements AutoCloseable {
                     }
                 }
                 if (!progress) {
-                    if (++idle > SPINS) {
-                        waitCheck(deadline, "a direct round of " + bytes + " B (" + pending
-                            + " sends and receives open)");
+                    if (++idle > spins) {
+                        final long now = System.nanoTime();
+                        if (now - lastCheck > 1_000_000 || now > deadline) { // the message only when it is used
+                            waitCheck(deadline, "a direct round of " + bytes + " B (" + pending
+                                + " sends and receives open)");
+                        }
                     }
                     idle(idle);
                 } else {
@@ -866,7 +871,7 @@ public final class Communicator implements AutoCloseable {
         }
         int idle = 0;
         while (!net.test(f, null)) {
-            if (++idle > SPINS) {
+            if (++idle > spins) {
                 waitCheck(deadline, "the flush READ of " + len + " received bytes at 0x" + Long.toHexString(at));
             }
             idle(idle);
@@ -891,12 +896,19 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Waits for the eager send in {@code peer}'s slot to complete before the slot is written again. */
-    private void reapEagerSend(final int peer, final int slot, final long deadline, final String what) {
+    /**
+     * Waits for the eager send in {@code peer}'s slot to complete before the slot is written again (normally long
+     * complete: 4 messages ago). Builds no message unless it waits long enough to check.
+     */
+    private void reapEagerSend(final int peer, final int slot, final long deadline) {
         int idle = 0;
         while (!net.test(eagerSendReq[peer][slot], null)) {
-            if (++idle > SPINS) {
-                waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before " + what);
+            if (++idle > spins) {
+                final long now = System.nanoTime();
+                if (now - lastCheck > 1_000_000 || now > deadline) {
+                    waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before "
+                        + "reusing its slot");
+                }
             }
             idle(idle);
         }
@@ -936,19 +948,24 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Spins before yielding: the rank's own polling is what moves its NIC (and the peer is often one hop away). */
-    private static final int SPINS = 2000;
-    private static final int YIELDS = 2100;
+    /**
+     * Idle rounds (polls that moved nothing) spent spinning before yielding ({@code gdrkit.coll.spin.rounds}): the
+     * rank's own polling is what moves its NIC, and the peer is often one hop away; then {@value #YIELD_ROUNDS}
+     * rounds of yielding, then parking.
+     */
+    private final int spins;
+    private final int yields;
+    private static final int YIELD_ROUNDS = 100;
 
     /**
      * Backs off while nothing moves: spin, then yield, then park briefly. A busy-spinning rank on a shared or
      * oversubscribed host would take the CPU its peer needs to make the progress it waits for; the NIC's backstop
      * thread keeps it answering while parked.
      */
-    private static void idle(final int idleRounds) {
-        if (idleRounds < SPINS) {
+    private void idle(final int idleRounds) {
+        if (idleRounds < spins) {
             Thread.onSpinWait();
-        } else if (idleRounds < YIELDS) {
+        } else if (idleRounds < yields) {
             Thread.yield();
         } else {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000);
