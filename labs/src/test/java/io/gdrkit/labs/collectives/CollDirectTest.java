@@ -309,6 +309,29 @@ class CollDirectTest {
     }
 
     @Test
+    void theSpinSettingIsValidatedRecordedAndZeroStillRight() {
+        assertEquals(CollContext.DEFAULT_SPINS, new CollContext().settings(NONE).conclude().spinRounds());
+        for (final String bad : new String[] {"-1", "10000001", "many"}) {
+            final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new CollContext()
+                .settings(new SettingsReader(Map.of(), Map.of("gdrkit.coll.spin.rounds", bad), Map.of()))
+                .conclude(), bad);
+            assertTrue(e.getMessage().contains("gdrkit.coll.spin.rounds"), e.getMessage());
+        }
+        final CollContext props = new CollContext().settings(new SettingsReader(Map.of(),
+            Map.of("gdrkit.coll.spin.rounds", "0"), Map.of())).conclude();
+        assertEquals(0, props.spinRounds());
+        assertTrue(props.recorded().stream().anyMatch(x -> x.name().equals("gdrkit.coll.spin.rounds")
+            && x.value().equals(0) && x.source() != Source.DEFAULT), String.valueOf(props.recorded()));
+        // no spinning at all: every idle poll yields, then parks; the direct round and the ring stay right
+        final CollRun.Config cfg = new CollRun.Config(CollOp.ALLREDUCE, DataType.FLOAT32, RedOp.SUM, 0, 8, 32_768, 8,
+            0, 3, 1, true, "ib", "injvm", true);
+        for (final CollResult r : CollLocal.run(2, CollWorld.TransportKind.IB, cfg, new CollContext().buffSize(65536)
+            .steps(4).channels(1).spinRounds(0).settings(NONE), NONE, Duration.ofSeconds(30), x -> { })) {
+            assertEquals(0, r.wrong() + r.inPlaceWrong(), r.toString());
+        }
+    }
+
+    @Test
     void aDirectRoundOfAnotherOperationIsNamed() throws Exception {
         // rank 0 allreduces 8 bytes, rank 1 broadcasts 8 bytes from itself: rank 0 names the mismatch
         final Throwable[] err = ranks(2, CollWorld.TransportKind.IB, all(2, 4096), (rank, c, a) -> {
