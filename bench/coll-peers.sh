@@ -7,6 +7,7 @@
 # over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
+# ib-nodirect: the ib row with the one-round small collectives off (gdrkit.coll.direct.bytes=0: the ring at every size).
 set -uo pipefail
 OUT="${OUT:-./coll-peers-out}"; mkdir -p "$OUT"
 JAVA="${JAVA:-java}"; JAR="${JAR:-cli/target/gdrkit.jar}"; MPI_BIN="${MPI_BIN:-bench/mpi/allreduce_timing}"
@@ -31,6 +32,7 @@ for run in $(seq 1 "$RUNS"); do
       ib-before) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}" ;;
       socket) t=socket; fab=tcp ;;
       ib-tcp) fab=tcp ;;
+      ib-nodirect) props=(-Dgdrkit.coll.direct.bytes=0) ;;
       ib-dedicated) props=(-Dgdrkit.nic.progress=dedicated); extra=(--jit-warmup-ms 0) ;;
     esac
     timeout "$LIMIT" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$jar" coll allreduce --np "$NP" \

@@ -11,8 +11,11 @@
 # each received chunk is used), rank r on GPU r where there are 2 GPUs, and host buffers.
 #   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll.sh
 # Device call (carry runtime and the jar): bash bench/h200-coll.sh  (OUT defaults to $OUT of the device tool)
-# HOST_ABLATE="noeager mtu64k" adds host-buffer rows with one setting changed each: the eager heads off
-# (gdrkit.coll.eager.bytes=0), or the opt-in 64 KiB software MTU on (gdrkit.ib.software.mtu=65536).
+# HOST_ABLATE="noeager mtu64k nodirect" adds host-buffer rows with one setting changed each: the eager heads off
+# (gdrkit.coll.eager.bytes=0), the opt-in 64 KiB software MTU on (gdrkit.ib.software.mtu=65536), or the one-round
+# small allreduce off (gdrkit.coll.direct.bytes=0: the ring at every size; the default rows take it up to 4 KiB), or
+# cma64k: the shm fabric's cross-process references only from 64 KiB packets (gdrkit.nic.shm.cma.threshold=65536;
+# the direct round's 4 KiB message is a 4096-byte packet plus 8, which cma pulls by default).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -52,6 +55,8 @@ for run in $(seq 1 "$RUNS"); do
     case "$a" in
       noeager) p=-Dgdrkit.coll.eager.bytes=0 ;;
       mtu64k) p=-Dgdrkit.ib.software.mtu=65536 ;;
+      nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
+      cma64k) p=-Dgdrkit.nic.shm.cma.threshold=65536 ;;
       *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \

@@ -24,6 +24,14 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
  * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
  * ({@link Communicator}): a message that fits pays one one-way trip, not a CTS, the data and its ACK.</li>
+ * <li>{@code gdrkit.coll.direct.bytes} ({@value #DEFAULT_DIRECT}, 0..1 MiB; 0: off): allreduce (ring algorithm),
+ * broadcast, reduce and allgather of at most this many bytes (capped at the eager head less its 8-byte header) run
+ * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
+ * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
+ * ({@link Collectives}). Host memory only.</li>
+ * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
+ * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
+ * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
  * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
@@ -39,6 +47,15 @@ public final class CollContext {
     /** The eager head by default: a small allreduce's every exchange fits, a large one's extra piece is small. */
     public static final int DEFAULT_EAGER = 8192;
 
+    /** The direct round by default up to 4 KiB: one one-way trip where the ring takes 2(n-1) dependent ones. */
+    public static final int DEFAULT_DIRECT = 4096;
+
+    /** Idle polls before a waiting rank yields, by default. */
+    public static final int DEFAULT_SPINS = 2000;
+
+    /** Bytes of a direct round's message before the data: the operation, type, reduction and size (checked). */
+    public static final int DIRECT_HEADER = 8;
+
     private SettingsReader settings = SettingsReader.ofProcess();
     private Integer buffSize;
     private Integer steps;
@@ -47,6 +64,8 @@ public final class CollContext {
     private Algo algo;
     private Long timeoutMs;
     private Integer eagerBytes;
+    private Integer directBytes;
+    private Integer spinRounds;
     private Setting<Boolean> cudaGdr;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
@@ -94,6 +113,35 @@ public final class CollContext {
     public CollContext eagerBytes(final int b) {
         this.eagerBytes = b;
         return this;
+    }
+
+    /** Collectives up to this many bytes run as one direct round (0: never); see the class comment. */
+    public CollContext directBytes(final int b) {
+        this.directBytes = b;
+        return this;
+    }
+
+    /** Idle polls before a waiting rank yields (see the class comment). */
+    public CollContext spinRounds(final int s) {
+        this.spinRounds = s;
+        return this;
+    }
+
+    public int spinRounds() {
+        return spinRounds;
+    }
+
+    /** The setting as given, to hand to another rank's context. */
+    public int directBytesSetting() {
+        return directBytes;
+    }
+
+    /**
+     * The largest collective (in bytes) that runs as a direct round: the setting, capped so that the message with
+     * its header fits an eager slot; 0 when off or without an eager connection.
+     */
+    public int directBytes() {
+        return Math.max(0, Math.min(directBytes, eagerBytes() - DIRECT_HEADER));
     }
 
     /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
@@ -194,6 +242,20 @@ public final class CollContext {
             throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
                 + "in [0, 1048576]");
         }
+        if (directBytes == null) {
+            final Setting<Integer> d = settings.integer("gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
+            recorded.add(d);
+            directBytes = d.value();
+        } else {
+            recorded.add(new Setting<>("gdrkit.coll.direct.bytes", directBytes, io.gdrkit.core.config.Source.FLAG,
+                String.valueOf(directBytes)));
+        }
+        if (directBytes < 0 || directBytes > 1 << 20) {
+            throw new IllegalArgumentException("gdrkit.coll.direct.bytes=" + directBytes + " is not an integer in "
+                + "[0, 1048576]");
+        }
+        spinRounds = pick(spinRounds, settings.integer("gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000), 0,
+            10_000_000);
         cudaGdr();
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);

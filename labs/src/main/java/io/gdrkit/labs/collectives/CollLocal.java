@@ -94,7 +94,9 @@ public final class CollLocal {
     /** Each rank concludes its own context from the same values. */
     private static CollContext copy(final CollContext c) {
         return new CollContext().buffSize(c.buffSize()).steps(c.steps()).channels(c.channels()).algo(c.algo())
-            .eagerBytes(c.eagerBytesSetting()).timeout(c.timeout()).cudaGdr(c.cudaGdr())
+            .eagerBytes(c.eagerBytesSetting()).directBytes(c.directBytesSetting()).spinRounds(c.spinRounds())
+            .timeout(c.timeout())
+            .cudaGdr(c.cudaGdr())
             .settings(SettingsReader.ofEnv(java.util.Map.of()));
     }
 }

@@ -4,6 +4,7 @@
 package io.gdrkit.labs.collectives;
 
 import io.gdrkit.labs.collectives.Communicator.Buffer;
+import java.lang.foreign.MemorySegment;
 
 /**
  * The collectives as sequences of {@link Communicator#exchange}s, with NCCL's semantics and argument shapes
@@ -16,6 +17,14 @@ import io.gdrkit.labs.collectives.Communicator.Buffer;
  * binary tree pipelined across chunks; this one is simpler and pipelines only within each hop).</li>
  * <li>broadcast and reduce: a chain from (to) the root, each hop a whole message (pipelined within the hop).</li>
  * <li>alltoall: n-1 pairwise steps, rank+s and rank-s at step s; sendrecv: to rank+1, from rank-1.</li>
+ * <li>direct (allreduce with the ring algorithm, broadcast, reduce, allgather; host memory; at most
+ * {@link Communicator#directBytes()} bytes, {@code gdrkit.coll.direct.bytes}): ONE round in which every rank sends
+ * its input to every rank that needs it over the eager connections, in parallel, and each receiver reduces or
+ * places what came: one one-way trip instead of the ring's 2(n-1) or the chain's n-1 dependent ones (NCCL's
+ * small-message idea: latency over bandwidth; each rank sends n-1 copies of its input). Allreduce and reduce
+ * combine the n inputs in rank order, ((in0 op in1) op in2) ..., on every rank, so every rank holds the same bits,
+ * floats included (the ring's order differs per block: for n > 2 its float results may differ from the direct
+ * round's in the last bits, as NCCL's algorithms differ from one another).</li>
  * </ul>
  */
 public final class Collectives {
@@ -26,10 +35,39 @@ public final class Collectives {
         return count * b / n;
     }
 
+    /** A direct round's header: magic, operation, type, reduction and root, checked by every receiver. */
+    private static long header(final CollOp what, final DataType t, final RedOp op, final int root) {
+        return 0x4443L << 48 | (long) what.ordinal() << 40 | (long) t.ordinal() << 32
+            | (long) (op == null ? 0xff : op.ordinal()) << 24 | (root & 0xffffffL);
+    }
+
+    /** Whether a collective of {@code bytes} (nccl-tests' size) runs as one direct round here. */
+    static boolean direct(final Communicator c, final long bytes) {
+        return c.nranks() > 1 && bytes > 0 && bytes <= c.directBytes();
+    }
+
+    /** {@code out = in0 op in1 op ... op in(n-1)} from the last direct round's data, in rank order. */
+    private static void reduceInRankOrder(final Communicator c, final Buffer out, final long count, final DataType t,
+                                          final RedOp op) {
+        final MemorySegment o = out.seg();
+        Reducer.reduce(o, 0, c.directSeg(0), c.directAt(0), c.directSeg(1), c.directAt(1), count, t, op);
+        for (int p = 2; p < c.nranks(); p++) {
+            Reducer.reduce(o, 0, o, 0, c.directSeg(p), c.directAt(p), count, t, op);
+        }
+    }
+
     public static void allReduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
         final boolean tree = c.context().algo() == CollContext.Algo.TREE;
+        if (!tree && direct(c, count * t.size())) {
+            final int bytes = (int) (count * t.size());
+            c.directRound(send, 0, bytes, bytes, header(CollOp.ALLREDUCE, t, op, 0), Communicator.ALL,
+                Communicator.ALL);
+            reduceInRankOrder(c, recv, count, t, op);
+            c.directDone(Communicator.ALL);
+            return;
+        }
         // on the host the ring reads its input where it lies (recv[b] = op(send[b], received)): every block of recv
         // is then written by a receive, and the input needs no copy first; a GPU reduces into its destination only
         final boolean direct = !tree && n > 1 && c.deviceReducer() == null;
@@ -109,6 +147,17 @@ public final class Collectives {
         final int r = c.rank();
         final long bb = count * t.size();
         Communicator.copy(send, 0, recv, r * bb, bb);
+        if (direct(c, bb * n)) {
+            c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
+                Communicator.ALL);
+            for (int p = 0; p < n; p++) {
+                if (p != r) {
+                    MemorySegment.copy(c.directSeg(p), c.directAt(p), recv.seg(), p * bb, bb);
+                }
+            }
+            c.directDone(Communicator.ALL);
+            return;
+        }
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         for (int s = 0; s < n - 1; s++) {
@@ -158,6 +207,19 @@ public final class Collectives {
         final int r = c.rank();
         final long bytes = count * t.size();
         final int pos = Math.floorMod(r - root, n);
+        if (direct(c, bytes)) {
+            if (pos == 0) {
+                Communicator.copy(send, 0, recv, 0, bytes);
+                c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
+                    Communicator.NONE);
+            } else {
+                c.directRound(send, 0, 0, (int) bytes, header(CollOp.BROADCAST, t, null, root), Communicator.NONE,
+                    root);
+                MemorySegment.copy(c.directSeg(root), c.directAt(root), recv.seg(), 0, bytes);
+                c.directDone(root);
+            }
+            return;
+        }
         if (pos == 0) {
             Communicator.copy(send, 0, recv, 0, bytes);
         } else {
@@ -175,6 +237,17 @@ public final class Collectives {
         final int r = c.rank();
         final long bytes = count * t.size();
         final int pos = Math.floorMod(r - root - 1, n); // root+1 is first, root last
+        if (direct(c, bytes)) {
+            final long h = header(CollOp.REDUCE, t, op, root);
+            if (r == root) {
+                c.directRound(send, 0, (int) bytes, (int) bytes, h, Communicator.NONE, Communicator.ALL);
+                reduceInRankOrder(c, recv, count, t, op);
+                c.directDone(Communicator.ALL);
+            } else {
+                c.directRound(send, 0, (int) bytes, 0, h, root, Communicator.NONE);
+            }
+            return;
+        }
         Communicator.copy(send, 0, recv, 0, bytes);
         if (pos > 0) {
             c.exchange(-1, recv, 0, 0, Math.floorMod(r - 1, n), recv, 0, bytes, op, t);

@@ -54,6 +54,9 @@ public final class Communicator implements AutoCloseable {
     /** Eager messages consumed from / sent to each peer so far; message k uses slot k mod EAGER_DEPTH. */
     private final long[] eagerRecvCount;
     private final long[] eagerSendCount;
+    /** A direct round's open sends and receives, per peer. */
+    private final boolean[] dSend;
+    private final boolean[] dRecv;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
     private final NetTransport.ListenComm[][] listens;
@@ -142,7 +145,11 @@ public final class Communicator implements AutoCloseable {
         this.eagerSendReq = new NetTransport.Request[n][EAGER_DEPTH];
         this.eagerRecvCount = new long[n];
         this.eagerSendCount = new long[n];
+        this.dSend = new boolean[n];
+        this.dRecv = new boolean[n];
         this.timeoutNanos = ctx.timeout().toNanos();
+        this.spins = ctx.spinRounds();
+        this.yields = spins + YIELD_ROUNDS;
         this.sOut = new int[channels];
         this.rOut = new int[channels];
         this.sHead = new int[channels];
@@ -246,7 +253,7 @@ public final class Communicator implements AutoCloseable {
             if (missing > 0) {
                 waitCheck(deadline, "connections to every peer (" + missing + " of " + 2 * (n - 1) * cols
                     + " not up)");
-                idle(YIELDS);
+                idle(yields);
             }
         }
         for (int p = 0; p < n; p++) {
@@ -538,7 +545,7 @@ public final class Communicator implements AutoCloseable {
         try {
             if (eSend) {
                 if (eagerSendReq[to][sSlot] != null) {
-                    reapEagerSend(to, sSlot, deadline, what(to, sendBytes, from, recvBytes));
+                    reapEagerSend(to, sSlot, deadline);
                 }
                 if (sE > 0) {
                     MemorySegment.copy(src.seg(), srcOff, eagerOut, eagerSlot(to, sK), sE);
@@ -692,7 +699,7 @@ public final class Communicator implements AutoCloseable {
                     }
                 }
                 if (!progress) {
-                    if (++idle > SPINS) {
+                    if (++idle > spins) {
                         waitCheck(deadline, to, sendBytes, from, recvBytes);
                     }
                     idle(idle);
@@ -703,6 +710,146 @@ public final class Communicator implements AutoCloseable {
         } catch (final NetTransportException e) {
             throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes) + ": "
                 + e.getMessage(), e);
+        }
+    }
+
+    /** A direct round's peer argument: every other rank. */
+    static final int ALL = -2;
+    /** A direct round's peer argument: no rank. */
+    static final int NONE = -1;
+
+    /**
+     * The largest collective in bytes that runs as a direct round here: the context's, 0 with a GPU attached (GPU
+     * buffers keep the exchange path: the eager heads carry no GPU data).
+     */
+    public int directBytes() {
+        return deviceReducer == null && eager > 0 ? ctx.directBytes() : 0;
+    }
+
+    /**
+     * One direct round, the small collectives' single step: sends {@code bytes} of {@code src} from {@code srcOff},
+     * behind an 8-byte header ({@code what}: the operation, type and reduction, which every receiver checks), as one
+     * eager message to {@code sendTo} (a rank, {@link #ALL} or {@link #NONE}), and waits for one such message of
+     * {@code recvBytes} from {@code recvFrom} (likewise). The sends go in parallel, each into a receive the peer posted ahead, so the round
+     * costs one one-way trip. On return rank p's data lies in {@link #directSeg(int)} at {@link #directAt(int)};
+     * the caller reads it and then calls {@link #directDone(int)}, which posts the next receives into those slots.
+     * Counts as one exchange with each peer involved (tags, sequence numbers and footprint stay in step with
+     * {@link #exchange}).
+     */
+    void directRound(final Buffer src, final long srcOff, final int bytes, final int recvBytes, final long what,
+                     final int sendTo, final int recvFrom) {
+        final int len = bytes + CollContext.DIRECT_HEADER;
+        final int rLen = recvBytes + CollContext.DIRECT_HEADER;
+        if (eager == 0 || Math.max(len, rLen) > eager || bytes < 0 || recvBytes < 0) {
+            throw new IllegalStateException("a direct round of " + bytes + "/" + recvBytes + " bytes with eager "
+                + "slots of " + eager);
+        }
+        final long deadline = System.nanoTime() + timeoutNanos;
+        // this rank's own input goes into its own (otherwise unused) send slot too: the reduction in rank order
+        // then reads every input from a slot, never from a buffer it is writing (in-place)
+        MemorySegment.copy(src.seg(), srcOff, eagerOut, eagerSlot(rank, 0) + CollContext.DIRECT_HEADER, bytes);
+        int pending = 0;
+        for (int s = 1; s < n; s++) {
+            final int p = (rank + s) % n; // each rank starts with its next neighbour: the sends spread
+            if (sendTo == ALL || sendTo == p) {
+                sendSeq[p] = (sendSeq[p] + 1) & 0x7fff;
+                sentTo[p]++;
+                final long k = ++eagerSendCount[p];
+                final int slot = (int) (k % EAGER_DEPTH);
+                if (eagerSendReq[p][slot] != null) {
+                    reapEagerSend(p, slot, deadline);
+                }
+                final long at = eagerSlot(p, k);
+                eagerOut.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at, what);
+                MemorySegment.copy(src.seg(), srcOff, eagerOut, at + CollContext.DIRECT_HEADER, bytes);
+                dSend[p] = true;
+                pending++;
+            }
+            if (recvFrom == ALL || recvFrom == p) {
+                recvSeq[p] = (recvSeq[p] + 1) & 0x7fff;
+                receivedFrom[p]++;
+                ++eagerRecvCount[p];
+                dRecv[p] = true;
+                pending++;
+            }
+        }
+        int idle = 0;
+        try {
+            while (pending > 0) {
+                boolean progress = false;
+                for (int s = 1; s < n; s++) {
+                    final int p = (rank + s) % n;
+                    if (dSend[p]) {
+                        final long k = eagerSendCount[p];
+                        final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address()
+                            + eagerSlot(p, k), len, eagerTag(k), eagerOutMr);
+                        if (r != null) {
+                            eagerSendReq[p][(int) (k % EAGER_DEPTH)] = r;
+                            dSend[p] = false;
+                            pending--;
+                            progress = true;
+                        }
+                    }
+                    if (dRecv[p]) {
+                        final long k = eagerRecvCount[p];
+                        final int slot = (int) (k % EAGER_DEPTH);
+                        if (net.test(eagerRecvReq[p][slot], got)) {
+                            eagerRecvReq[p][slot] = null;
+                            dRecv[p] = false;
+                            pending--;
+                            progress = true;
+                            final long head = got[0] >= CollContext.DIRECT_HEADER ? eagerIn.get(
+                                java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, eagerSlot(p, k)) : 0;
+                            if (got[0] != rLen || head != what) {
+                                throw new CollException("rank " + rank + " direct round of " + recvBytes + " B: rank "
+                                    + p + " sent " + got[0] + " bytes with header 0x" + Long.toHexString(head)
+                                    + ", expected " + rLen + " with 0x" + Long.toHexString(what) + " (mismatched "
+                                    + "operations, types, sizes or gdrkit.coll.direct.bytes across ranks?)");
+                            }
+                        }
+                    }
+                }
+                if (!progress) {
+                    if (++idle > spins) {
+                        final long now = System.nanoTime();
+                        if (now - lastCheck > 1_000_000 || now > deadline) { // the message only when it is used
+                            waitCheck(deadline, "a direct round of " + bytes + " B (" + pending
+                                + " sends and receives open)");
+                        }
+                    }
+                    idle(idle);
+                } else {
+                    idle = 0;
+                }
+            }
+        } catch (final NetTransportException e) {
+            throw new CollException("rank " + rank + " direct round of " + bytes + " B: " + e.getMessage(), e);
+        } catch (final CollException e) {
+            java.util.Arrays.fill(dSend, false);
+            java.util.Arrays.fill(dRecv, false);
+            throw e;
+        }
+    }
+
+    /**
+     * Where rank {@code p}'s data of the last direct round lies: the segment (this rank's own input: a copy in its
+     * send slots; another's: its receive slot), at {@link #directAt(int)}.
+     */
+    MemorySegment directSeg(final int p) {
+        return p == rank ? eagerOut : eagerIn;
+    }
+
+    /** The offset of rank {@code p}'s data of the last direct round in {@link #directSeg(int)}. */
+    long directAt(final int p) {
+        return (p == rank ? eagerSlot(rank, 0) : eagerSlot(p, eagerRecvCount[p])) + CollContext.DIRECT_HEADER;
+    }
+
+    /** After a direct round's data was read: posts the next receives into the slots it used. */
+    void directDone(final int recvFrom) {
+        for (int p = 0; p < n; p++) {
+            if (p != rank && (recvFrom == ALL || recvFrom == p)) {
+                postEagerRecv(p, eagerRecvCount[p] + EAGER_DEPTH);
+            }
         }
     }
 
@@ -724,7 +871,7 @@ public final class Communicator implements AutoCloseable {
         }
         int idle = 0;
         while (!net.test(f, null)) {
-            if (++idle > SPINS) {
+            if (++idle > spins) {
                 waitCheck(deadline, "the flush READ of " + len + " received bytes at 0x" + Long.toHexString(at));
             }
             idle(idle);
@@ -749,12 +896,19 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Waits for the eager send in {@code peer}'s slot to complete before the slot is written again. */
-    private void reapEagerSend(final int peer, final int slot, final long deadline, final String what) {
+    /**
+     * Waits for the eager send in {@code peer}'s slot to complete before the slot is written again (normally long
+     * complete: 4 messages ago). Builds no message unless it waits long enough to check.
+     */
+    private void reapEagerSend(final int peer, final int slot, final long deadline) {
         int idle = 0;
         while (!net.test(eagerSendReq[peer][slot], null)) {
-            if (++idle > SPINS) {
-                waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before " + what);
+            if (++idle > spins) {
+                final long now = System.nanoTime();
+                if (now - lastCheck > 1_000_000 || now > deadline) {
+                    waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before "
+                        + "reusing its slot");
+                }
             }
             idle(idle);
         }
@@ -794,19 +948,24 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Spins before yielding: the rank's own polling is what moves its NIC (and the peer is often one hop away). */
-    private static final int SPINS = 2000;
-    private static final int YIELDS = 2100;
+    /**
+     * Idle rounds (polls that moved nothing) spent spinning before yielding ({@code gdrkit.coll.spin.rounds}): the
+     * rank's own polling is what moves its NIC, and the peer is often one hop away; then {@value #YIELD_ROUNDS}
+     * rounds of yielding, then parking.
+     */
+    private final int spins;
+    private final int yields;
+    private static final int YIELD_ROUNDS = 100;
 
     /**
      * Backs off while nothing moves: spin, then yield, then park briefly. A busy-spinning rank on a shared or
      * oversubscribed host would take the CPU its peer needs to make the progress it waits for; the NIC's backstop
      * thread keeps it answering while parked.
      */
-    private static void idle(final int idleRounds) {
-        if (idleRounds < SPINS) {
+    private void idle(final int idleRounds) {
+        if (idleRounds < spins) {
             Thread.onSpinWait();
-        } else if (idleRounds < YIELDS) {
+        } else if (idleRounds < yields) {
             Thread.yield();
         } else {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000);

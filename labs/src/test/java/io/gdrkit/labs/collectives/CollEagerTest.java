@@ -78,7 +78,10 @@ class CollEagerTest {
         void run(int rank, Communicator c, Arena a) throws Exception;
     }
 
-    /** Runs {@code body} on 2 ranks (threads, in-JVM fabric) with their own eager settings; their errors. */
+    /**
+     * Runs {@code body} on 2 ranks (threads, in-JVM fabric) with their own eager settings and the direct round off
+     * (these tests are about the eager heads; CollDirectTest has the direct round's); their errors.
+     */
     private static Throwable[] twoRanks(final CollWorld.TransportKind kind, final int[] eager, final Body body)
         throws Exception {
         final AtomicReferenceArray<Throwable> errors = new AtomicReferenceArray<>(2);
@@ -94,7 +97,8 @@ class CollEagerTest {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(2)
                             .timeout(Duration.ofSeconds(20)));
                         w = CollWorld.open(b, "injvm", driver, kind, new CollContext().buffSize(4096).steps(4)
-                            .channels(1).eagerBytes(eager[rank]).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
+                            .channels(1).eagerBytes(eager[rank]).directBytes(0).timeout(Duration.ofSeconds(5))
+                            .settings(NONE), NONE,
                             Duration.ofSeconds(5));
                         body.run(rank, w.communicator(), a);
                     } catch (final Throwable e) {
