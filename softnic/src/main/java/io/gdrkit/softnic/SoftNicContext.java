@@ -99,7 +99,8 @@ public final class SoftNicContext {
      * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
      * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
      * the window, AckReq, ACK/NAK and go-back-N count packets as before. Used only where references are
-     * ({@link #ONE_COPY_PROP}) and the link hook takes whole spans (not with fault injection).
+     * ({@link #ONE_COPY_PROP}; across processes on the shm fabric, where the link's cma probe granted them) and
+     * the link hook takes whole spans (not with fault injection).
      */
     public static final String BATCH_PROP = "gdrkit.nic.batch";
     /** The largest {@link #BATCH_PROP}. */

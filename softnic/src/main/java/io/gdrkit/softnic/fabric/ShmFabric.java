@@ -54,7 +54,8 @@ import java.util.Set;
  * <p>Single copy across processes (as UCX's {@code cma}): a SEND or WRITE packet whose payload is at least the
  * NIC's threshold may carry the sender's address instead of its bytes ({@link FabricPort#carriesReferences(int,
  * int)}), and the receiver pulls the bytes straight into the destination MR with {@code process_vm_readv(2)}
- * ({@link RemoteMemoryReader}). Each link is probed once, by its <em>receiver</em> (ptrace permission is not
+ * ({@link RemoteMemoryReader}); one such record may stand for a span of packets of one message (segment offload,
+ * {@code gdrkit.nic.batch}, where the link hook takes spans). Each link is probed once, by its <em>receiver</em> (ptrace permission is not
  * symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
  * its memory, the word) into the link's trailer; the consumer checks that the pid is the one that owns the
  * producer's LID claim ({@code port-<lid>}), reads the word with process_vm_readv and writes its verdict (the
@@ -513,6 +514,17 @@ public final class ShmFabric implements Fabric {
             final MemorySegment b = ring.buffer();
             final long v = ring.capacity() + (long) VERDICT;
             return (long) LONG.getAcquire(b, v) == PID && (long) LONG.get(b, v + 8) == GRANTED;
+        }
+
+        /**
+         * Segment offload across processes: a reference record may stand for a span of packets where references
+         * travel at all (asked per record, after {@link #carriesReferences(int, int)} said yes for the link) and the
+         * hook takes whole spans; the receiver checks the span as a whole and pulls it ({@code Responder}).
+         */
+        @Override
+        public boolean carriesBatches() {
+            final LinkHook h = hook;
+            return cma && !crc && h.passesReferences() && h.passesBatches();
         }
 
         @Override
