@@ -55,8 +55,8 @@ import java.util.Set;
  * NIC's threshold may carry the sender's address instead of its bytes ({@link FabricPort#carriesReferences(int,
  * int)}), and the receiver pulls the bytes straight into the destination MR with {@code process_vm_readv(2)}
  * ({@link RemoteMemoryReader}); one such record may stand for a span of packets of one message (segment offload,
- * {@code gdrkit.nic.batch}, where the link hook takes spans). Each link is probed once, by its <em>receiver</em> (ptrace permission is not
- * symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
+ * {@code gdrkit.nic.batch}, where the link hook takes spans). Each link is probed once, by its <em>receiver</em>
+ * (ptrace permission is not symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
  * its memory, the word) into the link's trailer; the consumer checks that the pid is the one that owns the
  * producer's LID claim ({@code port-<lid>}), reads the word with process_vm_readv and writes its verdict (the
  * pid it granted, or why not) into the trailer, where the producer reads it before every reference packet.
