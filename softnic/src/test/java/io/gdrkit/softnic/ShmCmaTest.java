@@ -122,6 +122,11 @@ class ShmCmaTest {
         return new SoftNicContext().progressMode(SoftNicContext.ProgressMode.INVOKER);
     }
 
+    /** {@link #ctx()} with segment offload across processes on ({@code gdrkit.nic.shm.batch}, off by default). */
+    private static SoftNicContext spans() {
+        return ctx().shmBatch(true);
+    }
+
     /** Packets of 4 KiB (the path MTU of {@link QpBringUp#rcDefaults()}) a message of {@code bytes} takes. */
     private static long packets(final long bytes) {
         return (bytes + 4095) / 4096;
@@ -129,7 +134,7 @@ class ShmCmaTest {
 
     @Test
     void writeAndSendAreByteExactOnTheCmaPathInSpansOfPackets() {
-        try (Pair p = new Pair(ctx(), ctx(), null, null, 2 * MIB)) {
+        try (Pair p = new Pair(spans(), spans(), null, null, 2 * MIB)) {
             p.awaitProbe();
             final ShmFabric.CopyMode before = p.modeAtoB();
             assertEquals("cma", before.mode(), before::reason);
@@ -180,7 +185,7 @@ class ShmCmaTest {
     void spansOfTwoSegmentsAreByteExactAroundMtuAndSpanBoundaries() {
         final int mtu = 4096;
         final int[] sizes = {mtu + 1, 16 * mtu - 1, 16 * mtu, 16 * mtu + 1, 13 * mtu + 333, 40 * mtu + 5};
-        try (Pair p = new Pair(ctx(), ctx(), null, null, 2 * MIB)) {
+        try (Pair p = new Pair(spans(), spans(), null, null, 2 * MIB)) {
             p.awaitProbe();
             for (final int size : sizes) {
                 final int head = size / 3 + 1;
@@ -229,18 +234,23 @@ class ShmCmaTest {
         }
     }
 
-    /** {@code gdrkit.nic.batch=1}: no spans, one reference record per packet, as before segment offload. */
+    /**
+     * One reference record per packet, as before segment offload across processes: by default
+     * ({@code gdrkit.nic.shm.batch} off), and with it on but {@code gdrkit.nic.batch=1}.
+     */
     @Test
-    void batchOneSendsOneReferencePerPacket() {
-        try (Pair p = new Pair(ctx().batch(1), ctx().batch(1), null, null, 2 * MIB)) {
-            p.awaitProbe();
-            final ShmFabric.CopyMode before = p.modeAtoB();
-            assertEquals(WcStatus.SUCCESS, p.write(MIB, 43).status);
-            Fixture.assertBytes(p.a.buf.asSlice(0, MIB), p.b.buf.asSlice(0, MIB), "WRITE, batch 1");
-            assertEquals(MIB / 4096, p.modeAtoB().referencePackets() - before.referencePackets(),
-                () -> "one record per packet: " + p.modeAtoB());
-            final long pulls = p.fb.copyMode(2, 1).pulls();
-            assertTrue(pulls >= 1 && pulls <= 4, () -> "still pulled ahead: " + p.fb.copyMode(2, 1));
+    void byDefaultAndWithBatchOneEachPacketIsOneRecord() {
+        for (final SoftNicContext c : new SoftNicContext[] {ctx(), spans().batch(1)}) {
+            try (Pair p = new Pair(c, ctx(), null, null, 2 * MIB)) {
+                p.awaitProbe();
+                final ShmFabric.CopyMode before = p.modeAtoB();
+                assertEquals(WcStatus.SUCCESS, p.write(MIB, 43).status);
+                Fixture.assertBytes(p.a.buf.asSlice(0, MIB), p.b.buf.asSlice(0, MIB), "WRITE, one record per packet");
+                assertEquals(MIB / 4096, p.modeAtoB().referencePackets() - before.referencePackets(),
+                    () -> "one record per packet: " + p.modeAtoB());
+                final long pulls = p.fb.copyMode(2, 1).pulls();
+                assertTrue(pulls >= 1 && pulls <= 4, () -> "still pulled ahead: " + p.fb.copyMode(2, 1));
+            }
         }
     }
 
@@ -255,7 +265,7 @@ class ShmCmaTest {
         final int mtu = 4096;
         final int size = 5 * mtu + 10; // six packets: a FIRST span of 3, a MIDDLE span of 4 from PSN + 1, a LAST
         for (final boolean send : new boolean[] {false, true}) {
-            try (Pair p = new Pair(ctx(), ctx(), null, null, 2 * MIB)) {
+            try (Pair p = new Pair(spans(), spans(), null, null, 2 * MIB)) {
                 p.awaitProbe();
                 final SoftQp src = (SoftQp) p.a.qp;
                 final SoftQp rq = (SoftQp) p.b.qp;
@@ -445,8 +455,7 @@ class ShmCmaTest {
             assertEquals(WcStatus.REM_OP_ERR, wc.status, wc::toString);
             final AsyncEvent[] e = {null};
             p.await(() -> (e[0] = p.b.ctx.pollAsyncEvent()) != null, "the responder's async event");
-            // the WRITE's first record is a span of 16 packets (gdrkit.nic.batch): its pull asks for all of it
-            assertTrue(e[0].detail().contains("short process_vm_readv: 2048 of 65536 bytes"), e[0]::detail);
+            assertTrue(e[0].detail().contains("short process_vm_readv: 2048 of 4096 bytes"), e[0]::detail);
         }
     }
 
