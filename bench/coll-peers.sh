@@ -8,6 +8,8 @@
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
 # ib-nodirect: the ib row with the one-round small collectives off (gdrkit.coll.direct.bytes=0: the ring at every size).
+# ib+KEY=VAL[+KEY=VAL...]: the ib row with settings, gdrkit.* as -D properties (the ranks inherit them) and NCCL_* in
+# the environment, e.g. VARIANTS="ib ib+gdrkit.nic.batch=1 ib+NCCL_STEPS=4" (rows in gdrkit-<variant>.jsonl).
 set -uo pipefail
 OUT="${OUT:-./coll-peers-out}"; mkdir -p "$OUT"
 JAVA="${JAVA:-java}"; JAR="${JAR:-cli/target/gdrkit.jar}"; MPI_BIN="${MPI_BIN:-bench/mpi/allreduce_timing}"
@@ -26,16 +28,25 @@ for run in $(seq 1 "$RUNS"); do
     timeout "$LIMIT" mpirun --allow-run-as-root --oversubscribe -np "$NP" "$MPI_BIN" "$MIN" "$MAX" "$F" "$ITERS" "$WARM" \
       | sed "s/^{/{\"run\":$run,/" >> "$OUT/openmpi.jsonl" 2>> "$OUT/err.txt"
   fi
-  for v in $VARIANTS; do
-    t=ib; fab=shm; props=(); extra=(); jar="$JAR"
+  # ROTATE=1: run r starts at the r-th variant (wrapping), so no variant always runs first after OpenMPI (an order
+  # effect of 2x was seen on the loaded 2-core VM: the same code ran slower as the first variant of every run)
+  vs=($VARIANTS)
+  if [ "${ROTATE:-0}" = 1 ]; then k=$(( (run - 1) % ${#vs[@]} )); vs=("${vs[@]:k}" "${vs[@]:0:k}"); fi
+  for v in "${vs[@]}"; do
+    t=ib; fab=shm; props=(); extra=(); envs=(); jar="$JAR"
     case "$v" in
+      ib+*) IFS=+ read -r -a kvs <<< "${v#ib+}"
+        for kv in "${kvs[@]}"; do
+          case "$kv" in NCCL_*=*) envs+=("$kv") ;; gdrkit.*=*) props+=("-D$kv") ;;
+            *) echo "variant $v: $kv is neither NCCL_*=... nor gdrkit.*=..." >&2; exit 2 ;; esac
+        done ;;
       ib-before) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}" ;;
       socket) t=socket; fab=tcp ;;
       ib-tcp) fab=tcp ;;
       ib-nodirect) props=(-Dgdrkit.coll.direct.bytes=0) ;;
       ib-dedicated) props=(-Dgdrkit.nic.progress=dedicated); extra=(--jit-warmup-ms 0) ;;
     esac
-    timeout "$LIMIT" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$jar" coll allreduce --np "$NP" \
+    timeout "$LIMIT" env "${envs[@]}" "$JAVA" "${props[@]}" --enable-native-access=ALL-UNNAMED -jar "$jar" coll allreduce --np "$NP" \
       --transport "$t" --fabric "$fab" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" "${extra[@]}" --json \
       | sed "s/^{/{\"run\":$run,/" >> "$OUT/gdrkit-$v.jsonl" 2>> "$OUT/err.txt"
   done

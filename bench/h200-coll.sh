@@ -16,6 +16,8 @@
 # small allreduce off (gdrkit.coll.direct.bytes=0: the ring at every size; the default rows take it up to 4 KiB), or
 # cma64k: the shm fabric's cross-process references only from 64 KiB packets (gdrkit.nic.shm.cma.threshold=65536;
 # the direct round's 4 KiB message is a 4096-byte packet plus 8, which cma pulls by default).
+# "shmbatch" and "shmbatch128": segment offload across processes on (gdrkit.nic.shm.batch=true, spans of up to 16
+# packets per cma record; off by default, one record per 4 KiB packet) or on with 128 packets per record.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -57,6 +59,8 @@ for run in $(seq 1 "$RUNS"); do
       mtu64k) p=-Dgdrkit.ib.software.mtu=65536 ;;
       nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
       cma64k) p=-Dgdrkit.nic.shm.cma.threshold=65536 ;;
+      shmbatch) p=-Dgdrkit.nic.shm.batch=true ;;
+      shmbatch128) p="-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
       *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \

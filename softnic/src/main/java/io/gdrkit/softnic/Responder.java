@@ -356,7 +356,7 @@ final class Responder implements Agent {
     private int placeReferenced(final SoftQp qp, final Packet p, final SoftMr writeMr, final long skip,
                                 final int packets) {
         if (dev.port.pullsReferences()) {
-            return placePulled(qp, p, writeMr); // another process's memory: one packet per record (no spans there)
+            return placePulled(qp, p, writeMr, skip, packets); // another process's memory: pulled by the port
         }
         // The source QP belongs to another NIC, whose thread writes it: read its volatile state first (the release
         // that publishes the attributes modify_qp set before it), and only then its destination.
@@ -426,17 +426,28 @@ final class Responder implements Agent {
      * buffer scattered by {@link Sgl#scatter}. A read that fails or comes back short is a protocol
      * error: NAK (remote operational error: the requester's WR completes with REM_OP_ERR), the QP to ERR, the
      * failure named. The ACK for the packet is queued only after this returns, so the requester reuses its buffer
-     * only after the copy.
+     * only after the copy. A span (segment offload, {@code packets} new packets) is placed from {@code skip} bytes
+     * into its payload on, as {@link #placeReferenced} does in one process; its first segment's pull reads ahead
+     * over the rest of the message as a single packet's does, so a WRITE costs one system call per
+     * {@link #PULL_AHEAD} bytes and one record per span.
      */
-    private int placePulled(final SoftQp qp, final Packet p, final SoftMr writeMr) {
+    private int placePulled(final SoftQp qp, final Packet p, final SoftMr writeMr, final long skip,
+                            final int packets) {
         final int n = p.refCount();
         final long token = p.refToken();
         final int slid = p.slid();
         long done = 0;
+        long skipLeft = skip;
         SoftMr target;
         for (int i = 0; i < n; i++) {
-            final long va = p.refVa(i);
-            final int len = p.refLength(i);
+            final int whole = p.refLength(i);
+            if (skipLeft >= whole) {
+                skipLeft -= whole; // a span's packets received before: not pulled again
+                continue;
+            }
+            final long va = p.refVa(i) + skipLeft;
+            final int len = (int) (whole - skipLeft);
+            skipLeft = 0;
             final long got;
             if (writeMr != null) {
                 got = writeMr.segment != null ? pullWrite(qp, slid, token, va, len, writeMr, qp.writeVa + done, n == 1)
@@ -456,14 +467,14 @@ final class Responder implements Agent {
             }
             if (got != len) {
                 unresolved++;
-                nak(qp, p.psn(), Aeth.NAK_REMOTE_OPERATIONAL_ERROR, WcStatus.REM_OP_ERR, "cross-process reference "
-                    + "from LID " + slid + ": " + dev.port.pullError());
+                nak(qp, Psn.add(p.psn(), (int) (skip / qp.mtu)), Aeth.NAK_REMOTE_OPERATIONAL_ERROR,
+                    WcStatus.REM_OP_ERR, "cross-process reference from LID " + slid + ": " + dev.port.pullError());
                 return NAKED;
             }
             done += len;
         }
-        pulledPackets++;
-        referenced++;
+        pulledPackets += packets;
+        referenced += packets;
         return WcStatus.SUCCESS;
     }
 

@@ -110,6 +110,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         scan.parking(driver.context().scanPark());
         port.owner(this);
         port.crossProcessCopy(oneCopy && driver.context().shmCma(), driver.context().shmCmaThreshold());
+        port.crossProcessBatches(driver.context().shmBatch());
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);

@@ -95,11 +95,19 @@ public final class SoftNicContext {
      */
     public static final String SHM_CMA_THRESHOLD_PROP = "gdrkit.nic.shm.cma.threshold";
     /**
+     * true | false (default false): segment offload ({@link #BATCH_PROP}) across processes too, on shm links where
+     * cma was granted: one reference record for up to {@code batch} packets of a SEND/WRITE. Off by default: on the
+     * 2-vCPU VM, quiet, 2-rank allreduces of 4-16 MiB ran at 0.7-1.1x (median 0.9) of one record per packet
+     * (docs/PERFORMANCE.md, "Issue 12: large allreduce over shm"); the quiet many-core host decides.
+     */
+    public static final String SHM_BATCH_PROP = "gdrkit.nic.shm.batch";
+    /**
      * Segment offload on the single-copy path (default 16; 1 turns it off): the most MTU-sized packets of one SEND
      * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
      * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
      * the window, AckReq, ACK/NAK and go-back-N count packets as before. Used only where references are
-     * ({@link #ONE_COPY_PROP}) and the link hook takes whole spans (not with fault injection).
+     * ({@link #ONE_COPY_PROP}; across processes on the shm fabric only with {@link #SHM_BATCH_PROP}) and the link
+     * hook takes whole spans (not with fault injection).
      */
     public static final String BATCH_PROP = "gdrkit.nic.batch";
     /** The largest {@link #BATCH_PROP}. */
@@ -180,6 +188,7 @@ public final class SoftNicContext {
     private boolean scanPark;
     private int batch;
     private boolean shmCma;
+    private boolean shmBatch;
     private int shmCmaThreshold;
     private int maxQp;
     private List<Setting<?>> settings = List.of();
@@ -366,6 +375,16 @@ public final class SoftNicContext {
         return set(SHM_CMA_PROP, Boolean.toString(on));
     }
 
+    public SoftNicContext shmBatch(final boolean on) {
+        return set(SHM_BATCH_PROP, Boolean.toString(on));
+    }
+
+    /** Segment offload across processes on granted shm links ({@link #SHM_BATCH_PROP}, default off). */
+    public boolean shmBatch() {
+        concluded();
+        return shmBatch;
+    }
+
     /** The shared-memory fabric may pull payloads across processes ({@link #SHM_CMA_PROP}, default on). */
     public boolean shmCma() {
         concluded();
@@ -485,6 +504,7 @@ public final class SoftNicContext {
         batch = r.integer(BATCH_PROP, 16, 1, MAX_BATCH).value();
         shmCma = r.flag(SHM_CMA_PROP, true).value();
         shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();
+        shmBatch = r.flag(SHM_BATCH_PROP, false).value();
         maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();
         if (linkHook instanceof FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP

@@ -133,6 +133,13 @@ public interface FabricPort {
     }
 
     /**
+     * The NIC's {@code gdrkit.nic.shm.batch}: whether a cross-process reference record may stand for a span of packets
+     * ({@link #carriesBatches()}). A no-op on fabrics without cross-process references.
+     */
+    default void crossProcessBatches(final boolean on) {
+    }
+
+    /**
      * Whether a reference packet claimed now may stand for several consecutive packets of one message (segment
      * offload, see {@code Packet}): where {@link #carriesReferences()} holds and the link hook
      * {@linkplain LinkHook#passesBatches() accepts whole spans}. Asked per record. Default false.

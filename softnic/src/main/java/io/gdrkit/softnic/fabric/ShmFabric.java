@@ -54,8 +54,9 @@ import java.util.Set;
  * <p>Single copy across processes (as UCX's {@code cma}): a SEND or WRITE packet whose payload is at least the
  * NIC's threshold may carry the sender's address instead of its bytes ({@link FabricPort#carriesReferences(int,
  * int)}), and the receiver pulls the bytes straight into the destination MR with {@code process_vm_readv(2)}
- * ({@link RemoteMemoryReader}). Each link is probed once, by its <em>receiver</em> (ptrace permission is not
- * symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
+ * ({@link RemoteMemoryReader}); with {@code gdrkit.nic.shm.batch} one such record may stand for a span of packets of one
+ * message (segment offload, {@code gdrkit.nic.batch}, where the link hook takes spans). Each link is probed once, by its <em>receiver</em>
+ * (ptrace permission is not symmetric under yama's ptrace_scope 1): the producer writes a hello (its pid, the address of a random word in
  * its memory, the word) into the link's trailer; the consumer checks that the pid is the one that owns the
  * producer's LID claim ({@code port-<lid>}), reads the word with process_vm_readv and writes its verdict (the
  * pid it granted, or why not) into the trailer, where the producer reads it before every reference packet.
@@ -471,6 +472,8 @@ public final class ShmFabric implements Fabric {
         // cross-process single copy, set by the NIC (SoftNicContext); off until then
         private volatile boolean cma;
         private volatile int threshold = Integer.MAX_VALUE;
+        /** gdrkit.nic.shm.batch: spans across processes (off until the NIC says so). */
+        private volatile boolean batches;
         /** Receiver side, by source LID: the hello pid last probed, the pid granted (0: none), why not. */
         private final long[] probedPid = new long[maxLid + 1];
         private final long[] grantedPid = new long[maxLid + 1];
@@ -513,6 +516,22 @@ public final class ShmFabric implements Fabric {
             final MemorySegment b = ring.buffer();
             final long v = ring.capacity() + (long) VERDICT;
             return (long) LONG.getAcquire(b, v) == PID && (long) LONG.get(b, v + 8) == GRANTED;
+        }
+
+        /**
+         * Segment offload across processes: a reference record may stand for a span of packets where references
+         * travel at all (asked per record, after {@link #carriesReferences(int, int)} said yes for the link) and the
+         * hook takes whole spans; the receiver checks the span as a whole and pulls it ({@code Responder}).
+         */
+        @Override
+        public boolean carriesBatches() {
+            final LinkHook h = hook;
+            return batches && cma && !crc && h.passesReferences() && h.passesBatches();
+        }
+
+        @Override
+        public void crossProcessBatches(final boolean on) {
+            this.batches = on;
         }
 
         @Override
