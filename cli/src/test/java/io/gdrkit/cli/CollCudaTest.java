@@ -109,7 +109,7 @@ class CollCudaTest {
      */
     @Test
     void synchronousCopiesHaveLandedBeforeTheNicReadsTheirDestination() throws Exception {
-        final Path lib = buildDouble();
+        final Path lib = buildDouble("libfakecuda-coll-legacy.so");
         final java.util.Map<String, String> env = java.util.Map.of("FAKECUDA_LEGACY_ASYNC", "1", OPT_IN, "true");
         final Path dir = lib.getParent();
         rightOnTheGpu(coll(env, dir.resolve("coll-legacy-ar.log"), lib.toString(), "allreduce", "-b", "8", "-e",
@@ -122,38 +122,29 @@ class CollCudaTest {
             "4096"), false);
     }
 
-    private static Path buildDouble() throws Exception {
+    /** Builds the libcuda test double as {@code target/fakecuda/<name>}; aborts the test without a C compiler. */
+    private static Path buildDouble(final String name) throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-coll-legacy.so");
+        final Path lib = dir.resolve(name);
+        final Path log = dir.resolve("cc-" + name + ".log");
         final Process cc;
         try {
             cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
                 Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
-                .redirectOutput(dir.resolve("cc-coll-legacy.log").toFile()).start();
+                .redirectOutput(log.toFile()).start();
         } catch (final java.io.IOException e) {
             Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
             return null;
         }
         Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-            "the libcuda test double did not build: " + dir.resolve("cc-coll-legacy.log"));
+            "the libcuda test double did not build: " + log);
         return lib;
     }
 
     @Test
     void collectivesOnCudaBuffersAgainstTheFakeDriver() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-coll.so");
-        final Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-                Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
-                .redirectOutput(dir.resolve("cc-coll.log").toFile()).start();
-        } catch (final java.io.IOException e) {
-            Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
-            return;
-        }
-        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-            "the libcuda test double did not build: " + dir.resolve("cc-coll.log"));
+        final Path lib = buildDouble("libfakecuda-coll.so");
+        final Path dir = lib.getParent();
         final List<JsonNode> sum = coll(dir.resolve("coll-float.log"), lib.toString(), "allreduce", "-b", "8", "-e",
             "65536", "-f", "16");
         rightOnTheGpu(sum, true);
