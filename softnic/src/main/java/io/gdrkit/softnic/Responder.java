@@ -456,14 +456,23 @@ final class Responder implements Agent {
                 != null) {
                 got = dev.port.pull(slid, token, va, target.segment, spanAt[0] - target.address, len); // one copy
             } else {
-                got = pullScratch(slid, token, va, len); // spans SGEs (or an error scatter names): through a copy
-                if (got == len) {
-                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done, pullScratch, 0,
-                        len);
+                // spans SGEs (or an error scatter names): through the scratch, a piece at a time, so a peer's span
+                // larger than the receive buffer costs one piece before scatter refuses it, not a pull of it all
+                long pulled = 0;
+                while (pulled < len) {
+                    final int piece = (int) Math.min(len - pulled, SCRATCH_BYTES);
+                    final long g = pullScratch(slid, token, va + pulled, piece);
+                    if (g != piece) {
+                        break;
+                    }
+                    final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done + pulled,
+                        pullScratch, 0, piece);
                     if (status != WcStatus.SUCCESS) {
                         return status;
                     }
+                    pulled += piece;
                 }
+                got = pulled;
             }
             if (got != len) {
                 unresolved++;
@@ -515,9 +524,13 @@ final class Responder implements Agent {
         return got;
     }
 
+    /** The scratch a pull that cannot land in place goes through: a span larger than this is pulled in pieces. */
+    private static final int SCRATCH_BYTES = 65536;
+
+    /** Pulls {@code len} (at most {@link #SCRATCH_BYTES}) bytes into the scratch, allocated once. */
     private long pullScratch(final int slid, final long token, final long va, final int len) {
-        if (pullScratch == null || pullScratch.byteSize() < len) {
-            pullScratch = java.lang.foreign.Arena.ofAuto().allocate(Math.max(len, 65536), 64);
+        if (pullScratch == null) {
+            pullScratch = java.lang.foreign.Arena.ofAuto().allocate(SCRATCH_BYTES, 64);
         }
         return dev.port.pull(slid, token, va, pullScratch, 0, len);
     }
@@ -525,11 +538,17 @@ final class Responder implements Agent {
     /** A destination without a host segment (DMA memory): pulled into scratch, then written as a copy-in. */
     private long pullThenCopy(final int slid, final long token, final long va, final int len, final SoftMr mr,
                               final long dstVa) {
-        final long got = pullScratch(slid, token, va, len);
-        if (got == len) {
-            mr.copyIn(pullScratch, 0, dstVa, len);
+        long pulled = 0;
+        while (pulled < len) {
+            final int piece = (int) Math.min(len - pulled, SCRATCH_BYTES);
+            final long got = pullScratch(slid, token, va + pulled, piece);
+            if (got != piece) {
+                break;
+            }
+            mr.copyIn(pullScratch, 0, dstVa + pulled, piece);
+            pulled += piece;
         }
-        return got;
+        return pulled;
     }
 
     /** Reference packets pulled from another process. */

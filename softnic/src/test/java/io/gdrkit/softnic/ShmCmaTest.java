@@ -312,6 +312,42 @@ class ShmCmaTest {
         }
     }
 
+    /**
+     * A hostile SEND span far larger than the receive buffer (64 packets, 256 KiB, into 4 KiB): the receiver pulls
+     * at most one scratch piece (64 KiB) before the scatter refuses it, never the whole claimed span, and the
+     * receive completes in error by name; the QP goes to ERR, the NIC keeps running.
+     */
+    @Test
+    void aSendSpanLargerThanTheReceiveBufferIsRefusedAfterOnePiece() {
+        final long[] largest = {0};
+        final long[] total = {0};
+        final RemoteMemoryReader sys = RemoteMemoryReader.processVmReadv();
+        final RemoteMemoryReader counting = (pid, dst, dstOffset, remote, length) -> {
+            largest[0] = Math.max(largest[0], length);
+            total[0] += length;
+            return sys.read(pid, dst, dstOffset, remote, length);
+        };
+        try (Pair p = new Pair(spans(), spans(), null, counting, 2 * MIB)) {
+            p.awaitProbe();
+            final SoftQp src = (SoftQp) p.a.qp;
+            final SoftQp rq = (SoftQp) p.b.qp;
+            final RecvWorkRequest rw = new RecvWorkRequest().wrId(9).numSge(2);
+            rw.sge(0).set(p.b.mr, 0, 2048);
+            rw.sge(1).set(p.b.mr, 8192, 2048);
+            p.b.qp.postRecv(rw);
+            largest[0] = 0;
+            total[0] = 0;
+            inject(p, src, BthOpcode.SEND_FIRST, rq.ePsn, 64, 0, 64 * 4096, false, 0, 0);
+            p.db.progress();
+            final WorkCompletion rwc = p.awaitOne(p.b.rcq, "the refused SEND's receive");
+            assertEquals(9, rwc.wrId);
+            assertEquals(WcStatus.LOC_LEN_ERR, rwc.status, rwc::toString);
+            assertTrue(largest[0] <= 65536 && total[0] <= 65536, "pulled " + total[0] + " bytes, largest read "
+                + largest[0] + ": more than one scratch piece");
+            assertEquals(QpState.ERR, rq.state);
+        }
+    }
+
     /** Writes one reference record into a's link to b, naming a's MR at {@code srcOffset}, with this pid's token. */
     private static void inject(final Pair p, final SoftQp src, final int opcode, final int psn, final int packets,
                                final long srcOffset, final int payload, final boolean ackReq, final long va,
