@@ -169,25 +169,45 @@ public final class VisibilityLab implements AutoCloseable {
                 ch.out.writeByte(Control.CHAL);
                 ch.out.write(nonce);
                 ch.flush();
-                ch.expect(Control.HELLO, ACCEPT_TIMEOUT, "HELLO");
-                final int version = ch.in.readInt();
-                if (version != Control.VERSION) {
-                    throw new IllegalStateException(ch.peer() + " speaks control version " + version + ", not "
-                        + Control.VERSION);
+                // the HELLO within what is left of the one deadline; with a token, a peer is judged only once it
+                // proved it: one that says something else, closes, stalls or fails the proof is refused and not
+                // counted, and cannot end the run (without a token every peer is taken at its word)
+                int version = Control.VERSION;
+                byte[] proof = null;
+                String unproven = null;
+                try {
+                    ch.expect(Control.HELLO, Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime())),
+                        "HELLO");
+                    version = ch.in.readInt();
+                    ch.in.readInt();
+                    proof = ch.in.readNBytes(Token.MAC_LENGTH);
+                } catch (final IOException | IllegalStateException e) {
+                    if (!token.isSet()) {
+                        throw e;
+                    }
+                    unproven = "no whole HELLO (" + e.getMessage() + ")";
                 }
-                ch.in.readInt();
-                final byte[] proof = ch.in.readNBytes(Token.MAC_LENGTH);
-                if (!token.verify(proof, nonce, Control.HELLO_PROOF)) {
-                    // a stranger (or a sender without this run's GDRKIT_TOKEN): told, dropped, not counted
+                if (unproven == null && !token.verify(proof, nonce, Control.HELLO_PROOF)) {
+                    unproven = "its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on the receiver)";
+                }
+                if (unproven != null) {
+                    // a stranger (or a sender without this run's GDRKIT_TOKEN): told if it still listens, dropped
                     refused++;
-                    ch.out.writeByte(Control.REFUSED);
-                    ch.out.writeUTF("its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on the "
-                        + "receiver)");
-                    ch.flush();
+                    try {
+                        ch.out.writeByte(Control.REFUSED);
+                        ch.out.writeUTF(unproven);
+                        ch.flush();
+                    } catch (final IOException | RuntimeException gone) {
+                        // it left already: nothing to tell
+                    }
                     ch.close();
                     hosts.remove(ch);
                     i--;
                     continue;
+                }
+                if (version != Control.VERSION) {
+                    throw new IllegalStateException(ch.peer() + " speaks control version " + version + ", not "
+                        + Control.VERSION);
                 }
                 ch.out.writeByte(Control.ASSIGN);
                 if (fabric instanceof TcpFabric tcp) {

@@ -196,6 +196,43 @@ class VisibilityProcessesTest {
         }
     }
 
+    /**
+     * With a token, strangers cannot end the run: one that says HELLO in another protocol version (without the
+     * proof) and one that closes right after the challenge are refused and not counted; the sender that proves the
+     * token is served after them.
+     */
+    @Test
+    void withATokenStrangersThatSpeakAnotherVersionOrHangUpCannotEndTheRun() throws Exception {
+        final int port = freePort();
+        final io.gdrkit.core.auth.Token token = io.gdrkit.core.auth.Token.of("vis-t0ken");
+        final java.util.concurrent.atomic.AtomicReference<String> v99 = new java.util.concurrent.atomic
+            .AtomicReference<>();
+        final java.util.concurrent.atomic.AtomicReference<String> member = new java.util.concurrent.atomic
+            .AtomicReference<>();
+        final Thread strangers = Thread.ofPlatform().daemon(true).start(() -> {
+            try {
+                vanishingSender(port, 99, io.gdrkit.core.auth.Token.NONE, v99).join(30_000);
+                for (int attempt = 0; attempt < 100; attempt++) {
+                    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                        assertEquals(Control.CHAL, new java.io.DataInputStream(s.getInputStream()).readByte());
+                        break; // and hang up before HELLO
+                    } catch (final java.io.IOException e) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+                    }
+                }
+                vanishingSender(port, Control.VERSION, token, member).join(30_000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try (VisibilityLab lab = VisibilityLab.start(VisibilityLab.Transport.TCP, 1, port, true, token)) {
+            strangers.join(60_000);
+            assertEquals("REFUSED its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on the "
+                + "receiver)", v99.get());
+            assertTrue(member.get() != null && member.get().startsWith("ASSIGN lid 2 tcp:"), member.get());
+        }
+    }
+
     @Test
     void aSenderSpeakingAnotherProtocolVersionIsRefused() throws Exception {
         final int port = freePort();
