@@ -519,6 +519,38 @@ public final class Communicator implements AutoCloseable {
     public void exchange(final int to, final Buffer src, final long srcOff, final long sendBytes, final int from,
                          final Buffer dst, final long dstOff, final long recvBytes, final RedOp op,
                          final DataType type, final Buffer acc, final long accOff) {
+        usable();
+        try {
+            exchangeOnce(to, src, srcOff, sendBytes, from, dst, dstOff, recvBytes, op, type, acc, accOff);
+        } catch (final RuntimeException e) {
+            failed(e);
+            throw e;
+        }
+    }
+
+    /**
+     * The first error of an exchange or direct round, which leaves requests, eager slots and counters mid-way: every
+     * later call is refused with it by name rather than run on that state (a peer's half-done exchange, a receive
+     * slot not posted again) and fail later with a misleading error or wrong data.
+     */
+    private RuntimeException failedWith;
+
+    private void usable() {
+        if (failedWith != null) {
+            throw new CollException("rank " + rank + ": this communicator failed earlier (" + failedWith.getMessage()
+                + "); open a new one", failedWith);
+        }
+    }
+
+    private void failed(final RuntimeException e) {
+        if (failedWith == null && !(e instanceof IllegalArgumentException)) { // a refused argument changed nothing
+            failedWith = e;
+        }
+    }
+
+    private void exchangeOnce(final int to, final Buffer src, final long srcOff, final long sendBytes, final int from,
+                              final Buffer dst, final long dstOff, final long recvBytes, final RedOp op,
+                              final DataType type, final Buffer acc, final long accOff) {
         if (op != null && deviceReducer != null && (acc != dst || accOff != dstOff)) {
             throw new IllegalArgumentException("a GPU reduction reduces into its destination only");
         }
@@ -738,6 +770,17 @@ public final class Communicator implements AutoCloseable {
      */
     void directRound(final Buffer src, final long srcOff, final int bytes, final int recvBytes, final long what,
                      final int sendTo, final int recvFrom) {
+        usable();
+        try {
+            directRoundOnce(src, srcOff, bytes, recvBytes, what, sendTo, recvFrom);
+        } catch (final RuntimeException e) {
+            failed(e);
+            throw e;
+        }
+    }
+
+    private void directRoundOnce(final Buffer src, final long srcOff, final int bytes, final int recvBytes,
+                                 final long what, final int sendTo, final int recvFrom) {
         final int len = bytes + CollContext.DIRECT_HEADER;
         final int rLen = recvBytes + CollContext.DIRECT_HEADER;
         if (eager == 0 || Math.max(len, rLen) > eager || bytes < 0 || recvBytes < 0) {
@@ -824,10 +867,6 @@ public final class Communicator implements AutoCloseable {
             }
         } catch (final NetTransportException e) {
             throw new CollException("rank " + rank + " direct round of " + bytes + " B: " + e.getMessage(), e);
-        } catch (final CollException e) {
-            java.util.Arrays.fill(dSend, false);
-            java.util.Arrays.fill(dRecv, false);
-            throw e;
         }
     }
 
