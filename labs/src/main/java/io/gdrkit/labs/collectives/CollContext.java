@@ -209,10 +209,10 @@ public final class CollContext {
         if (concluded) {
             return this;
         }
-        buffSize = pick(buffSize, settings.integer("NCCL_BUFFSIZE", 4 << 20, 4096, 1 << 30), 4096, 1 << 30);
-        steps = pick(steps, settings.integer("NCCL_STEPS", 8, 1, 32), 1, 32);
-        minChannels = pick(minChannels, settings.integer("NCCL_MIN_NCHANNELS", 1, 1, 32), 1, 32);
-        maxChannels = pick(maxChannels, settings.integer("NCCL_MAX_NCHANNELS", 16, 1, 32), 1, 32);
+        buffSize = pick(buffSize, "NCCL_BUFFSIZE", 4 << 20, 4096, 1 << 30);
+        steps = pick(steps, "NCCL_STEPS", 8, 1, 32);
+        minChannels = pick(minChannels, "NCCL_MIN_NCHANNELS", 1, 1, 32);
+        maxChannels = pick(maxChannels, "NCCL_MAX_NCHANNELS", 16, 1, 32);
         if (minChannels > maxChannels) {
             throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
                 + maxChannels);
@@ -230,32 +230,13 @@ public final class CollContext {
         } else {
             recorded.add(new Setting<>("NCCL_ALGO", algo, io.gdrkit.core.config.Source.FLAG, algo.name()));
         }
-        if (eagerBytes == null) {
-            final Setting<Integer> e = settings.integer("gdrkit.coll.eager.bytes", DEFAULT_EAGER, 0, 1 << 20);
-            recorded.add(e);
-            eagerBytes = e.value();
-        } else {
-            recorded.add(new Setting<>("gdrkit.coll.eager.bytes", eagerBytes, io.gdrkit.core.config.Source.FLAG,
-                String.valueOf(eagerBytes)));
-        }
-        if (eagerBytes < 0 || eagerBytes > 1 << 20 || eagerBytes % 8 != 0) {
+        eagerBytes = pick(eagerBytes, "gdrkit.coll.eager.bytes", DEFAULT_EAGER, 0, 1 << 20);
+        if (eagerBytes % 8 != 0) {
             throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
                 + "in [0, 1048576]");
         }
-        if (directBytes == null) {
-            final Setting<Integer> d = settings.integer("gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
-            recorded.add(d);
-            directBytes = d.value();
-        } else {
-            recorded.add(new Setting<>("gdrkit.coll.direct.bytes", directBytes, io.gdrkit.core.config.Source.FLAG,
-                String.valueOf(directBytes)));
-        }
-        if (directBytes < 0 || directBytes > 1 << 20) {
-            throw new IllegalArgumentException("gdrkit.coll.direct.bytes=" + directBytes + " is not an integer in "
-                + "[0, 1048576]");
-        }
-        spinRounds = pick(spinRounds, settings.integer("gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000), 0,
-            10_000_000);
+        directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
+        spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
         cudaGdr();
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
@@ -266,15 +247,17 @@ public final class CollContext {
         return this;
     }
 
-    private int pick(final Integer set, final Setting<Integer> read, final int min, final int max) {
+    /** A setter's value (range-checked, recorded as FLAG), else the setting read once with its source. */
+    private int pick(final Integer set, final String name, final int def, final int min, final int max) {
         if (set != null) {
             if (set < min || set > max) {
-                throw new IllegalArgumentException(read.name() + "=" + set + " is not an integer in [" + min + ", "
-                    + max + "]");
+                throw new IllegalArgumentException(name + "=" + set + " is not an integer in [" + min + ", " + max
+                    + "]");
             }
-            recorded.add(new Setting<>(read.name(), set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
+            recorded.add(new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
             return set;
         }
+        final Setting<Integer> read = settings.integer(name, def, min, max);
         recorded.add(read);
         return read.value();
     }

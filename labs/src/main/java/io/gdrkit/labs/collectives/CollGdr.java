@@ -138,6 +138,11 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
         return on ? (sendOn ? "gdr" : "gdr-recv") : "host-bounce";
     }
 
+    /** What a GPU buffer's registrations cover: gpu, gpu (receives) + host (sends), or host (bounce halves). */
+    public String nicMr() {
+        return on ? (sendOn ? "gpu" : "gpu (receives) + host (sends)") : "host";
+    }
+
     /** One line for text output. */
     public String summary() {
         return (on ? "GDR " + (sendOn ? "on" : "on for receives, sends bounce") + ", " + mechanism.label()

@@ -17,10 +17,12 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or
      * sim-sm-workers; {@code dataPath} host (the NIC on the buffers), gdr (GPU buffers registered with the NIC, which
-     * reads and writes device memory) or host-bounce (GPU buffers, the NIC on host bounce halves);
+     * reads and writes device memory), gdr-recv (the NIC writes device memory, sends bounce) or host-bounce (GPU
+     * buffers, the NIC on host bounce halves);
      * {@code kernelLaunches} on rank 0 over the sweep; {@code gdr} rank 0's decision with its evidence (null in host
      * memory); {@code nicMr} what rank 0's buffers' registrations cover (gpu, host); {@code bouncedBytes} bytes
-     * rank 0 copied between device and host on the data path (0 with GDR); {@code flushes} iflush READs rank 0
+     * rank 0 copied between device and host on the data path (0 with gdr; the sends' bytes with gdr-recv);
+     * {@code flushes} iflush READs rank 0
      * completed, cumulative over the sweep.
      */
     public record Placement(String mem, String gpu, boolean gpuSimulated, String reduceOn, String dataPath,

@@ -105,10 +105,8 @@ public final class CollRun {
                     final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
                     final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
                         : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
-                        ? "sim-sm-workers" : "gpu-kernel", !send.direct() ? DeviceReducer.DATA_PATH
-                        : send.sendBounces() ? DeviceReducer.DATA_PATH_GDR_RECV : DeviceReducer.DATA_PATH_GDR,
-                        dr.launches(), comm.gdr(), !send.direct() ? "host" : send.sendBounces()
-                        ? "gpu (receives) + host (sends)" : "gpu", dr.bouncedBytes(), comm.flushes());
+                        ? "sim-sm-workers" : "gpu-kernel", comm.gdr().dataPath(), dr.launches(), comm.gdr(),
+                        comm.gdr().nicMr(), dr.bouncedBytes(), comm.flushes());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],

@@ -22,13 +22,6 @@ import java.time.Duration;
  * edges. Not thread-safe: one communicator, one thread.
  */
 public final class DeviceReducer implements AutoCloseable {
-    /** What a JSON row says about where the data went when the NIC works on the host halves. */
-    public static final String DATA_PATH = "host-bounce";
-    /** ... and when the NIC reads and writes the device halves directly. */
-    public static final String DATA_PATH_GDR = "gdr";
-    /** ... and when the NIC writes the device halves but sends go through the host halves (the send gate said no). */
-    public static final String DATA_PATH_GDR_RECV = "gdr-recv";
-
     private final GpuDevice gpu;
     private final GpuFunction kernel;
     private final GpuStream stream;
@@ -116,11 +109,7 @@ public final class DeviceReducer implements AutoCloseable {
         }
         gpu.copyHtoD(staging, 0, src, srcOff, bytes);
         gpu.copyHtoD(dst.dev(), dstOff, dst.seg(), dstOff, bytes);
-        final int blocks = (int) Math.max(1, Math.min(maxBlocks, (count + block.x() - 1) / block.x()));
-        gpu.launch(kernel, new Dim3(blocks, 1, 1), block, stream, ReduceKernel.args(args, dst.dev(), dstOff, staging,
-            0, count, code(type), code(op)));
-        gpu.synchronize(stream, timeout);
-        launches++;
+        reduceOnDevice(dst.dev(), dstOff, staging, 0, count, type, op);
         gpu.copyDtoH(dst.seg(), dstOff, dst.dev(), dstOff, bytes);
         bounced += 3 * bytes;
     }
