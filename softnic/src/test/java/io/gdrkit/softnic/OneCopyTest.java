@@ -12,7 +12,6 @@ import io.gdrkit.softnic.fabric.LinkHook;
 import io.gdrkit.softnic.wire.BthOpcode;
 import io.gdrkit.softnic.wire.Packet;
 import io.gdrkit.verbs.AccessFlags;
-import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.QpAttr;
@@ -342,50 +341,5 @@ class OneCopyTest {
             }
         }
         assertTrue(new SoftNicContext().oneCopyMin(1).oneCopy(true).conclude().oneCopy());
-    }
-
-    /** DMA memory backed by host memory, counting the NIC's reads. */
-    private static final class HostDma implements DmaMemory {
-        final MemorySegment mem;
-        int reads;
-
-        HostDma(final MemorySegment mem) {
-            this.mem = mem;
-        }
-
-        @Override
-        public long address() {
-            return mem.address();
-        }
-
-        @Override
-        public long byteSize() {
-            return mem.byteSize();
-        }
-
-        @Override
-        public void dmaWrite(final long offset, final MemorySegment src, final long srcOffset, final long length) {
-            MemorySegment.copy(src, srcOffset, mem, offset, length);
-        }
-
-        @Override
-        public void dmaRead(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
-            reads++;
-            MemorySegment.copy(mem, offset, dst, dstOffset, length);
-        }
-
-        @Override
-        public void completionFence() {
-        }
-
-        @Override
-        public long dmaAtomic(final long offset, final boolean compareAndSwap, final long operand, final long swap) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public String describe() {
-            return "host-backed DMA memory (test)";
-        }
     }
 }

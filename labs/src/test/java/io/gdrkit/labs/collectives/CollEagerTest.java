@@ -10,18 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.bootstrap.Bootstrap;
-import io.gdrkit.gdr.bootstrap.BootstrapContext;
-import io.gdrkit.gdr.bootstrap.BootstrapRoot;
-import io.gdrkit.softnic.SoftNicDriver;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -45,11 +39,12 @@ class CollEagerTest {
     void resultsAreRightWithTheEagerHeadOffSmallAndCapped(final String op, final int np,
                                                           final CollWorld.TransportKind kind, final int eager) {
         final CollOp o = CollOp.parse(op);
-        // 1 KiB chunks: 0..40 000 bytes go as a head alone, a head and chunks, and chunks only (eager 0)
+        // 1 KiB chunks: 0..40 000 bytes go as a head alone, a head and chunks, and chunks only (eager 0); the direct
+        // round off, or the small sizes would take it instead of the head
         final CollRun.Config cfg = new CollRun.Config(o, DataType.INT32, RedOp.SUM, np - 1, 0, 40_000, 4, 0, 2, 1,
             true, kind.name().toLowerCase(), "injvm", true);
         final List<CollResult> rows = CollLocal.run(np, kind, cfg, new CollContext().buffSize(4096).steps(4)
-            .channels(2).eagerBytes(eager).settings(NONE), NONE, Duration.ofSeconds(20), r -> { });
+            .channels(2).eagerBytes(eager).directBytes(0).settings(NONE), NONE, Duration.ofSeconds(20), r -> { });
         assertFalse(rows.isEmpty());
         for (final CollResult r : rows) {
             assertEquals(0, r.wrong(), r.toString());
@@ -73,59 +68,15 @@ class CollEagerTest {
             && x.value().equals(64)), String.valueOf(fromProps.recorded()));
     }
 
-    /** What one rank does with its communicator and an arena. */
-    private interface Body {
-        void run(int rank, Communicator c, Arena a) throws Exception;
-    }
-
     /**
      * Runs {@code body} on 2 ranks (threads, in-JVM fabric) with their own eager settings and the direct round off
      * (these tests are about the eager heads; CollDirectTest has the direct round's); their errors.
      */
-    private static Throwable[] twoRanks(final CollWorld.TransportKind kind, final int[] eager, final Body body)
-        throws Exception {
-        final AtomicReferenceArray<Throwable> errors = new AtomicReferenceArray<>(2);
-        try (BootstrapRoot root = BootstrapRoot.startLoopback(2, Duration.ofSeconds(20));
-             SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
-            final Thread[] t = new Thread[2];
-            for (int r = 0; r < 2; r++) {
-                final int rank = r;
-                t[r] = Thread.ofPlatform().start(() -> {
-                    Bootstrap b = null;
-                    CollWorld w = null;
-                    try (Arena a = Arena.ofShared()) {
-                        b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(2)
-                            .timeout(Duration.ofSeconds(20)));
-                        w = CollWorld.open(b, "injvm", driver, kind, new CollContext().buffSize(4096).steps(4)
-                            .channels(1).eagerBytes(eager[rank]).directBytes(0).timeout(Duration.ofSeconds(5))
-                            .settings(NONE), NONE,
-                            Duration.ofSeconds(5));
-                        body.run(rank, w.communicator(), a);
-                    } catch (final Throwable e) {
-                        errors.set(rank, e);
-                        if (b != null) {
-                            b.abort(String.valueOf(e.getMessage()));
-                        }
-                    } finally {
-                        if (w != null) {
-                            try {
-                                w.close();
-                            } catch (final RuntimeException ignored) {
-                                // the other rank is gone: what matters is the error above
-                            }
-                        }
-                        if (b != null) {
-                            b.close();
-                        }
-                    }
-                });
-            }
-            for (final Thread th : t) {
-                th.join(90_000);
-                assertFalse(th.isAlive(), "a rank hung");
-            }
-        }
-        return new Throwable[] {errors.get(0), errors.get(1)};
+    private static Throwable[] twoRanks(final CollWorld.TransportKind kind, final int[] eager,
+                                        final ThreadRanks.Body body) throws Exception {
+        return ThreadRanks.run(2, kind, rank -> new CollContext().buffSize(4096).steps(4).channels(1)
+            .eagerBytes(eager[rank]).directBytes(0).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
+            Duration.ofSeconds(90), body);
     }
 
     private static void fill(final MemorySegment m, final long seed) {
