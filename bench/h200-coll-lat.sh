@@ -2,7 +2,8 @@
 # Small-message allreduce latency on the device host (issue 12's "8-byte allreduce <= OpenMPI's"), with enough
 # iterations for the JIT to have compiled the path (bench/h200-coll.sh runs -n 10 -w 3, which times the interpreter
 # at 8 B). Per run: gdrkit `coll allreduce --np 2 --fabric shm`, host buffers, 8 B .. 4 KiB, -n ITERS -w WARM, with
-# the default direct round and with it off (gdrkit.coll.direct.bytes=0: the ring), then OpenMPI's MPI_Allreduce with
+# the default direct round and with it off (gdrkit.coll.direct.bytes=0: the ring; VARIANTS also takes dedspin, bs<N>
+# as bench/h200-coll.sh's HOST_ABLATE does, or one -D option), then OpenMPI's MPI_Allreduce with
 # the same sizes and iterations. JSON lines into $OUT/lat.jsonl and $OUT/openmpi-lat.jsonl.
 #   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll-lat.sh
 set -uo pipefail
@@ -27,6 +28,8 @@ for run in $(seq 1 "$RUNS"); do
     case "$v" in
       default) p= ;;
       nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
+      dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
+      bs*) p="-Dgdrkit.nic.backstop.us=${v#bs}" ;;
       *) p="$v" ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \

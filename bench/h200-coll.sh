@@ -18,6 +18,10 @@
 # the direct round's 4 KiB message is a 4096-byte packet plus 8, which cma pulls by default).
 # "shmbatch" and "shmbatch128": segment offload across processes on (gdrkit.nic.shm.batch=true, spans of up to 16
 # packets per cma record; off by default, one record per 4 KiB packet) or on with 128 packets per record.
+# "dedspin" and "dedyield": a NIC thread per rank (gdrkit.nic.progress=dedicated) spinning or yielding when idle,
+# instead of the rank's own polling with a backstop: on a host with spare cores the NIC moves data while the rank
+# reduces. "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
+# N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -40,14 +44,14 @@ else
 fi
 for run in $(seq 1 "$RUNS"); do
   echo "run $run: $(uptime)" >> "$OUT/env.txt"
-  g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" \
+  [ -n "${SKIP_GPU:-}" ] || g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" \
     --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-gdr" "$run" >> "$OUT/coll-gpu.jsonl"
-  NCCL_NET_GDR_LEVEL=LOC g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
+  [ -n "${SKIP_GPU:-}" ] || NCCL_NET_GDR_LEVEL=LOC g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
     -f "$F" -n "$ITERS" -w "$WARM" --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-bounce" "$run" >> "$OUT/coll-gpu.jsonl"
-  NCCL_NET_FORCE_FLUSH=1 g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
+  [ -n "${SKIP_GPU:-}" ] || NCCL_NET_FORCE_FLUSH=1 g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:0 -b "$MIN" -e "$MAX" \
     -f "$F" -n "$ITERS" -w "$WARM" --json 2>> "$OUT/err.txt" | tag "1gpu-2ranks-gdr-flush" "$run" \
     >> "$OUT/coll-gpu.jsonl"
-  if [ "$GPUS" -ge 2 ]; then
+  if [ "$GPUS" -ge 2 ] && [ -z "${SKIP_GPU:-}" ]; then
     g coll allreduce --np 2 --fabric "$FABRIC" --mem gpu --gpu cuda:rank -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
       -w "$WARM" --json 2>> "$OUT/err.txt" | tag "2gpu-rank-r-on-cuda-r" "$run" >> "$OUT/coll-gpu.jsonl"
   fi
@@ -61,6 +65,9 @@ for run in $(seq 1 "$RUNS"); do
       cma64k) p=-Dgdrkit.nic.shm.cma.threshold=65536 ;;
       shmbatch) p=-Dgdrkit.nic.shm.batch=true ;;
       shmbatch128) p="-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
+      dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
+      dedyield) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
+      bs*) p="-Dgdrkit.nic.backstop.us=${a#bs}" ;;
       *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
