@@ -30,7 +30,6 @@ for run in $(seq 1 "$RUNS"); do
       nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
       dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
       bs*) p="-Dgdrkit.nic.backstop.us=${v#bs}" ;;
-      nofollow) p="-Dgdrkit.nic.backstop.follow=false" ;;
       *) p="$v" ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \

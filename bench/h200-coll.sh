@@ -21,9 +21,7 @@
 # "dedspin" and "dedyield": a NIC thread per rank (gdrkit.nic.progress=dedicated) spinning or yielding when idle,
 # instead of the rank's own polling with a backstop: on a host with spare cores the NIC moves data while the rank
 # reduces. "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
-# N us instead of 200. "nofollow"/"follow": the backstop parks its period after every cycle, or steps again at once
-# after cycles that moved packets (gdrkit.nic.backstop.follow; default true with >= 8 processors). SKIP_GPU=1 leaves
-# the GPU rows out.
+# N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -70,8 +68,6 @@ for run in $(seq 1 "$RUNS"); do
       dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
       dedyield) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
       bs*) p="-Dgdrkit.nic.backstop.us=${a#bs}" ;;
-      nofollow) p="-Dgdrkit.nic.backstop.follow=false" ;;
-      follow) p="-Dgdrkit.nic.backstop.follow=true" ;;
       *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
     esac
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
