@@ -35,16 +35,11 @@ public final class SoftNicContext {
      */
     public static final String BACKSTOP_PROP = "gdrkit.nic.backstop.us";
     /**
-     * true | false: the backstop steps again at once after a cycle that moved something, and parks its period only
-     * after one that found nothing (or found the NIC held by its poller). While the rank computes and packets keep
-     * arriving, the NIC then keeps moving them instead of taking one step per period. Default: true on a host with
-     * at least {@value #FOLLOW_MIN_CPUS} processors, where the extra thread has a core of its own; on fewer (a 2-core
-     * machine with two ranks) it takes the CPU the ranks need (docs/PERFORMANCE.md).
+     * true (the default) | false: the backstop steps again at once after a cycle that moved something, and parks its
+     * period only after one that found nothing (or found the NIC held by its poller). While the rank computes and
+     * packets keep arriving, the NIC then keeps moving them instead of taking one step per period.
      */
     public static final String BACKSTOP_FOLLOW_PROP = "gdrkit.nic.backstop.follow";
-    /** Processors from which {@link #BACKSTOP_FOLLOW_PROP} defaults to true. */
-    public static final int FOLLOW_MIN_CPUS = 8;
-    private static final boolean FOLLOW_DEFAULT = Runtime.getRuntime().availableProcessors() >= FOLLOW_MIN_CPUS;
     /** Bytes of ring per directed link (power of two). */
     public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
     /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
@@ -242,10 +237,7 @@ public final class SoftNicContext {
         return set(BACKSTOP_FOLLOW_PROP, Boolean.toString(on));
     }
 
-    /**
-     * Whether the backstop keeps stepping while it finds work ({@link #BACKSTOP_FOLLOW_PROP}; default true with at
-     * least {@value #FOLLOW_MIN_CPUS} processors).
-     */
+    /** Whether the backstop keeps stepping while it finds work ({@link #BACKSTOP_FOLLOW_PROP}, default true). */
     public boolean backstopFollow() {
         concluded();
         return backstopFollow;
@@ -495,7 +487,7 @@ public final class SoftNicContext {
             return spec;
         }).value();
         backstopMicros = r.integer(BACKSTOP_PROP, 0, 0, 1_000_000).value();
-        backstopFollow = r.flag(BACKSTOP_FOLLOW_PROP, FOLLOW_DEFAULT).value();
+        backstopFollow = r.flag(BACKSTOP_FOLLOW_PROP, true).value();
         linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
             final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
             if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {
