@@ -34,12 +34,6 @@ public final class SoftNicContext {
      * (no hand-off between threads). Ignored in the other modes.
      */
     public static final String BACKSTOP_PROP = "gdrkit.nic.backstop.us";
-    /**
-     * true (the default) | false: the backstop steps again at once after a cycle that moved something, and parks its
-     * period only after one that found nothing (or found the NIC held by its poller). While the rank computes and
-     * packets keep arriving, the NIC then keeps moving them instead of taking one step per period.
-     */
-    public static final String BACKSTOP_FOLLOW_PROP = "gdrkit.nic.backstop.follow";
     /** Bytes of ring per directed link (power of two). */
     public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
     /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
@@ -178,7 +172,6 @@ public final class SoftNicContext {
     private ProgressMode progressMode;
     private String idleStrategy;
     private int backstopMicros;
-    private boolean backstopFollow;
     private int linkCapacity;
     private double retransmitFactor;
     private int retransmitBackoff;
@@ -230,17 +223,6 @@ public final class SoftNicContext {
     /** With own_device: step each NIC from a backstop thread every {@code micros} (0: no backstop). */
     public SoftNicContext backstopMicros(final int micros) {
         return set(BACKSTOP_PROP, Integer.toString(micros));
-    }
-
-    /** Whether the backstop keeps stepping while it finds work ({@link #BACKSTOP_FOLLOW_PROP}). */
-    public SoftNicContext backstopFollow(final boolean on) {
-        return set(BACKSTOP_FOLLOW_PROP, Boolean.toString(on));
-    }
-
-    /** Whether the backstop keeps stepping while it finds work ({@link #BACKSTOP_FOLLOW_PROP}, default true). */
-    public boolean backstopFollow() {
-        concluded();
-        return backstopFollow;
     }
 
     /** The own_device backstop period in microseconds ({@link #BACKSTOP_PROP}, default 0: none). */
@@ -487,7 +469,6 @@ public final class SoftNicContext {
             return spec;
         }).value();
         backstopMicros = r.integer(BACKSTOP_PROP, 0, 0, 1_000_000).value();
-        backstopFollow = r.flag(BACKSTOP_FOLLOW_PROP, true).value();
         linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
             final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
             if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {

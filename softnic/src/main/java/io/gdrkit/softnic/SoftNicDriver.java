@@ -78,8 +78,7 @@ public final class SoftNicDriver implements AutoCloseable {
             runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
         } else if (ctx.progressMode() == SoftNicContext.ProgressMode.OWN_DEVICE && ctx.backstopMicros() > 0) {
             // the poller drives its NIC; this thread only covers the times it does not poll (Duty: one at a time)
-            runners.add(new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L,
-                ctx.backstopFollow())).start());
+            runners.add(new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L)).start());
         }
         return dev;
     }

@@ -39,11 +39,10 @@ class BackstopTest {
         }
     }
 
-    @org.junit.jupiter.params.ParameterizedTest(name = "follow work {0}")
-    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
-    void theBackstopAnswersForAPeerThatNeverPolls(final boolean follow) {
+    @Test
+    void theBackstopAnswersForAPeerThatNeverPolls() {
         try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.OWN_DEVICE)
-            .backstopMicros(200).backstopFollow(follow), 4096)) {
+            .backstopMicros(200), 4096)) {
             write(f);
             final WorkCompletion[] wc = {new WorkCompletion()};
             final long deadline = System.nanoTime() + 20_000_000_000L;
@@ -66,10 +65,5 @@ class BackstopTest {
             .properties(Map.of(SoftNicContext.BACKSTOP_PROP, "-5")).conclude());
         assertTrue(e.getMessage().contains(SoftNicContext.BACKSTOP_PROP), e.getMessage());
         assertEquals(0, new SoftNicContext().properties(Map.of()).conclude().backstopMicros());
-        final IllegalArgumentException f = assertThrows(IllegalArgumentException.class, () -> new SoftNicContext()
-            .properties(Map.of(SoftNicContext.BACKSTOP_FOLLOW_PROP, "sometimes")).conclude());
-        assertTrue(f.getMessage().contains(SoftNicContext.BACKSTOP_FOLLOW_PROP), f.getMessage());
-        assertEquals(false, new SoftNicContext().properties(Map.of(SoftNicContext.BACKSTOP_FOLLOW_PROP, "false"))
-            .conclude().backstopFollow());
     }
 }

@@ -40,9 +40,7 @@ class SoftNicContextTest {
         assertEquals(true, c.scanPark());
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
         assertEquals(0, c.backstopMicros());
-        assertEquals(true, c.backstopFollow());
         assertEquals(List.of(SoftNicContext.PROGRESS_PROP, SoftNicContext.IDLE_STRATEGY_PROP, SoftNicContext.BACKSTOP_PROP,
-                SoftNicContext.BACKSTOP_FOLLOW_PROP,
                 SoftNicContext.LINK_CAPACITY_PROP, SoftNicContext.RETRANSMIT_FACTOR_PROP,
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
