@@ -455,7 +455,7 @@ public final class SoftNicContext {
      */
     public SoftNicContext conclude() {
         unconcluded();
-        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : systemProperties(),
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : SettingsReader.systemProperties("gdrkit.nic."),
             overrides);
         progressMode = r.choice(PROGRESS_PROP, ProgressMode.INVOKER, ProgressMode.class).value();
         idleStrategy = r.read(IDLE_STRATEGY_PROP, "backoff", s -> {
@@ -531,16 +531,6 @@ public final class SoftNicContext {
         if (!concluded) {
             throw new IllegalStateException("SoftNicContext not concluded: SoftNicDriver.launch concludes it");
         }
-    }
-
-    private static Map<String, String> systemProperties() {
-        final Map<String, String> p = new java.util.HashMap<>();
-        System.getProperties().forEach((k, v) -> {
-            if (String.valueOf(k).startsWith("gdrkit.nic.")) {
-                p.put(String.valueOf(k), String.valueOf(v));
-            }
-        });
-        return p;
     }
 
     private static int parseInt(final String name, final String s, final String want) {
