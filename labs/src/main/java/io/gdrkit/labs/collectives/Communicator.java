@@ -799,7 +799,8 @@ public final class Communicator implements AutoCloseable {
         }
         final long deadline = System.nanoTime() + timeoutNanos;
         // the message is the same for every peer, so it is written once, into this rank's own (otherwise unused)
-        // send slots, and every send reads it there (one registration serves every comm: regIsGlobal); the
+        // send slots, and every send reads it there (the eager buffer's one registration already served the sends
+        // to every peer: IbTransport's are global, SocketTransport's tied to no comm); the
         // reduction in rank order then reads this rank's input from a slot too, never from a buffer it is writing
         // (in-place). The slot is written again EAGER_DEPTH rounds later, once the sends that read it completed.
         final long d = ++directRounds;
