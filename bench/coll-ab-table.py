@@ -3,27 +3,12 @@
 runs of OpenMPI, gdrkit (this build) and gdrkit (BEFORE_JAR), time (us) and busbw (GB/s), out-of-place, plus the
 ratios taken inside each run first (after/before time, after/OpenMPI busbw and time), then min / median / max.
    python3 bench/coll-ab-table.py docs/results/coll-c12lat/ab-<commit>"""
-import json, sys, collections, os
+import sys
+
+from coll_rows import load, mmm
 
 d = sys.argv[1]
-rows = collections.defaultdict(dict)  # (bytes, run) -> label -> obj
-for label, f in (("openmpi", "openmpi.jsonl"), ("after", "gdrkit-ib.jsonl"), ("before", "gdrkit-ib-before.jsonl")):
-    p = os.path.join(d, f)
-    if not os.path.exists(p):
-        continue
-    for line in open(p):
-        try:
-            o = json.loads(line)
-        except ValueError:
-            continue
-        rows[(o["bytes"], o["run"])][label] = o
-
-def mmm(v):
-    v = sorted(v)
-    return "%s / %s / %s" % tuple(fmt(x) for x in (v[0], v[len(v) // 2], v[-1])) if v else "-"
-
-def fmt(x):
-    return "%.3g" % x if x < 100 else "%.0f" % x
+rows = load(d, (("openmpi", "openmpi.jsonl"), ("after", "gdrkit-ib.jsonl"), ("before", "gdrkit-ib-before.jsonl")))
 
 sizes = sorted({b for b, _ in rows})
 print("| size | OpenMPI time (us) | gdrkit after (us) | gdrkit before (us) | after/before time | after/OpenMPI time |")

@@ -4,32 +4,14 @@ size, min / median / max over the runs of the time (us) of OpenMPI, gdrkit (this
 build with gdrkit.coll.direct.bytes=0 and BEFORE_JAR, out-of-place and in-place, then the ratios taken inside each
 run first (after/before, after/nodirect, after/OpenMPI), min / median / max.
    python3 bench/coll-direct-table.py DIR"""
-import json, sys, collections, os
+import sys
+
+from coll_rows import load, mmm
 
 d = sys.argv[1]
 files = (("openmpi", "openmpi.jsonl"), ("after", "gdrkit-ib.jsonl"), ("nodirect", "gdrkit-ib-nodirect.jsonl"),
          ("before", "gdrkit-ib-before.jsonl"))
-rows = collections.defaultdict(dict)  # (bytes, run) -> label -> obj
-for label, f in files:
-    p = os.path.join(d, f)
-    if not os.path.exists(p):
-        continue
-    for line in open(p):
-        try:
-            o = json.loads(line)
-        except ValueError:
-            continue
-        rows[(o["bytes"], o["run"])][label] = o
-
-
-def fmt(x):
-    return "%.3g" % x if x < 100 else "%.0f" % x
-
-
-def mmm(v):
-    v = sorted(v)
-    return "%s / %s / %s" % tuple(fmt(x) for x in (v[0], v[len(v) // 2], v[-1])) if v else "-"
-
+rows = load(d, files)
 
 sizes = sorted({b for b, _ in rows})
 for key, title in (("time_us", "out-of-place"), ("inplace_time_us", "in-place")):

@@ -604,8 +604,10 @@ final class PerfCommand implements Callable<Integer> {
             if (crc) {
                 cmd.add("--link-crc");
             }
-            // the NIC's own settings (gdrkit.nic.*: one copy, cma, window ...) apply to both processes
-            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.nic.")).sorted()
+            // the NIC's and the TCP fabric's own settings (gdrkit.nic.*: one copy, cma, window ...; gdrkit.tcp.*:
+            // socket buffers, parking) apply to both processes
+            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.nic.")
+                    || k.startsWith("gdrkit.tcp.")).sorted()
                 .forEach(k -> cmd.add(1, "-D" + k + "=" + System.getProperty(k)));
             final ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
             if (token != null) {

@@ -41,6 +41,7 @@ public final class NicStagingProbe {
         int failures = 0;
         try (CudaGpu gpu = CudaGpu.open(0)) {
             failures += control(gpu);
+            failures += pinned(gpu);
             try (Loopback lb = new Loopback(SoftNicContext.ProgressMode.INVOKER, 1, BUF, 64, 64, 0, 4096, null,
                 gpu)) {
                 failures += heldEvent(lb);
@@ -52,6 +53,40 @@ public final class NicStagingProbe {
         }
         System.out.println(failures == 0 ? "all checks passed" : failures + " checks failed");
         System.exit(failures == 0 ? 0 : 1);
+    }
+
+    /**
+     * {@link CudaGpu#isPinned}, the one record of pinned memory (mapHost and the NIC's reads ask it): a range wholly
+     * inside a live allocHost allocation is pinned; one reaching past either end, a negative length, device memory
+     * and a freed allocation are not; the NIC's read-ahead buffers are pinned through the same record.
+     */
+    private static int pinned(final CudaGpu gpu) {
+        final long n = 8192;
+        final MemorySegment p = gpu.allocHost(n);
+        final long a = p.address();
+        final DeviceBuffer dev = gpu.alloc(4096);
+        final MemorySegment rb = gpu.nicReadBuffer(4096);
+        final boolean[][] cases = {
+            {gpu.isPinned(a, n), true}, {gpu.isPinned(a + 4096, 4096), true}, {gpu.isPinned(a + 100, 1), true},
+            {gpu.isPinned(a, 0), true},
+            {gpu.isPinned(a + 4096, 4097), false}, {gpu.isPinned(a - 1, 2), false}, {gpu.isPinned(a - 1, 1), false},
+            {gpu.isPinned(a + 1, Long.MAX_VALUE), false}, {gpu.isPinned(a, -1), false},
+            {gpu.isPinned(dev.address(), 64), false},
+            {gpu.isPinned(rb.address(), 4096), true}, {gpu.isPinned(rb.address() + 1, 4096), false},
+        };
+        gpu.free(dev);
+        gpu.freeHost(p);
+        final boolean forgotten = !gpu.isPinned(a, n) && !gpu.isPinned(a + 100, 1);
+        int wrong = 0;
+        for (int i = 0; i < cases.length; i++) {
+            if (cases[i][0] != cases[i][1]) {
+                System.out.println("isPinned case " + i + ": " + cases[i][0] + ", expected " + cases[i][1]);
+                wrong++;
+            }
+        }
+        System.out.println("isPinned: " + (cases.length - wrong) + " of " + cases.length + " ranges right, freed "
+            + "allocation forgotten " + forgotten);
+        return wrong + (forgotten ? 0 : 1);
     }
 
     /** The fake defers for real: a posted write is not in memory before the fence, and is after it. */

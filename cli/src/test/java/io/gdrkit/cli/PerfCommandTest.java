@@ -266,6 +266,38 @@ class PerfCommandTest {
     }
 
     @Test
+    void theTcpFabricsSettingsAreShownWithTheirSources(@TempDir final Path tmp) throws Exception {
+        System.setProperty("gdrkit.tcp.spin.us", "40");
+        try {
+            final Cli j = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "-n", "50", "--warmup", "0",
+                "-s", "4096", "--json");
+            assertEquals(0, j.exitCode(), j::toString);
+            final JsonNode settings = json(j.lines().get(j.lines().size() - 1)).path("tcp_settings");
+            assertEquals(List.of("gdrkit.tcp.sndbuf=0 (default)", "gdrkit.tcp.rcvbuf=0 (default)",
+                "gdrkit.tcp.park.ms=1 (default)", "gdrkit.tcp.spin.us=40 (property)"),
+                JSON.convertValue(settings, List.class), j::toString);
+            final Path dir = tmp.resolve("r");
+            final Cli t = Cli.run("perf", "write_lat", "--fabric", "tcp", "--loopback", "-n", "50", "--warmup", "0",
+                "-s", "64", "--report", dir.toString());
+            assertEquals(0, t.exitCode(), t::toString);
+            final String line = "# tcp_settings: [gdrkit.tcp.sndbuf=0 (default), gdrkit.tcp.rcvbuf=0 (default), "
+                + "gdrkit.tcp.park.ms=1 (default), gdrkit.tcp.spin.us=40 (property)]";
+            assertTrue(t.lines().contains(line), t::toString);
+            assertTrue(t.lines().contains("# tcp_parking: false"), () -> "a latency test busy-polls: " + t);
+            assertTrue(json(j.lines().get(j.lines().size() - 1)).path("tcp_parking").asBoolean(false), j::toString);
+            assertTrue(Files.readString(dir.resolve("report.json")).contains(line.substring(2)),
+                () -> "the report's run notes carry it: " + t);
+            final Cli shm = Cli.run("perf", "write_lat", "--fabric", "shm", "--loopback", "-n", "20", "--warmup",
+                "0", "-s", "64", "--json");
+            assertEquals(0, shm.exitCode(), shm::toString);
+            assertTrue(json(shm.lines().get(shm.lines().size() - 1)).path("tcp_settings").isMissingNode(),
+                "no TCP fabric, no TCP settings: " + shm);
+        } finally {
+            System.clearProperty("gdrkit.tcp.spin.us");
+        }
+    }
+
+    @Test
     void faultsOnTheInJvmFabricAreCountedAndBadSpecsRefused() {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "500", "--warmup", "0", "-s", "9000",
             "--faults", "drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=9");

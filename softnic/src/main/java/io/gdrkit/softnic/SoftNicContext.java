@@ -167,6 +167,9 @@ public final class SoftNicContext {
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
     private boolean concluded;
+    /** A lab's defaults ({@link #defaultProgress}): the progress mode, and the backstop that goes with it. */
+    private ProgressMode defaultProgress = ProgressMode.INVOKER;
+    private int defaultBackstopMicros;
 
     // the concluded values (read only after conclude())
     private ProgressMode progressMode;
@@ -202,6 +205,22 @@ public final class SoftNicContext {
 
     public SoftNicContext progressMode(final ProgressMode mode) {
         return set(PROGRESS_PROP, Objects.requireNonNull(mode, "progress mode").name());
+    }
+
+    /**
+     * A lab's own default progress mode, used where {@link #PROGRESS_PROP} is set neither by property nor by setter,
+     * and the backstop period that goes with it (the default of {@link #BACKSTOP_PROP}, which still overrides it,
+     * only while the mode is this default; a mode given by property or setter keeps the backstop's default 0). Both
+     * are recorded as DEFAULT: the lab's defaults, read here, so no lab asks the system properties itself.
+     */
+    public SoftNicContext defaultProgress(final ProgressMode mode, final int backstopMicros) {
+        unconcluded();
+        if (backstopMicros < 0 || backstopMicros > 1_000_000) {
+            throw new IllegalArgumentException("default backstop " + backstopMicros + " us outside 0..1000000");
+        }
+        defaultProgress = Objects.requireNonNull(mode, "progress mode");
+        defaultBackstopMicros = backstopMicros;
+        return this;
     }
 
     /** {@code invoker} (default), {@code own_device}, {@code dedicated} or {@code deterministic}. */
@@ -455,9 +474,10 @@ public final class SoftNicContext {
      */
     public SoftNicContext conclude() {
         unconcluded();
-        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : systemProperties(),
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : SettingsReader.systemProperties("gdrkit.nic."),
             overrides);
-        progressMode = r.choice(PROGRESS_PROP, ProgressMode.INVOKER, ProgressMode.class).value();
+        final Setting<ProgressMode> progress = r.choice(PROGRESS_PROP, defaultProgress, ProgressMode.class);
+        progressMode = progress.value();
         idleStrategy = r.read(IDLE_STRATEGY_PROP, "backoff", s -> {
             final String spec = s.trim();
             try {
@@ -468,7 +488,8 @@ public final class SoftNicContext {
             }
             return spec;
         }).value();
-        backstopMicros = r.integer(BACKSTOP_PROP, 0, 0, 1_000_000).value();
+        backstopMicros = r.integer(BACKSTOP_PROP, progress.source() == io.gdrkit.core.config.Source.DEFAULT
+            ? defaultBackstopMicros : 0, 0, 1_000_000).value();
         linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
             final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
             if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {
@@ -531,16 +552,6 @@ public final class SoftNicContext {
         if (!concluded) {
             throw new IllegalStateException("SoftNicContext not concluded: SoftNicDriver.launch concludes it");
         }
-    }
-
-    private static Map<String, String> systemProperties() {
-        final Map<String, String> p = new java.util.HashMap<>();
-        System.getProperties().forEach((k, v) -> {
-            if (String.valueOf(k).startsWith("gdrkit.nic.")) {
-                p.put(String.valueOf(k), String.valueOf(v));
-            }
-        });
-        return p;
     }
 
     private static int parseInt(final String name, final String s, final String want) {

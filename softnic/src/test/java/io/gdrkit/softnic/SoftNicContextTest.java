@@ -56,6 +56,34 @@ class SoftNicContextTest {
     }
 
     @Test
+    void aLabsDefaultProgressAndItsBackstopAreDefaultsThatPropertiesAndSettersOverride() {
+        final SoftNicContext.ProgressMode own = SoftNicContext.ProgressMode.OWN_DEVICE;
+        final SoftNicContext lab = new SoftNicContext().properties(Map.of()).defaultProgress(own, 200).conclude();
+        assertEquals(own, lab.progressMode());
+        assertEquals(200, lab.backstopMicros());
+        assertEquals(Source.DEFAULT, setting(lab, SoftNicContext.PROGRESS_PROP).source());
+        assertEquals(Source.DEFAULT, setting(lab, SoftNicContext.BACKSTOP_PROP).source());
+        // a backstop property overrides the lab's backstop, the mode stays the lab's
+        final SoftNicContext bs = new SoftNicContext().properties(Map.of(SoftNicContext.BACKSTOP_PROP, "50"))
+            .defaultProgress(own, 200).conclude();
+        assertEquals(own, bs.progressMode());
+        assertEquals(50, bs.backstopMicros());
+        assertEquals(Source.PROPERTY, setting(bs, SoftNicContext.BACKSTOP_PROP).source());
+        // a mode given by property or setter keeps the backstop's own default (0)
+        final SoftNicContext prop = new SoftNicContext().properties(Map.of(SoftNicContext.PROGRESS_PROP, "dedicated"))
+            .defaultProgress(own, 200).conclude();
+        assertEquals(SoftNicContext.ProgressMode.DEDICATED, prop.progressMode());
+        assertEquals(Source.PROPERTY, setting(prop, SoftNicContext.PROGRESS_PROP).source());
+        assertEquals(0, prop.backstopMicros());
+        final SoftNicContext flag = new SoftNicContext().properties(Map.of()).defaultProgress(own, 200)
+            .progressMode(own).conclude();
+        assertEquals(Source.FLAG, setting(flag, SoftNicContext.PROGRESS_PROP).source());
+        assertEquals(0, flag.backstopMicros());
+        assertThrows(IllegalArgumentException.class, () -> new SoftNicContext().defaultProgress(own, -1));
+        assertThrows(IllegalStateException.class, () -> lab.defaultProgress(own, 1), "concluded");
+    }
+
+    @Test
     void propertiesOverrideDefaultsAndSettersOverrideProperties() {
         final SoftNicContext c = new SoftNicContext()
             .properties(Map.of(SoftNicContext.WINDOW_PROP, "128", SoftNicContext.PROGRESS_PROP, "own-device",

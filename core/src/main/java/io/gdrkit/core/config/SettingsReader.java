@@ -39,9 +39,21 @@ public final class SettingsReader {
 
     /** Reads the process's environment and system properties, with no overrides. */
     public static SettingsReader ofProcess() {
+        return new SettingsReader(System.getenv(), systemProperties(""), Map.of());
+    }
+
+    /**
+     * A snapshot of the JVM's system properties whose names start with {@code prefix} ("" for all), as strings: what
+     * a Context reads its {@code gdrkit.<component>.*} properties from when no map was given to it.
+     */
+    public static Map<String, String> systemProperties(final String prefix) {
         final Map<String, String> p = new java.util.HashMap<>();
-        System.getProperties().forEach((k, v) -> p.put(String.valueOf(k), String.valueOf(v)));
-        return new SettingsReader(System.getenv(), p, Map.of());
+        System.getProperties().forEach((k, v) -> {
+            if (String.valueOf(k).startsWith(prefix)) {
+                p.put(String.valueOf(k), String.valueOf(v));
+            }
+        });
+        return p;
     }
 
     /** Reads only {@code env} (tests, or a child's environment). */

@@ -28,6 +28,22 @@ class SettingsReaderTest {
     }
 
     @Test
+    void systemPropertiesTakesASnapshotOfOnePrefix() {
+        System.setProperty("gdrkit.srtest.a", "1");
+        System.setProperty("gdrkit.srtestx.b", "2");
+        try {
+            final Map<String, String> p = SettingsReader.systemProperties("gdrkit.srtest.");
+            assertEquals(Map.of("gdrkit.srtest.a", "1"), p);
+            System.setProperty("gdrkit.srtest.a", "3");
+            assertEquals("1", p.get("gdrkit.srtest.a"), "a snapshot, not a view");
+            assertEquals("2", SettingsReader.systemProperties("").get("gdrkit.srtestx.b"), "\"\": every property");
+        } finally {
+            System.clearProperty("gdrkit.srtest.a");
+            System.clearProperty("gdrkit.srtestx.b");
+        }
+    }
+
+    @Test
     void malformedValuesNameTheVariableAndTheExpectation() {
         final SettingsReader r = SettingsReader.ofEnv(Map.of("NCCL_X", "7", "NCCL_Y", "yes", "NCCL_Z", "abc",
             "NCCL_L", "far"));

@@ -137,9 +137,7 @@ public final class BootstrapContext {
 
     /** A launched rank's context from this process's environment and properties. */
     public static BootstrapContext fromProcess() {
-        final Map<String, String> p = new java.util.HashMap<>();
-        System.getProperties().forEach((k, v) -> p.put(String.valueOf(k), String.valueOf(v)));
-        return fromEnvironment(System.getenv(), p);
+        return fromEnvironment(System.getenv(), SettingsReader.systemProperties("gdrkit.bootstrap."));
     }
 
     private static String required(final Map<String, String> env, final String name) {

@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -69,7 +70,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final Map<String, String> moduleSources = new ConcurrentHashMap<>();
     /** Functions already resolved, by "module/name": a second {@link #function} call reaches no driver. */
     private final Map<String, CudaFunction> functions = new ConcurrentHashMap<>();
-    private final Map<Long, Long> hostAllocs = new ConcurrentHashMap<>();
+    /** Live {@link #allocHost} allocations, base address to bytes: the one record of what is pinned. */
+    private final ConcurrentSkipListMap<Long, Long> hostAllocs = new ConcurrentSkipListMap<>();
     /** Pages registered by {@link #mapHost}, unregistered on close. */
     private final java.util.Set<Long> registeredPages = ConcurrentHashMap.newKeySet();
     private final AtomicLong bar1Mapped = new AtomicLong();
@@ -313,6 +315,20 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
     }
 
+    /**
+     * Whether {@code [address, address + length)} lies wholly inside one live {@link #allocHost} allocation of this
+     * device (pinned and mapped, so the copy engine reads and writes it directly). A range that only partly
+     * overlaps one, or spans two, is not; a freed allocation is forgotten. Any thread.
+     */
+    public boolean isPinned(final long address, final long length) {
+        if (length < 0) {
+            return false;
+        }
+        final Map.Entry<Long, Long> e = hostAllocs.floorEntry(address);
+        // length <= end - address: no overflow for any length a caller passes
+        return e != null && length <= e.getKey() + e.getValue() - address;
+    }
+
     @Override
     public void freeHost(final MemorySegment host) {
         if (hostAllocs.remove(host.address()) == null) {
@@ -353,10 +369,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public synchronized long mapHost(final MemorySegment host) {
         // memory from cuMemAllocHost is pinned and mapped already: registering it again fails with
         // CUDA_ERROR_INVALID_VALUE (seen on the H200), so ask for its device address directly
-        for (final Map.Entry<Long, Long> e : hostAllocs.entrySet()) {
-            if (host.address() >= e.getKey() && host.address() + host.byteSize() <= e.getKey() + e.getValue()) {
-                return devicePointer(host);
-            }
+        if (isPinned(host.address(), host.byteSize())) {
+            return devicePointer(host);
         }
         final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
             "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
@@ -1002,7 +1016,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return true;
     }
 
-    /** The NIC stand-in's counters: reads straight into pinned read buffers against reads through staging. */
+    /** The NIC stand-in's counters: reads straight into pinned memory ({@link #isPinned}), reads through staging. */
     public String nicStats() {
         return nicStaging.stats();
     }

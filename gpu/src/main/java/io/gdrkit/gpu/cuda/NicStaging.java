@@ -3,8 +3,6 @@ package io.gdrkit.gpu.cuda;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.Map;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -47,8 +45,6 @@ final class NicStaging {
     private final CudaGpu gpu;
     private final MemorySegment stream;
     private final ReentrantLock lock = new ReentrantLock();
-    /** Pinned read buffers handed out by {@link #readBuffer} and still alive: base address to bytes. */
-    private final ConcurrentSkipListMap<Long, Long> readBuffers = new ConcurrentSkipListMap<>();
 
     private MemorySegment staging;
     private MemorySegment readStaging;
@@ -68,7 +64,7 @@ final class NicStaging {
     /** Fence tokens: the last one handed out, and the highest known complete. */
     private long fenceIssued;
     private volatile long fenceCompleted;
-    /** NIC reads straight into a pinned read buffer, and through the read staging (counted under the lock). */
+    /** NIC reads straight into pinned memory ({@link CudaGpu#isPinned}), and through the read staging (locked). */
     private long pinnedReads;
     private long stagedReads;
 
@@ -118,14 +114,12 @@ final class NicStaging {
     /**
      * Pinned host memory for a NIC's read-ahead ({@code cuMemAllocHost}), freed ({@code cuMemFreeHost}) when it
      * becomes unreachable, unless the device was closed first (its context took the memory with it). A read into
-     * it is one device-to-host copy with no staging copy behind it.
+     * it, as into any memory {@link CudaGpu#isPinned} knows, is one device-to-host copy with no staging copy behind
+     * it.
      */
     MemorySegment readBuffer(final long bytes) {
         final MemorySegment pinned = gpu.allocHost(bytes);
-        final long base = pinned.address();
-        readBuffers.put(base, bytes);
-        return MemorySegment.ofAddress(base).reinterpret(bytes, Arena.ofAuto(), unused -> {
-            readBuffers.remove(base);
+        return MemorySegment.ofAddress(pinned.address()).reinterpret(bytes, Arena.ofAuto(), unused -> {
             if (!gpu.isClosed()) {
                 try {
                     gpu.freeHost(pinned);
@@ -136,20 +130,13 @@ final class NicStaging {
         });
     }
 
-    /** Whether {@code [dst + dstOffset, + len)} lies in a live {@link #readBuffer}: pinned, the copy engine's target. */
-    private boolean inReadBuffer(final MemorySegment dst, final long dstOffset, final long len) {
-        final long at = dst.address() + dstOffset;
-        final Map.Entry<Long, Long> e = readBuffers.floorEntry(at);
-        return e != null && at + len <= e.getKey() + e.getValue();
-    }
-
     /** A read of device address {@code sptr}, behind every earlier write; complete when it returns. */
     void read(long sptr, final MemorySegment dst, long dstOffset, long len) {
         lock.lock();
         try {
             ensureAllocated();
             issueSpan();
-            if (len > 0 && inReadBuffer(dst, dstOffset, len)) {
+            if (len > 0 && gpu.isPinned(dst.address() + dstOffset, len)) {
                 // pinned already: the copy engine writes the NIC's buffer itself, one copy and one wait
                 d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, stream),
                     "cuMemcpyDtoHAsync_v2 (NIC read, pinned)");
@@ -175,11 +162,11 @@ final class NicStaging {
         }
     }
 
-    /** Counters for reports and tests: NIC reads that landed in pinned read buffers directly, and staged ones. */
+    /** Counters for reports and tests: NIC reads that landed in pinned memory directly, and staged ones. */
     String stats() {
         lock.lock();
         try {
-            return "NIC reads: " + pinnedReads + " into pinned read buffers, " + stagedReads + " through staging";
+            return "NIC reads: " + pinnedReads + " into pinned memory, " + stagedReads + " through staging";
         } finally {
             lock.unlock();
         }

@@ -131,11 +131,6 @@ public final class CollContext {
         return spinRounds;
     }
 
-    /** The setting as given, to hand to another rank's context. */
-    public int directBytesSetting() {
-        return directBytes;
-    }
-
     /**
      * The largest collective (in bytes) that runs as a direct round: the setting, capped so that the message with
      * its header fits an eager slot; 0 when off or without an eager connection.
@@ -149,14 +144,6 @@ public final class CollContext {
         return Math.min(eagerBytes, chunkBytes()) / 8 * 8;
     }
 
-    /** The setting as given (before it is capped at a chunk), to hand to another rank's context. */
-    /** Sets {@code gdrkit.coll.cuda.gdr} as read elsewhere (a rank's copy of the launcher's context keeps its source). */
-    public CollContext cudaGdr(final Setting<Boolean> s) {
-        this.cudaGdr = s;
-        recorded.add(s);
-        return this;
-    }
-
     /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
     public Setting<Boolean> cudaGdr() {
         if (cudaGdr == null) {
@@ -164,10 +151,6 @@ public final class CollContext {
             recorded.add(cudaGdr);
         }
         return cudaGdr;
-    }
-
-    public int eagerBytesSetting() {
-        return eagerBytes;
     }
 
     public CollContext timeout(final Duration d) {
@@ -200,8 +183,38 @@ public final class CollContext {
         return Math.max(8, buffSize / steps / 8 * 8);
     }
 
+    /** Every setting in effect with its source (default, environment, property, flag), in conclusion order. */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
+    }
+
+    /**
+     * A rank's copy of a concluded context (ranks that are threads of one JVM each need their own): the same values,
+     * already concluded, each recorded with the source it was concluded from, so a value the launcher took from a
+     * default, the environment or a property is not reported as a flag by the ranks.
+     *
+     * @throws IllegalStateException unless {@code c} is concluded
+     */
+    public static CollContext copyOf(final CollContext c) {
+        if (!c.concluded) {
+            throw new IllegalStateException("conclude() the CollContext before copying it to the ranks");
+        }
+        final CollContext k = new CollContext();
+        k.settings = c.settings;
+        k.buffSize = c.buffSize;
+        k.steps = c.steps;
+        k.minChannels = c.minChannels;
+        k.maxChannels = c.maxChannels;
+        k.algo = c.algo;
+        k.timeoutMs = c.timeoutMs;
+        k.eagerBytes = c.eagerBytes;
+        k.directBytes = c.directBytes;
+        k.spinRounds = c.spinRounds;
+        k.cudaGdr = c.cudaGdr;
+        k.bind = c.bind;
+        k.recorded.addAll(c.recorded);
+        k.concluded = true;
+        return k;
     }
 
     /** @throws IllegalArgumentException naming a malformed or inconsistent setting */
@@ -242,6 +255,13 @@ public final class CollContext {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
             recorded.add(t);
             timeoutMs = t.value();
+        } else {
+            if (timeoutMs < 1 || timeoutMs > 86_400_000) {
+                throw new IllegalArgumentException("gdrkit.coll.timeout.ms=" + timeoutMs + " is not an integer in "
+                    + "[1, 86400000]");
+            }
+            recorded.add(new Setting<>("gdrkit.coll.timeout.ms", timeoutMs, io.gdrkit.core.config.Source.FLAG,
+                String.valueOf(timeoutMs)));
         }
         concluded = true;
         return this;

@@ -55,7 +55,7 @@ public final class CollLocal {
                     try {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
                             .timeout(timeout));
-                        final CollContext mine = copy(coll);
+                        final CollContext mine = CollContext.copyOf(coll);
                         try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,
                             gpuSpec)) {
                             final List<CollResult> got = CollRun.run(w.communicator(), cfg, rank == 0 ? row : x -> { });
@@ -89,14 +89,5 @@ public final class CollLocal {
             throw f instanceof CollException ce ? ce : new CollException(String.valueOf(f.getMessage()), f);
         }
         return rows;
-    }
-
-    /** Each rank concludes its own context from the same values. */
-    private static CollContext copy(final CollContext c) {
-        return new CollContext().buffSize(c.buffSize()).steps(c.steps()).channels(c.channels()).algo(c.algo())
-            .eagerBytes(c.eagerBytesSetting()).directBytes(c.directBytesSetting()).spinRounds(c.spinRounds())
-            .timeout(c.timeout())
-            .cudaGdr(c.cudaGdr())
-            .settings(SettingsReader.ofEnv(java.util.Map.of()));
     }
 }

@@ -254,17 +254,11 @@ public final class CollWorld implements AutoCloseable {
      * the NIC every {@value #BACKSTOP_MICROS} us so it still answers while its rank computes (reducing a large
      * chunk). The earlier default, a NIC thread per rank (DEDICATED), put four threads on two cores for two ranks
      * and a park/unpark hand-off on every hop: 1.2-1.6 ms per 8-byte allreduce against 0.14-0.3 ms now
-     * (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} / {@code gdrkit.nic.backstop.us} pick another mode.
+     * (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} / {@code gdrkit.nic.backstop.us} pick another mode; both
+     * are the context's defaults, so the NIC's settings record them as DEFAULT and a property as PROPERTY.
      */
     public static SoftNicContext nicContext() {
-        final SoftNicContext c = new SoftNicContext();
-        if (System.getProperty(SoftNicContext.PROGRESS_PROP) == null) {
-            c.progressMode(SoftNicContext.ProgressMode.OWN_DEVICE);
-            if (System.getProperty(SoftNicContext.BACKSTOP_PROP) == null) {
-                c.backstopMicros(BACKSTOP_MICROS);
-            }
-        }
-        return c;
+        return new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.OWN_DEVICE, BACKSTOP_MICROS);
     }
 
     private static InetSocketAddress parse(final byte[] blob, final int rank) {

@@ -57,6 +57,14 @@ public final class Communicator implements AutoCloseable {
     /** A direct round's open sends and receives, per peer. */
     private final boolean[] dSend;
     private final boolean[] dRecv;
+    /**
+     * Direct rounds so far: round d's message (header and input) lies once in this rank's own send slot
+     * {@code eagerSlot(rank, d)}, and every peer's send reads it there; {@code directSentK[d mod EAGER_DEPTH][p]} is
+     * the eager message number that sent it to peer p (0: not sent), whose request must be complete before the
+     * slot is written again.
+     */
+    private long directRounds;
+    private final long[][] directSentK;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
     private final NetTransport.ListenComm[][] listens;
@@ -147,6 +155,7 @@ public final class Communicator implements AutoCloseable {
         this.eagerSendCount = new long[n];
         this.dSend = new boolean[n];
         this.dRecv = new boolean[n];
+        this.directSentK = new long[EAGER_DEPTH][n];
         this.timeoutNanos = ctx.timeout().toNanos();
         this.spins = ctx.spinRounds();
         this.yields = spins + YIELD_ROUNDS;
@@ -762,8 +771,9 @@ public final class Communicator implements AutoCloseable {
      * One direct round, the small collectives' single step: sends {@code bytes} of {@code src} from {@code srcOff},
      * behind an 8-byte header ({@code what}: the operation, type and reduction, which every receiver checks), as one
      * eager message to {@code sendTo} (a rank, {@link #ALL} or {@link #NONE}), and waits for one such message of
-     * {@code recvBytes} from {@code recvFrom} (likewise). The sends go in parallel, each into a receive the peer posted ahead, so the round
-     * costs one one-way trip. On return rank p's data lies in {@link #directSeg(int)} at {@link #directAt(int)};
+     * {@code recvBytes} from {@code recvFrom} (likewise). The message is copied once, whatever the number of peers,
+     * and the sends read that one copy in parallel, each into a receive the peer posted ahead, so the round costs one
+     * one-way trip. On return rank p's data lies in {@link #directSeg(int)} at {@link #directAt(int)};
      * the caller reads it and then calls {@link #directDone(int)}, which posts the next receives into those slots.
      * Counts as one exchange with each peer involved (tags, sequence numbers and footprint stay in step with
      * {@link #exchange}).
@@ -788,9 +798,23 @@ public final class Communicator implements AutoCloseable {
                 + "slots of " + eager);
         }
         final long deadline = System.nanoTime() + timeoutNanos;
-        // this rank's own input goes into its own (otherwise unused) send slot too: the reduction in rank order
-        // then reads every input from a slot, never from a buffer it is writing (in-place)
-        MemorySegment.copy(src.seg(), srcOff, eagerOut, eagerSlot(rank, 0) + CollContext.DIRECT_HEADER, bytes);
+        // the message is the same for every peer, so it is written once, into this rank's own (otherwise unused)
+        // send slots, and every send reads it there (the eager buffer's one registration already served the sends
+        // to every peer: IbTransport's are global, SocketTransport's tied to no comm); the
+        // reduction in rank order then reads this rank's input from a slot too, never from a buffer it is writing
+        // (in-place). The slot is written again EAGER_DEPTH rounds later, once the sends that read it completed.
+        final long d = ++directRounds;
+        final long[] sentK = directSentK[(int) (d % EAGER_DEPTH)];
+        for (int p = 0; p < n; p++) {
+            final long k = sentK[p];
+            if (k != 0 && eagerSendCount[p] - k < EAGER_DEPTH && eagerSendReq[p][(int) (k % EAGER_DEPTH)] != null) {
+                reapEagerSend(p, (int) (k % EAGER_DEPTH), deadline); // else reaped when its request slot was reused
+            }
+            sentK[p] = 0;
+        }
+        final long own = eagerSlot(rank, d);
+        eagerOut.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, own, what);
+        MemorySegment.copy(src.seg(), srcOff, eagerOut, own + CollContext.DIRECT_HEADER, bytes);
         int pending = 0;
         for (int s = 1; s < n; s++) {
             final int p = (rank + s) % n; // each rank starts with its next neighbour: the sends spread
@@ -802,9 +826,7 @@ public final class Communicator implements AutoCloseable {
                 if (eagerSendReq[p][slot] != null) {
                     reapEagerSend(p, slot, deadline);
                 }
-                final long at = eagerSlot(p, k);
-                eagerOut.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, at, what);
-                MemorySegment.copy(src.seg(), srcOff, eagerOut, at + CollContext.DIRECT_HEADER, bytes);
+                sentK[p] = k;
                 dSend[p] = true;
                 pending++;
             }
@@ -824,8 +846,8 @@ public final class Communicator implements AutoCloseable {
                     final int p = (rank + s) % n;
                     if (dSend[p]) {
                         final long k = eagerSendCount[p];
-                        final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address()
-                            + eagerSlot(p, k), len, eagerTag(k), eagerOutMr);
+                        final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address() + own,
+                            len, eagerTag(k), eagerOutMr);
                         if (r != null) {
                             eagerSendReq[p][(int) (k % EAGER_DEPTH)] = r;
                             dSend[p] = false;
@@ -871,8 +893,8 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
-     * Where rank {@code p}'s data of the last direct round lies: the segment (this rank's own input: a copy in its
-     * send slots; another's: its receive slot), at {@link #directAt(int)}.
+     * Where rank {@code p}'s data of the last direct round lies: the segment (this rank's own input: the one copy in
+     * its own send slot that every peer was sent from; another's: its receive slot), at {@link #directAt(int)}.
      */
     MemorySegment directSeg(final int p) {
         return p == rank ? eagerOut : eagerIn;
@@ -880,7 +902,8 @@ public final class Communicator implements AutoCloseable {
 
     /** The offset of rank {@code p}'s data of the last direct round in {@link #directSeg(int)}. */
     long directAt(final int p) {
-        return (p == rank ? eagerSlot(rank, 0) : eagerSlot(p, eagerRecvCount[p])) + CollContext.DIRECT_HEADER;
+        return (p == rank ? eagerSlot(rank, directRounds) : eagerSlot(p, eagerRecvCount[p]))
+            + CollContext.DIRECT_HEADER;
     }
 
     /** After a direct round's data was read: posts the next receives into the slots it used. */

@@ -260,6 +260,12 @@ public final class RemotePerf {
     private static final String SHM_PREFIX = "gdrkit-perf-";
 
     /**
+     * The fact (JSON field, comment line, report note) that lists the TCP fabric's {@code gdrkit.tcp.*} settings
+     * as {@code name=value (source)}: the client's; the server prints its own at start.
+     */
+    public static final String TCP_SETTINGS = "tcp_settings";
+
+    /**
      * The TCP fabric's settings for perf: idle parking on (1 ms), since each perf process moves its NIC from the
      * one thread that waits on it, so a post can never be stuck behind a park; {@code gdrkit.tcp.*} properties
      * still override it ({@code -Dgdrkit.tcp.park.ms=0}: busy-poll as before). Bandwidth runs park; latency runs
@@ -325,6 +331,9 @@ public final class RemotePerf {
             out.println(header(fabricKind));
             out.println("# server: bound to " + listener.localAddress() + " (connection manager), "
                 + driver.fabric().describe() + " (fabric); token " + (token.isSet() ? "required" : "not set"));
+            if (driver.fabric() instanceof TcpFabric tcp) {
+                out.println("# server: " + TCP_SETTINGS + ": " + tcp.context().describe());
+            }
             out.println("# server: waiting for clients on port " + listener.localAddress().getPort());
             out.flush();
             while (true) {
@@ -592,6 +601,10 @@ public final class RemotePerf {
             if (driver.fabric() instanceof TcpFabric tcp) {
                 tcp.connect(SERVER_LID, new InetSocketAddress(host, info.tcpPort()));
                 tcp.idleParking(first.test().bandwidth); // a ping-pong busy-polls (see perfTcp)
+                printer.fact(TCP_SETTINGS, tcp.context().describe());
+                // park.ms is the setting; whether this port parks also depends on the test (a ping-pong busy-polls)
+                // and on fault injection (a port with a link hook never parks)
+                printer.fact("tcp_parking", first.test().bandwidth && tcp.context().parkMillis() > 0 && faults == null);
             }
             try {
                 for (final int size : sizes) {

@@ -278,6 +278,50 @@ class CollDirectTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} np={1}")
+    @CsvSource({"IB,3", "IB,4", "SOCKET,3"})
+    void backToBackDirectRoundsEachCarryTheirOwnInput(final CollWorld.TransportKind kind, final int np)
+        throws Exception {
+        // a round's message is written once, into one of this rank's own EAGER_DEPTH slots, and every peer's send
+        // reads it there: more rounds than slots in a row, each with inputs of its own (allreduce, in place every
+        // other round, and broadcast from a moving root), each checked element by element on every rank, so a slot
+        // written again before a send that reads it completed shows up as another round's numbers
+        final int rounds = 3 * Communicator.EAGER_DEPTH + 1;
+        final int count = 64;
+        assertNoErrors(ranks(np, kind, all(np, 4096), (rank, c, a) -> {
+            final Communicator.Buffer s = c.register(a.allocate(4L * count, 64));
+            final Communicator.Buffer d = c.register(a.allocate(4L * count, 64));
+            final int ranksSum = np * (np - 1) / 2;
+            final long skip = c.exchangesSentTo((rank + 2) % np);
+            for (int t = 0; t < rounds; t++) {
+                for (int i = 0; i < count; i++) {
+                    s.seg().setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, rank * 1_000_000 + t * 1000 + i);
+                }
+                final boolean inPlace = t % 2 == 1;
+                Collectives.allReduce(c, s, inPlace ? s : d, count, DataType.INT32, RedOp.SUM);
+                final MemorySegment out = (inPlace ? s : d).seg();
+                for (int i = 0; i < count; i++) {
+                    assertEquals(ranksSum * 1_000_000 + np * (t * 1000 + i),
+                        out.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i), "allreduce round " + t
+                            + " element " + i);
+                }
+                final int root = t % np;
+                for (int i = 0; i < count; i++) {
+                    s.seg().setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, rank * 1_000_000 + t * 1000 + i);
+                }
+                Collectives.broadcast(c, s, d, count, DataType.INT32, root);
+                for (int i = 0; i < count; i++) {
+                    assertEquals(root * 1_000_000 + t * 1000 + i, d.seg().getAtIndex(
+                        java.lang.foreign.ValueLayout.JAVA_INT, i), "broadcast round " + t + " element " + i);
+                }
+            }
+            // only a direct round sends to the rank after next (the ring and the chain send to the next rank):
+            // every allreduce, and every broadcast this rank was the root of
+            final long roots = java.util.stream.IntStream.range(0, rounds).filter(t -> t % np == rank).count();
+            assertEquals(rounds + roots, c.exchangesSentTo((rank + 2) % np) - skip, "every round went direct");
+        }));
+    }
+
     @Test
     void aDirectRoundOfAnotherOperationIsNamed() throws Exception {
         // rank 0 allreduces 8 bytes, rank 1 broadcasts 8 bytes from itself: rank 0 names the mismatch

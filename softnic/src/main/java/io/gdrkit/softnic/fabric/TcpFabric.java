@@ -402,6 +402,11 @@ public final class TcpFabric implements Fabric {
         return b;
     }
 
+    /** The socket settings this fabric runs with (concluded), each with its source. */
+    public TcpFabricContext context() {
+        return ctx;
+    }
+
     /** The address peers connect to (the bound port, if 0 was asked for). */
     public InetSocketAddress localAddress() {
         return localAddress;

@@ -105,10 +105,15 @@ public final class TcpFabricContext {
         return settings;
     }
 
+    /** {@link #settings()} as {@code name=value (source)}, in order: what outputs show. */
+    public List<String> describe() {
+        return settings().stream().map(Setting::describe).toList();
+    }
+
     /** Reads the properties once, validates each value and freezes the context. */
     public TcpFabricContext conclude() {
         unconcluded();
-        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : systemProperties(),
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : SettingsReader.systemProperties("gdrkit.tcp."),
             overrides);
         sendBuffer = r.integer(SEND_BUFFER_PROP, 0, 0, 1 << 30).value();
         receiveBuffer = r.integer(RECEIVE_BUFFER_PROP, 0, 0, 1 << 30).value();
@@ -138,15 +143,5 @@ public final class TcpFabricContext {
         if (!concluded) {
             throw new IllegalStateException("conclude() the TcpFabricContext first");
         }
-    }
-
-    private static Map<String, String> systemProperties() {
-        final Map<String, String> p = new java.util.HashMap<>();
-        System.getProperties().forEach((k, v) -> {
-            if (String.valueOf(k).startsWith("gdrkit.tcp.")) {
-                p.put(String.valueOf(k), String.valueOf(v));
-            }
-        });
-        return p;
     }
 }

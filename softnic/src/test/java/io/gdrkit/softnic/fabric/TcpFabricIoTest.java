@@ -356,7 +356,21 @@ class TcpFabricIoTest {
             .filter(s -> s.name().equals(TcpFabricContext.PARK_PROP)).findFirst().orElseThrow().source());
         assertEquals(Source.FLAG, c.settings().stream()
             .filter(s -> s.name().equals(TcpFabricContext.SPIN_PROP)).findFirst().orElseThrow().source());
+        assertEquals(List.of("gdrkit.tcp.sndbuf=1048576 (property)", "gdrkit.tcp.rcvbuf=0 (default)",
+            "gdrkit.tcp.park.ms=0 (property)", "gdrkit.tcp.spin.us=9 (flag)"), c.describe());
         assertEquals(1, new TcpFabricContext().properties(Map.of()).defaultParkMillis(1).conclude().parkMillis());
+        // without a map: the JVM's gdrkit.tcp.* properties, and only those
+        System.setProperty(TcpFabricContext.RECEIVE_BUFFER_PROP, "65536");
+        System.setProperty("gdrkit.tcpx.rcvbuf", "1");
+        try {
+            final TcpFabricContext sys = new TcpFabricContext().conclude();
+            assertEquals(65536, sys.receiveBuffer());
+            assertEquals("gdrkit.tcp.rcvbuf=65536 (property)", sys.describe().get(1));
+            assertEquals(4, sys.settings().size(), String.valueOf(sys.settings()));
+        } finally {
+            System.clearProperty(TcpFabricContext.RECEIVE_BUFFER_PROP);
+            System.clearProperty("gdrkit.tcpx.rcvbuf");
+        }
         final IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
             () -> new TcpFabricContext().properties(Map.of(TcpFabricContext.PARK_PROP, "soon")).conclude());
         assertTrue(bad.getMessage().contains("gdrkit.tcp.park.ms") && bad.getMessage().contains("soon"),
