@@ -209,6 +209,9 @@ public final class CollCommand implements Callable<Integer> {
                     out.println(l);
                 }
             }
+            if (!rows.isEmpty()) {
+                out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
+            }
             out.println("# Out of bounds values : " + wrong + (wrong == 0 ? " OK" : " FAILED"));
             out.printf(Locale.ROOT, "# Avg bus bandwidth    : %.4f %n", rows.isEmpty() ? 0 : bus / (2 * rows.size()));
             out.println("#");
@@ -347,6 +350,7 @@ public final class CollCommand implements Callable<Integer> {
         o.put("transport", r.transport());
         o.put("fabric", r.fabric());
         o.put("simulated", r.simulated());
+        o.put("nic_progress", r.nicProgress());
         final CollResult.Placement p = r.placement();
         o.put("mem", p.mem());
         if (p.gpu() != null) {

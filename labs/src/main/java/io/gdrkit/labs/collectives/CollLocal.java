@@ -44,9 +44,11 @@ public final class CollLocal {
         coll.conclude();
         final List<CollResult> rows = new ArrayList<>();
         final AtomicReference<Throwable> failure = new AtomicReference<>();
+        // the ranks are threads of this JVM: all np on this host
+        final CollWorld.NicProgress progress = CollWorld.nicProgress(np);
         try (BootstrapRoot root = BootstrapRoot.startLoopback(np, timeout);
              SoftNicDriver driver = kind == CollWorld.TransportKind.IB
-                 ? SoftNicDriver.launch(CollWorld.nicContext()) : null) {
+                 ? SoftNicDriver.launch(progress.context()) : null) {
             final Thread[] threads = new Thread[np];
             for (int r = 0; r < np; r++) {
                 final int rank = r;
@@ -58,6 +60,9 @@ public final class CollLocal {
                         final CollContext mine = CollContext.copyOf(coll);
                         try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,
                             gpuSpec)) {
+                            if (kind == CollWorld.TransportKind.IB) {
+                                w.communicator().nicProgress(progress.description());
+                            }
                             final List<CollResult> got = CollRun.run(w.communicator(), cfg, rank == 0 ? row : x -> { });
                             inspect.accept(rank, w.communicator());
                             if (rank == 0) {

@@ -6,13 +6,24 @@ package io.gdrkit.labs.collectives;
 /**
  * One nccl-tests row: a size, out-of-place and in-place. Times are the slowest rank's average per iteration;
  * algbw = bytes / time, busbw = algbw x the operation's factor; wrong counts every element that differs from the
- * expected value on any rank (summed over ranks).
+ * expected value on any rank (summed over ranks). {@code nicProgress} says how rank 0's software NIC was driven and
+ * why (CollWorld#nicProgress).
  */
 public record CollResult(CollOp op, long bytes, long count, DataType type, String redop, int root, int np,
                          String transport, String fabric, boolean simulated,
                          double timeUs, double algBwGbs, double busBwGbs, long wrong,
                          double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
-                         Placement placement) {
+                         Placement placement, String nicProgress) {
+    /** A row without the NIC's progress ("unknown"). */
+    public CollResult(final CollOp op, final long bytes, final long count, final DataType type, final String redop,
+                      final int root, final int np, final String transport, final String fabric,
+                      final boolean simulated, final double timeUs, final double algBwGbs, final double busBwGbs,
+                      final long wrong, final double inPlaceTimeUs, final double inPlaceAlgBwGbs,
+                      final double inPlaceBusBwGbs, final long inPlaceWrong, final Placement placement) {
+        this(op, bytes, count, type, redop, root, np, transport, fabric, simulated, timeUs, algBwGbs, busBwGbs, wrong,
+            inPlaceTimeUs, inPlaceAlgBwGbs, inPlaceBusBwGbs, inPlaceWrong, placement, "unknown");
+    }
+
     /**
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or

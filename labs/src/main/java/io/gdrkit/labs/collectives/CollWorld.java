@@ -4,7 +4,9 @@
 package io.gdrkit.labs.collectives;
 
 import io.gdrkit.core.auth.Token;
+import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.core.config.Source;
 import io.gdrkit.gdr.bootstrap.Bootstrap;
 import io.gdrkit.gdr.gate.NetCaps;
 import io.gdrkit.gdr.net.NetNic;
@@ -147,6 +149,7 @@ public final class CollWorld implements AutoCloseable {
         NetNic nic = null;
         NetTransport net = null;
         CollGdr gdr = null;
+        String progress = kind == TransportKind.IB ? null : "none (SocketTransport: no software NIC)";
         try {
             if (kind == TransportKind.IB) {
                 switch (fabric) {
@@ -162,7 +165,9 @@ public final class CollWorld implements AutoCloseable {
                         ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-coll-");
                         final String run = Long.toHexString(b.context().id().runId());
                         dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
-                        driver = SoftNicDriver.launch(nicContext(), new ShmFabric(dir, LINK_CAPACITY, n, null,
+                        final NicProgress p = nicProgress(n); // every rank of an shm run is on this host
+                        progress = p.description();
+                        driver = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY, n, null,
                             false));
                         own = true;
                     }
@@ -175,7 +180,10 @@ public final class CollWorld implements AutoCloseable {
                         for (int lower = 0; lower < r; lower++) {
                             tf.admit(lower + 1);
                         }
-                        driver = SoftNicDriver.launch(nicContext(), tf);
+                        // how many ranks share this host is not known here: counted as all of them
+                        final NicProgress p = nicProgress(n);
+                        progress = p.description();
+                        driver = SoftNicDriver.launch(p.context(), tf);
                         own = true;
                     }
                     default -> throw new IllegalArgumentException("--fabric must be injvm, shm or tcp, not '"
@@ -225,6 +233,9 @@ public final class CollWorld implements AutoCloseable {
                     .bind(coll.bind()));
             }
             final Communicator comm = new Communicator(b, net, coll);
+            if (progress != null) { // a shared (injvm) driver's caller says how it launched it
+                comm.nicProgress(progress);
+            }
             final CollWorld w = new CollWorld(b, driver, own, vctx, nic, net, comm);
             w.gdr = gdr;
             return w;
@@ -248,6 +259,16 @@ public final class CollWorld implements AutoCloseable {
     /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */
     static final int BACKSTOP_MICROS = 200;
 
+    /** Processors per rank on a host from which a rank's NIC gets a thread of its own (auto). */
+    public static final int CPUS_PER_RANK_FOR_DEDICATED = 4;
+
+    /**
+     * How the ranks' software NICs are driven, and why: the context to launch the driver with, and a line for the
+     * output ({@code nic_progress}).
+     */
+    public record NicProgress(SoftNicContext context, String description) {
+    }
+
     /**
      * The software NIC's context for a rank: the rank's own polling drives its NIC (OWN_DEVICE), as NCCL's proxy
      * thread drives a real NIC's queues, so a message costs no hand-off between threads; a backstop thread steps
@@ -259,6 +280,56 @@ public final class CollWorld implements AutoCloseable {
      */
     public static SoftNicContext nicContext() {
         return new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.OWN_DEVICE, BACKSTOP_MICROS);
+    }
+
+    /**
+     * The NIC's progress for {@code localRanks} ranks on this host, chosen by the host's processors unless
+     * {@code gdrkit.nic.progress} says otherwise: with at least {@value #CPUS_PER_RANK_FOR_DEDICATED} processors per
+     * rank, each NIC gets a thread of its own that spins while idle (DEDICATED; {@code gdrkit.nic.idle} still
+     * applies), so it moves the peer's chunks while its rank reduces (16 MiB allreduce on the 16-core H200 host:
+     * 3.34 against 2.26 GB/s busbw, docs/PERFORMANCE.md); with fewer, the rank's polling drives it (OWN_DEVICE and
+     * the backstop, {@link #nicContext()}), since a spinning NIC thread per rank on 2 cores takes the CPU the ranks
+     * need.
+     */
+    public static NicProgress nicProgress(final int localRanks) {
+        return nicProgress(localRanks, Runtime.getRuntime().availableProcessors());
+    }
+
+    /** {@link #nicProgress(int)} on a host with {@code cpus} processors. */
+    static NicProgress nicProgress(final int localRanks, final int cpus) {
+        if (localRanks < 1 || cpus < 1) {
+            throw new IllegalArgumentException("nicProgress: " + localRanks + " ranks, " + cpus + " processors");
+        }
+        // concluded once to learn each setting's source: the NIC's settings are read there only
+        final SoftNicContext probe = nicContext().conclude();
+        final Setting<?> mode = setting(probe, SoftNicContext.PROGRESS_PROP);
+        if (mode.source() != Source.DEFAULT) {
+            return new NicProgress(nicContext(), probe.progressMode().name().toLowerCase(Locale.ROOT) + " ("
+                + mode.describe() + ")");
+        }
+        final boolean enough = cpus >= CPUS_PER_RANK_FOR_DEDICATED * localRanks;
+        final String evidence = cpus + " processors " + (enough ? ">=" : "<") + " " + CPUS_PER_RANK_FOR_DEDICATED
+            + " x " + localRanks + " ranks on this host";
+        if (!enough) {
+            return new NicProgress(nicContext(), "own_device, backstop " + probe.backstopMicros() + " us (auto: "
+                + evidence + ")");
+        }
+        final SoftNicContext c = new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.DEDICATED, 0);
+        final Setting<?> idle = setting(probe, SoftNicContext.IDLE_STRATEGY_PROP);
+        if (idle.source() == Source.DEFAULT) {
+            c.idleStrategy("spin");
+        }
+        return new NicProgress(c, "dedicated, idle " + (idle.source() == Source.DEFAULT ? "spin"
+            : idle.value() + " (" + idle.describe() + ")") + " (auto: " + evidence + ")");
+    }
+
+    private static Setting<?> setting(final SoftNicContext concluded, final String name) {
+        for (final Setting<?> s : concluded.settings()) {
+            if (s.name().equals(name)) {
+                return s;
+            }
+        }
+        throw new IllegalStateException(name + " is not a SoftNicContext setting");
     }
 
     private static InetSocketAddress parse(final byte[] blob, final int rank) {

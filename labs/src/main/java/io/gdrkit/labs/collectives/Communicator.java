@@ -754,6 +754,17 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    private String nicProgress = "unknown";
+
+    /** How this rank's software NIC is driven, and why (CollWorld's choice; "unknown" when nobody said). */
+    public String nicProgress() {
+        return nicProgress;
+    }
+
+    void nicProgress(final String description) {
+        nicProgress = java.util.Objects.requireNonNull(description);
+    }
+
     /** A direct round's peer argument: every other rank. */
     static final int ALL = -2;
     /** A direct round's peer argument: no rank. */
