@@ -19,8 +19,9 @@ import java.util.stream.Collectors;
 /**
  * Which rank processes share this rank's GPU, and whether MPS is on for them. Rank processes on one GPU without
  * the CUDA Multi-Process Service each have their own context, and the GPU time-slices between contexts: a ring step
- * that needs GPU work from both ranks waits for a context switch (on an H200, 0.8-1.1 ms per small allreduce with 2
- * processes on one GPU, 0.11-0.13 ms with MPS or as threads of one process: docs/TRANSPORT.md, "GPU buffers").
+ * that needs GPU work from both ranks waits for a context switch (on an H200, 0.7-1.2 ms per small allreduce with 2
+ * processes on one GPU, 0.10-0.13 ms with MPS, about 0.1 ms as threads of one process: docs/TRANSPORT.md, "GPU
+ * buffers").
  * Ranks that are threads of one process share that process's one (primary) context: no time-slicing between them.
  *
  * <p>Every rank sends one record through the bootstrap's allGather ({@link #record}), and each rank works out its
@@ -295,8 +296,8 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
         return processes + " rank processes share GPU " + busId + " (ranks " + join(ranks) + ") and MPS is "
             + (verdict == Verdict.TIME_SLICED ? "off" : "not known to be on") + " (attribute 133 " + perRank()
             + "): without MPS the GPU time-slices between their contexts and every step waits for GPU work of "
-            + "each (on an H200: 0.8-1.1 ms per small allreduce, against 0.11-0.13 ms with MPS; docs/TRANSPORT.md, "
-            + "GPU buffers). Start MPS (nvidia-cuda-mps-control -d) before the run, or give each rank its own GPU "
+            + "each (on an H200: 0.7-1.2 ms per allreduce of 8 B to 32 KiB, against 0.10-0.13 ms with MPS; "
+            + "docs/TRANSPORT.md, GPU buffers). Start MPS (nvidia-cuda-mps-control -d) before the run, or give each rank its own GPU "
             + "(--gpu cuda:rank).";
     }
 
