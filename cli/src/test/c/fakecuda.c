@@ -89,6 +89,12 @@ CUresult cuDeviceGetAttribute(int *pi, int attr, int dev) {
         case 124: *pi = 1; return 0;
         case 75: *pi = 9; return 0;
         case 76: *pi = 0; return 0;
+        case 133: { /* MPS_ENABLED: FAKECUDA_MPS=1 says MPS is on; =unknown plays a driver that predates it */
+            const char *e = getenv("FAKECUDA_MPS");
+            if (e && strcmp(e, "unknown") == 0) return 1; /* CUDA_ERROR_INVALID_VALUE, as an older driver */
+            *pi = e && e[0] == '1' ? 1 : 0;
+            return 0;
+        }
         default: return 1;
     }
 }

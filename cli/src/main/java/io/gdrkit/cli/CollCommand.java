@@ -211,6 +211,9 @@ public final class CollCommand implements Callable<Integer> {
             }
             if (!rows.isEmpty()) {
                 out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
+                for (final String l : sharingLines(rows.get(rows.size() - 1).placement())) {
+                    out.println(l);
+                }
             }
             out.println("# Out of bounds values : " + wrong + (wrong == 0 ? " OK" : " FAILED"));
             out.printf(Locale.ROOT, "# Avg bus bandwidth    : %.4f %n", rows.isEmpty() ? 0 : bus / (2 * rows.size()));
@@ -377,6 +380,29 @@ public final class CollCommand implements Callable<Integer> {
         if (p.gpu() != null) {
             o.put("kernel_launches_rank0", p.kernelLaunches());
         }
+        final io.gdrkit.labs.collectives.GpuSharing sh = p.sharing();
+        if (sh != null) {
+            // rank 0's view: rank processes on its GPU, and MPS over them (true/false/"unknown")
+            if (sh.sharedBy() == null) {
+                o.put("gpu_shared_by", "not applicable");
+                o.put("mps", "not applicable");
+            } else {
+                o.put("gpu_shared_by", sh.sharedBy());
+                switch (sh.mps()) {
+                    case ON -> o.put("mps", true);
+                    case OFF -> o.put("mps", false);
+                    default -> o.put("mps", "unknown");
+                }
+                o.put("gpu_bus_id", sh.busId());
+                sh.ranks().forEach(o.putArray("gpu_ranks")::add);
+                sh.mpsByRank().forEach(o.putArray("mps_attr133_by_rank")::add);
+            }
+            o.put("gpu_sharing", sh.verdict().label());
+            o.put("gpu_sharing_evidence", sh.summary());
+            if (sh.note() != null) {
+                o.put("gpu_sharing_note", sh.note());
+            }
+        }
         return o.toString();
     }
 
@@ -389,6 +415,23 @@ public final class CollCommand implements Callable<Integer> {
         l.add(String.format(Locale.ROOT, "#   data path %s: NIC registrations over %s memory, %d bytes bounced "
             + "device<->host, %d flush READs (rank 0, whole sweep)", p.dataPath(), p.nicMr(), p.bouncedBytes(),
             p.flushes()));
+        return l;
+    }
+
+    /**
+     * The text output's GPU sharing lines (none in host memory): rank 0's view, and a {@code # note:} when rank
+     * processes share its GPU and MPS is not known to be on.
+     */
+    static List<String> sharingLines(final CollResult.Placement p) {
+        final io.gdrkit.labs.collectives.GpuSharing sh = p.sharing();
+        if (sh == null) {
+            return List.of();
+        }
+        final List<String> l = new ArrayList<>();
+        l.add("# GPU sharing (rank 0): " + sh.summary());
+        if (sh.note() != null) {
+            l.add("# note: " + sh.note());
+        }
         return l;
     }
 

@@ -33,8 +33,8 @@ import java.util.Map;
 
 /**
  * Prints what a real CUDA device reports, and writes it as JSON: the GPUDirect attributes (116, 117, 118, 124),
- * compute capability, BAR1 (NVML, else "unknown" with the reason), the DMA-BUF export result, the flush results for
- * both scopes, SYNC_MEMOPS, a fill/verify kernel round trip, kernel launch cost through FFM, and pinned H2D, D2H and
+ * MPS (133), compute capability, BAR1 (NVML, else "unknown" with the reason), the DMA-BUF export result, the flush
+ * results for both scopes, SYNC_MEMOPS, a fill/verify kernel round trip, kernel launch cost through FFM, and pinned H2D, D2H and
  * D2D bandwidth timed with CUDA events. Needs only java.base and {@code --enable-native-access=ALL-UNNAMED}.
  *
  * <pre>java --enable-native-access=ALL-UNNAMED -cp gdrkit-gpu.jar io.gdrkit.gpu.cuda.CudaReport [out.json]
@@ -122,6 +122,8 @@ public final class CudaReport {
         dev.put("attr118_writesOrdering", a.writesOrdering().value());
         dev.put("attr118_decoded", a.writesOrdering().name());
         dev.put("attr124_dmaBufSupported", a.dmaBufSupported());
+        dev.put("attr133_mpsEnabled", a.mpsEnabled().attributeText());
+        dev.put("attr133_evidence", a.mpsEvidence());
         dev.put("bar1Bytes", a.bar1Bytes() < 0 ? "unknown" : a.bar1Bytes());
         dev.put("bar1Evidence", a.bar1Evidence());
         r.put("device", dev);

@@ -57,6 +57,7 @@ class CollCommandTest {
         assertEquals(3, o.get("np").asInt());
         assertEquals("socket", o.get("transport").asText());
         assertEquals(0, o.get("wrong").asLong());
+        assertFalse(o.has("gpu_shared_by") || o.has("mps"), "host memory: no GPU to share: " + o);
     }
 
     @Test
@@ -105,6 +106,12 @@ class CollCommandTest {
         assertTrue(o.get("gdr_settings").toString().contains("NCCL_NET_GDR_LEVEL=PXB (default)"), o.toString());
         assertTrue(o.get("gdr_evidence").size() > 4, o.toString());
         assertTrue(o.get("kernel_launches_rank0").asLong() > 0, o.toString());
+        // each rank has its own simulated GPU and no CUDA context: sharing and MPS do not apply, and say so
+        assertEquals("not applicable", o.get("gpu_shared_by").asText(), o.toString());
+        assertEquals("not applicable", o.get("mps").asText(), o.toString());
+        assertEquals("not-applicable", o.get("gpu_sharing").asText(), o.toString());
+        assertTrue(o.get("gpu_sharing_evidence").asText().startsWith("not applicable: simulated GPU"), o.toString());
+        assertFalse(o.has("gpu_sharing_note"), o.toString());
     }
 
     @Test
@@ -115,6 +122,9 @@ class CollCommandTest {
         assertTrue(r[1].contains("# GDR (rank 0): on -- GDR on, DMA-BUF, no flush: GPU Direct RDMA Enabled"), r[1]);
         assertTrue(r[1].contains("data path gdr: NIC registrations over gpu memory, 0 bytes bounced"), r[1]);
         assertTrue(r[1].contains("#   settings: NCCL_NET_GDR_LEVEL=PXB (default)"), r[1]);
+        assertTrue(r[1].contains("# GPU sharing (rank 0): not applicable: simulated GPU: each rank opens its own"),
+            r[1]);
+        assertFalse(r[1].contains("# note:"), r[1]);
         // NET/Socket has no GPU pointer support: the NET gate, and the bytes bounced are counted
         final String[] s = run("coll", "allreduce", "--np", "2", "--transport", "socket", "--mem", "gpu", "--gpu",
             "sim:h200", "-b", "4096", "-e", "4096", "-n", "1", "-w", "0", "--jit-warmup-ms", "0");

@@ -48,6 +48,9 @@ class CudaFakeDriverTest {
         assertTrue(r.path("probe").path("found").asBoolean(false), report);
         assertEquals(100, r.findValue("attr118_writesOrdering").asInt(), report);
         assertEquals("OWNER", r.findValue("attr118_decoded").asText(), report);
+        // the double answers attribute 133 with 0 unless FAKECUDA_MPS says otherwise
+        assertEquals("0", r.findValue("attr133_mpsEnabled").asText(), report);
+        assertTrue(r.findValue("attr133_evidence").asText().contains("MPS_ENABLED = 133) = 0"), report);
         assertTrue(r.findValue("fillVerifyOk").asBoolean(false), report);
         assertTrue(r.findValue("pinnedDevicePointerIsHostAddress").asBoolean(false), report);
         assertEquals(0, r.findValue("verifySameRoundMismatches").asInt(-1), report);

@@ -23,6 +23,14 @@ public interface GpuDevice extends AutoCloseable {
 
     GpuAttributes attributes();
 
+    /**
+     * The device's PCI bus id ({@code cuDeviceGetPCIBusId}, e.g. {@code 0000:00:06.0}): with the host, what tells
+     * whether two processes use the same GPU. Null on a simulated GPU, which is no PCI device.
+     */
+    default String pciBusId() {
+        return null;
+    }
+
     /** One line naming the device, its kind (simulated or CUDA) and its GPUDirect attributes. */
     String describe();
 

@@ -13,6 +13,7 @@ import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuFunction;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.MpsState;
 import io.gdrkit.gpu.NicMapping;
 import io.gdrkit.gpu.WritesOrdering;
 
@@ -99,11 +100,14 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         makeCurrent();
         final Nvml.Bar1 bar1 = Nvml.bar1(pciBusId);
+        final String[] mpsEvidence = new String[1];
+        final MpsState mps = mps(mpsEvidence);
         this.attributes = new GpuAttributes(name(), attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_SUPPORTED),
             attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS),
             WritesOrdering.of(attr(GpuAttributes.ATTR_GPU_DIRECT_RDMA_WRITES_ORDERING)),
             attr(GpuAttributes.ATTR_DMA_BUF_SUPPORTED), attr(GpuAttributes.ATTR_COMPUTE_CAPABILITY_MAJOR),
-            attr(GpuAttributes.ATTR_COMPUTE_CAPABILITY_MINOR), totalMem(), bar1.totalBytes(), bar1.evidence());
+            attr(GpuAttributes.ATTR_COMPUTE_CAPABILITY_MINOR), totalMem(), bar1.totalBytes(), bar1.evidence(), mps,
+            mpsEvidence[0]);
         this.paramValues = arena.allocate(8L * MAX_PARAMS, 8);
         this.paramPtrs = arena.allocate(ValueLayout.ADDRESS, MAX_PARAMS);
         for (int i = 0; i < MAX_PARAMS; i++) {
@@ -173,6 +177,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return d;
     }
 
+    @Override
     public String pciBusId() {
         return pciBusId;
     }
@@ -214,6 +219,26 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     /** Any device attribute ({@code CUdevice_attribute} value). */
     public int attribute(final int attribute) {
         return attr(attribute);
+    }
+
+    /**
+     * Attribute 133 (MPS_ENABLED), with how it was learnt in {@code evidence[0]}. A driver older than the attribute
+     * answers CUDA_ERROR_INVALID_VALUE: that, and any other failure or a value other than 0 or 1, is
+     * {@link MpsState#UNKNOWN} with the driver's answer, never a guess and never a failed open.
+     */
+    private MpsState mps(final String[] evidence) {
+        final String call = "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MPS_ENABLED = "
+            + GpuAttributes.ATTR_MPS_ENABLED + ")";
+        try {
+            final int v = attr(GpuAttributes.ATTR_MPS_ENABLED);
+            final MpsState s = MpsState.of(v);
+            evidence[0] = call + " = " + v + (s == MpsState.UNKNOWN ? " (neither 0 nor 1: unknown)" : "");
+            return s;
+        } catch (final GpuException e) {
+            evidence[0] = call + " = " + e.errorName() + (e.code() == 1 ? " (this driver does not know the "
+                + "attribute)" : "") + ": unknown";
+            return MpsState.UNKNOWN;
+        }
     }
 
     private String name() {
@@ -270,7 +295,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return "GPU " + ordinal + " [CUDA] " + a.name() + " (" + pciBusId + "): cc " + a.computeCapability()
             + ", GPUDirect RDMA (116) " + a.gpuDirectRdmaSupported() + ", flush options (117) "
             + a.flushWritesOptions() + ", writes ordering (118) " + a.writesOrdering() + "("
-            + a.writesOrdering().value() + "), DMA-BUF (124) " + a.dmaBufSupported() + ", BAR1 "
+            + a.writesOrdering().value() + "), DMA-BUF (124) " + a.dmaBufSupported() + ", MPS (133) "
+            + a.mpsEnabled().attributeText() + ", BAR1 "
             + (a.bar1Bytes() < 0 ? a.bar1Evidence() : (a.bar1Bytes() >> 20) + " MiB") + ", memory "
             + (a.totalMemBytes() >> 20) + " MiB; NIC access through the copy engine (no verbs device reaches it)";
     }

@@ -15,6 +15,7 @@ import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuFunction;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.MpsState;
 import io.gdrkit.gpu.NicMapping;
 import io.gdrkit.gpu.WritesOrdering;
 import io.gdrkit.core.mem.DmaBuf;
@@ -85,7 +86,8 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         this.config = config;
         this.attributes = new GpuAttributes(preset.name(), preset.gpuDirectRdmaSupported(),
             preset.flushWritesOptions(), preset.writesOrdering(), preset.dmaBufSupported(), preset.ccMajor(),
-            preset.ccMinor(), config.memBytes(), preset.bar1Bytes(), "simulated preset " + preset.label());
+            preset.ccMinor(), config.memBytes(), preset.bar1Bytes(), "simulated preset " + preset.label(),
+            MpsState.NOT_APPLICABLE, "simulated GPU: no CUDA context, so MPS (attribute 133) does not apply");
         // each GPU draws its own delays, and adding a GPU does not change the others' draws
         this.queue = new PostedWriteQueue(preset.writesOrdering(), config, config.seed() * 0x9E3779B97F4A7C15L + ordinal,
             arena);

@@ -8,6 +8,7 @@ import io.gdrkit.gpu.GpuEvent;
 import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.MpsState;
 import io.gdrkit.gpu.Pattern;
 import io.gdrkit.gpu.WritesOrdering;
 import org.junit.jupiter.api.Test;
@@ -21,6 +22,7 @@ import static io.gdrkit.gpu.sim.SimTestSupport.TIMEOUT;
 import static io.gdrkit.gpu.sim.SimTestSupport.deterministic;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -49,8 +51,30 @@ class SimGpuBasicsTest {
                 assertTrue(sys.gpu(i).isSimulated());
                 assertTrue(sys.gpu(i).describe().contains("SIMULATED"), sys.gpu(i).describe());
                 assertTrue(sys.gpu(i).attributes().name().contains("simulated"));
+                // no CUDA context and no PCI device: MPS and a bus id do not apply, and say so
+                assertEquals(MpsState.NOT_APPLICABLE, sys.gpu(i).attributes().mpsEnabled());
+                assertEquals("n/a", sys.gpu(i).attributes().mpsEnabled().attributeText());
+                assertTrue(sys.gpu(i).attributes().mpsEvidence().startsWith("simulated GPU"),
+                    sys.gpu(i).attributes().mpsEvidence());
+                assertNull(sys.gpu(i).pciBusId());
             }
         }
+    }
+
+    @Test
+    void attribute133IsReadAsCudaGivesItAndOtherwiseUnknown() {
+        assertEquals(MpsState.ON, MpsState.of(1));
+        assertEquals(MpsState.OFF, MpsState.of(0));
+        assertEquals(MpsState.UNKNOWN, MpsState.of(2));
+        assertEquals(MpsState.UNKNOWN, MpsState.of(-1));
+        assertEquals("1", MpsState.ON.attributeText());
+        assertEquals("0", MpsState.OFF.attributeText());
+        assertEquals("unknown", MpsState.UNKNOWN.attributeText());
+        assertEquals("true", MpsState.ON.label());
+        assertEquals("false", MpsState.OFF.label());
+        assertEquals("unknown", MpsState.UNKNOWN.label());
+        assertEquals("not applicable", MpsState.NOT_APPLICABLE.label());
+        assertEquals(133, GpuAttributes.ATTR_MPS_ENABLED);
     }
 
     @Test

@@ -34,15 +34,18 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
      * memory); {@code nicMr} what rank 0's buffers' registrations cover (gpu, host); {@code bouncedBytes} bytes
      * rank 0 copied between device and host on the data path (0 with gdr; the sends' bytes with gdr-recv);
      * {@code flushes} iflush READs rank 0
-     * completed, cumulative over the sweep.
+     * completed, cumulative over the sweep; {@code sharing} which rank processes share this rank's GPU (rank 0's in
+     * what the cli prints) and whether MPS is on for them (null in host memory, or when the communicator was not opened through {@link CollWorld}).
      */
     public record Placement(String mem, String gpu, boolean gpuSimulated, String reduceOn, String dataPath,
-                            long kernelLaunches, CollGdr gdr, String nicMr, long bouncedBytes, long flushes) {
-        public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0, null, "host", 0, 0);
+                            long kernelLaunches, CollGdr gdr, String nicMr, long bouncedBytes, long flushes,
+                            GpuSharing sharing) {
+        public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0, null, "host", 0, 0,
+            null);
 
         public Placement(final String mem, final String gpu, final boolean gpuSimulated, final String reduceOn,
                          final String dataPath, final long kernelLaunches) {
-            this(mem, gpu, gpuSimulated, reduceOn, dataPath, kernelLaunches, null, "host", 0, 0);
+            this(mem, gpu, gpuSimulated, reduceOn, dataPath, kernelLaunches, null, "host", 0, 0, null);
         }
     }
 }

@@ -106,7 +106,7 @@ public final class CollRun {
                     final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
                         : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
                         ? "sim-sm-workers" : "gpu-kernel", comm.gdr().dataPath(), dr.launches(), comm.gdr(),
-                        comm.gdr().nicMr(), dr.bouncedBytes(), comm.flushes());
+                        comm.gdr().nicMr(), dr.bouncedBytes(), comm.flushes(), comm.gpuSharing());
                     final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],

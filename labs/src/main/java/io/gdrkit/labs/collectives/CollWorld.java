@@ -100,14 +100,26 @@ public final class CollWorld implements AutoCloseable {
      * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU. The
      * control plane's gates ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU
      * buffers directly (GDR) or the data bounces through host memory, and whether iflush reads before the GPU
-     * consumes received data; the transport is told the flush decision and never decides either.
+     * consumes received data; the transport is told the flush decision and never decides either. Before that, the
+     * ranks exchange where their GPUs are ({@link GpuSharing}): how many rank processes share this rank's GPU, and
+     * whether MPS is on for them.
      */
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout, final String gpuSpec) {
         io.gdrkit.gpu.GpuDevice gpu = null;
+        GpuSharing sharing = null;
         if (gpuSpec != null) {
             gpu = io.gdrkit.gpu.devices.GpuDevices.open(gpuSpec.equals("cuda:rank") ? "cuda:" + b.rank() : gpuSpec);
+            try {
+                // who else is on this GPU, and with MPS or not: every rank checks every rank's record, so a bad
+                // one fails every rank alike
+                sharing = GpuSharing.of(b.rank(), b.allGather(GpuSharing.record(gpu)),
+                    gpu.attributes().mpsEvidence());
+            } catch (final RuntimeException e) {
+                gpu.close();
+                throw e;
+            }
         }
         final CollWorld w;
         try {
@@ -121,6 +133,7 @@ public final class CollWorld implements AutoCloseable {
         }
         if (gpu != null) {
             w.gpu = gpu;
+            w.comm.gpuSharing(sharing);
             try {
                 w.comm.attachGpu(gpu, w.gdr);
             } catch (final RuntimeException e) {

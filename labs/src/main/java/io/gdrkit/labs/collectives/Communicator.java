@@ -76,6 +76,8 @@ public final class Communicator implements AutoCloseable {
     private DeviceReducer deviceReducer;
     /** The GDR decision for this rank's GPU buffers (null in host memory). */
     private CollGdr gdr;
+    /** Who shares this rank's GPU ({@link CollWorld} works it out over the bootstrap). */
+    private GpuSharing gpuSharing;
     /** Per channel, where reduced receives land: the host staging, or with GDR device staging registered as GPU MRs. */
     private final long[] stagingAddr;
     private final NetTransport.MrHandle[] stagingNicMr;
@@ -394,6 +396,15 @@ public final class Communicator implements AutoCloseable {
     /** This rank's GDR decision (null when no GPU is attached). */
     public CollGdr gdr() {
         return gdr;
+    }
+
+    /** Who else is on this rank's GPU, and with MPS or not (null in host memory, or when no world told it). */
+    public GpuSharing gpuSharing() {
+        return gpuSharing;
+    }
+
+    void gpuSharing(final GpuSharing s) {
+        gpuSharing = s;
     }
 
     /** The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's). */
