@@ -42,7 +42,7 @@ class ShmCmaTest {
     private static final int MIB = 1 << 20;
 
     /** Two drivers, each with its own fabric on one private directory: LID 1 (a) sends to LID 2 (b). */
-    private static final class Pair implements AutoCloseable {
+    static final class Pair implements AutoCloseable {
         final Path dir = ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), "gdrkit-test-cma-");
         final ShmFabric fa;
         final ShmFabric fb;
