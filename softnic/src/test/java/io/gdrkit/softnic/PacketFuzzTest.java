@@ -450,7 +450,17 @@ class PacketFuzzTest {
                     }
                     case 5 -> bb.putInt(entry + 8, pick(0, v.refLkey(i) + 1, v.refLkey(i) ^ 0x100, window.lkey(),
                         b.mr.lkey(), rnd.nextInt()));
-                    case 6 -> bb.putInt(entry + 12, length(v.refLength(i)));
+                    case 6 -> {
+                        if (n > 1 && rnd.nextBoolean()) { // move bytes between two segments: the sum still holds
+                            final int j = (i + 1 + rnd.nextInt(n - 1)) % n;
+                            final int jl = ref + Packet.REF_HEADER_LENGTH + j * Packet.REF_ENTRY_LENGTH + 12;
+                            final int shift = pick(v.refLength(i), v.refLength(i) + 1, 1, -1, mtu, rnd.nextInt());
+                            bb.putInt(entry + 12, bb.getInt(entry + 12) - shift);
+                            bb.putInt(jl, bb.getInt(jl) + shift);
+                        } else {
+                            bb.putInt(entry + 12, length(v.refLength(i)));
+                        }
+                    }
                     case 7 -> {
                         if (v.is(BthOpcode.RETH)) { // a WRITE's FIRST or ONLY: where it lands, and how much
                             final int at = Packet.BASE_LENGTH;

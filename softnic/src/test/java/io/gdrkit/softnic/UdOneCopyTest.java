@@ -466,10 +466,10 @@ class UdOneCopyTest {
     }
 
     /**
-     * Spans (segment offload) are for RC only: a referenced UD SEND whose RefETH claims a span of two packets (rewritten
-     * in flight, as a hostile sender could) is malformed, dropped before any QP sees it: no receive completes, the
-     * receive buffer is untouched, and the send completes when its ticket is given up. The next datagram is placed
-     * byte for byte into the same receive WQE.
+     * Spans (segment offload) are for RC only: a referenced UD SEND whose RefETH claims a span of two packets
+     * (rewritten in flight, as a hostile sender could) is malformed, dropped before any QP sees it: no receive
+     * completes, the receive buffer is untouched, and the send completes when its ticket is given up. The next
+     * datagram is placed byte for byte into the same receive WQE.
      */
     @Test
     void aUdSendClaimingASpanIsMalformedAndDropped() {
