@@ -30,7 +30,8 @@ public interface RemoteMemoryReader {
      * Copies up to {@code length} bytes at {@code remoteAddress} in process {@code pid} to {@code dst} at
      * {@code dstOffset} (native memory; the range is checked by the caller and again here). Returns the bytes read,
      * which may be fewer (a range that ends in unmapped memory), or a negative errno. Never throws for a bad remote
-     * range or a dead process.
+     * range or a dead process. The kernel writes {@code dst} by address: unless {@link #guardsDestination()}, its
+     * arena must not be closed by another thread while the call runs.
      */
     long read(long pid, MemorySegment dst, long dstOffset, long remoteAddress, long length);
 
