@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.softnic.fabric.LinkHook;
 import io.gdrkit.softnic.fabric.Mutator;
-import io.gdrkit.softnic.fabric.ShmFabric;
 import io.gdrkit.softnic.wire.BthOpcode;
 import io.gdrkit.softnic.wire.Packet;
 import io.gdrkit.verbs.AccessFlags;

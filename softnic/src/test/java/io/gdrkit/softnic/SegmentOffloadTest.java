@@ -387,8 +387,8 @@ class SegmentOffloadTest {
      */
     private static void refusedAfter(final int firstPackets, final int opcode, final int packets, final int payload,
                                      final String why) {
-        final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
-            .batch(BATCH);
+        final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1)
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC).batch(BATCH);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr(), 100, 200)) {
             final SoftQp src = (SoftQp) f.a.qp;
             final SoftQp rq = (SoftQp) f.b.qp;
