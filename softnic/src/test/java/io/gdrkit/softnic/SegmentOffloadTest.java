@@ -359,6 +359,66 @@ class SegmentOffloadTest {
         assertTrue(w.toString().contains(" x2"), w::toString);
     }
 
+    /**
+     * Responder.checkPayload's other clauses (see also {@link #aRecordLongerThanItsPacketsIsRefused}): a LAST span
+     * whose payload leaves its last packet empty, too short for its packets. It fits the WRITE's DMA length exactly,
+     * so only the span check refuses it: the responder QP errs by name, the span before it stays placed, nothing
+     * of the refused record is.
+     */
+    @Test
+    void aLastSpanTooShortForItsPacketsIsRefused() {
+        // a FIRST span of 3 full packets, then a LAST span of 2 holding only one packet's bytes
+        refusedAfter(3, BthOpcode.RDMA_WRITE_LAST, 2, MTU, "payload of 1024 bytes does not fit 2 packet(s)");
+    }
+
+    /** As above: a record whose payload is longer than its packets can hold, a LAST span and a single packet. */
+    @Test
+    void aRecordLongerThanItsPacketsIsRefused() {
+        // a FIRST span of 3, then a LAST span of 2 holding one byte more than 2 packets
+        refusedAfter(3, BthOpcode.RDMA_WRITE_LAST, 2, 2 * MTU + 1, "payload of 2049 bytes does not fit 2 packet(s)");
+        // no span at all: one ONLY packet of MTU + 1 bytes
+        refusedAfter(0, BthOpcode.RDMA_WRITE_ONLY, 1, MTU + 1, "payload of 1025 bytes does not fit 1 packet(s)");
+    }
+
+    /**
+     * Injects a FIRST span of {@code firstPackets} full packets (none if 0), then a record of {@code opcode}
+     * standing for {@code packets} packets with {@code payload} bytes, the WRITE's DMA length their sum; asserts
+     * the second is refused naming {@code why}.
+     */
+    private static void refusedAfter(final int firstPackets, final int opcode, final int packets, final int payload,
+                                     final String why) {
+        final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1)
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC).batch(BATCH);
+        try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr(), 100, 200)) {
+            final SoftQp src = (SoftQp) f.a.qp;
+            final SoftQp rq = (SoftQp) f.b.qp;
+            final int head = firstPackets * MTU;
+            final int dma = head + payload;
+            Fixture.fill(f.a.buf.asSlice(0, dma), 31);
+            Fixture.fill(f.b.buf.asSlice(0, 16 * MTU), 32);
+            final MemorySegment before = Arena.ofAuto().allocate(16 * MTU);
+            MemorySegment.copy(f.b.buf, 0, before, 0, 16 * MTU);
+            int psn = 100;
+            if (firstPackets > 0) {
+                inject(f, src, BthOpcode.RDMA_WRITE_FIRST, psn, firstPackets, 0, head, false, f.b.mr.address(), dma);
+                f.b.dev.doWork();
+                psn += firstPackets;
+                assertEquals(psn, rq.ePsn, "the FIRST span is taken");
+                assertEquals(QpState.RTS, rq.state);
+            }
+            inject(f, src, opcode, psn, packets, head, payload, true, f.b.mr.address(), dma);
+            f.b.dev.doWork();
+            assertEquals(QpState.ERR, rq.state, () -> why + ": NAK invalid request, the responder QP errs");
+            assertEquals(psn, rq.ePsn, "the refused record is not accepted");
+            assertEquals(firstPackets, f.b.dev.responder.referencedPackets(), "only the FIRST span placed");
+            Fixture.assertBytes(f.a.buf.asSlice(0, head), f.b.buf.asSlice(0, head), "the FIRST span");
+            Fixture.assertBytes(before.asSlice(head), f.b.buf.asSlice(head, 16 * MTU - head), "nothing of " + why);
+            final io.gdrkit.verbs.AsyncEvent e = f.b.ctx.pollAsyncEvent();
+            assertTrue(e != null && e.detail().contains(why) && e.detail().contains("of MTU 1024"),
+                () -> "the event names the span: " + e);
+        }
+    }
+
     /** Hooks that see single packets (fault injection, tests) keep one record per packet. */
     @Test
     void hookThatDoesNotTakeSpansGetsOnePacketPerRecord() {

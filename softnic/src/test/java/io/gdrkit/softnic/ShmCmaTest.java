@@ -42,7 +42,7 @@ class ShmCmaTest {
     private static final int MIB = 1 << 20;
 
     /** Two drivers, each with its own fabric on one private directory: LID 1 (a) sends to LID 2 (b). */
-    private static final class Pair implements AutoCloseable {
+    static final class Pair implements AutoCloseable {
         final Path dir = ShmFabric.createPrivateDirectory(ShmFabric.defaultBase(), "gdrkit-test-cma-");
         final ShmFabric fa;
         final ShmFabric fb;
@@ -127,6 +127,15 @@ class ShmCmaTest {
         return ctx().shmBatch(true);
     }
 
+    /**
+     * {@code c} with the retransmit timer 100 times the IB timeout (about 6.7 s, not 67 ms): on a loaded machine a
+     * test thread descheduled between a send and its ACK made the sender resend a packet, which tests that count
+     * records or pulls of a lossless run saw as one too many.
+     */
+    private static SoftNicContext steady(final SoftNicContext c) {
+        return c.retransmitFactor(100);
+    }
+
     /** Packets of 4 KiB (the path MTU of {@link QpBringUp#rcDefaults()}) a message of {@code bytes} takes. */
     private static long packets(final long bytes) {
         return (bytes + 4095) / 4096;
@@ -134,7 +143,7 @@ class ShmCmaTest {
 
     @Test
     void writeAndSendAreByteExactOnTheCmaPathInSpansOfPackets() {
-        try (Pair p = new Pair(spans(), spans(), null, null, 2 * MIB)) {
+        try (Pair p = new Pair(steady(spans()), steady(spans()), null, null, 2 * MIB)) {
             p.awaitProbe();
             final ShmFabric.CopyMode before = p.modeAtoB();
             assertEquals("cma", before.mode(), before::reason);
@@ -241,7 +250,7 @@ class ShmCmaTest {
     @Test
     void byDefaultAndWithBatchOneEachPacketIsOneRecord() {
         for (final SoftNicContext c : new SoftNicContext[] {ctx(), spans().batch(1)}) {
-            try (Pair p = new Pair(c, ctx(), null, null, 2 * MIB)) {
+            try (Pair p = new Pair(steady(c), steady(ctx()), null, null, 2 * MIB)) {
                 p.awaitProbe();
                 final ShmFabric.CopyMode before = p.modeAtoB();
                 assertEquals(WcStatus.SUCCESS, p.write(MIB, 43).status);
@@ -352,6 +361,14 @@ class ShmCmaTest {
     private static void inject(final Pair p, final SoftQp src, final int opcode, final int psn, final int packets,
                                final long srcOffset, final int payload, final boolean ackReq, final long va,
                                final int dmaLength) {
+        injectFrom(p, src, opcode, psn, packets, p.a.mr.address() + srcOffset, p.a.mr.lkey(),
+            ProcessHandle.current().pid(), payload, ackReq, va, dmaLength);
+    }
+
+    /** {@link #inject} naming any address, key and token: what a hostile writer of a's link could put there. */
+    private static void injectFrom(final Pair p, final SoftQp src, final int opcode, final int psn, final int packets,
+                                   final long srcAddress, final int lkey, final long token, final int payload,
+                                   final boolean ackReq, final long va, final int dmaLength) {
         final var port = p.a.dev.port;
         final int len = Packet.lengthFor(opcode, Packet.referenceLength(1));
         final long off = port.tryClaim(p.b.dev.lid(), src.destQpn, len);
@@ -361,9 +378,106 @@ class ShmCmaTest {
         if ((pkt.mask() & BthOpcode.RETH) != 0) {
             pkt.reth(va, p.b.mr.rkey(), dmaLength);
         }
-        pkt.reference(payload, 1, packets).refEntry(0, p.a.mr.address() + srcOffset, p.a.mr.lkey(), payload)
-            .refToken(ProcessHandle.current().pid());
+        pkt.reference(payload, 1, packets).refEntry(0, srcAddress, lkey, payload).refToken(token);
         port.commit();
+    }
+
+    /** Trailer offsets of a link file (see ShmFabric's javadoc): the producer's hello, the consumer's verdict. */
+    private static final long HELLO = 128;
+    private static final long VERDICT = 160;
+    /** ShmFabric's verdict "the hello's pid is not the owner of the sender's LID claim". */
+    private static final long NOT_LID_OWNER = 3;
+
+    /**
+     * A peer process claiming a LID it does not own (ShmFabric's NOT_LID_OWNER verdict). Another process of this
+     * user (a child {@code sleep}, which holds no LID) is named in a hello rewritten into link-1-2 after LID 1's real
+     * hello was granted, with a word its memory really holds, so only the LID-owner check can refuse it: without
+     * it the probe would read that word and grant the stranger's references as LID 1's. The receiver refuses (its
+     * verdict names the stranger's pid), the real sender stops sending references and its WRITE travels through the
+     * ring byte-exact, and a reference naming the stranger's memory is refused by name with nothing placed.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aHelloFromAProcessThatDoesNotOwnTheLidIsRefusedByName() throws Exception {
+        final Process stranger = new ProcessBuilder("sleep", "120").redirectErrorStream(true).start();
+        try (Pair p = new Pair(ctx(), ctx(), null, null, 2 * MIB); Arena mapping = Arena.ofConfined()) {
+            p.awaitProbe();
+            assertEquals("cma", p.modeAtoB().mode(), p.modeAtoB()::reason);
+            final long pid = stranger.pid();
+            final long address = firstReadableAddress(pid);
+            final MemorySegment word = mapping.allocate(8, 8);
+            assertEquals(8, RemoteMemoryReader.processVmReadv().read(pid, word, 0, address, 8),
+                "this process can read the stranger's memory (else the test would prove nothing)");
+            final Path link = p.dir.resolve("link-1-2");
+            final MemorySegment ring;
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(link,
+                java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+                ring = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, ch.size(), mapping);
+            }
+            final long cap = ring.byteSize() - io.gdrkit.softnic.fabric.SpscRingBuffer.TRAILER;
+            final java.lang.invoke.VarHandle longs = ValueLayout.JAVA_LONG.varHandle();
+            ring.set(ValueLayout.JAVA_LONG, cap + HELLO + 8, address);
+            ring.set(ValueLayout.JAVA_LONG, cap + HELLO + 16, word.get(ValueLayout.JAVA_LONG, 0));
+            longs.setRelease(ring, cap + HELLO, pid);
+            p.await(() -> (long) longs.getAcquire(ring, cap + VERDICT) == pid, "LID 2's verdict on process " + pid);
+            assertEquals(NOT_LID_OWNER, ring.get(ValueLayout.JAVA_LONG, cap + VERDICT + 8),
+                "the verdict: process " + pid + " does not own LID 1");
+            final ShmFabric.CopyMode m = p.modeAtoB();
+            assertEquals("ring", m.mode(), m::toString);
+            assertTrue(m.reason().contains("probed process " + pid), m::reason);
+
+            // the real LID 1 loses the single copy, not its data
+            final long refs = m.referencePackets();
+            final WorkCompletion wc = p.write(MIB, 88);
+            assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
+            Fixture.assertBytes(p.a.buf.asSlice(0, MIB), p.b.buf.asSlice(0, MIB), "WRITE through the ring");
+            assertEquals(refs, p.modeAtoB().referencePackets(), "no reference sent after the refusal");
+
+            // a reference naming the stranger's memory, on LID 1's link: refused by name, nothing placed
+            final SoftQp rq = (SoftQp) p.b.qp;
+            p.b.buf.asSlice(0, 4096).fill((byte) 0x3C);
+            final long errors = p.fb.copyMode(2, 1).pullErrors();
+            injectFrom(p, (SoftQp) p.a.qp, BthOpcode.RDMA_WRITE_ONLY, rq.ePsn, 1, address, 0, pid, 8, true,
+                p.b.mr.address(), 8);
+            final AsyncEvent[] e = {null};
+            p.await(() -> (e[0] = p.b.ctx.pollAsyncEvent()) != null, "the responder's async event");
+            assertTrue(e[0].detail().contains("LID 1 was not granted cross-process reads")
+                && e[0].detail().contains("not the owner of the sender's LID claim"), e[0]::detail);
+            assertEquals(QpState.ERR, rq.state);
+            assertEquals(errors + 1, p.fb.copyMode(2, 1).pullErrors());
+            for (long i = 0; i < 4096; i++) {
+                assertEquals((byte) 0x3C, p.b.buf.get(ValueLayout.JAVA_BYTE, i), "untouched at " + i);
+            }
+            assertEquals(null, p.a.dev.fatal());
+            assertEquals(null, p.b.dev.fatal());
+        } finally {
+            stranger.destroyForcibly();
+            assertTrue(stranger.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the stranger ends");
+        }
+    }
+
+    /**
+     * The start of the first readable mapping of {@code pid} once it runs {@code sleep} (it may still be between
+     * fork and exec when started): the first page of its executable, which holds still.
+     */
+    private static long firstReadableAddress(final long pid) throws Exception {
+        final Path proc = Path.of("/proc", Long.toString(pid));
+        final long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!new String(java.nio.file.Files.readAllBytes(proc.resolve("cmdline")),
+            java.nio.charset.StandardCharsets.US_ASCII).startsWith("sleep")) {
+            if (System.nanoTime() > deadline) {
+                fail("process " + pid + " did not exec sleep within 10 s");
+            }
+            Thread.sleep(10);
+        }
+        for (final String line : java.nio.file.Files.readAllLines(proc.resolve("maps"))) {
+            final String[] f = line.split("\\s+");
+            if (f.length > 1 && f[1].startsWith("r")) {
+                return Long.parseUnsignedLong(f[0].substring(0, f[0].indexOf('-')), 16);
+            }
+        }
+        fail("no readable mapping in /proc/" + pid + "/maps");
+        return 0;
     }
 
     @Test

@@ -465,6 +465,62 @@ class UdOneCopyTest {
         }
     }
 
+    /**
+     * Spans (segment offload) are for RC only: a referenced UD SEND whose RefETH claims a span of two packets
+     * (rewritten in flight, as a hostile sender could) is malformed, dropped before any QP sees it: no receive
+     * completes, the receive buffer is untouched, and the send completes when its ticket is given up. The next
+     * datagram is placed byte for byte into the same receive WQE.
+     */
+    @Test
+    void aUdSendClaimingASpanIsMalformedAndDropped() {
+        final boolean[] rewrite = {true};
+        final LinkHook spanOnUd = new LinkHook() {
+            private final io.gdrkit.softnic.wire.Packet pkt = new io.gdrkit.softnic.wire.Packet();
+
+            @Override
+            public int onPacket(final int srcLid, final int dstLid, final MemorySegment buffer, final long offset,
+                                final int length) {
+                if (rewrite[0] && pkt.wrap(buffer, offset, length).isReference()
+                    && pkt.is(io.gdrkit.softnic.wire.BthOpcode.UD)) {
+                    // RefETH ends the packet; its extra-packets field (16 bits, big-endian) is at +6
+                    final long ref = offset + length - io.gdrkit.softnic.wire.Packet.referenceLength(pkt.refCount());
+                    buffer.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), ref + 6,
+                        (short) 1);
+                }
+                return DELIVER;
+            }
+
+            @Override
+            public boolean passesReferences() {
+                return true;
+            }
+        };
+        try (Pair p = new Pair(new SoftNicContext().linkHook(spanOnUd))) {
+            final MemorySegment src = fill(p.ma.segment().asSlice(0, SIZE), 12);
+            p.mb.segment().asSlice(0, 40 + SIZE).fill((byte) 0x5A);
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, 40 + SIZE));
+            final long malformed = p.db.receiver.malformed();
+            p.send(1, SIZE);
+            p.stepSender();
+            assertEquals(null, p.poll(p.cqb), "a UD span is not received");
+            assertEquals(malformed + 1, p.db.receiver.malformed(), "dropped as malformed");
+            assertEquals(0, p.db.ud.referencedPlaced());
+            for (long i = 0; i < 40 + SIZE; i++) {
+                assertEquals((byte) 0x5A, p.mb.segment().get(ValueLayout.JAVA_BYTE, i), "untouched at " + i);
+            }
+            // the receiver could not release a malformed datagram's ticket: the send completes at the timeout
+            p.clock.advance(SoftNicContext.DEFAULT_UD_REFERENCE_TIMEOUT_MS * 1_000_000L);
+            assertEquals(WcStatus.SUCCESS, p.await(p.cqa, "the given-up send").status);
+            rewrite[0] = false;
+            final MemorySegment sent = copyOf(fill(src, 13));
+            p.send(2, SIZE);
+            p.stepSender();
+            assertEquals(1, p.await(p.cqb, "the next datagram").wrId);
+            assertEquals(-1, p.mb.segment().asSlice(40, SIZE).mismatch(sent));
+            assertEquals(2, p.await(p.cqa, "its send").wrId);
+        }
+    }
+
     /** Where references may not travel, the bytes do: a hook that sees payloads, one-copy off, inline data. */
     @Test
     void theCopyPathWhereReferencesCannotTravel() {

@@ -30,7 +30,8 @@ public interface RemoteMemoryReader {
      * Copies up to {@code length} bytes at {@code remoteAddress} in process {@code pid} to {@code dst} at
      * {@code dstOffset} (native memory; the range is checked by the caller and again here). Returns the bytes read,
      * which may be fewer (a range that ends in unmapped memory), or a negative errno. Never throws for a bad remote
-     * range or a dead process.
+     * range or a dead process. The kernel writes {@code dst} by address: unless {@link #guardsDestination()}, its
+     * arena must not be closed by another thread while the call runs.
      */
     long read(long pid, MemorySegment dst, long dstOffset, long remoteAddress, long length);
 
@@ -50,12 +51,31 @@ public interface RemoteMemoryReader {
     }
 
     /**
-     * {@code process_vm_readv(2)} through the FFM linker on libc (no JNI), or, where the symbol is missing, a
-     * reader answering {@code -ENOSYS}. Each call builds its two iovecs in a buffer of the calling thread's own; one
-     * system call per read.
+     * {@code process_vm_readv(2)} through the FFM linker on libc (no JNI), or, where it is missing, a reader
+     * answering {@code -ENOSYS}. Each call builds its two iovecs in a buffer of the calling thread's own; one system
+     * call per read.
+     *
+     * <p>The destination's lifetime: the local iovec holds the destination's raw address, which the kernel writes
+     * through during the system call. A segment of a shared {@link Arena} closed by another thread meanwhile would
+     * be freed under that write (memory malloc may have handed to someone else: silent corruption, not an error).
+     * So on Linux x86-64, aarch64 and riscv64 the call goes through {@code syscall(2)}, whose variadic arguments
+     * carry the destination segment once more, unused by the kernel: the FFM linker keeps every segment argument's
+     * arena alive for the duration of a downcall, so such a {@code close()} fails with IllegalStateException (the
+     * arena is in use) instead of freeing the memory. Where that binding is unavailable ({@link #guardsDestination()}
+     * false), the arena is only checked alive before the call: the caller must not close it while a read may run
+     * (for the soft NIC: deregister the MR first, as RDMA requires anyway).
      */
     static RemoteMemoryReader processVmReadv() {
         return ProcessVm.INSTANCE;
+    }
+
+    /**
+     * Whether a read holds its destination's arena for the whole system call, so a concurrent {@code close()} of a
+     * shared arena cannot free the memory the kernel writes (see {@link #processVmReadv()}). Injected readers
+     * answer false.
+     */
+    default boolean guardsDestination() {
+        return false;
     }
 
     /** The FFM binding. */
@@ -65,19 +85,56 @@ public interface RemoteMemoryReader {
         private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
         /** local iovec (base, len) then remote iovec (base, len), then the captured errno. */
         private static final ThreadLocal<Iovecs> SCRATCH = ThreadLocal.withInitial(Iovecs::new);
-        private final MethodHandle readv;
+        /** {@code long syscall(long nr, ...)} with the destination as a last, unused argument; null if unavailable. */
+        private final MethodHandle guarded;
+        private final long number;
+        /** {@code process_vm_readv} itself, where the guarded binding is unavailable. */
+        private final MethodHandle plain;
 
-        private ProcessVm(final MethodHandle readv) {
-            this.readv = readv;
+        private ProcessVm(final MethodHandle guarded, final long number, final MethodHandle plain) {
+            this.guarded = guarded;
+            this.number = number;
+            this.plain = plain;
         }
 
         private static RemoteMemoryReader create() {
             final Linker linker = Linker.nativeLinker();
-            return linker.defaultLookup().find("process_vm_readv").<RemoteMemoryReader>map(sym -> new ProcessVm(
+            final Linker.Option errno = Linker.Option.captureCallState("errno");
+            final long nr = System.getProperty("os.name", "").equals("Linux")
+                ? syscallNumber(System.getProperty("os.arch", "")) : -1;
+            final MethodHandle guarded = nr < 0 ? null : linker.defaultLookup().find("syscall").map(sym ->
+                linker.downcallHandle(sym, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS), errno,
+                    Linker.Option.firstVariadicArg(1))).orElse(null);
+            final MethodHandle plain = linker.defaultLookup().find("process_vm_readv").map(sym ->
                 linker.downcallHandle(sym, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
                     ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG), Linker.Option.captureCallState("errno"))))
-                .orElse((pid, dst, off, remote, len) -> -ENOSYS);
+                    ValueLayout.JAVA_LONG), errno)).orElse(null);
+            if (guarded == null && plain == null) {
+                return (pid, dst, off, remote, len) -> -ENOSYS;
+            }
+            return new ProcessVm(guarded, nr, plain);
+        }
+
+        /** The unguarded binding alone, as used where the guarded one is unavailable (tests run it everywhere). */
+        static RemoteMemoryReader unguarded() {
+            return INSTANCE instanceof ProcessVm vm && vm.plain != null ? new ProcessVm(null, -1, vm.plain)
+                : (pid, dst, off, remote, len) -> -ENOSYS;
+        }
+
+        /** {@code __NR_process_vm_readv} of the architectures the guarded binding knows; -1 for the others. */
+        static long syscallNumber(final String arch) {
+            return switch (arch) {
+                case "amd64", "x86_64" -> 310;
+                case "aarch64", "riscv64" -> 270; // asm-generic
+                default -> -1;
+            };
+        }
+
+        @Override
+        public boolean guardsDestination() {
+            return guarded != null;
         }
 
         @Override
@@ -97,9 +154,15 @@ public interface RemoteMemoryReader {
             v.remote.set(ValueLayout.JAVA_LONG, 8, length);
             final long n;
             try {
-                // the destination segment is checked alive here; the system call writes into it by address
-                dst.get(ValueLayout.JAVA_BYTE, dstOffset);
-                n = (long) readv.invokeExact(v.state, (int) pid, v.local, 1L, v.remote, 1L, 0L);
+                if (guarded != null) {
+                    // dst rides along as an argument the kernel never reads: the linker checks its arena alive and
+                    // accessible, and holds it until the call returns
+                    n = (long) guarded.invokeExact(v.state, number, pid, v.local, 1L, v.remote, 1L, 0L, dst);
+                } else {
+                    // checked alive here only: the system call writes into it by address (see processVmReadv)
+                    dst.get(ValueLayout.JAVA_BYTE, dstOffset);
+                    n = (long) plain.invokeExact(v.state, (int) pid, v.local, 1L, v.remote, 1L, 0L);
+                }
             } catch (final IllegalStateException | WrongThreadException e) {
                 return -EINVAL; // the destination's arena is closed or confined elsewhere: nothing written
             } catch (final Throwable t) {

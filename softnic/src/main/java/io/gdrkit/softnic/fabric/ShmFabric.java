@@ -670,7 +670,11 @@ public final class ShmFabric implements Fabric {
                     final long pid = (long) LONG.getAcquire(b, v);
                     final long verdict = (long) LONG.get(b, v + 8);
                     granted = pid == PID && verdict == GRANTED;
-                    reason = pid != PID ? "the peer (LID " + dlid + ") has not probed this process yet"
+                    reason = pid == 0 ? "the peer (LID " + dlid + ") has not probed this process yet"
+                        // another process wrote this link's hello after ours (a stranger, or a replaced producer)
+                        : pid != PID ? "the peer (LID " + dlid + ") probed process " + pid + ", not this one ("
+                            + (verdict == GRANTED ? "granted" : verdictText(verdict, "it"))
+                            + "): another process wrote this link's hello"
                         : granted ? "LID " + dlid + " read this process's probe word with process_vm_readv; payloads "
                             + "of " + threshold + " bytes or more travel as references"
                         : verdictText(verdict, "the peer (LID " + dlid + ")");
