@@ -29,6 +29,7 @@ for run in $(seq 1 "$RUNS"); do
       default) p= ;;
       nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
       dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
+      own) p="-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
       bs*) p="-Dgdrkit.nic.backstop.us=${v#bs}" ;;
       *) p="$v" ;;
     esac

@@ -20,7 +20,8 @@
 # packets per cma record; off by default, one record per 4 KiB packet) or on with 128 packets per record.
 # "dedspin" and "dedyield": a NIC thread per rank (gdrkit.nic.progress=dedicated) spinning or yielding when idle,
 # instead of the rank's own polling with a backstop: on a host with spare cores the NIC moves data while the rank
-# reduces. "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
+# reduces (coll's default since b4b555e with >= 4 processors per rank). "own": the rank's own polling with the 200 us
+# backstop (the default with fewer processors). "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
 # N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,6 +67,7 @@ for run in $(seq 1 "$RUNS"); do
       shmbatch) p=-Dgdrkit.nic.shm.batch=true ;;
       shmbatch128) p="-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
       dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
+      own) p="-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
       dedyield) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
       bs*) p="-Dgdrkit.nic.backstop.us=${a#bs}" ;;
       *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
