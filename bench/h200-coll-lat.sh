@@ -8,6 +8,7 @@
 #   JAVA=runtime/bin/java JAR=cli/target/gdrkit.jar OUT=/tmp/out bench/h200-coll-lat.sh
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$here/bench/coll-variants.sh"
 cd "$here"
 OUT="${OUT:-$here/h200-coll-lat-out}"
 JAVA="${JAVA:-$here/runtime/bin/java}"
@@ -25,14 +26,7 @@ fi
 for run in $(seq 1 "$RUNS"); do
   echo "run $run: $(uptime)" >> "$OUT/lat-env.txt"
   for v in $VARIANTS; do
-    case "$v" in
-      default) p= ;;
-      nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
-      dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
-      own) p="-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
-      bs*) p="-Dgdrkit.nic.backstop.us=${v#bs}" ;;
-      *) p="$v" ;;
-    esac
+    if ! p="$(coll_variant_opts "$v")"; then echo "VARIANTS: unknown '$v'" >> "$OUT/lat-err.txt"; continue; fi
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
       -w "$WARM" --json 2>> "$OUT/lat-err.txt" | tag "lat-$v" "$run" >> "$OUT/lat.jsonl"
   done

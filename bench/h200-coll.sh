@@ -25,6 +25,7 @@
 # N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$here/bench/coll-variants.sh"
 cd "$here"
 OUT="${OUT:-$here/h200-coll-out}"
 JAVA="${JAVA:-$here/runtime/bin/java}"
@@ -59,19 +60,7 @@ for run in $(seq 1 "$RUNS"); do
   g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" -w "$WARM" --json \
     2>> "$OUT/err.txt" | tag "host-buffers" "$run" >> "$OUT/coll-gpu.jsonl"
   for a in ${HOST_ABLATE:-}; do
-    case "$a" in
-      noeager) p=-Dgdrkit.coll.eager.bytes=0 ;;
-      mtu64k) p=-Dgdrkit.ib.software.mtu=65536 ;;
-      nodirect) p=-Dgdrkit.coll.direct.bytes=0 ;;
-      cma64k) p=-Dgdrkit.nic.shm.cma.threshold=65536 ;;
-      shmbatch) p=-Dgdrkit.nic.shm.batch=true ;;
-      shmbatch128) p="-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
-      dedspin) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
-      own) p="-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
-      dedyield) p="-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
-      bs*) p="-Dgdrkit.nic.backstop.us=${a#bs}" ;;
-      *) echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue ;;
-    esac
+    if ! p="$(coll_variant_opts "$a")"; then echo "HOST_ABLATE: unknown '$a'" >> "$OUT/err.txt"; continue; fi
     JOPTS="${JOPTS:-} $p" g coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" -f "$F" -n "$ITERS" \
       -w "$WARM" --json 2>> "$OUT/err.txt" | tag "host-buffers-$a" "$run" >> "$OUT/coll-gpu.jsonl"
   done

@@ -1,0 +1,20 @@
+# Sourced by bench/h200-coll.sh (HOST_ABLATE) and bench/h200-coll-lat.sh (VARIANTS): the JVM options of a named
+# variant of `gdrkit coll`, one table for both. Prints nothing for "default"; a name it does not know is returned
+# as is when it starts with -D (one option), else the function fails.
+coll_variant_opts() {
+  case "$1" in
+    default) echo "" ;;
+    noeager) echo "-Dgdrkit.coll.eager.bytes=0" ;;
+    mtu64k) echo "-Dgdrkit.ib.software.mtu=65536" ;;
+    nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
+    cma64k) echo "-Dgdrkit.nic.shm.cma.threshold=65536" ;;
+    shmbatch) echo "-Dgdrkit.nic.shm.batch=true" ;;
+    shmbatch128) echo "-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
+    dedspin) echo "-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=spin" ;;
+    dedyield) echo "-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
+    own) echo "-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
+    bs[0-9]*) echo "-Dgdrkit.nic.backstop.us=${1#bs}" ;;
+    -D*) echo "$1" ;;
+    *) return 1 ;;
+  esac
+}
