@@ -122,23 +122,8 @@ class CollCudaTest {
             "4096"), false);
     }
 
-    /** Builds the libcuda test double as {@code target/fakecuda/<name>}; aborts the test without a C compiler. */
     private static Path buildDouble(final String name) throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve(name);
-        final Path log = dir.resolve("cc-" + name + ".log");
-        final Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-                Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
-        } catch (final java.io.IOException e) {
-            Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
-            return null;
-        }
-        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-            "the libcuda test double did not build: " + log);
-        return lib;
+        return FakeCudaLib.build(name);
     }
 
     @Test

@@ -39,22 +39,8 @@ class CollGpuSharingTest {
         if (lib != null) {
             return lib;
         }
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path so = dir.resolve("libfakecuda-share.so");
-        final Path log = dir.resolve("cc-share.log");
-        final Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", so.toString(),
-                Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
-        } catch (final java.io.IOException e) {
-            Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
-            return null;
-        }
-        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-            "the libcuda test double did not build: " + log);
-        lib = so;
-        return so;
+        lib = FakeCudaLib.build("libfakecuda-share.so");
+        return lib;
     }
 
     /** One 8-byte allreduce sweep on 2 ranks over {@code fabric}, in a child JVM with {@code env} added. */
