@@ -7,20 +7,36 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The reduction kernel on host memory: {@code out[i] = op(a[i], b[i])}, with {@code out} allowed to be {@code a}
- * ({@code dst = op(dst, src)}). One tight loop per type and operation: the operation is chosen once per call, not
- * per element (a switch per element through double arithmetic ran at 0.8 GB/s where these loops run at 4-7 GB/s on
- * the same host); half and bfloat16 go through float as NCCL's kernels do. Float arithmetic here gives the same
- * results as rounding the double result once (IEEE: double rounding is exact for +, * of floats), so the results
- * are those of the earlier per-element loop, bit for bit.
+ * The reduction kernel on host memory: {@code out[i] = op(a[i], b[i])}, with {@code out} allowed to be {@code a} or
+ * {@code b} ({@code dst = op(dst, src)}).
+ *
+ * <p>Why blocks through small heap arrays: on JDK 25, C2 does not auto-vectorize a loop that stores to one native
+ * segment while loading from another (it cannot prove that they do not overlap; the runtime aliasing check comes
+ * with JDK 26), and float or double loads from a segment go through {@code intBitsToFloat}, which it does not
+ * vectorize at all. Loops over Java arrays it vectorizes well. So each call runs in blocks of
+ * {@value #BLOCK_BYTES} bytes per operand (L1-sized): both operands are bulk-copied into per-thread arrays
+ * ({@link MemorySegment#copy}, a vectorized stub), one loop per type and operation combines them in the array, and
+ * the result is bulk-copied out. A block reads all of its inputs before it writes its output, so {@code out} may be
+ * {@code a} or {@code b}. See docs/PERFORMANCE.md ("The host reduction kernel") for what was tried and measured.
+ *
+ * <p>Results are bit for bit those of the earlier per-element loop: float SUM and PROD are one IEEE operation per
+ * element whatever the order, {@link Math#min}/{@link Math#max} keep their NaN and signed-zero rules when
+ * vectorized, and half and bfloat16 go through float as NCCL's kernels do (float arithmetic gives the same result as
+ * rounding the double result once: double rounding is exact for +, * of floats), rounded back to nearest even.
  */
 public final class Reducer {
+    /** Bytes per operand per block: two inputs and the bf16 staging fit in a 48 KiB L1 data cache. */
+    static final int BLOCK_BYTES = 8192;
+
     private static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+
+    /** Per-thread block arrays (a rank thread reduces on its own; ranks share this class in one JVM). */
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
     private Reducer() {
     }
@@ -35,167 +51,356 @@ public final class Reducer {
     public static void reduce(final MemorySegment out, final long outOff, final MemorySegment a, final long aOff,
                               final MemorySegment b, final long bOff, final long count, final DataType type,
                               final RedOp op) {
+        if (count <= 0) {
+            return;
+        }
+        final Scratch s = SCRATCH.get();
         switch (type) {
-            case INT8 -> int8(out, outOff, a, aOff, b, bOff, count, op);
-            case INT32 -> int32(out, outOff, a, aOff, b, bOff, count, op);
-            case INT64 -> int64(out, outOff, a, aOff, b, bOff, count, op);
-            case FLOAT32 -> float32(out, outOff, a, aOff, b, bOff, count, op);
-            case FLOAT64 -> float64(out, outOff, a, aOff, b, bOff, count, op);
-            case FLOAT16, BFLOAT16 -> half(out, outOff, a, aOff, b, bOff, count, op, type == DataType.BFLOAT16);
+            case INT8 -> int8(s, out, outOff, a, aOff, b, bOff, count, op);
+            case INT32 -> int32(s, out, outOff, a, aOff, b, bOff, count, op);
+            case INT64 -> int64(s, out, outOff, a, aOff, b, bOff, count, op);
+            case FLOAT32 -> float32(s, out, outOff, a, aOff, b, bOff, count, op);
+            case FLOAT64 -> float64(s, out, outOff, a, aOff, b, bOff, count, op);
+            case FLOAT16 -> float16(s, out, outOff, a, aOff, b, bOff, count, op);
+            case BFLOAT16 -> bfloat16(s, out, outOff, a, aOff, b, bOff, count, op);
             default -> throw new IllegalStateException(type.name());
         }
     }
 
-    private static void int8(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                             final MemorySegment b, final long bo, final long n, final RedOp op) {
+    /** One thread's block arrays: two operands per element type, plus the bfloat16 widening views. */
+    private static final class Scratch {
+        final byte[] i8a = new byte[BLOCK_BYTES];
+        final byte[] i8b = new byte[BLOCK_BYTES];
+        final short[] i16a = new short[BLOCK_BYTES / 2];
+        final short[] i16b = new short[BLOCK_BYTES / 2];
+        final int[] i32a = new int[BLOCK_BYTES / 4];
+        final int[] i32b = new int[BLOCK_BYTES / 4];
+        final long[] i64a = new long[BLOCK_BYTES / 8];
+        final long[] i64b = new long[BLOCK_BYTES / 8];
+        final float[] f32a = new float[BLOCK_BYTES / 4];
+        final float[] f32b = new float[BLOCK_BYTES / 4];
+        final double[] f64a = new double[BLOCK_BYTES / 8];
+        final double[] f64b = new double[BLOCK_BYTES / 8];
+        /** f32a and f32b as segments: bfloat16 widens into int arrays, then bulk-copies the bits into floats. */
+        final MemorySegment f32aSeg = MemorySegment.ofArray(f32a);
+        final MemorySegment f32bSeg = MemorySegment.ofArray(f32b);
+        final MemorySegment i32aSeg = MemorySegment.ofArray(i32a);
+    }
+
+    private static void int8(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                             final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final byte[] x = s.i8a;
+        final byte[] y = s.i8b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, I8, ao + done, x, 0, m);
+            MemorySegment.copy(b, I8, bo + done, y, 0, m);
+            switch (op) {
+                case SUM -> sum(x, y, m);
+                case PROD -> prod(x, y, m);
+                case MIN -> min(x, y, m);
+                case MAX -> max(x, y, m);
+                default -> throw new IllegalStateException(op.name());
+            }
+            MemorySegment.copy(x, 0, o, I8, oo + done, m);
+            done += m;
+        }
+    }
+
+    private static void int32(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                              final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final int[] x = s.i32a;
+        final int[] y = s.i32b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, I32, ao + done * 4, x, 0, m);
+            MemorySegment.copy(b, I32, bo + done * 4, y, 0, m);
+            switch (op) {
+                case SUM -> sum(x, y, m);
+                case PROD -> prod(x, y, m);
+                case MIN -> min(x, y, m);
+                case MAX -> max(x, y, m);
+                default -> throw new IllegalStateException(op.name());
+            }
+            MemorySegment.copy(x, 0, o, I32, oo + done * 4, m);
+            done += m;
+        }
+    }
+
+    private static void int64(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                              final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final long[] x = s.i64a;
+        final long[] y = s.i64b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, I64, ao + done * 8, x, 0, m);
+            MemorySegment.copy(b, I64, bo + done * 8, y, 0, m);
+            switch (op) {
+                case SUM -> sum(x, y, m);
+                case PROD -> prod(x, y, m);
+                case MIN -> min(x, y, m);
+                case MAX -> max(x, y, m);
+                default -> throw new IllegalStateException(op.name());
+            }
+            MemorySegment.copy(x, 0, o, I64, oo + done * 8, m);
+            done += m;
+        }
+    }
+
+    private static void float32(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                                final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final float[] x = s.f32a;
+        final float[] y = s.f32b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, F32, ao + done * 4, x, 0, m);
+            MemorySegment.copy(b, F32, bo + done * 4, y, 0, m);
+            apply(x, y, m, op);
+            MemorySegment.copy(x, 0, o, F32, oo + done * 4, m);
+            done += m;
+        }
+    }
+
+    private static void float64(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                                final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final double[] x = s.f64a;
+        final double[] y = s.f64b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, F64, ao + done * 8, x, 0, m);
+            MemorySegment.copy(b, F64, bo + done * 8, y, 0, m);
+            switch (op) {
+                case SUM -> sum(x, y, m);
+                case PROD -> prod(x, y, m);
+                case MIN -> min(x, y, m);
+                case MAX -> max(x, y, m);
+                default -> throw new IllegalStateException(op.name());
+            }
+            MemorySegment.copy(x, 0, o, F64, oo + done * 8, m);
+            done += m;
+        }
+    }
+
+    /** IEEE half: widened to float by the half-to-float conversion, one float operation, rounded back. */
+    private static void float16(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                                final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final short[] x = s.i16a;
+        final short[] y = s.i16b;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(x.length, n - done);
+            MemorySegment.copy(a, I16, ao + done * 2, x, 0, m);
+            MemorySegment.copy(b, I16, bo + done * 2, y, 0, m);
+            switch (op) {
+                case SUM -> halfSum(x, y, m);
+                case PROD -> halfProd(x, y, m);
+                case MIN -> halfMin(x, y, m);
+                case MAX -> halfMax(x, y, m);
+                default -> throw new IllegalStateException(op.name());
+            }
+            MemorySegment.copy(x, 0, o, I16, oo + done * 2, m);
+            done += m;
+        }
+    }
+
+    /**
+     * bfloat16: the bits widen into an int array ({@code bits << 16}), bulk-copy into a float array (C2 does not
+     * vectorize {@code intBitsToFloat}; a copy between the arrays is the reinterpretation), one float loop, the
+     * float bits bulk-copy back and round to nearest even without a branch (NaN becomes 0x7fc0, as
+     * {@link DataType#toBf16} does).
+     */
+    private static void bfloat16(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
+                                 final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
+        final short[] x = s.i16a;
+        final short[] y = s.i16b;
+        final int[] bits = s.i32a;
+        final float[] fx = s.f32a;
+        final float[] fy = s.f32b;
+        final int block = fx.length;
+        for (long done = 0; done < n; ) {
+            final int m = (int) Math.min(block, n - done);
+            MemorySegment.copy(a, I16, ao + done * 2, x, 0, m);
+            MemorySegment.copy(b, I16, bo + done * 2, y, 0, m);
+            widenBf16(x, bits, m);
+            MemorySegment.copy(bits, 0, s.f32aSeg, I32, 0, m);
+            widenBf16(y, bits, m);
+            MemorySegment.copy(bits, 0, s.f32bSeg, I32, 0, m);
+            apply(fx, fy, m, op);
+            MemorySegment.copy(fx, 0, s.i32aSeg, F32, 0, m);
+            roundBf16(bits, x, m);
+            MemorySegment.copy(x, 0, o, I16, oo + done * 2, m);
+            done += m;
+        }
+    }
+
+    private static void apply(final float[] x, final float[] y, final int m, final RedOp op) {
         switch (op) {
-            case SUM -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I8, oo + i, (byte) (a.get(I8, ao + i) + b.get(I8, bo + i)));
-                }
-            }
-            case PROD -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I8, oo + i, (byte) (a.get(I8, ao + i) * b.get(I8, bo + i)));
-                }
-            }
-            case MIN -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I8, oo + i, (byte) Math.min(a.get(I8, ao + i), b.get(I8, bo + i)));
-                }
-            }
-            case MAX -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I8, oo + i, (byte) Math.max(a.get(I8, ao + i), b.get(I8, bo + i)));
-                }
-            }
+            case SUM -> sum(x, y, m);
+            case PROD -> prod(x, y, m);
+            case MIN -> min(x, y, m);
+            case MAX -> max(x, y, m);
             default -> throw new IllegalStateException(op.name());
         }
     }
 
-    private static void int32(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                              final MemorySegment b, final long bo, final long n, final RedOp op) {
-        switch (op) {
-            case SUM -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I32, oo + i * 4, a.get(I32, ao + i * 4) + b.get(I32, bo + i * 4));
-                }
-            }
-            case PROD -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I32, oo + i * 4, a.get(I32, ao + i * 4) * b.get(I32, bo + i * 4));
-                }
-            }
-            case MIN -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I32, oo + i * 4, Math.min(a.get(I32, ao + i * 4), b.get(I32, bo + i * 4)));
-                }
-            }
-            case MAX -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I32, oo + i * 4, Math.max(a.get(I32, ao + i * 4), b.get(I32, bo + i * 4)));
-                }
-            }
-            default -> throw new IllegalStateException(op.name());
+    private static void widenBf16(final short[] from, final int[] to, final int m) {
+        for (int i = 0; i < m; i++) {
+            to[i] = from[i] << 16;
         }
     }
 
-    private static void int64(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                              final MemorySegment b, final long bo, final long n, final RedOp op) {
-        switch (op) {
-            case SUM -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I64, oo + i * 8, a.get(I64, ao + i * 8) + b.get(I64, bo + i * 8));
-                }
-            }
-            case PROD -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I64, oo + i * 8, a.get(I64, ao + i * 8) * b.get(I64, bo + i * 8));
-                }
-            }
-            case MIN -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I64, oo + i * 8, Math.min(a.get(I64, ao + i * 8), b.get(I64, bo + i * 8)));
-                }
-            }
-            case MAX -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(I64, oo + i * 8, Math.max(a.get(I64, ao + i * 8), b.get(I64, bo + i * 8)));
-                }
-            }
-            default -> throw new IllegalStateException(op.name());
+    /** {@link DataType#toBf16} on float bits, branch-free so that it vectorizes. */
+    private static void roundBf16(final int[] from, final short[] to, final int m) {
+        for (int i = 0; i < m; i++) {
+            final int f = from[i];
+            final int nan = (0x7f800000 - (f & 0x7fffffff)) >> 31; // -1 for a NaN, else 0
+            final int rounded = (f + 0x7fff + ((f >>> 16) & 1)) >>> 16;
+            to[i] = (short) ((rounded & ~nan) | (0x7fc0 & nan));
         }
     }
 
-    private static void float32(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                                final MemorySegment b, final long bo, final long n, final RedOp op) {
-        switch (op) {
-            case SUM -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F32, oo + i * 4, a.get(F32, ao + i * 4) + b.get(F32, bo + i * 4));
-                }
-            }
-            case PROD -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F32, oo + i * 4, a.get(F32, ao + i * 4) * b.get(F32, bo + i * 4));
-                }
-            }
-            case MIN -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F32, oo + i * 4, Math.min(a.get(F32, ao + i * 4), b.get(F32, bo + i * 4)));
-                }
-            }
-            case MAX -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F32, oo + i * 4, Math.max(a.get(F32, ao + i * 4), b.get(F32, bo + i * 4)));
-                }
-            }
-            default -> throw new IllegalStateException(op.name());
+    // One loop per element type and operation: C2 vectorizes each (x = op(x, y) over arrays).
+
+    private static void sum(final byte[] x, final byte[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = (byte) (x[i] + y[i]);
         }
     }
 
-    private static void float64(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                                final MemorySegment b, final long bo, final long n, final RedOp op) {
-        switch (op) {
-            case SUM -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F64, oo + i * 8, a.get(F64, ao + i * 8) + b.get(F64, bo + i * 8));
-                }
-            }
-            case PROD -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F64, oo + i * 8, a.get(F64, ao + i * 8) * b.get(F64, bo + i * 8));
-                }
-            }
-            case MIN -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F64, oo + i * 8, Math.min(a.get(F64, ao + i * 8), b.get(F64, bo + i * 8)));
-                }
-            }
-            case MAX -> {
-                for (long i = 0; i < n; i++) {
-                    o.set(F64, oo + i * 8, Math.max(a.get(F64, ao + i * 8), b.get(F64, bo + i * 8)));
-                }
-            }
-            default -> throw new IllegalStateException(op.name());
+    private static void prod(final byte[] x, final byte[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = (byte) (x[i] * y[i]);
         }
     }
 
-    /** half and bfloat16: widened to float, one float operation, rounded back (bfloat16 to nearest even). */
-    private static void half(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
-                             final MemorySegment b, final long bo, final long n, final RedOp op, final boolean bf16) {
-        for (long i = 0; i < n; i++) {
-            final short x = a.get(I16, ao + i * 2);
-            final short y = b.get(I16, bo + i * 2);
-            final float fx = bf16 ? Float.intBitsToFloat((x & 0xffff) << 16) : Float.float16ToFloat(x);
-            final float fy = bf16 ? Float.intBitsToFloat((y & 0xffff) << 16) : Float.float16ToFloat(y);
-            final float r = switch (op) {
-                case SUM -> fx + fy;
-                case PROD -> fx * fy;
-                case MIN -> Math.min(fx, fy);
-                case MAX -> Math.max(fx, fy);
-            };
-            o.set(I16, oo + i * 2, bf16 ? DataType.toBf16(r) : Float.floatToFloat16(r));
+    private static void min(final byte[] x, final byte[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = (byte) Math.min(x[i], y[i]);
+        }
+    }
+
+    private static void max(final byte[] x, final byte[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = (byte) Math.max(x[i], y[i]);
+        }
+    }
+
+    private static void sum(final int[] x, final int[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] + y[i];
+        }
+    }
+
+    private static void prod(final int[] x, final int[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] * y[i];
+        }
+    }
+
+    private static void min(final int[] x, final int[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.min(x[i], y[i]);
+        }
+    }
+
+    private static void max(final int[] x, final int[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.max(x[i], y[i]);
+        }
+    }
+
+    private static void sum(final long[] x, final long[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] + y[i];
+        }
+    }
+
+    private static void prod(final long[] x, final long[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] * y[i];
+        }
+    }
+
+    private static void min(final long[] x, final long[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.min(x[i], y[i]);
+        }
+    }
+
+    private static void max(final long[] x, final long[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.max(x[i], y[i]);
+        }
+    }
+
+    private static void sum(final float[] x, final float[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] + y[i];
+        }
+    }
+
+    private static void prod(final float[] x, final float[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] * y[i];
+        }
+    }
+
+    private static void min(final float[] x, final float[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.min(x[i], y[i]);
+        }
+    }
+
+    private static void max(final float[] x, final float[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.max(x[i], y[i]);
+        }
+    }
+
+    private static void sum(final double[] x, final double[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] + y[i];
+        }
+    }
+
+    private static void prod(final double[] x, final double[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = x[i] * y[i];
+        }
+    }
+
+    private static void min(final double[] x, final double[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.min(x[i], y[i]);
+        }
+    }
+
+    private static void max(final double[] x, final double[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Math.max(x[i], y[i]);
+        }
+    }
+
+    private static void halfSum(final short[] x, final short[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Float.floatToFloat16(Float.float16ToFloat(x[i]) + Float.float16ToFloat(y[i]));
+        }
+    }
+
+    private static void halfProd(final short[] x, final short[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Float.floatToFloat16(Float.float16ToFloat(x[i]) * Float.float16ToFloat(y[i]));
+        }
+    }
+
+    private static void halfMin(final short[] x, final short[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Float.floatToFloat16(Math.min(Float.float16ToFloat(x[i]), Float.float16ToFloat(y[i])));
+        }
+    }
+
+    private static void halfMax(final short[] x, final short[] y, final int m) {
+        for (int i = 0; i < m; i++) {
+            x[i] = Float.floatToFloat16(Math.max(Float.float16ToFloat(x[i]), Float.float16ToFloat(y[i])));
         }
     }
 }
