@@ -9,6 +9,8 @@ import io.gdrkit.labs.collectives.Reducer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.AuxCounters;
@@ -29,8 +31,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The host reduction kernel ({@link Reducer#reduce}) against {@link MemorySegment#copy} of the same number of output
  * bytes, the memory-speed reference, on native segments. {@code inPlace}: out is a ({@code dst = op(dst, src)}, as
- * the ring's reduce-scatter calls it); otherwise three distinct segments. The {@code bytes} aux counter is output
- * bytes/s (a reduction reads twice what it writes; a copy reads once). Inputs are seeded random values in [1, 2) (no
+ * the ring's reduce-scatter calls it); otherwise three distinct segments. The score is calls/s of wall time; the aux
+ * counters give output bytes and CPU ns (a reduction reads twice what it writes; a copy reads once). Inputs are seeded random values in [1, 2) (no
  * subnormals, which would measure the FPU's microcode assists rather than the loop). Run:
  * {@code java -jar bench/target/gdrkit-bench.jar ReducerBench -f 3 -wi 3 -i 5 -w 1 -r 1}.
  */
@@ -60,15 +62,25 @@ public class ReducerBench {
     private RedOp op;
     private long count;
 
-    /** Output bytes, reported by JMH as a rate (bytes/s). */
+    /**
+     * Output bytes and this thread's CPU time per iteration (totals): bytes / cpuNs is GB per CPU second, which time
+     * spent descheduled does not dilute (this host's 2 cores are shared; the wall-clock score is JMH's own).
+     */
     @State(Scope.Thread)
-    @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class Bytes {
+    @AuxCounters(AuxCounters.Type.EVENTS)
+    public static class Counters {
+        private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
         public long bytes;
+        public long cpuNs;
 
         @Setup(Level.Iteration)
         public void reset() {
             bytes = 0;
+            cpuNs = 0;
+        }
+
+        long cpu() {
+            return MX.getCurrentThreadCpuTime();
         }
     }
 
@@ -108,15 +120,19 @@ public class ReducerBench {
     }
 
     @Benchmark
-    public void reduce(final Bytes counter) {
+    public void reduce(final Counters c) {
+        final long t = c.cpu();
         Reducer.reduce(out, 0, a, 0, b, 0, count, type, op);
-        counter.bytes += bytes;
+        c.cpuNs += c.cpu() - t;
+        c.bytes += bytes;
     }
 
     /** The same output bytes through MemorySegment.copy (from b, so in place it writes a as reduce does). */
     @Benchmark
-    public void copy(final Bytes counter) {
+    public void copy(final Counters c) {
+        final long t = c.cpu();
         MemorySegment.copy(b, 0, out, 0, bytes);
-        counter.bytes += bytes;
+        c.cpuNs += c.cpu() - t;
+        c.bytes += bytes;
     }
 }
