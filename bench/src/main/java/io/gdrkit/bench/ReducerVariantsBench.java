@@ -28,7 +28,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * SUM, kept so that the choice can be checked again on a later JDK (JDK 26 adds C2's runtime aliasing check, which
  * may let the plain segment loops vectorize): {@code longLoop} the kernel before (long induction, unaligned
  * layouts), {@code intLoop} int-counted loops over strips of at most 2^20 elements with aligned layouts when the
- * addresses allow and a separate loop for out == a, {@code blocks} the shipped kernel ({@link Reducer#reduce}),
+ * addresses allow and a separate loop for out == a (each loop with its layout a constant: a layout passed as a
+ * parameter leaves the access unfolded, 30x slower), {@code blocks} the shipped kernel ({@link Reducer#reduce}),
  * {@code copy} the memory-speed reference. Counters as in {@link ReducerBench}. Run:
  * {@code java -jar bench/target/gdrkit-bench.jar ReducerVariantsBench -f 3 -wi 3 -i 5 -w 1 -r 1}.
  */
@@ -122,56 +123,84 @@ public class ReducerVariantsBench {
             if (f32) {
                 if (out == a) {
                     if (aligned) {
-                        inPlaceF(a, at, b, at, m, F32A);
+                        inPlaceFA(a, at, b, at, m);
                     } else {
-                        inPlaceF(a, at, b, at, m, F32U);
+                        inPlaceFU(a, at, b, at, m);
                     }
                 } else if (aligned) {
-                    threeF(out, at, a, at, b, at, m, F32A);
+                    threeFA(out, at, a, at, b, at, m);
                 } else {
-                    threeF(out, at, a, at, b, at, m, F32U);
+                    threeFU(out, at, a, at, b, at, m);
                 }
             } else if (out == a) {
                 if (aligned) {
-                    inPlaceI(a, at, b, at, m, I32A);
+                    inPlaceIA(a, at, b, at, m);
                 } else {
-                    inPlaceI(a, at, b, at, m, I32U);
+                    inPlaceIU(a, at, b, at, m);
                 }
             } else if (aligned) {
-                threeI(out, at, a, at, b, at, m, I32A);
+                threeIA(out, at, a, at, b, at, m);
             } else {
-                threeI(out, at, a, at, b, at, m, I32U);
+                threeIU(out, at, a, at, b, at, m);
             }
         }
         c.cpuNs += c.cpu() - t;
         c.bytes += bytes;
     }
 
-    private static void inPlaceF(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
-                                 final int m, final ValueLayout.OfFloat l) {
+    private static void inPlaceFA(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
+                                   final int m) {
         for (int i = 0; i < m; i++) {
-            d.set(l, dOff + i * 4L, d.get(l, dOff + i * 4L) + s.get(l, sOff + i * 4L));
+            d.set(F32A, dOff + i * 4L, d.get(F32A, dOff + i * 4L) + s.get(F32A, sOff + i * 4L));
         }
     }
 
-    private static void threeF(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
-                               final MemorySegment y, final long yOff, final int m, final ValueLayout.OfFloat l) {
+    private static void threeFA(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
+                                 final MemorySegment y, final long yOff, final int m) {
         for (int i = 0; i < m; i++) {
-            o.set(l, oOff + i * 4L, x.get(l, xOff + i * 4L) + y.get(l, yOff + i * 4L));
+            o.set(F32A, oOff + i * 4L, x.get(F32A, xOff + i * 4L) + y.get(F32A, yOff + i * 4L));
         }
     }
 
-    private static void inPlaceI(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
-                                 final int m, final ValueLayout.OfInt l) {
+    private static void inPlaceFU(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
+                                   final int m) {
         for (int i = 0; i < m; i++) {
-            d.set(l, dOff + i * 4L, d.get(l, dOff + i * 4L) + s.get(l, sOff + i * 4L));
+            d.set(F32U, dOff + i * 4L, d.get(F32U, dOff + i * 4L) + s.get(F32U, sOff + i * 4L));
         }
     }
 
-    private static void threeI(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
-                               final MemorySegment y, final long yOff, final int m, final ValueLayout.OfInt l) {
+    private static void threeFU(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
+                                 final MemorySegment y, final long yOff, final int m) {
         for (int i = 0; i < m; i++) {
-            o.set(l, oOff + i * 4L, x.get(l, xOff + i * 4L) + y.get(l, yOff + i * 4L));
+            o.set(F32U, oOff + i * 4L, x.get(F32U, xOff + i * 4L) + y.get(F32U, yOff + i * 4L));
+        }
+    }
+
+    private static void inPlaceIA(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
+                                   final int m) {
+        for (int i = 0; i < m; i++) {
+            d.set(I32A, dOff + i * 4L, d.get(I32A, dOff + i * 4L) + s.get(I32A, sOff + i * 4L));
+        }
+    }
+
+    private static void threeIA(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
+                                 final MemorySegment y, final long yOff, final int m) {
+        for (int i = 0; i < m; i++) {
+            o.set(I32A, oOff + i * 4L, x.get(I32A, xOff + i * 4L) + y.get(I32A, yOff + i * 4L));
+        }
+    }
+
+    private static void inPlaceIU(final MemorySegment d, final long dOff, final MemorySegment s, final long sOff,
+                                   final int m) {
+        for (int i = 0; i < m; i++) {
+            d.set(I32U, dOff + i * 4L, d.get(I32U, dOff + i * 4L) + s.get(I32U, sOff + i * 4L));
+        }
+    }
+
+    private static void threeIU(final MemorySegment o, final long oOff, final MemorySegment x, final long xOff,
+                                 final MemorySegment y, final long yOff, final int m) {
+        for (int i = 0; i < m; i++) {
+            o.set(I32U, oOff + i * 4L, x.get(I32U, xOff + i * 4L) + y.get(I32U, yOff + i * 4L));
         }
     }
 }

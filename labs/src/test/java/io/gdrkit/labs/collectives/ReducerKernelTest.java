@@ -36,7 +36,7 @@ class ReducerKernelTest {
 
     /** Elements per block for type t (the kernel's block is {@link Reducer#BLOCK_BYTES} per operand). */
     private static int block(final DataType t) {
-        return Reducer.BLOCK_BYTES / (t == DataType.BFLOAT16 ? 4 : t.size());
+        return Reducer.BLOCK_BYTES / t.size();
     }
 
     private static long[] counts(final DataType t) {
