@@ -8,21 +8,25 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * The reduction kernel on host memory: {@code out[i] = op(a[i], b[i])}, with {@code out} allowed to be {@code a} or
- * {@code b} ({@code dst = op(dst, src)}).
+ * {@code b} ({@code dst = op(dst, src)}). The operation is chosen once per call (or per block), never per element.
  *
  * <p>Why blocks through small heap arrays: on JDK 25, C2 does not auto-vectorize a loop that stores to one native
- * segment while loading from another (it cannot prove that they do not overlap; the runtime aliasing check comes
- * with JDK 26), and float or double loads from a segment go through {@code intBitsToFloat}, which it does not
- * vectorize at all. Loops over Java arrays it vectorizes well. So each call runs in blocks of
- * {@value #BLOCK_BYTES} bytes per operand (L1-sized): both operands are bulk-copied into per-thread arrays
- * ({@link MemorySegment#copy}, a vectorized stub), one loop per type and operation combines them in the array, and
- * the result is bulk-copied out. A block reads all of its inputs before it writes its output, so {@code out} may be
- * {@code a} or {@code b}. See docs/PERFORMANCE.md ("The host reduction kernel") for what was tried and measured.
+ * segment while loading from another (it cannot prove that they do not overlap; a runtime aliasing check comes with
+ * JDK 26), and float loads from a segment go through {@code intBitsToFloat}, which it does not vectorize. Loops over
+ * Java arrays it vectorizes. So int8, int32, float16, bfloat16 and float32 run in blocks of {@value #BLOCK_BYTES}
+ * bytes per operand (L1-sized): both operands are bulk-copied into per-thread arrays ({@link MemorySegment#copy}, a
+ * vectorized stub), one loop per type and operation combines them there, and the result is bulk-copied out. A block
+ * reads all of its inputs before it writes its output, so {@code out} may be {@code a} or {@code b}. The 8-byte
+ * types keep one plain loop per operation over the segments: they move twice the bytes per element, and there the
+ * blocks lost (float64 SUM at 512 KiB: 8.4 against 12.5 GB per CPU second). docs/PERFORMANCE.md ("The host
+ * reduction kernel") has what was tried and measured.
  *
- * <p>Results are bit for bit those of the earlier per-element loop: float SUM and PROD are one IEEE operation per
- * element whatever the order, {@link Math#min}/{@link Math#max} keep their NaN and signed-zero rules when
- * vectorized, and half and bfloat16 go through float as NCCL's kernels do (float arithmetic gives the same result as
- * rounding the double result once: double rounding is exact for +, * of floats), rounded back to nearest even.
+ * <p>Results are bit for bit those of the per-element loop: float SUM and PROD are one IEEE operation per element
+ * whatever the order; {@link Math#min}/{@link Math#max} keep their signed-zero rules and return a NaN operand's
+ * exact bits (where both operands are NaN, which payload wins was never fixed: the interpreter and C2 differ, the
+ * earlier kernel included); half and bfloat16 go through float as NCCL's kernels do (float arithmetic gives the
+ * same result as rounding the double result once: double rounding is exact for +, * of floats), rounded back to
+ * nearest even.
  */
 public final class Reducer {
     /** Bytes per operand per block: two inputs and the bf16 staging fit in a 48 KiB L1 data cache. */
@@ -58,16 +62,16 @@ public final class Reducer {
         switch (type) {
             case INT8 -> int8(s, out, outOff, a, aOff, b, bOff, count, op);
             case INT32 -> int32(s, out, outOff, a, aOff, b, bOff, count, op);
-            case INT64 -> int64(s, out, outOff, a, aOff, b, bOff, count, op);
+            case INT64 -> int64(out, outOff, a, aOff, b, bOff, count, op);
             case FLOAT32 -> float32(s, out, outOff, a, aOff, b, bOff, count, op);
-            case FLOAT64 -> float64(s, out, outOff, a, aOff, b, bOff, count, op);
+            case FLOAT64 -> float64(out, outOff, a, aOff, b, bOff, count, op);
             case FLOAT16 -> float16(s, out, outOff, a, aOff, b, bOff, count, op);
             case BFLOAT16 -> bfloat16(s, out, outOff, a, aOff, b, bOff, count, op);
             default -> throw new IllegalStateException(type.name());
         }
     }
 
-    /** One thread's block arrays: two operands per element type, plus bfloat16's halves and views. */
+    /** One thread's block arrays: two operands per blocked element type, plus bfloat16's halves and views. */
     private static final class Scratch {
         final byte[] i8a = new byte[BLOCK_BYTES];
         final byte[] i8b = new byte[BLOCK_BYTES];
@@ -75,12 +79,8 @@ public final class Reducer {
         final short[] i16b = new short[BLOCK_BYTES / 2];
         final int[] i32a = new int[BLOCK_BYTES / 4];
         final int[] i32b = new int[BLOCK_BYTES / 4];
-        final long[] i64a = new long[BLOCK_BYTES / 8];
-        final long[] i64b = new long[BLOCK_BYTES / 8];
         final float[] f32a = new float[BLOCK_BYTES / 4];
         final float[] f32b = new float[BLOCK_BYTES / 4];
-        final double[] f64a = new double[BLOCK_BYTES / 8];
-        final double[] f64b = new double[BLOCK_BYTES / 8];
         final int[] i32c = new int[BLOCK_BYTES / 4];
         final int[] i32d = new int[BLOCK_BYTES / 4];
         /** Views for bfloat16's bulk copies between int and float arrays (the reinterpretation). */
@@ -130,23 +130,30 @@ public final class Reducer {
         }
     }
 
-    private static void int64(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
-                              final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
-        final long[] x = s.i64a;
-        final long[] y = s.i64b;
-        for (long done = 0; done < n; ) {
-            final int m = (int) Math.min(x.length, n - done);
-            MemorySegment.copy(a, I64, ao + done * 8, x, 0, m);
-            MemorySegment.copy(b, I64, bo + done * 8, y, 0, m);
-            switch (op) {
-                case SUM -> sum(x, y, m);
-                case PROD -> prod(x, y, m);
-                case MIN -> min(x, y, m);
-                case MAX -> max(x, y, m);
-                default -> throw new IllegalStateException(op.name());
+    private static void int64(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
+                              final MemorySegment b, final long bo, final long n, final RedOp op) {
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I64, oo + i * 8, a.get(I64, ao + i * 8) + b.get(I64, bo + i * 8));
+                }
             }
-            MemorySegment.copy(x, 0, o, I64, oo + done * 8, m);
-            done += m;
+            case PROD -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I64, oo + i * 8, a.get(I64, ao + i * 8) * b.get(I64, bo + i * 8));
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I64, oo + i * 8, Math.min(a.get(I64, ao + i * 8), b.get(I64, bo + i * 8)));
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I64, oo + i * 8, Math.max(a.get(I64, ao + i * 8), b.get(I64, bo + i * 8)));
+                }
+            }
+            default -> throw new IllegalStateException(op.name());
         }
     }
 
@@ -164,23 +171,30 @@ public final class Reducer {
         }
     }
 
-    private static void float64(final Scratch s, final MemorySegment o, final long oo, final MemorySegment a,
-                                final long ao, final MemorySegment b, final long bo, final long n, final RedOp op) {
-        final double[] x = s.f64a;
-        final double[] y = s.f64b;
-        for (long done = 0; done < n; ) {
-            final int m = (int) Math.min(x.length, n - done);
-            MemorySegment.copy(a, F64, ao + done * 8, x, 0, m);
-            MemorySegment.copy(b, F64, bo + done * 8, y, 0, m);
-            switch (op) {
-                case SUM -> sum(x, y, m);
-                case PROD -> prod(x, y, m);
-                case MIN -> min(x, y, m);
-                case MAX -> max(x, y, m);
-                default -> throw new IllegalStateException(op.name());
+    private static void float64(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
+                                final MemorySegment b, final long bo, final long n, final RedOp op) {
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(F64, oo + i * 8, a.get(F64, ao + i * 8) + b.get(F64, bo + i * 8));
+                }
             }
-            MemorySegment.copy(x, 0, o, F64, oo + done * 8, m);
-            done += m;
+            case PROD -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(F64, oo + i * 8, a.get(F64, ao + i * 8) * b.get(F64, bo + i * 8));
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(F64, oo + i * 8, Math.min(a.get(F64, ao + i * 8), b.get(F64, bo + i * 8)));
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(F64, oo + i * 8, Math.max(a.get(F64, ao + i * 8), b.get(F64, bo + i * 8)));
+                }
+            }
+            default -> throw new IllegalStateException(op.name());
         }
     }
 
@@ -288,12 +302,6 @@ public final class Reducer {
         }
     }
 
-    private static void widenBf16(final short[] from, final int[] to, final int m) {
-        for (int i = 0; i < m; i++) {
-            to[i] = from[i] << 16;
-        }
-    }
-
     /** {@link DataType#toBf16} on float bits, in place, branch-free so that it vectorizes: the result in the low half. */
     private static void roundBf16(final int[] bits, final int m) {
         for (int i = 0; i < m; i++) {
@@ -354,30 +362,6 @@ public final class Reducer {
         }
     }
 
-    private static void sum(final long[] x, final long[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = x[i] + y[i];
-        }
-    }
-
-    private static void prod(final long[] x, final long[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = x[i] * y[i];
-        }
-    }
-
-    private static void min(final long[] x, final long[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = Math.min(x[i], y[i]);
-        }
-    }
-
-    private static void max(final long[] x, final long[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = Math.max(x[i], y[i]);
-        }
-    }
-
     private static void sum(final float[] x, final float[] y, final int m) {
         for (int i = 0; i < m; i++) {
             x[i] = x[i] + y[i];
@@ -397,30 +381,6 @@ public final class Reducer {
     }
 
     private static void max(final float[] x, final float[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = Math.max(x[i], y[i]);
-        }
-    }
-
-    private static void sum(final double[] x, final double[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = x[i] + y[i];
-        }
-    }
-
-    private static void prod(final double[] x, final double[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = x[i] * y[i];
-        }
-    }
-
-    private static void min(final double[] x, final double[] y, final int m) {
-        for (int i = 0; i < m; i++) {
-            x[i] = Math.min(x[i], y[i]);
-        }
-    }
-
-    private static void max(final double[] x, final double[] y, final int m) {
         for (int i = 0; i < m; i++) {
             x[i] = Math.max(x[i], y[i]);
         }
