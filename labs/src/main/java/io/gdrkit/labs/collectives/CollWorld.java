@@ -300,7 +300,7 @@ public final class CollWorld implements AutoCloseable {
      * {@code gdrkit.nic.progress} says otherwise: with at least {@value #CPUS_PER_RANK_FOR_DEDICATED} processors per
      * rank, each NIC gets a thread of its own that spins while idle (DEDICATED; {@code gdrkit.nic.idle} still
      * applies), so it moves the peer's chunks while its rank reduces (16 MiB allreduce on the 16-core H200 host:
-     * 3.34 against 2.26 GB/s busbw, docs/PERFORMANCE.md); with fewer, the rank's polling drives it (OWN_DEVICE and
+     * 1.3-2.1x the busbw of the rank's own polling at the median, docs/PERFORMANCE.md); with fewer, the rank's polling drives it (OWN_DEVICE and
      * the backstop, {@link #nicContext()}), since a spinning NIC thread per rank on 2 cores takes the CPU the ranks
      * need.
      */
