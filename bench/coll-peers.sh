@@ -3,7 +3,7 @@
 # OpenMPI MPI_Allreduce, gdrkit coll allreduce over IbTransport (software NICs, shm fabric) and over
 # SocketTransport (TCP loopback). Three runs each, interleaved, JSON lines into $OUT (default ./coll-peers-out).
 #   JAVA=/path/to/java JAR=cli/target/gdrkit.jar MPI_BIN=bench/mpi/allreduce_timing bench/coll-peers.sh
-# VARIANTS picks the gdrkit rows: ib (the default progress: each rank's polling drives its NIC), ib-tcp (the same
+# VARIANTS picks the gdrkit rows: ib (coll's default progress: chosen by the host's processors, nic_progress), ib-tcp (the same
 # over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
