@@ -181,21 +181,78 @@ public final class Reducer {
         }
     }
 
-    /** half and bfloat16: widened to float, one float operation, rounded back (bfloat16 to nearest even). */
+    /**
+     * half and bfloat16: widened to float, one float operation, rounded back (bfloat16 to nearest even); the type and
+     * the operation are chosen once per call, as for the other types.
+     */
     private static void half(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
                              final MemorySegment b, final long bo, final long n, final RedOp op, final boolean bf16) {
-        for (long i = 0; i < n; i++) {
-            final short x = a.get(I16, ao + i * 2);
-            final short y = b.get(I16, bo + i * 2);
-            final float fx = bf16 ? Float.intBitsToFloat((x & 0xffff) << 16) : Float.float16ToFloat(x);
-            final float fy = bf16 ? Float.intBitsToFloat((y & 0xffff) << 16) : Float.float16ToFloat(y);
-            final float r = switch (op) {
-                case SUM -> fx + fy;
-                case PROD -> fx * fy;
-                case MIN -> Math.min(fx, fy);
-                case MAX -> Math.max(fx, fy);
-            };
-            o.set(I16, oo + i * 2, bf16 ? DataType.toBf16(r) : Float.floatToFloat16(r));
+        if (bf16) {
+            bfloat16(o, oo, a, ao, b, bo, n, op);
+        } else {
+            float16(o, oo, a, ao, b, bo, n, op);
         }
+    }
+
+    private static void float16(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
+                                final MemorySegment b, final long bo, final long n, final RedOp op) {
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, Float.floatToFloat16(f16(a, ao + i * 2) + f16(b, bo + i * 2)));
+                }
+            }
+            case PROD -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, Float.floatToFloat16(f16(a, ao + i * 2) * f16(b, bo + i * 2)));
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, Float.floatToFloat16(Math.min(f16(a, ao + i * 2), f16(b, bo + i * 2))));
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, Float.floatToFloat16(Math.max(f16(a, ao + i * 2), f16(b, bo + i * 2))));
+                }
+            }
+            default -> throw new IllegalStateException(op.name());
+        }
+    }
+
+    private static void bfloat16(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
+                                 final MemorySegment b, final long bo, final long n, final RedOp op) {
+        switch (op) {
+            case SUM -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, DataType.toBf16(bf16(a, ao + i * 2) + bf16(b, bo + i * 2)));
+                }
+            }
+            case PROD -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, DataType.toBf16(bf16(a, ao + i * 2) * bf16(b, bo + i * 2)));
+                }
+            }
+            case MIN -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, DataType.toBf16(Math.min(bf16(a, ao + i * 2), bf16(b, bo + i * 2))));
+                }
+            }
+            case MAX -> {
+                for (long i = 0; i < n; i++) {
+                    o.set(I16, oo + i * 2, DataType.toBf16(Math.max(bf16(a, ao + i * 2), bf16(b, bo + i * 2))));
+                }
+            }
+            default -> throw new IllegalStateException(op.name());
+        }
+    }
+
+    private static float f16(final MemorySegment s, final long at) {
+        return Float.float16ToFloat(s.get(I16, at));
+    }
+
+    private static float bf16(final MemorySegment s, final long at) {
+        return Float.intBitsToFloat((s.get(I16, at) & 0xffff) << 16);
     }
 }
