@@ -12,7 +12,9 @@ import java.lang.foreign.ValueLayout;
  * per element (a switch per element through double arithmetic ran at 0.8 GB/s where these loops run at 4-7 GB/s on
  * the same host); half and bfloat16 go through float as NCCL's kernels do. Float arithmetic here gives the same
  * results as rounding the double result once (IEEE: double rounding is exact for +, * of floats), so the results
- * are those of the earlier per-element loop, bit for bit.
+ * are those of the earlier per-element loop, bit for bit. One exception, the JDK's: a float16 NaN's payload. Its
+ * conversions to and from float quiet a signaling NaN in some compiled code and keep it in other code, so which
+ * NaN comes out depends on what the JIT has compiled ({@code ReducerKernelTest} accepts any NaN there).
  */
 public final class Reducer {
     private static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;

@@ -177,7 +177,10 @@ class ReducerKernelTest {
         };
     }
 
-    /** Byte for byte over the whole segment (guards included), but for a float element of two NaNs: any NaN. */
+    /**
+     * Byte for byte over the whole segment (guards included), but for a float element of two NaNs any NaN, and for a
+     * float16 element whose result is a NaN any NaN.
+     */
     private static void assertBytes(final MemorySegment want, final MemorySegment got, final long oo,
                                     final MemorySegment a, final long ao, final MemorySegment b, final long bo,
                                     final long n, final DataType t, final RedOp op, final String what) {
@@ -192,6 +195,11 @@ class ReducerKernelTest {
             if (inside) {
                 final long e = (at - oo) / es;
                 if (isNaN(t, a, ao + e * es) && isNaN(t, b, bo + e * es) && isNaN(t, got, oo + e * es)) {
+                    continue;
+                }
+                // float16 <-> float conversions quiet a signaling NaN when C2 uses x86's F16C instructions and keep
+                // it in the interpreter's Java code, so a float16 NaN's payload depends on what is compiled when
+                if (t == DataType.FLOAT16 && isNaN(t, want, oo + e * es) && isNaN(t, got, oo + e * es)) {
                     continue;
                 }
             }
