@@ -51,8 +51,8 @@ class ReducerKernelTest {
         return Float.intBitsToFloat((s & 0xffff) << 16);
     }
 
-    /** The per-element reference: the kernel before blocking, one operation per element. */
-    private static void reference(final MemorySegment out, final long oo, final MemorySegment a, final long ao,
+    /** The per-element reference, one float (or double) operation per element; ReducerTest checks against it too. */
+    static void reference(final MemorySegment out, final long oo, final MemorySegment a, final long ao,
                                   final MemorySegment b, final long bo, final long n, final DataType t,
                                   final RedOp op) {
         for (long i = 0; i < n; i++) {

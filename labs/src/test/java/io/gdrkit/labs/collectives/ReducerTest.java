@@ -13,69 +13,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The per-type, per-operation loops give, bit for bit, what the earlier per-element loop gave (each element through
- * RedOp's double arithmetic, rounded once to the type), for random bit patterns (NaNs, infinities, subnormals,
- * signed zeros included), at unaligned offsets, two-operand (dst = op(dst, src)) and three-operand
+ * The per-type, per-operation loops give, bit for bit, what the per-element loop gives (ReducerKernelTest.reference:
+ * each element through float arithmetic, double for float64, rounded once to the type), for random bit patterns
+ * (NaNs, infinities, subnormals, signed zeros included), at unaligned offsets, two-operand (dst = op(dst, src)) and three-operand
  * (out = op(a, b)), with the bytes around the output untouched.
  */
 class ReducerTest {
     private static final int COUNT = 1031;
-
-    /** The earlier kernel, element by element: the reference. */
-    private static void reference(final MemorySegment out, final long oo, final MemorySegment a, final long ao,
-                                  final MemorySegment b, final long bo, final long n, final DataType t,
-                                  final RedOp op) {
-        for (long i = 0; i < n; i++) {
-            switch (t) {
-                case INT8 -> {
-                    final byte x = a.get(ValueLayout.JAVA_BYTE, ao + i);
-                    final byte y = b.get(ValueLayout.JAVA_BYTE, bo + i);
-                    out.set(ValueLayout.JAVA_BYTE, oo + i, (byte) switch (op) {
-                        case SUM -> x + y;
-                        case PROD -> x * y;
-                        case MIN -> Math.min(x, y);
-                        case MAX -> Math.max(x, y);
-                    });
-                }
-                case INT32 -> {
-                    final int x = a.get(ValueLayout.JAVA_INT_UNALIGNED, ao + i * 4);
-                    final int y = b.get(ValueLayout.JAVA_INT_UNALIGNED, bo + i * 4);
-                    out.set(ValueLayout.JAVA_INT_UNALIGNED, oo + i * 4, switch (op) {
-                        case SUM -> x + y;
-                        case PROD -> x * y;
-                        case MIN -> Math.min(x, y);
-                        case MAX -> Math.max(x, y);
-                    });
-                }
-                case INT64 -> {
-                    final long x = a.get(ValueLayout.JAVA_LONG_UNALIGNED, ao + i * 8);
-                    final long y = b.get(ValueLayout.JAVA_LONG_UNALIGNED, bo + i * 8);
-                    out.set(ValueLayout.JAVA_LONG_UNALIGNED, oo + i * 8, switch (op) {
-                        case SUM -> x + y;
-                        case PROD -> x * y;
-                        case MIN -> Math.min(x, y);
-                        case MAX -> Math.max(x, y);
-                    });
-                }
-                case FLOAT32 -> out.set(ValueLayout.JAVA_FLOAT_UNALIGNED, oo + i * 4, (float) op.apply(
-                    a.get(ValueLayout.JAVA_FLOAT_UNALIGNED, ao + i * 4), b.get(ValueLayout.JAVA_FLOAT_UNALIGNED,
-                        bo + i * 4)));
-                case FLOAT64 -> out.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, oo + i * 8, op.apply(
-                    a.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, ao + i * 8), b.get(ValueLayout.JAVA_DOUBLE_UNALIGNED,
-                        bo + i * 8)));
-                case FLOAT16 -> out.set(ValueLayout.JAVA_SHORT_UNALIGNED, oo + i * 2, Float.floatToFloat16((float)
-                    op.apply(Float.float16ToFloat(a.get(ValueLayout.JAVA_SHORT_UNALIGNED, ao + i * 2)),
-                        Float.float16ToFloat(b.get(ValueLayout.JAVA_SHORT_UNALIGNED, bo + i * 2)))));
-                case BFLOAT16 -> out.set(ValueLayout.JAVA_SHORT_UNALIGNED, oo + i * 2, DataType.toBf16((float)
-                    op.apply(bf(a.get(ValueLayout.JAVA_SHORT_UNALIGNED, ao + i * 2)),
-                        bf(b.get(ValueLayout.JAVA_SHORT_UNALIGNED, bo + i * 2)))));
-            }
-        }
-    }
-
-    private static float bf(final short s) {
-        return Float.intBitsToFloat((s & 0xffff) << 16);
-    }
 
     private static MemorySegment random(final Arena a, final long bytes, final long seed) {
         final MemorySegment m = a.allocate(bytes, 64);
@@ -120,7 +64,7 @@ class ReducerTest {
                 // three operands at odd offsets, the output framed by guard bytes
                 final MemorySegment want = arena.allocate(COUNT * es + 16, 64).fill((byte) 0x33);
                 final MemorySegment got = arena.allocate(COUNT * es + 16, 64).fill((byte) 0x33);
-                reference(want, 3, a, 5, b, 7, COUNT, t, op);
+                ReducerKernelTest.reference(want, 3, a, 5, b, 7, COUNT, t, op);
                 Reducer.reduce(got, 3, a, 5, b, 7, COUNT, t, op);
                 assertSame(want, got, 3, t, t + " " + op + " out = op(a, b)");
                 // two operands, in place: dst = op(dst, src)
@@ -128,7 +72,7 @@ class ReducerTest {
                 final MemorySegment dGot = arena.allocate(COUNT * es + 16, 64);
                 MemorySegment.copy(a, 0, dWant, 0, a.byteSize());
                 MemorySegment.copy(a, 0, dGot, 0, a.byteSize());
-                reference(dWant, 1, dWant, 1, b, 2, COUNT, t, op);
+                ReducerKernelTest.reference(dWant, 1, dWant, 1, b, 2, COUNT, t, op);
                 Reducer.reduce(dGot, 1, b, 2, COUNT, t, op);
                 assertSame(dWant, dGot, 1, t, t + " " + op + " dst = op(dst, src)");
             }
