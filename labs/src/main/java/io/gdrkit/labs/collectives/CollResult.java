@@ -14,16 +14,6 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
                          double timeUs, double algBwGbs, double busBwGbs, long wrong,
                          double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
                          Placement placement, String nicProgress) {
-    /** A row without the NIC's progress ("unknown"). */
-    public CollResult(final CollOp op, final long bytes, final long count, final DataType type, final String redop,
-                      final int root, final int np, final String transport, final String fabric,
-                      final boolean simulated, final double timeUs, final double algBwGbs, final double busBwGbs,
-                      final long wrong, final double inPlaceTimeUs, final double inPlaceAlgBwGbs,
-                      final double inPlaceBusBwGbs, final long inPlaceWrong, final Placement placement) {
-        this(op, bytes, count, type, redop, root, np, transport, fabric, simulated, timeUs, algBwGbs, busBwGbs, wrong,
-            inPlaceTimeUs, inPlaceAlgBwGbs, inPlaceBusBwGbs, inPlaceWrong, placement, "unknown");
-    }
-
     /**
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or
