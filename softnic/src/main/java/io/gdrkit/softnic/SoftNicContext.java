@@ -170,6 +170,7 @@ public final class SoftNicContext {
     /** A lab's defaults ({@link #defaultProgress}): the progress mode, and the backstop that goes with it. */
     private ProgressMode defaultProgress = ProgressMode.INVOKER;
     private int defaultBackstopMicros;
+    private String defaultIdle = "backoff";
 
     // the concluded values (read only after conclude())
     private ProgressMode progressMode;
@@ -214,12 +215,22 @@ public final class SoftNicContext {
      * are recorded as DEFAULT: the lab's defaults, read here, so no lab asks the system properties itself.
      */
     public SoftNicContext defaultProgress(final ProgressMode mode, final int backstopMicros) {
+        return defaultProgress(mode, backstopMicros, "backoff");
+    }
+
+    /**
+     * {@link #defaultProgress(ProgressMode, int)}, and the idle strategy that goes with the mode (the default of
+     * {@link #IDLE_STRATEGY_PROP}, only while the mode is this default), recorded as DEFAULT too.
+     */
+    public SoftNicContext defaultProgress(final ProgressMode mode, final int backstopMicros, final String idle) {
         unconcluded();
         if (backstopMicros < 0 || backstopMicros > 1_000_000) {
             throw new IllegalArgumentException("default backstop " + backstopMicros + " us outside 0..1000000");
         }
+        IdleStrategy.parse(Objects.requireNonNull(idle, "idle strategy"));
         defaultProgress = Objects.requireNonNull(mode, "progress mode");
         defaultBackstopMicros = backstopMicros;
+        defaultIdle = idle;
         return this;
     }
 
@@ -478,7 +489,8 @@ public final class SoftNicContext {
             overrides);
         final Setting<ProgressMode> progress = r.choice(PROGRESS_PROP, defaultProgress, ProgressMode.class);
         progressMode = progress.value();
-        idleStrategy = r.read(IDLE_STRATEGY_PROP, "backoff", s -> {
+        idleStrategy = r.read(IDLE_STRATEGY_PROP, progress.source() == io.gdrkit.core.config.Source.DEFAULT
+            ? defaultIdle : "backoff", s -> {
             final String spec = s.trim();
             try {
                 IdleStrategy.parse(spec);

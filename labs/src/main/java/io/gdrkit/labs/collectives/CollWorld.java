@@ -327,13 +327,10 @@ public final class CollWorld implements AutoCloseable {
             return new NicProgress(nicContext(), "own_device, backstop " + probe.backstopMicros() + " us (auto: "
                 + evidence + ")");
         }
-        final SoftNicContext c = new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.DEDICATED, 0);
         final Setting<?> idle = setting(probe, SoftNicContext.IDLE_STRATEGY_PROP);
-        if (idle.source() == Source.DEFAULT) {
-            c.idleStrategy("spin");
-        }
-        return new NicProgress(c, "dedicated, idle " + (idle.source() == Source.DEFAULT ? "spin"
-            : idle.value() + " (" + idle.describe() + ")") + " (auto: " + evidence + ")");
+        return new NicProgress(new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.DEDICATED, 0, "spin"),
+            "dedicated, idle " + (idle.source() == Source.DEFAULT ? "spin" : idle.value() + " (" + idle.describe()
+            + ")") + " (auto: " + evidence + ")");
     }
 
     private static Setting<?> setting(final SoftNicContext concluded, final String name) {
