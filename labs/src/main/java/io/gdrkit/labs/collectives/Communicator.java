@@ -501,6 +501,12 @@ public final class Communicator implements AutoCloseable {
 
     private long lastCheck;
 
+    /** Whether a wait is due for {@link #waitCheck}: so callers build its message only when it is used. */
+    private boolean checkDue(final long deadline) {
+        final long now = System.nanoTime();
+        return now - lastCheck > 1_000_000 || now > deadline;
+    }
+
     private void waitCheck(final long deadline, final String what) {
         final long now = System.nanoTime();
         if (now - lastCheck > 1_000_000) {
@@ -805,6 +811,12 @@ public final class Communicator implements AutoCloseable {
         usable();
         try {
             directRoundOnce(src, srcOff, bytes, recvBytes, what, sendTo, recvFrom);
+        } catch (final NetTransportException e) {
+            // also from reaping an earlier send before the round's loop
+            final CollException c = new CollException("rank " + rank + " direct round of " + bytes + " B: "
+                + e.getMessage(), e);
+            failed(c);
+            throw c;
         } catch (final RuntimeException e) {
             failed(e);
             throw e;
@@ -861,56 +873,49 @@ public final class Communicator implements AutoCloseable {
             }
         }
         int idle = 0;
-        try {
-            while (pending > 0) {
-                boolean progress = false;
-                for (int s = 1; s < n; s++) {
-                    final int p = (rank + s) % n;
-                    if (dSend[p]) {
-                        final long k = eagerSendCount[p];
-                        final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address() + own,
-                            len, eagerTag(k), eagerOutMr);
-                        if (r != null) {
-                            eagerSendReq[p][(int) (k % EAGER_DEPTH)] = r;
-                            dSend[p] = false;
-                            pending--;
-                            progress = true;
-                        }
-                    }
-                    if (dRecv[p]) {
-                        final long k = eagerRecvCount[p];
-                        final int slot = (int) (k % EAGER_DEPTH);
-                        if (net.test(eagerRecvReq[p][slot], got)) {
-                            eagerRecvReq[p][slot] = null;
-                            dRecv[p] = false;
-                            pending--;
-                            progress = true;
-                            final long head = got[0] >= CollContext.DIRECT_HEADER ? eagerIn.get(
-                                java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, eagerSlot(p, k)) : 0;
-                            if (got[0] != rLen || head != what) {
-                                throw new CollException("rank " + rank + " direct round of " + recvBytes + " B: rank "
-                                    + p + " sent " + got[0] + " bytes with header 0x" + Long.toHexString(head)
-                                    + ", expected " + rLen + " with 0x" + Long.toHexString(what) + " (mismatched "
-                                    + "operations, types, sizes or gdrkit.coll.direct.bytes across ranks?)");
-                            }
-                        }
+        while (pending > 0) {
+            boolean progress = false;
+            for (int s = 1; s < n; s++) {
+                final int p = (rank + s) % n;
+                if (dSend[p]) {
+                    final long k = eagerSendCount[p];
+                    final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address() + own,
+                        len, eagerTag(k), eagerOutMr);
+                    if (r != null) {
+                        eagerSendReq[p][(int) (k % EAGER_DEPTH)] = r;
+                        dSend[p] = false;
+                        pending--;
+                        progress = true;
                     }
                 }
-                if (!progress) {
-                    if (++idle > spins) {
-                        final long now = System.nanoTime();
-                        if (now - lastCheck > 1_000_000 || now > deadline) { // the message only when it is used
-                            waitCheck(deadline, "a direct round of " + bytes + " B (" + pending
-                                + " sends and receives open)");
+                if (dRecv[p]) {
+                    final long k = eagerRecvCount[p];
+                    final int slot = (int) (k % EAGER_DEPTH);
+                    if (net.test(eagerRecvReq[p][slot], got)) {
+                        eagerRecvReq[p][slot] = null;
+                        dRecv[p] = false;
+                        pending--;
+                        progress = true;
+                        final long head = got[0] >= CollContext.DIRECT_HEADER ? eagerIn.get(
+                            java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, eagerSlot(p, k)) : 0;
+                        if (got[0] != rLen || head != what) {
+                            throw new CollException("rank " + rank + " direct round of " + recvBytes + " B: rank "
+                                + p + " sent " + got[0] + " bytes with header 0x" + Long.toHexString(head)
+                                + ", expected " + rLen + " with 0x" + Long.toHexString(what) + " (mismatched "
+                                + "operations, types, sizes or gdrkit.coll.direct.bytes across ranks?)");
                         }
                     }
-                    idle(idle);
-                } else {
-                    idle = 0;
                 }
             }
-        } catch (final NetTransportException e) {
-            throw new CollException("rank " + rank + " direct round of " + bytes + " B: " + e.getMessage(), e);
+            if (!progress) {
+                if (++idle > spins && checkDue(deadline)) {
+                    waitCheck(deadline, "a direct round of " + bytes + " B (" + pending
+                        + " sends and receives open)");
+                }
+                idle(idle);
+            } else {
+                idle = 0;
+            }
         }
     }
 
@@ -955,7 +960,7 @@ public final class Communicator implements AutoCloseable {
         }
         int idle = 0;
         while (!net.test(f, null)) {
-            if (++idle > spins) {
+            if (++idle > spins && checkDue(deadline)) {
                 waitCheck(deadline, "the flush READ of " + len + " received bytes at 0x" + Long.toHexString(at));
             }
             idle(idle);
@@ -987,12 +992,9 @@ public final class Communicator implements AutoCloseable {
     private void reapEagerSend(final int peer, final int slot, final long deadline) {
         int idle = 0;
         while (!net.test(eagerSendReq[peer][slot], null)) {
-            if (++idle > spins) {
-                final long now = System.nanoTime();
-                if (now - lastCheck > 1_000_000 || now > deadline) {
-                    waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before "
-                        + "reusing its slot");
-                }
+            if (++idle > spins && checkDue(deadline)) {
+                waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before reusing "
+                    + "its slot");
             }
             idle(idle);
         }
@@ -1026,8 +1028,7 @@ public final class Communicator implements AutoCloseable {
 
     private void waitCheck(final long deadline, final int to, final long sendBytes, final int from,
                            final long recvBytes) {
-        final long now = System.nanoTime();
-        if (now - lastCheck > 1_000_000 || now > deadline) {
+        if (checkDue(deadline)) {
             waitCheck(deadline, what(to, sendBytes, from, recvBytes));
         }
     }
