@@ -32,10 +32,5 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
                             GpuSharing sharing) {
         public static final Placement HOST = new Placement("host", null, false, "cpu", "host", 0, null, "host", 0, 0,
             null);
-
-        public Placement(final String mem, final String gpu, final boolean gpuSimulated, final String reduceOn,
-                         final String dataPath, final long kernelLaunches) {
-            this(mem, gpu, gpuSimulated, reduceOn, dataPath, kernelLaunches, null, "host", 0, 0, null);
-        }
     }
 }
