@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
  * Which rank processes share this rank's GPU, and whether MPS is on for them. Rank processes on one GPU without
  * the CUDA Multi-Process Service each have their own context, and the GPU time-slices between contexts: a ring step
  * that needs GPU work from both ranks waits for a context switch (on an H200, 0.7-1.2 ms per small allreduce with 2
- * processes on one GPU, 0.10-0.13 ms with MPS, about 0.1 ms as threads of one process: docs/TRANSPORT.md, "GPU
+ * processes on one GPU, 0.10-0.13 ms with MPS in one run, about 0.1 ms as threads of one process: docs/TRANSPORT.md, "GPU
  * buffers").
  * Ranks that are threads of one process share that process's one (primary) context: no time-slicing between them.
  *
@@ -129,11 +129,8 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
         } catch (final java.io.IOException | RuntimeException e) {
             // not Linux, or /proc not mounted: the host name is the next best identity
         }
-        try {
-            return clean("name:" + java.net.InetAddress.getLocalHost().getHostName());
-        } catch (final java.io.IOException | RuntimeException e) {
-            return "unknown";
-        }
+        final String name = io.gdrkit.labs.report.HostName.get(); // the kernel's name: no resolver wait
+        return name.startsWith("unknown") ? "unknown" : clean("name:" + name);
     }
 
     private static String clean(final String s) {
@@ -226,6 +223,10 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
         for (int p = 0; p < all.length; p++) {
             es.add(parse(all[p], p));
         }
+        if (rank < 0 || rank >= es.size()) {
+            throw new CollException(BAD_RECORD + ": " + es.size() + " GPU placement records gathered, none for rank "
+                + rank);
+        }
         final Entry me = es.get(rank);
         if (!me.realGpu()) {
             return new GpuSharing(Verdict.NOT_APPLICABLE, null, 0, List.of(), List.of(), MpsState.NOT_APPLICABLE,
@@ -296,7 +297,7 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
         return processes + " rank processes share GPU " + busId + " (ranks " + join(ranks) + ") and MPS is "
             + (verdict == Verdict.TIME_SLICED ? "off" : "not known to be on") + " (attribute 133 " + perRank()
             + "): without MPS the GPU time-slices between their contexts and every step waits for GPU work of "
-            + "each (on an H200: 0.7-1.2 ms per allreduce of 8 B to 32 KiB, against 0.10-0.13 ms with MPS; "
+            + "each (on an H200: 0.7-1.2 ms per allreduce of 8 B to 32 KiB, against 0.10-0.13 ms with MPS in one run; "
             + "docs/TRANSPORT.md, GPU buffers). Start MPS (nvidia-cuda-mps-control -d) before the run, or give each rank its own GPU "
             + "(--gpu cuda:rank).";
     }

@@ -10,13 +10,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** This machine's host name, looked up once. */
-final class HostName {
+public final class HostName {
     private static volatile String cached;
 
     private HostName() {
     }
 
-    static String get() {
+    /** This host's name (the kernel's first; cached), or {@code unknown (why)}. */
+    public static String get() {
         String h = cached;
         if (h == null) {
             h = lookup();
