@@ -8,6 +8,7 @@ import io.gdrkit.verbs.cm.CmException;
 import io.gdrkit.verbs.cm.CmListener;
 import io.gdrkit.verbs.cm.ConnectionManager;
 import io.gdrkit.core.agent.NanoClock;
+import io.gdrkit.core.Errno;
 import io.gdrkit.core.auth.Token;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.FaultInjector;
@@ -20,6 +21,7 @@ import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.Mtu;
 import io.gdrkit.verbs.QpAttr;
+import io.gdrkit.verbs.PostException;
 import io.gdrkit.verbs.QpInitAttr;
 import io.gdrkit.verbs.RecvWorkRequest;
 import io.gdrkit.verbs.SendFlags;
@@ -661,6 +663,7 @@ public final class RemotePerf {
             final CmConnection[] conns = new CmConnection[cfg.numQps()];
             long remoteAddr = 0;
             int remoteRkey = 0;
+            RuntimeException failed = null;
             try {
                 for (int q = 0; q < cfg.numQps(); q++) {
                     final QpInitAttr ia = new QpInitAttr();
@@ -692,10 +695,21 @@ public final class RemotePerf {
                     copyMode(fabric, dev, printer);
                     printer.lat(cfg, r);
                 }
+            } catch (final RuntimeException e) {
+                failed = e;
+                throw e;
             } finally {
                 for (final CmConnection c : conns) {
                     if (c != null) {
-                        c.close();
+                        try {
+                            c.close();
+                        } catch (final RuntimeException e) {
+                            // a dead server's CM may not answer DREQ either: the run's own error names the cause
+                            if (failed == null) {
+                                throw e;
+                            }
+                            failed.addSuppressed(e);
+                        }
                     }
                 }
                 for (final var qp : side.qps) {
@@ -738,6 +752,7 @@ public final class RemotePerf {
         final Histogram histogram = new Histogram(HIGHEST_NS, 3);
         final Deadline deadline = new Deadline();
         final String waitingFor = pingPong ? "the server's echo" : test.id() + " completion";
+        final Probe probe = new Probe(remoteAddr, remoteRkey);
         long posted = 0;
         long completed = 0;
         long count = 0;
@@ -779,16 +794,18 @@ public final class RemotePerf {
                             side.qps[0].postRecv(rwr);
                             break;
                         }
-                        completed += sendErrors(side, wcs); // a dead server: the retry error, not the deadline
+                        completed += sendErrors(side, wcs, probe); // a dead server: the retry error
+                        probe.due(side, t0);
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 } else {
                     while ((byte) BYTE.getAcquire(side.buf, last) != v) {
-                        completed += sendErrors(side, wcs);
+                        completed += sendErrors(side, wcs, probe);
+                        probe.due(side, t0);
                         deadline.check(waitingFor, count, cfg.iters());
                     }
                 }
-                completed += sendErrors(side, wcs);
+                completed += sendErrors(side, wcs, probe);
             } else {
                 wr.wrId = posted++;
                 wr.sendFlags = SendFlags.SIGNALED;
@@ -832,12 +849,51 @@ public final class RemotePerf {
      * Polls the send CQ (which also drives the NIC): successes are counted, a failure (an unsignaled WR's error
      * completes too, e.g. RETRY_EXC_ERR from a dead server) ends the run at once, within the retry timeout.
      */
-    private static int sendErrors(final Loopback.Side side, final WorkCompletion[] wcs) {
+    private static int sendErrors(final Loopback.Side side, final WorkCompletion[] wcs, final Probe probe) {
         final int n = side.scq.poll(wcs);
         for (int i = 0; i < n; i++) {
             check(wcs[i], -1);
+            if (wcs[i].wrId == Probe.WR_ID) {
+                probe.out = false;
+            }
         }
         return n;
+    }
+
+    /**
+     * A ping-pong waits on memory, not on a completion: a server killed after it acknowledged the client's WRITE
+     * but before it echoed leaves nothing to retry, so the wait would end only at the 30 s deadline. After
+     * {@link #QUIET_NS} without the echo, a signaled zero-byte WRITE (it touches no memory) goes out, one at a
+     * time; against a dead server its retries run out and its completion carries RETRY_EXC_ERR, which ends the run
+     * with the error that names the cause. Allocated once per run.
+     */
+    private static final class Probe {
+        static final long WR_ID = -2;
+        static final long QUIET_NS = 1_000_000_000L;
+        private final SendWorkRequest wr;
+        boolean out;
+
+        Probe(final long remoteAddr, final int remoteRkey) {
+            wr = new SendWorkRequest(1).opcode(io.gdrkit.verbs.WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .remote(remoteAddr, remoteRkey).wrId(WR_ID);
+            wr.numSge(0);
+        }
+
+        /** Posts the probe when the wait that began at {@code since} has been quiet long enough and none is out. */
+        void due(final Loopback.Side side, final long since) {
+            if (out || System.nanoTime() - since < QUIET_NS) {
+                return;
+            }
+            try {
+                side.qps[0].postSend(wr);
+                out = true;
+            } catch (final PostException e) {
+                if (e.errno() != Errno.ENOMEM) {
+                    throw e;
+                }
+                // the queue is full of WRs still unacknowledged: their own retries end a dead server's run
+            }
+        }
     }
 
     private static void check(final WorkCompletion wc, final int opcode) {
