@@ -211,6 +211,7 @@ public final class CollCommand implements Callable<Integer> {
             }
             if (!rows.isEmpty()) {
                 out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
+                out.println("# direct rounds (rank 0): " + rows.get(rows.size() - 1).directPath());
                 for (final String l : sharingLines(rows.get(rows.size() - 1).placement())) {
                     out.println(l);
                 }
@@ -354,6 +355,7 @@ public final class CollCommand implements Callable<Integer> {
         o.put("fabric", r.fabric());
         o.put("simulated", r.simulated());
         o.put("nic_progress", r.nicProgress());
+        o.put("direct_path", r.directPath());
         final CollResult.Placement p = r.placement();
         o.put("mem", p.mem());
         if (p.gpu() != null) {

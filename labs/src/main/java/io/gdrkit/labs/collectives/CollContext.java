@@ -29,6 +29,10 @@ import java.util.Objects;
  * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
  * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
  * ({@link Collectives}). Host memory only.</li>
+ * <li>{@code gdrkit.coll.shm.direct} (true): when every rank is on this host (proven: each maps rank 0's
+ * run-private shared file), the direct round goes through shared memory instead of the eager connections: a store
+ * and a flag per input, no NIC ({@link ShmDirect}); false keeps it on the NIC. Every rank must want it, else none
+ * uses it.</li>
  * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
  * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
  * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
@@ -67,6 +71,8 @@ public final class CollContext {
     private Integer directBytes;
     private Integer spinRounds;
     private Setting<Boolean> cudaGdr;
+    private Boolean shmDirectSet;
+    private Setting<Boolean> shmDirect;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
     private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
@@ -153,6 +159,23 @@ public final class CollContext {
         return cudaGdr;
     }
 
+    /** Whether direct rounds may go through shared memory when every rank is on one host (see the class comment). */
+    public CollContext shmDirect(final boolean on) {
+        this.shmDirectSet = on;
+        return this;
+    }
+
+    /** {@code gdrkit.coll.shm.direct}, with its source. */
+    public Setting<Boolean> shmDirect() {
+        if (shmDirect == null) {
+            shmDirect = shmDirectSet != null ? new Setting<>("gdrkit.coll.shm.direct", shmDirectSet,
+                io.gdrkit.core.config.Source.FLAG, String.valueOf(shmDirectSet))
+                : settings.flag("gdrkit.coll.shm.direct", true);
+            recorded.add(shmDirect);
+        }
+        return shmDirect;
+    }
+
     public CollContext timeout(final Duration d) {
         this.timeoutMs = d.toMillis();
         return this;
@@ -211,6 +234,7 @@ public final class CollContext {
         k.directBytes = c.directBytes;
         k.spinRounds = c.spinRounds;
         k.cudaGdr = c.cudaGdr;
+        k.shmDirect = c.shmDirect;
         k.bind = c.bind;
         k.recorded.addAll(c.recorded);
         k.concluded = true;
@@ -251,6 +275,7 @@ public final class CollContext {
         directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
         spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
         cudaGdr();
+        shmDirect();
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
             recorded.add(t);

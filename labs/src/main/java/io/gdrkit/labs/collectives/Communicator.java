@@ -65,6 +65,10 @@ public final class Communicator implements AutoCloseable {
      */
     private long directRounds;
     private final long[][] directSentK;
+    /** Direct rounds through shared memory when every rank is on this host (null: over the eager connections). */
+    private final ShmDirect shm;
+    /** Where direct rounds go and why ({@link #directPath()}). */
+    private final String directPath;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
     private final NetTransport.ListenComm[][] listens;
@@ -211,7 +215,30 @@ public final class Communicator implements AutoCloseable {
                 }
             }
         }
+        if (n > 1) {
+            // collective, on every rank alike, whatever its own setting: see ShmDirect.open
+            final boolean wanted = ctx.shmDirect().value() && eager > 0 && ctx.directBytes() > 0;
+            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, ctx.directBytes()));
+            shm = o.direct();
+            directPath = shm != null ? "shm (" + o.why() + ")" : "nic (" + o.why() + ")";
+        } else {
+            shm = null;
+            directPath = "none (one rank)";
+        }
         bootstrap.barrier();
+    }
+
+    /**
+     * Where this communicator's direct rounds go, and why: {@code shm (...)} through shared memory (every rank on this
+     * host), or {@code nic (...)} over the eager connections.
+     */
+    public String directPath() {
+        return directPath;
+    }
+
+    /** The shared-memory rounds (null: not used), for tests that play a hostile peer's file. */
+    ShmDirect shmDirect() {
+        return shm;
     }
 
     /** Receives posted ahead on each eager connection: two keep the next CTS at the sender before it is needed. */
@@ -823,8 +850,60 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * The direct round through shared memory ({@link ShmDirect}): this rank's input is written once into its own
+     * slot (when it has any: a reduce's root reads its own from there too), and every input this rank needs is read
+     * where its writer put it. Counts as the eager path's round does.
+     */
+    private void shmRoundOnce(final Buffer src, final long srcOff, final int bytes, final int recvBytes,
+                              final long what, final int sendTo, final int recvFrom) {
+        if (bytes < 0 || recvBytes < 0 || Math.max(bytes, recvBytes) > shm.slotBytes()) {
+            throw new IllegalArgumentException("a direct round of " + bytes + "/" + recvBytes + " bytes with shared "
+                + "slots of " + shm.slotBytes());
+        }
+        final long deadline = System.nanoTime() + timeoutNanos;
+        final long d = ++directRounds;
+        if (bytes > 0) {
+            int idle = 0;
+            while (!shm.slotFree(d)) {
+                if (++idle > spins && checkDue(deadline)) {
+                    waitCheck(deadline, "every rank to finish reading direct round " + (d - ShmDirect.DEPTH)
+                        + " (shared memory) before its slot is written again");
+                }
+                idle(idle);
+            }
+            shm.publish(d, what, src.seg(), srcOff, bytes);
+        }
+        for (int s = 1; s < n; s++) {
+            final int p = (rank + s) % n;
+            if (sendTo == ALL || sendTo == p) {
+                sendSeq[p] = (sendSeq[p] + 1) & 0x7fff;
+                sentTo[p]++;
+            }
+            if (recvFrom == ALL || recvFrom == p) {
+                recvSeq[p] = (recvSeq[p] + 1) & 0x7fff;
+                receivedFrom[p]++;
+                int idle = 0;
+                while (!shm.arrived(p, d, what, recvBytes)) {
+                    if (++idle > spins && checkDue(deadline)) {
+                        waitCheck(deadline, "rank " + p + "'s input of direct round " + d + " (" + recvBytes
+                            + " B, shared memory)");
+                    }
+                    idle(idle);
+                }
+            }
+        }
+        if (recvFrom == NONE) {
+            shm.done(d);
+        }
+    }
+
     private void directRoundOnce(final Buffer src, final long srcOff, final int bytes, final int recvBytes,
                                  final long what, final int sendTo, final int recvFrom) {
+        if (shm != null) {
+            shmRoundOnce(src, srcOff, bytes, recvBytes, what, sendTo, recvFrom);
+            return;
+        }
         final int len = bytes + CollContext.DIRECT_HEADER;
         final int rLen = recvBytes + CollContext.DIRECT_HEADER;
         if (eager == 0 || Math.max(len, rLen) > eager || bytes < 0 || recvBytes < 0) {
@@ -924,17 +1003,27 @@ public final class Communicator implements AutoCloseable {
      * its own send slot that every peer was sent from; another's: its receive slot), at {@link #directAt(int)}.
      */
     MemorySegment directSeg(final int p) {
+        if (shm != null) {
+            return shm.seg(p);
+        }
         return p == rank ? eagerOut : eagerIn;
     }
 
     /** The offset of rank {@code p}'s data of the last direct round in {@link #directSeg(int)}. */
     long directAt(final int p) {
+        if (shm != null) {
+            return shm.dataAt(directRounds);
+        }
         return (p == rank ? eagerSlot(rank, directRounds) : eagerSlot(p, eagerRecvCount[p]))
             + CollContext.DIRECT_HEADER;
     }
 
     /** After a direct round's data was read: posts the next receives into the slots it used. */
     void directDone(final int recvFrom) {
+        if (shm != null) {
+            shm.done(directRounds);
+            return;
+        }
         for (int p = 0; p < n; p++) {
             if (p != rank && (recvFrom == ALL || recvFrom == p)) {
                 postEagerRecv(p, eagerRecvCount[p] + EAGER_DEPTH);
@@ -1106,6 +1195,9 @@ public final class Communicator implements AutoCloseable {
                     net.closeListen(listens[p][c]);
                 }
             }
+        }
+        if (shm != null) {
+            shm.close();
         }
         arena.close();
     }

@@ -37,8 +37,14 @@ class CollDirectTest {
     /** Runs {@code body} on {@code np} ranks (threads, in-JVM fabric), rank r with {@code direct[r]}; their errors. */
     private static Throwable[] ranks(final int np, final CollWorld.TransportKind kind, final int[] direct,
                                      final ThreadRanks.Body body) throws Exception {
+        return ranks(np, kind, direct, true, body);
+    }
+
+    /** As above; {@code shm} false keeps the direct rounds on the NIC's eager connections (ShmDirect off). */
+    private static Throwable[] ranks(final int np, final CollWorld.TransportKind kind, final int[] direct,
+                                     final boolean shm, final ThreadRanks.Body body) throws Exception {
         return ThreadRanks.run(np, kind, rank -> new CollContext().buffSize(8192).steps(2).channels(1)
-            .directBytes(direct[rank]).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
+            .directBytes(direct[rank]).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
             Duration.ofSeconds(120), body);
     }
 
@@ -72,9 +78,10 @@ class CollDirectTest {
      * Every type, op, count and placement once on each rank, exact and random data; results keyed by
      * mode/case/rank. Each result's direct-or-ring path is checked against the footprint it left.
      */
-    private static void sweep(final int np, final CollWorld.TransportKind kind, final int direct,
+    private static void sweep(final int np, final CollWorld.TransportKind kind, final int direct, final boolean shm,
                               final Map<String, byte[]> out) throws Exception {
-        assertNoErrors(ranks(np, kind, all(np, direct), (rank, c, a) -> {
+        assertNoErrors(ranks(np, kind, all(np, direct), shm, (rank, c, a) -> {
+            assertEquals(shm && direct > 0, c.shmDirect() != null, c.directPath());
             final MemorySegment in = a.allocate(8 * 256, 64);
             final MemorySegment keep = a.allocate(8 * 256, 64);
             final Communicator.Buffer s = c.register(in);
@@ -134,15 +141,16 @@ class CollDirectTest {
         }
     }
 
-    @ParameterizedTest(name = "np={0} {1}")
-    @CsvSource({"2,IB", "3,IB", "4,IB", "3,SOCKET"})
+    @ParameterizedTest(name = "np={0} {1} shm={2}")
+    @CsvSource({"2,IB,true", "2,IB,false", "3,IB,true", "4,IB,true", "4,IB,false", "3,SOCKET,false"})
     void everyTypeAndOpIsByteExactAgainstTheRingAndTheSameOnEveryRank(final int np,
-                                                                       final CollWorld.TransportKind kind)
+                                                                       final CollWorld.TransportKind kind,
+                                                                       final boolean shm)
         throws Exception {
         final Map<String, byte[]> direct = new ConcurrentHashMap<>();
         final Map<String, byte[]> ring = new ConcurrentHashMap<>();
-        sweep(np, kind, 4096, direct);
-        sweep(np, kind, 0, ring);
+        sweep(np, kind, 4096, shm, direct);
+        sweep(np, kind, 0, shm, ring);
         int compared = 0;
         for (final DataType t : DataType.values()) {
             for (final RedOp op : RedOp.values()) {
@@ -278,9 +286,10 @@ class CollDirectTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} np={1}")
-    @CsvSource({"IB,3", "IB,4", "SOCKET,3"})
-    void backToBackDirectRoundsEachCarryTheirOwnInput(final CollWorld.TransportKind kind, final int np)
+    @ParameterizedTest(name = "{0} np={1} shm={2}")
+    @CsvSource({"IB,3,false", "IB,4,false", "SOCKET,3,false", "IB,3,true", "IB,4,true"})
+    void backToBackDirectRoundsEachCarryTheirOwnInput(final CollWorld.TransportKind kind, final int np,
+                                                      final boolean shm)
         throws Exception {
         // a round's message is written once, into one of this rank's own EAGER_DEPTH slots, and every peer's send
         // reads it there: more rounds than slots in a row, each with inputs of its own (allreduce, in place every
@@ -288,7 +297,8 @@ class CollDirectTest {
         // written again before a send that reads it completed shows up as another round's numbers
         final int rounds = 3 * Communicator.EAGER_DEPTH + 1;
         final int count = 64;
-        assertNoErrors(ranks(np, kind, all(np, 4096), (rank, c, a) -> {
+        assertNoErrors(ranks(np, kind, all(np, 4096), shm, (rank, c, a) -> {
+            assertEquals(shm, c.shmDirect() != null, c.directPath());
             final Communicator.Buffer s = c.register(a.allocate(4L * count, 64));
             final Communicator.Buffer d = c.register(a.allocate(4L * count, 64));
             final int ranksSum = np * (np - 1) / 2;
@@ -322,10 +332,11 @@ class CollDirectTest {
         }));
     }
 
-    @Test
-    void aDirectRoundOfAnotherOperationIsNamed() throws Exception {
+    @ParameterizedTest(name = "shm={0}")
+    @CsvSource({"true", "false"})
+    void aDirectRoundOfAnotherOperationIsNamed(final boolean shm) throws Exception {
         // rank 0 allreduces 8 bytes, rank 1 broadcasts 8 bytes from itself: rank 0 names the mismatch
-        final Throwable[] err = ranks(2, CollWorld.TransportKind.IB, all(2, 4096), (rank, c, a) -> {
+        final Throwable[] err = ranks(2, CollWorld.TransportKind.IB, all(2, 4096), shm, (rank, c, a) -> {
             final Communicator.Buffer s = c.register(a.allocate(64, 64));
             final Communicator.Buffer d = c.register(a.allocate(64, 64));
             if (rank == 0) {

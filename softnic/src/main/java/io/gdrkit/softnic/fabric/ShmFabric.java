@@ -184,6 +184,16 @@ public final class ShmFabric implements Fabric {
         return removed;
     }
 
+    /**
+     * Checks an existing directory as the fabric does (a real directory, not a symlink, owned by this user, mode
+     * 0700) without creating it: for another component's files under a directory a peer named.
+     *
+     * @throws IllegalStateException naming the directory and what is wrong with it (or that it is missing)
+     */
+    public static void checkPrivateDirectory(final Path d) {
+        ensurePrivateDirectoryExists(d);
+    }
+
     private static void ensurePrivateDirectoryExists(final Path d) {
         if (!Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
             throw new IllegalStateException(d + " is not a directory");
