@@ -7,6 +7,7 @@ coll_variant_opts() {
     noeager) echo "-Dgdrkit.coll.eager.bytes=0" ;;
     mtu64k) echo "-Dgdrkit.ib.software.mtu=65536" ;;
     nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
+    noshm) echo "-Dgdrkit.coll.shm.direct=false" ;;
     cma64k) echo "-Dgdrkit.nic.shm.cma.threshold=65536" ;;
     shmbatch) echo "-Dgdrkit.nic.shm.batch=true" ;;
     shmbatch128) echo "-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;
