@@ -375,7 +375,7 @@ final class PerfCommand implements Callable<Integer> {
                           final BaselineResult base, final FaultInjector.Config faultConfig,
                           final io.gdrkit.gpu.GpuDevice gpu) {
         // sizes done and ETA on stderr for long runs (-a), only on a terminal: stdout stays perftest's table
-        try (io.gdrkit.labs.report.Progress progress = io.gdrkit.labs.report.Progress.stderr("perf sizes",
+        try (io.gdrkit.labs.report.Progress progress = StderrProgress.open("perf sizes",
             sizes.length, sizes.length > 1 && System.console() != null)) {
             for (final int s : sizes) {
                 runSize(test, first, s, printer, base, faultConfig, gpu);
