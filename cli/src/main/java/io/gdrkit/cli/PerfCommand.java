@@ -606,9 +606,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             // the NIC's and the TCP fabric's own settings (gdrkit.nic.*: one copy, cma, window ...; gdrkit.tcp.*:
             // socket buffers, parking) apply to both processes
-            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.nic.")
-                    || k.startsWith("gdrkit.tcp.")).sorted()
-                .forEach(k -> cmd.add(1, "-D" + k + "=" + System.getProperty(k)));
+            cmd.addAll(1, ForwardedProperties.flags("gdrkit.nic.", "gdrkit.tcp."));
             final ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
             if (token != null) {
                 pb.environment().put(io.gdrkit.core.auth.Token.ENV, token);
