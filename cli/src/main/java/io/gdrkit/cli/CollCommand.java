@@ -233,8 +233,7 @@ public final class CollCommand implements Callable<Integer> {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         // the ranks see the gdrkit.* properties this process was given (NIC progress, timeouts ...)
-        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.")).sorted()
-            .forEach(k -> cmd.add("-D" + k + "=" + System.getProperty(k)));
+        cmd.addAll(ForwardedProperties.flags("gdrkit."));
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(Main.class.getName());

@@ -124,7 +124,7 @@ public final class OrderingCommand implements Callable<Integer> {
         }
         boolean failed = false;
         final List<Result> results = new ArrayList<>();
-        final io.gdrkit.labs.report.Progress progress = io.gdrkit.labs.report.Progress.stderr("ordering variants",
+        final io.gdrkit.labs.report.Progress progress = StderrProgress.open("ordering variants",
             configs.size(), !json && System.console() != null);
         for (final Config c : configs) {
             final Result r = OrderingExperiment.run(c);

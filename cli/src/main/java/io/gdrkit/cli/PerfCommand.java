@@ -375,7 +375,7 @@ final class PerfCommand implements Callable<Integer> {
                           final BaselineResult base, final FaultInjector.Config faultConfig,
                           final io.gdrkit.gpu.GpuDevice gpu) {
         // sizes done and ETA on stderr for long runs (-a), only on a terminal: stdout stays perftest's table
-        try (io.gdrkit.labs.report.Progress progress = io.gdrkit.labs.report.Progress.stderr("perf sizes",
+        try (io.gdrkit.labs.report.Progress progress = StderrProgress.open("perf sizes",
             sizes.length, sizes.length > 1 && System.console() != null)) {
             for (final int s : sizes) {
                 runSize(test, first, s, printer, base, faultConfig, gpu);
@@ -606,9 +606,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             // the NIC's and the TCP fabric's own settings (gdrkit.nic.*: one copy, cma, window ...; gdrkit.tcp.*:
             // socket buffers, parking) apply to both processes
-            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.nic.")
-                    || k.startsWith("gdrkit.tcp.")).sorted()
-                .forEach(k -> cmd.add(1, "-D" + k + "=" + System.getProperty(k)));
+            cmd.addAll(1, ForwardedProperties.flags("gdrkit.nic.", "gdrkit.tcp."));
             final ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
             if (token != null) {
                 pb.environment().put(io.gdrkit.core.auth.Token.ENV, token);

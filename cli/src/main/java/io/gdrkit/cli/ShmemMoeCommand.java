@@ -148,8 +148,7 @@ final class ShmemMoeCommand implements Callable<Integer> {
         final List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("--enable-native-access=ALL-UNNAMED");
-        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("gdrkit.")).sorted()
-            .forEach(k -> cmd.add("-D" + k + "=" + System.getProperty(k)));
+        cmd.addAll(ForwardedProperties.flags("gdrkit."));
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(Main.class.getName());

@@ -152,7 +152,12 @@ public final class VisibilityCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
         final ObjectMapper mapper = new ObjectMapper();
-        try (VisibilityLab lab = VisibilityLab.start(transport, senderProcesses, port, listen)) {
+        // with --listen the lab blocks until the senders come: say on stderr (stdout may be JSON) whom it waits for
+        try (VisibilityLab lab = VisibilityLab.start(transport, senderProcesses, port, listen,
+            io.gdrkit.core.auth.Token.fromProcess(), l -> {
+                System.err.println(listeningLine(l));
+                System.err.flush();
+            })) {
             if (!json) {
                 out.println("# visibility: " + lab.processes() + "; software NIC (simulated); notifications over TCP");
                 for (final String s : skipped) {
@@ -162,7 +167,7 @@ public final class VisibilityCommand implements Callable<Integer> {
             }
             final long total = matrix.stream().mapToLong(VisConfig::rounds).sum();
             final List<VisResult> results = new ArrayList<>();
-            try (Progress p = Progress.stderr("visibility rounds", total,
+            try (Progress p = StderrProgress.open("visibility rounds", total,
                 progress != null ? progress : System.console() != null)) {
                 for (final VisConfig c : matrix) {
                     final long before = p.done();
@@ -366,5 +371,11 @@ public final class VisibilityCommand implements Callable<Integer> {
         } catch (final NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException("--size must be a byte count like 4096, 64K, 1M or 2G, not '" + s + "'");
         }
+    }
+
+    /** The line said on stderr while the receiver waits for senders started by hand ({@code --listen}). */
+    static String listeningLine(final VisibilityLab.Listening l) {
+        return "# visibility receiver: waiting for " + l.senderHosts() + " sender(s): run"
+            + " `gdrkit visibility-sender --connect THIS_HOST:" + l.port() + "` on the sender host(s)";
     }
 }

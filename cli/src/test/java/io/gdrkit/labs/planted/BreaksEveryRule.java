@@ -8,7 +8,7 @@ import io.gdrkit.gdr.planted.CycleBack;
 
 /**
  * Planted on purpose (test sources only): a lab class that calls up into the CLI, uses picocli, prints to
- * System.out and sits in a package cycle. ArchitectureTest checks that every rule catches it.
+ * System.out and System.err and sits in a package cycle. ArchitectureTest checks that every rule catches it.
  */
 public final class BreaksEveryRule {
     private BreaksEveryRule() {
@@ -16,6 +16,7 @@ public final class BreaksEveryRule {
 
     public static int run(final String... args) {
         System.out.println(new picocli.CommandLine.ParameterException(null, "planted").getMessage());
+        System.err.println("planted");
         return Main.class.getName().length();
     }
 

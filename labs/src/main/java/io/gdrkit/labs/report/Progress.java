@@ -4,7 +4,6 @@
 package io.gdrkit.labs.report;
 
 import io.gdrkit.core.agent.NanoClock;
-import java.io.Console;
 import java.io.PrintWriter;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -18,8 +17,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link #step} and {@link #set} from their loops: an update that does not print is a clock read and two atomic
  * operations, without allocation.
  *
+ * <p>It prints only to the writer it is given: the cli gives it stderr ({@code io.gdrkit.cli.StderrProgress}), as only
+ * the cli prints.
+ *
  * <pre>{@code
- * try (Progress p = Progress.stderr("visibility rounds", rounds, !json)) {
+ * try (Progress p = new Progress("visibility rounds", rounds, err, terminal, NanoClock.SYSTEM)) {
  *     for (int r = 0; r < rounds; r++) { runRound(r); p.step(); }
  * }
  * }</pre>
@@ -60,17 +62,6 @@ public final class Progress implements AutoCloseable {
         this.start = clock.nanoTime();
         this.intervalNs = terminal ? TERMINAL_INTERVAL_MS * 1_000_000L : PLAIN_INTERVAL_S * 1_000_000_000L;
         this.nextPrint = new AtomicLong(start + intervalNs);
-    }
-
-    /**
-     * Progress on stderr, redrawn in place when this process runs on a terminal ({@link System#console()} is one),
-     * plain lines otherwise; {@code enabled} false gives one that only counts (e.g. for {@code --json} runs or
-     * {@code --quiet}).
-     */
-    public static Progress stderr(final String label, final long total, final boolean enabled) {
-        final Console c = System.console();
-        return new Progress(label, total, enabled ? new PrintWriter(System.err) : null, c != null && c.isTerminal(),
-            NanoClock.SYSTEM);
     }
 
     /** One that counts and never prints. */

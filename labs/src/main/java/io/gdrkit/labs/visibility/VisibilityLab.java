@@ -83,17 +83,38 @@ public final class VisibilityLab implements AutoCloseable {
      */
     public static VisibilityLab start(final Transport transport, final int senderHosts, final int controlPort,
                                       final boolean listen, final Token token) {
+        return start(transport, senderHosts, controlPort, listen, token, l -> {
+        });
+    }
+
+    /**
+     * What the receiver tells its caller once it listens for senders started by hand ({@code listen}): the control
+     * port to give {@code gdrkit visibility-sender --connect HOST:PORT} and how many senders it waits for. The lab
+     * does not print it (only the cli prints): the caller says it, before the lab blocks in its accept loop.
+     */
+    public record Listening(int port, int senderHosts) {
+    }
+
+    /**
+     * As above; with {@code listen}, {@code onListening} hears the port and the sender count once the control port
+     * is bound, before this call waits for the senders (it is not called otherwise).
+     */
+    public static VisibilityLab start(final Transport transport, final int senderHosts, final int controlPort,
+                                      final boolean listen, final Token token,
+                                      final java.util.function.Consumer<Listening> onListening) {
+        java.util.Objects.requireNonNull(onListening, "onListening");
         if (senderHosts < 1 || senderHosts > 128) {
             throw new IllegalArgumentException("--sender-processes must be 1..128, not " + senderHosts);
         }
         if (listen && transport != Transport.TCP) {
             throw new IllegalArgumentException("--listen waits for senders on other hosts: it needs --fabric tcp");
         }
-        return new VisibilityLab(transport, senderHosts, controlPort, listen, token);
+        return new VisibilityLab(transport, senderHosts, controlPort, listen, token, onListening);
     }
 
     private VisibilityLab(final Transport transport, final int senderHosts, final int controlPort,
-                          final boolean listen, final Token token) {
+                          final boolean listen, final Token token,
+                          final java.util.function.Consumer<Listening> onListening) {
         this.transport = transport;
         this.token = token;
         try {
@@ -151,8 +172,7 @@ public final class VisibilityLab implements AutoCloseable {
                 }
             }
             if (listen) {
-                System.err.println("# visibility receiver: waiting for " + senderHosts + " sender(s): run"
-                    + " `gdrkit visibility-sender --connect THIS_HOST:" + port + "` on the sender host(s)");
+                onListening.accept(new Listening(port, senderHosts));
             }
             final long deadline = System.nanoTime() + ACCEPT_TIMEOUT.toNanos();
             for (int i = 0; i < senderHosts; i++) {
