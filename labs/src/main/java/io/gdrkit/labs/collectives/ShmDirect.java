@@ -51,7 +51,7 @@ import java.util.Set;
  *       +0   round number, published last (release)
  *       +8   header: operation, type, reduction, root (Collectives' direct-round header)
  *       +16  data bytes (int)
- *       +64  data, slotBytes, padded to 64
+ *       +24  data, slotBytes (a slot is padded to whole cache lines; 40 bytes of data share the round's line)
  * </pre>
  */
 final class ShmDirect implements AutoCloseable {
@@ -59,7 +59,8 @@ final class ShmDirect implements AutoCloseable {
     private static final long MAGIC = 0x3144485348524447L; // "GDRKSHD1" read as a little-endian long
     private static final long DONE = 64;
     private static final long SLOTS = 128;
-    private static final long SLOT_HEAD = 64;
+    /** The data starts in the round number's cache line: a small round's reader takes one line from its writer. */
+    private static final long SLOT_HEAD = 24;
     private static final String PREFIX = "gdrkit-colld-";
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -71,6 +72,8 @@ final class ShmDirect implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment[] files;
     private final MemorySegment own;
+    /** Each peer's done word as last read: re-read only when it no longer shows a slot free (a cache miss saved). */
+    private final long[] peerDone;
 
     private ShmDirect(final int rank, final int n, final int slotBytes, final Arena arena,
                       final MemorySegment[] files) {
@@ -81,10 +84,11 @@ final class ShmDirect implements AutoCloseable {
         this.arena = arena;
         this.files = files;
         this.own = files[rank];
+        this.peerDone = new long[n];
     }
 
     private static long stride(final int slotBytes) {
-        return SLOT_HEAD + (slotBytes + 63L) / 64 * 64;
+        return (SLOT_HEAD + slotBytes + 63L) / 64 * 64; // slots start on cache lines
     }
 
     static long fileBytes(final int slotBytes) {
@@ -268,8 +272,11 @@ final class ShmDirect implements AutoCloseable {
     /** Whether round {@code d}'s slot is free: every peer is done with round d - DEPTH, its last user. */
     boolean slotFree(final long d) {
         for (int p = 0; p < n; p++) {
-            if (p != rank && (long) LONG.getAcquire(files[p], DONE) < d - DEPTH) {
-                return false;
+            if (p != rank && peerDone[p] < d - DEPTH) {
+                peerDone[p] = (long) LONG.getAcquire(files[p], DONE);
+                if (peerDone[p] < d - DEPTH) {
+                    return false;
+                }
             }
         }
         return true;

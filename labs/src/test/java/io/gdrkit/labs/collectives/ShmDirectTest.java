@@ -172,7 +172,7 @@ class ShmDirectTest {
             } else {
                 // a hostile rank 1 claims round 7 in the slot of round 1 (7 - 1 is no multiple of the depth)
                 final MemorySegment own = c.shmDirect().seg(1);
-                own.set(ValueLayout.JAVA_LONG, c.shmDirect().dataAt(1) - 64, 7L);
+                own.set(ValueLayout.JAVA_LONG, c.shmDirect().dataAt(1) - 24, 7L);
             }
         });
         assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
@@ -189,7 +189,7 @@ class ShmDirectTest {
             } else {
                 // round 1 published with a length of 4000 bytes (the reader must never read that far on its word)
                 final MemorySegment own = c.shmDirect().seg(1);
-                final long slot = c.shmDirect().dataAt(1) - 64;
+                final long slot = c.shmDirect().dataAt(1) - 24;
                 own.set(ValueLayout.JAVA_INT, slot + 16, 4000);
                 own.set(ValueLayout.JAVA_LONG, slot, 1L);
             }
