@@ -28,7 +28,8 @@ import java.util.Objects;
  * broadcast, reduce and allgather of at most this many bytes (capped at the eager head less its 8-byte header) run
  * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
  * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
- * ({@link Collectives}). Host memory only.</li>
+ * ({@link Collectives}). Host memory only. Through shared memory ({@code gdrkit.coll.shm.direct}) the default
+ * is {@value #DEFAULT_SHM_DIRECT} instead, and a value given is not capped by the eager head.</li>
  * <li>{@code gdrkit.coll.shm.direct} (true): when every rank is on this host (proven: each maps rank 0's
  * run-private shared file), the direct round goes through shared memory instead of the eager connections: a store
  * and a flag per input, no NIC ({@link ShmDirect}); false keeps it on the NIC. Every rank must want it, else none
@@ -54,6 +55,12 @@ public final class CollContext {
     /** The direct round by default up to 4 KiB: one one-way trip where the ring takes 2(n-1) dependent ones. */
     public static final int DEFAULT_DIRECT = 4096;
 
+    /**
+     * The direct round through shared memory by default up to 64 KiB: there a round is a copy into the rank's own slot
+     * and a read of every peer's, with no NIC per message, so it stays ahead of the ring to larger sizes.
+     */
+    public static final int DEFAULT_SHM_DIRECT = 65536;
+
     /** Idle polls before a waiting rank yields, by default. */
     public static final int DEFAULT_SPINS = 2000;
 
@@ -69,6 +76,8 @@ public final class CollContext {
     private Long timeoutMs;
     private Integer eagerBytes;
     private Integer directBytes;
+    /** Whether gdrkit.coll.direct.bytes was left at its default (then shared memory takes its own default). */
+    private boolean directBytesDefault;
     private Integer spinRounds;
     private Setting<Boolean> cudaGdr;
     private Boolean shmDirectSet;
@@ -143,6 +152,15 @@ public final class CollContext {
      */
     public int directBytes() {
         return Math.max(0, Math.min(directBytes, eagerBytes() - DIRECT_HEADER));
+    }
+
+    /**
+     * The largest collective (in bytes) that runs as a direct round through shared memory ({@link ShmDirect}): the
+     * setting when one was given (not capped: shared slots are sized for it), else {@value #DEFAULT_SHM_DIRECT}; 0
+     * when direct rounds are off.
+     */
+    public int shmDirectBytes() {
+        return directBytesDefault ? DEFAULT_SHM_DIRECT : directBytes;
     }
 
     /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
@@ -232,6 +250,7 @@ public final class CollContext {
         k.timeoutMs = c.timeoutMs;
         k.eagerBytes = c.eagerBytes;
         k.directBytes = c.directBytes;
+        k.directBytesDefault = c.directBytesDefault;
         k.spinRounds = c.spinRounds;
         k.cudaGdr = c.cudaGdr;
         k.shmDirect = c.shmDirect;
@@ -273,6 +292,7 @@ public final class CollContext {
                 + "in [0, 1048576]");
         }
         directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
+        directBytesDefault = recorded.get(recorded.size() - 1).source() == io.gdrkit.core.config.Source.DEFAULT;
         spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
         cudaGdr();
         shmDirect();

@@ -217,10 +217,11 @@ public final class Communicator implements AutoCloseable {
         }
         if (n > 1) {
             // collective, on every rank alike, whatever its own setting: see ShmDirect.open
-            final boolean wanted = ctx.shmDirect().value() && eager > 0 && ctx.directBytes() > 0;
-            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, ctx.directBytes()));
+            final boolean wanted = ctx.shmDirect().value() && ctx.shmDirectBytes() > 0;
+            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, ctx.shmDirectBytes()));
             shm = o.direct();
-            directPath = shm != null ? "shm (" + o.why() + ")" : "nic (" + o.why() + ")";
+            directPath = shm != null ? "shm, up to " + ctx.shmDirectBytes() + " B (" + o.why() + ")"
+                : "nic, up to " + (eager > 0 ? ctx.directBytes() : 0) + " B (" + o.why() + ")";
         } else {
             shm = null;
             directPath = "none (one rank)";
@@ -815,11 +816,15 @@ public final class Communicator implements AutoCloseable {
     static final int NONE = -1;
 
     /**
-     * The largest collective in bytes that runs as a direct round here: the context's, 0 with a GPU attached (GPU
-     * buffers keep the exchange path: the eager heads carry no GPU data).
+     * The largest collective in bytes that runs as a direct round here: the context's, through shared memory
+     * ({@link CollContext#shmDirectBytes()}) or over the NIC ({@link CollContext#directBytes()}); 0 with a GPU
+     * attached (GPU buffers keep the exchange path: the eager heads carry no GPU data).
      */
     public int directBytes() {
-        return deviceReducer == null && eager > 0 ? ctx.directBytes() : 0;
+        if (deviceReducer != null) {
+            return 0;
+        }
+        return shm != null ? ctx.shmDirectBytes() : eager > 0 ? ctx.directBytes() : 0;
     }
 
     /**

@@ -15,13 +15,15 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** Ranks that call different collectives (or the same one with other sizes) end with a named error, no hang. */
 class MismatchTest {
-    @ParameterizedTest
-    @EnumSource(CollWorld.TransportKind.class)
-    void differentOperationsAcrossRanksAreANamedErrorWithinTheTimeout(final CollWorld.TransportKind kind)
+    /** With shared-memory direct rounds both calls are direct rounds (a header mismatch); without, the ring's. */
+    @ParameterizedTest(name = "{0} shm={1}")
+    @CsvSource({"IB,true", "IB,false", "SOCKET,true", "SOCKET,false"})
+    void differentOperationsAcrossRanksAreANamedErrorWithinTheTimeout(final CollWorld.TransportKind kind,
+                                                                      final boolean shm)
         throws Exception {
         final SettingsReader none = SettingsReader.ofEnv(Map.of());
         final AtomicReferenceArray<Throwable> errors = new AtomicReferenceArray<>(2);
@@ -34,7 +36,7 @@ class MismatchTest {
                     try (Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(2)
                             .timeout(Duration.ofSeconds(30)));
                          CollWorld w = CollWorld.open(b, "injvm", driver, kind, new CollContext().buffSize(4096)
-                             .steps(2).channels(1).timeout(Duration.ofSeconds(5)).settings(none), none,
+                             .steps(2).channels(1).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(none), none,
                              Duration.ofSeconds(5));
                          Arena a = Arena.ofShared()) {
                         final Communicator c = w.communicator();
