@@ -480,6 +480,8 @@ public final class ShmFabric implements Fabric {
         private final String[] refusal = new String[maxLid + 1];
         private final MemorySegment probeScratch = Arena.ofAuto().allocate(8, 8);
         private MemorySegment pullScratch;
+        /** The NIC's copy engines (gdrkit.nic.copy.engines): large pulls split over threads; null: one thread. */
+        private volatile CopyEngines engines;
         private String pullError = "";
         private long pulled;
         private long pullErrors;
@@ -540,6 +542,11 @@ public final class ShmFabric implements Fabric {
         }
 
         @Override
+        public void copyEngines(final CopyEngines engines) {
+            this.engines = engines;
+        }
+
+        @Override
         public boolean pullsReferences() {
             return true;
         }
@@ -568,7 +575,13 @@ public final class ShmFabric implements Fabric {
             }
             final long n;
             if (dst.isNative()) {
-                n = reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                final CopyEngines e = engines;
+                // split over the copy engines from their threshold on; answers as the one read would
+                n = e != null && wanted >= e.threshold() ? e.read(reader, granted, dst, dstOffset, remoteAddress, wanted)
+                    : reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                if (n == CopyEngines.TIMED_OUT) {
+                    return pullFailed(-5, e.timeoutError());
+                }
                 if (n >= length) {
                     pulled++;
                     return n; // the bytes past length only if the range ahead was readable: a short read is fine
