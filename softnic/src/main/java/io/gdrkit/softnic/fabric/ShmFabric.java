@@ -70,6 +70,8 @@ import java.util.Set;
  *   [C+168, C+176)  verdict: 1 granted, 2 off at the consumer, 3 pid not the LID's owner,
  *                   4 the probe read another value, -errno the probe's process_vm_readv failed
  * </pre>
+ * A large pull may be split over the NIC's copy engines ({@link CopyEngines}, {@code gdrkit.nic.copy.engines}), which
+ * answer as one read would.
  * A reference is trusted no further than bytes in the ring: the responder checks the destination (rkey, bounds,
  * access) as for any packet; the token (pid) it carries must be the pid granted for the packet's SLID; a failed
  * or short read is a named error the requester sees as a completion error (REM_OP_ERR).
