@@ -159,6 +159,7 @@ public final class CopyEngines implements AutoCloseable {
             p.remote = remoteAddress + start;
             p.length = Math.max(0, end - start);
             p.result = 0;
+            p.failure = null;
             start = Math.max(start, end);
             used = i + 1;
         }
@@ -172,25 +173,46 @@ public final class CopyEngines implements AutoCloseable {
                 LockSupport.unpark(p.worker);
             }
         }
-        final Part first = parts[0];
-        first.result = first.length == 0 ? 0 : reader.read(pid, dst, first.dstOffset, first.remote, first.length);
-        // parts no worker took yet: read them here rather than wait for a parked thread to wake
-        for (int i = used - 1; i >= 1; i--) {
-            final Part p = parts[i];
-            if (p.length != 0 && STATE.compareAndSet(p, POSTED, TAKEN)) {
-                p.result = reader.read(pid, dst, p.dstOffset, p.remote, p.length);
-                STATE.setRelease(p, IDLE);
+        // the caller's part, then the parts no worker took yet: read here rather than wait for a parked thread to wake
+        for (int i = 0; i < used; i++) {
+            final Part p = parts[i == 0 ? 0 : used - i];
+            if (p.length != 0 && (i == 0 || STATE.compareAndSet(p, POSTED, TAKEN))) {
+                readPart(p);
+                if (i != 0) {
+                    STATE.setRelease(p, IDLE);
+                }
             }
         }
+        // even after a reader threw: no part may still be written when this returns (the next read reuses them)
         if (!awaitParts(used)) {
             return TIMED_OUT;
         }
         final long answer = combine(used);
+        Throwable failure = null;
         for (int i = 0; i < used; i++) {
-            parts[i].dst = null; // hold no destination past the read
-            parts[i].reader = null;
+            final Part p = parts[i];
+            failure = failure != null ? failure : p.failure;
+            p.failure = null;
+            p.dst = null; // hold no destination past the read
+            p.reader = null;
+        }
+        if (failure instanceof RuntimeException e) {
+            throw e; // what the reader threw, as one read would have thrown it
+        }
+        if (failure instanceof Error e) {
+            throw e;
         }
         return answer;
+    }
+
+    /** One part's read; a reader that throws (it should not) has it rethrown by the caller once all parts are in. */
+    private static void readPart(final Part p) {
+        try {
+            p.result = p.reader.read(p.pid, p.dst, p.dstOffset, p.remote, p.length);
+        } catch (final RuntimeException | Error e) {
+            p.result = 0;
+            p.failure = e;
+        }
     }
 
     /** Parts for a read of {@code length} bytes: all engines from the threshold on, each at least a page. */
@@ -265,13 +287,7 @@ public final class CopyEngines implements AutoCloseable {
         long idleSince = System.nanoTime();
         while (true) {
             if (STATE.compareAndSet(p, POSTED, TAKEN)) {
-                long r;
-                try {
-                    r = p.reader.read(p.pid, p.dst, p.dstOffset, p.remote, p.length);
-                } catch (final RuntimeException e) {
-                    r = -RemoteMemoryReader.EINVAL; // a reader never throws for a bad range; do not lose the part
-                }
-                p.result = r;
+                readPart(p);
                 STATE.setVolatile(p, DONE); // then the waiter: Dekker against the caller's waiter-then-state
 
                 final Thread w = waiter;
@@ -334,5 +350,7 @@ public final class CopyEngines implements AutoCloseable {
         long remote;
         long length;
         long result;
+        /** What the reader threw, for the caller to rethrow. */
+        Throwable failure;
     }
 }

@@ -202,6 +202,39 @@ class CopyEnginesTest {
         }
     }
 
+    /**
+     * A reader that throws in one part (process_vm_readv's binding does only if the downcall itself breaks): the caller
+     * rethrows that exception once every part is in, as one read would have thrown it, and the next read is split and
+     * byte-exact again (no part left behind).
+     */
+    @Test
+    void aReaderThatThrowsInOnePartThrowsFromTheReadAndLeavesNoPartBehind() {
+        try (Arena arena = Arena.ofShared(); CopyEngines e = new CopyEngines(4, 4096, TIMEOUT, "throws")) {
+            final MemorySegment src = arena.allocate(1 << 20, 4096);
+            final MemorySegment dst = arena.allocate(1 << 20, 4096);
+            fill(src, 17);
+            final RemoteMemoryReader real = RemoteMemoryReader.processVmReadv();
+            final long bad = src.address() + (600 << 10);
+            final IllegalStateException boom = new IllegalStateException("process_vm_readv downcall failed: test");
+            final RemoteMemoryReader r = (pid, d, off, remote, len) -> {
+                if (remote <= bad && bad < remote + len) {
+                    throw boom;
+                }
+                return real.read(pid, d, off, remote, len);
+            };
+            for (int round = 0; round < 20; round++) {
+                final IllegalStateException x = assertThrows(IllegalStateException.class,
+                    () -> e.read(r, ME, dst, 0, src.address(), 1 << 20));
+                assertEquals(boom, x);
+                dst.fill((byte) 0);
+                final Recording rec = new Recording();
+                assertEquals(1 << 20, e.read(rec, ME, dst, 0, src.address(), 1 << 20));
+                assertEquals(4, rec.ranges.size(), "split again");
+                assertEquals(-1, src.mismatch(dst), "round " + round);
+            }
+        }
+    }
+
     @Test
     void aConfinedDestinationIsReadWholeByTheCaller() {
         try (Arena confined = Arena.ofConfined(); CopyEngines e = new CopyEngines(4, 4096, TIMEOUT, "confined")) {
