@@ -190,6 +190,56 @@ class ShmCopyEnginesTest {
         return e[0];
     }
 
+    /**
+     * A copy engine that does not finish its part: the port's pull fails with the named timeout (what the responder
+     * NAKs with REM_OP_ERR) instead of hanging, and pulls after it run on one thread, byte-exact. The port is given
+     * engines with a 300 ms timeout (the device's is 10 s) and pulled directly, as the responder does.
+     */
+    @Test
+    void aCopyEngineThatDoesNotFinishIsANamedPullError() throws Exception {
+        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.atomic.AtomicBoolean stall = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger inWorkers = new java.util.concurrent.atomic.AtomicInteger();
+        final RemoteMemoryReader real = RemoteMemoryReader.processVmReadv();
+        final RemoteMemoryReader stalling = (pid, dst, off, remote, len) -> {
+            if (stall.get() && Thread.currentThread().getName().startsWith("gdrkit-copy-stuck-")) {
+                inWorkers.incrementAndGet();
+                try {
+                    release.await(20, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            } else if (stall.get()) {
+                // the NIC thread's own part: wait until the worker holds its part, so there is one to time out on
+                final long deadline = System.nanoTime() + 20_000_000_000L;
+                while (inWorkers.get() == 0 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            }
+            return real.read(pid, dst, off, remote, len);
+        };
+        try (ShmCmaTest.Pair p = new ShmCmaTest.Pair(ctx(1), ctx(1), null, stalling, 2 * MIB);
+             CopyEngines stuck = new CopyEngines(2, 4096, 300_000_000L, "stuck")) {
+            p.awaitProbe();
+            p.b.dev.port.copyEngines(stuck);
+            final long pid = ProcessHandle.current().pid();
+            Fixture.fill(p.a.buf.asSlice(0, 65536), 21);
+            stall.set(true);
+            final long got = p.b.dev.port.pullAhead(1, pid, p.a.buf.address(), p.b.buf, 0, 4096, 65536);
+            assertTrue(got < 0, "the pull failed: " + got);
+            assertTrue(p.b.dev.port.pullError().startsWith("copy engine 1 of stuck did not finish its part of a "
+                + "process_vm_readv (32768 bytes at 0x" + Long.toHexString(p.a.buf.address() + 32768)
+                + " of process " + pid + ") within 300 ms"), p.b.dev.port.pullError());
+            stall.set(false);
+            release.countDown();
+            p.b.buf.fill((byte) 0);
+            assertEquals(65536, p.b.dev.port.pullAhead(1, pid, p.a.buf.address(), p.b.buf, 0, 4096, 65536));
+            Fixture.assertBytes(p.a.buf.asSlice(0, 65536), p.b.buf.asSlice(0, 65536), "the pull after the timeout");
+            assertEquals(1, stuck.splitReads(), "after the timeout, one thread pulls");
+            p.b.dev.port.copyEngines(null);
+        }
+    }
+
     @Test
     void closingTheDriverEndsTheCopyEngineThreads() throws Exception {
         final List<Thread> threads = new ArrayList<>();
