@@ -9,16 +9,19 @@ import java.util.concurrent.locks.LockSupport;
  * Several copy engines for one NIC's cross-process pulls (the shm fabric's cma path): a {@code process_vm_readv} of
  * at least {@link #threshold()} bytes is split into up to {@link #engines()} parts; {@code engines - 1} daemon threads
  * each take one part while the calling (NIC engine) thread reads the first, and the call returns only once every part
- * is in, so the NIC sees one read, as before: completion order, PSNs and ACKs do not change. One kernel thread copies
- * a few GB/s; a 2-rank allreduce on a many-core host was bound by the one NIC thread per rank that does every pull.
+ * is in, so the NIC sees one read, as before: completion order, PSNs and ACKs do not change. Why: a 2-rank allreduce
+ * on the 16-core host was bound by the one NIC thread per rank that does every pull (docs/PERFORMANCE.md), where
+ * SocketTransport copies on several kernel threads.
  *
  * <p>The answer is what one read of the whole range would have answered ({@link #read}): the bytes read up to the
  * first part that came back short (EFAULT at a part's start is a short read of the whole, as the kernel reports a
  * fault after some bytes), or the errno of a part that met one that is not about addresses (ESRCH: the peer is gone,
  * EPERM, EINVAL: the destination's arena closed), or {@link #TIMED_OUT}. Parts past a short one may have written
- * their bytes too: destination memory of a failed RDMA operation is undefined anyway.
+ * their bytes too: destination memory of a failed RDMA operation is undefined anyway. A reader that throws in any
+ * part (the FFM binding does only if the downcall itself breaks) has that exception rethrown here once every part is
+ * in.
  *
- * <p>Threads: a worker spins {@value #SPIN_NANOS} ns after its last part, then parks until the next is posted. The
+ * <p>Threads: a worker spins 50 µs ({@code SPIN_NANOS}) after its last part, then parks until the next is posted. The
  * caller, done with its own part, reads any part no worker has taken yet itself (a parked worker may take longer to
  * wake than the copy takes), then waits for the taken ones, spinning briefly, then parked (a worker unparks it), at
  * most the timeout: a part not in by then is a named error ({@link #timeoutError()}) and this object stops splitting
