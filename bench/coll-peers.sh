@@ -9,7 +9,8 @@
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
 # ib-nodirect: the ib row with the one-round small collectives off (gdrkit.coll.direct.bytes=0: the ring at every size).
 # ib+KEY=VAL[+KEY=VAL...]: the ib row with settings, gdrkit.* as -D properties (the ranks inherit them) and NCCL_* in
-# the environment, e.g. VARIANTS="ib ib+gdrkit.nic.batch=1 ib+NCCL_STEPS=4" (rows in gdrkit-<variant>.jsonl).
+# the environment, e.g. VARIANTS="ib ib+gdrkit.nic.batch=1 ib+NCCL_STEPS=4" (rows in gdrkit-<variant>.jsonl);
+# copy engines: VARIANTS="ib+gdrkit.nic.copy.engines=1 ib+gdrkit.nic.copy.engines=4 socket" (1 = off).
 set -uo pipefail
 OUT="${OUT:-./coll-peers-out}"; mkdir -p "$OUT"
 JAVA="${JAVA:-java}"; JAR="${JAR:-cli/target/gdrkit.jar}"; MPI_BIN="${MPI_BIN:-bench/mpi/allreduce_timing}"

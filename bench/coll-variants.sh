@@ -15,6 +15,7 @@ coll_variant_opts() {
     dedyield) echo "-Dgdrkit.nic.progress=dedicated -Dgdrkit.nic.idle=yield" ;;
     own) echo "-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
     bs[0-9]*) echo "-Dgdrkit.nic.backstop.us=${1#bs}" ;;
+    engines[0-9]*) echo "-Dgdrkit.nic.copy.engines=${1#engines}" ;;
     -D*) echo "$1" ;;
     *) return 1 ;;
   esac

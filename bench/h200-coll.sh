@@ -22,7 +22,9 @@
 # instead of the rank's own polling with a backstop: on a host with spare cores the NIC moves data while the rank
 # reduces (coll's default since b4b555e with >= 4 processors per rank). "own": the rank's own polling with the 200 us
 # backstop (the default with fewer processors). "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
-# N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
+# N us instead of 200. "engines<N>": N copy engines per NIC (gdrkit.nic.copy.engines=N: cma pulls of 256 KiB or more,
+# gdrkit.nic.copy.threshold, split over the NIC thread and N-1 copy threads; engines1 = off; the default is auto, 4
+# on a 16-core host). SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$here/bench/coll-variants.sh"

@@ -98,6 +98,14 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     final Completer completer;
     final UdEngine ud;
 
+    /**
+     * How long a pull waits for its copy engines' parts: a process_vm_readv of a few MiB takes milliseconds, so only a
+     * wedged thread gets near it; the pull then fails by name (REM_OP_ERR at the requester) instead of hanging.
+     */
+    static final long COPY_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+    /** The port's copy engines ({@link SoftNicContext#COPY_ENGINES_PROP}); null: pulls run on the NIC thread alone. */
+    final io.gdrkit.softnic.fabric.CopyEngines copyEngines;
+
     SoftDevice(final SoftNicDriver driver, final String name, final FabricPort port) {
         this.driver = driver;
         this.name = name;
@@ -111,6 +119,12 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         port.owner(this);
         port.crossProcessCopy(oneCopy && driver.context().shmCma(), driver.context().shmCmaThreshold());
         port.crossProcessBatches(driver.context().shmBatch());
+        // only a port that pulls from other processes has pulls to split; the threads live as long as the device
+        this.copyEngines = port.pullsReferences() && driver.context().copyEngines() > 1
+            ? new io.gdrkit.softnic.fabric.CopyEngines(driver.context().copyEngines(),
+                driver.context().copyThreshold(), COPY_TIMEOUT_NS, name)
+            : null;
+        port.copyEngines(copyEngines);
         this.completer = new Completer(this);
         this.requester = new Requester(this);
         this.responder = new Responder(this);
@@ -374,6 +388,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             duty.acquire(CONTROL_TIMEOUT_NS, "stop device " + name);
         } catch (final RuntimeException e) {
             stopped = true; // a duty holder will see it on its next cycle
+            closeCopyEngines();
             return;
         }
         try {
@@ -386,6 +401,17 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             }
         } finally {
             duty.release();
+            closeCopyEngines();
+        }
+    }
+
+    /**
+     * Ends the copy engine threads. A pull still running (the duty could not be taken) reads the parts no worker took
+     * itself and waits for the taken ones, which their workers finish before they end.
+     */
+    private void closeCopyEngines() {
+        if (copyEngines != null) {
+            copyEngines.close();
         }
     }
 

@@ -102,6 +102,24 @@ public final class SoftNicContext {
      */
     public static final String SHM_BATCH_PROP = "gdrkit.nic.shm.batch";
     /**
+     * auto | 1..{@value io.gdrkit.softnic.fabric.CopyEngines#MAX_ENGINES} (default auto): copy engines of a NIC on the
+     * shm fabric. A cross-process pull (cma) of at least {@link #COPY_THRESHOLD_PROP} bytes is split into this many
+     * parts, read at once by the NIC thread and {@code engines - 1} daemon copy threads the NIC owns; the NIC goes on
+     * only when every part is in, so completion order, PSNs and ACKs are unchanged. 1 turns it off. auto: 1 below 8
+     * processors (two ranks' NIC and rank threads already fill such a host: copy threads would only preempt them), else
+     * min(4, processors / 4) (a quarter of the cores per NIC leaves the rest to 2-4 ranks' own threads; past 4 kernel
+     * copies a rank's pulls meet the memory bandwidth, not the threads). See {@link #defaultCopyEngines(int)}.
+     */
+    public static final String COPY_ENGINES_PROP = "gdrkit.nic.copy.engines";
+    /**
+     * Smallest cross-process pull in bytes split over the copy engines (default {@value #DEFAULT_COPY_THRESHOLD},
+     * 4096..2^30): below it waking threads costs more than the copy. A WRITE pulls up to 1 MiB of its message at once,
+     * a SEND span or one packet of a 64 KiB software MTU its payload.
+     */
+    public static final String COPY_THRESHOLD_PROP = "gdrkit.nic.copy.threshold";
+    /** The default of {@link #COPY_THRESHOLD_PROP}. */
+    public static final int DEFAULT_COPY_THRESHOLD = 256 * 1024;
+    /**
      * Segment offload on the single-copy path (default 16; 1 turns it off): the most MTU-sized packets of one SEND
      * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
      * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
@@ -194,6 +212,8 @@ public final class SoftNicContext {
     private boolean shmCma;
     private boolean shmBatch;
     private int shmCmaThreshold;
+    private int copyEngines;
+    private int copyThreshold;
     private int maxQp;
     private List<Setting<?>> settings = List.of();
 
@@ -431,6 +451,31 @@ public final class SoftNicContext {
         return shmCmaThreshold;
     }
 
+    public SoftNicContext copyEngines(final int engines) {
+        return set(COPY_ENGINES_PROP, Integer.toString(engines));
+    }
+
+    /** Copy engines per NIC on the shm fabric ({@link #COPY_ENGINES_PROP}; 1 = the NIC thread alone). */
+    public int copyEngines() {
+        concluded();
+        return copyEngines;
+    }
+
+    public SoftNicContext copyThreshold(final int bytes) {
+        return set(COPY_THRESHOLD_PROP, Integer.toString(bytes));
+    }
+
+    /** Smallest pull split over the copy engines ({@link #COPY_THRESHOLD_PROP}). */
+    public int copyThreshold() {
+        concluded();
+        return copyThreshold;
+    }
+
+    /** {@link #COPY_ENGINES_PROP}'s auto value on a host with {@code processors}: see there why. */
+    public static int defaultCopyEngines(final int processors) {
+        return processors < 8 ? 1 : Math.min(4, processors / 4);
+    }
+
     public SoftNicContext batch(final int packets) {
         return set(BATCH_PROP, Integer.toString(packets));
     }
@@ -538,6 +583,19 @@ public final class SoftNicContext {
         shmCma = r.flag(SHM_CMA_PROP, true).value();
         shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();
         shmBatch = r.flag(SHM_BATCH_PROP, false).value();
+        final int autoEngines = defaultCopyEngines(Runtime.getRuntime().availableProcessors());
+        copyEngines = r.read(COPY_ENGINES_PROP, autoEngines, s -> {
+            if (s.trim().equalsIgnoreCase("auto")) {
+                return autoEngines;
+            }
+            final String want = "auto or an integer in [1, " + io.gdrkit.softnic.fabric.CopyEngines.MAX_ENGINES + "]";
+            final int v = parseInt(COPY_ENGINES_PROP, s, want);
+            if (v < 1 || v > io.gdrkit.softnic.fabric.CopyEngines.MAX_ENGINES) {
+                throw bad(COPY_ENGINES_PROP, s, want);
+            }
+            return v;
+        }).value();
+        copyThreshold = r.integer(COPY_THRESHOLD_PROP, DEFAULT_COPY_THRESHOLD, 4096, 1 << 30).value();
         maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();
         if (linkHook instanceof FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP

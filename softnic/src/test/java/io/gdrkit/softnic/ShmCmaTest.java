@@ -548,9 +548,20 @@ class ShmCmaTest {
         }
     }
 
-    private static AsyncEvent hostileWrite(final java.util.function.Consumer<Packet> rewrite, final int status) {
+    /**
+     * The pull error tests run twice: with the NIC thread alone, and with 4 copy engines and a threshold that splits
+     * their 64 KiB pulls ({@code gdrkit.nic.copy.*}, ShmCopyEnginesTest): the same error either way.
+     */
+    private static final int[] ENGINES = {1, 4};
+
+    private static SoftNicContext engines(final SoftNicContext c, final int engines) {
+        return c.copyEngines(engines).copyThreshold(4096);
+    }
+
+    private static AsyncEvent hostileWrite(final java.util.function.Consumer<Packet> rewrite, final int status,
+                                           final int engines) {
         final Hostile h = new Hostile();
-        try (Pair p = new Pair(ctx(), ctx(), h, null, 2 * MIB)) {
+        try (Pair p = new Pair(engines(ctx(), engines), engines(ctx(), engines), h, null, 2 * MIB)) {
             p.awaitProbe();
             assertEquals("cma", p.modeAtoB().mode(), p.modeAtoB()::reason);
             h.rewrite = rewrite;
@@ -564,27 +575,35 @@ class ShmCmaTest {
 
     @Test
     void aReferenceOutsideTheSendersMemoryIsANamedEfaultNotACrash() {
-        final AsyncEvent e = hostileWrite(pkt -> pkt.refEntry(0, 0x10, 0, pkt.refLength(0)), WcStatus.REM_OP_ERR);
-        assertEquals(AsyncEventType.QP_REQ_ERR, e.type());
-        assertTrue(e.detail().contains("EFAULT") && e.detail().contains("cross-process reference"), e::detail);
+        for (final int k : ENGINES) {
+            final AsyncEvent e = hostileWrite(pkt -> pkt.refEntry(0, 0x10, 0, pkt.refLength(0)), WcStatus.REM_OP_ERR,
+                k);
+            assertEquals(AsyncEventType.QP_REQ_ERR, e.type());
+            assertTrue(e.detail().contains("cross-process reference from LID 1: process_vm_readv of 4096 bytes at "
+                + "0x10 in process " + ProcessHandle.current().pid() + " (LID 1): EFAULT"), () -> k + ": " + e.detail());
+        }
     }
 
     @Test
     void aReferenceNamingAnotherProcessIsRefusedByName() {
-        final AsyncEvent e = hostileWrite(pkt -> pkt.refToken(1), WcStatus.REM_OP_ERR);
-        assertTrue(e.detail().contains("names process 1, but LID 1 is process "
-            + ProcessHandle.current().pid()), e::detail);
+        for (final int k : ENGINES) {
+            final AsyncEvent e = hostileWrite(pkt -> pkt.refToken(1), WcStatus.REM_OP_ERR, k);
+            assertTrue(e.detail().contains("names process 1, but LID 1 is process "
+                + ProcessHandle.current().pid()), e::detail);
+        }
     }
 
     @Test
     void aReferencedWritePastTheDestinationMrIsARemoteAccessError() {
-        final AsyncEvent e = hostileWrite(pkt -> {
-            if (pkt.is(io.gdrkit.softnic.wire.BthOpcode.FIRST)) {
-                pkt.reth(pkt.rethVa() + 2 * MIB - 4096, pkt.rethRkey(), pkt.rethDmaLength());
-            }
-        }, WcStatus.REM_ACCESS_ERR);
-        assertEquals(AsyncEventType.QP_ACCESS_ERR, e.type());
-        assertTrue(e.detail().contains("refused for WRITE"), e::detail);
+        for (final int k : ENGINES) {
+            final AsyncEvent e = hostileWrite(pkt -> {
+                if (pkt.is(io.gdrkit.softnic.wire.BthOpcode.FIRST)) {
+                    pkt.reth(pkt.rethVa() + 2 * MIB - 4096, pkt.rethRkey(), pkt.rethDmaLength());
+                }
+            }, WcStatus.REM_ACCESS_ERR, k);
+            assertEquals(AsyncEventType.QP_ACCESS_ERR, e.type());
+            assertTrue(e.detail().contains("refused for WRITE"), e::detail);
+        }
     }
 
     @Test
@@ -598,14 +617,20 @@ class ShmCmaTest {
             }
             return Math.min(len, 2048); // the kernel read only part of the range
         };
-        try (Pair p = new Pair(ctx(), ctx(), null, shortAfterProbe, 2 * MIB)) {
-            p.awaitProbe();
-            assertEquals("cma", p.modeAtoB().mode(), p.modeAtoB()::reason);
-            final WorkCompletion wc = p.write(64 * 1024, 3);
-            assertEquals(WcStatus.REM_OP_ERR, wc.status, wc::toString);
-            final AsyncEvent[] e = {null};
-            p.await(() -> (e[0] = p.b.ctx.pollAsyncEvent()) != null, "the responder's async event");
-            assertTrue(e[0].detail().contains("short process_vm_readv: 2048 of 4096 bytes"), e[0]::detail);
+        for (final int k : ENGINES) {
+            probed[0] = false;
+            try (Pair p = new Pair(engines(ctx(), k), engines(ctx(), k), null, shortAfterProbe, 2 * MIB)) {
+                p.awaitProbe();
+                assertEquals("cma", p.modeAtoB().mode(), p.modeAtoB()::reason);
+                final WorkCompletion wc = p.write(64 * 1024, 3);
+                assertEquals(WcStatus.REM_OP_ERR, wc.status, wc::toString);
+                final AsyncEvent[] e = {null};
+                p.await(() -> (e[0] = p.b.ctx.pollAsyncEvent()) != null, "the responder's async event");
+                assertTrue(e[0].detail().contains("short process_vm_readv: 2048 of 4096 bytes"), e[0]::detail);
+                if (k > 1) {
+                    assertTrue(p.b.dev.copyEngines.splitReads() > 0, "the short pull was split");
+                }
+            }
         }
     }
 

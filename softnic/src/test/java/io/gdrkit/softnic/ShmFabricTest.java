@@ -35,7 +35,7 @@ import org.junit.jupiter.api.Test;
 class ShmFabricTest {
     @Test
     void writeBetweenProcessesIsByteExact() throws Exception {
-        final ShmFabric.CopyMode m = writeAndEcho(true, true, true);
+        final ShmFabric.CopyMode m = writeAndEcho(true, true, true, 1);
         assertEquals("ring", m.mode(), "with a link CRC the bytes travel: " + m);
         assertEquals(0, m.referencePackets());
     }
@@ -43,9 +43,21 @@ class ShmFabricTest {
     /** No link CRC: each process pulls the other's WRITE with process_vm_readv (one copy), both directions. */
     @Test
     void writeBetweenProcessesOnTheCmaPathIsByteExact() throws Exception {
-        final ShmFabric.CopyMode m = writeAndEcho(false, true, true);
+        final ShmFabric.CopyMode m = writeAndEcho(false, true, true, 1);
         assertEquals("cma", m.mode(), m::toString);
         assertTrue(m.referencePackets() > 0, () -> "references sent to the child: " + m);
+        assertTrue(m.pulls() > 0, () -> "the child's write-back pulled by this process: " + m);
+        assertEquals(0, m.pullErrors(), m::toString);
+    }
+
+    /**
+     * The cma path with 4 copy engines in both processes (gdrkit.nic.copy.engines, threshold 4096: each 1 MiB pull
+     * ahead is split in four): byte-exact both ways, and this process split its pulls of the child's write-back.
+     */
+    @Test
+    void writeBetweenProcessesWithCopyEnginesIsByteExact() throws Exception {
+        final ShmFabric.CopyMode m = writeAndEcho(false, true, true, 4);
+        assertEquals("cma", m.mode(), m::toString);
         assertTrue(m.pulls() > 0, () -> "the child's write-back pulled by this process: " + m);
         assertEquals(0, m.pullErrors(), m::toString);
     }
@@ -53,26 +65,28 @@ class ShmFabricTest {
     /** The child refuses to grant (gdrkit.nic.shm.cma=false there): both directions fall back to the ring. */
     @Test
     void writeBetweenProcessesFallsBackToTheRingWhenThePeerDeclines() throws Exception {
-        final ShmFabric.CopyMode m = writeAndEcho(false, true, false);
+        final ShmFabric.CopyMode m = writeAndEcho(false, true, false, 1);
         assertEquals("ring", m.mode(), m::toString);
         assertTrue(m.reason().contains("gdrkit.nic.shm.cma is off in the peer"), m::reason);
         assertEquals(0, m.referencePackets(), m::toString);
         assertEquals(0, m.pulls(), "this process declines nothing, but the child sends no references: " + m);
     }
 
-    private static ShmFabric.CopyMode writeAndEcho(final boolean crc, final boolean cma, final boolean childCma)
-        throws Exception {
+    private static ShmFabric.CopyMode writeAndEcho(final boolean crc, final boolean cma, final boolean childCma,
+                                                   final int engines) throws Exception {
         final int size = 6 << 20;
         final Path base = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(
             System.getProperty("java.io.tmpdir"));
         final Path dir = Files.createTempDirectory(base, "gdrkit-test-");
         final Process child = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+            "--enable-native-access=ALL-UNNAMED", "-D" + SoftNicContext.COPY_ENGINES_PROP + "=" + engines,
+            "-D" + SoftNicContext.COPY_THRESHOLD_PROP + "=4096", "-cp", System.getProperty("java.class.path"),
             ShmPeer.class.getName(), dir.toString(), Integer.toString(size), crc ? "crc" : "nocrc",
             childCma ? "cma=true" : "cma=false")
             .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         final ShmFabric fabric = new ShmFabric(dir, 4 << 20, 4, null, crc);
-        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().shmCma(cma), fabric);
+        try (SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext().shmCma(cma).copyEngines(engines)
+                .copyThreshold(4096), fabric);
              Arena arena = Arena.ofShared()) {
             final BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
             final PrintStream to = new PrintStream(child.getOutputStream(), true);
@@ -137,6 +151,9 @@ class ShmFabricTest {
             assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child exits");
             assertEquals(0, child.exitValue());
             final ShmFabric.CopyMode mode = fabric.copyMode(1, 2);
+            if (engines > 1 && cma && !crc) {
+                assertTrue(dev.copyEngines.splitReads() > 0, "the write-back's pulls were split");
+            }
             driver.close();
             assertFalse(Files.exists(dir), "files and directory removed after both sides closed");
             return mode;

@@ -36,6 +36,8 @@ class SoftNicContextTest {
         assertEquals(true, c.oneCopy());
         assertEquals(16, c.batch());
         assertEquals(false, c.shmBatch());
+        assertEquals(SoftNicContext.defaultCopyEngines(Runtime.getRuntime().availableProcessors()), c.copyEngines());
+        assertEquals(SoftNicContext.DEFAULT_COPY_THRESHOLD, c.copyThreshold());
         assertEquals(SoftNicContext.DEFAULT_ONE_COPY_MIN, c.oneCopyMin());
         assertEquals(true, c.scanPark());
         assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
@@ -47,7 +49,8 @@ class SoftNicContextTest {
                 SoftNicContext.ONE_COPY_PROP, SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
                 SoftNicContext.UD_ONE_COPY_MIN_PROP, SoftNicContext.UD_REFERENCE_TIMEOUT_PROP,
                 SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
-                SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.SHM_BATCH_PROP, SoftNicContext.MAX_QP_PROP),
+                SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.SHM_BATCH_PROP, SoftNicContext.COPY_ENGINES_PROP,
+                SoftNicContext.COPY_THRESHOLD_PROP, SoftNicContext.MAX_QP_PROP),
             c.settings().stream().map(Setting::name).toList());
         for (final Setting<?> s : c.settings()) {
             assertEquals(Source.DEFAULT, s.source(), s::describe);
@@ -134,6 +137,9 @@ class SoftNicContextTest {
         expected.put(SoftNicContext.LINK_CRC_PROP + "=yes", "is not 0, 1, true or false");
         expected.put(SoftNicContext.ONE_COPY_PROP + "=on", "is not 0, 1, true or false");
         expected.put(SoftNicContext.SHM_BATCH_PROP + "=yes", "is not 0, 1, true or false");
+        expected.put(SoftNicContext.COPY_ENGINES_PROP + "=0", "is not auto or an integer in [1, 64]");
+        expected.put(SoftNicContext.COPY_ENGINES_PROP + "=two", "is not auto or an integer in [1, 64]");
+        expected.put(SoftNicContext.COPY_THRESHOLD_PROP + "=4095", "is not an integer in [4096, 1073741824]");
         expected.put(SoftNicContext.UD_ONE_COPY_MIN_PROP + "=4097", "is not an integer in [1, 4096]");
         expected.put(SoftNicContext.UD_REFERENCE_TIMEOUT_PROP + "=0", "is not an integer in [1, 3600000]");
         for (final Map.Entry<String, String> e : expected.entrySet()) {

@@ -133,6 +133,13 @@ public interface FabricPort {
     }
 
     /**
+     * The NIC's copy engines ({@code gdrkit.nic.copy.engines}): a fabric that {@linkplain #pullsReferences() pulls}
+     * splits a large pull over them. The NIC owns and closes them. A no-op elsewhere.
+     */
+    default void copyEngines(final CopyEngines engines) {
+    }
+
+    /**
      * The NIC's {@code gdrkit.nic.shm.batch}: whether a cross-process reference record may stand for a span of packets
      * ({@link #carriesBatches()}). A no-op on fabrics without cross-process references.
      */

@@ -70,6 +70,8 @@ import java.util.Set;
  *   [C+168, C+176)  verdict: 1 granted, 2 off at the consumer, 3 pid not the LID's owner,
  *                   4 the probe read another value, -errno the probe's process_vm_readv failed
  * </pre>
+ * A large pull may be split over the NIC's copy engines ({@link CopyEngines}, {@code gdrkit.nic.copy.engines}), which
+ * answer as one read would.
  * A reference is trusted no further than bytes in the ring: the responder checks the destination (rkey, bounds,
  * access) as for any packet; the token (pid) it carries must be the pid granted for the packet's SLID; a failed
  * or short read is a named error the requester sees as a completion error (REM_OP_ERR).
@@ -490,6 +492,8 @@ public final class ShmFabric implements Fabric {
         private final String[] refusal = new String[maxLid + 1];
         private final MemorySegment probeScratch = Arena.ofAuto().allocate(8, 8);
         private MemorySegment pullScratch;
+        /** The NIC's copy engines (gdrkit.nic.copy.engines): large pulls split over threads; null: one thread. */
+        private volatile CopyEngines engines;
         private String pullError = "";
         private long pulled;
         private long pullErrors;
@@ -550,6 +554,11 @@ public final class ShmFabric implements Fabric {
         }
 
         @Override
+        public void copyEngines(final CopyEngines engines) {
+            this.engines = engines;
+        }
+
+        @Override
         public boolean pullsReferences() {
             return true;
         }
@@ -578,7 +587,13 @@ public final class ShmFabric implements Fabric {
             }
             final long n;
             if (dst.isNative()) {
-                n = reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                final CopyEngines e = engines;
+                // split over the copy engines from their threshold on; answers as the one read would
+                n = e != null && wanted >= e.threshold() ? e.read(reader, granted, dst, dstOffset, remoteAddress, wanted)
+                    : reader.read(granted, dst, dstOffset, remoteAddress, wanted);
+                if (n == CopyEngines.TIMED_OUT) {
+                    return pullFailed(-5, e.timeoutError());
+                }
                 if (n >= length) {
                     pulled++;
                     return n; // the bytes past length only if the range ahead was readable: a short read is fine
