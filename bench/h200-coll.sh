@@ -22,7 +22,9 @@
 # instead of the rank's own polling with a backstop: on a host with spare cores the NIC moves data while the rank
 # reduces (coll's default since b4b555e with >= 4 processors per rank). "own": the rank's own polling with the 200 us
 # backstop (the default with fewer processors). "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
-# N us instead of 200. SKIP_GPU=1 leaves the GPU rows out.
+# N us instead of 200. "red<N>": host reductions of at least gdrkit.coll.reduce.parallel.bytes (256 KiB) split over N
+# threads, the rank's own included (gdrkit.coll.reduce.threads=N; red1 is off; auto takes 4 for 2 ranks on 16
+# processors, reduce_threads in the JSON). SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$here/bench/coll-variants.sh"
