@@ -173,9 +173,9 @@ public final class CollContext {
      * {@link #chooseReduceThreads(int)} on a host of {@code cpus} processors. A value given is taken as is; auto follows
      * the NIC's choice ({@link CollWorld#nicProgress(int)}): with at least {@value
      * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
-     * own, the rank's other processors, at most {@value #MAX_AUTO_REDUCE_THREADS}, reduce (min(4, processors / ranks
-     * - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone, since threads more would take the
-     * cores its peers and their NICs need.
+     * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
+     * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
+     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md).
      */
     ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus) {
         if (!concluded) {

@@ -40,8 +40,12 @@ public final class ParallelReducer implements AutoCloseable {
         }
     }
 
-    /** How long a worker spins for its next part before it parks: about one chunk's reduction. */
-    static final long SPIN_NANOS = 50_000;
+    /**
+     * How long a worker spins for its next part before it parks: about the gap between two 512 KiB chunks of a large
+     * exchange on the H200 host (2.2 GB/s busbw, docs/PERFORMANCE.md), so the next chunk finds it awake rather than
+     * paying an unpark; not measured yet.
+     */
+    static final long SPIN_NANOS = 200_000;
     /** Polls of a caller between deadline checks (System.nanoTime). */
     private static final int CHECK_EVERY = 256;
     private static final int LINE = 64;
