@@ -1,6 +1,7 @@
 # Sourced by bench/h200-coll.sh (HOST_ABLATE) and bench/h200-coll-lat.sh (VARIANTS): the JVM options of a named
 # variant of `gdrkit coll`, one table for both. Prints nothing for "default"; a name it does not know is returned
-# as is when it starts with -D (one option), else the function fails.
+# as is when it starts with -D (one option), else the function fails. red<N>: large host reductions on N threads
+# (gdrkit.coll.reduce.threads; red1 is the single-threaded reduction).
 coll_variant_opts() {
   case "$1" in
     default) echo "" ;;
@@ -16,6 +17,7 @@ coll_variant_opts() {
     own) echo "-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200" ;;
     bs[0-9]*) echo "-Dgdrkit.nic.backstop.us=${1#bs}" ;;
     engines[0-9]*) echo "-Dgdrkit.nic.copy.engines=${1#engines}" ;;
+    red[0-9]*) echo "-Dgdrkit.coll.reduce.threads=${1#red}" ;;
     -D*) echo "$1" ;;
     *) return 1 ;;
   esac

@@ -24,7 +24,9 @@
 # backstop (the default with fewer processors). "bs<N>": the default mode (the rank's polling moves its NIC) with the backstop thread stepping it every
 # N us instead of 200. "engines<N>": N copy engines per NIC (gdrkit.nic.copy.engines=N: cma pulls of 256 KiB or more,
 # gdrkit.nic.copy.threshold, split over the NIC thread and N-1 copy threads; engines1 = off; the default is auto, 4
-# on a 16-core host). SKIP_GPU=1 leaves the GPU rows out.
+# on a 16-core host). "red<N>": host reductions of at least gdrkit.coll.reduce.parallel.bytes (256 KiB) split over N
+# threads, the rank's own included (gdrkit.coll.reduce.threads=N; red1 is off; auto takes 4 for 2 ranks on 16
+# processors, reduce_threads in the JSON). SKIP_GPU=1 leaves the GPU rows out.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$here/bench/coll-variants.sh"

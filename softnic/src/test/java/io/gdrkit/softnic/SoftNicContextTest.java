@@ -36,7 +36,7 @@ class SoftNicContextTest {
         assertEquals(true, c.oneCopy());
         assertEquals(16, c.batch());
         assertEquals(false, c.shmBatch());
-        assertEquals(SoftNicContext.defaultCopyEngines(Runtime.getRuntime().availableProcessors()), c.copyEngines());
+        assertEquals(1, c.copyEngines());
         assertEquals(SoftNicContext.DEFAULT_COPY_THRESHOLD, c.copyThreshold());
         assertEquals(SoftNicContext.DEFAULT_ONE_COPY_MIN, c.oneCopyMin());
         assertEquals(true, c.scanPark());

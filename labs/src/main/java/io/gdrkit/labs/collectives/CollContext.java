@@ -41,6 +41,10 @@ import java.util.Objects;
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
  * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
  * GPU"); simulated GPUs are not affected.</li>
+ * <li>{@code gdrkit.coll.reduce.threads} (auto, or 1..64; 1: off): threads (the rank's own included) that share one
+ * host reduction of at least {@code gdrkit.coll.reduce.parallel.bytes} ({@value #DEFAULT_PARALLEL_BYTES}, 1 KiB..1
+ * GiB) bytes ({@link ParallelReducer}); auto chooses from the processors per rank ({@link
+ * #chooseReduceThreads(int, int)}). Host memory only: a GPU attached reduces there.</li>
  * </ul>
  */
 public final class CollContext {
@@ -64,6 +68,12 @@ public final class CollContext {
     /** Idle polls before a waiting rank yields, by default. */
     public static final int DEFAULT_SPINS = 2000;
 
+    /** Host reductions from this many bytes are split over the reduce threads, by default: half a default chunk. */
+    public static final int DEFAULT_PARALLEL_BYTES = 256 << 10;
+
+    /** The most threads auto gives one rank's reductions: beyond 4, memory bandwidth, not cores, bounds a chunk. */
+    public static final int MAX_AUTO_REDUCE_THREADS = 4;
+
     /** Bytes of a direct round's message before the data: the operation, type, reduction and size (checked). */
     public static final int DIRECT_HEADER = 8;
 
@@ -82,6 +92,10 @@ public final class CollContext {
     private Setting<Boolean> cudaGdr;
     private Boolean shmDirectSet;
     private Setting<Boolean> shmDirect;
+    /** {@code gdrkit.coll.reduce.threads}: 0 is auto. */
+    private Setting<Integer> reduceThreads;
+    private Integer reduceThreadsSet;
+    private Integer parallelBytes;
     private final List<Setting<?>> recorded = new ArrayList<>();
     private boolean concluded;
     private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
@@ -144,6 +158,62 @@ public final class CollContext {
 
     public int spinRounds() {
         return spinRounds;
+    }
+
+    /** Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment. */
+    public CollContext reduceThreads(final int t) {
+        this.reduceThreadsSet = t;
+        return this;
+    }
+
+    /** Host reductions of at least this many bytes are split over the reduce threads; see the class comment. */
+    public CollContext parallelBytes(final int b) {
+        this.parallelBytes = b;
+        return this;
+    }
+
+    public int parallelBytes() {
+        return parallelBytes;
+    }
+
+    /**
+     * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host, and why
+     * ({@code reduce_threads} in the output).
+     */
+    public ParallelReducer.Choice chooseReduceThreads(final int localRanks) {
+        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * {@link #chooseReduceThreads(int)} on a host of {@code cpus} processors. A value given is taken as is; auto follows
+     * the NIC's choice ({@link CollWorld#nicProgress(int)}): with at least {@value
+     * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
+     * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
+     * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
+     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md).
+     */
+    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus) {
+        if (!concluded) {
+            throw new IllegalStateException("conclude() the CollContext before choosing reduce threads");
+        }
+        if (localRanks < 1 || cpus < 1) {
+            throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors");
+        }
+        if (reduceThreads.value() != 0) {
+            return new ParallelReducer.Choice(reduceThreads.value(), parallelBytes, reduceThreads.describe());
+        }
+        final int per = CollWorld.CPUS_PER_RANK_FOR_DEDICATED;
+        final String how = reduceThreads.source() == io.gdrkit.core.config.Source.DEFAULT ? "auto"
+            : "auto, " + reduceThreads.name() + "=" + reduceThreads.raw() + " ("
+            + reduceThreads.source().name().toLowerCase(Locale.ROOT) + ")";
+        if (cpus < per * localRanks) {
+            return new ParallelReducer.Choice(1, parallelBytes, how + ": " + cpus + " processors < " + per + " x "
+                + localRanks + " ranks on this host");
+        }
+        final int t = Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - 1);
+        return new ParallelReducer.Choice(t, parallelBytes, how + ": " + cpus + " processors >= " + per + " x "
+            + localRanks + " ranks on this host, min(" + MAX_AUTO_REDUCE_THREADS + ", " + cpus + " / " + localRanks
+            + " - 1 for the NIC thread)");
     }
 
     /**
@@ -254,6 +324,9 @@ public final class CollContext {
         k.spinRounds = c.spinRounds;
         k.cudaGdr = c.cudaGdr;
         k.shmDirect = c.shmDirect;
+        k.reduceThreads = c.reduceThreads;
+        k.reduceThreadsSet = c.reduceThreadsSet;
+        k.parallelBytes = c.parallelBytes;
         k.bind = c.bind;
         k.recorded.addAll(c.recorded);
         k.concluded = true;
@@ -296,6 +369,21 @@ public final class CollContext {
         spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
         cudaGdr();
         shmDirect();
+        if (reduceThreadsSet == null) {
+            // default 1 (off): correct and tested, but its gain on a many-core host is not measured yet; "auto"
+            // asks for the processor-based choice
+            reduceThreads = settings.read("gdrkit.coll.reduce.threads", 1, CollContext::parseReduceThreads);
+        } else {
+            if (reduceThreadsSet < 0 || reduceThreadsSet > 64) {
+                throw new IllegalArgumentException("gdrkit.coll.reduce.threads=" + reduceThreadsSet + " is not auto "
+                    + "(0) or an integer in [1, 64]");
+            }
+            reduceThreads = new Setting<>("gdrkit.coll.reduce.threads", reduceThreadsSet,
+                io.gdrkit.core.config.Source.FLAG, reduceThreadsSet == 0 ? "auto" : String.valueOf(reduceThreadsSet));
+        }
+        recorded.add(reduceThreads);
+        parallelBytes = pick(parallelBytes, "gdrkit.coll.reduce.parallel.bytes", DEFAULT_PARALLEL_BYTES, 1024,
+            1 << 30);
         if (timeoutMs == null) {
             final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
             recorded.add(t);
@@ -310,6 +398,24 @@ public final class CollContext {
         }
         concluded = true;
         return this;
+    }
+
+    /** {@code auto} (0) or a thread count in [1, 64]. */
+    private static int parseReduceThreads(final String s) {
+        final String t = s.trim().toLowerCase(Locale.ROOT);
+        if (t.equals("auto")) {
+            return 0;
+        }
+        try {
+            final int v = Integer.parseInt(t);
+            if (v >= 1 && v <= 64) {
+                return v;
+            }
+        } catch (final NumberFormatException e) {
+            // named below
+        }
+        throw new IllegalArgumentException("gdrkit.coll.reduce.threads=" + s + " is not auto or an integer in [1, "
+            + "64]");
     }
 
     /** A setter's value (range-checked, recorded as FLAG), else the setting read once with its source. */

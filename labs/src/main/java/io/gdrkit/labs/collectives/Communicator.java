@@ -78,6 +78,9 @@ public final class Communicator implements AutoCloseable {
     private final int chunk;
     private final long timeoutNanos;
     private DeviceReducer deviceReducer;
+    /** Host reductions, split over threads when large ({@code gdrkit.coll.reduce.threads}); unused with a GPU. */
+    private final ParallelReducer hostReducer;
+    private ParallelReducer.Choice reduceChoice;
     /** The GDR decision for this rank's GPU buffers (null in host memory). */
     private CollGdr gdr;
     /** Who shares this rank's GPU ({@link CollWorld} works it out over the bootstrap). */
@@ -163,6 +166,12 @@ public final class Communicator implements AutoCloseable {
         this.dRecv = new boolean[n];
         this.directSentK = new long[EAGER_DEPTH][n];
         this.timeoutNanos = ctx.timeout().toNanos();
+        // every rank counts as local, as for the NIC's progress (CollWorld#nicProgress): shm and injvm runs are on
+        // one host, and a tcp run's split over hosts is not known here
+        this.reduceChoice = ctx.chooseReduceThreads(n);
+        // its threads start with the first split reduction: a communicator that never reduces much has none
+        this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(), timeoutNanos,
+            "gdrkit-coll-reduce-r" + rank);
         this.spins = ctx.spinRounds();
         this.yields = spins + YIELD_ROUNDS;
         this.sOut = new int[channels];
@@ -396,6 +405,9 @@ public final class Communicator implements AutoCloseable {
             throw new IllegalStateException("a GPU is attached already");
         }
         deviceReducer = new DeviceReducer(gpu, chunk, ctx.timeout());
+        reduceChoice = new ParallelReducer.Choice(1, reduceChoice.minBytes(), "the GPU reduces; host buffers would "
+            + "have " + reduceChoice.describe());
+        hostReducer.close();
         gdr = decision;
         if (!gdr.on()) {
             return;
@@ -810,6 +822,16 @@ public final class Communicator implements AutoCloseable {
         nicProgress = java.util.Objects.requireNonNull(description);
     }
 
+    /** How many threads split this rank's large host reductions, from which size, and why ({@code reduce_threads}). */
+    public ParallelReducer.Choice reduceThreads() {
+        return reduceChoice;
+    }
+
+    /** This rank's host reducer (tests check its threads end with the communicator). */
+    ParallelReducer hostReducer() {
+        return hostReducer;
+    }
+
     /** A direct round's peer argument: every other rank. */
     static final int ALL = -2;
     /** A direct round's peer argument: no rank. */
@@ -1083,7 +1105,7 @@ public final class Communicator implements AutoCloseable {
             }
             deviceReducer.reduce(dst, dstOff, from, at, len / type.size(), type, op);
         } else {
-            Reducer.reduce(dst.seg(), dstOff, acc.seg(), accOff, from, at, len / type.size(), type, op);
+            hostReducer.reduce(dst.seg(), dstOff, acc.seg(), accOff, from, at, len / type.size(), type, op);
         }
     }
 
@@ -1181,6 +1203,7 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public void close() {
+        hostReducer.close();
         releaseDeviceStaging();
         if (deviceReducer != null) {
             deviceReducer.close();

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
 class CollContextCopyTest {
     private static final SettingsReader READER = new SettingsReader(
         Map.of("NCCL_STEPS", "4", "NCCL_MAX_NCHANNELS", "2"),
-        Map.of("gdrkit.coll.eager.bytes", "1024", "gdrkit.coll.cuda.gdr", "false"), Map.of());
+        Map.of("gdrkit.coll.eager.bytes", "1024", "gdrkit.coll.cuda.gdr", "false",
+            "gdrkit.coll.reduce.parallel.bytes", "65536"), Map.of());
 
     private static CollContext launcher() {
         return new CollContext().settings(READER).buffSize(65536).spinRounds(100).timeout(Duration.ofSeconds(20));
@@ -48,6 +49,8 @@ class CollContextCopyTest {
         assertEquals(Source.FLAG, source(recorded, "gdrkit.coll.spin.rounds"));
         assertEquals(Source.PROPERTY, source(recorded, "gdrkit.coll.cuda.gdr"));
         assertEquals(Source.FLAG, source(recorded, "gdrkit.coll.timeout.ms"));
+        assertEquals(Source.DEFAULT, source(recorded, "gdrkit.coll.reduce.threads"));
+        assertEquals(Source.PROPERTY, source(recorded, "gdrkit.coll.reduce.parallel.bytes"));
     }
 
     @Test
@@ -74,6 +77,8 @@ class CollContextCopyTest {
             assertEquals(100, mine.spinRounds());
             assertEquals(false, mine.cudaGdr().value());
             assertEquals(Duration.ofSeconds(20), mine.timeout());
+            assertEquals(65536, mine.parallelBytes());
+            assertEquals(launcher.chooseReduceThreads(2, 16), mine.chooseReduceThreads(2, 16));
         }
     }
 

@@ -140,7 +140,7 @@ class ReducerKernelTest {
     }
 
     /** Random elements: a third special values, a third random bits, a third ordinary numbers. */
-    private static MemorySegment fill(final MemorySegment m, final DataType t, final SplittableRandom r) {
+    static MemorySegment fill(final MemorySegment m, final DataType t, final SplittableRandom r) {
         final long[] sp = specials(t);
         final int es = t.size();
         for (long i = 0; i + es <= m.byteSize(); i += es) {
@@ -181,7 +181,7 @@ class ReducerKernelTest {
      * Byte for byte over the whole segment (guards included), but for a float element of two NaNs any NaN, and for a
      * float16 element whose result is a NaN any NaN.
      */
-    private static void assertBytes(final MemorySegment want, final MemorySegment got, final long oo,
+    static void assertBytes(final MemorySegment want, final MemorySegment got, final long oo,
                                     final MemorySegment a, final long ao, final MemorySegment b, final long bo,
                                     final long n, final DataType t, final RedOp op, final String what) {
         final int es = t.size();
