@@ -97,7 +97,10 @@ class CollNetnsTest {
         final Path out = Files.createTempDirectory(dir, transport);
         final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         // the rank's stdout goes to a file per rank: the launcher's own output is the test's
-        final String rank = "exec '" + java + "' --enable-native-access=ALL-UNNAMED -Xmx256m -cp '"
+        // two namespaces still share one /dev/shm, so the ranks would rightly run their direct rounds through
+        // shared memory (ShmDirect) and not over the veth; this test stands in for two hosts, where they cannot
+        final String rank = "exec '" + java + "' --enable-native-access=ALL-UNNAMED -Xmx256m "
+            + "-Dgdrkit.coll.shm.direct=false -cp '"
             + System.getProperty("java.class.path") + "' io.gdrkit.cli.Main coll allreduce --transport " + transport
             + " --fabric " + fabric + " --bind route --json -b 8 -e 32768 -f 64 -n 3 -w 1 --jit-warmup-ms 0 > '"
             + out + "'/rank$GDRKIT_RANK.jsonl";
