@@ -872,6 +872,9 @@ public final class RemotePerf {
         static final long QUIET_NS = 1_000_000_000L;
         private final SendWorkRequest wr;
         boolean out;
+        /** When the last probe went out: a live but slow server gets one probe per quiet second, not a stream. */
+        private long lastNs;
+        private boolean sent;
 
         Probe(final long remoteAddr, final int remoteRkey) {
             wr = new SendWorkRequest(1).opcode(io.gdrkit.verbs.WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
@@ -881,12 +884,18 @@ public final class RemotePerf {
 
         /** Posts the probe when the wait that began at {@code since} has been quiet long enough and none is out. */
         void due(final Loopback.Side side, final long since) {
-            if (out || System.nanoTime() - since < QUIET_NS) {
+            if (out) {
+                return;
+            }
+            final long now = System.nanoTime();
+            if (now - since < QUIET_NS || sent && now - lastNs < QUIET_NS) {
                 return;
             }
             try {
                 side.qps[0].postSend(wr);
                 out = true;
+                sent = true;
+                lastNs = now;
             } catch (final PostException e) {
                 if (e.errno() != Errno.ENOMEM) {
                     throw e;

@@ -113,6 +113,55 @@ class ShmDirectTest {
         }
     }
 
+    /**
+     * Seeded fuzz of what a hostile rank 1 can write into its own slot (round number, header, length): the reader
+     * either waits (an earlier round of the slot, or none), takes exactly this round's header and length, or names
+     * the peer in a CollException; nothing else escapes, and a "yes" never comes with a length it did not expect.
+     */
+    @Test
+    void aFuzzedSlotIsWaitedForTakenOrNamedNeverMore() throws Exception {
+        final ShmDirect.Opened[] o = open(2, new boolean[] {true, true}, r -> ShmFabric.defaultBase());
+        try {
+            final java.util.SplittableRandom g = new java.util.SplittableRandom(0x5eedL);
+            final MemorySegment hostile = o[1].direct().seg(1);
+            int waited = 0;
+            int taken = 0;
+            int named = 0;
+            for (int i = 0; i < 20_000; i++) {
+                final long d = 1 + g.nextInt(64);
+                final long slot = o[0].direct().dataAt(d) - 24;
+                final long round = switch (g.nextInt(4)) {
+                    case 0 -> d;
+                    case 1 -> Math.max(0, d - ShmDirect.DEPTH * g.nextInt(3));
+                    default -> g.nextLong();
+                };
+                final long what = g.nextBoolean() ? 0x77L : g.nextLong();
+                final int len = g.nextBoolean() ? 16 : g.nextInt();
+                hostile.set(ValueLayout.JAVA_LONG, slot + 8, what);
+                hostile.set(ValueLayout.JAVA_INT, slot + 16, len);
+                hostile.set(ValueLayout.JAVA_LONG, slot, round);
+                try {
+                    if (o[0].direct().arrived(1, d, 0x77L, 16)) {
+                        assertEquals(d, round);
+                        assertEquals(0x77L, what);
+                        assertEquals(16, len);
+                        taken++;
+                    } else {
+                        assertTrue(round == 0 || round < d && (d - round) % ShmDirect.DEPTH == 0, "waited on "
+                            + round + " for round " + d);
+                        waited++;
+                    }
+                } catch (final CollException e) {
+                    assertTrue(e.getMessage().contains("rank 1"), e.getMessage());
+                    named++;
+                }
+            }
+            assertTrue(waited > 0 && taken > 0 && named > 0, waited + " " + taken + " " + named);
+        } finally {
+            closeAll(o);
+        }
+    }
+
     @Test
     void oneRankWithItOffKeepsEveryRankOnTheNic() throws Exception {
         final ShmDirect.Opened[] o = open(3, new boolean[] {true, false, true}, r -> ShmFabric.defaultBase());
