@@ -1,7 +1,9 @@
 # Sourced by bench/h200-coll.sh (HOST_ABLATE) and bench/h200-coll-lat.sh (VARIANTS): the JVM options of a named
 # variant of `gdrkit coll`, one table for both. Prints nothing for "default"; a name it does not know is returned
 # as is when it starts with -D (one option), else the function fails. red<N>: large host reductions on N threads
-# (gdrkit.coll.reduce.threads; red1 is the single-threaded reduction).
+# (gdrkit.coll.reduce.threads; red1 is the single-threaded reduction). nopause: idle polls without PAUSE
+# (gdrkit.coll.spin.pause=false); bind: each rank's collectives thread pinned to one CPU (gdrkit.coll.bind=core);
+# bindnp: both.
 coll_variant_opts() {
   case "$1" in
     default) echo "" ;;
@@ -9,6 +11,9 @@ coll_variant_opts() {
     mtu64k) echo "-Dgdrkit.ib.software.mtu=65536" ;;
     nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
     noshm) echo "-Dgdrkit.coll.shm.direct=false" ;;
+    nopause) echo "-Dgdrkit.coll.spin.pause=false" ;;
+    bind) echo "-Dgdrkit.coll.bind=core" ;;
+    bindnp) echo "-Dgdrkit.coll.bind=core -Dgdrkit.coll.spin.pause=false" ;;
     cma64k) echo "-Dgdrkit.nic.shm.cma.threshold=65536" ;;
     shmbatch) echo "-Dgdrkit.nic.shm.batch=true" ;;
     shmbatch128) echo "-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;

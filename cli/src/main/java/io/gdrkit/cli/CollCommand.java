@@ -212,6 +212,7 @@ public final class CollCommand implements Callable<Integer> {
             if (!rows.isEmpty()) {
                 out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
                 out.println("# direct rounds (rank 0): " + rows.get(rows.size() - 1).directPath());
+                out.println("# rank thread (rank 0): " + rows.get(rows.size() - 1).binding());
                 out.println("# Reduce threads (rank 0): " + rows.get(rows.size() - 1).reduceThreads().describe());
                 for (final String l : sharingLines(rows.get(rows.size() - 1).placement())) {
                     out.println(l);
@@ -356,6 +357,7 @@ public final class CollCommand implements Callable<Integer> {
         o.put("simulated", r.simulated());
         o.put("nic_progress", r.nicProgress());
         o.put("direct_path", r.directPath());
+        o.put("binding", r.binding());
         o.put("reduce_threads", r.reduceThreads().threads());
         o.put("reduce_parallel_bytes", r.reduceThreads().minBytes());
         o.put("reduce_threads_why", r.reduceThreads().reason());

@@ -37,6 +37,16 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
  * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
  * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
+ * <li>{@code gdrkit.coll.spin.pause} (true): whether each of those polls ends with {@link Thread#onSpinWait()} (x86
+ * PAUSE: it spares the sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
+ * which a waiting rank adds to the moment it sees a peer's flag). False polls back to back, as Aeron's no-op idle
+ * strategy does, for the lowest small-message latency on cores nobody shares.</li>
+ * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
+ * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
+ * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
+ * rank's process. Only that thread: the JIT, the GC and the NIC's threads still run anywhere, and helpers gdrkit
+ * starts later (reduce threads) take the process's mask back first. Where affinity is unavailable the rank runs
+ * unpinned and {@link Communicator#binding()} says why.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
  * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
@@ -51,6 +61,14 @@ public final class CollContext {
     /** allreduce algorithms. */
     public enum Algo {
         RING, TREE
+    }
+
+    /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
+    public enum Bind {
+        /** Where the scheduler puts it. */
+        NONE,
+        /** Pinned to one CPU, the local rank's. */
+        CORE
     }
 
     /** The eager head by default: a small allreduce's every exchange fits, a large one's extra piece is small. */
@@ -90,6 +108,9 @@ public final class CollContext {
     /** Whether gdrkit.coll.direct.bytes was left at its default (then shared memory takes its own default). */
     private boolean directBytesDefault;
     private Integer spinRounds;
+    private Setting<Boolean> spinPause;
+    private Setting<Bind> bindTo;
+    private Bind bindToSet;
     private Setting<Boolean> cudaGdr;
     private Boolean shmDirectSet;
     private Setting<Boolean> shmDirect;
@@ -159,6 +180,40 @@ public final class CollContext {
 
     public int spinRounds() {
         return spinRounds;
+    }
+
+    /** Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it. */
+    public CollContext bindTo(final Bind b) {
+        this.bindToSet = Objects.requireNonNull(b, "bind");
+        return this;
+    }
+
+    /** {@code gdrkit.coll.bind}, with its source. */
+    public Setting<Bind> bindTo() {
+        if (bindTo == null) {
+            bindTo = bindToSet != null ? new Setting<>("gdrkit.coll.bind", bindToSet,
+                io.gdrkit.core.config.Source.FLAG, bindToSet.name().toLowerCase(Locale.ROOT))
+                : settings.read("gdrkit.coll.bind", Bind.NONE, CollContext::parseBind);
+            recorded.add(bindTo);
+        }
+        return bindTo;
+    }
+
+    private static Bind parseBind(final String s) {
+        return switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "none" -> Bind.NONE;
+            case "core" -> Bind.CORE;
+            default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not none or core");
+        };
+    }
+
+    /** {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class comment). */
+    public Setting<Boolean> spinPause() {
+        if (spinPause == null) {
+            spinPause = settings.flag("gdrkit.coll.spin.pause", true);
+            recorded.add(spinPause);
+        }
+        return spinPause;
     }
 
     /** Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment. */
@@ -323,6 +378,8 @@ public final class CollContext {
         k.directBytes = c.directBytes;
         k.directBytesDefault = c.directBytesDefault;
         k.spinRounds = c.spinRounds;
+        k.spinPause = c.spinPause;
+        k.bindTo = c.bindTo;
         k.cudaGdr = c.cudaGdr;
         k.shmDirect = c.shmDirect;
         k.reduceThreads = c.reduceThreads;
@@ -368,6 +425,8 @@ public final class CollContext {
         directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
         directBytesDefault = recorded.get(recorded.size() - 1).source() == io.gdrkit.core.config.Source.DEFAULT;
         spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
+        spinPause();
+        bindTo();
         cudaGdr();
         shmDirect();
         if (reduceThreadsSet == null) {

@@ -55,7 +55,7 @@ public final class CollLocal {
                 threads[r] = Thread.ofPlatform().name("coll-rank-" + r).start(() -> {
                     Bootstrap b = null;
                     try {
-                        b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
+                        b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).localRank(rank).nranks(np)
                             .timeout(timeout));
                         final CollContext mine = CollContext.copyOf(coll);
                         try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,

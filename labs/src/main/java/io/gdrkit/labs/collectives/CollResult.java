@@ -9,14 +9,15 @@ package io.gdrkit.labs.collectives;
  * expected value on any rank (summed over ranks). {@code nicProgress} says how rank 0's software NIC was driven and
  * why (CollWorld#nicProgress); {@code directPath} where rank 0's direct rounds went and why
  * (Communicator#directPath: shared memory or the NIC); {@code reduceThreads} how many threads split rank 0's large host reductions, from
- * which size, and why (CollContext#chooseReduceThreads).
+ * which size, and why (CollContext#chooseReduceThreads); {@code binding} where rank 0's collectives thread ran
+ * (Communicator#binding, gdrkit.coll.bind).
  */
 public record CollResult(CollOp op, long bytes, long count, DataType type, String redop, int root, int np,
                          String transport, String fabric, boolean simulated,
                          double timeUs, double algBwGbs, double busBwGbs, long wrong,
                          double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
                          Placement placement, String nicProgress, String directPath,
-                         ParallelReducer.Choice reduceThreads) {
+                         ParallelReducer.Choice reduceThreads, String binding) {
     /**
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or

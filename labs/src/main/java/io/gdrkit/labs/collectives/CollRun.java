@@ -111,7 +111,8 @@ public final class CollRun {
                         cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
                         alg, alg * cfg.op().busFactor(n), (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n),
-                        (long) ip[1], where, comm.nicProgress(), comm.directPath(), comm.reduceThreads());
+                        (long) ip[1], where, comm.nicProgress(), comm.directPath(), comm.reduceThreads(),
+                        comm.binding());
                     rows.add(r);
                     row.accept(r);
                 }

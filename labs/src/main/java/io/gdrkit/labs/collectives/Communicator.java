@@ -69,6 +69,7 @@ public final class Communicator implements AutoCloseable {
     private final ShmDirect shm;
     /** Where direct rounds go and why ({@link #directPath()}). */
     private final String directPath;
+    private final String binding;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
     private final NetTransport.ListenComm[][] listens;
@@ -173,6 +174,7 @@ public final class Communicator implements AutoCloseable {
         this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(), timeoutNanos,
             "gdrkit-coll-reduce-r" + rank);
         this.spins = ctx.spinRounds();
+        this.spinPause = ctx.spinPause().value();
         this.yields = spins + YIELD_ROUNDS;
         this.sOut = new int[channels];
         this.rOut = new int[channels];
@@ -235,7 +237,42 @@ public final class Communicator implements AutoCloseable {
             shm = null;
             directPath = "none (one rank)";
         }
+        binding = bind(ctx.bindTo(), bootstrap.localRank());
         bootstrap.barrier();
+    }
+
+    /**
+     * Pins the calling thread (the one that opened this communicator and will run its collectives) as
+     * {@code gdrkit.coll.bind} says; returns what was done, for {@link #binding()}. A refusal by the OS is not an
+     * error: the rank runs where the scheduler puts it, and the description says why.
+     */
+    static String bind(final io.gdrkit.core.config.Setting<CollContext.Bind> how, final int localRank) {
+        final String setting = "gdrkit.coll.bind=" + how.raw() + " (" + how.source().name().toLowerCase(
+            java.util.Locale.ROOT) + ")";
+        if (how.value() == CollContext.Bind.NONE) {
+            return "none (" + setting + ")";
+        }
+        final java.util.Optional<String> why = io.gdrkit.core.cpu.CpuAffinity.unavailable();
+        if (why.isPresent()) {
+            return "none: " + why.get() + " (" + setting + ")";
+        }
+        try {
+            final int[] allowed = io.gdrkit.core.cpu.CpuAffinity.allowed();
+            final int cpu = allowed[localRank % allowed.length];
+            io.gdrkit.core.cpu.CpuAffinity.set(cpu);
+            return "cpu " + cpu + " (local rank " + localRank + " of CPUs " + io.gdrkit.core.cpu.CpuAffinity
+                .describe(allowed) + ", " + setting + ")";
+        } catch (final IllegalStateException e) {
+            return "none: " + e.getMessage() + " (" + setting + ")";
+        }
+    }
+
+    /**
+     * Where this rank's collectives thread runs ({@code gdrkit.coll.bind}): {@code cpu N (...)} pinned, or
+     * {@code none (...)} with the setting or the reason it could not be pinned.
+     */
+    public String binding() {
+        return binding;
     }
 
     /**
@@ -1163,6 +1200,8 @@ public final class Communicator implements AutoCloseable {
      * rounds of yielding, then parking.
      */
     private final int spins;
+    /** gdrkit.coll.spin.pause: whether an idle poll runs Thread.onSpinWait (PAUSE on x86). */
+    private final boolean spinPause;
     private final int yields;
     private static final int YIELD_ROUNDS = 100;
 
@@ -1173,7 +1212,9 @@ public final class Communicator implements AutoCloseable {
      */
     private void idle(final int idleRounds) {
         if (idleRounds < spins) {
-            Thread.onSpinWait();
+            if (spinPause) {
+                Thread.onSpinWait();
+            }
         } else if (idleRounds < yields) {
             Thread.yield();
         } else {

@@ -319,6 +319,9 @@ public final class ParallelReducer implements AutoCloseable {
 
         @Override
         public void run() {
+            // started by the rank's thread, which gdrkit.coll.bind may have pinned to one CPU: run where the
+            // process may, not on the rank's own core
+            io.gdrkit.core.cpu.CpuAffinity.release();
             long seen = 0;
             while (true) {
                 long p;
