@@ -3,7 +3,7 @@
 # as is when it starts with -D (one option), else the function fails. red<N>: large host reductions on N threads
 # (gdrkit.coll.reduce.threads; red1 is the single-threaded reduction). nopause: idle polls without PAUSE
 # (gdrkit.coll.spin.pause=false); bind: each rank's collectives thread pinned to one CPU (gdrkit.coll.bind=core);
-# bindnp: both.
+# bindnp: both; ownnp: own (below) without PAUSE.
 coll_variant_opts() {
   case "$1" in
     default) echo "" ;;
@@ -14,6 +14,7 @@ coll_variant_opts() {
     nopause) echo "-Dgdrkit.coll.spin.pause=false" ;;
     bind) echo "-Dgdrkit.coll.bind=core" ;;
     bindnp) echo "-Dgdrkit.coll.bind=core -Dgdrkit.coll.spin.pause=false" ;;
+    ownnp) echo "-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200 -Dgdrkit.coll.spin.pause=false" ;;
     cma64k) echo "-Dgdrkit.nic.shm.cma.threshold=65536" ;;
     shmbatch) echo "-Dgdrkit.nic.shm.batch=true" ;;
     shmbatch128) echo "-Dgdrkit.nic.shm.batch=true -Dgdrkit.nic.batch=128" ;;

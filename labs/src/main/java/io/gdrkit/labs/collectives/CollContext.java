@@ -37,10 +37,12 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
  * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
  * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
- * <li>{@code gdrkit.coll.spin.pause} (true): whether each of those polls ends with {@link Thread#onSpinWait()} (x86
- * PAUSE: it spares the sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
- * which a waiting rank adds to the moment it sees a peer's flag). False polls back to back, as Aeron's no-op idle
- * strategy does, for the lowest small-message latency on cores nobody shares.</li>
+ * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
+ * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
+ * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
+ * no-op idle strategy does: on the H200 host it took the 8-byte allreduce through shared memory from 0.62 to 0.45 us
+ * at the median of 5 runs (docs/PERFORMANCE.md); the spin still ends after {@code gdrkit.coll.spin.rounds} polls,
+ * sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
  * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
  * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
  * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
@@ -210,7 +212,7 @@ public final class CollContext {
     /** {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class comment). */
     public Setting<Boolean> spinPause() {
         if (spinPause == null) {
-            spinPause = settings.flag("gdrkit.coll.spin.pause", true);
+            spinPause = settings.flag("gdrkit.coll.spin.pause", false);
             recorded.add(spinPause);
         }
         return spinPause;

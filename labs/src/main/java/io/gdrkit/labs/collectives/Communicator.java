@@ -247,7 +247,8 @@ public final class Communicator implements AutoCloseable {
      * error: the rank runs where the scheduler puts it, and the description says why.
      */
     static String bind(final io.gdrkit.core.config.Setting<CollContext.Bind> how, final int localRank) {
-        final String setting = "gdrkit.coll.bind=" + how.raw() + " (" + how.source().name().toLowerCase(
+        final String setting = "gdrkit.coll.bind=" + (how.raw() != null ? how.raw() : how.value().name()
+            .toLowerCase(java.util.Locale.ROOT)) + " (" + how.source().name().toLowerCase(
             java.util.Locale.ROOT) + ")";
         if (how.value() == CollContext.Bind.NONE) {
             return "none (" + setting + ")";

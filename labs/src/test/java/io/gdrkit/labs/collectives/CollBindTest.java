@@ -77,6 +77,9 @@ class CollBindTest {
         final int[] all = CpuAffinity.allowed();
         onFreshThread(() -> {
             assertEquals("none (gdrkit.coll.bind=none (default))", Communicator.bind(none, 1));
+            // as a context left at its default records it (no raw text)
+            assertEquals("none (gdrkit.coll.bind=none (default))", Communicator.bind(new CollContext()
+                .settings(NONE).conclude().bindTo(), 0));
             assertArrayEquals(all, CpuAffinity.allowed());
         });
     }
