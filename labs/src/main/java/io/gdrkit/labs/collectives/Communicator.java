@@ -980,8 +980,8 @@ public final class Communicator implements AutoCloseable {
         final int len = bytes + CollContext.DIRECT_HEADER;
         final int rLen = recvBytes + CollContext.DIRECT_HEADER;
         if (eager == 0 || Math.max(len, rLen) > eager || bytes < 0 || recvBytes < 0) {
-            throw new IllegalStateException("a direct round of " + bytes + "/" + recvBytes + " bytes with eager "
-                + "slots of " + eager);
+            throw new IllegalArgumentException("a direct round of " + bytes + "/" + recvBytes + " bytes with eager "
+                + "slots of " + eager + " (the 8-byte header included)");
         }
         final long deadline = System.nanoTime() + timeoutNanos;
         // the message is the same for every peer, so it is written once, into this rank's own (otherwise unused)

@@ -657,7 +657,11 @@ public final class ShmFabric implements Fabric {
                     grantedPid[src] = pid;
                 }
                 final long v = inbound[i].capacity() + (long) VERDICT;
-                LONG.set(b, v + 8, verdict);
+                // seqlock-like: the pid goes to 0 before the verdict changes and is written last, so a producer
+                // that reads pid, verdict, pid and sees the same pid twice read that pid's verdict (a re-probe for
+                // another process could otherwise pair the old pid with the new verdict)
+                LONG.setVolatile(b, v, 0L);
+                LONG.setRelease(b, v + 8, verdict);
                 LONG.setRelease(b, v, pid);
             }
         }
@@ -692,10 +696,12 @@ public final class ShmFabric implements Fabric {
                 } else {
                     final MemorySegment b = ring.buffer();
                     final long v = ring.capacity() + (long) VERDICT;
-                    final long pid = (long) LONG.getAcquire(b, v);
-                    final long verdict = (long) LONG.get(b, v + 8);
+                    final long first = (long) LONG.getAcquire(b, v);
+                    final long verdict = (long) LONG.getAcquire(b, v + 8);
+                    final long pid = (long) LONG.getAcquire(b, v) == first ? first : 0; // torn: not settled yet
                     granted = pid == PID && verdict == GRANTED;
-                    reason = pid == 0 ? "the peer (LID " + dlid + ") has not probed this process yet"
+                    reason = pid == 0 ? "the peer (LID " + dlid + ") has not probed this process yet (or is "
+                        + "writing its verdict)"
                         // another process wrote this link's hello after ours (a stranger, or a replaced producer)
                         : pid != PID ? "the peer (LID " + dlid + ") probed process " + pid + ", not this one ("
                             + (verdict == GRANTED ? "granted" : verdictText(verdict, "it"))
