@@ -80,11 +80,14 @@ public final class CollContext {
     public static final int DEFAULT_DIRECT = 4096;
 
     /**
-     * The direct round through shared memory by default up to 64 KiB: there a round is a copy into the rank's own slot
-     * and a read of every peer's, with no NIC per message; on the 2-core machine it beat the ring over the NIC up to
-     * 1 MiB with 2 ranks, and 64 KiB is a conservative pick until the crossover is measured on a many-core host.
+     * The direct round through shared memory by default up to 1 MiB (the most the setting takes): there a round is a
+     * copy into the rank's own slot and a read of every peer's, with no NIC per message. It beat the ring over the NIC
+     * at every size up to 1 MiB with 2 ranks on the 2-core machine and on the 16-core H200 host (128 KiB: 64 against
+     * 279 us, 1 MiB: 326 against 400 us, medians of 3; docs/PERFORMANCE.md). Each rank's file holds
+     * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
+     * to the NIC with its reason, not a SIGBUS later.
      */
-    public static final int DEFAULT_SHM_DIRECT = 65536;
+    public static final int DEFAULT_SHM_DIRECT = 1 << 20;
 
     /** Idle polls before a waiting rank yields, by default. */
     public static final int DEFAULT_SPINS = 2000;

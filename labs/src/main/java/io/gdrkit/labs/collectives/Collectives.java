@@ -46,13 +46,18 @@ public final class Collectives {
         return c.nranks() > 1 && bytes > 0 && bytes <= c.directBytes();
     }
 
-    /** {@code out = in0 op in1 op ... op in(n-1)} from the last direct round's data, in rank order. */
+    /**
+     * {@code out = in0 op in1 op ... op in(n-1)} from the last direct round's data, in rank order; on the rank's
+     * reduce threads when large enough (gdrkit.coll.reduce.threads: a direct round through shared memory goes up to
+     * 1 MiB), which split by elements and so give the same bits.
+     */
     private static void reduceInRankOrder(final Communicator c, final Buffer out, final long count, final DataType t,
                                           final RedOp op) {
         final MemorySegment o = out.seg();
-        Reducer.reduce(o, 0, c.directSeg(0), c.directAt(0), c.directSeg(1), c.directAt(1), count, t, op);
+        final ParallelReducer r = c.hostReducer();
+        r.reduce(o, 0, c.directSeg(0), c.directAt(0), c.directSeg(1), c.directAt(1), count, t, op);
         for (int p = 2; p < c.nranks(); p++) {
-            Reducer.reduce(o, 0, o, 0, c.directSeg(p), c.directAt(p), count, t, op);
+            r.reduce(o, 0, o, 0, c.directSeg(p), c.directAt(p), count, t, op);
         }
     }
 

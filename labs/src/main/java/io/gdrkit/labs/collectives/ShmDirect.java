@@ -163,7 +163,8 @@ final class ShmDirect implements AutoCloseable {
                 files[rank].set(ValueLayout.JAVA_INT, 24, slotBytes);
                 files[rank].set(ValueLayout.JAVA_INT, 28, DEPTH);
             } catch (final RuntimeException e) {
-                local = "rank " + rank + " has no shared directory of rank 0's (another host?): " + e.getMessage();
+                local = "rank " + rank + " cannot make its file in rank 0's shared directory (another host, or a "
+                    + "full /dev/shm?): " + e.getMessage();
             }
         }
         // round 2: every rank made its file (or why not)
@@ -216,7 +217,14 @@ final class ShmDirect implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
             StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), PosixFilePermissions.asFileAttribute(
             PosixFilePermissions.fromString("rw-------")))) {
-            ch.write(ByteBuffer.wrap(new byte[1]), size - 1);
+            // written in full, not sized sparse: tmpfs gives a page when it is first touched, and a full /dev/shm
+            // would then be a SIGBUS in the middle of a round; written here, it is an IOException (ENOSPC) and the
+            // ranks fall back to the NIC, saying why
+            final ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(size, 1 << 20));
+            for (long at = 0; at < size; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
+                at += ch.write(zeros, at);
+            }
             return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
         } catch (final IOException e) {
             throw new IllegalStateException("cannot create " + file + ": " + e.getMessage(), e);

@@ -184,7 +184,8 @@ class ShmDirectTest {
             : ShmFabric.defaultBase());
         for (final ShmDirect.Opened x : o) {
             assertNull(x.direct());
-            assertTrue(x.why().startsWith("rank 1 has no shared directory of rank 0's (another host?)"), x.why());
+            assertTrue(x.why().startsWith("rank 1 cannot make its file in rank 0's shared directory (another host, "
+                + "or a full /dev/shm?)"), x.why());
         }
         assertFalse(Files.exists(o[0].dir()), "rank 0's directory is removed");
         try (var left = Files.list(elsewhere)) {
@@ -214,7 +215,7 @@ class ShmDirectTest {
     void aRoundNumberFromNowhereIsNamed() throws Exception {
         final Throwable[] err = ranks(2, (rank, c, a) -> {
             assertNotNull(c.shmDirect(), c.directPath());
-            assertEquals("shm, up to 65536 B (all 2 ranks on one host)", c.directPath());
+            assertEquals("shm, up to 1048576 B (all 2 ranks on one host)", c.directPath());
             final Communicator.Buffer s = c.register(a.allocate(64, 64));
             if (rank == 0) {
                 Collectives.allReduce(c, s, s, 2, DataType.FLOAT32, RedOp.SUM);
