@@ -2,7 +2,7 @@
 # variant of `gdrkit coll`, one table for both. Prints nothing for "default"; a name it does not know is returned
 # as is when it starts with -D (one option), else the function fails. red<N>: large host reductions on N threads
 # (gdrkit.coll.reduce.threads; red1 is the single-threaded reduction). nopause: idle polls without PAUSE
-# (gdrkit.coll.spin.pause=false); bind: each rank's collectives thread pinned to one CPU (gdrkit.coll.bind=core);
+# (gdrkit.coll.spin.pause=false, the default since 78d0345; pause: with PAUSE, the earlier default); bind: each rank's collectives thread pinned to one CPU (gdrkit.coll.bind=core);
 # bindnp: both; ownnp: own (below) without PAUSE.
 coll_variant_opts() {
   case "$1" in
@@ -12,6 +12,7 @@ coll_variant_opts() {
     nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
     noshm) echo "-Dgdrkit.coll.shm.direct=false" ;;
     nopause) echo "-Dgdrkit.coll.spin.pause=false" ;;
+    pause) echo "-Dgdrkit.coll.spin.pause=true" ;;
     bind) echo "-Dgdrkit.coll.bind=core" ;;
     bindnp) echo "-Dgdrkit.coll.bind=core -Dgdrkit.coll.spin.pause=false" ;;
     ownnp) echo "-Dgdrkit.nic.progress=own_device -Dgdrkit.nic.backstop.us=200 -Dgdrkit.coll.spin.pause=false" ;;
