@@ -80,14 +80,17 @@ public final class CollContext {
     public static final int DEFAULT_DIRECT = 4096;
 
     /**
-     * The direct round through shared memory by default up to 1 MiB (the most the setting takes): there a round is a
-     * copy into the rank's own slot and a read of every peer's, with no NIC per message. It beat the ring over the NIC
-     * at every size up to 1 MiB with 2 ranks on the 2-core machine and on the 16-core H200 host (128 KiB: 64 against
-     * 279 us, 1 MiB: 326 against 400 us, medians of 3; docs/PERFORMANCE.md). Each rank's file holds
+     * The direct round through shared memory by default up to 64 KiB: there a round is a copy into the rank's own slot
+     * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
+     * (128 KiB: 64 against 279 us, medians of 3), but with rounds up to 1 MiB in a sweep, the ring at 4 and 16 MiB
+     * that followed ran about 10x slower (16 MiB: 48 against 6.5 ms, medians of 3; the old build with a 1 MiB setting
+     * did the same, so the bytes of the round are the cause, not other changes). Compilation logs show C2 deoptimizing
+     * the ring's exchange loop again and again (array_check traps at its request stores) while the ring ran only a few
+     * times between direct rounds. Until that is fixed, 64 KiB (docs/PERFORMANCE.md). Each rank's file holds
      * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
      * to the NIC with its reason, not a SIGBUS later.
      */
-    public static final int DEFAULT_SHM_DIRECT = 1 << 20;
+    public static final int DEFAULT_SHM_DIRECT = 65536;
 
     /** Idle polls before a waiting rank yields, by default. */
     public static final int DEFAULT_SPINS = 2000;
