@@ -7,7 +7,7 @@
 # over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
-# ib-before+KEY=VAL[+...]: the same with -D settings. ib-nojit: the ib row without the JIT warm-up.
+# ib-before+KEY=VAL[+...]: the before jar with settings, as ib+KEY=VAL takes them. ib-nojit: the ib row without the JIT warm-up.
 # ib-nodirect: the ib row with the one-round small collectives off (gdrkit.coll.direct.bytes=0: the ring at every size).
 # ib+KEY=VAL[+KEY=VAL...]: the ib row with settings, gdrkit.* as -D properties (the ranks inherit them) and NCCL_* in
 # the environment, e.g. VARIANTS="ib ib+gdrkit.nic.batch=1 ib+NCCL_STEPS=4" (rows in gdrkit-<variant>.jsonl);
@@ -36,15 +36,15 @@ for run in $(seq 1 "$RUNS"); do
   if [ "${ROTATE:-0}" = 1 ]; then k=$(( (run - 1) % ${#vs[@]} )); vs=("${vs[@]:k}" "${vs[@]:0:k}"); fi
   for v in "${vs[@]}"; do
     t=ib; fab=shm; props=(); extra=(); envs=(); jar="$JAR"
-    case "$v" in
-      ib+*) IFS=+ read -r -a kvs <<< "${v#ib+}"
+    spec="$v" # ib-before+KEY=VAL: the before jar, then the ib+KEY=VAL settings
+    case "$spec" in ib-before+*) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}"; spec="ib+${spec#ib-before+}" ;; esac
+    case "$spec" in
+      ib+*) IFS=+ read -r -a kvs <<< "${spec#ib+}"
         for kv in "${kvs[@]}"; do
           case "$kv" in NCCL_*=*) envs+=("$kv") ;; gdrkit.*=*) props+=("-D$kv") ;;
             *) echo "variant $v: $kv is neither NCCL_*=... nor gdrkit.*=..." >&2; exit 2 ;; esac
         done ;;
       ib-before) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}" ;;
-      ib-before+*) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}"; IFS=+ read -r -a kvs <<< "${v#ib-before+}"
-        for kv in "${kvs[@]}"; do props+=("-D$kv"); done ;;
       ib-nojit) extra=(--jit-warmup-ms 0) ;;
       socket) t=socket; fab=tcp ;;
       ib-tcp) fab=tcp ;;
