@@ -10,6 +10,7 @@ coll_variant_opts() {
     noeager) echo "-Dgdrkit.coll.eager.bytes=0" ;;
     mtu64k) echo "-Dgdrkit.ib.software.mtu=65536" ;;
     nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
+    direct1m) echo "-Dgdrkit.coll.direct.bytes=1048576" ;;
     noshm) echo "-Dgdrkit.coll.shm.direct=false" ;;
     nopause) echo "-Dgdrkit.coll.spin.pause=false" ;;
     pause) echo "-Dgdrkit.coll.spin.pause=true" ;;

@@ -49,8 +49,8 @@ public final class Communicator implements AutoCloseable {
     private NetTransport.MrHandle eagerInMr;
     private NetTransport.MrHandle eagerOutMr;
     /** Per peer and slot: the receive posted ahead / the send not yet known complete (null: none). */
-    private final NetTransport.Request[][] eagerRecvReq;
-    private final NetTransport.Request[][] eagerSendReq;
+    private final Pending[][] eagerRecvReq;
+    private final Pending[][] eagerSendReq;
     /** Eager messages consumed from / sent to each peer so far; message k uses slot k mod EAGER_DEPTH. */
     private final long[] eagerRecvCount;
     private final long[] eagerSendCount;
@@ -88,7 +88,8 @@ public final class Communicator implements AutoCloseable {
     private GpuSharing gpuSharing;
     /** Per channel, where reduced receives land: the host staging, or with GDR device staging registered as GPU MRs. */
     private final long[] stagingAddr;
-    private final NetTransport.MrHandle[] stagingNicMr;
+    /** Per channel, a one-element array: what irecv takes, made once (see {@link Pending} on array stores). */
+    private final NetTransport.MrHandle[][] stagingNicMr;
     private io.gdrkit.gpu.DeviceBuffer[] stagingDev;
     private NetTransport.MrHandle[] stagingDevMr;
     /** Mappings made for peermem registrations of GPU memory, closed at deregistration. */
@@ -101,8 +102,8 @@ public final class Communicator implements AutoCloseable {
     private final int[] fSize = new int[1];
     private final NetTransport.MrHandle[] fMh = new NetTransport.MrHandle[1];
     // exchange's working state, reused (one exchange at a time per communicator)
-    private NetTransport.Request[] sReq = new NetTransport.Request[0];
-    private NetTransport.Request[] rReq = new NetTransport.Request[0];
+    private Pending[] sReq = new Pending[0];
+    private Pending[] rReq = new Pending[0];
     private final int[] sOut;
     private final int[] rOut;
     private final int[] sHead;
@@ -110,7 +111,9 @@ public final class Communicator implements AutoCloseable {
     private final long[] addr = new long[1];
     private final int[] size = new int[1];
     private final int[] tag = new int[1];
-    private final NetTransport.MrHandle[] mh = new NetTransport.MrHandle[1];
+    /** The receive's registration when it lands in place (op null); written only when the buffer changes. */
+    private final NetTransport.MrHandle[] dstMh = new NetTransport.MrHandle[1];
+    private NetTransport.MrHandle[] eagerInMh;
     private final int[] got = new int[1];
     /** Exchanges with each peer since the communicator was made (the algorithm's footprint, for tests and reports). */
     private final long[] sentTo;
@@ -149,6 +152,39 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * A slot for one request in flight. The slots are objects and not an array of {@link NetTransport.Request}
+     * because C2 types an array of an interface as {@code Object[]} when it speculates on the exact array class at a
+     * store: every store site of the exchange loop trapped once and recompiled it, which on the H200 host left
+     * timed rows running in the interpreter. A field store has no such check. Allocated up front, reused.
+     */
+    /**
+     * Stores into a registration array without an {@code aastore}, whose speculative check C2 gets wrong for arrays
+     * of an interface (see {@link Pending}).
+     */
+    private static final java.lang.invoke.VarHandle MR_SLOT =
+        java.lang.invoke.MethodHandles.arrayElementVarHandle(NetTransport.MrHandle[].class);
+
+    static final class Pending {
+        NetTransport.Request req;
+
+        static Pending[] row(final int n) {
+            final Pending[] r = new Pending[n];
+            for (int i = 0; i < n; i++) {
+                r[i] = new Pending();
+            }
+            return r;
+        }
+
+        static Pending[][] grid(final int n, final int m) {
+            final Pending[][] g = new Pending[n][];
+            for (int i = 0; i < n; i++) {
+                g[i] = row(m);
+            }
+            return g;
+        }
+    }
+
     public Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context) {
         this.bootstrap = bootstrap;
         this.net = net;
@@ -159,8 +195,8 @@ public final class Communicator implements AutoCloseable {
         this.chunk = ctx.chunkBytes();
         this.eager = n > 1 ? ctx.eagerBytes() : 0;
         this.cols = channels + (eager > 0 ? 1 : 0);
-        this.eagerRecvReq = new NetTransport.Request[n][EAGER_DEPTH];
-        this.eagerSendReq = new NetTransport.Request[n][EAGER_DEPTH];
+        this.eagerRecvReq = Pending.grid(n, EAGER_DEPTH);
+        this.eagerSendReq = Pending.grid(n, EAGER_DEPTH);
         this.eagerRecvCount = new long[n];
         this.eagerSendCount = new long[n];
         this.dSend = new boolean[n];
@@ -208,17 +244,18 @@ public final class Communicator implements AutoCloseable {
         staging = new MemorySegment[channels];
         stagingMr = new NetTransport.MrHandle[channels];
         stagingAddr = new long[channels];
-        stagingNicMr = new NetTransport.MrHandle[channels];
+        stagingNicMr = new NetTransport.MrHandle[channels][1];
         for (int c = 0; c < channels; c++) {
             staging[c] = arena.allocate((long) chunk * ctx.steps(), 4096);
             stagingMr[c] = n > 1 ? net.regMr(anyComm(), staging[c]) : null;
             stagingAddr[c] = staging[c].address();
-            stagingNicMr[c] = stagingMr[c];
+            stagingNicMr[c][0] = stagingMr[c];
         }
         if (eager > 0) {
             eagerIn = arena.allocate((long) n * EAGER_DEPTH * eager, 4096);
             eagerOut = arena.allocate((long) n * EAGER_DEPTH * eager, 4096);
             eagerInMr = net.regMr(anyComm(), eagerIn);
+            eagerInMh = new NetTransport.MrHandle[] {eagerInMr};
             eagerOutMr = net.regMr(anyComm(), eagerOut);
             for (int p = 0; p < n; p++) {
                 for (int k = 1; p != rank && k <= EAGER_DEPTH; k++) {
@@ -306,8 +343,8 @@ public final class Communicator implements AutoCloseable {
         addr[0] = eagerIn.address() + eagerSlot(peer, k);
         size[0] = eager;
         tag[0] = eagerTag(k);
-        mh[0] = eagerInMr;
-        eagerRecvReq[peer][(int) (k % EAGER_DEPTH)] = net.irecv(recv[peer][channels], 1, addr, size, tag, mh);
+        eagerRecvReq[peer][(int) (k % EAGER_DEPTH)].req = net.irecv(recv[peer][channels], 1, addr, size, tag,
+            eagerInMh);
     }
 
     private void connectAll(final byte[][] all) {
@@ -467,7 +504,7 @@ public final class Communicator implements AutoCloseable {
         }
         for (int c = 0; c < channels; c++) {
             stagingAddr[c] = stagingDev[c].address();
-            stagingNicMr[c] = stagingDevMr[c];
+            stagingNicMr[c][0] = stagingDevMr[c];
         }
     }
 
@@ -487,7 +524,7 @@ public final class Communicator implements AutoCloseable {
 
     /** The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's). */
     public NetTransport.MrHandle stagingRegistration(final int c) {
-        return stagingNicMr[c];
+        return stagingNicMr[c][0];
     }
 
     /** Channel {@code c}'s device staging, or null without GDR. */
@@ -539,7 +576,7 @@ public final class Communicator implements AutoCloseable {
         releaseDeviceStaging();
         for (int c = 0; c < channels; c++) {
             stagingAddr[c] = staging[c].address();
-            stagingNicMr[c] = stagingMr[c];
+            stagingNicMr[c][0] = stagingMr[c];
         }
     }
 
@@ -680,7 +717,7 @@ public final class Communicator implements AutoCloseable {
         final int rSlot = (int) (rK % EAGER_DEPTH);
         try {
             if (eSend) {
-                if (eagerSendReq[to][sSlot] != null) {
+                if (eagerSendReq[to][sSlot].req != null) {
                     reapEagerSend(to, sSlot, deadline);
                 }
                 if (sE > 0) {
@@ -695,13 +732,13 @@ public final class Communicator implements AutoCloseable {
         final int nS = to < 0 ? 0 : (int) ((sendBytes - sE + chunk - 1) / chunk);
         final int nR = from < 0 ? 0 : (int) ((recvBytes - rE + chunk - 1) / chunk);
         if (sReq.length < nS) {
-            sReq = new NetTransport.Request[nS];
+            sReq = Pending.row(nS);
         }
         if (rReq.length < nR) {
-            rReq = new NetTransport.Request[nR];
+            rReq = Pending.row(nR);
         }
-        final NetTransport.Request[] sReq = this.sReq;
-        final NetTransport.Request[] rReq = this.rReq;
+        final Pending[] sReq = this.sReq;
+        final Pending[] rReq = this.rReq;
         final int[] sOut = this.sOut;
         final int[] rOut = this.rOut;
         final int[] rHead = this.rHead;
@@ -719,7 +756,6 @@ public final class Communicator implements AutoCloseable {
         final long[] addr = this.addr;
         final int[] size = this.size;
         final int[] tag = this.tag;
-        final NetTransport.MrHandle[] mh = this.mh;
         final int[] got = this.got;
         // receive-side GDR only: what is sent comes up from the device first (the send gate said no)
         final boolean sendBounce = to >= 0 && src.sendBounces();
@@ -737,7 +773,7 @@ public final class Communicator implements AutoCloseable {
                     final NetTransport.Request r = net.isend(send[to][channels], eagerOut.address()
                         + eagerSlot(to, sK), sE, eagerTag(sK), eagerOutMr);
                     if (r != null) {
-                        eagerSendReq[to][sSlot] = r;
+                        eagerSendReq[to][sSlot].req = r;
                         eSend = false;
                         progress = true;
                     }
@@ -747,16 +783,20 @@ public final class Communicator implements AutoCloseable {
                     final int j = nextR / channels;
                     final long off = rE + (long) nextR * chunk;
                     final int len = (int) Math.min(chunk, recvBytes - off);
+                    final NetTransport.MrHandle[] mh;
                     if (op != null) {
                         addr[0] = stagingAddr[c] + (long) (j % steps) * chunk;
-                        mh[0] = stagingNicMr[c];
+                        mh = stagingNicMr[c];
                     } else {
                         addr[0] = dst.nicBase() + dstOff + off;
-                        mh[0] = dst.mr();
+                        mh = dstMh;
+                        if (mh[0] != dst.mr()) {
+                            MR_SLOT.set(mh, 0, dst.mr()); // once per buffer; no aastore (see Pending)
+                        }
                     }
                     size[0] = len;
                     tag[0] = (rSeq << 16) | (j & 0xffff);
-                    rReq[nextR] = net.irecv(recv[from][c], 1, addr, size, tag, mh);
+                    rReq[nextR].req = net.irecv(recv[from][c], 1, addr, size, tag, mh);
                     rOut[c]++;
                     nextR++;
                     progress = true;
@@ -771,13 +811,13 @@ public final class Communicator implements AutoCloseable {
                     if (r == null) {
                         break; // the receiver has not posted it yet
                     }
-                    sReq[nextS] = r;
+                    sReq[nextS].req = r;
                     sOut[c]++;
                     nextS++;
                     progress = true;
                 }
-                if (eRecv && net.test(eagerRecvReq[from][rSlot], got)) {
-                    eagerRecvReq[from][rSlot] = null;
+                if (eRecv && net.test(eagerRecvReq[from][rSlot].req, got)) {
+                    eagerRecvReq[from][rSlot].req = null;
                     if (got[0] != rE) {
                         throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
                             + ": the eager head brought " + got[0] + " bytes, expected " + rE
@@ -798,7 +838,7 @@ public final class Communicator implements AutoCloseable {
                 for (int c = 0; c < channels; c++) {
                     // oldest first per channel: staging slots are reused in order
                     final int i = rHead[c];
-                    if (i < nextR && rReq[i] != null && net.test(rReq[i], got)) {
+                    if (i < nextR && rReq[i].req != null && net.test(rReq[i].req, got)) {
                         final long off = rE + (long) i * chunk;
                         final int len = (int) Math.min(chunk, recvBytes - off);
                         if (got[0] != len) {
@@ -809,7 +849,7 @@ public final class Communicator implements AutoCloseable {
                         final long at = (long) (i / channels % steps) * chunk;
                         if (dst.direct() && gdr.flush()) {
                             flush(recv[from][c], op != null ? stagingAddr[c] + at : dst.nicBase() + dstOff + off,
-                                len, op != null ? stagingNicMr[c] : dst.mr(), deadline);
+                                len, op != null ? stagingNicMr[c][0] : dst.mr(), deadline);
                         }
                         if (op != null) {
                             if (dst.direct()) {
@@ -819,15 +859,15 @@ public final class Communicator implements AutoCloseable {
                                 reduce(dst, dstOff + off, acc, accOff + off, staging[c], at, len, type, op);
                             }
                         }
-                        rReq[i] = null;
+                        rReq[i].req = null;
                         rOut[c]--;
                         rHead[c] += channels;
                         doneR++;
                         progress = true;
                     }
                     final int k = sHead[c];
-                    if (k < nextS && sReq[k] != null && net.test(sReq[k], null)) {
-                        sReq[k] = null;
+                    if (k < nextS && sReq[k].req != null && net.test(sReq[k].req, null)) {
+                        sReq[k].req = null;
                         sOut[c]--;
                         sHead[c] += channels;
                         doneS++;
@@ -993,7 +1033,8 @@ public final class Communicator implements AutoCloseable {
         final long[] sentK = directSentK[(int) (d % EAGER_DEPTH)];
         for (int p = 0; p < n; p++) {
             final long k = sentK[p];
-            if (k != 0 && eagerSendCount[p] - k < EAGER_DEPTH && eagerSendReq[p][(int) (k % EAGER_DEPTH)] != null) {
+            if (k != 0 && eagerSendCount[p] - k < EAGER_DEPTH
+                && eagerSendReq[p][(int) (k % EAGER_DEPTH)].req != null) {
                 reapEagerSend(p, (int) (k % EAGER_DEPTH), deadline); // else reaped when its request slot was reused
             }
             sentK[p] = 0;
@@ -1009,7 +1050,7 @@ public final class Communicator implements AutoCloseable {
                 sentTo[p]++;
                 final long k = ++eagerSendCount[p];
                 final int slot = (int) (k % EAGER_DEPTH);
-                if (eagerSendReq[p][slot] != null) {
+                if (eagerSendReq[p][slot].req != null) {
                     reapEagerSend(p, slot, deadline);
                 }
                 sentK[p] = k;
@@ -1034,7 +1075,7 @@ public final class Communicator implements AutoCloseable {
                     final NetTransport.Request r = net.isend(send[p][channels], eagerOut.address() + own,
                         len, eagerTag(k), eagerOutMr);
                     if (r != null) {
-                        eagerSendReq[p][(int) (k % EAGER_DEPTH)] = r;
+                        eagerSendReq[p][(int) (k % EAGER_DEPTH)].req = r;
                         dSend[p] = false;
                         pending--;
                         progress = true;
@@ -1043,8 +1084,8 @@ public final class Communicator implements AutoCloseable {
                 if (dRecv[p]) {
                     final long k = eagerRecvCount[p];
                     final int slot = (int) (k % EAGER_DEPTH);
-                    if (net.test(eagerRecvReq[p][slot], got)) {
-                        eagerRecvReq[p][slot] = null;
+                    if (net.test(eagerRecvReq[p][slot].req, got)) {
+                        eagerRecvReq[p][slot].req = null;
                         dRecv[p] = false;
                         pending--;
                         progress = true;
@@ -1115,7 +1156,9 @@ public final class Communicator implements AutoCloseable {
         }
         fAddr[0] = at;
         fSize[0] = len;
-        fMh[0] = m;
+        if (fMh[0] != m) {
+            MR_SLOT.set(fMh, 0, m); // no aastore (see Pending)
+        }
         final NetTransport.Request f = net.iflush(rc, 1, fAddr, fSize, fMh);
         if (f == null) {
             return;
@@ -1153,14 +1196,14 @@ public final class Communicator implements AutoCloseable {
      */
     private void reapEagerSend(final int peer, final int slot, final long deadline) {
         int idle = 0;
-        while (!net.test(eagerSendReq[peer][slot], null)) {
+        while (!net.test(eagerSendReq[peer][slot].req, null)) {
             if (++idle > spins && checkDue(deadline)) {
                 waitCheck(deadline, "the eager send to rank " + peer + " of an earlier exchange, before reusing "
                     + "its slot");
             }
             idle(idle);
         }
-        eagerSendReq[peer][slot] = null;
+        eagerSendReq[peer][slot].req = null;
     }
 
     /** At close: lets the eager sends still in flight complete (bounded), so the peers' receives are not cut. */
@@ -1169,7 +1212,7 @@ public final class Communicator implements AutoCloseable {
         for (int p = 0; p < n; p++) {
             for (int s = 0; s < EAGER_DEPTH; s++) {
                 try {
-                    while (eagerSendReq[p][s] != null && !net.test(eagerSendReq[p][s], null)) {
+                    while (eagerSendReq[p][s].req != null && !net.test(eagerSendReq[p][s].req, null)) {
                         if (System.nanoTime() > deadline) {
                             return;
                         }
@@ -1178,7 +1221,7 @@ public final class Communicator implements AutoCloseable {
                 } catch (final NetTransportException e) {
                     // closing: a peer that is gone already makes no difference now
                 }
-                eagerSendReq[p][s] = null;
+                eagerSendReq[p][s].req = null;
             }
         }
     }

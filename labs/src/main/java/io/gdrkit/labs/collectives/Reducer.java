@@ -33,10 +33,125 @@ public final class Reducer {
         reduce(dst, dstOff, dst, dstOff, src, srcOff, count, type, op);
     }
 
-    /** {@code out[i] = op(a[i], b[i])} for {@code count} elements; {@code out} may be {@code a} or {@code b}. */
+    /**
+     * Every native address as one segment. With native operands the kernels run on this one segment at absolute
+     * addresses, so they meet one segment class and one (global) session whoever calls them. They used not to: the
+     * ring reduces from native staging buffers and the shared-memory direct round from mapped files, and C2
+     * compiled the loops for whichever kinds it had seen first, then slower for the other. On the H200 host a
+     * sweep with 1 MiB direct rounds left the ring after them about 10x slower. The checks the segments would have
+     * made are made once per call instead (see {@link #checked}).
+     */
+    private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    /**
+     * Below this many elements, {@link #few}: code of its own, so that the bulk loops' profile is of bulk calls.
+     * C2 compiles a loop for the trip counts its profile shows; the bulk loops, first compiled while small
+     * collectives called them with 2 elements, stayed at a third of their speed for the ring's 128 Ki-element
+     * chunks (nothing made them recompile once every operand was the one segment).
+     */
+    static final int FEW = 32;
+
+    /**
+     * {@code out[i] = op(a[i], b[i])} for {@code count} elements; {@code out} may be {@code a} or {@code b}.
+     *
+     * @throws IndexOutOfBoundsException if a range lies outside its segment
+     * @throws IllegalArgumentException if {@code out} is read-only
+     * @throws IllegalStateException if a segment's arena is closed, or {@link WrongThreadException} if it is
+     *     confined to another thread (as the segments' own accesses would)
+     */
     public static void reduce(final MemorySegment out, final long outOff, final MemorySegment a, final long aOff,
                               final MemorySegment b, final long bOff, final long count, final DataType type,
                               final RedOp op) {
+        if (count <= 0) {
+            return;
+        }
+        final long bytes = Math.multiplyExact(count, (long) type.size());
+        final long outAt = checked(out, outOff, bytes, true);
+        final long aAt = checked(a, aOff, bytes, false);
+        final long bAt = checked(b, bOff, bytes, false);
+        if (count < FEW) {
+            few(out, outOff, a, aOff, b, bOff, count, type, op);
+        } else if (out.isNative() && a.isNative() && b.isNative()) {
+            kernel(ALL, outAt, ALL, aAt, ALL, bAt, count, type, op);
+        } else {
+            kernel(out, outOff, a, aOff, b, bOff, count, type, op);
+        }
+    }
+
+    /**
+     * The address of {@code seg}'s {@code [off, off + bytes)} (absolute when it is native), after the checks its own
+     * accesses would make, so that a bad call writes nothing:
+     * bounds, read-only for the output, and one real access, which fails as they would on a closed arena or from a
+     * thread the segment is not confined to. The arena must stay open until the call returns, as every caller's
+     * does (the communicator's buffers live as long as it; the reduce threads are waited for).
+     */
+    private static long checked(final MemorySegment seg, final long off, final long bytes, final boolean write) {
+        java.util.Objects.checkFromIndexSize(off, bytes, seg.byteSize());
+        if (write && seg.isReadOnly()) {
+            throw new IllegalArgumentException("the reduction's output segment is read-only");
+        }
+        seg.get(I8, off);
+        return seg.address() + off;
+    }
+
+    /** Element by element, the type and operation chosen per element: the same arithmetic as the bulk loops. */
+    private static void few(final MemorySegment o, final long oo, final MemorySegment a, final long ao,
+                            final MemorySegment b, final long bo, final long n, final DataType type, final RedOp op) {
+        for (long i = 0; i < n; i++) {
+            switch (type) {
+                case INT8 -> o.set(I8, oo + i, (byte) ints(a.get(I8, ao + i), b.get(I8, bo + i), op));
+                case INT32 -> o.set(I32, oo + i * 4, ints(a.get(I32, ao + i * 4), b.get(I32, bo + i * 4), op));
+                case INT64 -> o.set(I64, oo + i * 8, longs(a.get(I64, ao + i * 8), b.get(I64, bo + i * 8), op));
+                case FLOAT32 -> o.set(F32, oo + i * 4, floats(a.get(F32, ao + i * 4), b.get(F32, bo + i * 4), op));
+                case FLOAT64 -> o.set(F64, oo + i * 8, doubles(a.get(F64, ao + i * 8), b.get(F64, bo + i * 8), op));
+                case FLOAT16 -> o.set(I16, oo + i * 2,
+                    Float.floatToFloat16(floats(f16(a, ao + i * 2), f16(b, bo + i * 2), op)));
+                case BFLOAT16 -> o.set(I16, oo + i * 2,
+                    DataType.toBf16(floats(bf16(a, ao + i * 2), bf16(b, bo + i * 2), op)));
+                default -> throw new IllegalStateException(type.name());
+            }
+        }
+    }
+
+    private static int ints(final int x, final int y, final RedOp op) {
+        return switch (op) {
+            case SUM -> x + y;
+            case PROD -> x * y;
+            case MIN -> Math.min(x, y);
+            case MAX -> Math.max(x, y);
+        };
+    }
+
+    private static long longs(final long x, final long y, final RedOp op) {
+        return switch (op) {
+            case SUM -> x + y;
+            case PROD -> x * y;
+            case MIN -> Math.min(x, y);
+            case MAX -> Math.max(x, y);
+        };
+    }
+
+    private static float floats(final float x, final float y, final RedOp op) {
+        return switch (op) {
+            case SUM -> x + y;
+            case PROD -> x * y;
+            case MIN -> Math.min(x, y);
+            case MAX -> Math.max(x, y);
+        };
+    }
+
+    private static double doubles(final double x, final double y, final RedOp op) {
+        return switch (op) {
+            case SUM -> x + y;
+            case PROD -> x * y;
+            case MIN -> Math.min(x, y);
+            case MAX -> Math.max(x, y);
+        };
+    }
+
+    private static void kernel(final MemorySegment out, final long outOff, final MemorySegment a, final long aOff,
+                               final MemorySegment b, final long bOff, final long count, final DataType type,
+                               final RedOp op) {
         switch (type) {
             case INT8 -> int8(out, outOff, a, aOff, b, bOff, count, op);
             case INT32 -> int32(out, outOff, a, aOff, b, bOff, count, op);

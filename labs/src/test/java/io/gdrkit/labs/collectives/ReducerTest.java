@@ -4,11 +4,16 @@
 package io.gdrkit.labs.collectives;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -75,6 +80,82 @@ class ReducerTest {
                 ReducerKernelTest.reference(dWant, 1, dWant, 1, b, 2, COUNT, t, op);
                 Reducer.reduce(dGot, 1, b, 2, COUNT, t, op);
                 assertSame(dWant, dGot, 1, t, t + " " + op + " dst = op(dst, src)");
+            }
+        }
+    }
+
+    /**
+     * Native operands run the kernels at absolute addresses (one segment for every caller); the checks the
+     * segments' own accesses made are then made once, before anything is written: bounds, a read-only output, a
+     * closed arena, another thread's confined segment. Nothing of the output changes when a check fails.
+     */
+    @ParameterizedTest(name = "{0} floats")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {4, Reducer.FEW, 1000})
+    void nativeOperandsAreCheckedAsTheSegmentsWouldBeBeforeAnythingIsWritten(final int n) throws Exception {
+        final int bytes = n * 4;
+        try (Arena arena = Arena.ofConfined()) {
+            final MemorySegment a = random(arena, bytes, 1);
+            final MemorySegment b = random(arena, bytes, 2);
+            final MemorySegment out = arena.allocate(bytes, 64).fill((byte) 0x44);
+            // n floats from offset 4 need 4 bytes more than each segment has: the input, the other, the output
+            assertThrows(IndexOutOfBoundsException.class,
+                () -> Reducer.reduce(out, 0, a, 4, b, 0, n, DataType.FLOAT32, RedOp.SUM));
+            assertThrows(IndexOutOfBoundsException.class,
+                () -> Reducer.reduce(out, 0, a, 0, b, 4, n, DataType.FLOAT32, RedOp.SUM));
+            assertThrows(IndexOutOfBoundsException.class,
+                () -> Reducer.reduce(out, 4, a, 0, b, 0, n, DataType.FLOAT32, RedOp.SUM));
+            assertThrows(IndexOutOfBoundsException.class,
+                () -> Reducer.reduce(out, -1, a, 0, b, 0, 1, DataType.FLOAT32, RedOp.SUM));
+            assertThrows(IllegalArgumentException.class,
+                () -> Reducer.reduce(out.asReadOnly(), 0, a, 0, b, 0, n, DataType.FLOAT32, RedOp.SUM));
+            final Throwable other = assertThrows(ExecutionException.class, () -> CompletableFuture.runAsync(
+                () -> Reducer.reduce(out, 0, a, 0, b, 0, n, DataType.FLOAT32, RedOp.SUM)).get());
+            assertTrue(other.getCause() instanceof WrongThreadException, other.getCause().toString());
+            for (long i = 0; i < bytes; i++) {
+                assertEquals((byte) 0x44, out.get(ValueLayout.JAVA_BYTE, i), "output byte " + i);
+            }
+            // no elements: nothing is read or written (and no range is checked: there is none)
+            Reducer.reduce(out, bytes, a, bytes, b, bytes, 0, DataType.FLOAT64, RedOp.MAX);
+            assertEquals((byte) 0x44, out.get(ValueLayout.JAVA_BYTE, bytes - 1));
+            // and the same call within bounds reduces
+            Reducer.reduce(out, 0, a, 0, b, 0, n, DataType.FLOAT32, RedOp.SUM);
+            final int last = (n - 1) * 4;
+            assertEquals(Float.floatToRawIntBits(a.get(ValueLayout.JAVA_FLOAT_UNALIGNED, last)
+                + b.get(ValueLayout.JAVA_FLOAT_UNALIGNED, last)), Float.floatToRawIntBits(
+                out.get(ValueLayout.JAVA_FLOAT_UNALIGNED, last)), "the last element");
+        }
+        final Arena closed = Arena.ofShared();
+        final MemorySegment gone = closed.allocate(64);
+        closed.close();
+        try (Arena arena = Arena.ofConfined()) {
+            final MemorySegment out = arena.allocate(64).fill((byte) 0x55);
+            assertThrows(IllegalStateException.class,
+                () -> Reducer.reduce(out, 0, gone, 0, out, 0, 16, DataType.INT32, RedOp.SUM));
+            assertEquals((byte) 0x55, out.get(ValueLayout.JAVA_BYTE, 0));
+        }
+    }
+
+    /**
+     * A heap operand takes the segments' own path, a count below {@link Reducer#FEW} the per-element one; the bits
+     * are those of native memory's bulk loops.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(DataType.class)
+    void heapAndNativeOperandsGiveTheSameBits(final DataType t) {
+        try (Arena arena = Arena.ofConfined()) {
+            for (final int count : new int[] {COUNT, Reducer.FEW - 1}) {
+                final int bytes = count * t.size();
+                final MemorySegment a = random(arena, bytes, 7 + t.ordinal());
+                final MemorySegment b = random(arena, bytes, 70 + t.ordinal());
+                final MemorySegment heapA = MemorySegment.ofArray(new byte[bytes]).copyFrom(a);
+                final MemorySegment onHeap = MemorySegment.ofArray(new byte[bytes]);
+                final MemorySegment nat = arena.allocate(bytes);
+                Reducer.reduce(onHeap, 0, heapA, 0, b, 0, count, t, RedOp.PROD);
+                Reducer.reduce(nat, 0, a, 0, b, 0, count, t, RedOp.PROD);
+                final MemorySegment want = arena.allocate(bytes);
+                ReducerKernelTest.reference(want, 0, a, 0, b, 0, count, t, RedOp.PROD);
+                assertSame(want, nat, 0, t, t + " native, " + count);
+                assertSame(want, arena.allocate(bytes).copyFrom(onHeap), 0, t, t + " heap, " + count);
             }
         }
     }
