@@ -82,11 +82,10 @@ public final class CollContext {
     /**
      * The direct round through shared memory by default up to 64 KiB: there a round is a copy into the rank's own slot
      * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
-     * (128 KiB: 64 against 279 us, medians of 3), but with rounds up to 1 MiB in a sweep, the ring at 4 and 16 MiB
-     * that followed ran about 10x slower (16 MiB: 48 against 6.5 ms, medians of 3; the old build with a 1 MiB setting
-     * did the same, so the bytes of the round are the cause, not other changes). Compilation logs show C2 deoptimizing
-     * the ring's exchange loop again and again (array_check traps at its request stores) while the ring ran only a few
-     * times between direct rounds. Until that is fixed, 64 KiB (docs/PERFORMANCE.md). Each rank's file holds
+     * (1 MiB: 382 against 531 us, medians of 3). Rounds up to 1 MiB once left the ring after them about 10x slower
+     * (the reduction loops compiled for the direct round's mapped segments and tiny counts; fixed in {@link Reducer});
+     * since the fix the ring after them runs as fast as with 64 KiB, but the 8 B allreduce took 4.9 against 0.8 us
+     * with 1 MiB slots (docs/PERFORMANCE.md), so 1 MiB stays a setting. Each rank's file holds
      * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
      * to the NIC with its reason, not a SIGBUS later.
      */
