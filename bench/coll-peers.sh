@@ -7,7 +7,8 @@
 # over the TCP fabric), socket, and ib-dedicated (the earlier default: a NIC thread per rank, no JIT warm-up) for a
 # before/after in the same run. SKIP_MPI=1 leaves the OpenMPI rows out (IbTransport against SocketTransport only).
 # ib-before: the ib row with another build's jar (BEFORE_JAR=/path/to/gdrkit.jar), for an A/B of two commits.
-# ib-before+KEY=VAL[+...]: the before jar with settings, as ib+KEY=VAL takes them. ib-nojit: the ib row without the JIT warm-up.
+# ib-before+KEY=VAL[+...]: the before jar with settings, as ib+KEY=VAL takes them; ib-tcp+KEY=VAL[+...]: the same over
+# the TCP fabric. ib-nojit: the ib row without the JIT warm-up.
 # ib-nodirect: the ib row with the one-round small collectives off (gdrkit.coll.direct.bytes=0: the ring at every size).
 # ib+KEY=VAL[+KEY=VAL...]: the ib row with settings, gdrkit.* as -D properties (the ranks inherit them) and NCCL_* in
 # the environment, e.g. VARIANTS="ib ib+gdrkit.nic.batch=1 ib+NCCL_STEPS=4" (rows in gdrkit-<variant>.jsonl);
@@ -37,7 +38,8 @@ for run in $(seq 1 "$RUNS"); do
   for v in "${vs[@]}"; do
     t=ib; fab=shm; props=(); extra=(); envs=(); jar="$JAR"
     spec="$v" # ib-before+KEY=VAL: the before jar, then the ib+KEY=VAL settings
-    case "$spec" in ib-before+*) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}"; spec="ib+${spec#ib-before+}" ;; esac
+    case "$spec" in ib-before+*) jar="${BEFORE_JAR:?ib-before needs BEFORE_JAR}"; spec="ib+${spec#ib-before+}" ;;
+      ib-tcp+*) fab=tcp; spec="ib+${spec#ib-tcp+}" ;; esac
     case "$spec" in
       ib+*) IFS=+ read -r -a kvs <<< "${spec#ib+}"
         for kv in "${kvs[@]}"; do

@@ -211,6 +211,7 @@ public final class CollCommand implements Callable<Integer> {
             }
             if (!rows.isEmpty()) {
                 out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
+                out.println("# NIC MTU (rank 0): " + rows.get(rows.size() - 1).nicMtu());
                 out.println("# direct rounds (rank 0): " + rows.get(rows.size() - 1).directPath());
                 out.println("# rank thread (rank 0): " + rows.get(rows.size() - 1).binding());
                 out.println("# Reduce threads (rank 0): " + rows.get(rows.size() - 1).reduceThreads().describe());
@@ -356,6 +357,7 @@ public final class CollCommand implements Callable<Integer> {
         o.put("fabric", r.fabric());
         o.put("simulated", r.simulated());
         o.put("nic_progress", r.nicProgress());
+        o.put("nic_mtu", r.nicMtu());
         o.put("direct_path", r.directPath());
         o.put("binding", r.binding());
         o.put("reduce_threads", r.reduceThreads().threads());

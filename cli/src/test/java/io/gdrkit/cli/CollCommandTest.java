@@ -31,6 +31,9 @@ class CollCommandTest {
             + "#wrong     time   algbw   busbw #wrong"), r[1]);
         assertTrue(r[1].contains("software NICs (simulated)"), r[1]);
         assertTrue(r[1].contains("# Out of bounds values : 0 OK"), r[1]);
+        // the in-JVM fabric keeps the path MTU unless gdrkit.ib.software.mtu says otherwise
+        assertTrue(r[1].contains("# NIC MTU (rank 0): the path MTU (gdrkit.ib.software.mtu not set: the default)\n"),
+            r[1]);
         // the reduce threads' choice below the table, as the NIC's progress
         assertTrue(r[1].contains("# Reduce threads (rank 0): " + new io.gdrkit.labs.collectives.CollContext()
             .conclude().chooseReduceThreads(2).describe() + "\n"), r[1]);
@@ -59,6 +62,7 @@ class CollCommandTest {
         assertEquals(96, o.get("bytes").asLong());
         assertEquals(3, o.get("np").asInt());
         assertEquals("socket", o.get("transport").asText());
+        assertEquals("none (SocketTransport: no software NIC)", o.get("nic_mtu").asText());
         assertEquals(0, o.get("wrong").asLong());
         assertFalse(o.has("gpu_shared_by") || o.has("mps"), "host memory: no GPU to share: " + o);
         final io.gdrkit.labs.collectives.ParallelReducer.Choice want = new io.gdrkit.labs.collectives.CollContext()

@@ -80,6 +80,9 @@ class CollGpuSharingTest {
     void twoRankProcessesOnOneGpuWithoutMpsGetANoteWithTheEvidence() throws Exception {
         final Run r = coll("off", "shm", Map.of());
         assertEquals(2, r.row().path("gpu_shared_by").asInt(-1), r.row().toString());
+        // rank processes on the shm fabric: the collectives' 64 KiB software MTU
+        assertEquals("65536 B (gdrkit.ib.software.mtu not set: the collectives' default on the shm fabric)",
+            r.row().path("nic_mtu").asText(), r.row().toString());
         assertTrue(r.row().path("mps").isBoolean() && !r.row().path("mps").asBoolean(true), r.row().toString());
         assertEquals("time-sliced", r.row().path("gpu_sharing").asText(), r.row().toString());
         assertEquals(BUS, r.row().path("gpu_bus_id").asText(), r.row().toString());

@@ -889,6 +889,17 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    private String nicMtu = "unknown";
+
+    /** The software NIC's MTU on this rank's connections and where it came from ({@code nic_mtu}). */
+    public String nicMtu() {
+        return nicMtu;
+    }
+
+    void nicMtu(final String description) {
+        nicMtu = java.util.Objects.requireNonNull(description);
+    }
+
     private String nicProgress = "unknown";
 
     /** How this rank's software NIC is driven, and why (CollWorld's choice; "unknown" when nobody said). */
