@@ -19,6 +19,12 @@ public final class Main implements Runnable {
     /** Exit code of a run that failed (a check, a timeout, an error completion); usage errors exit 2. */
     public static final int EXIT_FAILURE = 1;
 
+    /**
+     * Exit code of a run that an {@link Error} ended (out of memory, a stack overflow, classes of two builds mixed on
+     * one class path): sysexits' EX_SOFTWARE.
+     */
+    public static final int EXIT_INTERNAL = 70;
+
     @picocli.CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -35,7 +41,17 @@ public final class Main implements Runnable {
 
     /** Runs the CLI with the given streams and returns the exit code (tests call this in-process). */
     public static int execute(final String[] args, final PrintWriter out, final PrintWriter err) {
-        final CommandLine cl = new CommandLine(new Main());
+        return execute(new CommandLine(new Main()), args, out, err);
+    }
+
+    /**
+     * Runs {@code cl} (the CLI, or a test's command) with gdrkit's error handling. An {@link Error} from a command is
+     * one line and {@link #EXIT_INTERNAL}, as a failed run is: picocli passes Errors through, and one that left
+     * {@code main} would print a stack trace and end only the main thread, so a rank whose main thread died would
+     * stay alive (its NIC and bootstrap threads) while its peers waited out their timeouts. {@code main} exits the
+     * process with the code.
+     */
+    static int execute(final CommandLine cl, final String[] args, final PrintWriter out, final PrintWriter err) {
         cl.setOut(out);
         cl.setErr(err);
         cl.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
@@ -53,7 +69,14 @@ public final class Main implements Runnable {
             c.getErr().flush();
             return c.getCommandSpec().exitCodeOnInvalidInput();
         });
-        final int rc = cl.execute(args);
+        int rc;
+        try {
+            rc = cl.execute(args);
+        } catch (final Error e) {
+            err.println("gdrkit: error: internal error, the run ends: " + e.getClass().getName()
+                + (e.getMessage() != null ? ": " + e.getMessage() : ""));
+            rc = EXIT_INTERNAL;
+        }
         out.flush();
         err.flush();
         return rc;
