@@ -49,18 +49,20 @@ import picocli.CommandLine.Spec;
  * from printed text): every RC opcode and send flag once ({@link VerbsTour}), the doctor's report for the simulated
  * host and the GDR decision per direction ({@link DoctorLab}), a GDR transfer and its host-bounce twin
  * ({@link GpuPathLab}), the failable visibility baseline with the sender in another process (OFF fails, ON passes),
- * the ordering lab and a short perf table ({@link ShmLoopbackPerf}). Writes a report folder whose HTML page shows the
+ * the ordering lab, a short perf table ({@link ShmLoopbackPerf}) and a 2-rank allreduce over shared memory with every
+ * element checked ({@code gdrkit coll}'s own rows, read from its report file). Writes a report folder whose HTML page shows the
  * records as tables and charts, and prints its path. Exits 1 if any check is not as expected.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = {"The main job on the embedded default (software NICs over shared memory, simulated GPUs): verbs "
         + "tour, doctor verdict, GDR decision per direction, GDR transfer and its host-bounce twin, the failable "
-        + "visibility baseline, the ordering lab and a short perf table; writes an HTML report."})
+        + "visibility baseline, the ordering lab, a short perf table and a 2-rank allreduce over shared memory; "
+        + "writes an HTML report."})
 final class DemoCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    private PrintWriter out;
+    PrintWriter out; // set by call(); tests of one section set it
 
     @Option(names = "--report", paramLabel = "DIR", defaultValue = "gdrkit-reports/demo",
         description = "Where the demo writes its report folder (default ${DEFAULT-VALUE}).")
@@ -86,6 +88,7 @@ final class DemoCommand implements Callable<Integer> {
         failed += visibility(report);
         failed += ordering(report);
         failed += perf(report);
+        failed += collectives(report);
         try {
             final var files = report.write(reportDir);
             out.println("report: " + files.html().toAbsolutePath());
@@ -290,6 +293,106 @@ final class DemoCommand implements Callable<Integer> {
                 failed += expect("perf " + id + " -s " + cfg.size() + " returned its row", false, r.toString());
             }
         }
+        return failed;
+    }
+
+    /** What section 8 runs: sizes 8 B .. 2 MiB, factor 8, float sum; the launcher waits at most this long. */
+    static final List<String> COLL_ARGS = List.of("coll", "allreduce", "--np", "2", "--fabric", "shm", "-b", "8",
+        "-e", "2097152", "-f", "8", "-n", "20", "-w", "5", "--jit-warmup-ms", "3000", "--timeout-ms", "60000",
+        "--json");
+    static final long COLL_WAIT_SECONDS = 180;
+    static final List<String> COLL_COLUMNS = List.of("size", "count", "type", "redop", "time(us)", "algbw(GB/s)",
+        "busbw(GB/s)", "#wrong", "in-place time(us)", "in-place busbw(GB/s)", "in-place #wrong");
+
+    /**
+     * Section 8: {@code gdrkit coll allreduce} with 2 rank processes over the shared-memory fabric, run as a child
+     * process (its output goes to a log beside its report); checked from the rows rank 0 writes to coll.json: one row
+     * per size, each with 0 wrong elements out-of-place and in-place, on 2 simulated ranks over shm.
+     */
+    private int collectives(final Report report) {
+        out.println("== 8. collectives: allreduce, 2 rank processes over the shm fabric, every element checked ==");
+        final Section section = report.section("8. Collectives: allreduce over shared memory").text("gdrkit coll "
+            + "allreduce --np 2 --fabric shm: two rank processes, IbTransport over software NICs (simulated), "
+            + "float sum, 8 B to 2 MiB; every element of every run checked against the expected sum (#wrong). "
+            + "nccl-tests' columns.").table(COLL_COLUMNS);
+        final java.nio.file.Path dir;
+        try {
+            dir = java.nio.file.Files.createTempDirectory("gdrkit-demo-coll");
+        } catch (final java.io.IOException e) {
+            return expect("collectives: a folder for the run", false, e.getMessage());
+        }
+        try {
+            final List<String> cmd = new ArrayList<>();
+            cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            cmd.add("--enable-native-access=ALL-UNNAMED");
+            cmd.addAll(ForwardedProperties.flags("gdrkit."));
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(Main.class.getName());
+            cmd.addAll(COLL_ARGS);
+            cmd.add("--report");
+            cmd.add(dir.toString());
+            final java.io.File log = dir.resolve("coll.log").toFile();
+            final Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
+            if (!p.waitFor(COLL_WAIT_SECONDS, java.util.concurrent.TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                return expect("collectives", false, "no result within " + COLL_WAIT_SECONDS + " s from the coll run "
+                    + "(ranks killed)");
+            }
+            final java.nio.file.Path rowsFile = dir.resolve("coll.json");
+            if (p.exitValue() != 0 || !java.nio.file.Files.exists(rowsFile)) {
+                final List<String> tail = java.nio.file.Files.readAllLines(log.toPath());
+                return expect("collectives", false, "coll exited with " + p.exitValue() + ": "
+                    + String.join(" | ", tail.subList(Math.max(0, tail.size() - 3), tail.size())));
+            }
+            final com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+            final List<com.fasterxml.jackson.databind.JsonNode> rows = new ArrayList<>();
+            for (final String l : java.nio.file.Files.readAllLines(rowsFile)) {
+                if (!l.isBlank()) {
+                    rows.add(m.readTree(l));
+                }
+            }
+            return collectivesChecked(rows, section);
+        } catch (final java.io.IOException e) {
+            return expect("collectives", false, Errors.describeWithInput(e));
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return expect("collectives", false, "interrupted");
+        } finally {
+            try (var files = java.nio.file.Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            } catch (final java.io.IOException e) {
+                out.println("  note: could not remove " + dir + ": " + e.getMessage());
+            }
+        }
+    }
+
+    /** Section 8's checks and rows, from coll's JSON rows (one per size). */
+    int collectivesChecked(final List<com.fasterxml.jackson.databind.JsonNode> rows, final Section section) {
+        out.println(String.format(Locale.ROOT, "  %10s %8s %10s %8s %7s %10s %8s %7s", "size", "count", "time(us)",
+            "busbw", "#wrong", "in-place", "busbw", "#wrong"));
+        long wrong = 0;
+        boolean shape = true;
+        for (final com.fasterxml.jackson.databind.JsonNode r : rows) {
+            wrong += r.path("wrong").asLong(-1) == 0 ? 0 : 1;
+            wrong += r.path("inplace_wrong").asLong(-1) == 0 ? 0 : 1;
+            shape &= r.path("np").asInt() == 2 && "shm".equals(r.path("fabric").asText())
+                && r.path("simulated").asBoolean(false) && "all_reduce".equals(r.path("op").asText());
+            out.println(String.format(Locale.ROOT, "  %10d %8d %10.2f %8.2f %7d %10.2f %8.2f %7d",
+                r.path("bytes").asLong(), r.path("count").asLong(), r.path("time_us").asDouble(),
+                r.path("busbw_gbs").asDouble(), r.path("wrong").asLong(-1), r.path("inplace_time_us").asDouble(),
+                r.path("inplace_busbw_gbs").asDouble(), r.path("inplace_wrong").asLong(-1)));
+            section.row(r.path("bytes").asLong(), r.path("count").asLong(), r.path("type").asText(),
+                r.path("redop").asText(), r.path("time_us").asDouble(), r.path("algbw_gbs").asDouble(),
+                r.path("busbw_gbs").asDouble(), r.path("wrong").asLong(-1), r.path("inplace_time_us").asDouble(),
+                r.path("inplace_busbw_gbs").asDouble(), r.path("inplace_wrong").asLong(-1));
+        }
+        // 8, 64, 512, 4 KiB, 32 KiB, 256 KiB, 2 MiB
+        int failed = expect("collectives: one row per size", rows.size() == 7, rows.size() + " rows");
+        failed += expect("collectives: 2 simulated ranks over shm, allreduce", shape && !rows.isEmpty(), "");
+        failed += expect("collectives: every element checked, none wrong", wrong == 0 && !rows.isEmpty(),
+            wrong == 0 ? "" : wrong + " row(s) with wrong elements or no count");
         return failed;
     }
 }

@@ -26,7 +26,7 @@ class DemoCommandTest {
         // each section is checked from its lab's records (VerbsTourTest, DoctorLabTest, GpuPathLabTest,
         // ShmLoopbackPerfTest assert on them); here: every section ran and every check came out as expected
         for (final String section : List.of("== 1. verbs", "== 2. doctor", "== 3. GDR decision",
-            "== 4. a GDR transfer", "== 5. visibility", "== 6. ordering lab", "== 7. perf")) {
+            "== 4. a GDR transfer", "== 5. visibility", "== 6. ordering lab", "== 7. perf", "== 8. collectives")) {
             assertTrue(lines.stream().anyMatch(l -> l.startsWith(section)), () -> section + " missing: " + r);
         }
         assertEquals(10, lines.stream().filter(l -> l.startsWith("[ok]")).count(), r::toString);
@@ -47,11 +47,46 @@ class DemoCommandTest {
         assertEquals(1, count(page, "<th>99.9% percentile[usec]</th>"), "latency columns once");
         assertFalse(page.contains("<td>#bytes"), "no header line repeated as a row");
         assertTrue(page.contains("<td class=\"st st-pass\">byte-exact</td>"), page);
+        // section 8: coll's own rows, one per size 8 B .. 2 MiB, in nccl-tests' columns
+        assertTrue(page.contains("<th>busbw(GB/s)</th><th>#wrong</th><th>in-place time(us)</th>"), page);
+        assertTrue(page.contains("<td class=\"n\">2097152</td><td class=\"n\">524288</td><td>float</td><td>sum</td>"),
+            page);
         assertTrue(count(page, "<svg ") >= 4, "charts: visibility, ordering, GDR vs bounce, write_bw");
         assertTrue(Files.exists(dir.resolve("report.json")) && Files.exists(dir.resolve("report.md")));
         final String summary = lines.get(lines.size() - 1);
         assertTrue(summary.startsWith("summary: every check as expected"), summary);
         assertTrue(summary.contains("simulated"), summary);
+    }
+
+    /** Section 8's checks on coll's rows: a wrong element, a missing size or another fabric each fail it. */
+    @Test
+    void theCollectivesSectionFailsOnAWrongElementAMissingSizeOrAnotherFabric() throws Exception {
+        final com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+        final java.util.function.BiFunction<Long, String, com.fasterxml.jackson.databind.JsonNode> row = (bytes, fab) ->
+            m.createObjectNode().put("op", "all_reduce").put("bytes", bytes).put("count", bytes / 4).put("np", 2)
+                .put("fabric", fab).put("simulated", true).put("wrong", 0).put("inplace_wrong", 0)
+                .put("type", "float").put("redop", "sum");
+        final List<com.fasterxml.jackson.databind.JsonNode> good = new java.util.ArrayList<>();
+        for (long b = 8; b <= 2097152; b *= 8) {
+            good.add(row.apply(b, "shm"));
+        }
+        assertEquals(0, check(good), "7 clean rows over shm pass");
+        final List<com.fasterxml.jackson.databind.JsonNode> wrong = new java.util.ArrayList<>(good);
+        wrong.set(3, ((com.fasterxml.jackson.databind.node.ObjectNode) row.apply(4096L, "shm")).put("inplace_wrong",
+            5));
+        assertEquals(1, check(wrong), "one row with wrong elements");
+        assertEquals(1, check(good.subList(0, 6)), "a size missing");
+        final List<com.fasterxml.jackson.databind.JsonNode> tcp = new java.util.ArrayList<>(good);
+        tcp.set(0, row.apply(8L, "tcp"));
+        assertEquals(1, check(tcp), "another fabric");
+        assertEquals(3, check(List.of()), "no rows at all fails every check");
+    }
+
+    private static int check(final List<com.fasterxml.jackson.databind.JsonNode> rows) {
+        final DemoCommand d = new DemoCommand();
+        d.out = new java.io.PrintWriter(new java.io.StringWriter());
+        return d.collectivesChecked(rows, new io.gdrkit.labs.report.Report("t").section("s").table(
+            DemoCommand.COLL_COLUMNS));
     }
 
     private static int count(final String text, final String what) {
