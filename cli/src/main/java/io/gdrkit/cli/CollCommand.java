@@ -232,14 +232,8 @@ public final class CollCommand implements Callable<Integer> {
 
     /** Starts --np processes of this same command under a launcher; rank 0 prints. */
     private int selfLaunch(final PrintWriter err) throws Exception {
-        final List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
         // the ranks see the gdrkit.* properties this process was given (NIC progress, timeouts ...)
-        cmd.addAll(ForwardedProperties.flags("gdrkit."));
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(Main.class.getName());
+        final List<String> cmd = ForwardedProperties.gdrkitCommand();
         cmd.add("coll");
         cmd.addAll(spec.commandLine().getParseResult().originalArgs().subList(1,
             spec.commandLine().getParseResult().originalArgs().size()));

@@ -322,13 +322,7 @@ final class DemoCommand implements Callable<Integer> {
             return expect("collectives: a folder for the run", false, e.getMessage());
         }
         try {
-            final List<String> cmd = new ArrayList<>();
-            cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            cmd.add("--enable-native-access=ALL-UNNAMED");
-            cmd.addAll(ForwardedProperties.flags("gdrkit."));
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(Main.class.getName());
+            final List<String> cmd = ForwardedProperties.gdrkitCommand();
             cmd.addAll(COLL_ARGS);
             cmd.add("--report");
             cmd.add(dir.toString());

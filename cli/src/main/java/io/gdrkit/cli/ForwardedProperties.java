@@ -20,6 +20,22 @@ final class ForwardedProperties {
     private ForwardedProperties() {
     }
 
+    /**
+     * The command line that starts gdrkit again in a child JVM, up to the subcommand: this JVM's java, native access,
+     * this process's {@code gdrkit.*} properties (so the child's components read what this one's did), this class
+     * path and {@link Main}. A mutable list: the caller adds the subcommand and its arguments.
+     */
+    static List<String> gdrkitCommand() {
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(flags("gdrkit."));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        return cmd;
+    }
+
     /** The flags for this process's system properties under any of {@code prefixes}, sorted by name. */
     static List<String> flags(final String... prefixes) {
         final Map<String, String> all = new TreeMap<>();

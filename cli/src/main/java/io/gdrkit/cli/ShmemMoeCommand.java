@@ -17,8 +17,6 @@ import io.gdrkit.gdr.bootstrap.UniqueId;
 import io.gdrkit.labs.launch.Launcher;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.LinkedHashMap;
@@ -145,13 +143,8 @@ final class ShmemMoeCommand implements Callable<Integer> {
     /** Starts --np processes of this same command under a launcher, one PE each; rank 0 prints. */
     private int selfLaunch() {
         final PrintWriter err = spec.commandLine().getErr();
-        final List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.addAll(ForwardedProperties.flags("gdrkit."));
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(Main.class.getName());
+        // the ranks see the gdrkit.* properties this process was given (NIC progress, timeouts ...)
+        final List<String> cmd = ForwardedProperties.gdrkitCommand();
         final List<String> args = spec.commandLine().getParseResult().originalArgs();
         cmd.add("shmem-moe");
         cmd.addAll(args.subList(1, args.size()));
