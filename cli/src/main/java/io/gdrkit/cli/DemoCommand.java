@@ -296,10 +296,12 @@ final class DemoCommand implements Callable<Integer> {
         return failed;
     }
 
-    /** What section 8 runs: sizes 8 B .. 2 MiB, factor 8, float sum; the launcher waits at most this long. */
-    static final List<String> COLL_ARGS = List.of("coll", "allreduce", "--np", "2", "--fabric", "shm", "-b", "8",
-        "-e", "2097152", "-f", "8", "-n", "20", "-w", "5", "--jit-warmup-ms", "3000", "--timeout-ms", "60000",
-        "--json");
+    /** Section 8's sizes: 8 B .. 2 MiB, factor 8 (coll's -b, -e, -f), one row each. */
+    static final List<Long> COLL_SIZES = List.of(8L, 64L, 512L, 4096L, 32768L, 262144L, 2097152L);
+    /** What section 8 runs (float sum over {@link #COLL_SIZES}); the demo waits at most COLL_WAIT_SECONDS. */
+    static final List<String> COLL_ARGS = List.of("coll", "allreduce", "--np", "2", "--fabric", "shm", "-b",
+        String.valueOf(COLL_SIZES.get(0)), "-e", String.valueOf(COLL_SIZES.get(COLL_SIZES.size() - 1)), "-f", "8",
+        "-n", "20", "-w", "5", "--jit-warmup-ms", "3000", "--timeout-ms", "60000", "--json");
     static final long COLL_WAIT_SECONDS = 180;
     static final List<String> COLL_COLUMNS = List.of("size", "count", "type", "redop", "time(us)", "algbw(GB/s)",
         "busbw(GB/s)", "#wrong", "in-place time(us)", "in-place busbw(GB/s)", "in-place #wrong");
@@ -382,8 +384,8 @@ final class DemoCommand implements Callable<Integer> {
                 r.path("busbw_gbs").asDouble(), r.path("wrong").asLong(-1), r.path("inplace_time_us").asDouble(),
                 r.path("inplace_busbw_gbs").asDouble(), r.path("inplace_wrong").asLong(-1));
         }
-        // 8, 64, 512, 4 KiB, 32 KiB, 256 KiB, 2 MiB
-        int failed = expect("collectives: one row per size", rows.size() == 7, rows.size() + " rows");
+        final List<Long> sizes = rows.stream().map(r -> r.path("bytes").asLong()).toList();
+        int failed = expect("collectives: one row per size", sizes.equals(COLL_SIZES), sizes + " B");
         failed += expect("collectives: 2 simulated ranks over shm, allreduce", shape && !rows.isEmpty(), "");
         failed += expect("collectives: every element checked, none wrong", wrong == 0 && !rows.isEmpty(),
             wrong == 0 ? "" : wrong + " row(s) with wrong elements or no count");

@@ -162,8 +162,8 @@ public final class CollWorld implements AutoCloseable {
         NetNic nic = null;
         NetTransport net = null;
         CollGdr gdr = null;
-        String progress = kind == TransportKind.IB ? null : "none (SocketTransport: no software NIC)";
-        String mtu = "none (SocketTransport: no software NIC)";
+        String progress = kind == TransportKind.IB ? null : NO_SOFTWARE_NIC;
+        String mtu = NO_SOFTWARE_NIC;
         try {
             if (kind == TransportKind.IB) {
                 switch (fabric) {
@@ -372,6 +372,9 @@ public final class CollWorld implements AutoCloseable {
     static int softwareMtuDefault(final String fabric) {
         return "shm".equals(fabric) ? SHM_SOFTWARE_MTU : 0;
     }
+
+    /** What {@code nic_progress} and {@code nic_mtu} say over SocketTransport. */
+    static final String NO_SOFTWARE_NIC = "none (SocketTransport: no software NIC)";
 
     /** {@link #softwareMtuDefault}'s value on the shm fabric. */
     static final int SHM_SOFTWARE_MTU = 65536;
