@@ -212,6 +212,8 @@ public final class CollCommand implements Callable<Integer> {
             if (!rows.isEmpty()) {
                 out.println("# NIC progress (rank 0): " + rows.get(rows.size() - 1).nicProgress());
                 out.println("# NIC MTU (rank 0): " + rows.get(rows.size() - 1).nicMtu());
+                out.println("# NICs x channels (rank 0): " + rows.get(rows.size() - 1).nics() + " x "
+                    + rows.get(rows.size() - 1).channels());
                 out.println("# direct rounds (rank 0): " + rows.get(rows.size() - 1).directPath());
                 out.println("# rank thread (rank 0): " + rows.get(rows.size() - 1).binding());
                 out.println("# Reduce threads (rank 0): " + rows.get(rows.size() - 1).reduceThreads().describe());
@@ -352,6 +354,8 @@ public final class CollCommand implements Callable<Integer> {
         o.put("simulated", r.simulated());
         o.put("nic_progress", r.nicProgress());
         o.put("nic_mtu", r.nicMtu());
+        o.put("nics", r.nics());
+        o.put("channels", r.channels());
         o.put("direct_path", r.directPath());
         o.put("binding", r.binding());
         o.put("reduce_threads", r.reduceThreads().threads());

@@ -17,13 +17,15 @@ import java.util.function.Function;
  * {@link IllegalArgumentException} that names the variable, the text and what was expected. A Context calls this from
  * its {@code conclude()}; nothing on a data path reads the environment.
  *
- * <p>Overrides (a flag or setter) win over the environment and properties, which win over defaults.
+ * <p>Overrides (a flag or setter) win over the environment and properties, which win over defaults. A reader may be
+ * shared by threads (ranks of one JVM): its record of reads is synchronized.
  */
 public final class SettingsReader {
     private final Map<String, String> env;
     private final Map<String, String> props;
     private final Map<String, String> overrides;
-    private final List<Setting<?>> recorded = new ArrayList<>();
+    /** Synchronized: ranks that are threads of one JVM may share a reader and conclude their contexts at once. */
+    private final List<Setting<?>> recorded = Collections.synchronizedList(new ArrayList<>());
 
     /**
      * @param env       environment variables (usually {@code System.getenv()}); read for {@code NCCL_*} names
@@ -141,9 +143,11 @@ public final class SettingsReader {
         return s;
     }
 
-    /** Every setting read so far, in order: what a settings table or a report prints. */
+    /** Every setting read so far, in order (a snapshot): what a settings table or a report prints. */
     public List<Setting<?>> recorded() {
-        return Collections.unmodifiableList(recorded);
+        synchronized (recorded) {
+            return List.copyOf(recorded);
+        }
     }
 
     /** {@code NCCL_*} and {@code GDRKIT_*} names are environment variables; the rest are properties. */

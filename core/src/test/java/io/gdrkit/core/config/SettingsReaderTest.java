@@ -58,4 +58,35 @@ class SettingsReaderTest {
                 .getMessage());
         assertEquals(0, r.recorded().size());
     }
+
+    @Test
+    void threadsSharingAReaderLoseNoRecord() throws Exception {
+        // ranks that are threads of one JVM share a reader and conclude their contexts at the same time
+        final SettingsReader r = SettingsReader.ofEnv(Map.of("NCCL_T", "3"));
+        final int threads = 8;
+        final int reads = 2000;
+        final Thread[] t = new Thread[threads];
+        final Throwable[] err = new Throwable[threads];
+        for (int i = 0; i < threads; i++) {
+            final int me = i;
+            t[i] = Thread.ofPlatform().start(() -> {
+                try {
+                    for (int k = 0; k < reads; k++) {
+                        assertEquals(3, r.integer("NCCL_T", 0, 0, 9).value());
+                        r.recorded().size(); // a snapshot while others add
+                    }
+                } catch (final Throwable e) {
+                    err[me] = e;
+                }
+            });
+        }
+        for (final Thread th : t) {
+            th.join(60_000);
+        }
+        for (final Throwable e : err) {
+            assertEquals(null, e);
+        }
+        assertEquals(threads * reads, r.recorded().size());
+        assertEquals("NCCL_T=3 (environment)", r.recorded().get(threads * reads - 1).describe());
+    }
 }

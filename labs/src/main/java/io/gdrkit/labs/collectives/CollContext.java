@@ -19,6 +19,11 @@ import java.util.Objects;
  * <li>{@code NCCL_STEPS} (8, 1..32): chunks in flight per channel (slots of the staging buffer).</li>
  * <li>{@code NCCL_MIN_NCHANNELS} (1) and {@code NCCL_MAX_NCHANNELS} (16): gdrkit opens MIN channels (connections
  * per peer pair; chunk i goes on channel i mod channels), which must not exceed MAX.</li>
+ * <li>{@code gdrkit.coll.nics} (auto, or 1..16): software NICs per rank with IbTransport ({@link CollWorld}),
+ * each with its own fabric port and, when the NICs get threads, its own thread: the rails of a multi-NIC host.
+ * Channel c uses NIC c mod nics, as NCCL spreads its channels over a node's NICs, so at least this many channels
+ * are opened (NCCL_MIN_NCHANNELS is raised to it, up to NCCL_MAX_NCHANNELS). Auto chooses by fabric and
+ * processors ({@link CollWorld#chooseNics}). Every rank must use the same count.</li>
  * <li>{@code NCCL_ALGO} (ring): allreduce's algorithm, ring or tree.</li>
  * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
  * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
@@ -108,6 +113,8 @@ public final class CollContext {
     private Integer steps;
     private Integer minChannels;
     private Integer maxChannels;
+    private Integer nicsSet;
+    private Setting<Integer> nics;
     private Algo algo;
     private Long timeoutMs;
     private Integer eagerBytes;
@@ -244,7 +251,17 @@ public final class CollContext {
      * ({@code reduce_threads} in the output).
      */
     public ParallelReducer.Choice chooseReduceThreads(final int localRanks) {
-        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors());
+        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), 1);
+    }
+
+    /** {@link #chooseReduceThreads(int)} for ranks with {@code nicsPerRank} NICs each (a thread each, see below). */
+    public ParallelReducer.Choice chooseReduceThreadsBeside(final int localRanks, final int nicsPerRank) {
+        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), nicsPerRank);
+    }
+
+    /** {@link #chooseReduceThreads(int)} on a host of {@code cpus} processors, one NIC per rank. */
+    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus) {
+        return chooseReduceThreads(localRanks, cpus, 1);
     }
 
     /**
@@ -253,19 +270,23 @@ public final class CollContext {
      * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
      * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
      * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
-     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md).
+     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md). With {@code nicsPerRank} NICs
+     * (gdrkit.coll.nics) each NIC thread takes a processor of the rank's: the threshold is {@value
+     * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} + nicsPerRank - 1 processors per rank and the threads min(4, processors /
+     * ranks - nicsPerRank).
      */
-    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus) {
+    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
         if (!concluded) {
             throw new IllegalStateException("conclude() the CollContext before choosing reduce threads");
         }
-        if (localRanks < 1 || cpus < 1) {
-            throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors");
+        if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
+            throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors, "
+                + nicsPerRank + " NICs per rank");
         }
         if (reduceThreads.value() != 0) {
             return new ParallelReducer.Choice(reduceThreads.value(), parallelBytes, reduceThreads.describe());
         }
-        final int per = CollWorld.CPUS_PER_RANK_FOR_DEDICATED;
+        final int per = CollWorld.CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;
         final String how = reduceThreads.source() == io.gdrkit.core.config.Source.DEFAULT ? "auto"
             : "auto, " + reduceThreads.name() + "=" + reduceThreads.raw() + " ("
             + reduceThreads.source().name().toLowerCase(Locale.ROOT) + ")";
@@ -273,10 +294,10 @@ public final class CollContext {
             return new ParallelReducer.Choice(1, parallelBytes, how + ": " + cpus + " processors < " + per + " x "
                 + localRanks + " ranks on this host");
         }
-        final int t = Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - 1);
+        final int t = Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - nicsPerRank);
         return new ParallelReducer.Choice(t, parallelBytes, how + ": " + cpus + " processors >= " + per + " x "
             + localRanks + " ranks on this host, min(" + MAX_AUTO_REDUCE_THREADS + ", " + cpus + " / " + localRanks
-            + " - 1 for the NIC thread)");
+            + " - " + nicsPerRank + (nicsPerRank == 1 ? " for the NIC thread)" : " for the NIC threads)"));
     }
 
     /**
@@ -340,8 +361,33 @@ public final class CollContext {
         return steps;
     }
 
+    /** NCCL_MIN_NCHANNELS. */
     public int channels() {
         return minChannels;
+    }
+
+    /**
+     * The channels a communicator over a transport of {@code devices} devices opens: NCCL_MIN_NCHANNELS, raised to
+     * the device count (one channel per NIC at least), at most NCCL_MAX_NCHANNELS.
+     */
+    public int channelsFor(final int devices) {
+        return Math.min(maxChannels, Math.max(minChannels, devices));
+    }
+
+    /** Software NICs per rank ({@code gdrkit.coll.nics}): 0 for auto ({@link CollWorld#chooseNics}). */
+    public int nics() {
+        return nics.value();
+    }
+
+    /** The {@code gdrkit.coll.nics} setting with its source. */
+    public Setting<Integer> nicsSetting() {
+        return nics;
+    }
+
+    /** Software NICs per rank, 1..16, or 0 for auto. */
+    public CollContext nics(final int k) {
+        this.nicsSet = k;
+        return this;
     }
 
     public Algo algo() {
@@ -379,6 +425,8 @@ public final class CollContext {
         k.steps = c.steps;
         k.minChannels = c.minChannels;
         k.maxChannels = c.maxChannels;
+        k.nicsSet = c.nicsSet;
+        k.nics = c.nics;
         k.algo = c.algo;
         k.timeoutMs = c.timeoutMs;
         k.eagerBytes = c.eagerBytes;
@@ -407,6 +455,17 @@ public final class CollContext {
         steps = pick(steps, "NCCL_STEPS", 8, 1, 32);
         minChannels = pick(minChannels, "NCCL_MIN_NCHANNELS", 1, 1, 32);
         maxChannels = pick(maxChannels, "NCCL_MAX_NCHANNELS", 16, 1, 32);
+        if (nicsSet == null) {
+            nics = settings.read("gdrkit.coll.nics", 0, CollContext::parseNics);
+        } else {
+            if (nicsSet < 0 || nicsSet > 16) {
+                throw new IllegalArgumentException("gdrkit.coll.nics=" + nicsSet + " is not auto (0) or an integer in "
+                    + "[1, 16]");
+            }
+            nics = new Setting<>("gdrkit.coll.nics", nicsSet, io.gdrkit.core.config.Source.FLAG,
+                nicsSet == 0 ? "auto" : String.valueOf(nicsSet));
+        }
+        recorded.add(nics);
         if (minChannels > maxChannels) {
             throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
                 + maxChannels);
@@ -437,9 +496,10 @@ public final class CollContext {
         cudaGdr();
         shmDirect();
         if (reduceThreadsSet == null) {
-            // default 1 (off): correct and tested, but its gain on a many-core host is not measured yet; "auto"
-            // asks for the processor-based choice
-            reduceThreads = settings.read("gdrkit.coll.reduce.threads", 1, CollContext::parseReduceThreads);
+            // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB
+            // allreduce from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 processors per rank auto
+            // is 1, as before
+            reduceThreads = settings.read("gdrkit.coll.reduce.threads", 0, CollContext::parseReduceThreads);
         } else {
             if (reduceThreadsSet < 0 || reduceThreadsSet > 64) {
                 throw new IllegalArgumentException("gdrkit.coll.reduce.threads=" + reduceThreadsSet + " is not auto "
@@ -467,22 +527,31 @@ public final class CollContext {
         return this;
     }
 
+    /** {@code auto} (0) or a NIC count in [1, 16]. */
+    private static int parseNics(final String s) {
+        return autoOr("gdrkit.coll.nics", s, 16);
+    }
+
     /** {@code auto} (0) or a thread count in [1, 64]. */
     private static int parseReduceThreads(final String s) {
+        return autoOr("gdrkit.coll.reduce.threads", s, 64);
+    }
+
+    /** {@code auto} (0) or an integer in [1, max]; anything else is named. */
+    private static int autoOr(final String name, final String s, final int max) {
         final String t = s.trim().toLowerCase(Locale.ROOT);
         if (t.equals("auto")) {
             return 0;
         }
         try {
             final int v = Integer.parseInt(t);
-            if (v >= 1 && v <= 64) {
+            if (v >= 1 && v <= max) {
                 return v;
             }
         } catch (final NumberFormatException e) {
             // named below
         }
-        throw new IllegalArgumentException("gdrkit.coll.reduce.threads=" + s + " is not auto or an integer in [1, "
-            + "64]");
+        throw new IllegalArgumentException(name + "=" + s + " is not auto or an integer in [1, " + max + "]");
     }
 
     /** A setter's value (range-checked, recorded as FLAG), else the setting read once with its source. */

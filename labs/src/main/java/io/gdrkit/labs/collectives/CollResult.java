@@ -11,14 +11,17 @@ package io.gdrkit.labs.collectives;
  * (Communicator#directPath: shared memory or the NIC); {@code reduceThreads} how many threads split rank 0's large host reductions, from
  * which size, and why (CollContext#chooseReduceThreads); {@code binding} where rank 0's collectives thread ran
  * (Communicator#binding, gdrkit.coll.bind); {@code nicMtu} the software MTU of rank 0's connections and its source
- * (CollWorld#describeMtu, gdrkit.ib.software.mtu).
+ * (CollWorld#describeMtu, gdrkit.ib.software.mtu); {@code nics} the network devices each rank's channels are
+ * spread over (gdrkit.coll.nics software NICs with IbTransport, 1 with SocketTransport) and {@code channels} the
+ * channels (connections per peer pair).
  */
 public record CollResult(CollOp op, long bytes, long count, DataType type, String redop, int root, int np,
                          String transport, String fabric, boolean simulated,
                          double timeUs, double algBwGbs, double busBwGbs, long wrong,
                          double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
                          Placement placement, String nicProgress, String directPath,
-                         ParallelReducer.Choice reduceThreads, String binding, String nicMtu) {
+                         ParallelReducer.Choice reduceThreads, String binding, String nicMtu, int nics,
+                         int channels) {
     /**
      * Where the buffers and the reduction were, and what was real: {@code mem} host or gpu; {@code gpu} the
      * device's description (null in host memory) and whether it is simulated; {@code reduceOn} cpu, gpu-kernel or

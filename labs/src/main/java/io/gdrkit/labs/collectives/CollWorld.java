@@ -27,6 +27,8 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -52,22 +54,24 @@ public final class CollWorld implements AutoCloseable {
     static final int LINK_CAPACITY = 1 << 22;
 
     private final Bootstrap bootstrap;
-    private final SoftNicDriver driver;
+    /** The drivers this rank launched (none on injvm, whose driver the caller shares). */
+    private final List<SoftNicDriver> drivers;
     private final boolean ownDriver;
-    private final VerbsContext vctx;
-    private final NetNic nic;
+    private final List<VerbsContext> vctxs;
+    private final List<NetNic> nics;
     private final NetTransport net;
     private final Communicator comm;
     private io.gdrkit.gpu.GpuDevice gpu;
     private CollGdr gdr;
 
-    private CollWorld(final Bootstrap bootstrap, final SoftNicDriver driver, final boolean ownDriver,
-                      final VerbsContext vctx, final NetNic nic, final NetTransport net, final Communicator comm) {
+    private CollWorld(final Bootstrap bootstrap, final List<SoftNicDriver> drivers, final boolean ownDriver,
+                      final List<VerbsContext> vctxs, final List<NetNic> nics, final NetTransport net,
+                      final Communicator comm) {
         this.bootstrap = bootstrap;
-        this.driver = driver;
+        this.drivers = List.copyOf(drivers);
         this.ownDriver = ownDriver;
-        this.vctx = vctx;
-        this.nic = nic;
+        this.vctxs = List.copyOf(vctxs);
+        this.nics = List.copyOf(nics);
         this.net = net;
         this.comm = comm;
     }
@@ -155,21 +159,29 @@ public final class CollWorld implements AutoCloseable {
                                       final boolean singleGpu) {
         final int r = b.rank();
         final int n = b.nranks();
-        SoftNicDriver driver = shared;
+        // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
+        // shm they share the run's fabric with LIDs k*n + r + 1; NIC k of one rank talks only to NIC k of the others
+        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.conclude(), fabric, n)
+            : new NicChoice(1, "SocketTransport: no software NIC");
+        final int k = nicChoice.count();
+        final List<SoftNicDriver> drivers = new ArrayList<>();
+        final List<VerbsContext> vctxs = new ArrayList<>();
+        final List<NetNic> nics = new ArrayList<>();
         boolean own = false;
-        Path dir = null;
-        VerbsContext vctx = null;
-        NetNic nic = null;
         NetTransport net = null;
         CollGdr gdr = null;
         String progress = kind == TransportKind.IB ? null : NO_SOFTWARE_NIC;
         String mtu = NO_SOFTWARE_NIC;
         try {
             if (kind == TransportKind.IB) {
+                final List<SoftDevice> devs = new ArrayList<>();
                 switch (fabric) {
                     case "injvm" -> {
                         if (shared == null) {
                             throw new IllegalArgumentException("the injvm fabric joins ranks of one JVM only");
+                        }
+                        for (int i = 0; i < k; i++) {
+                            devs.add(shared.addDevice(deviceName(r, i, k), 0));
                         }
                     }
                     case "shm" -> {
@@ -178,57 +190,62 @@ public final class CollWorld implements AutoCloseable {
                         // are swept here
                         ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-coll-");
                         final String run = Long.toHexString(b.context().id().runId());
-                        dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
-                        final NicProgress p = nicProgress(n); // every rank of an shm run is on this host
+                        final Path dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
+                        final NicProgress p = nicProgressFor(n, k); // every rank of an shm run is on this host
                         progress = p.description();
-                        driver = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY, n, null,
-                            false));
+                        final SoftNicDriver d = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY,
+                            n * k, null, false));
+                        drivers.add(d);
                         own = true;
+                        for (int i = 0; i < k; i++) {
+                            devs.add(d.addDevice(deviceName(r, i, k), i * n + r + 1));
+                        }
                     }
                     case "tcp" -> {
-                        final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
-                            LINK_CAPACITY, null, false, 1, fabricToken(b));
-                        // LIDs are the bootstrap's ranks + 1 (the root assigned the ranks); ranks below this one
-                        // connect to it, so only their LIDs may join: none can be claimed by a stranger
-                        tf.requireAdmission();
-                        for (int lower = 0; lower < r; lower++) {
-                            tf.admit(lower + 1);
-                        }
-                        // how many ranks share this host is not known here: counted as all of them
-                        final NicProgress p = nicProgress(n);
-                        progress = p.description();
-                        driver = SoftNicDriver.launch(p.context(), tf);
                         own = true;
+                        for (int i = 0; i < k; i++) {
+                            // how many ranks share this host is not known here: counted as all of them; a context
+                            // per driver (a driver concludes its own)
+                            final NicProgress p = nicProgressFor(n, k);
+                            progress = p.description();
+                            final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
+                                LINK_CAPACITY, null, false, 1, fabricToken(b));
+                            // LIDs are the bootstrap's ranks + 1 (the root assigned the ranks); ranks below this
+                            // one connect to it, so only their LIDs may join: none can be claimed by a stranger
+                            tf.requireAdmission();
+                            for (int lower = 0; lower < r; lower++) {
+                                tf.admit(lower + 1);
+                            }
+                            final SoftNicDriver d;
+                            try {
+                                d = SoftNicDriver.launch(p.context(), tf);
+                            } catch (final RuntimeException e) {
+                                tf.close();
+                                throw e;
+                            }
+                            drivers.add(d);
+                            devs.add(d.addDevice(deviceName(r, i, k), r + 1));
+                        }
+                        joinTcp(b, drivers);
                     }
                     default -> throw new IllegalArgumentException("--fabric must be injvm, shm or tcp, not '"
                         + fabric + "'");
                 }
-                final SoftDevice dev = driver.addDevice("coll-rank" + r, own ? r + 1 : 0);
-                if (driver.fabric() instanceof TcpFabric tf && own) {
-                    final byte[][] addrs = b.allGather((tf.localAddress().getAddress().getHostAddress() + ":"
-                        + tf.localAddress().getPort()).getBytes(StandardCharsets.US_ASCII));
-                    for (int p = r + 1; p < n; p++) {
-                        tf.connect(p + 1, parse(addrs[p], p));
-                    }
-                    b.barrier();
-                    // the lower ranks' hellos are in this port's sockets now; the port takes them in its duty
-                    // cycle, which otherwise runs only when this rank polls a CQ: before then, packets to those
-                    // ranks would have no route
-                    final long until = System.nanoTime() + 200_000_000L;
-                    while (System.nanoTime() < until) {
-                        if (driver.progress() == 0) {
-                            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-                        }
-                    }
-                    b.barrier();
+                for (final SoftDevice dev : devs) {
+                    final VerbsContext v = dev.open();
+                    vctxs.add(v);
+                    // with a GPU the probe also asks the peermem question with that GPU's memory
+                    nics.add(new NetNic(r, v, NetCaps.probe(r, v, gpu)));
                 }
-                vctx = dev.open();
-                // with a GPU the probe also asks the peermem question with that GPU's memory
-                nic = new NetNic(r, vctx, NetCaps.probe(r, vctx, gpu));
-                final IbTransportContext ic = new IbTransportContext().nic(nic).settings(settings).timeout(timeout)
+                final IbTransportContext ic = new IbTransportContext().settings(settings).timeout(timeout)
                     .bind(coll.bind()).softwareMtuDefault(softwareMtuDefault(fabric));
+                for (final NetNic x : nics) {
+                    ic.nic(x);
+                }
                 if (gpu != null) {
-                    gdr = CollGdr.decide(gpu, nic, settings, singleGpu);
+                    // every NIC of a rank is the same kind of software NIC on the same fabric: the first one's
+                    // capabilities stand for all (a registration checks each NIC's again)
+                    gdr = CollGdr.decide(gpu, nics.get(0), settings, singleGpu);
                     final io.gdrkit.core.config.Setting<Boolean> cudaGdr = coll.cudaGdr();
                     if (!gpu.isSimulated() && !cudaGdr.value()) {
                         gdr = gdr.heldBack("the software NIC's direct path into a real CUDA GPU is held back: "
@@ -250,26 +267,129 @@ public final class CollWorld implements AutoCloseable {
             final Communicator comm = new Communicator(b, net, coll);
             comm.nicMtu(mtu);
             if (progress != null) { // a shared (injvm) driver's caller says how it launched it
-                comm.nicProgress(progress);
+                comm.nicProgress(progress + "; " + k + (k == 1 ? " NIC" : " NICs") + " per rank (" + nicChoice.why()
+                    + ")");
             }
-            final CollWorld w = new CollWorld(b, driver, own, vctx, nic, net, comm);
+            final CollWorld w = new CollWorld(b, drivers, own, vctxs, nics, net, comm);
             w.gdr = gdr;
             return w;
         } catch (final RuntimeException e) {
             if (net != null) {
                 net.close();
             }
-            if (nic != null) {
-                nic.close();
+            for (final NetNic x : nics) {
+                x.close();
             }
-            if (vctx != null) {
-                vctx.close();
+            for (final VerbsContext v : vctxs) {
+                v.close();
             }
-            if (own && driver != null) {
-                driver.close();
+            for (final SoftNicDriver d : drivers) {
+                d.close();
             }
             throw e;
         }
+    }
+
+    /** How many software NICs each rank gets, and why. */
+    public record NicChoice(int count, String why) {
+    }
+
+    /** The NICs a rank prefers on {@code fabric} when auto: {@value #SHM_NICS} on shm, {@value #TCP_NICS} on tcp. */
+    static int preferredNics(final String fabric) {
+        return switch (fabric) {
+            case "shm" -> SHM_NICS;
+            case "tcp" -> TCP_NICS;
+            default -> 1;
+        };
+    }
+
+    /** Auto's NICs per rank on the shm fabric. */
+    static final int SHM_NICS = 2;
+    /** Auto's NICs per rank on the tcp fabric. */
+    static final int TCP_NICS = 4;
+
+    static NicChoice chooseNics(final CollContext coll, final String fabric, final int localRanks) {
+        return chooseNics(coll, fabric, localRanks, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * {@code gdrkit.coll.nics}: a value given is taken as is; auto gives a rank several software NICs only where each
+     * gets a thread of its own, since NICs that share the rank's polling add work without adding a core: the
+     * fabric's preference ({@link #preferredNics}: on the 16-core H200 host 2 NICs over shm took the 16 MiB allreduce
+     * from 3164 to 2436 us and 4 over tcp from 8378 to 3516, medians of 3, docs/PERFORMANCE.md), lowered until
+     * {@value #CPUS_PER_RANK_FOR_DEDICATED} + k - 1 processors per local rank are there (what {@link #nicProgress}
+     * asks for dedicated NIC threads), else 1; 1 when {@code gdrkit.nic.progress} is set to another mode than
+     * dedicated.
+     */
+    static NicChoice chooseNics(final CollContext coll, final String fabric, final int localRanks, final int cpus) {
+        final Setting<Integer> s = coll.nicsSetting();
+        if (s.value() != 0) {
+            return new NicChoice(s.value(), s.describe());
+        }
+        final String how = s.source() == Source.DEFAULT ? "auto" : "auto, " + s.describe();
+        final int preferred = preferredNics(fabric);
+        if (preferred == 1) {
+            return new NicChoice(1, how + ": one NIC on the " + fabric + " fabric");
+        }
+        final SoftNicContext probe = nicContext().conclude();
+        final Setting<?> mode = setting(probe, SoftNicContext.PROGRESS_PROP);
+        if (mode.source() != Source.DEFAULT && probe.progressMode() != SoftNicContext.ProgressMode.DEDICATED) {
+            return new NicChoice(1, how + ": NICs without threads of their own (" + mode.describe() + ")");
+        }
+        for (int k = preferred; k > 1; k--) {
+            if (cpus >= (CPUS_PER_RANK_FOR_DEDICATED + k - 1) * localRanks) {
+                return new NicChoice(k, how + ": " + cpus + " processors >= " + (CPUS_PER_RANK_FOR_DEDICATED + k - 1)
+                    + " x " + localRanks + " ranks on this host, " + fabric + " prefers " + preferred);
+            }
+        }
+        return new NicChoice(1, how + ": " + cpus + " processors < " + (CPUS_PER_RANK_FOR_DEDICATED + 1) + " x "
+            + localRanks + " ranks on this host");
+    }
+
+    /** coll-rank{r}, and -nic{i} when a rank has several. */
+    static String deviceName(final int rank, final int nic, final int nics) {
+        return "coll-rank" + rank + (nics > 1 ? "-nic" + nic : "");
+    }
+
+    /**
+     * Connects this rank's TCP fabrics (one per NIC) to the higher ranks' fabrics of the same index, through
+     * addresses gathered by the bootstrap, and waits until the lower ranks' hellos are taken.
+     */
+    private static void joinTcp(final Bootstrap b, final List<SoftNicDriver> drivers) {
+        final int r = b.rank();
+        final int n = b.nranks();
+        final StringBuilder mine = new StringBuilder();
+        for (final SoftNicDriver d : drivers) {
+            final TcpFabric tf = (TcpFabric) d.fabric();
+            mine.append(mine.isEmpty() ? "" : ",").append(tf.localAddress().getAddress().getHostAddress())
+                .append(':').append(tf.localAddress().getPort());
+        }
+        final byte[][] addrs = b.allGather(mine.toString().getBytes(StandardCharsets.US_ASCII));
+        for (int p = r + 1; p < n; p++) {
+            final String[] theirs = new String(addrs[p], StandardCharsets.US_ASCII).split(",", -1);
+            if (theirs.length != drivers.size()) {
+                throw new CollException("rank " + p + " sent " + theirs.length + " fabric addresses, rank " + r
+                    + " has " + drivers.size() + " NICs (a different gdrkit.coll.nics?)");
+            }
+            for (int i = 0; i < drivers.size(); i++) {
+                ((TcpFabric) drivers.get(i).fabric()).connect(p + 1, parse(theirs[i].getBytes(
+                    StandardCharsets.US_ASCII), p));
+            }
+        }
+        b.barrier();
+        // the lower ranks' hellos are in this port's sockets now; the port takes them in its duty cycle, which
+        // otherwise runs only when this rank polls a CQ: before then, packets to those ranks would have no route
+        final long until = System.nanoTime() + 200_000_000L;
+        while (System.nanoTime() < until) {
+            int work = 0;
+            for (final SoftNicDriver d : drivers) {
+                work += d.progress();
+            }
+            if (work == 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+        }
+        b.barrier();
     }
 
     /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */
@@ -308,13 +428,28 @@ public final class CollWorld implements AutoCloseable {
      * need.
      */
     public static NicProgress nicProgress(final int localRanks) {
-        return nicProgress(localRanks, Runtime.getRuntime().availableProcessors());
+        return nicProgress(localRanks, 1, Runtime.getRuntime().availableProcessors());
+    }
+
+    /** {@link #nicProgress(int)} with {@code nicsPerRank} NICs per rank (gdrkit.coll.nics). */
+    static NicProgress nicProgressFor(final int localRanks, final int nicsPerRank) {
+        return nicProgress(localRanks, nicsPerRank, Runtime.getRuntime().availableProcessors());
     }
 
     /** {@link #nicProgress(int)} on a host with {@code cpus} processors. */
     static NicProgress nicProgress(final int localRanks, final int cpus) {
-        if (localRanks < 1 || cpus < 1) {
-            throw new IllegalArgumentException("nicProgress: " + localRanks + " ranks, " + cpus + " processors");
+        return nicProgress(localRanks, 1, cpus);
+    }
+
+    /**
+     * With {@code nicsPerRank} NICs per rank each NIC past the first needs one more processor per rank: the rule
+     * is {@value #CPUS_PER_RANK_FOR_DEDICATED} + nicsPerRank - 1 processors per rank (4 NICs on the 16-core host
+     * for 2 ranks: 14).
+     */
+    static NicProgress nicProgress(final int localRanks, final int nicsPerRank, final int cpus) {
+        if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
+            throw new IllegalArgumentException("nicProgress: " + localRanks + " ranks, " + nicsPerRank + " NICs each, "
+                + cpus + " processors");
         }
         // concluded once to learn each setting's source: the NIC's settings are read there only
         final SoftNicContext probe = nicContext().conclude();
@@ -323,9 +458,11 @@ public final class CollWorld implements AutoCloseable {
             return new NicProgress(nicContext(), probe.progressMode().name().toLowerCase(Locale.ROOT) + " ("
                 + mode.describe() + ")");
         }
-        final boolean enough = cpus >= CPUS_PER_RANK_FOR_DEDICATED * localRanks;
-        final String evidence = cpus + " processors " + (enough ? ">=" : "<") + " " + CPUS_PER_RANK_FOR_DEDICATED
-            + " x " + localRanks + " ranks on this host";
+        final int perRank = CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;
+        final boolean enough = cpus >= perRank * localRanks;
+        final String evidence = cpus + " processors " + (enough ? ">=" : "<") + " " + perRank
+            + " x " + localRanks + " ranks on this host" + (nicsPerRank > 1 ? " (" + nicsPerRank + " NICs per rank)"
+            : "");
         if (!enough) {
             return new NicProgress(nicContext(), "own_device, backstop " + probe.backstopMicros() + " us (auto: "
                 + evidence + ")");
@@ -391,7 +528,7 @@ public final class CollWorld implements AutoCloseable {
 
     /** This rank's TCP fabric (null on the other fabrics); tests play a stranger against it. */
     TcpFabric tcpFabric() {
-        return driver != null && driver.fabric() instanceof TcpFabric t ? t : null;
+        return !drivers.isEmpty() && drivers.get(0).fabric() instanceof TcpFabric t ? t : null;
     }
 
     public NetTransport transport() {
@@ -406,9 +543,11 @@ public final class CollWorld implements AutoCloseable {
             gpu.close();
         }
         net.close();
-        if (nic != null) {
-            nic.close();
-            vctx.close();
+        for (final NetNic x : nics) {
+            x.close();
+        }
+        for (final VerbsContext v : vctxs) {
+            v.close();
         }
         try {
             bootstrap.barrier();
@@ -416,7 +555,9 @@ public final class CollWorld implements AutoCloseable {
             // another rank is gone already: still release ours
         }
         if (ownDriver) {
-            driver.close();
+            for (final SoftNicDriver d : drivers) {
+                d.close();
+            }
         }
     }
 }

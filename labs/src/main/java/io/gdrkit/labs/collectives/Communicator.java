@@ -39,6 +39,10 @@ public final class Communicator implements AutoCloseable {
     private final int rank;
     private final int n;
     private final int channels;
+    /** The transport's device count; see {@link #devOf}. */
+    private final int devs;
+    /** Where the listen handles start in the blob each rank gathers: after its device count. */
+    private static final int HANDLES_AT = 4;
     /** Connections per ordered pair: the channels, plus the eager connection (column {@code channels}) if on. */
     private final int cols;
     /** Bytes of an exchange's head that go eagerly; 0: off. */
@@ -191,7 +195,8 @@ public final class Communicator implements AutoCloseable {
         this.ctx = context.conclude();
         this.rank = bootstrap.rank();
         this.n = bootstrap.nranks();
-        this.channels = ctx.channels();
+        this.devs = net.devices();
+        this.channels = ctx.channelsFor(devs);
         this.chunk = ctx.chunkBytes();
         this.eager = n > 1 ? ctx.eagerBytes() : 0;
         this.cols = channels + (eager > 0 ? 1 : 0);
@@ -205,7 +210,7 @@ public final class Communicator implements AutoCloseable {
         this.timeoutNanos = ctx.timeout().toNanos();
         // every rank counts as local, as for the NIC's progress (CollWorld#nicProgress): shm and injvm runs are on
         // one host, and a tcp run's split over hosts is not known here
-        this.reduceChoice = ctx.chooseReduceThreads(n);
+        this.reduceChoice = ctx.chooseReduceThreadsBeside(n, devs);
         // its threads start with the first split reduction: a communicator that never reduces much has none
         this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(), timeoutNanos,
             "gdrkit-coll-reduce-r" + rank);
@@ -223,18 +228,29 @@ public final class Communicator implements AutoCloseable {
         send = new NetTransport.SendComm[n][cols];
         recv = new NetTransport.RecvComm[n][cols];
         listens = new NetTransport.ListenComm[n][cols];
-        final byte[] mine = new byte[n * cols * NetTransport.HANDLE_MAXSIZE];
+        // the device count first: channel c's connections join device c mod devices at both ends, and device k of
+        // one rank reaches only device k of the others (the software NICs' rail k is a fabric of its own)
+        final byte[] mine = new byte[HANDLES_AT + n * cols * NetTransport.HANDLE_MAXSIZE];
+        java.nio.ByteBuffer.wrap(mine).putInt(devs);
         for (int p = 0; p < n; p++) {
             for (int c = 0; c < cols; c++) {
                 if (p != rank) {
                     final byte[] h = new byte[NetTransport.HANDLE_MAXSIZE];
-                    listens[p][c] = net.listen(0, h);
-                    System.arraycopy(h, 0, mine, (p * cols + c) * NetTransport.HANDLE_MAXSIZE, h.length);
+                    listens[p][c] = net.listen(devOf(c), h);
+                    System.arraycopy(h, 0, mine, HANDLES_AT + (p * cols + c) * NetTransport.HANDLE_MAXSIZE,
+                        h.length);
                 }
             }
         }
         final byte[][] all = bootstrap.allGather(mine);
         for (int p = 0; p < n; p++) {
+            // the device count first: a different count also means a different channel count
+            final int theirs = all[p].length >= HANDLES_AT ? java.nio.ByteBuffer.wrap(all[p]).getInt() : -1;
+            if (theirs != devs) {
+                throw new CollException("rank " + p + " has " + theirs + " network devices, rank " + rank + " has "
+                    + devs + ": channels are spread over the devices alike on every rank (a different "
+                    + "gdrkit.coll.nics?)");
+            }
             if (all[p].length != mine.length) {
                 throw new CollException("rank " + p + " sent " + all[p].length + " bytes of listen handles, expected "
                     + mine.length + " (a different channel count or eager setting?)");
@@ -353,8 +369,8 @@ public final class Communicator implements AutoCloseable {
         for (int p = 0; p < n; p++) {
             for (int c = 0; c < cols; c++) {
                 if (p != rank) {
-                    handles[p][c] = Arrays.copyOfRange(all[p], (rank * cols + c) * NetTransport.HANDLE_MAXSIZE,
-                        (rank * cols + c + 1) * NetTransport.HANDLE_MAXSIZE);
+                    handles[p][c] = Arrays.copyOfRange(all[p], HANDLES_AT + (rank * cols + c)
+                        * NetTransport.HANDLE_MAXSIZE, HANDLES_AT + (rank * cols + c + 1) * NetTransport.HANDLE_MAXSIZE);
                 }
             }
         }
@@ -365,7 +381,7 @@ public final class Communicator implements AutoCloseable {
                     if (p == rank) {
                         continue;
                     }
-                    if (send[p][c] == null && (send[p][c] = net.connect(0, handles[p][c])) != null) {
+                    if (send[p][c] == null && (send[p][c] = net.connect(devOf(c), handles[p][c])) != null) {
                         missing--;
                     }
                     if (recv[p][c] == null && (recv[p][c] = net.accept(listens[p][c])) != null) {
@@ -387,6 +403,48 @@ public final class Communicator implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * The device connection column {@code col} uses: channel c on device c mod devices, as NCCL spreads its
+     * channels over the NICs; the eager column on device 0.
+     */
+    private int devOf(final int col) {
+        return col < channels ? col % devs : 0;
+    }
+
+    /**
+     * The chunk an exchange of {@code bytes} (past its eager head) moves in: BUFFSIZE/STEPS, or smaller when that
+     * would leave channels idle, so that every channel carries a share, as NCCL divides a message over its channels
+     * before it cuts chunks; never below {@value #MIN_SPLIT_CHUNK} bytes, and a multiple of 128 (every type's size
+     * divides it; a chunk stays inside its staging slot). Both ends compute it from the exchange's size alone, so
+     * they agree when their sizes agree, and a size mismatch stays the named error it was.
+     */
+    int chunkFor(final long bytes) {
+        return chunkFor(bytes, chunk, channels);
+    }
+
+    /** {@link #chunkFor(long)} for a chunk of {@code chunk} bytes and {@code channels} channels. */
+    static int chunkFor(final long bytes, final int chunk, final int channels) {
+        if (channels == 1 || bytes >= (long) chunk * channels) {
+            return chunk;
+        }
+        final long share = (bytes + channels - 1) / channels;
+        final long rounded = (share + 127) / 128 * 128;
+        return (int) Math.min(chunk, Math.max(MIN_SPLIT_CHUNK, rounded));
+    }
+
+    /** The smallest chunk {@link #chunkFor} cuts an exchange into to spread it over the channels. */
+    static final int MIN_SPLIT_CHUNK = 16384;
+
+    /** The channels this communicator opened: connections per ordered pair of ranks. */
+    public int channels() {
+        return channels;
+    }
+
+    /** The transport's devices (the software NICs of this rank, or 1). */
+    public int devices() {
+        return devs;
     }
 
     private Object anyComm() {
@@ -729,8 +787,10 @@ public final class Communicator implements AutoCloseable {
                 + e.getMessage(), e);
         }
         final int steps = ctx.steps();
-        final int nS = to < 0 ? 0 : (int) ((sendBytes - sE + chunk - 1) / chunk);
-        final int nR = from < 0 ? 0 : (int) ((recvBytes - rE + chunk - 1) / chunk);
+        final int sCk = chunkFor(sendBytes - sE);
+        final int rCk = chunkFor(recvBytes - rE);
+        final int nS = to < 0 ? 0 : (int) ((sendBytes - sE + sCk - 1) / sCk);
+        final int nR = from < 0 ? 0 : (int) ((recvBytes - rE + rCk - 1) / rCk);
         if (sReq.length < nS) {
             sReq = Pending.row(nS);
         }
@@ -781,8 +841,8 @@ public final class Communicator implements AutoCloseable {
                 while (nextR < nR && rOut[nextR % channels] < steps) {
                     final int c = nextR % channels;
                     final int j = nextR / channels;
-                    final long off = rE + (long) nextR * chunk;
-                    final int len = (int) Math.min(chunk, recvBytes - off);
+                    final long off = rE + (long) nextR * rCk;
+                    final int len = (int) Math.min(rCk, recvBytes - off);
                     final NetTransport.MrHandle[] mh;
                     if (op != null) {
                         addr[0] = stagingAddr[c] + (long) (j % steps) * chunk;
@@ -804,8 +864,8 @@ public final class Communicator implements AutoCloseable {
                 while (nextS < nS && sOut[nextS % channels] < steps) {
                     final int c = nextS % channels;
                     final int j = nextS / channels;
-                    final long off = sE + (long) nextS * chunk;
-                    final int len = (int) Math.min(chunk, sendBytes - off);
+                    final long off = sE + (long) nextS * sCk;
+                    final int len = (int) Math.min(sCk, sendBytes - off);
                     final NetTransport.Request r = net.isend(send[to][c], sBase + srcOff + off, len,
                         (sSeq << 16) | (j & 0xffff), sMr);
                     if (r == null) {
@@ -839,8 +899,8 @@ public final class Communicator implements AutoCloseable {
                     // oldest first per channel: staging slots are reused in order
                     final int i = rHead[c];
                     if (i < nextR && rReq[i].req != null && net.test(rReq[i].req, got)) {
-                        final long off = rE + (long) i * chunk;
-                        final int len = (int) Math.min(chunk, recvBytes - off);
+                        final long off = rE + (long) i * rCk;
+                        final int len = (int) Math.min(rCk, recvBytes - off);
                         if (got[0] != len) {
                             throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
                                 + ": chunk " + i + " brought " + got[0] + " bytes, expected " + len

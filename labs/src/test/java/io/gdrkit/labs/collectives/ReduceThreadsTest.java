@@ -46,7 +46,7 @@ class ReduceThreadsTest {
         return s.get(0);
     }
 
-    /** How auto, asked for as a flag (the default is 1 until measured), names itself. */
+    /** How auto, asked for as a flag (also the default), names itself. */
     private static final String AUTO = "auto, gdrkit.coll.reduce.threads=auto (flag): ";
 
     @ParameterizedTest(name = "{0} ranks, {1} processors: {2}")
@@ -66,9 +66,10 @@ class ReduceThreadsTest {
         }
         assertEquals(Source.FLAG, recorded(c, "gdrkit.coll.reduce.threads").source());
         assertEquals(Source.DEFAULT, recorded(c, "gdrkit.coll.reduce.parallel.bytes").source());
-        // left alone, the setting is 1 (off) whatever the host, until the split is measured on a many-core one
+        // left alone, the setting is auto (measured on the 16-core host), and says so without a flag
         final CollContext dflt = new CollContext().settings(NONE).conclude();
-        assertEquals(1, dflt.chooseReduceThreads(ranks, cpus).threads());
+        assertEquals(want, dflt.chooseReduceThreads(ranks, cpus).threads());
+        assertEquals(ch.reason().replace(AUTO, "auto: "), dflt.chooseReduceThreads(ranks, cpus).reason());
         assertEquals(Source.DEFAULT, recorded(dflt, "gdrkit.coll.reduce.threads").source());
     }
 

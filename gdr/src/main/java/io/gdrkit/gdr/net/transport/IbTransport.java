@@ -86,9 +86,12 @@ public final class IbTransport implements NetTransport {
     private final SecureRandom random = new SecureRandom();
     private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
     private final QpAttr qpAttr;
+    /** The devices, in {@code dev} order; a registration holds one MR per entry (see {@link #regMr}). */
+    private final NetNic[] nics;
 
     public IbTransport(final IbTransportContext context) {
         this.ctx = context.conclude();
+        this.nics = ctx.nics().toArray(new NetNic[0]);
         final QpAttr a = QpBringUp.rcDefaults().timeout(ctx.ibTimeout()).retryCnt(ctx.ibRetryCnt());
         this.qpAttr = ctx.softwareMtu() > 0 ? a.softwareMtu(ctx.softwareMtu()) : a;
     }
@@ -104,15 +107,25 @@ public final class IbTransport implements NetTransport {
 
     @Override
     public int devices() {
-        return ctx.nics().size();
+        return nics.length;
     }
 
     private NetNic nic(final int dev) {
-        if (dev < 0 || dev >= ctx.nics().size()) {
+        if (dev < 0 || dev >= nics.length) {
             throw new NetTransportException(Reason.INVALID_ARGUMENT, "NET/IB device " + dev + " outside 0.."
-                + (ctx.nics().size() - 1));
+                + (nics.length - 1));
         }
-        return ctx.nics().get(dev);
+        return nics[dev];
+    }
+
+    /** {@code nic}'s index in {@link #nics}. */
+    private int devOf(final NetNic nic) {
+        for (int d = 0; d < nics.length; d++) {
+            if (nics[d] == nic) {
+                return d;
+            }
+        }
+        throw new NetTransportException(Reason.INTERNAL, nic + " is not a device of this transport");
     }
 
     @Override
@@ -431,6 +444,8 @@ public final class IbTransport implements NetTransport {
     /** What both ends share: QPs, one CQ, the request pool and the first error. */
     private abstract class Comm {
         final NetNic nic;
+        /** {@link #nic}'s device index: which MR of a registration this comm's work requests name. */
+        final int dev;
         final Arena arena = Arena.ofShared();
         final CompletionQueue cq;
         final QueuePair[] qps;
@@ -448,6 +463,7 @@ public final class IbTransport implements NetTransport {
 
         Comm(final NetNic nic, final int nqps, final int poolSize) {
             this.nic = nic;
+            this.dev = devOf(nic);
             for (int i = 0; i < wcs.length; i++) {
                 wcs[i] = new WorkCompletion();
             }
@@ -815,14 +831,22 @@ public final class IbTransport implements NetTransport {
 
     // ------------------------------------------------------------------ registration
 
+    /**
+     * A registration: one MR per device of the transport ({@code byDev[dev]}), all of the same range, so any comm of
+     * this transport may use it whatever its device (regIsGlobal), as NCCL's net_ib registers a merged device's
+     * buffers on each of its NICs.
+     */
     private static final class IbMr implements MrHandle {
-        final NetNic nic;
+        final NetNic[] nics;
+        final MemoryRegion[] byDev;
+        /** byDev[0]: the range every entry covers. */
         final MemoryRegion mr;
         boolean released;
 
-        IbMr(final NetNic nic, final MemoryRegion mr) {
-            this.nic = nic;
-            this.mr = mr;
+        IbMr(final NetNic[] nics, final MemoryRegion[] byDev) {
+            this.nics = nics;
+            this.byDev = byDev;
+            this.mr = byDev[0];
         }
 
         @Override
@@ -838,44 +862,65 @@ public final class IbTransport implements NetTransport {
 
     @Override
     public MrHandle regMr(final Object comm, final MemorySegment host) {
-        final Comm c = comm(comm);
+        comm(comm);
+        return register(n -> n.pd().registerMr(host, NetNic.MR_ACCESS), "regMr of " + host.byteSize()
+            + " host bytes");
+    }
+
+    /** One verbs registration, for {@link #register}. */
+    private interface Registration {
+        MemoryRegion on(NetNic nic);
+    }
+
+    /** Registers on every device; a failure on one deregisters those made before it. */
+    private IbMr register(final Registration how, final String what) {
+        final MemoryRegion[] byDev = new MemoryRegion[nics.length];
+        int d = 0;
         try {
-            return new IbMr(c.nic, c.nic.pd().registerMr(host, NetNic.MR_ACCESS));
-        } catch (final VerbsException e) {
-            throw new NetTransportException(Reason.SYSTEM, "regMr of " + host.byteSize() + " host bytes: "
+            for (; d < nics.length; d++) {
+                byDev[d] = how.on(nics[d]);
+            }
+            return new IbMr(nics, byDev);
+        } catch (final RuntimeException e) {
+            for (int i = 0; i < d; i++) {
+                try {
+                    byDev[i].deregister();
+                } catch (final RuntimeException ignored) {
+                    // the registration's failure is what the caller hears about
+                }
+            }
+            if (!(e instanceof VerbsException)) {
+                throw e;
+            }
+            throw new NetTransportException(Reason.SYSTEM, what + (nics.length > 1 ? " on " + nics[d] : "") + ": "
                 + e.getMessage(), e);
         }
     }
 
     @Override
     public MrHandle regMr(final Object comm, final DmaMemory device) {
-        final Comm c = comm(comm);
-        if (!c.nic.caps().peermem()) {
-            throw new NetTransportException(Reason.INVALID_USAGE, "regMr of device memory on " + c.nic
-                + ": ptrSupport has no CUDA (" + c.nic.caps().peermemEvidence() + ")");
+        comm(comm);
+        for (final NetNic n : nics) {
+            if (!n.caps().peermem()) {
+                throw new NetTransportException(Reason.INVALID_USAGE, "regMr of device memory on " + n
+                    + ": ptrSupport has no CUDA (" + n.caps().peermemEvidence() + ")");
+            }
         }
-        try {
-            return new IbMr(c.nic, c.nic.pd().registerMr(device, NetNic.MR_ACCESS));
-        } catch (final VerbsException e) {
-            throw new NetTransportException(Reason.SYSTEM, "regMr of " + device.describe() + ": " + e.getMessage(),
-                e);
-        }
+        return register(n -> n.pd().registerMr(device, NetNic.MR_ACCESS), "regMr of " + device.describe());
     }
 
     @Override
     public MrHandle regMrDmaBuf(final Object comm, final long address, final long length, final long offset,
                                 final int fd) {
-        final Comm c = comm(comm);
-        if (!c.nic.caps().dmabufProvider()) {
-            throw new NetTransportException(Reason.INVALID_USAGE, "regMrDmaBuf on " + c.nic + ": ptrSupport has no "
-                + "DMABUF (" + c.nic.caps().dmabufEvidence() + ")");
+        comm(comm);
+        for (final NetNic n : nics) {
+            if (!n.caps().dmabufProvider()) {
+                throw new NetTransportException(Reason.INVALID_USAGE, "regMrDmaBuf on " + n + ": ptrSupport has no "
+                    + "DMABUF (" + n.caps().dmabufEvidence() + ")");
+            }
         }
-        try {
-            return new IbMr(c.nic, c.nic.pd().registerDmaBufMr(offset, length, address, fd, NetNic.MR_ACCESS));
-        } catch (final VerbsException e) {
-            throw new NetTransportException(Reason.SYSTEM, "regMrDmaBuf(fd " + fd + ", offset " + offset + ", "
-                + length + " bytes): " + e.getMessage(), e);
-        }
+        return register(n -> n.pd().registerDmaBufMr(offset, length, address, fd, NetNic.MR_ACCESS),
+            "regMrDmaBuf(fd " + fd + ", offset " + offset + ", " + length + " bytes)");
     }
 
     @Override
@@ -883,7 +928,9 @@ public final class IbTransport implements NetTransport {
         final Comm c = comm(comm);
         final IbMr m = mr(c, mhandle);
         m.released = true;
-        m.mr.deregister();
+        for (final MemoryRegion r : m.byDev) {
+            r.deregister();
+        }
     }
 
     private static IbMr mr(final Comm c, final MrHandle h) {
@@ -894,8 +941,9 @@ public final class IbTransport implements NetTransport {
             throw new NetTransportException(Reason.INVALID_USAGE, "registration at 0x" + Long.toHexString(
                 m.mr.address()) + " was already deregistered");
         }
-        if (m.nic != c.nic) {
-            throw new NetTransportException(Reason.INVALID_USAGE, "registration made on " + m.nic + " used on "
+        if (c.dev >= m.nics.length || m.nics[c.dev] != c.nic) {
+            throw new NetTransportException(Reason.INVALID_USAGE, "registration made on " + m.nics[0]
+                + (m.nics.length > 1 ? " (and " + (m.nics.length - 1) + " more devices)" : "") + " used on "
                 + c.nic);
         }
         return m;
@@ -978,7 +1026,7 @@ public final class IbTransport implements NetTransport {
         r.capacity[0] = match;
         r.received[0] = size;
         s.src[r.index] = data;
-        s.key[r.index] = m.mr.lkey();
+        s.key[r.index] = m.byDev[s.dev].lkey();
         s.matched[slot][match] = r;
         if (++s.matchedCount[slot] == n) {
             postSlot(s, slot, n);
@@ -1114,7 +1162,7 @@ public final class IbTransport implements NetTransport {
             for (int i = 0; i < n; i++) {
                 final long e = base + (long) i * ENTRY;
                 r.staging.set(ValueLayout.JAVA_LONG_UNALIGNED, e, data[i]);
-                r.staging.set(ValueLayout.JAVA_INT_UNALIGNED, e + 8, mrs[i].mr.rkey());
+                r.staging.set(ValueLayout.JAVA_INT_UNALIGNED, e + 8, mrs[i].byDev[r.dev].rkey());
                 r.staging.set(ValueLayout.JAVA_INT_UNALIGNED, e + 12, sizes[i]);
                 r.staging.set(ValueLayout.JAVA_INT_UNALIGNED, e + 16, tags[i]);
                 r.staging.set(ValueLayout.JAVA_INT_UNALIGNED, e + 20, n);
@@ -1153,7 +1201,7 @@ public final class IbTransport implements NetTransport {
         final IbRequest q = r.take(3);
         try {
             r.wr.clear().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(KIND_FLUSH | q.index)
-                .sge(r.flushMr, 0, 1).remote(data[last], m.mr.rkey());
+                .sge(r.flushMr, 0, 1).remote(data[last], m.byDev[r.dev].rkey());
             r.flushQp.postSend(r.wr);
         } catch (final VerbsException e) {
             r.free(q);
