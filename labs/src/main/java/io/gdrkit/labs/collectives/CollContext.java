@@ -270,10 +270,12 @@ public final class CollContext {
      * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
      * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
      * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
-     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md). With {@code nicsPerRank} NICs
-     * (gdrkit.coll.nics) each NIC thread takes a processor of the rank's: the threshold is {@value
-     * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} + nicsPerRank - 1 processors per rank and the threads min(4, processors /
-     * ranks - nicsPerRank).
+     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md). With k = {@code nicsPerRank}
+     * NICs (gdrkit.coll.nics) the threshold is {@value CollWorld#CPUS_PER_RANK_FOR_DEDICATED} + k - 1 processors per
+     * rank and the threads min(4, processors / ranks - (2k - 1)), at least 1: each NIC thread takes a processor, and
+     * past the first NIC each takes one more for the kernel work it causes (socket copies, process_vm_readv). Fitted
+     * to the 16-core H200 host, 2 ranks (docs/PERFORMANCE.md): 2 NICs over shm, 4 threads best (16 MiB 2134 us against
+     * 2940 with 1); 4 NICs over tcp, 1 best (4 MiB 1399 us with 1, 1712 with 2, 2844 with 4).
      */
     ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
         if (!concluded) {
@@ -294,10 +296,11 @@ public final class CollContext {
             return new ParallelReducer.Choice(1, parallelBytes, how + ": " + cpus + " processors < " + per + " x "
                 + localRanks + " ranks on this host");
         }
-        final int t = Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - nicsPerRank);
+        final int t = Math.max(1, Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - (2 * nicsPerRank - 1)));
         return new ParallelReducer.Choice(t, parallelBytes, how + ": " + cpus + " processors >= " + per + " x "
             + localRanks + " ranks on this host, min(" + MAX_AUTO_REDUCE_THREADS + ", " + cpus + " / " + localRanks
-            + " - " + nicsPerRank + (nicsPerRank == 1 ? " for the NIC thread)" : " for the NIC threads)"));
+            + " - " + (2 * nicsPerRank - 1) + (nicsPerRank == 1 ? " for the NIC thread)" : " for " + nicsPerRank
+            + " NIC threads and their kernel work)"));
     }
 
     /**

@@ -205,9 +205,10 @@ class RailsTest {
         final CollWorld.NicChoice set = CollWorld.chooseNics(new CollContext().settings(props("gdrkit.coll.nics",
             "3")).conclude(), fabric, ranks, cpus);
         assertEquals(new CollWorld.NicChoice(3, "gdrkit.coll.nics=3 (property)"), set);
-        // reduce threads leave a processor per NIC thread
-        final ParallelReducer.Choice red = c.chooseReduceThreads(ranks, cpus, Math.max(1, want));
-        assertTrue(red.threads() <= Math.max(1, cpus / ranks - want), red.describe());
+        // reduce threads leave a processor per NIC thread, and past the first NIC one more each
+        final ParallelReducer.Choice red = c.chooseReduceThreads(ranks, cpus, want);
+        assertEquals(cpus < (3 + want) * ranks ? 1 : Math.max(1, Math.min(4, cpus / ranks - (2 * want - 1))),
+            red.threads(), red.describe());
     }
 
     @ParameterizedTest
@@ -220,6 +221,19 @@ class RailsTest {
             IllegalArgumentException.class, () -> new CollContext().settings(NONE).nics(17).conclude()).getMessage());
         assertEquals(Source.PROPERTY, new CollContext().settings(props("gdrkit.coll.nics", "auto")).conclude()
             .nicsSetting().source());
+    }
+
+    @Test
+    void autoReduceThreadsFollowTheNicsMeasuredChoices() {
+        final CollContext c = new CollContext().settings(NONE).conclude();
+        // the 16-core H200 host, 2 ranks: 2 NICs over shm with 4 threads, 4 over tcp with 1 (docs/PERFORMANCE.md)
+        final ParallelReducer.Choice shm = c.chooseReduceThreads(2, 16, 2);
+        assertEquals(4, shm.threads());
+        assertEquals("auto: 16 processors >= 5 x 2 ranks on this host, min(4, 16 / 2 - 3 for 2 NIC threads and their "
+            + "kernel work)", shm.reason());
+        assertEquals(1, c.chooseReduceThreads(2, 16, 4).threads());
+        assertEquals(4, c.chooseReduceThreads(2, 16, 1).threads(), "one NIC: as before");
+        assertEquals(1, c.chooseReduceThreads(2, 9, 2).threads(), "9 < 5 x 2");
     }
 
     @Test
