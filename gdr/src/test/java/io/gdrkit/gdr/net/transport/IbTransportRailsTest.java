@@ -8,10 +8,16 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.gdrkit.core.agent.ManualClock;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.gate.NetCaps;
 import io.gdrkit.gdr.net.NetNic;
 import io.gdrkit.gdr.net.transport.NetTransportException.Reason;
+import io.gdrkit.gpu.DeviceBuffer;
+import io.gdrkit.gpu.GpuDmaMemory;
+import io.gdrkit.gpu.sim.SimGpu;
+import io.gdrkit.gpu.sim.SimGpuConfig;
+import io.gdrkit.gpu.sim.SimPreset;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
 import io.gdrkit.verbs.VerbsContext;
@@ -38,11 +44,17 @@ class IbTransportRailsTest {
     private final List<NetNic> nics = new ArrayList<>();
     private final AtomicLongArray bytesFromLid = new AtomicLongArray(16);
     private SoftNicDriver driver;
+    private SimGpu gpu;
     private IbTransport tx;
     private IbTransport rx;
 
     /** Two transports of two NICs each: tx on LIDs 1 and 2, rx on 3 and 4. */
     private void open() {
+        open(null, null);
+    }
+
+    /** As {@link #open()}, rx's NICs probed with these GPUs (null: none; with one, peermem is probed true). */
+    private void open(final SimGpu gpu3, final SimGpu gpu4) {
         driver = SoftNicDriver.launch(new SoftNicContext());
         driver.linkHook((src, dst, buf, off, len) -> {
             bytesFromLid.addAndGet(src, len);
@@ -51,7 +63,7 @@ class IbTransportRailsTest {
         for (int i = 0; i < 4; i++) {
             final VerbsContext c = driver.addDevice("rail" + i, i + 1).open();
             ctxs.add(c);
-            nics.add(new NetNic(i, c, NetCaps.probe(i, c, null)));
+            nics.add(new NetNic(i, c, NetCaps.probe(i, c, i == 2 ? gpu3 : i == 3 ? gpu4 : null)));
         }
         tx = new IbTransport(new IbTransportContext().nic(nics.get(0)).nic(nics.get(1))
             .settings(SettingsReader.ofEnv(Map.of())).timeout(Duration.ofSeconds(20)));
@@ -73,6 +85,9 @@ class IbTransportRailsTest {
         }
         if (driver != null) {
             driver.close();
+        }
+        if (gpu != null) {
+            gpu.close();
         }
         arena.close();
     }
@@ -164,6 +179,46 @@ class IbTransportRailsTest {
         rx.deregMr(p1.recv, rmh);
         p0.close();
         p1.close();
+    }
+
+    @Test
+    void deviceMemoryRegisteredOnceIsWrittenThroughEitherDevice() {
+        gpu = SimGpu.create(SimPreset.H200, SimGpuConfig.deterministic(5, new ManualClock(0)));
+        open(gpu, gpu);
+        final TransportPair p0 = pair(0);
+        final TransportPair p1 = pair(1);
+        final int len = 200_000;
+        final DeviceBuffer buf = gpu.alloc(1 << 20);
+        final GpuDmaMemory dma = new GpuDmaMemory(gpu, buf);
+        final MemorySegment src = arena.allocate(len, 4096);
+        final SplittableRandom rnd = new SplittableRandom(9);
+        for (int i = 0; i < len; i++) {
+            src.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(256));
+        }
+        final NetTransport.MrHandle smh = tx.regMr(p0.send, src);
+        final NetTransport.MrHandle rmh = rx.regMr(p0.recv, dma);
+        // device 1's comm writes GPU memory registered through device 0's
+        send(p1, src.address(), len, 7, smh, rmh.address(), rmh);
+        final MemorySegment got = arena.allocate(len, 64);
+        gpu.copyDtoH(got, 0, buf, 0, len);
+        assertEquals(-1L, MemorySegment.mismatch(src, 0, len, got, 0, len), "every byte, in GPU memory");
+        rx.deregMr(p0.recv, rmh);
+        tx.deregMr(p0.send, smh);
+        p0.close();
+        p1.close();
+    }
+
+    @Test
+    void deviceMemoryIsRefusedWhenOneDeviceCannotReachIt() {
+        gpu = SimGpu.create(SimPreset.H200, SimGpuConfig.deterministic(6, new ManualClock(0)));
+        open(gpu, null); // rx's second NIC was probed without a GPU: no peermem
+        final TransportPair p0 = pair(0);
+        final GpuDmaMemory dma = new GpuDmaMemory(gpu, gpu.alloc(1 << 16));
+        final NetTransportException e = assertThrows(NetTransportException.class, () -> rx.regMr(p0.recv, dma));
+        assertEquals(Reason.INVALID_USAGE, e.reason());
+        assertTrue(e.getMessage().contains("regMr of device memory on") && e.getMessage().contains("rail3")
+            && e.getMessage().contains("ptrSupport has no CUDA"), e.getMessage());
+        p0.close();
     }
 
     @Test
