@@ -70,6 +70,10 @@ public final class IbTransport implements NetTransport {
     private static final int CONNECT_MAGIC = 0x47494243; // "GIBC"
     private static final int ACCEPT_MAGIC = 0x47494241; // "GIBA"
     private static final int READY_MAGIC = 0x47494252; // "GIBR"
+    /** The connect message's fixed part: magic, listen id, LID, QP count, PSN, FIFO address and rkey, MTU. */
+    private static final int CONNECT_BYTES = 35;
+    /** The accept message's fixed part: magic, LID, QP count, PSN, sizes address and rkey, MTU. */
+    private static final int ACCEPT_BYTES = 27;
     static final int ENTRY = 32;
     private static final int MAX_RECVS = IbTransportContext.MAX_RECVS;
     private static final int SLOT_BYTES = MAX_RECVS * ENTRY;
@@ -176,6 +180,8 @@ public final class IbTransport implements NetTransport {
         Recv comm;
         int stage;
         int nqps;
+        /** The sender's software MTU differs from ours: named once our accept (with our MTU) is on its way. */
+        String mtuMismatch;
     }
 
     @Override
@@ -229,9 +235,10 @@ public final class IbTransport implements NetTransport {
                 }
                 c.hs = new Handshake(c.ch, "NET/IB listener " + c.target.address());
                 c.comm = new Send(nic, ctx.qpsPerConnection());
-                final ByteBuffer m = ByteBuffer.allocate(31 + 4 * c.comm.qps.length).putInt(CONNECT_MAGIC)
-                    .putLong(c.target.id()).putShort((short) c.comm.lid).put((byte) c.comm.qps.length)
-                    .putInt(c.comm.psn).putLong(c.comm.fifoMr.address()).putInt(c.comm.fifoMr.rkey());
+                final ByteBuffer m = ByteBuffer.allocate(CONNECT_BYTES + 4 * c.comm.qps.length)
+                    .putInt(CONNECT_MAGIC).putLong(c.target.id()).putShort((short) c.comm.lid)
+                    .put((byte) c.comm.qps.length).putInt(c.comm.psn).putLong(c.comm.fifoMr.address())
+                    .putInt(c.comm.fifoMr.rkey()).putInt(ctx.softwareMtu());
                 for (final QueuePair q : c.comm.qps) {
                     m.putInt(q.qpNum());
                 }
@@ -250,7 +257,7 @@ public final class IbTransport implements NetTransport {
         }
         if (c.stage == 2) {
             final int nq = c.comm.qps.length;
-            final ByteBuffer a = c.hs.read(23 + 4 * nq);
+            final ByteBuffer a = c.hs.read(ACCEPT_BYTES + 4 * nq);
             if (a == null) {
                 return null;
             }
@@ -263,6 +270,11 @@ public final class IbTransport implements NetTransport {
             final int psn = a.getInt();
             final long sizesAddr = a.getLong();
             final int sizesRkey = a.getInt();
+            final int theirMtu = a.getInt();
+            if (theirMtu != ctx.softwareMtu()) {
+                throw new NetTransportException(Reason.REMOTE, mtuMismatch("the receiver at "
+                    + c.target.address(), theirMtu));
+            }
             if (theirQps != nq) {
                 throw new NetTransportException(Reason.REMOTE, "the receiver made " + theirQps + " QPs for "
                     + nq);
@@ -326,7 +338,7 @@ public final class IbTransport implements NetTransport {
     private Recv stepAccept(final Listen l, final Accepting a) {
         checkAge(a.started, "accept of a NET/IB connection (stage " + a.stage + ")");
         if (a.stage == 0) {
-            final ByteBuffer h = a.hs.read(31);
+            final ByteBuffer h = a.hs.read(CONNECT_BYTES);
             if (h == null) {
                 return null;
             }
@@ -343,6 +355,11 @@ public final class IbTransport implements NetTransport {
             final int psn = h.getInt();
             final long fifoAddr = h.getLong();
             final int fifoRkey = h.getInt();
+            final int theirMtu = h.getInt();
+            if (theirMtu != ctx.softwareMtu()) {
+                // answered first, with our MTU, so the sender names the mismatch too instead of a closed socket
+                a.mtuMismatch = mtuMismatch("the sender", theirMtu);
+            }
             if (nq < 1 || nq > IbTransportContext.MAX_QPS) {
                 throw new NetTransportException(Reason.REMOTE, "the sender asks for " + nq + " QPs (1.."
                     + IbTransportContext.MAX_QPS + ")");
@@ -365,8 +382,9 @@ public final class IbTransport implements NetTransport {
             for (int i = 0; i < a.nqps; i++) {
                 toRts(r.qps[i], checkQpn(q.getInt()), r.remLid, r.psn, r.remPsn);
             }
-            final ByteBuffer m = ByteBuffer.allocate(23 + 4 * a.nqps).putInt(ACCEPT_MAGIC).putShort((short) r.lid)
-                .put((byte) a.nqps).putInt(r.psn).putLong(r.sizesMr.address()).putInt(r.sizesMr.rkey());
+            final ByteBuffer m = ByteBuffer.allocate(ACCEPT_BYTES + 4 * a.nqps).putInt(ACCEPT_MAGIC)
+                .putShort((short) r.lid).put((byte) a.nqps).putInt(r.psn).putLong(r.sizesMr.address())
+                .putInt(r.sizesMr.rkey()).putInt(ctx.softwareMtu());
             for (final QueuePair qp : r.qps) {
                 m.putInt(qp.qpNum());
             }
@@ -378,6 +396,9 @@ public final class IbTransport implements NetTransport {
                 return null;
             }
             a.stage = 3;
+            if (a.mtuMismatch != null) {
+                throw new NetTransportException(Reason.REMOTE, a.mtuMismatch);
+            }
         }
         final ByteBuffer ready = a.hs.read(4);
         if (ready == null) {
@@ -388,6 +409,19 @@ public final class IbTransport implements NetTransport {
         }
         a.hs.close();
         return a.comm;
+    }
+
+    /**
+     * Both ends of a connection must cut packets alike: a responder checks every payload against its own QP's MTU,
+     * so a mismatch would show only later, as a NAK on the first packet larger than the smaller MTU.
+     */
+    private String mtuMismatch(final String peer, final int theirs) {
+        return peer + " uses software MTU " + describeMtu(theirs) + ", this end " + describeMtu(ctx.softwareMtu())
+            + ": both ends of a connection need the same gdrkit.ib.software.mtu";
+    }
+
+    private static String describeMtu(final int mtu) {
+        return mtu == 0 ? "0 (the path MTU)" : mtu + " B";
     }
 
     private static String remote(final SocketChannel ch) {

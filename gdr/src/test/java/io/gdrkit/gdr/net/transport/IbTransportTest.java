@@ -439,6 +439,44 @@ class IbTransportTest {
         assertEquals(Reason.INVALID_ARGUMENT, outside.reason());
     }
 
+    @ParameterizedTest(name = "sender {0}, receiver {1}")
+    @CsvSource({"65536,0", "0,16384", "16384,65536"})
+    void endsWithAnotherSoftwareMtuAreStoppedAtConnectWithANamedErrorOnBothSides(final int txMtu, final int rxMtu) {
+        final int[] which = {0};
+        open(c -> c.softwareMtu(which[0]++ == 0 ? txMtu : rxMtu)); // tx's context first, then rx's
+        final byte[] handle = new byte[NetTransport.HANDLE_MAXSIZE];
+        pair.listen = rx.listen(0, handle);
+        NetTransportException txErr = null;
+        NetTransportException rxErr = null;
+        final long deadline = System.nanoTime() + 20_000_000_000L;
+        while ((txErr == null || rxErr == null) && System.nanoTime() < deadline) {
+            if (txErr == null) {
+                try {
+                    assertNull(tx.connect(0, handle), "a connection between different MTUs came up");
+                } catch (final NetTransportException e) {
+                    txErr = e;
+                }
+            }
+            if (rxErr == null) {
+                try {
+                    assertNull(rx.accept(pair.listen), "a connection between different MTUs came up");
+                } catch (final NetTransportException e) {
+                    rxErr = e;
+                }
+            }
+        }
+        assertNotNull(txErr, "the sender named nothing within 20 s");
+        assertNotNull(rxErr, "the receiver named nothing within 20 s");
+        final String mtu = txMtu == 0 ? "0 (the path MTU)" : txMtu + " B";
+        final String rmtu = rxMtu == 0 ? "0 (the path MTU)" : rxMtu + " B";
+        assertEquals(Reason.REMOTE, txErr.reason());
+        assertTrue(txErr.getMessage().contains("uses software MTU " + rmtu + ", this end " + mtu
+            + ": both ends of a connection need the same gdrkit.ib.software.mtu"), txErr.getMessage());
+        assertEquals(Reason.REMOTE, rxErr.reason());
+        assertTrue(rxErr.getMessage().contains("the sender uses software MTU " + mtu + ", this end " + rmtu),
+            rxErr.getMessage());
+    }
+
     @Test
     void badHandlesAndTooManyRequestsAreNamed() {
         open(c -> { });
