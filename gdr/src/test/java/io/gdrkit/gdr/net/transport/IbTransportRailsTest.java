@@ -222,6 +222,53 @@ class IbTransportRailsTest {
     }
 
     @Test
+    void aRegistrationOneDeviceRefusesIsNamedAndTheOthersStillRegister() {
+        // tx's second NIC sits on a driver whose NICs have threads of their own: it refuses memory of a confined
+        // arena (its thread could not touch it), which the first NIC, moved by its poller, accepts
+        open();
+        final List<NetNic> mixed = new ArrayList<>();
+        try (SoftNicDriver dedicated = SoftNicDriver.launch(new SoftNicContext().progressMode(
+                 SoftNicContext.ProgressMode.DEDICATED));
+             Arena confined = Arena.ofConfined()) {
+            final VerbsContext c = dedicated.addDevice("threaded").open();
+            ctxs.add(c);
+            mixed.add(nics.get(0));
+            mixed.add(new NetNic(9, c, NetCaps.probe(9, c, null)));
+            nics.add(mixed.get(1));
+            final IbTransport two = new IbTransport(new IbTransportContext().nic(mixed.get(0)).nic(mixed.get(1))
+                .settings(SettingsReader.ofEnv(Map.of())).timeout(Duration.ofSeconds(20)));
+            try {
+                final TransportPair p = new TransportPair(two, rx);
+                final byte[] handle = new byte[NetTransport.HANDLE_MAXSIZE];
+                p.listen = rx.listen(0, handle);
+                final long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (p.send == null || p.recv == null) {
+                    assertTrue(System.nanoTime() < deadline, "connect/accept within 30 s");
+                    if (p.send == null) {
+                        p.send = two.connect(0, handle);
+                    }
+                    if (p.recv == null) {
+                        p.recv = rx.accept(p.listen);
+                    }
+                }
+                final MemorySegment mine = confined.allocate(4096, 4096);
+                final NetTransportException e = assertThrows(NetTransportException.class,
+                    () -> two.regMr(p.send, mine));
+                assertEquals(Reason.SYSTEM, e.reason());
+                assertTrue(e.getMessage().startsWith("NET system: regMr of 4096 host bytes on NET/IB/9 (threaded): "
+                    + "EINVAL") && e.getMessage().contains("confined arena"), e.getMessage());
+                // memory both can reach still registers on both, and serves the comm
+                final MemorySegment shared = arena.allocate(4096, 4096);
+                final NetTransport.MrHandle ok = two.regMr(p.send, shared);
+                two.deregMr(p.send, ok);
+                p.close();
+            } finally {
+                two.close();
+            }
+        }
+    }
+
+    @Test
     void aDeviceOutsideTheTransportIsNamed() {
         open();
         final NetTransportException e = assertThrows(NetTransportException.class,
