@@ -45,7 +45,10 @@ class PerfKilledServerTest {
         return new ProcessBuilder(cmd).redirectErrorStream(true);
     }
 
-    /** Every line {@code p} prints goes to {@code lines} (and the pipe never fills). */
+    /** What {@link #lines} queues once the process's output has ended: every line before it has been appended. */
+    private static final String EOF = "\u0000end of output";
+
+    /** Every line {@code p} prints goes to {@code lines} (and the pipe never fills), then {@link #EOF}. */
     private static LinkedBlockingQueue<String> lines(final Process p, final StringBuilder all) {
         final LinkedBlockingQueue<String> q = new LinkedBlockingQueue<>();
         Thread.ofPlatform().daemon(true).start(() -> {
@@ -59,6 +62,8 @@ class PerfKilledServerTest {
                 }
             } catch (final IOException ignored) {
                 // the process ended
+            } finally {
+                q.add(EOF);
             }
         });
         return q;
@@ -93,11 +98,15 @@ class PerfKilledServerTest {
             // a timed run far longer than the test: it can only end by the server's death
             client = cli(SHORT_RETRY, "perf", test, "127.0.0.1", "--fabric", fabric, "--port", port, "-D", "600",
                 "--warmup", "0", "-s", test.endsWith("_lat") ? "64" : "65536").start();
-            lines(client, clientSaid);
+            final LinkedBlockingQueue<String> cq = lines(client, clientSaid);
             await(sq, "# server: running " + test, "the client's run to start", serverSaid);
             server.destroyForcibly(); // SIGKILL: no DREQ, no close, nothing
             assertTrue(server.waitFor(30, TimeUnit.SECONDS), "the killed server process is gone");
             final boolean exited = client.waitFor(CLIENT_EXIT_S, TimeUnit.SECONDS);
+            if (exited) {
+                // the process may end before the reader thread has taken its last lines (the error among them)
+                await(cq, EOF, "the client's output to end", clientSaid);
+            }
             final String said;
             synchronized (clientSaid) {
                 said = clientSaid.toString();
