@@ -288,7 +288,7 @@ public final class CollContext {
         if (reduceThreads.value() != 0) {
             return new ParallelReducer.Choice(reduceThreads.value(), parallelBytes, reduceThreads.describe());
         }
-        final int per = CollWorld.CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;
+        final int per = CollWorld.cpusPerRankFor(nicsPerRank);
         final String how = reduceThreads.source() == io.gdrkit.core.config.Source.DEFAULT ? "auto"
             : "auto, " + reduceThreads.name() + "=" + reduceThreads.raw() + " ("
             + reduceThreads.source().name().toLowerCase(Locale.ROOT) + ")";
@@ -377,12 +377,7 @@ public final class CollContext {
         return Math.min(maxChannels, Math.max(minChannels, devices));
     }
 
-    /** Software NICs per rank ({@code gdrkit.coll.nics}): 0 for auto ({@link CollWorld#chooseNics}). */
-    public int nics() {
-        return nics.value();
-    }
-
-    /** The {@code gdrkit.coll.nics} setting with its source. */
+    /** The {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics}). */
     public Setting<Integer> nicsSetting() {
         return nics;
     }
@@ -458,17 +453,7 @@ public final class CollContext {
         steps = pick(steps, "NCCL_STEPS", 8, 1, 32);
         minChannels = pick(minChannels, "NCCL_MIN_NCHANNELS", 1, 1, 32);
         maxChannels = pick(maxChannels, "NCCL_MAX_NCHANNELS", 16, 1, 32);
-        if (nicsSet == null) {
-            nics = settings.read("gdrkit.coll.nics", 0, CollContext::parseNics);
-        } else {
-            if (nicsSet < 0 || nicsSet > 16) {
-                throw new IllegalArgumentException("gdrkit.coll.nics=" + nicsSet + " is not auto (0) or an integer in "
-                    + "[1, 16]");
-            }
-            nics = new Setting<>("gdrkit.coll.nics", nicsSet, io.gdrkit.core.config.Source.FLAG,
-                nicsSet == 0 ? "auto" : String.valueOf(nicsSet));
-        }
-        recorded.add(nics);
+        nics = pickAuto(nicsSet, "gdrkit.coll.nics", 16);
         if (minChannels > maxChannels) {
             throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
                 + maxChannels);
@@ -498,20 +483,10 @@ public final class CollContext {
         bindTo();
         cudaGdr();
         shmDirect();
-        if (reduceThreadsSet == null) {
-            // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB
-            // allreduce from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 processors per rank auto
-            // is 1, as before
-            reduceThreads = settings.read("gdrkit.coll.reduce.threads", 0, CollContext::parseReduceThreads);
-        } else {
-            if (reduceThreadsSet < 0 || reduceThreadsSet > 64) {
-                throw new IllegalArgumentException("gdrkit.coll.reduce.threads=" + reduceThreadsSet + " is not auto "
-                    + "(0) or an integer in [1, 64]");
-            }
-            reduceThreads = new Setting<>("gdrkit.coll.reduce.threads", reduceThreadsSet,
-                io.gdrkit.core.config.Source.FLAG, reduceThreadsSet == 0 ? "auto" : String.valueOf(reduceThreadsSet));
-        }
-        recorded.add(reduceThreads);
+        // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB allreduce
+        // from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 + k - 1 processors per rank (k NICs) auto
+        // is 1
+        reduceThreads = pickAuto(reduceThreadsSet, "gdrkit.coll.reduce.threads", 64);
         parallelBytes = pick(parallelBytes, "gdrkit.coll.reduce.parallel.bytes", DEFAULT_PARALLEL_BYTES, 1024,
             1 << 30);
         if (timeoutMs == null) {
@@ -530,14 +505,23 @@ public final class CollContext {
         return this;
     }
 
-    /** {@code auto} (0) or a NIC count in [1, 16]. */
-    private static int parseNics(final String s) {
-        return autoOr("gdrkit.coll.nics", s, 16);
-    }
-
-    /** {@code auto} (0) or a thread count in [1, 64]. */
-    private static int parseReduceThreads(final String s) {
-        return autoOr("gdrkit.coll.reduce.threads", s, 64);
+    /**
+     * A setting that is {@code auto} (0, the default) or an integer in [1, max]: a setter's value (range-checked,
+     * recorded as FLAG), else read once with its source; recorded either way.
+     */
+    private Setting<Integer> pickAuto(final Integer set, final String name, final int max) {
+        final Setting<Integer> s;
+        if (set == null) {
+            s = settings.read(name, 0, v -> autoOr(name, v, max));
+        } else {
+            if (set < 0 || set > max) {
+                throw new IllegalArgumentException(name + "=" + set + " is not auto (0) or an integer in [1, " + max
+                    + "]");
+            }
+            s = new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, set == 0 ? "auto" : String.valueOf(set));
+        }
+        recorded.add(s);
+        return s;
     }
 
     /** {@code auto} (0) or an integer in [1, max]; anything else is named. */

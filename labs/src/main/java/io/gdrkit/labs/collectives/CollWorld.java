@@ -56,7 +56,6 @@ public final class CollWorld implements AutoCloseable {
     private final Bootstrap bootstrap;
     /** The drivers this rank launched (none on injvm, whose driver the caller shares). */
     private final List<SoftNicDriver> drivers;
-    private final boolean ownDriver;
     private final List<VerbsContext> vctxs;
     private final List<NetNic> nics;
     private final NetTransport net;
@@ -64,12 +63,10 @@ public final class CollWorld implements AutoCloseable {
     private io.gdrkit.gpu.GpuDevice gpu;
     private CollGdr gdr;
 
-    private CollWorld(final Bootstrap bootstrap, final List<SoftNicDriver> drivers, final boolean ownDriver,
-                      final List<VerbsContext> vctxs, final List<NetNic> nics, final NetTransport net,
-                      final Communicator comm) {
+    private CollWorld(final Bootstrap bootstrap, final List<SoftNicDriver> drivers, final List<VerbsContext> vctxs,
+                      final List<NetNic> nics, final NetTransport net, final Communicator comm) {
         this.bootstrap = bootstrap;
         this.drivers = List.copyOf(drivers);
-        this.ownDriver = ownDriver;
         this.vctxs = List.copyOf(vctxs);
         this.nics = List.copyOf(nics);
         this.net = net;
@@ -160,14 +157,13 @@ public final class CollWorld implements AutoCloseable {
         final int r = b.rank();
         final int n = b.nranks();
         // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
-        // shm they share the run's fabric with LIDs k*n + r + 1; NIC k of one rank talks only to NIC k of the others
+        // shm they share the run's fabric with LIDs i*n + r + 1; NIC i of one rank talks only to NIC i of the others
         final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.conclude(), fabric, n)
             : new NicChoice(1, "SocketTransport: no software NIC");
         final int k = nicChoice.count();
         final List<SoftNicDriver> drivers = new ArrayList<>();
         final List<VerbsContext> vctxs = new ArrayList<>();
         final List<NetNic> nics = new ArrayList<>();
-        boolean own = false;
         NetTransport net = null;
         CollGdr gdr = null;
         String progress = kind == TransportKind.IB ? null : NO_SOFTWARE_NIC;
@@ -196,13 +192,11 @@ public final class CollWorld implements AutoCloseable {
                         final SoftNicDriver d = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY,
                             n * k, null, false));
                         drivers.add(d);
-                        own = true;
                         for (int i = 0; i < k; i++) {
                             devs.add(d.addDevice(deviceName(r, i, k), i * n + r + 1));
                         }
                     }
                     case "tcp" -> {
-                        own = true;
                         for (int i = 0; i < k; i++) {
                             // how many ranks share this host is not known here: counted as all of them; a context
                             // per driver (a driver concludes its own)
@@ -270,7 +264,7 @@ public final class CollWorld implements AutoCloseable {
                 comm.nicProgress(progress + "; " + k + (k == 1 ? " NIC" : " NICs") + " per rank (" + nicChoice.why()
                     + ")");
             }
-            final CollWorld w = new CollWorld(b, drivers, own, vctxs, nics, net, comm);
+            final CollWorld w = new CollWorld(b, drivers, vctxs, nics, net, comm);
             w.gdr = gdr;
             return w;
         } catch (final RuntimeException e) {
@@ -337,13 +331,23 @@ public final class CollWorld implements AutoCloseable {
             return new NicChoice(1, how + ": NICs without threads of their own (" + mode.describe() + ")");
         }
         for (int k = preferred; k > 1; k--) {
-            if (cpus >= (CPUS_PER_RANK_FOR_DEDICATED + k - 1) * localRanks) {
-                return new NicChoice(k, how + ": " + cpus + " processors >= " + (CPUS_PER_RANK_FOR_DEDICATED + k - 1)
-                    + " x " + localRanks + " ranks on this host, " + fabric + " prefers " + preferred);
+            if (cpus >= cpusPerRankFor(k) * localRanks) {
+                return new NicChoice(k, how + ": " + cpus + " processors >= " + cpusPerRankFor(k) + " x "
+                    + localRanks + " ranks on this host, " + fabric + " prefers " + preferred);
             }
         }
-        return new NicChoice(1, how + ": " + cpus + " processors < " + (CPUS_PER_RANK_FOR_DEDICATED + 1) + " x "
-            + localRanks + " ranks on this host");
+        return new NicChoice(1, how + ": " + cpus + " processors < " + cpusPerRankFor(2) + " x " + localRanks
+            + " ranks on this host");
+    }
+
+    /**
+     * Processors per local rank from which its {@code nicsPerRank} NICs get threads of their own:
+     * {@value #CPUS_PER_RANK_FOR_DEDICATED} with one NIC, one more per extra NIC. The one rule behind the NIC's
+     * progress ({@link #nicProgress}), the auto NIC count ({@link #chooseNics}) and the auto reduce threads
+     * ({@link CollContext#chooseReduceThreads(int)}).
+     */
+    static int cpusPerRankFor(final int nicsPerRank) {
+        return CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;
     }
 
     /** coll-rank{r}, and -nic{i} when a rank has several. */
@@ -458,7 +462,7 @@ public final class CollWorld implements AutoCloseable {
             return new NicProgress(nicContext(), probe.progressMode().name().toLowerCase(Locale.ROOT) + " ("
                 + mode.describe() + ")");
         }
-        final int perRank = CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;
+        final int perRank = cpusPerRankFor(nicsPerRank);
         final boolean enough = cpus >= perRank * localRanks;
         final String evidence = cpus + " processors " + (enough ? ">=" : "<") + " " + perRank
             + " x " + localRanks + " ranks on this host" + (nicsPerRank > 1 ? " (" + nicsPerRank + " NICs per rank)"
@@ -554,10 +558,8 @@ public final class CollWorld implements AutoCloseable {
         } catch (final RuntimeException ignored) {
             // another rank is gone already: still release ours
         }
-        if (ownDriver) {
-            for (final SoftNicDriver d : drivers) {
-                d.close();
-            }
+        for (final SoftNicDriver d : drivers) {
+            d.close();
         }
     }
 }

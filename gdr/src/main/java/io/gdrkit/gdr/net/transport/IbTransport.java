@@ -70,9 +70,20 @@ public final class IbTransport implements NetTransport {
     private static final int CONNECT_MAGIC = 0x47494243; // "GIBC"
     private static final int ACCEPT_MAGIC = 0x47494241; // "GIBA"
     private static final int READY_MAGIC = 0x47494252; // "GIBR"
-    /** The connect message's fixed part: magic, listen id, LID, QP count, PSN, FIFO address and rkey, MTU. */
+    /**
+     * The connect message's fixed part (big-endian), then nq QP numbers (u32 each); the accept answers alike without
+     * the listen id and with the sizes array's address and rkey, then nq QP numbers:
+     * <pre>
+     *  connect: 0 magic "GIBC" | 4 listen id (u64) | 12 LID (u16) | 14 nq (u8) | 15 PSN | 19 FIFO addr (u64)
+     *           | 27 FIFO rkey | 31 software MTU (0: path MTU) | 35
+     *  accept:  0 magic "GIBA" | 4 LID (u16) | 6 nq (u8) | 7 PSN | 11 sizes addr (u64) | 19 sizes rkey
+     *           | 23 software MTU | 27
+     * </pre>
+     * Every field is checked before use: magic, listen id, LID range, nq (1..MAX_QPS, and the sender's own count in
+     * the accept), QP numbers, and the MTU equal to this end's.
+     */
     private static final int CONNECT_BYTES = 35;
-    /** The accept message's fixed part: magic, LID, QP count, PSN, sizes address and rkey, MTU. */
+    /** The accept message's fixed part; see {@link #CONNECT_BYTES}. */
     private static final int ACCEPT_BYTES = 27;
     static final int ENTRY = 32;
     private static final int MAX_RECVS = IbTransportContext.MAX_RECVS;
