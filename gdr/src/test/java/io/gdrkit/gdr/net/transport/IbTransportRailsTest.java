@@ -20,10 +20,16 @@ import io.gdrkit.gpu.sim.SimGpuConfig;
 import io.gdrkit.gpu.sim.SimPreset;
 import io.gdrkit.softnic.SoftNicContext;
 import io.gdrkit.softnic.SoftNicDriver;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.ProtectionDomain;
 import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -94,14 +100,19 @@ class IbTransportRailsTest {
 
     /** Connects tx's device {@code dev} to rx's device {@code dev}. */
     private TransportPair pair(final int dev) {
-        final TransportPair p = new TransportPair(tx, rx);
+        return pair(tx, dev);
+    }
+
+    /** Connects {@code from}'s device {@code dev} to rx's device {@code dev}. */
+    private TransportPair pair(final IbTransport from, final int dev) {
+        final TransportPair p = new TransportPair(from, rx);
         final byte[] handle = new byte[NetTransport.HANDLE_MAXSIZE];
         p.listen = rx.listen(dev, handle);
         final long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (p.send == null || p.recv == null) {
             assertTrue(System.nanoTime() < deadline, "connect/accept on device " + dev + " within 30 s");
             if (p.send == null) {
-                p.send = tx.connect(dev, handle);
+                p.send = from.connect(dev, handle);
             }
             if (p.recv == null) {
                 p.recv = rx.accept(p.listen);
@@ -221,43 +232,68 @@ class IbTransportRailsTest {
         p0.close();
     }
 
+    /**
+     * {@code real} with a protection domain that hands out the real MRs but keeps each one whose memory is
+     * {@code watched}, so a test can see what became of the MRs a failed call made.
+     */
+    private static VerbsContext recordingMrsOf(final VerbsContext real, final MemorySegment watched,
+                                               final List<MemoryRegion> made) {
+        final ClassLoader l = IbTransportRailsTest.class.getClassLoader();
+        return (VerbsContext) Proxy.newProxyInstance(l, new Class<?>[] {VerbsContext.class}, (p, m, args) -> {
+            final Object r = call(m, real, args);
+            if (!m.getName().equals("allocPd")) {
+                return r;
+            }
+            final ProtectionDomain pd = (ProtectionDomain) r;
+            return Proxy.newProxyInstance(l, new Class<?>[] {ProtectionDomain.class}, (q, pm, pargs) -> {
+                final Object mr = call(pm, pd, pargs);
+                if (pm.getName().equals("registerMr") && pargs[0] == watched) {
+                    made.add((MemoryRegion) mr);
+                }
+                return mr;
+            });
+        });
+    }
+
+    private static Object call(final Method m, final Object target, final Object[] args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (final InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
     @Test
-    void aRegistrationOneDeviceRefusesIsNamedAndTheOthersStillRegister() {
-        // tx's second NIC sits on a driver whose NICs have threads of their own: it refuses memory of a confined
+    void aRegistrationOneDeviceRefusesIsNamedAndTheOthersAreReleased() {
+        // the second NIC sits on a driver whose NICs have threads of their own: it refuses memory of a confined
         // arena (its thread could not touch it), which the first NIC, moved by its poller, accepts
         open();
-        final List<NetNic> mixed = new ArrayList<>();
         try (SoftNicDriver dedicated = SoftNicDriver.launch(new SoftNicContext().progressMode(
                  SoftNicContext.ProgressMode.DEDICATED));
              Arena confined = Arena.ofConfined()) {
+            final MemorySegment mine = confined.allocate(4096, 4096);
+            final List<MemoryRegion> made = new ArrayList<>();
+            final NetNic first = new NetNic(0, recordingMrsOf(ctxs.get(0), mine, made),
+                NetCaps.probe(0, ctxs.get(0), null));
+            nics.add(first);
             final VerbsContext c = dedicated.addDevice("threaded").open();
             ctxs.add(c);
-            mixed.add(nics.get(0));
-            mixed.add(new NetNic(9, c, NetCaps.probe(9, c, null)));
-            nics.add(mixed.get(1));
-            final IbTransport two = new IbTransport(new IbTransportContext().nic(mixed.get(0)).nic(mixed.get(1))
+            final NetNic second = new NetNic(9, c, NetCaps.probe(9, c, null));
+            nics.add(second);
+            final IbTransport two = new IbTransport(new IbTransportContext().nic(first).nic(second)
                 .settings(SettingsReader.ofEnv(Map.of())).timeout(Duration.ofSeconds(20)));
             try {
-                final TransportPair p = new TransportPair(two, rx);
-                final byte[] handle = new byte[NetTransport.HANDLE_MAXSIZE];
-                p.listen = rx.listen(0, handle);
-                final long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                while (p.send == null || p.recv == null) {
-                    assertTrue(System.nanoTime() < deadline, "connect/accept within 30 s");
-                    if (p.send == null) {
-                        p.send = two.connect(0, handle);
-                    }
-                    if (p.recv == null) {
-                        p.recv = rx.accept(p.listen);
-                    }
-                }
-                final MemorySegment mine = confined.allocate(4096, 4096);
+                final TransportPair p = pair(two, 0);
                 final NetTransportException e = assertThrows(NetTransportException.class,
                     () -> two.regMr(p.send, mine));
                 assertEquals(Reason.SYSTEM, e.reason());
                 assertTrue(e.getMessage().startsWith("NET system: regMr of 4096 host bytes on NET/IB/9 (threaded): "
                     + "EINVAL") && e.getMessage().contains("confined arena"), e.getMessage());
-                // memory both can reach still registers on both, and serves the comm
+                // the first NIC had registered it, and the failure released that MR: a second release is refused
+                assertEquals(1, made.size(), "the first NIC registered the memory before the second refused it");
+                final VerbsException gone = assertThrows(VerbsException.class, () -> made.get(0).deregister());
+                assertTrue(gone.getMessage().contains("already deregistered"), gone.getMessage());
+                // memory both can reach still registers on both
                 final MemorySegment shared = arena.allocate(4096, 4096);
                 final NetTransport.MrHandle ok = two.regMr(p.send, shared);
                 two.deregMr(p.send, ok);
