@@ -1020,7 +1020,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             host(src, srcOffset, len); // throws the named error
         }
         makeCurrent();
-        nicStaging.write(dptr, src, srcOffset, len);
+        nicStaging.write(((CudaBuffer) mapping.buffer()).address(), dptr, src, srcOffset, len);
     }
 
     /** A copy-engine read of the mapped buffer, behind every earlier NIC write; complete when it returns. */

@@ -11,7 +11,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * packet is copied into pinned staging (a plain memory copy), packets that land next to each other in device
  * memory are merged into one span, and a span becomes one {@code cuMemcpyHtoDAsync} on the NIC stream when it is
  * large, when the next packet does not continue it, when its staging chunk is full, or at a fence. Nothing waits
- * per packet.
+ * per packet. A span never crosses from one allocation into the next, even where the two are neighbours in device
+ * addresses: one copy may not span two allocations (the driver answers CUDA_ERROR_INVALID_VALUE).
  *
  * <p>Visibility stays what the NIC promises: writes are posted until a completion fence; {@link #fenceStart} issues
  * what is staged and records an event behind it, {@link #fenceDone} asks that event without blocking (the
@@ -54,7 +55,8 @@ final class NicStaging {
     private final long[] fenceTokenOf = new long[FENCES];
     private int chunk;
     private int fill;
-    /** The span staged but not yet issued: device address, staging offset, length. */
+    /** The span staged but not yet issued: its allocation's base, device address, staging offset, length. */
+    private long spanBase;
     private long spanDev;
     private long spanStage;
     private long spanLen;
@@ -74,8 +76,11 @@ final class NicStaging {
         this.stream = stream;
     }
 
-    /** A posted write of {@code len} bytes from {@code src} to device address {@code dptr}. */
-    void write(long dptr, final MemorySegment src, long srcOffset, long len) {
+    /**
+     * A posted write of {@code len} bytes from {@code src} to device address {@code dptr}, inside the allocation that
+     * starts at {@code base} (it continues a staged span only within the same allocation).
+     */
+    void write(final long base, long dptr, final MemorySegment src, long srcOffset, long len) {
         if (len <= 0) {
             return;
         }
@@ -89,10 +94,11 @@ final class NicStaging {
                 final int n = (int) Math.min(len, CHUNK - fill);
                 final long stage = (long) chunk * CHUNK + fill;
                 MemorySegment.copy(src, srcOffset, staging, stage, n);
-                if (spanLen > 0 && spanDev + spanLen == dptr && spanStage + spanLen == stage) {
+                if (spanLen > 0 && spanBase == base && spanDev + spanLen == dptr && spanStage + spanLen == stage) {
                     spanLen += n;
                 } else {
                     issueSpan();
+                    spanBase = base;
                     spanDev = dptr;
                     spanStage = stage;
                     spanLen = n;
