@@ -6,6 +6,8 @@
 #     coll reduce 4 and 16 MiB REPEAT times (it failed once at 16 MiB in the eighth session), allreduce over tcp
 #     (the connect messages carry the software MTU since 4366902); then 8 B .. 4 KiB allreduce latency with the
 #     defaults against OpenMPI (bench/h200-coll-lat.sh, 3 runs).
+#   MODE=jfr: a JFR profile (settings=profile) of every process of `coll allreduce --np 2`, 16 MiB, -n ITERS, with
+#     the defaults over shm and over tcp: $R/jfr-<fabric>/<pid>.jfr, plus the command's JSON lines.
 #   MODE=tcp: VARIANTS over bench/coll-peers.sh, 16 B .. 16 MiB, OpenMPI beside, 3 runs, rotating order.
 # Results tarred to $OUT/$TAG.tgz (TAG default r9), '=' in names made '-'.
 #   JAVA=runtime/bin/java JAR=out/gdrkit.jar bash bench/h200-round9.sh
@@ -42,9 +44,17 @@ if [ "${MODE:-staging}" = staging ]; then
   echo "rc=$? allreduce tcp" >> "$R/gpu-err.txt"
   ( OUT="$R/lat" RUNS=3 VARIANTS=default LIMIT=100 timeout "${LAT_TOTAL:-200}" bash bench/h200-coll-lat.sh ) \
     > "$R/lat.log" 2>&1
+elif [ "${MODE}" = jfr ]; then
+  for fab in shm tcp; do
+    mkdir -p "$R/jfr-$fab"
+    JDK_JAVA_OPTIONS="-XX:StartFlightRecording=settings=profile,filename=$R/jfr-$fab/%p.jfr" timeout 150 \
+      "$JAVA" --enable-native-access=ALL-UNNAMED -jar "$JAR" coll allreduce --np 2 --fabric "$fab" -b 16777216 \
+      -e 16777216 -n "${ITERS:-200}" -w 20 --json > "$R/jfr-$fab/coll.jsonl" 2> "$R/jfr-$fab/err.txt"
+    echo "rc=$?" >> "$R/jfr-$fab/err.txt"
+  done
 else
   M="$R/allreduce_timing"; command -v mpicc >/dev/null && mpicc -O2 -o "$M" bench/mpi/allreduce_timing.c 2> "$R/mpicc-err.txt"
-  ( OUT="$R/final" MPI_BIN="$M" MIN=16 MAX=16777216 F=4 ITERS="${ITERS:-20}" WARM=5 RUNS=3 ROTATE=1 LIMIT=90 \
+  ( OUT="$R/final" MPI_BIN="$M" MIN="${MIN:-16}" MAX=16777216 F=4 ITERS="${ITERS:-20}" WARM=5 RUNS=3 ROTATE=1 LIMIT=90 \
       VARIANTS="${VARIANTS:-ib ib-tcp socket}" \
       timeout "${TOTAL:-520}" bash bench/coll-peers.sh ) > "$R/final.log" 2>&1
   rm -f "$M"
