@@ -159,17 +159,6 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         return driver.context().clock().nanoTime();
     }
 
-    /**
-     * The memory of a host MR this NIC's requester referenced, for a port that writes the bytes out itself (TCP). The
-     * requester checked the key against the QP's PD when it made the reference; here the MR must still be there,
-     * referable and cover the range, as the responder checks a reference again before it reads.
-     */
-    @Override
-    public java.lang.foreign.MemorySegment referencedMemory(final int lkey, final long va, final int length) {
-        final SoftMr mr = mrs.lookup(lkey);
-        return mr != null && !mr.window && mr.referable && mr.contains(va, length) ? mr.segment : null;
-    }
-
     @Override
     public String name() {
         return name;

@@ -10,7 +10,6 @@ import io.gdrkit.core.agent.NanoClock;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.LinkHook;
 import io.gdrkit.softnic.fabric.TcpFabric;
-import io.gdrkit.softnic.fabric.TcpFabricContext;
 import io.gdrkit.verbs.AccessFlags;
 import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.MemoryRegion;
@@ -54,17 +53,11 @@ class TcpFabricTest {
         final Arena arena = Arena.ofShared();
 
         Pair(final int connections, final LinkHook hookA, final LinkHook hookB, final long bufBytes) {
-            this(connections, hookA, hookB, bufBytes, true, TcpFabricContext.defaults());
-        }
-
-        /** With the link CRC on or off and the fabrics' socket settings (a concluded context). */
-        Pair(final int connections, final LinkHook hookA, final LinkHook hookB, final long bufBytes,
-             final boolean crc, final TcpFabricContext tcp) {
             final InetSocketAddress lo = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
-            fa = new TcpFabric(lo, 4 << 20, hookA, crc, connections, io.gdrkit.core.auth.Token.fromProcess(), tcp);
-            fb = new TcpFabric(lo, 4 << 20, hookB, crc, connections, io.gdrkit.core.auth.Token.fromProcess(), tcp);
-            da = SoftNicDriver.launch(new SoftNicContext().linkCrc(crc), fa);
-            db = SoftNicDriver.launch(new SoftNicContext().linkCrc(crc), fb);
+            fa = new TcpFabric(lo, 4 << 20, hookA, true, connections);
+            fb = new TcpFabric(lo, 4 << 20, hookB, true, connections);
+            da = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fa);
+            db = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fb);
             a = new Side(da.addDevice("tcp-a", 1), arena, bufBytes);
             b = new Side(db.addDevice("tcp-b", 2), arena, bufBytes);
             // only a knows b's address: b learns a's LID from the hello and answers over the same connections
@@ -200,79 +193,6 @@ class TcpFabricTest {
             assertEquals(40, p.a.buf.get(ValueLayout.JAVA_LONG, atomicAt), "fetch-add returns the old value");
             assertEquals(42, p.a.buf.get(ValueLayout.JAVA_LONG, atomicAt + 8), "compare-swap returns 40 + 2");
             assertEquals(99, p.b.buf.get(ValueLayout.JAVA_LONG, atomicAt), "the swap happened");
-        }
-    }
-
-    /**
-     * gdrkit.tcp.send.from.mr: the requester writes references to its MR into the ring and the drain sends the
-     * bytes from the MR. WRITEs of several SGEs and a SEND at MTU 4096 and 64 KiB, through 8 KiB socket buffers (so
-     * writes are cut inside payloads and resumed), arrive byte-exact; a loopback READ (own LID) still copies.
-     */
-    @Test
-    void payloadsSentStraightFromTheMrAreByteExactThroughSmallSocketBuffers() {
-        final TcpFabricContext tcp = new TcpFabricContext().properties(java.util.Map.of()).sendFromMr(true)
-            .sendBuffer(8192).receiveBuffer(8192).conclude();
-        try (Pair p = new Pair(2, null, null, 8L << 20, false, tcp)) {
-            for (final int mtu : new int[] {4096, 65536}) {
-                final QpAttr attr = QpBringUp.rcDefaults().softwareMtu(mtu);
-                final QueuePair qa = p.a.qp();
-                final QueuePair qb = p.b.qp();
-                p.connect(qa, qb, mtu == 4096 ? 0 : 1, attr);
-                Fixture.fill(p.a.buf.asSlice(0, 4 << 20), mtu);
-                p.b.buf.asSlice(0, 8 << 20).fill((byte) 0);
-                final long before = p.fa.packetsFromMr();
-                // a WRITE of three SGEs (one not 8-byte aligned) and a SEND of 1 MiB + 3 bytes
-                qb.postRecv(new RecvWorkRequest().wrId(9).sge(p.b.mr, 4L << 20, (1 << 20) + 3));
-                final SendWorkRequest write = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE)
-                    .flags(SendFlags.SIGNALED).remote(p.b.mr.address(), p.b.mr.rkey()).numSge(3);
-                write.sge(0).set(p.a.mr, 0, 1 << 20);
-                write.sge(1).set(p.a.mr, 1 << 20, 5);
-                write.sge(2).set(p.a.mr, (1 << 20) + 5, (2 << 20) - 5);
-                qa.postSend(write);
-                qa.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
-                    .sge(p.a.mr, 3L << 20, (1 << 20) + 3));
-                p.awaitSuccess(p.a.cq, "the WRITE at MTU " + mtu);
-                p.awaitSuccess(p.a.cq, "the SEND at MTU " + mtu);
-                final WorkCompletion recv = p.awaitSuccess(p.b.cq, "the SEND's receive at MTU " + mtu);
-                assertEquals((1 << 20) + 3, recv.byteLen);
-                Fixture.assertBytes(p.a.buf.asSlice(0, 3 << 20), p.b.buf.asSlice(0, 3 << 20), "WRITE, MTU " + mtu);
-                Fixture.assertBytes(p.a.buf.asSlice(3L << 20, (1 << 20) + 3), p.b.buf.asSlice(4L << 20, (1 << 20) + 3),
-                    "SEND, MTU " + mtu);
-                assertTrue(p.fa.packetsFromMr() - before >= (4L << 20) / mtu - 4,
-                    "the payloads went from the MR: " + (p.fa.packetsFromMr() - before) + " packets");
-                qa.close();
-                qb.close();
-            }
-            assertEquals(0, p.fa.referenceDrops());
-            // the loopback ring's receiver has no peer NIC to resolve a reference: its packets carry the bytes
-            final QueuePair self = p.a.qp();
-            QpBringUp.toRts(self, self.qpNum(), 1, 5, 5, QpBringUp.rcDefaults());
-            final long fromMr = p.fa.packetsFromMr();
-            self.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(3).flags(SendFlags.SIGNALED)
-                .sge(p.a.mr, 0, 65536).remote(p.a.mr.address() + (4L << 20), p.a.mr.rkey()));
-            p.awaitSuccess(p.a.cq, "the loopback WRITE");
-            Fixture.assertBytes(p.a.buf.asSlice(0, 65536), p.a.buf.asSlice(4L << 20, 65536), "loopback WRITE");
-            assertEquals(fromMr, p.fa.packetsFromMr());
-        }
-    }
-
-    /** Off (the default), and with the link CRC on, no payload is sent from an MR. */
-    @Test
-    void withoutTheSettingOrWithTheLinkCrcEveryPayloadIsCopied() {
-        for (final boolean crc : new boolean[] {false, true}) {
-            final TcpFabricContext tcp = new TcpFabricContext().properties(java.util.Map.of()).sendFromMr(crc)
-                .conclude();
-            try (Pair p = new Pair(1, null, null, 2L << 20, crc, tcp)) {
-                final QueuePair qa = p.a.qp();
-                final QueuePair qb = p.b.qp();
-                p.connect(qa, qb, 0, QpBringUp.rcDefaults());
-                Fixture.fill(p.a.buf.asSlice(0, 1 << 20), 5);
-                qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                    .sge(p.a.mr, 0, 1 << 20).remote(p.b.mr.address() + (1 << 20), p.b.mr.rkey()));
-                p.awaitSuccess(p.a.cq, "the WRITE, crc " + crc);
-                Fixture.assertBytes(p.a.buf.asSlice(0, 1 << 20), p.b.buf.asSlice(1 << 20, 1 << 20), "crc " + crc);
-                assertEquals(0, p.fa.packetsFromMr(), "crc " + crc);
-            }
         }
     }
 

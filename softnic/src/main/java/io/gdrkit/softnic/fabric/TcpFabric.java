@@ -14,7 +14,6 @@ import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import io.gdrkit.softnic.wire.Packet;
 
 /**
  * Software NICs on different hosts, joined by TCP. One port per fabric instance; it listens on a socket and
@@ -75,14 +74,6 @@ public final class TcpFabric implements Fabric {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfShort BIG_U16 =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfInt BIG_U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    /**
-     * Most elements of one gathering write (Linux takes up to 1024): a reference record takes its segments (at most
-     * 32) and one more, so at MTU 4096 a write carries up to about half a MiB.
-     */
-    private static final int GATHER = 256;
-    /** Scratch bytes per gather element: padding owed (up to 7), a frame header (8) and packet headers (up to 48). */
-    private static final int SCRATCH_STRIDE = 64;
 
     private final int linkCapacity;
     private final boolean crc;
@@ -108,12 +99,6 @@ public final class TcpFabric implements Fabric {
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
     private volatile long wrappedWrites;
     private volatile long partialWrites;
-    /** Packets written from the NIC's MR (reference records expanded), and reference records dropped unresolved. */
-    private volatile long fromMr;
-    private volatile long referenceDrops;
-    /** Whether reference records may be sent (gdrkit.tcp.send.from.mr), and the NIC that resolves them. */
-    private final boolean sendsFromMr;
-    private volatile PortOwner owner;
     private final Thread acceptor;
     private volatile LinkHook hook;
     private volatile TcpPort port;
@@ -152,7 +137,6 @@ public final class TcpFabric implements Fabric {
         this.token = token;
         this.ctx = ctx;
         ctx.parkMillis(); // throws unless concluded
-        this.sendsFromMr = ctx.sendFromMr();
         if (linkCapacity < 4096 || Integer.bitCount(linkCapacity) != 1 || linkCapacity > (1 << 30)) {
             throw new IllegalArgumentException("linkCapacity " + linkCapacity
                 + " must be a power of two from 4 KiB to 1 GiB");
@@ -239,16 +223,6 @@ public final class TcpFabric implements Fabric {
     /** Writes the socket took only part of (the rest stays in the ring and goes on the next cycle). */
     long partialWrites() {
         return partialWrites;
-    }
-
-    /** Packets whose payload went to the socket straight from the NIC's MR ({@link TcpFabricContext#sendFromMr()}). */
-    public long packetsFromMr() {
-        return fromMr;
-    }
-
-    /** Reference records dropped at the drain because their MR was gone (the requester retransmits them). */
-    public long referenceDrops() {
-        return referenceDrops;
     }
 
     /** Idle duty cycles in which the port waited in its selector ({@link TcpFabricContext#parkMillis()}). */
@@ -734,49 +708,18 @@ public final class TcpFabric implements Fabric {
         }
     }
 
-    /**
-     * One TCP connection: its socket, its outbound ring and its receive buffer, all native memory.
-     *
-     * <p>The drain sends the ring's records as they lie, with gathering writes, except a <em>reference record</em>
-     * (BTH's R bit: the requester wrote the address of the payload in the NIC's host MR, not the bytes). That one
-     * goes out as the packet it stands for: its frame header and packet headers (the LRH length and the R bit
-     * rewritten) from a small scratch area, and its payload straight from the MR, so the bytes are copied once, by
-     * the kernel, instead of first into the ring. The zero padding that ends its frame leads the next record's
-     * scratch, so a stream of such packets costs two gather elements each. The receiver sees ordinary packets. A
-     * record whose MR is gone by the time it is drained is dropped, as a lost packet: the requester retransmits,
-     * and then finds the key dead.
-     */
+    /** One TCP connection: its socket, its outbound ring and its receive buffer, all native memory. */
     private final class Connection {
         final SocketChannel ch;
         final Arena arena = Arena.ofShared();
         final SpscRingBuffer out;
-        /** The elements of the gathering write in progress, [gatherFirst, gatherCount); none when count is 0. */
-        final ByteBuffer[] gather = new ByteBuffer[GATHER];
-        int gatherFirst;
+        /** Two views of the ring's records, made once: a gathering write sends up to two runs (wrap-around). */
+        final ByteBuffer[] gather = new ByteBuffer[2];
         int gatherCount;
-        /**
-         * Per element: the ring position released once it is written (-1: none), and whether it is a run of whole
-         * records (released part-way too, so the producer gets room early) starting at runStart.
-         */
-        private final long[] releaseAt = new long[GATHER];
-        private final boolean[] run = new boolean[GATHER];
-        private final long[] runStart = new long[GATHER];
-        /** Views of the ring, one per element; made on first use past the first two. */
-        private final ByteBuffer[] ringViews = new ByteBuffer[GATHER];
-        /** Reference records only, made on the first: scratch views, and per element a view of the last MR there. */
-        private ByteBuffer[] scratchViews;
-        private ByteBuffer[] mrViews;
-        private MemorySegment[] mrViewOf;
-        /**
-         * Per element, {@value #SCRATCH_STRIDE} bytes: up to 7 zero bytes ending the previous frame, this frame's
-         * header (length, tag 0) and the packet's headers; then {@value #SCRATCH_STRIDE} zero bytes of padding.
-         */
-        private MemorySegment scratch;
-        private final MemorySegment[] refSeg = new MemorySegment[GATHER];
-        private final Packet pkt = new Packet();
-        /** Padding owed after the last reference's payload, and the ring position to release once it is sent. */
-        private int padOwed = -1;
-        private long padRelease;
+        long run1Start;
+        long run1End;
+        long run2Start;
+        long run2End;
         final MemorySegment in;
         final ByteBuffer inView;
         /** Parse position and fill position in {@link #in}. */
@@ -794,8 +737,8 @@ public final class TcpFabric implements Fabric {
         Connection(final SocketChannel ch, final boolean accepted) {
             this.ch = ch;
             out = new SpscRingBuffer(arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
-            ringViews[0] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
-            ringViews[1] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
+            gather[0] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
+            gather[1] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             in = arena.allocate(linkCapacity, 64);
             inView = in.asByteBuffer();
         }
@@ -805,37 +748,29 @@ public final class TcpFabric implements Fabric {
             if (gatherCount == 0 && !prepare()) {
                 return 0;
             }
-            final long n;
-            try {
-                n = ch.write(gather, gatherFirst, gatherCount - gatherFirst);
-            } catch (final IllegalStateException e) {
-                // an MR's arena was closed under the write (the application freed memory a posted WR still used):
-                // the frame may be cut, so this connection's stream cannot go on
-                throw new IOException("the memory of a packet being sent was freed: " + e.getMessage(), e);
+            final long n = ch.write(gather, 0, gatherCount);
+            if (n <= 0) {
+                return 0; // socket buffer full: the ring fills behind it (backpressure)
             }
-            int i = gatherFirst;
-            while (i < gatherCount && !gather[i].hasRemaining()) {
-                if (releaseAt[i] >= 0) {
-                    out.releaseTo(releaseAt[i]);
-                }
-                i++;
+            if (gatherCount == 2) {
+                wrappedWrites++;
             }
-            if (i == gatherCount) {
-                gatherFirst = 0;
-                gatherCount = 0;
+            // free what the kernel has taken, even mid-record, so the producer gets room early
+            final ByteBuffer first = gather[0];
+            if (first.hasRemaining()) {
+                partialWrites++;
+                out.releaseTo(run1Start + (first.position() - out.indexOf(run1Start)));
+            } else if (gatherCount == 2 && gather[1].hasRemaining()) {
+                partialWrites++;
+                out.releaseTo(run2Start + (gather[1].position() - out.indexOf(run2Start)));
             } else {
-                if (n > 0) {
-                    partialWrites++;
-                }
-                gatherFirst = i;
-                if (run[i]) { // free what the kernel has taken of a run, even mid-record
-                    out.releaseTo(runStart[i] + (gather[i].position() - out.indexOf(runStart[i])));
-                }
+                out.releaseTo(gatherCount == 2 ? run2End : run1End);
+                gatherCount = 0;
             }
-            return (int) Math.max(0, n);
+            return (int) n;
         }
 
-        /** Gathers the committed records: one run, or two when they wrap around; reference records expanded. */
+        /** Points the gather views at the committed records: one run, or two when they wrap around. */
         private boolean prepare() {
             final long tail = out.tailPosition();
             long head = out.headPosition();
@@ -851,9 +786,11 @@ public final class TcpFabric implements Fabric {
                 }
                 end = out.contiguousRunEnd(head, tail);
             }
-            gatherFirst = 0;
-            gatherCount = 0;
-            if (add(head, end) == end && end < tail) {
+            run1Start = head;
+            run1End = end;
+            view(gather[0], head, end);
+            gatherCount = 1;
+            if (end < tail) {
                 long next = out.contiguousRunEnd(end, tail);
                 long start = end;
                 if (next < 0) {
@@ -861,168 +798,18 @@ public final class TcpFabric implements Fabric {
                     next = start < tail ? out.contiguousRunEnd(start, tail) : start;
                 }
                 if (next > start) {
-                    wrappedWrites++;
-                    add(start, next);
+                    run2Start = start;
+                    run2End = next;
+                    view(gather[1], start, next);
+                    gatherCount = 2;
                 }
             }
-            payPad();
-            return gatherCount > 0;
-        }
-
-        /**
-         * Adds the records of [from, to) to the gather; returns where it stopped: {@code to}, or the first reference
-         * record that found too few elements left (it goes in the next write).
-         */
-        private long add(final long from, final long to) {
-            if (!sendsFromMr || owner == null) { // no NIC here made references: every record goes as it is
-                plain(from, to);
-                return to;
-            }
-            final MemorySegment buf = out.buffer();
-            long plainFrom = from;
-            long p = from;
-            while (p < to) {
-                final int at = out.indexOf(p);
-                final int length = buf.get(INT, at);
-                final long next = p + ((length + SpscRingBuffer.HEADER + 7) & ~7);
-                if (length > 12 && (buf.get(ValueLayout.JAVA_BYTE, at + SpscRingBuffer.HEADER + 12) & 0x80) != 0) {
-                    if (p > plainFrom) {
-                        plain(plainFrom, p);
-                    }
-                    if (!reference(at + SpscRingBuffer.HEADER, length, next)) {
-                        return p;
-                    }
-                    plainFrom = next;
-                }
-                p = next;
-            }
-            if (to > plainFrom) {
-                plain(plainFrom, to);
-            }
-            return to;
-        }
-
-        private void plain(final long from, final long to) {
-            payPad();
-            final int e = gatherCount++;
-            ByteBuffer b = ringViews[e];
-            if (b == null) {
-                b = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
-                ringViews[e] = b;
-            }
-            final int index = out.indexOf(from);
-            gather[e] = b.limit(index + (int) (to - from)).position(index);
-            releaseAt[e] = to;
-            run[e] = true;
-            runStart[e] = from;
-        }
-
-        /** The padding owed after a reference's payload, as an element of its own (nothing follows to lead). */
-        private void payPad() {
-            if (padOwed < 0) {
-                return;
-            }
-            if (padOwed > 0) {
-                final int e = gatherCount++;
-                final int zeros = GATHER * SCRATCH_STRIDE;
-                gather[e] = scratchViews[e].limit(zeros + padOwed).position(zeros);
-                releaseAt[e] = padRelease;
-                run[e] = false;
-            } else {
-                releaseAt[gatherCount - 1] = padRelease;
-            }
-            padOwed = -1;
-        }
-
-        /**
-         * Adds the reference record at ring index {@code data} as the packet it stands for. False when the gather
-         * has too few elements left for it. A record whose memory cannot be resolved is dropped: an empty element
-         * releases it.
-         */
-        private boolean reference(final long data, final int length, final long next) {
-            final MemorySegment buf = out.buffer();
-            pkt.wrap(buf, data, length);
-            // never more segments than an empty gather takes (a NIC's records have at most MAX_SGE of them)
-            final int segments = pkt.isWellFormed() && pkt.packets() == 1 && pkt.refCount() <= GATHER - 3
-                ? pkt.refCount() : -1;
-            // its scratch, its segments, padding owed, and one more for a run after it
-            if (gatherCount + Math.max(0, segments) + 3 > GATHER) {
-                return false;
-            }
-            if (scratch == null) {
-                scratchAllocate();
-            }
-            final int headers = (int) (pkt.payloadOffset() - data);
-            final int payload = segments >= 0 ? pkt.payloadLength() : -1;
-            final long wire = (long) headers + payload;
-            boolean ok = segments > 0 && payload > 0 && wire <= linkCapacity / 2 - SpscRingBuffer.HEADER
-                && headers <= SCRATCH_STRIDE - 16;
-            long sum = 0;
-            final PortOwner o = owner;
-            for (int i = 0; ok && i < segments; i++) {
-                final int len = pkt.refLength(i);
-                refSeg[i] = o.referencedMemory(pkt.refLkey(i), pkt.refVa(i), len);
-                ok = refSeg[i] != null && len > 0;
-                sum += len;
-            }
-            final int e = gatherCount++;
-            run[e] = false;
-            final long at = (long) e * SCRATCH_STRIDE;
-            // the previous reference's padding leads this element: its record is released once that is sent
-            final int lead = Math.max(0, padOwed);
-            final long before = padOwed >= 0 ? padRelease : -1;
-            padOwed = -1;
-            scratch.set(ValueLayout.JAVA_LONG, at, 0L); // the lead padding's zeros (a frame header overwrites the rest)
-            if (!ok || sum != payload) {
-                java.util.Arrays.fill(refSeg, 0, Math.max(0, segments), null);
-                referenceDrops++;
-                gather[e] = scratchViews[e].limit((int) at + lead).position((int) at);
-                releaseAt[e] = next; // after the lead padding: the previous record's release is covered too
-                return true;
-            }
-            scratch.set(ValueLayout.JAVA_INT_UNALIGNED, at + lead, (int) wire); // lead: 0..7 bytes
-            scratch.set(ValueLayout.JAVA_INT_UNALIGNED, at + lead + 4, 0);
-            MemorySegment.copy(buf, data, scratch, at + lead + 8, headers);
-            // the packet as the receiver must see it: its real length in the LRH, no R bit
-            scratch.set(BIG_U32, at + lead + 8 + 4, (int) wire);
-            scratch.set(ValueLayout.JAVA_BYTE, at + lead + 8 + 12, (byte) 0);
-            gather[e] = scratchViews[e].limit((int) at + lead + 8 + headers).position((int) at);
-            releaseAt[e] = before;
-            for (int i = 0; i < segments; i++) {
-                final int s = gatherCount++;
-                final MemorySegment seg = refSeg[i];
-                refSeg[i] = null;
-                final long off = pkt.refVa(i) - seg.address();
-                final int len = pkt.refLength(i);
-                final ByteBuffer v;
-                if (seg.byteSize() <= Integer.MAX_VALUE) {
-                    if (mrViewOf[s] != seg) { // a view per element and MR, kept: no allocation per packet
-                        mrViews[s] = seg.asByteBuffer();
-                        mrViewOf[s] = seg;
-                    }
-                    v = mrViews[s].limit((int) (off + len)).position((int) off);
-                } else {
-                    v = seg.asSlice(off, len).asByteBuffer(); // an MR over 2 GiB: a view per packet
-                }
-                gather[s] = v;
-                releaseAt[s] = -1;
-                run[s] = false;
-            }
-            padOwed = (int) (-wire & 7);
-            padRelease = next;
-            fromMr++;
             return true;
         }
 
-        private void scratchAllocate() {
-            scratch = arena.allocate((long) GATHER * SCRATCH_STRIDE + 8, 8);
-            scratch.fill((byte) 0);
-            scratchViews = new ByteBuffer[GATHER];
-            mrViews = new ByteBuffer[GATHER];
-            mrViewOf = new MemorySegment[GATHER];
-            for (int i = 0; i < GATHER; i++) {
-                scratchViews[i] = scratch.asByteBuffer();
-            }
+        private void view(final ByteBuffer b, final long from, final long to) {
+            final int index = out.indexOf(from);
+            b.limit(index + (int) (to - from)).position(index);
         }
 
         /** Reads what the socket has, room permitting. Returns bytes read; -1 at end of stream. */
@@ -1163,23 +950,6 @@ public final class TcpFabric implements Fabric {
         @Override
         LinkHook hook() {
             return hook;
-        }
-
-        @Override
-        public void owner(final PortOwner o) {
-            owner = o;
-        }
-
-        /**
-         * A packet to a peer may carry a reference to the NIC's host memory: the drain writes the bytes from there
-         * ({@link Connection}). Not to this port's own LID (the loopback ring's receiver resolves references
-         * against a peer NIC, and there is none), not with a link CRC (it would cover the reference, not the bytes),
-         * not with a hook that looks at payloads, and only for a packet the link carries whole.
-         */
-        @Override
-        public boolean carriesReferences(final int dlid, final int payload) {
-            return sendsFromMr && owner != null && !crc && dlid != lid() && hook.passesReferences()
-                && payload + Packet.MAX_HEADER_LENGTH <= maxPacket;
         }
 
         @Override

@@ -26,12 +26,6 @@ public final class TcpFabricContext {
     public static final String PARK_PROP = "gdrkit.tcp.park.ms";
     /** Microseconds of idle duty cycles before the port waits in its selector. */
     public static final String SPIN_PROP = "gdrkit.tcp.spin.us";
-    /**
-     * Whether payloads in the NIC's host MRs go to the socket straight from the MR instead of being copied into the
-     * connection's ring first (see {@link TcpFabric}). Off by default: on the H200 host it removed the ring copy but
-     * did not make the 2-rank allreduce measurably faster (docs/PERFORMANCE.md, ninth session).
-     */
-    public static final String SEND_FROM_MR_PROP = "gdrkit.tcp.send.from.mr";
 
     private final Map<String, String> overrides = new LinkedHashMap<>();
     private Map<String, String> properties;
@@ -41,7 +35,6 @@ public final class TcpFabricContext {
     private int receiveBuffer;
     private int parkMillis;
     private int spinMicros;
-    private boolean sendFromMr;
     private List<Setting<?>> settings = List.of();
 
     /** The values with no property and no setter (tests, callers that take the defaults). */
@@ -80,16 +73,6 @@ public final class TcpFabricContext {
 
     public TcpFabricContext spinMicros(final int micros) {
         return set(SPIN_PROP, Integer.toString(micros));
-    }
-
-    public TcpFabricContext sendFromMr(final boolean on) {
-        return set(SEND_FROM_MR_PROP, Boolean.toString(on));
-    }
-
-    /** Whether packets whose payload lies in a host MR are written to the socket from the MR itself. */
-    public boolean sendFromMr() {
-        concluded();
-        return sendFromMr;
     }
 
     /** SO_SNDBUF in bytes, 0 for the kernel's default. */
@@ -139,7 +122,6 @@ public final class TcpFabricContext {
         }
         parkMillis = r.integer(PARK_PROP, defaultParkMillis, 0, 1000).value();
         spinMicros = r.integer(SPIN_PROP, 50, 0, 1_000_000).value();
-        sendFromMr = r.flag(SEND_FROM_MR_PROP, false).value();
         settings = List.copyOf(r.recorded());
         concluded = true;
         return this;

@@ -2,7 +2,6 @@ package io.gdrkit.softnic.fabric;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -358,11 +357,7 @@ class TcpFabricIoTest {
         assertEquals(Source.FLAG, c.settings().stream()
             .filter(s -> s.name().equals(TcpFabricContext.SPIN_PROP)).findFirst().orElseThrow().source());
         assertEquals(List.of("gdrkit.tcp.sndbuf=1048576 (property)", "gdrkit.tcp.rcvbuf=0 (default)",
-            "gdrkit.tcp.park.ms=0 (property)", "gdrkit.tcp.spin.us=9 (flag)", "gdrkit.tcp.send.from.mr=false (default)"),
-            c.describe());
-        assertFalse(d.sendFromMr());
-        assertTrue(new TcpFabricContext().properties(Map.of(TcpFabricContext.SEND_FROM_MR_PROP, "true")).conclude()
-            .sendFromMr());
+            "gdrkit.tcp.park.ms=0 (property)", "gdrkit.tcp.spin.us=9 (flag)"), c.describe());
         assertEquals(1, new TcpFabricContext().properties(Map.of()).defaultParkMillis(1).conclude().parkMillis());
         // without a map: the JVM's gdrkit.tcp.* properties, and only those
         System.setProperty(TcpFabricContext.RECEIVE_BUFFER_PROP, "65536");
@@ -371,7 +366,7 @@ class TcpFabricIoTest {
             final TcpFabricContext sys = new TcpFabricContext().conclude();
             assertEquals(65536, sys.receiveBuffer());
             assertEquals("gdrkit.tcp.rcvbuf=65536 (property)", sys.describe().get(1));
-            assertEquals(5, sys.settings().size(), String.valueOf(sys.settings()));
+            assertEquals(4, sys.settings().size(), String.valueOf(sys.settings()));
         } finally {
             System.clearProperty(TcpFabricContext.RECEIVE_BUFFER_PROP);
             System.clearProperty("gdrkit.tcpx.rcvbuf");
@@ -382,9 +377,6 @@ class TcpFabricIoTest {
             bad::getMessage);
         assertThrows(IllegalArgumentException.class,
             () -> new TcpFabricContext().properties(Map.of(TcpFabricContext.RECEIVE_BUFFER_PROP, "-1")).conclude());
-        final IllegalArgumentException notFlag = assertThrows(IllegalArgumentException.class,
-            () -> new TcpFabricContext().properties(Map.of(TcpFabricContext.SEND_FROM_MR_PROP, "maybe")).conclude());
-        assertTrue(notFlag.getMessage().contains("gdrkit.tcp.send.from.mr"), notFlag::getMessage);
         assertThrows(IllegalStateException.class, () -> new TcpFabricContext().parkMillis(),
             "getters answer only after conclude()");
         assertThrows(IllegalStateException.class, () -> new TcpFabric(new InetSocketAddress(LO, 0), CAP, null,
