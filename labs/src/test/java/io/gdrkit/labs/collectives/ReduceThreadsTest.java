@@ -62,7 +62,7 @@ class ReduceThreadsTest {
         } else {
             assertEquals(AUTO + cpus + " processors >= 4 x " + ranks + " ranks on this host, min(4, " + cpus
                 + " / " + ranks + " - 1 for the NIC thread)", ch.reason());
-            assertEquals(want + " from 262144 B (" + ch.reason() + ")", ch.describe());
+            assertEquals(want + " from 16384 B (" + ch.reason() + ")", ch.describe());
         }
         assertEquals(Source.FLAG, recorded(c, "gdrkit.coll.reduce.threads").source());
         assertEquals(Source.DEFAULT, recorded(c, "gdrkit.coll.reduce.parallel.bytes").source());
