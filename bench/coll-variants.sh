@@ -11,6 +11,7 @@ coll_variant_opts() {
     mtu64k) echo "-Dgdrkit.ib.software.mtu=65536" ;;
     nodirect) echo "-Dgdrkit.coll.direct.bytes=0" ;;
     direct1m) echo "-Dgdrkit.coll.direct.bytes=1048576" ;;
+    direct256k) echo "-Dgdrkit.coll.direct.bytes=262144" ;;
     noshm) echo "-Dgdrkit.coll.shm.direct=false" ;;
     nopause) echo "-Dgdrkit.coll.spin.pause=false" ;;
     pause) echo "-Dgdrkit.coll.spin.pause=true" ;;

@@ -8,6 +8,8 @@
 #     defaults against OpenMPI (bench/h200-coll-lat.sh, 3 runs).
 #   MODE=jfr: a JFR profile (settings=profile) of every process of `coll allreduce --np 2`, 16 MiB, -n ITERS, with
 #     the defaults over shm and over tcp: $R/jfr-<fabric>/<pid>.jfr, plus the command's JSON lines.
+#   MODE=final: MODE=tcp's sweep (set MIN, ITERS, VARIANTS), then bench/h200-coll-lat.sh with LAT_VARIANTS (default
+#     "default direct256k"), 8 B .. 4 KiB, 5000 iterations, 3 runs, OpenMPI beside.
 #   MODE=tcp: VARIANTS over bench/coll-peers.sh, 16 B .. 16 MiB, OpenMPI beside, 3 runs, rotating order.
 # Results tarred to $OUT/$TAG.tgz (TAG default r9), '=' in names made '-'.
 #   JAVA=runtime/bin/java JAR=out/gdrkit.jar bash bench/h200-round9.sh
@@ -58,6 +60,11 @@ else
       VARIANTS="${VARIANTS:-ib ib-tcp socket}" \
       timeout "${TOTAL:-520}" bash bench/coll-peers.sh ) > "$R/final.log" 2>&1
   rm -f "$M"
+  if [ "${MODE}" = final ]; then
+    ( OUT="$R/lat" RUNS=3 VARIANTS="${LAT_VARIANTS:-default direct256k}" LIMIT=100 \
+        timeout "${LAT_TOTAL:-200}" bash bench/h200-coll-lat.sh ) > "$R/lat.log" 2>&1
+    rm -f "$R/lat/allreduce_timing"
+  fi
 fi
 find "$R" -name '*=*' | while read -r f; do mv "$f" "${f//=/-}"; done
 tar -C "$top" -czf "$top/$tag.tgz" "$tag" && rm -rf "$R"

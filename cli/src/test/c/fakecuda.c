@@ -106,18 +106,72 @@ CUresult cuCtxSetCurrent(void *ctx) { return ctx == (void *)0xC0FFEE ? 0 : 201; 
 CUresult cuCtxSynchronize(void) { run_legacy(); run_queue(); return 0; }
 CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) { return 101; /* one device: no peer */ }
 CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) { *can = 0; return dev == 0 && peer == 0 ? 0 : 101; }
+/*
+ * FAKECUDA_ALLOC_ARENA=1: device memory comes from one arena, each allocation right after the one before (as the
+ * H200's driver placed two 2 MiB buffers next to each other), and a copy to or from device memory must lie inside
+ * one allocation: one that runs from an allocation into its neighbour fails with CUDA_ERROR_INVALID_VALUE (1), as
+ * the real driver's does. Freed arena memory is not reused.
+ */
+#define ARENA_BYTES (64u << 20)
+#define ARENA_ALLOCS 1024
+static unsigned char *arena;
+static size_t arena_used;
+static unsigned long long alloc_base[ARENA_ALLOCS];
+static size_t alloc_size[ARENA_ALLOCS];
+static int arena_mode = -1;
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static int arena_on(void) {
+    if (arena_mode < 0) { const char *e = getenv("FAKECUDA_ALLOC_ARENA"); arena_mode = e && e[0] == '1'; }
+    return arena_mode;
+}
+/* 1 when [d, d + n) is not arena memory, or lies inside one live allocation of it */
+static int in_one_alloc(unsigned long long d, size_t n) {
+    if (!arena_on() || !arena || n == 0) return 1;
+    unsigned long long lo = (unsigned long long)arena, hi = lo + ARENA_BYTES;
+    if (d + n <= lo || d >= hi) return 1;
+    int ok = 0;
+    pthread_mutex_lock(&arena_lock);
+    for (int i = 0; i < ARENA_ALLOCS && !ok; i++) {
+        ok = alloc_size[i] && d >= alloc_base[i] && d + n <= alloc_base[i] + alloc_size[i];
+    }
+    pthread_mutex_unlock(&arena_lock);
+    return ok;
+}
 /* FAKECUDA_DIRTY_ALLOC=1: new device memory holds 0xff bytes, as memory that was freed and allocated again may hold
    anything (cuMemAlloc does not clear) */
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
     size_t size = (n + 4095) / 4096 * 4096;
-    void *m = aligned_alloc(4096, size);
-    if (!m) return 2;
+    void *m;
+    if (arena_on()) {
+        pthread_mutex_lock(&arena_lock);
+        if (!arena) arena = aligned_alloc(4096, ARENA_BYTES);
+        int slot = -1;
+        for (int i = 0; i < ARENA_ALLOCS && slot < 0; i++) if (!alloc_size[i]) slot = i;
+        if (!arena || slot < 0 || size > ARENA_BYTES - arena_used) { pthread_mutex_unlock(&arena_lock); return 2; }
+        m = arena + arena_used;
+        arena_used += size;
+        alloc_base[slot] = (unsigned long long)m;
+        alloc_size[slot] = size;
+        pthread_mutex_unlock(&arena_lock);
+    } else {
+        m = aligned_alloc(4096, size);
+        if (!m) return 2;
+    }
     const char *dirty = getenv("FAKECUDA_DIRTY_ALLOC");
     if (dirty && dirty[0] == '1') memset(m, 0xff, size);
     *p = (unsigned long long)m;
     return 0;
 }
-CUresult cuMemFree_v2(unsigned long long p) { free((void *)p); return 0; }
+CUresult cuMemFree_v2(unsigned long long p) {
+    if (arena_on() && arena && p >= (unsigned long long)arena && p < (unsigned long long)arena + ARENA_BYTES) {
+        pthread_mutex_lock(&arena_lock);
+        for (int i = 0; i < ARENA_ALLOCS; i++) if (alloc_size[i] && alloc_base[i] == p) alloc_size[i] = 0;
+        pthread_mutex_unlock(&arena_lock);
+        return 0;
+    }
+    free((void *)p);
+    return 0;
+}
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
@@ -163,28 +217,33 @@ static int legacy_enqueue(unsigned long long d, const void *s, size_t n, int sna
 static int orders_with_legacy(void *st) { return st == NULL || (*(unsigned int *)st & 1) == 0; }
 
 CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+    if (!in_one_alloc(d, n)) return 1;
     run_queue();
     if (legacy_async()) return legacy_enqueue(d, s, n, 1);
     memcpy((void *)d, s, n);
     return 0;
 }
-CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { run_legacy(); run_queue(); memcpy(d, (void *)s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { if (!in_one_alloc(s, n)) return 1; run_legacy(); run_queue(); memcpy(d, (void *)s, n); return 0; }
 CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
+    if (!in_one_alloc(d, n) || !in_one_alloc(s, n)) return 1;
     run_queue();
     if (legacy_async()) return legacy_enqueue(d, (const void *)s, n, 0);
     memmove((void *)d, (void *)s, n);
     return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *st) {
+    if (!in_one_alloc(d, n)) return 1;
     if (orders_with_legacy(st)) run_legacy();
     if (deferring()) return enqueue(d, s, n);
     run_queue(); memcpy((void *)d, s, n); return 0;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) {
+    if (!in_one_alloc(s, n)) return 1;
     if (orders_with_legacy(st)) run_legacy();
     run_queue(); memcpy(d, (void *)s, n); return 0;
 }
 CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *st) {
+    if (!in_one_alloc(d, n) || !in_one_alloc(s, n)) return 1;
     if (orders_with_legacy(st)) run_legacy();
     run_queue(); memmove((void *)d, (void *)s, n); return 0;
 }

@@ -57,4 +57,40 @@ class CudaNicStagingTest {
         // CudaGpu.isPinned: partly inside is not pinned, freed allocations are forgotten (NicStagingProbe.pinned)
         assertTrue(out.contains("isPinned: 12 of 12 ranges right, freed allocation forgotten true"), out);
     }
+
+    /**
+     * Writes that end one buffer and start its neighbour are two copies, never one across the allocations (the
+     * driver refuses that with CUDA_ERROR_INVALID_VALUE; it failed {@code coll reduce} once on the H200).
+     */
+    @Test
+    void writesThatEndOneBufferAndStartItsNeighbourAreNeverOneCopy() throws Exception {
+        final Path lib = buildFake();
+        final Path log = lib.resolveSibling("span.log");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+            NicSpanProbe.class.getName())).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().put("FAKECUDA_ALLOC_ARENA", "1");
+        final Process p = pb.start();
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("timed out after 120 s waiting for the probe: " + Files.readString(log));
+        }
+        final String out = Files.readString(log);
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("adjacent allocations: true"), out);
+        assertTrue(out.contains("across the boundary: byte-exact true"), out);
+        assertTrue(out.contains("one copy across: CUDA_ERROR_INVALID_VALUE (1)"), out);
+    }
+
+    private static Path buildFake() throws Exception {
+        final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda-span").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda.so");
+        final Process cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString())
+            .redirectErrorStream(true).redirectOutput(dir.resolve("cc.log").toFile()).start();
+        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+            "no C compiler to build the libcuda test double");
+        return lib;
+    }
 }
