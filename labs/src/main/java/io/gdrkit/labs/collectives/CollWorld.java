@@ -486,17 +486,28 @@ public final class CollWorld implements AutoCloseable {
         throw new IllegalStateException(name + " is not a SoftNicContext setting");
     }
 
-    private static InetSocketAddress parse(final byte[] blob, final int rank) {
+    /**
+     * A peer's fabric address as it sent it: {@code IP:port}, the IP a literal (what {@link #joinTcp} sends). A host
+     * name is refused, not resolved: a peer's word must not make this rank ask DNS (a lookup has no timeout of ours
+     * and tells a resolver who runs with whom).
+     */
+    static InetSocketAddress parse(final byte[] blob, final int rank) {
         final String s = new String(blob, StandardCharsets.US_ASCII);
         final int colon = s.lastIndexOf(':');
+        final int port;
         try {
-            final int port = Integer.parseInt(s.substring(colon + 1));
+            port = Integer.parseInt(s.substring(colon + 1));
             if (colon <= 0 || port < 1 || port > 65535) {
                 throw new NumberFormatException();
             }
-            return new InetSocketAddress(s.substring(0, colon), port);
         } catch (final RuntimeException e) {
-            throw new CollException("rank " + rank + " sent a fabric address that is not host:port");
+            throw new CollException("rank " + rank + " sent a fabric address that is not IP:port");
+        }
+        try {
+            return new InetSocketAddress(java.net.InetAddress.ofLiteral(s.substring(0, colon)), port);
+        } catch (final IllegalArgumentException e) {
+            throw new CollException("rank " + rank + " sent a fabric address whose host is not a literal IP address "
+                + "(names are not looked up)");
         }
     }
 

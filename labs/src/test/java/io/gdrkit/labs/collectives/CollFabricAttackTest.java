@@ -37,6 +37,32 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class CollFabricAttackTest {
+
+    /**
+     * A peer's fabric address is IP:port with a literal IP, as ranks send it; anything else is a named error, and a
+     * host name is never looked up (a peer's word must not make this rank ask DNS).
+     */
+    @Test
+    void aPeersFabricAddressMustBeALiteralIpAndAPort() {
+        assertEquals(new InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"), 4711),
+            CollWorld.parse("127.0.0.1:4711".getBytes(StandardCharsets.US_ASCII), 1));
+        assertEquals(new InetSocketAddress(java.net.InetAddress.ofLiteral("::1"), 80),
+            CollWorld.parse("0:0:0:0:0:0:0:1:80".getBytes(StandardCharsets.US_ASCII), 1));
+        for (final String bad : List.of("localhost:4711", "evil.example.invalid:4711", "10.0.0.300:1", "")) {
+            final CollException e = org.junit.jupiter.api.Assertions.assertThrows(CollException.class,
+                () -> CollWorld.parse(bad.getBytes(StandardCharsets.US_ASCII), 3), bad);
+            assertTrue(e.getMessage().startsWith("rank 3 sent a fabric address"), e::getMessage);
+        }
+        for (final String bad : List.of("127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", ":80", "127.0.0.1:x",
+            "127.0.0.1:-1")) {
+            final CollException e = org.junit.jupiter.api.Assertions.assertThrows(CollException.class,
+                () -> CollWorld.parse(bad.getBytes(StandardCharsets.US_ASCII), 2), bad);
+            assertEquals("rank 2 sent a fabric address that is not IP:port", e.getMessage(), bad);
+        }
+        final CollException name = org.junit.jupiter.api.Assertions.assertThrows(CollException.class,
+            () -> CollWorld.parse("localhost:4711".getBytes(StandardCharsets.US_ASCII), 3));
+        assertTrue(name.getMessage().contains("not a literal IP address"), name::getMessage);
+    }
     private static final Duration T = Duration.ofSeconds(30);
 
     /** Sends a hello claiming {@code lid}, proving {@code token}; returns the refusal, or null when accepted. */
