@@ -87,6 +87,62 @@ class CollFabricAttackTest {
         }
     }
 
+    /**
+     * A rank's listen-handle blob (its device count, then a handle per peer and connection) is a peer's word: a raw
+     * rank 1 that joins the bootstrap and gathers a short blob, another device count, the right count with the wrong
+     * length, or seeded random bytes stops rank 0's communicator with a named error, never a connect to what the
+     * bytes say and never a hang.
+     */
+    @Test
+    void aRanksListenHandlesAreCheckedBeforeUse() throws Exception {
+        final SettingsReader none = SettingsReader.ofEnv(Map.of());
+        final java.util.Random rnd = new java.util.Random(41);
+        final List<byte[]> blobs = new ArrayList<>(List.of(new byte[0], new byte[3],
+            ByteBuffer.allocate(516).putInt(7).array(), ByteBuffer.allocate(515).putInt(1).array(),
+            ByteBuffer.allocate(4).putInt(1).array()));
+        for (int i = 0; i < 8; i++) {
+            final byte[] b = new byte[rnd.nextInt(700)];
+            rnd.nextBytes(b);
+            blobs.add(b);
+        }
+        final ExecutorService ex = Executors.newSingleThreadExecutor();
+        try {
+            for (final byte[] blob : blobs) {
+                try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T);
+                     io.gdrkit.softnic.SoftNicDriver driver = io.gdrkit.softnic.SoftNicDriver.launch(
+                         CollWorld.nicContext())) {
+                    final Future<Throwable> real = ex.submit(() -> {
+                        final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2)
+                            .timeout(T));
+                        try (CollWorld w = CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
+                            new CollContext().settings(none), none, T)) {
+                            return null;
+                        } catch (final Throwable e) {
+                            return e;
+                        } finally {
+                            b.close();
+                        }
+                    });
+                    try (Bootstrap raw = Bootstrap.init(new BootstrapContext().id(root.id()).rank(1).nranks(2)
+                        .timeout(T))) {
+                        try {
+                            raw.allGather(blob);
+                        } catch (final RuntimeException x) {
+                            throw new AssertionError("rank 0: " + real.get(60, TimeUnit.SECONDS), x);
+                        }
+                        final Throwable e = real.get(60, TimeUnit.SECONDS);
+                        assertTrue(e instanceof CollException, blob.length + " bytes: " + e);
+                        assertTrue(e.getMessage().contains("rank 1 has ") && e.getMessage().contains(
+                            " network devices, rank 0 has 1") || e.getMessage().contains("rank 1 sent " + blob.length
+                            + " bytes of listen handles, expected 516"), e::getMessage);
+                    }
+                }
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
     @Test
     void aStrangerCanNeitherJoinNorClaimALidOfTheRanksFabric() throws Exception {
         final int n = 2;
