@@ -61,7 +61,7 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.reduce.threads} (auto, or 1..64; 1: off): threads (the rank's own included) that share one
  * host reduction of at least {@code gdrkit.coll.reduce.parallel.bytes} ({@value #DEFAULT_PARALLEL_BYTES}, 1 KiB..1
  * GiB) bytes ({@link ParallelReducer}); auto chooses from the processors per rank ({@link
- * #chooseReduceThreads(int, int)}). Host memory only: a GPU attached reduces there.</li>
+ * #chooseReduceThreadsBeside}). Host memory only: a GPU attached reduces there.</li>
  * </ul>
  */
 public final class CollContext {
@@ -254,25 +254,15 @@ public final class CollContext {
     }
 
     /**
-     * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host, and why
-     * ({@code reduce_threads} in the output).
+     * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host whose
+     * {@code nicsPerRank} NICs each have a thread (see below), and why ({@code reduce_threads} in the output).
      */
-    public ParallelReducer.Choice chooseReduceThreads(final int localRanks) {
-        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), 1);
-    }
-
-    /** {@link #chooseReduceThreads(int)} for ranks with {@code nicsPerRank} NICs each (a thread each, see below). */
     public ParallelReducer.Choice chooseReduceThreadsBeside(final int localRanks, final int nicsPerRank) {
         return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), nicsPerRank);
     }
 
-    /** {@link #chooseReduceThreads(int)} on a host of {@code cpus} processors, one NIC per rank. */
-    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus) {
-        return chooseReduceThreads(localRanks, cpus, 1);
-    }
-
     /**
-     * {@link #chooseReduceThreads(int)} on a host of {@code cpus} processors. A value given is taken as is; auto follows
+     * {@link #chooseReduceThreadsBeside} on a host of {@code cpus} processors. A value given is taken as is; auto follows
      * the NIC's choice ({@link CollWorld#nicProgress(int)}): with at least {@value
      * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
      * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's

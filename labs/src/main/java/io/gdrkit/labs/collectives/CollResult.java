@@ -9,7 +9,7 @@ package io.gdrkit.labs.collectives;
  * expected value on any rank (summed over ranks). {@code nicProgress} says how rank 0's software NIC was driven and
  * why (CollWorld#nicProgress); {@code directPath} where rank 0's direct rounds went and why
  * (Communicator#directPath: shared memory or the NIC); {@code reduceThreads} how many threads split rank 0's large host reductions, from
- * which size, and why (CollContext#chooseReduceThreads); {@code binding} where rank 0's collectives thread ran
+ * which size, and why (CollContext#chooseReduceThreadsBeside); {@code binding} where rank 0's collectives thread ran
  * (Communicator#binding, gdrkit.coll.bind); {@code nicMtu} the software MTU of rank 0's connections and its source
  * (CollWorld#describeMtu, gdrkit.ib.software.mtu); {@code nics} the network devices each rank's channels are
  * spread over (gdrkit.coll.nics software NICs with IbTransport, 1 with SocketTransport) and {@code channels} the

@@ -344,7 +344,7 @@ public final class CollWorld implements AutoCloseable {
      * Processors per local rank from which its {@code nicsPerRank} NICs get threads of their own:
      * {@value #CPUS_PER_RANK_FOR_DEDICATED} with one NIC, one more per extra NIC. The one rule behind the NIC's
      * progress ({@link #nicProgress}), the auto NIC count ({@link #chooseNics}) and the auto reduce threads
-     * ({@link CollContext#chooseReduceThreads(int)}).
+     * ({@link CollContext#chooseReduceThreadsBeside}).
      */
     static int cpusPerRankFor(final int nicsPerRank) {
         return CPUS_PER_RANK_FOR_DEDICATED + nicsPerRank - 1;

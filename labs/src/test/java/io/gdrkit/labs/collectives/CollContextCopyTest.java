@@ -78,7 +78,7 @@ class CollContextCopyTest {
             assertEquals(false, mine.cudaGdr().value());
             assertEquals(Duration.ofSeconds(20), mine.timeout());
             assertEquals(65536, mine.parallelBytes());
-            assertEquals(launcher.chooseReduceThreads(2, 16), mine.chooseReduceThreads(2, 16));
+            assertEquals(launcher.chooseReduceThreads(2, 16, 1), mine.chooseReduceThreads(2, 16, 1));
         }
     }
 

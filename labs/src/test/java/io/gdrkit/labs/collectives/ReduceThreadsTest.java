@@ -53,7 +53,7 @@ class ReduceThreadsTest {
     @CsvSource({"2,16,4", "2,10,4", "2,8,3", "1,4,3", "1,64,4", "4,16,3", "2,7,1", "2,2,1", "4,15,1", "8,16,1"})
     void autoFollowsTheNicsChoiceAndLeavesACoreForEachNicThread(final int ranks, final int cpus, final int want) {
         final CollContext c = new CollContext().settings(NONE).reduceThreads(0).conclude(); // 0: auto
-        final ParallelReducer.Choice ch = c.chooseReduceThreads(ranks, cpus);
+        final ParallelReducer.Choice ch = c.chooseReduceThreads(ranks, cpus, 1);
         assertEquals(want, ch.threads());
         assertEquals(CollContext.DEFAULT_PARALLEL_BYTES, ch.minBytes());
         if (want == 1) {
@@ -68,8 +68,8 @@ class ReduceThreadsTest {
         assertEquals(Source.DEFAULT, recorded(c, "gdrkit.coll.reduce.parallel.bytes").source());
         // left alone, the setting is auto (measured on the 16-core host), and says so without a flag
         final CollContext dflt = new CollContext().settings(NONE).conclude();
-        assertEquals(want, dflt.chooseReduceThreads(ranks, cpus).threads());
-        assertEquals(ch.reason().replace(AUTO, "auto: "), dflt.chooseReduceThreads(ranks, cpus).reason());
+        assertEquals(want, dflt.chooseReduceThreads(ranks, cpus, 1).threads());
+        assertEquals(ch.reason().replace(AUTO, "auto: "), dflt.chooseReduceThreads(ranks, cpus, 1).reason());
         assertEquals(Source.DEFAULT, recorded(dflt, "gdrkit.coll.reduce.threads").source());
     }
 
@@ -78,22 +78,22 @@ class ReduceThreadsTest {
         final CollContext p = new CollContext().settings(props("gdrkit.coll.reduce.threads", "3",
             "gdrkit.coll.reduce.parallel.bytes", "65536")).conclude();
         assertEquals(new ParallelReducer.Choice(3, 65536, "gdrkit.coll.reduce.threads=3 (property)"),
-            p.chooseReduceThreads(8, 2), "a value given wins over the processors");
+            p.chooseReduceThreads(8, 2, 1), "a value given wins over the processors");
         assertEquals(Source.PROPERTY, recorded(p, "gdrkit.coll.reduce.parallel.bytes").source());
         assertEquals(65536, p.parallelBytes());
 
         final CollContext f = new CollContext().settings(NONE).reduceThreads(1).parallelBytes(1024).conclude();
-        assertEquals("1 (gdrkit.coll.reduce.threads=1 (flag))", f.chooseReduceThreads(1, 64).describe());
+        assertEquals("1 (gdrkit.coll.reduce.threads=1 (flag))", f.chooseReduceThreads(1, 64, 1).describe());
         assertEquals(Source.FLAG, recorded(f, "gdrkit.coll.reduce.threads").source());
         assertEquals(Source.FLAG, recorded(f, "gdrkit.coll.reduce.parallel.bytes").source());
 
         final CollContext auto = new CollContext().settings(props("gdrkit.coll.reduce.threads", " Auto ")).conclude();
         assertEquals("auto, gdrkit.coll.reduce.threads= Auto  (property): 16 processors >= 4 x 2 ranks on this "
-            + "host, min(4, 16 / 2 - 1 for the NIC thread)", auto.chooseReduceThreads(2, 16).reason());
-        assertEquals(4, auto.chooseReduceThreads(2, 16).threads());
+            + "host, min(4, 16 / 2 - 1 for the NIC thread)", auto.chooseReduceThreads(2, 16, 1).reason());
+        assertEquals(4, auto.chooseReduceThreads(2, 16, 1).threads());
 
         final CollContext copy = CollContext.copyOf(p);
-        assertEquals(p.chooseReduceThreads(2, 16), copy.chooseReduceThreads(2, 16));
+        assertEquals(p.chooseReduceThreads(2, 16, 1), copy.chooseReduceThreads(2, 16, 1));
         assertEquals(p.recorded(), copy.recorded());
     }
 
@@ -114,11 +114,11 @@ class ReduceThreadsTest {
             assertThrows(IllegalArgumentException.class,
                 () -> new CollContext().settings(props("gdrkit.coll.reduce.parallel.bytes", "1023")).conclude())
                 .getMessage());
-        assertThrows(IllegalStateException.class, () -> new CollContext().chooseReduceThreads(2, 16));
+        assertThrows(IllegalStateException.class, () -> new CollContext().chooseReduceThreads(2, 16, 1));
         assertThrows(IllegalArgumentException.class,
-            () -> new CollContext().settings(NONE).conclude().chooseReduceThreads(0, 16));
+            () -> new CollContext().settings(NONE).conclude().chooseReduceThreads(0, 16, 1));
         assertThrows(IllegalArgumentException.class,
-            () -> new CollContext().settings(NONE).conclude().chooseReduceThreads(2, 0));
+            () -> new CollContext().settings(NONE).conclude().chooseReduceThreads(2, 0, 1));
     }
 
     @Test
