@@ -10,7 +10,8 @@
 #     the defaults over shm and over tcp: $R/jfr-<fabric>/<pid>.jfr, plus the command's JSON lines.
 #   MODE=final: MODE=tcp's sweep (set MIN, ITERS, VARIANTS), then bench/h200-coll-lat.sh with LAT_VARIANTS (default
 #     "default direct256k"), 8 B .. 4 KiB, 5000 iterations, 3 runs, OpenMPI beside.
-#   MODE=tcp: VARIANTS over bench/coll-peers.sh, 16 B .. 16 MiB, OpenMPI beside, 3 runs, rotating order.
+#     (MIN, MAX, F, ITERS and WARM are set for it: the tenth session's first call let the sweep's leak in, and it failed)
+#   MODE=tcp: VARIANTS over bench/coll-peers.sh, 16 B .. 16 MiB, OpenMPI beside, RUNS (3) runs, rotating order.
 # Results tarred to $OUT/$TAG.tgz (TAG default r9), '=' in names made '-'.
 #   JAVA=runtime/bin/java JAR=out/gdrkit.jar bash bench/h200-round9.sh
 set -uo pipefail
@@ -56,12 +57,12 @@ elif [ "${MODE}" = jfr ]; then
   done
 else
   M="$R/allreduce_timing"; command -v mpicc >/dev/null && mpicc -O2 -o "$M" bench/mpi/allreduce_timing.c 2> "$R/mpicc-err.txt"
-  ( OUT="$R/final" MPI_BIN="$M" MIN="${MIN:-16}" MAX=16777216 F=4 ITERS="${ITERS:-20}" WARM=5 RUNS=3 ROTATE=1 LIMIT=90 \
+  ( OUT="$R/final" MPI_BIN="$M" MIN="${MIN:-16}" MAX=16777216 F=4 ITERS="${ITERS:-20}" WARM=5 RUNS="${RUNS:-3}" ROTATE=1 LIMIT=90 \
       VARIANTS="${VARIANTS:-ib ib-tcp socket}" \
       timeout "${TOTAL:-520}" bash bench/coll-peers.sh ) > "$R/final.log" 2>&1
   rm -f "$M"
   if [ "${MODE}" = final ]; then
-    ( OUT="$R/lat" RUNS=3 VARIANTS="${LAT_VARIANTS:-default direct256k}" LIMIT=100 \
+    ( OUT="$R/lat" RUNS=3 MIN=8 MAX=4096 F=8 ITERS=5000 WARM=5000 VARIANTS="${LAT_VARIANTS:-default direct256k}" LIMIT=100 \
         timeout "${LAT_TOTAL:-200}" bash bench/h200-coll-lat.sh ) > "$R/lat.log" 2>&1
     rm -f "$R/lat/allreduce_timing"
   fi

@@ -34,7 +34,8 @@ import java.util.Objects;
  * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
  * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
  * ({@link Collectives}). Host memory only. Through shared memory ({@code gdrkit.coll.shm.direct}) the default
- * is {@value #DEFAULT_SHM_DIRECT} instead, and a value given is not capped by the eager head.</li>
+ * is {@value #SHM_DIRECT_READ} / (ranks - 1), at least {@value #DEFAULT_SHM_DIRECT} ({@link #shmDirectBytes(int)}:
+ * 256 KiB for 2 ranks), and a value given is not capped by the eager head.</li>
  * <li>{@code gdrkit.coll.shm.direct} (true): when every rank is on this host (proven: each maps rank 0's
  * run-private shared file), the direct round goes through shared memory instead of the eager connections: a store
  * and a flag per input, no NIC ({@link ShmDirect}); false keeps it on the NIC. Every rank must want it, else none
@@ -95,6 +96,16 @@ public final class CollContext {
      * to the NIC with its reason, not a SIGBUS later.
      */
     public static final int DEFAULT_SHM_DIRECT = 65536;
+
+    /**
+     * The bytes a rank may read from its peers' slots in one default direct round through shared memory: the default
+     * is this over (ranks - 1), at least {@link #DEFAULT_SHM_DIRECT}, because a direct round reads every peer's whole
+     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB: on the H200 host (tenth
+     * session, 5 runs, 200 iterations) the 256 KiB allreduce took 45-65 us in four runs (one 229) where the ring took
+     * 84-147 and OpenMPI 64-75; the 8 B allreduce and 1 to 16 MiB were unchanged. More ranks are not measured: 3
+     * get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}, the default measured before.
+     */
+    public static final int SHM_DIRECT_READ = 262144;
 
     /** Idle polls before a waiting rank yields, by default. */
     public static final int DEFAULT_SPINS = 2000;
@@ -309,12 +320,16 @@ public final class CollContext {
     }
 
     /**
-     * The largest collective (in bytes) that runs as a direct round through shared memory ({@link ShmDirect}): the
-     * setting when one was given (not capped: shared slots are sized for it), else {@value #DEFAULT_SHM_DIRECT}; 0
-     * when direct rounds are off.
+     * The largest collective (in bytes) that runs as a direct round through shared memory ({@link ShmDirect}) among
+     * {@code nranks} ranks: the setting when one was given (not capped: shared slots are sized for it), else
+     * {@value #SHM_DIRECT_READ} / (nranks - 1) rounded down to a multiple of 8, at least {@value #DEFAULT_SHM_DIRECT};
+     * 0 when direct rounds are off. Every rank has the same count, so every rank gets the same answer.
      */
-    public int shmDirectBytes() {
-        return directBytesDefault ? DEFAULT_SHM_DIRECT : directBytes;
+    public int shmDirectBytes(final int nranks) {
+        if (!directBytesDefault) {
+            return directBytes;
+        }
+        return Math.max(DEFAULT_SHM_DIRECT, SHM_DIRECT_READ / Math.max(1, nranks - 1) / 8 * 8);
     }
 
     /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */

@@ -38,6 +38,8 @@ public final class Communicator implements AutoCloseable {
     private final CollContext ctx;
     private final int rank;
     private final int n;
+    /** The context's direct-round limit through shared memory for n ranks (asked once: it is the same every call). */
+    private final int shmDirectBytes;
     private final int channels;
     /** The transport's device count; see {@link #devOf}. */
     private final int devs;
@@ -195,6 +197,7 @@ public final class Communicator implements AutoCloseable {
         this.ctx = context.conclude();
         this.rank = bootstrap.rank();
         this.n = bootstrap.nranks();
+        this.shmDirectBytes = ctx.shmDirectBytes(n);
         this.devs = net.devices();
         this.channels = ctx.channelsFor(devs);
         this.chunk = ctx.chunkBytes();
@@ -281,10 +284,10 @@ public final class Communicator implements AutoCloseable {
         }
         if (n > 1) {
             // collective, on every rank alike, whatever its own setting: see ShmDirect.open
-            final boolean wanted = ctx.shmDirect().value() && ctx.shmDirectBytes() > 0;
-            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, ctx.shmDirectBytes()));
+            final boolean wanted = ctx.shmDirect().value() && shmDirectBytes > 0;
+            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, shmDirectBytes));
             shm = o.direct();
-            directPath = shm != null ? "shm, up to " + ctx.shmDirectBytes() + " B (" + o.why() + ")"
+            directPath = shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + ")"
                 : "nic, up to " + (eager > 0 ? ctx.directBytes() : 0) + " B (" + o.why() + ")";
         } else {
             shm = null;
@@ -988,14 +991,14 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * The largest collective in bytes that runs as a direct round here: the context's, through shared memory
-     * ({@link CollContext#shmDirectBytes()}) or over the NIC ({@link CollContext#directBytes()}); 0 with a GPU
+     * ({@link CollContext#shmDirectBytes(int)}) or over the NIC ({@link CollContext#directBytes()}); 0 with a GPU
      * attached (GPU buffers keep the exchange path: the eager heads carry no GPU data).
      */
     public int directBytes() {
         if (deviceReducer != null) {
             return 0;
         }
-        return shm != null ? ctx.shmDirectBytes() : eager > 0 ? ctx.directBytes() : 0;
+        return shm != null ? shmDirectBytes : eager > 0 ? ctx.directBytes() : 0;
     }
 
     /**

@@ -264,6 +264,28 @@ class CollDirectTest {
     }
 
     @Test
+    void theSharedMemoryDefaultKeepsOneRoundsReadsAt256KiBAndAGivenValueStands() {
+        final CollContext d = new CollContext().settings(NONE).conclude();
+        // 256 KiB over the peers a round reads, a multiple of 8, never under 64 KiB; one rank reads nobody
+        final int[][] want = {{1, 262144}, {2, 262144}, {3, 131072}, {4, 87376}, {5, 65536}, {8, 65536},
+            {64, 65536}};
+        for (final int[] w : want) {
+            assertEquals(w[1], d.shmDirectBytes(w[0]), w[0] + " ranks");
+            assertEquals(0, d.shmDirectBytes(w[0]) % 8, w[0] + " ranks");
+        }
+        // a value given is the value for every count: not capped by the eager head, not scaled
+        for (final int given : new int[] {0, 4096, 1 << 20}) {
+            final CollContext g = new CollContext().directBytes(given).settings(NONE).conclude();
+            for (final int np : new int[] {2, 3, 9}) {
+                assertEquals(given, g.shmDirectBytes(np), given + " B, " + np + " ranks");
+            }
+        }
+        final CollContext p = new CollContext().settings(new SettingsReader(Map.of(),
+            Map.of("gdrkit.coll.direct.bytes", "65536"), Map.of())).conclude();
+        assertEquals(65536, p.shmDirectBytes(2));
+    }
+
+    @Test
     void theSpinSettingIsValidatedRecordedAndZeroStillRight() {
         assertEquals(CollContext.DEFAULT_SPINS, new CollContext().settings(NONE).conclude().spinRounds());
         for (final String bad : new String[] {"-1", "10000001", "many"}) {
