@@ -9,7 +9,9 @@ import io.gdrkit.softnic.fabric.InJvmFabric;
 import io.gdrkit.softnic.fabric.LinkHook;
 import io.gdrkit.verbs.Device;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -24,6 +26,8 @@ public final class SoftNicDriver implements AutoCloseable {
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
     private volatile SoftDevice[] deviceArray = new SoftDevice[0];
     private final List<AgentRunner> runners = new ArrayList<>();
+    /** The thread that drives each device, where the progress mode gives it one (for {@link #removeDevice}). */
+    private final Map<SoftDevice, AgentRunner> runnerOf = new IdentityHashMap<>();
     private volatile boolean closed;
 
     private SoftNicDriver(final SoftNicContext ctx, final Fabric fabric) {
@@ -74,13 +78,43 @@ public final class SoftNicDriver implements AutoCloseable {
         final SoftDevice dev = new SoftDevice(this, name, fabric.attach(lid));
         devices.add(dev);
         deviceArray = devices.toArray(new SoftDevice[0]);
+        AgentRunner runner = null;
         if (ctx.progressMode() == SoftNicContext.ProgressMode.DEDICATED) {
-            runners.add(new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start());
+            runner = new AgentRunner(dev, IdleStrategy.parse(ctx.idleStrategy())).start();
         } else if (ctx.progressMode() == SoftNicContext.ProgressMode.OWN_DEVICE && ctx.backstopMicros() > 0) {
             // the poller drives its NIC; this thread only covers the times it does not poll (Duty: one at a time)
-            runners.add(new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L)).start());
+            runner = new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L)).start();
+        }
+        if (runner != null) {
+            runners.add(runner);
+            runnerOf.put(dev, runner);
         }
         return dev;
+    }
+
+    /**
+     * Takes a device off this driver, for a caller that added devices to a driver it shares with others (the
+     * collectives on the in-JVM fabric): its thread ends, its QPs go to ERR and flush (WR_FLUSH_ERR), its port leaves
+     * the fabric (packets to its LID are unroutable from then on), and its name may be used again. On the in-JVM
+     * fabric the LID is not given out again and the port's ring memory stays until the driver closes (one arena).
+     * A device of another driver, or one removed already, is refused.
+     */
+    public synchronized void removeDevice(final SoftDevice dev) {
+        if (!devices.contains(dev)) {
+            throw new IllegalArgumentException("device '" + (dev == null ? "null" : dev.name())
+                + "' is not a device of this driver (removed already?)");
+        }
+        final AgentRunner runner = runnerOf.remove(dev);
+        if (runner != null) {
+            runner.close();
+            runners.remove(runner);
+        }
+        dev.stop();
+        devices.remove(dev);
+        deviceArray = devices.toArray(new SoftDevice[0]);
+        if (!closed) {
+            fabric.detach(dev.port);
+        }
     }
 
     /** The fabric the devices are attached to. */

@@ -56,6 +56,10 @@ public final class CollWorld implements AutoCloseable {
     private final Bootstrap bootstrap;
     /** The drivers this rank launched (none on injvm, whose driver the caller shares). */
     private final List<SoftNicDriver> drivers;
+    /** On injvm: the caller's driver and the devices this rank added to it, taken off again at close. */
+    private final SoftNicDriver shared;
+    private final List<SoftDevice> sharedDevices;
+    private boolean sharedReleased;
     private final List<VerbsContext> vctxs;
     private final List<NetNic> nics;
     private final NetTransport net;
@@ -63,10 +67,13 @@ public final class CollWorld implements AutoCloseable {
     private io.gdrkit.gpu.GpuDevice gpu;
     private CollGdr gdr;
 
-    private CollWorld(final Bootstrap bootstrap, final List<SoftNicDriver> drivers, final List<VerbsContext> vctxs,
-                      final List<NetNic> nics, final NetTransport net, final Communicator comm) {
+    private CollWorld(final Bootstrap bootstrap, final List<SoftNicDriver> drivers, final SoftNicDriver shared,
+                      final List<SoftDevice> sharedDevices, final List<VerbsContext> vctxs, final List<NetNic> nics,
+                      final NetTransport net, final Communicator comm) {
         this.bootstrap = bootstrap;
         this.drivers = List.copyOf(drivers);
+        this.shared = shared;
+        this.sharedDevices = List.copyOf(sharedDevices);
         this.vctxs = List.copyOf(vctxs);
         this.nics = List.copyOf(nics);
         this.net = net;
@@ -162,6 +169,7 @@ public final class CollWorld implements AutoCloseable {
             : new NicChoice(1, "SocketTransport: no software NIC");
         final int k = nicChoice.count();
         final List<SoftNicDriver> drivers = new ArrayList<>();
+        final List<SoftDevice> sharedDevices = new ArrayList<>();
         final List<VerbsContext> vctxs = new ArrayList<>();
         final List<NetNic> nics = new ArrayList<>();
         NetTransport net = null;
@@ -177,8 +185,9 @@ public final class CollWorld implements AutoCloseable {
                             throw new IllegalArgumentException("the injvm fabric joins ranks of one JVM only");
                         }
                         for (int i = 0; i < k; i++) {
-                            devs.add(shared.addDevice(deviceName(r, i, k), 0));
+                            sharedDevices.add(shared.addDevice(deviceName(r, i, k), 0));
                         }
+                        devs.addAll(sharedDevices);
                     }
                     case "shm" -> {
                         // each rank's fabric removes its own files at close, the last one out the directory (rank 0
@@ -264,7 +273,7 @@ public final class CollWorld implements AutoCloseable {
                 comm.nicProgress(progress + "; " + k + (k == 1 ? " NIC" : " NICs") + " per rank (" + nicChoice.why()
                     + ")");
             }
-            final CollWorld w = new CollWorld(b, drivers, vctxs, nics, net, comm);
+            final CollWorld w = new CollWorld(b, drivers, shared, sharedDevices, vctxs, nics, net, comm);
             w.gdr = gdr;
             return w;
         } catch (final RuntimeException e) {
@@ -279,6 +288,10 @@ public final class CollWorld implements AutoCloseable {
             }
             for (final SoftNicDriver d : drivers) {
                 d.close();
+            }
+            // the shared driver is the caller's: only this rank's devices leave it, so a later world can use the names
+            for (final SoftDevice dev : sharedDevices) {
+                shared.removeDevice(dev);
             }
             throw e;
         }
@@ -571,6 +584,12 @@ public final class CollWorld implements AutoCloseable {
         }
         for (final SoftNicDriver d : drivers) {
             d.close();
+        }
+        if (!sharedReleased) {
+            sharedReleased = true;
+            for (final SoftDevice dev : sharedDevices) {
+                shared.removeDevice(dev);
+            }
         }
     }
 }

@@ -106,11 +106,12 @@ class CollFabricAttackTest {
             blobs.add(b);
         }
         final ExecutorService ex = Executors.newSingleThreadExecutor();
-        try {
+        // one driver for every round: a failed open takes its devices off the shared driver again, so the next
+        // round's rank 0 can use the same names (it failed with "device name 'coll-rank0' already used" before)
+        try (io.gdrkit.softnic.SoftNicDriver driver = io.gdrkit.softnic.SoftNicDriver.launch(
+            CollWorld.nicContext())) {
             for (final byte[] blob : blobs) {
-                try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T);
-                     io.gdrkit.softnic.SoftNicDriver driver = io.gdrkit.softnic.SoftNicDriver.launch(
-                         CollWorld.nicContext())) {
+                try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T)) {
                     final Future<Throwable> real = ex.submit(() -> {
                         final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2)
                             .timeout(T));
@@ -136,6 +137,7 @@ class CollFabricAttackTest {
                             " network devices, rank 0 has 1") || e.getMessage().contains("rank 1 sent " + blob.length
                             + " bytes of listen handles, expected 516"), e::getMessage);
                     }
+                    assertEquals(List.of(), driver.devices(), "rank 0's failed open left devices on the driver");
                 }
             }
         } finally {

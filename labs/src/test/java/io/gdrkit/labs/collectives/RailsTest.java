@@ -83,6 +83,49 @@ class RailsTest {
         c.deregister(gb);
     }
 
+    /**
+     * Worlds on the caller's in-JVM driver, one after the other: each takes its NICs off the driver at close, so the
+     * next can use the same names (the second failed with "device name 'coll-rank0-nic0' already used" before) and
+     * the driver does not keep idle NICs (and their threads) of worlds long closed.
+     */
+    @Test
+    void worldsOneAfterAnotherShareTheCallersDriver() throws Exception {
+        final int np = 2;
+        try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
+            for (int round = 0; round < 3; round++) {
+                final Throwable[] err = new Throwable[np];
+                final int[] onDriver = new int[np];
+                try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20))) {
+                    final Thread[] t = new Thread[np];
+                    for (int r = 0; r < np; r++) {
+                        final int rank = r;
+                        t[r] = Thread.ofPlatform().start(() -> {
+                            try (Arena a = Arena.ofShared();
+                                 Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank)
+                                     .nranks(np).timeout(Duration.ofSeconds(20)));
+                                 CollWorld w = CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
+                                     new CollContext().nics(2), NONE, Duration.ofSeconds(20))) {
+                                allReduceAndGather(w.communicator(), rank, a, 4096);
+                                onDriver[rank] = driver.devices().size();
+                            } catch (final Throwable e) {
+                                err[rank] = e;
+                            }
+                        });
+                    }
+                    for (final Thread th : t) {
+                        th.join(120_000);
+                        assertTrue(!th.isAlive(), "a rank hung");
+                    }
+                }
+                assertNull(err[0], "round " + round);
+                assertNull(err[1], "round " + round);
+                // while open: 2 NICs of its own and at most 2 of the other rank, whatever the order of closing
+                assertTrue(onDriver[0] >= 2 && onDriver[0] <= 4, "round " + round + ": " + onDriver[0]);
+                assertEquals(List.of(), driver.devices(), "round " + round + ": NICs left on the driver");
+            }
+        }
+    }
+
     @Test
     void channelsSpreadOverTheNicsAndEachNicCarriesItsShare() throws Exception {
         final int np = 2;
@@ -109,6 +152,14 @@ class RailsTest {
                         assertEquals(2, c.devices());
                         assertEquals(2, c.channels(), "NCCL_MIN_NCHANNELS (1) raised to the NICs");
                         allReduceAndGather(c, rank, a, count);
+                        // this rank's NICs, while they are on the driver (the world takes them off at close)
+                        final List<Integer> mine = new ArrayList<>();
+                        for (final io.gdrkit.verbs.Device d : driver.devices()) {
+                            if (d.name().startsWith("coll-rank" + rank + "-nic")) {
+                                mine.add(((io.gdrkit.softnic.SoftDevice) d).lid());
+                            }
+                        }
+                        lids[rank] = mine.stream().mapToInt(Integer::intValue).toArray();
                     } catch (final Throwable e) {
                         err[rank] = e;
                     }
@@ -118,15 +169,7 @@ class RailsTest {
                 th.join(120_000);
                 assertTrue(!th.isAlive(), "a rank hung");
             }
-            for (int r = 0; r < np; r++) {
-                final List<Integer> mine = new ArrayList<>();
-                for (final io.gdrkit.verbs.Device d : driver.devices()) {
-                    if (d.name().startsWith("coll-rank" + r + "-nic")) {
-                        mine.add(((io.gdrkit.softnic.SoftDevice) d).lid());
-                    }
-                }
-                lids[r] = mine.stream().mapToInt(Integer::intValue).toArray();
-            }
+            assertEquals(List.of(), driver.devices(), "the worlds took their NICs off the shared driver at close");
         }
         assertNull(err[0]);
         assertNull(err[1]);

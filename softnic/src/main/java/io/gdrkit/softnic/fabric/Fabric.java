@@ -8,6 +8,13 @@ public interface Fabric extends AutoCloseable {
      */
     FabricPort attach(int lid);
 
+    /**
+     * Takes a port off the fabric once its NIC has stopped: packets to its LID are unroutable from then on. Default:
+     * nothing (a fabric of one port per process, whose port leaves when the fabric closes).
+     */
+    default void detach(FabricPort port) {
+    }
+
     /** Replaces the hook that sees every packet this process sends. */
     void hook(LinkHook hook);
 

@@ -66,6 +66,29 @@ public final class InJvmFabric implements Fabric {
         return port;
     }
 
+    /**
+     * Unlinks a port whose NIC stopped: no port routes to its LID or polls its rings any more, and {@link PortOwner}
+     * lookups of its LID find nothing. Its LID is not given out again (LIDs go in order) and its rings' memory stays
+     * in the fabric's arena until {@link #close()}. A port of another fabric, or one detached already, is ignored.
+     */
+    @Override
+    public synchronized void detach(final FabricPort fabricPort) {
+        if (!(fabricPort instanceof Port port) || !ports.contains(port) || portsByLid[port.lid()] != port) {
+            return;
+        }
+        final Port[] byLid = portsByLid.clone();
+        byLid[port.lid()] = null;
+        portsByLid = byLid;
+        for (final Port other : ports) {
+            if (other != port) {
+                other.disconnect(port);
+                port.disconnect(other);
+            }
+        }
+        port.disconnect(port);
+        port.owner(null);
+    }
+
     private SpscRingBuffer newRing() {
         final MemorySegment seg = arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64);
         return new SpscRingBuffer(seg);
@@ -99,6 +122,21 @@ public final class InJvmFabric implements Fabric {
             final SpscRingBuffer[] in = java.util.Arrays.copyOf(to.inbound, to.inbound.length + 1);
             in[in.length - 1] = ring;
             to.inbound = in;
+        }
+
+        /** Drops the link to {@code to}: this port no longer routes to it, and it no longer polls the ring. */
+        void disconnect(final Port to) {
+            final SpscRingBuffer[] out = outbound;
+            if (to.lid() >= out.length || out[to.lid()] == null) {
+                return;
+            }
+            final SpscRingBuffer ring = out[to.lid()];
+            final SpscRingBuffer[] o = out.clone();
+            o[to.lid()] = null;
+            outbound = o;
+            final List<SpscRingBuffer> in = new ArrayList<>(java.util.Arrays.asList(to.inbound));
+            in.remove(ring);
+            to.inbound = in.toArray(new SpscRingBuffer[0]);
         }
 
         @Override
