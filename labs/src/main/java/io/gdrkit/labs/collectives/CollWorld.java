@@ -115,6 +115,23 @@ public final class CollWorld implements AutoCloseable {
     public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                  final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                  final Duration timeout, final String gpuSpec) {
+        return open(b, fabric, shared, kind, coll, settings, timeout, gpuSpec, Here.probe());
+    }
+
+    /**
+     * What this rank tells the others about its host ({@link HostRanks}): the processors its JVM may use and the
+     * host's identity. Tests give ranks of one JVM different ones, as ranks on different hosts have.
+     */
+    record Here(int cpus, String hostIdentity) {
+        static Here probe() {
+            return new Here(Runtime.getRuntime().availableProcessors(), GpuSharing.hostIdentity());
+        }
+    }
+
+    /** {@link #open(Bootstrap, String, SoftNicDriver, TransportKind, CollContext, SettingsReader, Duration, String)} as {@code here}. */
+    static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
+                          final TransportKind kind, final CollContext coll, final SettingsReader settings,
+                          final Duration timeout, final String gpuSpec, final Here here) {
         io.gdrkit.gpu.GpuDevice gpu = null;
         GpuSharing sharing = null;
         if (gpuSpec != null) {
@@ -132,7 +149,7 @@ public final class CollWorld implements AutoCloseable {
         final CollWorld w;
         try {
             w = openHost(b, fabric, shared, kind, coll, settings, timeout, gpu,
-                gpuSpec != null && gpuSpec.startsWith("cuda:") && !gpuSpec.equals("cuda:rank"));
+                gpuSpec != null && gpuSpec.startsWith("cuda:") && !gpuSpec.equals("cuda:rank"), here);
         } catch (final RuntimeException e) {
             if (gpu != null) {
                 gpu.close();
@@ -160,12 +177,17 @@ public final class CollWorld implements AutoCloseable {
     private static CollWorld openHost(final Bootstrap b, final String fabric, final SoftNicDriver shared,
                                       final TransportKind kind, final CollContext coll, final SettingsReader settings,
                                       final Duration timeout, final io.gdrkit.gpu.GpuDevice gpu,
-                                      final boolean singleGpu) {
+                                      final boolean singleGpu, final Here here) {
         final int r = b.rank();
         final int n = b.nranks();
+        // which ranks share this host's processors: threads of one JVM do by definition; processes may be anywhere
+        // (shm proves one kernel, not one set of processors per container), so they say where they are
+        final HostRanks hosts = fabric.equals("injvm") ? HostRanks.oneHost(n, here.cpus())
+            : HostRanks.gather(b, here.cpus(), here.hostIdentity());
+        final int local = hosts.localRanks(r);
         // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
         // shm they share the run's fabric with LIDs i*n + r + 1; NIC i of one rank talks only to NIC i of the others
-        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.conclude(), fabric, n)
+        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.conclude(), fabric, hosts, r)
             : new NicChoice(1, "SocketTransport: no software NIC");
         final int k = nicChoice.count();
         final List<SoftNicDriver> drivers = new ArrayList<>();
@@ -196,7 +218,7 @@ public final class CollWorld implements AutoCloseable {
                         ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-coll-");
                         final String run = Long.toHexString(b.context().id().runId());
                         final Path dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
-                        final NicProgress p = nicProgressFor(n, k); // every rank of an shm run is on this host
+                        final NicProgress p = nicProgress(local, k, here.cpus());
                         progress = p.description();
                         final SoftNicDriver d = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY,
                             n * k, null, false));
@@ -207,9 +229,8 @@ public final class CollWorld implements AutoCloseable {
                     }
                     case "tcp" -> {
                         for (int i = 0; i < k; i++) {
-                            // how many ranks share this host is not known here: counted as all of them; a context
-                            // per driver (a driver concludes its own)
-                            final NicProgress p = nicProgressFor(n, k);
+                            // a context per driver (a driver concludes its own)
+                            final NicProgress p = nicProgress(local, k, here.cpus());
                             progress = p.description();
                             final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
                                 LINK_CAPACITY, null, false, 1, fabricToken(b));
@@ -267,7 +288,7 @@ public final class CollWorld implements AutoCloseable {
                 net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout)
                     .bind(coll.bind()));
             }
-            final Communicator comm = new Communicator(b, net, coll);
+            final Communicator comm = new Communicator(b, net, coll, local, here.cpus());
             comm.nicMtu(mtu);
             if (progress != null) { // a shared (injvm) driver's caller says how it launched it
                 comm.nicProgress(progress + "; " + k + (k == 1 ? " NIC" : " NICs") + " per rank (" + nicChoice.why()
@@ -315,8 +336,29 @@ public final class CollWorld implements AutoCloseable {
     /** Auto's NICs per rank on the tcp fabric. */
     static final int TCP_NICS = 4;
 
-    static NicChoice chooseNics(final CollContext coll, final String fabric, final int localRanks) {
-        return chooseNics(coll, fabric, localRanks, Runtime.getRuntime().availableProcessors());
+    /**
+     * The NIC count of every rank, the same on all: each rank's own rule ({@link #chooseNics(CollContext, String,
+     * int, int)}) with its host's rank count and its processors, and the fewest of them, since every rank must have
+     * as many NICs as the others (NIC i talks to NIC i). {@code me} is the asking rank, for the wording.
+     */
+    static NicChoice chooseNics(final CollContext coll, final String fabric, final HostRanks hosts, final int me) {
+        NicChoice fewest = null;
+        int at = me;
+        for (int p = 0; p < hosts.nranks(); p++) {
+            final boolean here = hosts.hostOf()[p] == hosts.hostOf()[me];
+            final NicChoice c = chooseNics(coll, fabric, hosts.localRanks(p), hosts.cpus()[p],
+                p == me ? "this host" : here ? "this host, rank " + p + "'s processors" : "rank " + p + "'s host");
+            // ties go to this rank's own rule, so its words are its own
+            if (fewest == null || c.count() < fewest.count() || c.count() == fewest.count() && p == me) {
+                fewest = c;
+                at = p;
+            }
+        }
+        if (hosts.hosts() == 1 || coll.nicsSetting().value() != 0) {
+            return fewest;
+        }
+        return new NicChoice(fewest.count(), fewest.why() + "; the fewest over " + hosts.hosts() + " hosts"
+            + (hosts.hostOf()[at] == hosts.hostOf()[me] ? "" : ", set by rank " + at + "'s host"));
     }
 
     /**
@@ -329,6 +371,11 @@ public final class CollWorld implements AutoCloseable {
      * dedicated.
      */
     static NicChoice chooseNics(final CollContext coll, final String fabric, final int localRanks, final int cpus) {
+        return chooseNics(coll, fabric, localRanks, cpus, "this host");
+    }
+
+    private static NicChoice chooseNics(final CollContext coll, final String fabric, final int localRanks,
+                                        final int cpus, final String where) {
         final Setting<Integer> s = coll.nicsSetting();
         if (s.value() != 0) {
             return new NicChoice(s.value(), s.describe());
@@ -346,11 +393,11 @@ public final class CollWorld implements AutoCloseable {
         for (int k = preferred; k > 1; k--) {
             if (cpus >= cpusPerRankFor(k) * localRanks) {
                 return new NicChoice(k, how + ": " + cpus + " processors >= " + cpusPerRankFor(k) + " x "
-                    + localRanks + " ranks on this host, " + fabric + " prefers " + preferred);
+                    + localRanks + " ranks on " + where + ", " + fabric + " prefers " + preferred);
             }
         }
         return new NicChoice(1, how + ": " + cpus + " processors < " + cpusPerRankFor(2) + " x " + localRanks
-            + " ranks on this host");
+            + " ranks on " + where);
     }
 
     /**
@@ -446,11 +493,6 @@ public final class CollWorld implements AutoCloseable {
      */
     public static NicProgress nicProgress(final int localRanks) {
         return nicProgress(localRanks, 1, Runtime.getRuntime().availableProcessors());
-    }
-
-    /** {@link #nicProgress(int)} with {@code nicsPerRank} NICs per rank (gdrkit.coll.nics). */
-    static NicProgress nicProgressFor(final int localRanks, final int nicsPerRank) {
-        return nicProgress(localRanks, nicsPerRank, Runtime.getRuntime().availableProcessors());
     }
 
     /** {@link #nicProgress(int)} on a host with {@code cpus} processors. */

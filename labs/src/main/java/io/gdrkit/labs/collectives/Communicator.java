@@ -191,7 +191,17 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * A communicator over {@code net}; every rank counts as on this host for the automatic reduce threads (one
+     * host's ranks share its processors). {@link CollWorld} knows better and says how many are.
+     */
     public Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context) {
+        this(bootstrap, net, context, bootstrap.nranks(), Runtime.getRuntime().availableProcessors());
+    }
+
+    /** As above, with {@code localRanks} ranks (this one included) on this host of {@code cpus} processors. */
+    Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context, final int localRanks,
+                 final int cpus) {
         this.bootstrap = bootstrap;
         this.net = net;
         this.ctx = context.conclude();
@@ -211,9 +221,8 @@ public final class Communicator implements AutoCloseable {
         this.dRecv = new boolean[n];
         this.directSentK = new long[EAGER_DEPTH][n];
         this.timeoutNanos = ctx.timeout().toNanos();
-        // every rank counts as local, as for the NIC's progress (CollWorld#nicProgress): shm and injvm runs are on
-        // one host, and a tcp run's split over hosts is not known here
-        this.reduceChoice = ctx.chooseReduceThreadsBeside(n, devs);
+        // the ranks of this host share its processors with this rank's NIC threads (CollWorld#nicProgress)
+        this.reduceChoice = ctx.chooseReduceThreads(localRanks, cpus, devs);
         // its threads start with the first split reduction: a communicator that never reduces much has none
         this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(), timeoutNanos,
             "gdrkit-coll-reduce-r" + rank);
