@@ -11,10 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.bootstrap.Bootstrap;
-import io.gdrkit.gdr.bootstrap.BootstrapContext;
-import io.gdrkit.gdr.bootstrap.BootstrapRoot;
-import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -133,40 +131,22 @@ class HostRanksTest {
     private static String[] run(final CollWorld.Here... here) throws Exception {
         final int np = here.length;
         final String[] seen = new String[np];
-        final Throwable[] err = new Throwable[np];
-        try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20))) {
-            final Thread[] t = new Thread[np];
-            for (int r = 0; r < np; r++) {
-                final int rank = r;
-                t[r] = Thread.ofPlatform().start(() -> {
-                    try (Arena a = Arena.ofShared();
-                         Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
-                             .timeout(Duration.ofSeconds(20)));
-                         CollWorld w = CollWorld.open(b, "tcp", null, CollWorld.TransportKind.IB,
-                             new CollContext().buffSize(65536).steps(4), NONE, Duration.ofSeconds(20), null,
-                             here[rank])) {
-                        final Communicator c = w.communicator();
-                        final java.lang.foreign.MemorySegment s = a.allocate(4096 * 4L, 64);
-                        for (int i = 0; i < 4096; i++) {
-                            s.setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, rank * 100_000 + i);
-                        }
-                        final Communicator.Buffer buf = c.register(s);
-                        Collectives.allReduce(c, buf, buf, 4096, DataType.INT32, RedOp.SUM);
-                        for (int i = 0; i < 4096; i++) {
-                            assertEquals(np * i + 100_000 * np * (np - 1) / 2,
-                                s.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i), "element " + i);
-                        }
-                        seen[rank] = c.devices() + "|" + c.nicProgress() + "|" + c.reduceThreads().reason();
-                    } catch (final Throwable e) {
-                        err[rank] = e;
-                    }
-                });
-            }
-            for (final Thread th : t) {
-                th.join(90_000);
-                assertFalse(th.isAlive(), "a rank hung");
-            }
-        }
+        final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "tcp", null,
+            CollWorld.TransportKind.IB, new CollContext().buffSize(65536).steps(4), NONE, Duration.ofSeconds(20),
+            null, here[rank]), Duration.ofSeconds(90), (rank, w, a) -> {
+                final Communicator c = w.communicator();
+                final MemorySegment s = a.allocate(4096 * 4L, 64);
+                for (int i = 0; i < 4096; i++) {
+                    s.setAtIndex(ValueLayout.JAVA_INT, i, rank * 100_000 + i);
+                }
+                final Communicator.Buffer buf = c.register(s);
+                Collectives.allReduce(c, buf, buf, 4096, DataType.INT32, RedOp.SUM);
+                for (int i = 0; i < 4096; i++) {
+                    assertEquals(np * i + 100_000 * np * (np - 1) / 2, s.getAtIndex(ValueLayout.JAVA_INT, i),
+                        "element " + i);
+                }
+                seen[rank] = c.devices() + "|" + c.nicProgress() + "|" + c.reduceThreads().reason();
+            });
         for (int r = 0; r < np; r++) {
             assertNull(err[r], "rank " + r + ": " + err[r]);
         }

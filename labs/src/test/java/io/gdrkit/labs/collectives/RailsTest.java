@@ -93,30 +93,13 @@ class RailsTest {
         final int np = 2;
         try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
             for (int round = 0; round < 3; round++) {
-                final Throwable[] err = new Throwable[np];
                 final int[] onDriver = new int[np];
-                try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20))) {
-                    final Thread[] t = new Thread[np];
-                    for (int r = 0; r < np; r++) {
-                        final int rank = r;
-                        t[r] = Thread.ofPlatform().start(() -> {
-                            try (Arena a = Arena.ofShared();
-                                 Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank)
-                                     .nranks(np).timeout(Duration.ofSeconds(20)));
-                                 CollWorld w = CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
-                                     new CollContext().nics(2), NONE, Duration.ofSeconds(20))) {
-                                allReduceAndGather(w.communicator(), rank, a, 4096);
-                                onDriver[rank] = driver.devices().size();
-                            } catch (final Throwable e) {
-                                err[rank] = e;
-                            }
-                        });
-                    }
-                    for (final Thread th : t) {
-                        th.join(120_000);
-                        assertTrue(!th.isAlive(), "a rank hung");
-                    }
-                }
+                final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver,
+                    CollWorld.TransportKind.IB, new CollContext().nics(2), NONE, Duration.ofSeconds(20)),
+                    Duration.ofSeconds(120), (rank, w, a) -> {
+                        allReduceAndGather(w.communicator(), rank, a, 4096);
+                        onDriver[rank] = driver.devices().size();
+                    });
                 assertNull(err[0], "round " + round);
                 assertNull(err[1], "round " + round);
                 // while open: 2 NICs of its own and at most 2 of the other rank, whatever the order of closing
@@ -131,44 +114,28 @@ class RailsTest {
         final int np = 2;
         final int count = 1 << 18; // 1 MiB of floats
         final AtomicLongArray fromLid = new AtomicLongArray(64);
-        final Throwable[] err = new Throwable[np];
         final int[][] lids = new int[np][];
-        try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20));
-             SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
+        final Throwable[] err;
+        try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
             driver.linkHook((src, dst, buf, off, len) -> {
                 fromLid.addAndGet(src, len);
                 return 0;
             });
-            final Thread[] t = new Thread[np];
-            for (int r = 0; r < np; r++) {
-                final int rank = r;
-                t[r] = Thread.ofPlatform().start(() -> {
-                    try (Arena a = Arena.ofShared();
-                         Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
-                             .timeout(Duration.ofSeconds(20)));
-                         CollWorld w = CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
-                             new CollContext().nics(2), NONE, Duration.ofSeconds(20))) {
-                        final Communicator c = w.communicator();
-                        assertEquals(2, c.devices());
-                        assertEquals(2, c.channels(), "NCCL_MIN_NCHANNELS (1) raised to the NICs");
-                        allReduceAndGather(c, rank, a, count);
-                        // this rank's NICs, while they are on the driver (the world takes them off at close)
-                        final List<Integer> mine = new ArrayList<>();
-                        for (final io.gdrkit.verbs.Device d : driver.devices()) {
-                            if (d.name().startsWith("coll-rank" + rank + "-nic")) {
-                                mine.add(((io.gdrkit.softnic.SoftDevice) d).lid());
-                            }
+            err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
+                new CollContext().nics(2), NONE, Duration.ofSeconds(20)), Duration.ofSeconds(120), (rank, w, a) -> {
+                    final Communicator c = w.communicator();
+                    assertEquals(2, c.devices());
+                    assertEquals(2, c.channels(), "NCCL_MIN_NCHANNELS (1) raised to the NICs");
+                    allReduceAndGather(c, rank, a, count);
+                    // this rank's NICs, while they are on the driver (the world takes them off at close)
+                    final List<Integer> mine = new ArrayList<>();
+                    for (final io.gdrkit.verbs.Device d : driver.devices()) {
+                        if (d.name().startsWith("coll-rank" + rank + "-nic")) {
+                            mine.add(((io.gdrkit.softnic.SoftDevice) d).lid());
                         }
-                        lids[rank] = mine.stream().mapToInt(Integer::intValue).toArray();
-                    } catch (final Throwable e) {
-                        err[rank] = e;
                     }
+                    lids[rank] = mine.stream().mapToInt(Integer::intValue).toArray();
                 });
-            }
-            for (final Thread th : t) {
-                th.join(120_000);
-                assertTrue(!th.isAlive(), "a rank hung");
-            }
             assertEquals(List.of(), driver.devices(), "the worlds took their NICs off the shared driver at close");
         }
         assertNull(err[0]);

@@ -30,9 +30,30 @@ final class ThreadRanks {
      */
     static Throwable[] run(final int np, final CollWorld.TransportKind kind, final IntFunction<CollContext> context,
                            final SettingsReader settings, final Duration join, final Body body) throws Exception {
+        try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
+            return worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver, kind, context.apply(rank), settings,
+                Duration.ofSeconds(5)), join, (rank, w, a) -> body.run(rank, w.communicator(), a));
+        }
+    }
+
+    /** How rank {@code rank} opens its world once its bootstrap is up. */
+    interface Opener {
+        CollWorld open(int rank, Bootstrap b) throws Exception;
+    }
+
+    /** What one rank does with its world and an arena. */
+    interface WorldBody {
+        void run(int rank, CollWorld w, Arena a) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} on {@code np} ranks, each opening its world with {@code open} (any fabric, driver or host
+     * record); returns each rank's error (null: none), as {@link #run}.
+     */
+    static Throwable[] worlds(final int np, final Opener open, final Duration join, final WorldBody body)
+        throws Exception {
         final AtomicReferenceArray<Throwable> errors = new AtomicReferenceArray<>(np);
-        try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20));
-             SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
+        try (BootstrapRoot root = BootstrapRoot.startLoopback(np, Duration.ofSeconds(20))) {
             final Thread[] t = new Thread[np];
             for (int r = 0; r < np; r++) {
                 final int rank = r;
@@ -42,9 +63,8 @@ final class ThreadRanks {
                     try (Arena a = Arena.ofShared()) {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(np)
                             .timeout(Duration.ofSeconds(20)));
-                        w = CollWorld.open(b, "injvm", driver, kind, context.apply(rank), settings,
-                            Duration.ofSeconds(5));
-                        body.run(rank, w.communicator(), a);
+                        w = open.open(rank, b);
+                        body.run(rank, w, a);
                     } catch (final Throwable e) {
                         errors.set(rank, e);
                         if (b != null) {
