@@ -114,9 +114,10 @@ public final class CollContext {
      * Host reductions from this many bytes are split over the reduce threads, by default. It was 256 KiB (half a
      * default chunk); at 16 KiB the 64 KiB direct round through shared memory took 16-17 us against 27-33 with 2
      * ranks on the 16-core H200 host, and 16 KiB and 1 MiB gained too (two calls, 3 runs each, docs/PERFORMANCE.md
-     * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A worker
-     * that has parked (no part for {@link ParallelReducer#SPIN_NANOS}) costs an unpark, so a lone small
-     * collective after a pause may lose what a stream of them gains.
+     * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A reduction
+     * up to {@link ParallelReducer#DEFAULT_COLD_ALONE_BYTES} that finds a worker parked (no part for
+     * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone and wakes the workers, so a lone small collective
+     * after a pause does not wait for a thread to be scheduled.
      */
     public static final int DEFAULT_PARALLEL_BYTES = 16 << 10;
 

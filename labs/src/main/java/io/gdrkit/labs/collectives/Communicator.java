@@ -224,8 +224,8 @@ public final class Communicator implements AutoCloseable {
         // the ranks of this host share its processors with this rank's NIC threads (CollWorld#nicProgress)
         this.reduceChoice = ctx.chooseReduceThreads(localRanks, cpus, devs);
         // its threads start with the first split reduction: a communicator that never reduces much has none
-        this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(), timeoutNanos,
-            "gdrkit-coll-reduce-r" + rank);
+        this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(),
+            ParallelReducer.DEFAULT_COLD_ALONE_BYTES, timeoutNanos, "gdrkit-coll-reduce-r" + rank);
         this.spins = ctx.spinRounds();
         this.spinPause = ctx.spinPause().value();
         this.yields = spins + YIELD_ROUNDS;

@@ -16,7 +16,9 @@ import java.util.concurrent.locks.LockSupport;
  * segment that is not native or that a worker may not touch (confined) run sequentially on the caller.
  *
  * <p>Workers are platform daemon threads, started on the first split reduction; between parts each spins
- * {@value #SPIN_NANOS} ns (the next chunk usually comes sooner) and then parks. The caller waits at most the
+ * {@value #SPIN_NANOS} ns (the next chunk usually comes sooner) and then parks. With a cold threshold, a reduction
+ * below it that finds a worker parked runs on the caller alone and wakes the workers, which then spin for the next
+ * one: a lone small collective after a pause does not wait for a thread to be scheduled. The caller waits at most the
  * timeout; a part not done by then is a {@link CollException} naming it, and the reducer refuses further work (that
  * worker may still write). A worker's exception is rethrown on the caller as a CollException naming the part. Part
  * descriptors are preallocated: no allocation per reduction. One caller thread at a time (the communicator's).
@@ -46,12 +48,25 @@ public final class ParallelReducer implements AutoCloseable {
      * paying an unpark; not measured yet.
      */
     static final long SPIN_NANOS = 200_000;
+
+    /**
+     * The communicator's cold threshold: up to 256 KiB a reduction that finds the workers parked runs alone. On the
+     * H200 host ({@code bench/.../ParallelReducerColdBench}, 4 threads, float sum, 1 ms between calls, averages of 3
+     * iterations with wide error bars; docs/PERFORMANCE.md) 64 KiB took 22 us alone against 56 split, 256 KiB 58
+     * against 82, but 1 MiB 202 against 108: from there the split pays for the wake. Back to back, where the workers
+     * spin, both ways split (within the noise).
+     */
+    public static final long DEFAULT_COLD_ALONE_BYTES = 256 << 10;
     /** Polls of a caller between deadline checks (System.nanoTime). */
     private static final int CHECK_EVERY = 256;
     private static final int LINE = 64;
 
     private final int parts;
     private final long minBytes;
+    /** Up to this many bytes a reduction that finds a worker parked (or none started) runs on the caller alone. */
+    private final long coldAloneBytes;
+    /** Reductions run alone because the workers were cold (tests and diagnostics). */
+    private long coldAlone;
     private final long timeoutNanos;
     private final String name;
     private final Kernel kernel;
@@ -70,17 +85,33 @@ public final class ParallelReducer implements AutoCloseable {
      * @param name     the workers' thread name prefix (a part's number is appended)
      */
     public ParallelReducer(final int threads, final long minBytes, final long timeout, final String name) {
-        this(threads, minBytes, timeout, name, Reducer::reduce);
+        this(threads, minBytes, 0, timeout, name, Reducer::reduce);
+    }
+
+    /**
+     * As above; a reduction of at most {@code coldAloneBytes} bytes that finds a worker parked (it has had no part
+     * for {@value #SPIN_NANOS} ns) or none started yet runs on the caller alone, and wakes the workers for the next
+     * one: waiting for a parked thread to be scheduled costs more than a small reduction (0: always split).
+     */
+    public ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
+                           final String name) {
+        this(threads, minBytes, coldAloneBytes, timeout, name, Reducer::reduce);
     }
 
     ParallelReducer(final int threads, final long minBytes, final long timeout, final String name,
                     final Kernel kernel) {
-        if (threads < 1 || threads > 64 || minBytes < 0 || timeout <= 0) {
+        this(threads, minBytes, 0, timeout, name, kernel);
+    }
+
+    ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
+                    final String name, final Kernel kernel) {
+        if (threads < 1 || threads > 64 || minBytes < 0 || coldAloneBytes < 0 || timeout <= 0) {
             throw new IllegalArgumentException("ParallelReducer: " + threads + " threads (1..64), from " + minBytes
-                + " bytes, timeout " + timeout + " ns");
+                + " bytes, alone when cold below " + coldAloneBytes + " bytes, timeout " + timeout + " ns");
         }
         this.parts = threads;
         this.minBytes = minBytes;
+        this.coldAloneBytes = coldAloneBytes;
         this.timeoutNanos = timeout;
         this.name = java.util.Objects.requireNonNull(name, "name");
         this.kernel = java.util.Objects.requireNonNull(kernel, "kernel");
@@ -122,6 +153,17 @@ public final class ParallelReducer implements AutoCloseable {
         }
         if (broken != null) {
             throw new CollException(broken);
+        }
+        if (count * es <= coldAloneBytes && (!started || anyParked())) {
+            // cold: the workers would first have to be scheduled; wake them for the next reduction, do this one here
+            if (started) {
+                wake();
+            } else {
+                start();
+            }
+            coldAlone++;
+            kernel.reduce(out, outOff, a, aOff, b, bOff, count, type, op);
+            return;
         }
         if (!started) {
             start();
@@ -189,6 +231,41 @@ public final class ParallelReducer implements AutoCloseable {
         if (partFailed != null) {
             throw partFailed;
         }
+    }
+
+    private boolean anyParked() {
+        for (final Worker w : workers) {
+            if (w.parked) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void wake() {
+        for (final Worker w : workers) {
+            if (w.parked) {
+                LockSupport.unpark(w.thread);
+            }
+        }
+    }
+
+    /** Reductions that ran on the caller alone because the workers were cold. */
+    long coldAlone() {
+        return coldAlone;
+    }
+
+    /** Whether every worker is parked now (tests wait for it; false before the workers start). */
+    boolean allParked() {
+        if (!started) {
+            return false;
+        }
+        for (final Worker w : workers) {
+            if (!w.parked) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -325,7 +402,7 @@ public final class ParallelReducer implements AutoCloseable {
             long seen = 0;
             while (true) {
                 long p;
-                final long spinUntil = System.nanoTime() + SPIN_NANOS;
+                long spinUntil = System.nanoTime() + SPIN_NANOS;
                 int polls = 0;
                 while ((p = posted) == seen) {
                     if (owner.closed) {
@@ -342,6 +419,8 @@ public final class ParallelReducer implements AutoCloseable {
                         LockSupport.park(this);
                     }
                     parked = false;
+                    // woken without a part (a cold reduction wakes the workers for the next): spin again first
+                    spinUntil = System.nanoTime() + SPIN_NANOS;
                 }
                 seen = p;
                 try {

@@ -184,6 +184,84 @@ class ParallelReducerTest {
         }
     }
 
+    /** Waits until every worker of {@code pr} is parked (they park after spinning SPIN_NANOS without a part). */
+    private static void awaitAllParked(final ParallelReducer pr) {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!pr.allParked()) {
+            assertTrue(System.nanoTime() < deadline, "the workers did not park within 20 s");
+            LockSupport.parkNanos(ParallelReducer.SPIN_NANOS);
+        }
+    }
+
+    @Test
+    void aSmallReductionThatFindsTheWorkersColdRunsAloneAndWakesThem() {
+        final List<Part> seen = Collections.synchronizedList(new ArrayList<>());
+        final SplittableRandom r = new SplittableRandom(SEED + 11);
+        final long n = 6000; // 24000 bytes of int32 (integers: exact, no NaN payloads to tell apart): split (>= MIN), and below the cold threshold
+        try (Arena arena = Arena.ofShared();
+             ParallelReducer pr = new ParallelReducer(3, MIN, 64 << 10, TIMEOUT, "test-cold",
+                 (o, oo, a, ao, b, bo, c, t, op) -> {
+                     seen.add(new Part(Thread.currentThread().getName(), oo, ao, bo, c));
+                     Reducer.reduce(o, oo, a, ao, b, bo, c, t, op);
+                 })) {
+            final MemorySegment a = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
+            final MemorySegment b = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
+            final MemorySegment want = arena.allocate(n * 4);
+            Reducer.reduce(want, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
+            // no worker started yet: this one runs here, whole, and starts them
+            final MemorySegment first = arena.allocate(n * 4);
+            pr.reduce(first, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
+            assertEquals(-1, want.mismatch(first));
+            assertEquals(List.of(new Part(Thread.currentThread().getName(), 0, 0, 0, n)), seen);
+            assertEquals(1, pr.coldAlone());
+            assertEquals(2, pr.workerThreads().length, "the workers were started for the next one");
+            for (int round = 0; round < 3; round++) {
+                // parked: alone again, and the workers are woken
+                awaitAllParked(pr);
+                seen.clear();
+                final MemorySegment got = arena.allocate(n * 4);
+                pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
+                final int rr = round;
+                assertEquals(-1, want.mismatch(got), () -> "round " + rr + ": " + seen + ", alone " + pr.coldAlone());
+                assertEquals(List.of(new Part(Thread.currentThread().getName(), 0, 0, 0, n)), seen, "round " + round);
+                assertEquals(2 + round, pr.coldAlone());
+                // a reduction above the threshold is split even when they are parked (they are waited for)
+                awaitAllParked(pr);
+                seen.clear();
+                final long big = (64 << 10) / 4 + 1; // just over the 64 KiB threshold, int32
+                final MemorySegment ba = ReducerKernelTest.fill(arena.allocate(big * 4), DataType.INT32, r);
+                final MemorySegment bb = ReducerKernelTest.fill(arena.allocate(big * 4), DataType.INT32, r);
+                final MemorySegment bw = arena.allocate(big * 4);
+                final MemorySegment bg = arena.allocate(big * 4);
+                Reducer.reduce(bw, 0, ba, 0, bb, 0, big, DataType.INT32, RedOp.SUM);
+                pr.reduce(bg, 0, ba, 0, bb, 0, big, DataType.INT32, RedOp.SUM);
+                assertEquals(-1, bw.mismatch(bg), "round " + round + ", 64 KiB");
+                assertEquals(3, seen.size(), "round " + round + ": 64 KiB is split: " + seen);
+                assertEquals(2 + round, pr.coldAlone());
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> new ParallelReducer(2, MIN, -1, TIMEOUT, "x"));
+    }
+
+    @Test
+    void aWokenWorkerSpinsAgainBeforeItParks() {
+        final SplittableRandom r = new SplittableRandom(SEED + 12);
+        final long n = 6000;
+        try (Arena arena = Arena.ofShared(); ParallelReducer pr = new ParallelReducer(2, MIN, 64 << 10, TIMEOUT,
+            "test-wake")) {
+            final MemorySegment a = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
+            final MemorySegment b = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
+            final MemorySegment got = arena.allocate(n * 4);
+            pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // starts the worker
+            awaitAllParked(pr);
+            pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // cold: wakes it
+            assertEquals(2, pr.coldAlone());
+            // woken without a part, it spins again (SPIN_NANOS) and then parks once more, never stays awake
+            awaitAllParked(pr);
+            assertTrue(pr.allParked());
+        }
+    }
+
     @Test
     void aWorkerThatParkedTakesTheNextPart() {
         final SplittableRandom r = new SplittableRandom(SEED + 7);
