@@ -145,6 +145,46 @@ class CollFabricAttackTest {
         }
     }
 
+    /**
+     * The first thing rank processes exchange is where they are (HostRanks): a raw rank 1 sends bad host records, and
+     * rank 0 stops with BAD_HOST_RECORD naming rank 1 before it makes a NIC, over shm and over tcp, never hanging.
+     */
+    @Test
+    void aRanksHostRecordIsCheckedBeforeAnythingIsChosen() throws Exception {
+        final SettingsReader none = SettingsReader.ofEnv(Map.of());
+        final String[][] bad = {{"tcp", ""}, {"shm", "host1 0 boot:x"}, {"tcp", "host1 16"},
+            {"shm", "host9 16 boot:x"}, {"tcp", "host1 16 boot:x\u0001"}};
+        final ExecutorService ex = Executors.newSingleThreadExecutor();
+        try {
+            for (final String[] c : bad) {
+                try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T)) {
+                    final Future<Throwable> real = ex.submit(() -> {
+                        final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2)
+                            .timeout(T));
+                        try (CollWorld w = CollWorld.open(b, c[0], null, CollWorld.TransportKind.IB,
+                            new CollContext().settings(none), none, T)) {
+                            return null;
+                        } catch (final Throwable e) {
+                            return e;
+                        } finally {
+                            b.close();
+                        }
+                    });
+                    try (Bootstrap raw = Bootstrap.init(new BootstrapContext().id(root.id()).rank(1).nranks(2)
+                        .timeout(T))) {
+                        raw.allGather(c[1].getBytes(StandardCharsets.ISO_8859_1));
+                        final Throwable e = real.get(60, TimeUnit.SECONDS);
+                        assertTrue(e instanceof CollException, c[0] + " '" + c[1] + "': " + e);
+                        assertTrue(e.getMessage().startsWith(HostRanks.BAD_RECORD + ": rank 1's host record is "
+                            + "refused: "), e::getMessage);
+                    }
+                }
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
     @Test
     void aStrangerCanNeitherJoinNorClaimALidOfTheRanksFabric() throws Exception {
         final int n = 2;
