@@ -116,8 +116,8 @@ public final class CollContext {
      * ranks on the 16-core H200 host, and 16 KiB and 1 MiB gained too (two calls, 3 runs each, docs/PERFORMANCE.md
      * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A reduction
      * up to {@link ParallelReducer#DEFAULT_COLD_ALONE_BYTES} that finds a worker parked (no part for
-     * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone and wakes the workers, so a lone small collective
-     * after a pause does not wait for a thread to be scheduled.
+     * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone (and wakes the workers if a stream is starting), so
+     * a lone small collective after a pause does not wait for a thread to be scheduled.
      */
     public static final int DEFAULT_PARALLEL_BYTES = 16 << 10;
 

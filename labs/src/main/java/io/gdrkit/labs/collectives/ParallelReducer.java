@@ -17,8 +17,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Workers are platform daemon threads, started on the first split reduction; between parts each spins
  * {@value #SPIN_NANOS} ns (the next chunk usually comes sooner) and then parks. With a cold threshold, a reduction
- * below it that finds a worker parked runs on the caller alone and wakes the workers, which then spin for the next
- * one: a lone small collective after a pause does not wait for a thread to be scheduled. The caller waits at most the
+ * up to it that finds a worker parked runs on the caller alone: a lone small collective after a pause does not wait
+ * for a thread to be scheduled. If it came within the spin time of the reduction before (a stream is starting), it
+ * also wakes the workers, which then spin for the next one. The caller waits at most the
  * timeout; a part not done by then is a {@link CollException} naming it, and the reducer refuses further work (that
  * worker may still write). A worker's exception is rethrown on the caller as a CollException naming the part. Part
  * descriptors are preallocated: no allocation per reduction. One caller thread at a time (the communicator's).
@@ -65,8 +66,13 @@ public final class ParallelReducer implements AutoCloseable {
     private final long minBytes;
     /** Up to this many bytes a reduction that finds a worker parked (or none started) runs on the caller alone. */
     private final long coldAloneBytes;
-    /** Reductions run alone because the workers were cold (tests and diagnostics). */
+    /** Reductions run alone because the workers were cold, and the times those woke them (tests, diagnostics). */
     private long coldAlone;
+    private long wakes;
+    /** When the last reduction large enough to split was asked for ({@link #clock}), for "a stream is underway". */
+    private long lastSplittable = Long.MIN_VALUE;
+    /** System.nanoTime, or a test's clock. */
+    private final java.util.function.LongSupplier clock;
     private final long timeoutNanos;
     private final String name;
     private final Kernel kernel;
@@ -91,7 +97,8 @@ public final class ParallelReducer implements AutoCloseable {
     /**
      * As above; a reduction of at most {@code coldAloneBytes} bytes that finds a worker parked (it has had no part
      * for {@value #SPIN_NANOS} ns) or none started yet runs on the caller alone, and wakes the workers for the next
-     * one: waiting for a parked thread to be scheduled costs more than a small reduction (0: always split).
+     * one when it came within that time of the reduction before: waiting for a parked thread to be scheduled costs
+     * more than a small reduction (0: always split).
      */
     public ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
                            final String name) {
@@ -105,6 +112,11 @@ public final class ParallelReducer implements AutoCloseable {
 
     ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
                     final String name, final Kernel kernel) {
+        this(threads, minBytes, coldAloneBytes, timeout, name, kernel, System::nanoTime);
+    }
+
+    ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
+                    final String name, final Kernel kernel, final java.util.function.LongSupplier clock) {
         if (threads < 1 || threads > 64 || minBytes < 0 || coldAloneBytes < 0 || timeout <= 0) {
             throw new IllegalArgumentException("ParallelReducer: " + threads + " threads (1..64), from " + minBytes
                 + " bytes, alone when cold below " + coldAloneBytes + " bytes, timeout " + timeout + " ns");
@@ -115,6 +127,7 @@ public final class ParallelReducer implements AutoCloseable {
         this.timeoutNanos = timeout;
         this.name = java.util.Objects.requireNonNull(name, "name");
         this.kernel = java.util.Objects.requireNonNull(kernel, "kernel");
+        this.clock = java.util.Objects.requireNonNull(clock, "clock");
         this.workers = new Worker[threads - 1];
         this.bounds = new long[threads + 1];
     }
@@ -154,12 +167,19 @@ public final class ParallelReducer implements AutoCloseable {
         if (broken != null) {
             throw new CollException(broken);
         }
+        final long previous = lastSplittable;
+        if (coldAloneBytes > 0) {
+            lastSplittable = clock.getAsLong();
+        }
         if (count * es <= coldAloneBytes && (!started || anyParked())) {
-            // cold: the workers would first have to be scheduled; wake them for the next reduction, do this one here
-            if (started) {
-                wake();
-            } else {
+            // cold: the workers would first have to be scheduled, so this one runs here. They are woken for the next
+            // only when this one came within their spin time of the last (a stream is starting): an isolated
+            // reduction, every few ms, would wake them to spin for nothing
+            if (!started) {
                 start();
+            } else if (previous != Long.MIN_VALUE && lastSplittable - previous <= SPIN_NANOS) {
+                wake();
+                wakes++;
             }
             coldAlone++;
             kernel.reduce(out, outOff, a, aOff, b, bOff, count, type, op);
@@ -253,6 +273,11 @@ public final class ParallelReducer implements AutoCloseable {
     /** Reductions that ran on the caller alone because the workers were cold. */
     long coldAlone() {
         return coldAlone;
+    }
+
+    /** Cold reductions that woke the workers (they came within the spin time of the one before). */
+    long wakes() {
+        return wakes;
     }
 
     /** Whether every worker is parked now (tests wait for it; false before the workers start). */

@@ -194,37 +194,49 @@ class ParallelReducerTest {
     }
 
     @Test
-    void aSmallReductionThatFindsTheWorkersColdRunsAloneAndWakesThem() {
+    void aSmallReductionThatFindsTheWorkersColdRunsAloneAndWakesThemOnlyInAStream() {
         final List<Part> seen = Collections.synchronizedList(new ArrayList<>());
         final SplittableRandom r = new SplittableRandom(SEED + 11);
-        final long n = 6000; // 24000 bytes of int32 (integers: exact, no NaN payloads to tell apart): split (>= MIN), and below the cold threshold
+        final java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        final long n = 6000; // 24000 bytes of int32 (integers: exact, no NaN payloads to tell apart)
         try (Arena arena = Arena.ofShared();
              ParallelReducer pr = new ParallelReducer(3, MIN, 64 << 10, TIMEOUT, "test-cold",
                  (o, oo, a, ao, b, bo, c, t, op) -> {
                      seen.add(new Part(Thread.currentThread().getName(), oo, ao, bo, c));
                      Reducer.reduce(o, oo, a, ao, b, bo, c, t, op);
-                 })) {
+                 }, now::get)) {
             final MemorySegment a = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
             final MemorySegment b = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
             final MemorySegment want = arena.allocate(n * 4);
             Reducer.reduce(want, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
+            final List<Part> alone = List.of(new Part(Thread.currentThread().getName(), 0, 0, 0, n));
             // no worker started yet: this one runs here, whole, and starts them
             final MemorySegment first = arena.allocate(n * 4);
             pr.reduce(first, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
             assertEquals(-1, want.mismatch(first));
-            assertEquals(List.of(new Part(Thread.currentThread().getName(), 0, 0, 0, n)), seen);
+            assertEquals(alone, seen);
             assertEquals(1, pr.coldAlone());
             assertEquals(2, pr.workerThreads().length, "the workers were started for the next one");
             for (int round = 0; round < 3; round++) {
-                // parked: alone again, and the workers are woken
                 awaitAllParked(pr);
+                // an isolated reduction (a second after the last): alone, and the workers are left parked
+                now.addAndGet(1_000_000_000L);
                 seen.clear();
                 final MemorySegment got = arena.allocate(n * 4);
                 pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
-                final int rr = round;
-                assertEquals(-1, want.mismatch(got), () -> "round " + rr + ": " + seen + ", alone " + pr.coldAlone());
-                assertEquals(List.of(new Part(Thread.currentThread().getName(), 0, 0, 0, n)), seen, "round " + round);
-                assertEquals(2 + round, pr.coldAlone());
+                assertEquals(-1, want.mismatch(got), "round " + round);
+                assertEquals(alone, seen, "round " + round);
+                assertEquals(2 + 2 * round, pr.coldAlone());
+                assertEquals(round, pr.wakes(), "round " + round + ": an isolated one wakes nobody");
+                // the next within the spin time: still alone (they are parked), and now they are woken
+                now.addAndGet(ParallelReducer.SPIN_NANOS / 2);
+                seen.clear();
+                final MemorySegment again = arena.allocate(n * 4);
+                pr.reduce(again, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM);
+                assertEquals(-1, want.mismatch(again), "round " + round + ", again");
+                assertEquals(alone, seen, "round " + round + ", again");
+                assertEquals(3 + 2 * round, pr.coldAlone());
+                assertEquals(round + 1, pr.wakes(), "round " + round + ": a stream is starting");
                 // a reduction above the threshold is split even when they are parked (they are waited for)
                 awaitAllParked(pr);
                 seen.clear();
@@ -234,10 +246,11 @@ class ParallelReducerTest {
                 final MemorySegment bw = arena.allocate(big * 4);
                 final MemorySegment bg = arena.allocate(big * 4);
                 Reducer.reduce(bw, 0, ba, 0, bb, 0, big, DataType.INT32, RedOp.SUM);
+                now.addAndGet(1_000_000_000L);
                 pr.reduce(bg, 0, ba, 0, bb, 0, big, DataType.INT32, RedOp.SUM);
                 assertEquals(-1, bw.mismatch(bg), "round " + round + ", 64 KiB");
                 assertEquals(3, seen.size(), "round " + round + ": 64 KiB is split: " + seen);
-                assertEquals(2 + round, pr.coldAlone());
+                assertEquals(3 + 2 * round, pr.coldAlone());
             }
         }
         assertThrows(IllegalArgumentException.class, () -> new ParallelReducer(2, MIN, -1, TIMEOUT, "x"));
@@ -246,19 +259,23 @@ class ParallelReducerTest {
     @Test
     void aWokenWorkerSpinsAgainBeforeItParks() {
         final SplittableRandom r = new SplittableRandom(SEED + 12);
+        final java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
         final long n = 6000;
         try (Arena arena = Arena.ofShared(); ParallelReducer pr = new ParallelReducer(2, MIN, 64 << 10, TIMEOUT,
-            "test-wake")) {
+            "test-wake", Reducer::reduce, now::get)) {
             final MemorySegment a = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
             final MemorySegment b = ReducerKernelTest.fill(arena.allocate(n * 4), DataType.INT32, r);
             final MemorySegment got = arena.allocate(n * 4);
             pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // starts the worker
             awaitAllParked(pr);
-            pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // cold: wakes it
-            assertEquals(2, pr.coldAlone());
+            now.addAndGet(1_000_000_000L);
+            pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // isolated: alone
+            now.addAndGet(1_000);
+            pr.reduce(got, 0, a, 0, b, 0, n, DataType.INT32, RedOp.SUM); // within the spin time: wakes it
+            assertEquals(3, pr.coldAlone());
+            assertEquals(1, pr.wakes());
             // woken without a part, it spins again (SPIN_NANOS) and then parks once more, never stays awake
             awaitAllParked(pr);
-            assertTrue(pr.allParked());
         }
     }
 
