@@ -25,8 +25,7 @@ public final class SoftNicDriver implements AutoCloseable {
     private final Fabric fabric;
     private final List<SoftDevice> devices = new CopyOnWriteArrayList<>();
     private volatile SoftDevice[] deviceArray = new SoftDevice[0];
-    private final List<AgentRunner> runners = new ArrayList<>();
-    /** The thread that drives each device, where the progress mode gives it one (for {@link #removeDevice}). */
+    /** The thread that drives each device, where the progress mode gives it one. */
     private final Map<SoftDevice, AgentRunner> runnerOf = new IdentityHashMap<>();
     private volatile boolean closed;
 
@@ -86,7 +85,6 @@ public final class SoftNicDriver implements AutoCloseable {
             runner = new AgentRunner(dev, new PacedIdleStrategy(ctx.backstopMicros() * 1000L)).start();
         }
         if (runner != null) {
-            runners.add(runner);
             runnerOf.put(dev, runner);
         }
         return dev;
@@ -107,7 +105,6 @@ public final class SoftNicDriver implements AutoCloseable {
         final AgentRunner runner = runnerOf.remove(dev);
         if (runner != null) {
             runner.close();
-            runners.remove(runner);
         }
         dev.stop();
         devices.remove(dev);
@@ -166,7 +163,7 @@ public final class SoftNicDriver implements AutoCloseable {
             return;
         }
         closed = true;
-        for (final AgentRunner r : runners) {
+        for (final AgentRunner r : runnerOf.values()) {
             r.close();
         }
         for (final SoftDevice d : devices) {

@@ -86,7 +86,8 @@ public final class CollContext {
     public static final int DEFAULT_DIRECT = 4096;
 
     /**
-     * The direct round through shared memory by default up to 64 KiB: there a round is a copy into the rank's own slot
+     * The direct round through shared memory by default up to at least 64 KiB ({@link #shmDirectBytes(int)}: more for
+     * fewer than 5 ranks, see {@link #SHM_DIRECT_READ}): there a round is a copy into the rank's own slot
      * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
      * (1 MiB: 382 against 531 us, medians of 3). Rounds up to 1 MiB once left the ring after them about 10x slower
      * (the reduction loops compiled for the direct round's mapped segments and tiny counts; fixed in {@link Reducer});

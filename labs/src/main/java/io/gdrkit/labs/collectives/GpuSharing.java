@@ -52,7 +52,8 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /** The longest record accepted. */
     public static final int MAX_RECORD = 256;
     static final String MAGIC = "gpu1";
-    private static final int MAX_HOST = 96;
+    /** The longest host identity a record carries ({@link #hostIdentity} stays within it). */
+    static final int MAX_HOST = 96;
     private static final int MAX_BUS = 32;
     /** This process's identity among the processes of its host (see PROC above). */
     private static final String PROC = HexFormat.of().toHexDigits(new SecureRandom().nextLong());

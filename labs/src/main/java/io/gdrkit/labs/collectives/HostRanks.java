@@ -94,8 +94,8 @@ record HostRanks(int[] hostOf, int[] cpus, boolean identified) {
         if (!f[1].matches("[1-9][0-9]{0,4}") || Integer.parseInt(f[1]) > MAX_CPUS) {
             throw bad(rank, "its processor count '" + f[1] + "' is not a number in 1.." + MAX_CPUS);
         }
-        if (f[2].isEmpty() || f[2].length() > 96) {
-            throw bad(rank, "its host identity is empty or longer than 96 characters");
+        if (f[2].isEmpty() || f[2].length() > GpuSharing.MAX_HOST) {
+            throw bad(rank, "its host identity is empty or longer than " + GpuSharing.MAX_HOST + " characters");
         }
         return f;
     }

@@ -91,7 +91,7 @@ public final class ParallelReducer implements AutoCloseable {
      * @param name     the workers' thread name prefix (a part's number is appended)
      */
     public ParallelReducer(final int threads, final long minBytes, final long timeout, final String name) {
-        this(threads, minBytes, 0, timeout, name, Reducer::reduce);
+        this(threads, minBytes, 0, timeout, name, Reducer::reduce, System::nanoTime);
     }
 
     /**
@@ -102,24 +102,19 @@ public final class ParallelReducer implements AutoCloseable {
      */
     public ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
                            final String name) {
-        this(threads, minBytes, coldAloneBytes, timeout, name, Reducer::reduce);
+        this(threads, minBytes, coldAloneBytes, timeout, name, Reducer::reduce, System::nanoTime);
     }
 
     ParallelReducer(final int threads, final long minBytes, final long timeout, final String name,
                     final Kernel kernel) {
-        this(threads, minBytes, 0, timeout, name, kernel);
-    }
-
-    ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
-                    final String name, final Kernel kernel) {
-        this(threads, minBytes, coldAloneBytes, timeout, name, kernel, System::nanoTime);
+        this(threads, minBytes, 0, timeout, name, kernel, System::nanoTime);
     }
 
     ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
                     final String name, final Kernel kernel, final java.util.function.LongSupplier clock) {
         if (threads < 1 || threads > 64 || minBytes < 0 || coldAloneBytes < 0 || timeout <= 0) {
             throw new IllegalArgumentException("ParallelReducer: " + threads + " threads (1..64), from " + minBytes
-                + " bytes, alone when cold below " + coldAloneBytes + " bytes, timeout " + timeout + " ns");
+                + " bytes, alone when cold up to " + coldAloneBytes + " bytes, timeout " + timeout + " ns");
         }
         this.parts = threads;
         this.minBytes = minBytes;
@@ -273,6 +268,11 @@ public final class ParallelReducer implements AutoCloseable {
     /** Reductions that ran on the caller alone because the workers were cold. */
     long coldAlone() {
         return coldAlone;
+    }
+
+    /** The cold threshold this reducer was made with (0: always split). */
+    long coldAloneBytes() {
+        return coldAloneBytes;
     }
 
     /** Cold reductions that woke the workers (they came within the spin time of the one before). */

@@ -93,9 +93,28 @@ class CollFabricAttackTest {
      * length, or seeded random bytes stops rank 0's communicator with a named error, never a connect to what the
      * bytes say and never a hang.
      */
+    /**
+     * Rank 0 of a 2-rank run opens its world on {@code fabric} (IbTransport, defaults) on {@code ex}, while the test
+     * plays rank 1 by hand; the future holds what the open threw (null: it opened, and was closed again).
+     */
+    private static Future<Throwable> rankZeroOpens(final ExecutorService ex, final BootstrapRoot root,
+                                                   final String fabric, final io.gdrkit.softnic.SoftNicDriver driver) {
+        final SettingsReader none = SettingsReader.ofEnv(Map.of());
+        return ex.submit(() -> {
+            final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2).timeout(T));
+            try (CollWorld w = CollWorld.open(b, fabric, driver, CollWorld.TransportKind.IB,
+                new CollContext().settings(none), none, T)) {
+                return null;
+            } catch (final Throwable e) {
+                return e;
+            } finally {
+                b.close();
+            }
+        });
+    }
+
     @Test
     void aRanksListenHandlesAreCheckedBeforeUse() throws Exception {
-        final SettingsReader none = SettingsReader.ofEnv(Map.of());
         final java.util.Random rnd = new java.util.Random(41);
         final List<byte[]> blobs = new ArrayList<>(List.of(new byte[0], new byte[3],
             ByteBuffer.allocate(516).putInt(7).array(), ByteBuffer.allocate(515).putInt(1).array(),
@@ -112,18 +131,7 @@ class CollFabricAttackTest {
             CollWorld.nicContext())) {
             for (final byte[] blob : blobs) {
                 try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T)) {
-                    final Future<Throwable> real = ex.submit(() -> {
-                        final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2)
-                            .timeout(T));
-                        try (CollWorld w = CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
-                            new CollContext().settings(none), none, T)) {
-                            return null;
-                        } catch (final Throwable e) {
-                            return e;
-                        } finally {
-                            b.close();
-                        }
-                    });
+                    final Future<Throwable> real = rankZeroOpens(ex, root, "injvm", driver);
                     try (Bootstrap raw = Bootstrap.init(new BootstrapContext().id(root.id()).rank(1).nranks(2)
                         .timeout(T))) {
                         try {
@@ -151,25 +159,13 @@ class CollFabricAttackTest {
      */
     @Test
     void aRanksHostRecordIsCheckedBeforeAnythingIsChosen() throws Exception {
-        final SettingsReader none = SettingsReader.ofEnv(Map.of());
         final String[][] bad = {{"tcp", ""}, {"shm", "host1 0 boot:x"}, {"tcp", "host1 16"},
             {"shm", "host9 16 boot:x"}, {"tcp", "host1 16 boot:x\u0001"}};
         final ExecutorService ex = Executors.newSingleThreadExecutor();
         try {
             for (final String[] c : bad) {
                 try (BootstrapRoot root = BootstrapRoot.startLoopback(2, T)) {
-                    final Future<Throwable> real = ex.submit(() -> {
-                        final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2)
-                            .timeout(T));
-                        try (CollWorld w = CollWorld.open(b, c[0], null, CollWorld.TransportKind.IB,
-                            new CollContext().settings(none), none, T)) {
-                            return null;
-                        } catch (final Throwable e) {
-                            return e;
-                        } finally {
-                            b.close();
-                        }
-                    });
+                    final Future<Throwable> real = rankZeroOpens(ex, root, c[0], null);
                     try (Bootstrap raw = Bootstrap.init(new BootstrapContext().id(root.id()).rank(1).nranks(2)
                         .timeout(T))) {
                         raw.allGather(c[1].getBytes(StandardCharsets.ISO_8859_1));

@@ -198,6 +198,8 @@ class ReduceThreadsTest {
                     assertEquals(t.get(want, i), t.get(d.seg(), i), "rank " + rank + " element " + i);
                 }
                 workers.put(rank, c.hostReducer().workerThreads());
+                assertEquals(ParallelReducer.DEFAULT_COLD_ALONE_BYTES, c.hostReducer().coldAloneBytes(),
+                    "the communicator's reducer runs cold small reductions alone");
                 c.deregister(s);
                 c.deregister(d);
             });
