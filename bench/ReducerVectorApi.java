@@ -9,9 +9,9 @@
  * Prints, per kernel and case, min / median / max GB/s of output over 7 rounds (each the best of 20 calls) after
  * warm-up.
  */
-import io.gdrkit.labs.collectives.DataType;
-import io.gdrkit.labs.collectives.RedOp;
-import io.gdrkit.labs.collectives.Reducer;
+import io.gdrkit.comm.DataType;
+import io.gdrkit.comm.RedOp;
+import io.gdrkit.comm.Reducer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -3,9 +3,9 @@
  */
 package io.gdrkit.bench;
 
-import io.gdrkit.labs.collectives.DataType;
-import io.gdrkit.labs.collectives.ParallelReducer;
-import io.gdrkit.labs.collectives.RedOp;
+import io.gdrkit.comm.DataType;
+import io.gdrkit.comm.ParallelReducer;
+import io.gdrkit.comm.RedOp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -3,9 +3,9 @@
  */
 package io.gdrkit.bench;
 
-import io.gdrkit.labs.collectives.DataType;
-import io.gdrkit.labs.collectives.RedOp;
-import io.gdrkit.labs.collectives.Reducer;
+import io.gdrkit.comm.DataType;
+import io.gdrkit.comm.RedOp;
+import io.gdrkit.comm.Reducer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

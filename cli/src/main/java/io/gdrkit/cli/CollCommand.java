@@ -6,18 +6,18 @@ package io.gdrkit.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.bootstrap.Bootstrap;
-import io.gdrkit.gdr.bootstrap.BootstrapContext;
-import io.gdrkit.gdr.bootstrap.UniqueId;
-import io.gdrkit.labs.collectives.CollContext;
-import io.gdrkit.labs.collectives.CollLocal;
-import io.gdrkit.labs.collectives.CollOp;
-import io.gdrkit.labs.collectives.CollResult;
-import io.gdrkit.labs.collectives.CollRun;
-import io.gdrkit.labs.collectives.CollWorld;
-import io.gdrkit.labs.collectives.DataType;
-import io.gdrkit.labs.collectives.RedOp;
-import io.gdrkit.labs.launch.Launcher;
+import io.gdrkit.comm.bootstrap.Bootstrap;
+import io.gdrkit.comm.bootstrap.BootstrapContext;
+import io.gdrkit.comm.bootstrap.UniqueId;
+import io.gdrkit.comm.CollContext;
+import io.gdrkit.comm.CollLocal;
+import io.gdrkit.comm.CollOp;
+import io.gdrkit.comm.CollResult;
+import io.gdrkit.comm.CollRun;
+import io.gdrkit.comm.CollWorld;
+import io.gdrkit.comm.DataType;
+import io.gdrkit.comm.RedOp;
+import io.gdrkit.comm.launch.Launcher;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -369,7 +369,7 @@ public final class CollCommand implements Callable<Integer> {
         }
         o.put("reduce_on", p.reduceOn());
         o.put("data_path", p.dataPath());
-        final io.gdrkit.labs.collectives.CollGdr g = p.gdr();
+        final io.gdrkit.comm.CollGdr g = p.gdr();
         o.put("gdr", g != null && g.on());
         if (g != null) {
             o.put("gdr_send", g.sendOn());
@@ -387,7 +387,7 @@ public final class CollCommand implements Callable<Integer> {
         if (p.gpu() != null) {
             o.put("kernel_launches_rank0", p.kernelLaunches());
         }
-        final io.gdrkit.labs.collectives.GpuSharing sh = p.sharing();
+        final io.gdrkit.comm.GpuSharing sh = p.sharing();
         if (sh != null) {
             // rank 0's view: rank processes on its GPU, and MPS over them (true/false/"unknown")
             if (sh.sharedBy() == null) {
@@ -415,7 +415,7 @@ public final class CollCommand implements Callable<Integer> {
 
     /** The text output's GDR lines: rank 0's decision, its settings and what the data path counted. */
     static List<String> gdrLines(final CollResult.Placement p) {
-        final io.gdrkit.labs.collectives.CollGdr g = p.gdr();
+        final io.gdrkit.comm.CollGdr g = p.gdr();
         final List<String> l = new ArrayList<>();
         l.add("# GDR (rank 0): " + (g.on() ? "on" : "off") + " -- " + g.summary());
         l.add("#   settings: " + String.join(", ", g.settings()));
@@ -430,7 +430,7 @@ public final class CollCommand implements Callable<Integer> {
      * processes share its GPU and MPS is not known to be on.
      */
     static List<String> sharingLines(final CollResult.Placement p) {
-        final io.gdrkit.labs.collectives.GpuSharing sh = p.sharing();
+        final io.gdrkit.comm.GpuSharing sh = p.sharing();
         if (sh == null) {
             return List.of();
         }

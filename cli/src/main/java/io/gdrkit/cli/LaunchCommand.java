@@ -3,8 +3,8 @@
  */
 package io.gdrkit.cli;
 
-import io.gdrkit.gdr.bootstrap.UniqueId;
-import io.gdrkit.labs.launch.Launcher;
+import io.gdrkit.comm.bootstrap.UniqueId;
+import io.gdrkit.comm.launch.Launcher;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

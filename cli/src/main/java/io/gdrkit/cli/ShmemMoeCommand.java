@@ -4,17 +4,17 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.gdrkit.labs.shmem.MoeRun;
-import io.gdrkit.labs.shmem.ShmemContext;
-import io.gdrkit.labs.shmem.ShmemException;
-import io.gdrkit.labs.shmem.ShmemMode;
+import io.gdrkit.shmem.MoeRun;
+import io.gdrkit.shmem.ShmemContext;
+import io.gdrkit.shmem.ShmemException;
+import io.gdrkit.shmem.ShmemMode;
 import java.io.PrintWriter;
 import java.time.Duration;
-import io.gdrkit.gdr.bootstrap.Bootstrap;
-import io.gdrkit.gdr.bootstrap.BootstrapContext;
-import io.gdrkit.gdr.bootstrap.BootstrapException;
-import io.gdrkit.gdr.bootstrap.UniqueId;
-import io.gdrkit.labs.launch.Launcher;
+import io.gdrkit.comm.bootstrap.Bootstrap;
+import io.gdrkit.comm.bootstrap.BootstrapContext;
+import io.gdrkit.comm.bootstrap.BootstrapException;
+import io.gdrkit.comm.bootstrap.UniqueId;
+import io.gdrkit.comm.launch.Launcher;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.Arrays;

@@ -4,11 +4,11 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.gdrkit.labs.shmem.CudaShmemPerf;
-import io.gdrkit.labs.shmem.ShmemContext;
-import io.gdrkit.labs.shmem.ShmemException;
-import io.gdrkit.labs.shmem.ShmemMode;
-import io.gdrkit.labs.shmem.ShmemPerf;
+import io.gdrkit.shmem.CudaShmemPerf;
+import io.gdrkit.shmem.ShmemContext;
+import io.gdrkit.shmem.ShmemException;
+import io.gdrkit.shmem.ShmemMode;
+import io.gdrkit.shmem.ShmemPerf;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.LinkedHashMap;

@@ -35,7 +35,7 @@ class CollCommandTest {
         assertTrue(r[1].contains("# NIC MTU (rank 0): the path MTU (gdrkit.ib.software.mtu not set: the default)\n"),
             r[1]);
         // the reduce threads' choice below the table, as the NIC's progress
-        assertTrue(r[1].contains("# Reduce threads (rank 0): " + new io.gdrkit.labs.collectives.CollContext()
+        assertTrue(r[1].contains("# Reduce threads (rank 0): " + new io.gdrkit.comm.CollContext()
             .conclude().chooseReduceThreadsBeside(2, 1).describe() + "\n"), r[1]);
         // 8, 64, 512, 4096: one row each, type float, redop sum, root -1, zero wrong out-of-place and in-place
         final long rows = r[1].lines().filter(l -> l.matches("\\s+\\d+\\s+\\d+\\s+float\\s+sum\\s+-1\\s.*")).count();
@@ -65,7 +65,7 @@ class CollCommandTest {
         assertEquals("none (SocketTransport: no software NIC)", o.get("nic_mtu").asText());
         assertEquals(0, o.get("wrong").asLong());
         assertFalse(o.has("gpu_shared_by") || o.has("mps"), "host memory: no GPU to share: " + o);
-        final io.gdrkit.labs.collectives.ParallelReducer.Choice want = new io.gdrkit.labs.collectives.CollContext()
+        final io.gdrkit.comm.ParallelReducer.Choice want = new io.gdrkit.comm.CollContext()
             .conclude().chooseReduceThreadsBeside(3, 1);
         assertEquals(want.threads(), o.get("reduce_threads").asInt(), o.toString());
         assertEquals(want.minBytes(), o.get("reduce_parallel_bytes").asInt(), o.toString());

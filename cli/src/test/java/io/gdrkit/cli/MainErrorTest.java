@@ -22,7 +22,7 @@ class MainErrorTest {
     static final class Boom implements Callable<Integer> {
         @Override
         public Integer call() {
-            throw new NoSuchMethodError("'java.lang.String io.gdrkit.labs.collectives.CollResult.nicMtu()'");
+            throw new NoSuchMethodError("'java.lang.String io.gdrkit.comm.CollResult.nicMtu()'");
         }
     }
 
@@ -42,7 +42,7 @@ class MainErrorTest {
             new PrintWriter(err));
         assertEquals(Main.EXIT_INTERNAL, rc);
         assertEquals("gdrkit: error: internal error, the run ends: java.lang.NoSuchMethodError: "
-            + "'java.lang.String io.gdrkit.labs.collectives.CollResult.nicMtu()'" + System.lineSeparator(),
+            + "'java.lang.String io.gdrkit.comm.CollResult.nicMtu()'" + System.lineSeparator(),
             err.toString());
         assertFalse(err.toString().contains("\tat "), "no stack trace");
         assertEquals("", out.toString());

@@ -23,12 +23,23 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ArchitectureTest {
     private static JavaClasses production;
     private static JavaClasses planted;
+    private static JavaClasses commPlanted;
 
     @BeforeAll
     static void importClasses() {
         production = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("io.gdrkit");
         planted = new ClassFileImporter().importPackages("io.gdrkit.labs.planted", "io.gdrkit.gdr.planted");
+        commPlanted = new ClassFileImporter().importPackages("io.gdrkit.comm.planted", "io.gdrkit.labs.planted");
+    }
+
+    /** The library module comm may not reach up into labs: a planted class that does is refused by name. */
+    @Test
+    void commReachingIntoLabsIsRefused() {
+        final EvaluationResult r = ArchitectureRules.LAYERS.evaluate(commPlanted);
+        assertTrue(r.hasViolation(), "the layer rule let comm depend on labs");
+        assertTrue(r.getFailureReport().getDetails().stream().anyMatch(d -> d.contains("ReachesUp")),
+            String.join("\n", r.getFailureReport().getDetails()));
     }
 
     @Test
@@ -38,6 +49,8 @@ class ArchitectureTest {
         assertTrue(production.contain("io.gdrkit.core.agent.Agent"));
         assertTrue(production.contain("io.gdrkit.softnic.SoftDevice"));
         assertFalse(production.contain("io.gdrkit.labs.planted.BreaksEveryRule"));
+        assertTrue(production.contain("io.gdrkit.comm.Communicator"));
+        assertTrue(production.contain("io.gdrkit.shmem.ShmemWorld"));
     }
 
     static Stream<Arguments> rules() {

@@ -4,7 +4,7 @@
 package io.gdrkit.labs.report;
 
 import io.gdrkit.labs.ordering.OrderingExperiment;
-import io.gdrkit.labs.shmem.ShmemPerf;
+import io.gdrkit.shmem.ShmemPerf;
 
 import io.gdrkit.labs.visibility.VisConfig;
 import io.gdrkit.labs.visibility.VisResult;

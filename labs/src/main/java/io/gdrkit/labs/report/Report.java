@@ -3,6 +3,7 @@
  */
 package io.gdrkit.labs.report;
 
+import io.gdrkit.core.host.HostName;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;

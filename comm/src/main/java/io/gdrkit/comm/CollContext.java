@@ -1,0 +1,572 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+
+/**
+ * Pipelining settings of the collectives, read once in {@link #conclude()} with their sources:
+ * <ul>
+ * <li>{@code NCCL_BUFFSIZE} (4 MiB): the staging buffer of one channel's connection; a message moves in chunks
+ * of BUFFSIZE / STEPS.</li>
+ * <li>{@code NCCL_STEPS} (8, 1..32): chunks in flight per channel (slots of the staging buffer).</li>
+ * <li>{@code NCCL_MIN_NCHANNELS} (1) and {@code NCCL_MAX_NCHANNELS} (16): gdrkit opens MIN channels (connections
+ * per peer pair; chunk i goes on channel i mod channels), which must not exceed MAX.</li>
+ * <li>{@code gdrkit.coll.nics} (auto, or 1..16): software NICs per rank with IbTransport ({@link CollWorld}),
+ * each with its own fabric port and, when the NICs get threads, its own thread: the rails of a multi-NIC host.
+ * Channel c uses NIC c mod nics, as NCCL spreads its channels over a node's NICs, so at least this many channels
+ * are opened (NCCL_MIN_NCHANNELS is raised to it, up to NCCL_MAX_NCHANNELS). Auto chooses by fabric and
+ * processors ({@link CollWorld#chooseNics}). Every rank must use the same count.</li>
+ * <li>{@code NCCL_ALGO} (ring): allreduce's algorithm, ring or tree.</li>
+ * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
+ * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
+ * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
+ * ({@link Communicator}): a message that fits pays one one-way trip, not a CTS, the data and its ACK.</li>
+ * <li>{@code gdrkit.coll.direct.bytes} ({@value #DEFAULT_DIRECT}, 0..1 MiB; 0: off): allreduce (ring algorithm),
+ * broadcast, reduce and allgather of at most this many bytes (capped at the eager head less its 8-byte header) run
+ * as ONE direct round: every rank sends its input to every rank that needs it over the eager connections, and each
+ * receiver reduces (or places) the inputs locally, allreduce in rank order 0..n-1 so every rank holds the same bits
+ * ({@link Collectives}). Host memory only. Through shared memory ({@code gdrkit.coll.shm.direct}) the default
+ * is {@value #SHM_DIRECT_READ} / (ranks - 1), at least {@value #DEFAULT_SHM_DIRECT} ({@link #shmDirectBytes(int)}:
+ * 256 KiB for 2 ranks), and a value given is not capped by the eager head.</li>
+ * <li>{@code gdrkit.coll.shm.direct} (true): when every rank is on this host (proven: each maps rank 0's
+ * run-private shared file), the direct round goes through shared memory instead of the eager connections: a store
+ * and a flag per input, no NIC ({@link ShmDirect}); false keeps it on the NIC. Every rank must want it, else none
+ * uses it.</li>
+ * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
+ * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
+ * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
+ * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
+ * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
+ * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
+ * no-op idle strategy does: on the H200 host it took the 8-byte allreduce through shared memory from 0.62 to 0.45 us
+ * at the median of 5 runs (docs/PERFORMANCE.md); the spin still ends after {@code gdrkit.coll.spin.rounds} polls,
+ * sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
+ * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
+ * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
+ * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
+ * rank's process. Only that thread: the JIT, the GC and the NIC's threads still run anywhere, and helpers gdrkit
+ * starts later (reduce threads) take the process's mask back first. Where affinity is unavailable the rank runs
+ * unpinned and {@link Communicator#binding()} says why.</li>
+ * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
+ * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
+ * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
+ * GPU"); simulated GPUs are not affected.</li>
+ * <li>{@code gdrkit.coll.reduce.threads} (auto, or 1..64; 1: off): threads (the rank's own included) that share one
+ * host reduction of at least {@code gdrkit.coll.reduce.parallel.bytes} ({@value #DEFAULT_PARALLEL_BYTES}, 1 KiB..1
+ * GiB) bytes ({@link ParallelReducer}); auto chooses from the processors per rank ({@link
+ * #chooseReduceThreadsBeside}). Host memory only: a GPU attached reduces there.</li>
+ * </ul>
+ */
+public final class CollContext {
+    /** allreduce algorithms. */
+    public enum Algo {
+        RING, TREE
+    }
+
+    /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
+    public enum Bind {
+        /** Where the scheduler puts it. */
+        NONE,
+        /** Pinned to one CPU, the local rank's. */
+        CORE
+    }
+
+    /** The eager head by default: a small allreduce's every exchange fits, a large one's extra piece is small. */
+    public static final int DEFAULT_EAGER = 8192;
+
+    /** The direct round by default up to 4 KiB: one one-way trip where the ring takes 2(n-1) dependent ones. */
+    public static final int DEFAULT_DIRECT = 4096;
+
+    /**
+     * The direct round through shared memory by default up to at least 64 KiB ({@link #shmDirectBytes(int)}: more for
+     * fewer than 5 ranks, see {@link #SHM_DIRECT_READ}): there a round is a copy into the rank's own slot
+     * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
+     * (1 MiB: 382 against 531 us, medians of 3). Rounds up to 1 MiB once left the ring after them about 10x slower
+     * (the reduction loops compiled for the direct round's mapped segments and tiny counts; fixed in {@link Reducer});
+     * since the fix the ring after them runs as fast as with 64 KiB, but the 8 B allreduce took 4.9 against 0.8 us
+     * with 1 MiB slots (docs/PERFORMANCE.md), so 1 MiB stays a setting. Each rank's file holds
+     * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
+     * to the NIC with its reason, not a SIGBUS later.
+     */
+    public static final int DEFAULT_SHM_DIRECT = 65536;
+
+    /**
+     * The bytes a rank may read from its peers' slots in one default direct round through shared memory: the default
+     * is this over (ranks - 1), at least {@link #DEFAULT_SHM_DIRECT}, because a direct round reads every peer's whole
+     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB: on the H200 host (tenth
+     * session, 5 runs, 200 iterations) the 256 KiB allreduce took 45-65 us in four runs (one 229) where the ring took
+     * 84-147 and OpenMPI 64-75; the 8 B allreduce and 1 to 16 MiB were unchanged. More ranks are not measured: 3
+     * get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}, the default measured before.
+     */
+    public static final int SHM_DIRECT_READ = 262144;
+
+    /** Idle polls before a waiting rank yields, by default. */
+    public static final int DEFAULT_SPINS = 2000;
+
+    /**
+     * Host reductions from this many bytes are split over the reduce threads, by default. It was 256 KiB (half a
+     * default chunk); at 16 KiB the 64 KiB direct round through shared memory took 16-17 us against 27-33 with 2
+     * ranks on the 16-core H200 host, and 16 KiB and 1 MiB gained too (two calls, 3 runs each, docs/PERFORMANCE.md
+     * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A reduction
+     * up to {@link ParallelReducer#DEFAULT_COLD_ALONE_BYTES} that finds a worker parked (no part for
+     * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone (and wakes the workers if a stream is starting), so
+     * a lone small collective after a pause does not wait for a thread to be scheduled.
+     */
+    public static final int DEFAULT_PARALLEL_BYTES = 16 << 10;
+
+    /** The most threads auto gives one rank's reductions: beyond 4, memory bandwidth, not cores, bounds a chunk. */
+    public static final int MAX_AUTO_REDUCE_THREADS = 4;
+
+    /** Bytes of a direct round's message before the data: the operation, type, reduction and size (checked). */
+    public static final int DIRECT_HEADER = 8;
+
+    private SettingsReader settings = SettingsReader.ofProcess();
+    private Integer buffSize;
+    private Integer steps;
+    private Integer minChannels;
+    private Integer maxChannels;
+    private Integer nicsSet;
+    private Setting<Integer> nics;
+    private Algo algo;
+    private Long timeoutMs;
+    private Integer eagerBytes;
+    private Integer directBytes;
+    /** Whether gdrkit.coll.direct.bytes was left at its default (then shared memory takes its own default). */
+    private boolean directBytesDefault;
+    private Integer spinRounds;
+    private Setting<Boolean> spinPause;
+    private Setting<Bind> bindTo;
+    private Bind bindToSet;
+    private Setting<Boolean> cudaGdr;
+    private Boolean shmDirectSet;
+    private Setting<Boolean> shmDirect;
+    /** {@code gdrkit.coll.reduce.threads}: 0 is auto. */
+    private Setting<Integer> reduceThreads;
+    private Integer reduceThreadsSet;
+    private Integer parallelBytes;
+    private final List<Setting<?>> recorded = new ArrayList<>();
+    private boolean concluded;
+    private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
+
+    /**
+     * The address this rank's listeners bind: the TCP fabric's port, IbTransport's handshake listener and
+     * SocketTransport's (default loopback; ranks on other hosts need an address they reach: docs/SECURITY.md).
+     */
+    public CollContext bind(final java.net.InetAddress address) {
+        this.bind = Objects.requireNonNull(address, "bind address");
+        return this;
+    }
+
+    public java.net.InetAddress bind() {
+        return bind;
+    }
+
+    public CollContext settings(final SettingsReader r) {
+        this.settings = Objects.requireNonNull(r, "settings");
+        return this;
+    }
+
+    public CollContext buffSize(final int b) {
+        this.buffSize = b;
+        return this;
+    }
+
+    public CollContext steps(final int s) {
+        this.steps = s;
+        return this;
+    }
+
+    public CollContext channels(final int c) {
+        this.minChannels = c;
+        return this;
+    }
+
+    public CollContext algo(final Algo a) {
+        this.algo = a;
+        return this;
+    }
+
+    /** Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment. */
+    public CollContext eagerBytes(final int b) {
+        this.eagerBytes = b;
+        return this;
+    }
+
+    /** Collectives up to this many bytes run as one direct round (0: never); see the class comment. */
+    public CollContext directBytes(final int b) {
+        this.directBytes = b;
+        return this;
+    }
+
+    /** Idle polls before a waiting rank yields (see the class comment). */
+    public CollContext spinRounds(final int s) {
+        this.spinRounds = s;
+        return this;
+    }
+
+    public int spinRounds() {
+        return spinRounds;
+    }
+
+    /** Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it. */
+    public CollContext bindTo(final Bind b) {
+        this.bindToSet = Objects.requireNonNull(b, "bind");
+        return this;
+    }
+
+    /** {@code gdrkit.coll.bind}, with its source. */
+    public Setting<Bind> bindTo() {
+        if (bindTo == null) {
+            bindTo = bindToSet != null ? new Setting<>("gdrkit.coll.bind", bindToSet,
+                io.gdrkit.core.config.Source.FLAG, bindToSet.name().toLowerCase(Locale.ROOT))
+                : settings.read("gdrkit.coll.bind", Bind.NONE, CollContext::parseBind);
+            recorded.add(bindTo);
+        }
+        return bindTo;
+    }
+
+    private static Bind parseBind(final String s) {
+        return switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "none" -> Bind.NONE;
+            case "core" -> Bind.CORE;
+            default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not none or core");
+        };
+    }
+
+    /** {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class comment). */
+    public Setting<Boolean> spinPause() {
+        if (spinPause == null) {
+            spinPause = settings.flag("gdrkit.coll.spin.pause", false);
+            recorded.add(spinPause);
+        }
+        return spinPause;
+    }
+
+    /** Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment. */
+    public CollContext reduceThreads(final int t) {
+        this.reduceThreadsSet = t;
+        return this;
+    }
+
+    /** Host reductions of at least this many bytes are split over the reduce threads; see the class comment. */
+    public CollContext parallelBytes(final int b) {
+        this.parallelBytes = b;
+        return this;
+    }
+
+    public int parallelBytes() {
+        return parallelBytes;
+    }
+
+    /**
+     * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host whose
+     * {@code nicsPerRank} NICs each have a thread (see below), and why ({@code reduce_threads} in the output).
+     */
+    public ParallelReducer.Choice chooseReduceThreadsBeside(final int localRanks, final int nicsPerRank) {
+        return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), nicsPerRank);
+    }
+
+    /**
+     * {@link #chooseReduceThreadsBeside} on a host of {@code cpus} processors. A value given is taken as is; auto follows
+     * the NIC's choice ({@link CollWorld#nicProgress(int)}): with at least {@value
+     * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
+     * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
+     * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
+     * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md). With k = {@code nicsPerRank}
+     * NICs (gdrkit.coll.nics) the threshold is {@value CollWorld#CPUS_PER_RANK_FOR_DEDICATED} + k - 1 processors per
+     * rank and the threads min(4, processors / ranks - (2k - 1)), at least 1: each NIC thread takes a processor, and
+     * past the first NIC each takes one more for the kernel work it causes (socket copies, process_vm_readv). Fitted
+     * to the 16-core H200 host, 2 ranks (docs/PERFORMANCE.md): 2 NICs over shm, 4 threads best (16 MiB 2134 us against
+     * 2940 with 1); 4 NICs over tcp, 1 best (4 MiB 1399 us with 1, 1712 with 2, 2844 with 4).
+     */
+    ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
+        if (!concluded) {
+            throw new IllegalStateException("conclude() the CollContext before choosing reduce threads");
+        }
+        if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
+            throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors, "
+                + nicsPerRank + " NICs per rank");
+        }
+        if (reduceThreads.value() != 0) {
+            return new ParallelReducer.Choice(reduceThreads.value(), parallelBytes, reduceThreads.describe());
+        }
+        final int per = CollWorld.cpusPerRankFor(nicsPerRank);
+        final String how = reduceThreads.source() == io.gdrkit.core.config.Source.DEFAULT ? "auto"
+            : "auto, " + reduceThreads.name() + "=" + reduceThreads.raw() + " ("
+            + reduceThreads.source().name().toLowerCase(Locale.ROOT) + ")";
+        if (cpus < per * localRanks) {
+            return new ParallelReducer.Choice(1, parallelBytes, how + ": " + cpus + " processors < " + per + " x "
+                + localRanks + " ranks on this host");
+        }
+        final int t = Math.max(1, Math.min(MAX_AUTO_REDUCE_THREADS, cpus / localRanks - (2 * nicsPerRank - 1)));
+        return new ParallelReducer.Choice(t, parallelBytes, how + ": " + cpus + " processors >= " + per + " x "
+            + localRanks + " ranks on this host, min(" + MAX_AUTO_REDUCE_THREADS + ", " + cpus + " / " + localRanks
+            + " - " + (2 * nicsPerRank - 1) + (nicsPerRank == 1 ? " for the NIC thread)" : " for " + nicsPerRank
+            + " NIC threads and their kernel work)"));
+    }
+
+    /**
+     * The largest collective (in bytes) that runs as a direct round: the setting, capped so that the message with
+     * its header fits an eager slot; 0 when off or without an eager connection.
+     */
+    public int directBytes() {
+        return Math.max(0, Math.min(directBytes, eagerBytes() - DIRECT_HEADER));
+    }
+
+    /**
+     * The largest collective (in bytes) that runs as a direct round through shared memory ({@link ShmDirect}) among
+     * {@code nranks} ranks: the setting when one was given (not capped: shared slots are sized for it), else
+     * {@value #SHM_DIRECT_READ} / (nranks - 1) rounded down to a multiple of 8, at least {@value #DEFAULT_SHM_DIRECT};
+     * 0 when direct rounds are off. Every rank has the same count, so every rank gets the same answer.
+     */
+    public int shmDirectBytes(final int nranks) {
+        if (!directBytesDefault) {
+            return directBytes;
+        }
+        return Math.max(DEFAULT_SHM_DIRECT, SHM_DIRECT_READ / Math.max(1, nranks - 1) / 8 * 8);
+    }
+
+    /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
+    public int eagerBytes() {
+        return Math.min(eagerBytes, chunkBytes()) / 8 * 8;
+    }
+
+    /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
+    public Setting<Boolean> cudaGdr() {
+        if (cudaGdr == null) {
+            cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", true);
+            recorded.add(cudaGdr);
+        }
+        return cudaGdr;
+    }
+
+    /** Whether direct rounds may go through shared memory when every rank is on one host (see the class comment). */
+    public CollContext shmDirect(final boolean on) {
+        this.shmDirectSet = on;
+        return this;
+    }
+
+    /** {@code gdrkit.coll.shm.direct}, with its source. */
+    public Setting<Boolean> shmDirect() {
+        if (shmDirect == null) {
+            shmDirect = shmDirectSet != null ? new Setting<>("gdrkit.coll.shm.direct", shmDirectSet,
+                io.gdrkit.core.config.Source.FLAG, String.valueOf(shmDirectSet))
+                : settings.flag("gdrkit.coll.shm.direct", true);
+            recorded.add(shmDirect);
+        }
+        return shmDirect;
+    }
+
+    public CollContext timeout(final Duration d) {
+        this.timeoutMs = d.toMillis();
+        return this;
+    }
+
+    public int buffSize() {
+        return buffSize;
+    }
+
+    public int steps() {
+        return steps;
+    }
+
+    /** NCCL_MIN_NCHANNELS. */
+    public int channels() {
+        return minChannels;
+    }
+
+    /**
+     * The channels a communicator over a transport of {@code devices} devices opens: NCCL_MIN_NCHANNELS, raised to
+     * the device count (one channel per NIC at least), at most NCCL_MAX_NCHANNELS.
+     */
+    public int channelsFor(final int devices) {
+        return Math.min(maxChannels, Math.max(minChannels, devices));
+    }
+
+    /** The {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics}). */
+    public Setting<Integer> nicsSetting() {
+        return nics;
+    }
+
+    /** Software NICs per rank, 1..16, or 0 for auto. */
+    public CollContext nics(final int k) {
+        this.nicsSet = k;
+        return this;
+    }
+
+    public Algo algo() {
+        return algo;
+    }
+
+    public Duration timeout() {
+        return Duration.ofMillis(timeoutMs);
+    }
+
+    /** The chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it). */
+    public int chunkBytes() {
+        return Math.max(8, buffSize / steps / 8 * 8);
+    }
+
+    /** Every setting in effect with its source (default, environment, property, flag), in conclusion order. */
+    public List<Setting<?>> recorded() {
+        return List.copyOf(recorded);
+    }
+
+    /**
+     * A rank's copy of a concluded context (ranks that are threads of one JVM each need their own): the same values,
+     * already concluded, each recorded with the source it was concluded from, so a value the launcher took from a
+     * default, the environment or a property is not reported as a flag by the ranks.
+     *
+     * @throws IllegalStateException unless {@code c} is concluded
+     */
+    public static CollContext copyOf(final CollContext c) {
+        if (!c.concluded) {
+            throw new IllegalStateException("conclude() the CollContext before copying it to the ranks");
+        }
+        final CollContext k = new CollContext();
+        k.settings = c.settings;
+        k.buffSize = c.buffSize;
+        k.steps = c.steps;
+        k.minChannels = c.minChannels;
+        k.maxChannels = c.maxChannels;
+        k.nicsSet = c.nicsSet;
+        k.nics = c.nics;
+        k.algo = c.algo;
+        k.timeoutMs = c.timeoutMs;
+        k.eagerBytes = c.eagerBytes;
+        k.directBytes = c.directBytes;
+        k.directBytesDefault = c.directBytesDefault;
+        k.spinRounds = c.spinRounds;
+        k.spinPause = c.spinPause;
+        k.bindTo = c.bindTo;
+        k.cudaGdr = c.cudaGdr;
+        k.shmDirect = c.shmDirect;
+        k.reduceThreads = c.reduceThreads;
+        k.reduceThreadsSet = c.reduceThreadsSet;
+        k.parallelBytes = c.parallelBytes;
+        k.bind = c.bind;
+        k.recorded.addAll(c.recorded);
+        k.concluded = true;
+        return k;
+    }
+
+    /** @throws IllegalArgumentException naming a malformed or inconsistent setting */
+    public CollContext conclude() {
+        if (concluded) {
+            return this;
+        }
+        buffSize = pick(buffSize, "NCCL_BUFFSIZE", 4 << 20, 4096, 1 << 30);
+        steps = pick(steps, "NCCL_STEPS", 8, 1, 32);
+        minChannels = pick(minChannels, "NCCL_MIN_NCHANNELS", 1, 1, 32);
+        maxChannels = pick(maxChannels, "NCCL_MAX_NCHANNELS", 16, 1, 32);
+        nics = pickAuto(nicsSet, "gdrkit.coll.nics", 16);
+        if (minChannels > maxChannels) {
+            throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
+                + maxChannels);
+        }
+        if (algo == null) {
+            final Setting<Algo> a = settings.read("NCCL_ALGO", Algo.RING, s -> switch (s.trim().toLowerCase(
+                Locale.ROOT)) {
+                case "ring" -> Algo.RING;
+                case "tree" -> Algo.TREE;
+                default -> throw new IllegalArgumentException("NCCL_ALGO=" + s + " is not ring or tree (gdrkit "
+                    + "implements those two)");
+            });
+            recorded.add(a);
+            algo = a.value();
+        } else {
+            recorded.add(new Setting<>("NCCL_ALGO", algo, io.gdrkit.core.config.Source.FLAG, algo.name()));
+        }
+        eagerBytes = pick(eagerBytes, "gdrkit.coll.eager.bytes", DEFAULT_EAGER, 0, 1 << 20);
+        if (eagerBytes % 8 != 0) {
+            throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
+                + "in [0, 1048576]");
+        }
+        directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
+        directBytesDefault = recorded.get(recorded.size() - 1).source() == io.gdrkit.core.config.Source.DEFAULT;
+        spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
+        spinPause();
+        bindTo();
+        cudaGdr();
+        shmDirect();
+        // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB allreduce
+        // from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 + k - 1 processors per rank (k NICs) auto
+        // is 1
+        reduceThreads = pickAuto(reduceThreadsSet, "gdrkit.coll.reduce.threads", 64);
+        parallelBytes = pick(parallelBytes, "gdrkit.coll.reduce.parallel.bytes", DEFAULT_PARALLEL_BYTES, 1024,
+            1 << 30);
+        if (timeoutMs == null) {
+            final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
+            recorded.add(t);
+            timeoutMs = t.value();
+        } else {
+            if (timeoutMs < 1 || timeoutMs > 86_400_000) {
+                throw new IllegalArgumentException("gdrkit.coll.timeout.ms=" + timeoutMs + " is not an integer in "
+                    + "[1, 86400000]");
+            }
+            recorded.add(new Setting<>("gdrkit.coll.timeout.ms", timeoutMs, io.gdrkit.core.config.Source.FLAG,
+                String.valueOf(timeoutMs)));
+        }
+        concluded = true;
+        return this;
+    }
+
+    /**
+     * A setting that is {@code auto} (0, the default) or an integer in [1, max]: a setter's value (range-checked,
+     * recorded as FLAG), else read once with its source; recorded either way.
+     */
+    private Setting<Integer> pickAuto(final Integer set, final String name, final int max) {
+        final Setting<Integer> s;
+        if (set == null) {
+            s = settings.read(name, 0, v -> autoOr(name, v, max));
+        } else {
+            if (set < 0 || set > max) {
+                throw new IllegalArgumentException(name + "=" + set + " is not auto (0) or an integer in [1, " + max
+                    + "]");
+            }
+            s = new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, set == 0 ? "auto" : String.valueOf(set));
+        }
+        recorded.add(s);
+        return s;
+    }
+
+    /** {@code auto} (0) or an integer in [1, max]; anything else is named. */
+    private static int autoOr(final String name, final String s, final int max) {
+        final String t = s.trim().toLowerCase(Locale.ROOT);
+        if (t.equals("auto")) {
+            return 0;
+        }
+        try {
+            final int v = Integer.parseInt(t);
+            if (v >= 1 && v <= max) {
+                return v;
+            }
+        } catch (final NumberFormatException e) {
+            // named below
+        }
+        throw new IllegalArgumentException(name + "=" + s + " is not auto or an integer in [1, " + max + "]");
+    }
+
+    /** A setter's value (range-checked, recorded as FLAG), else the setting read once with its source. */
+    private int pick(final Integer set, final String name, final int def, final int min, final int max) {
+        if (set != null) {
+            if (set < min || set > max) {
+                throw new IllegalArgumentException(name + "=" + set + " is not an integer in [" + min + ", " + max
+                    + "]");
+            }
+            recorded.add(new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
+            return set;
+        }
+        final Setting<Integer> read = settings.integer(name, def, min, max);
+        recorded.add(read);
+        return read.value();
+    }
+}

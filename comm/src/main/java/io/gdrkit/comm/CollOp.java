@@ -1,0 +1,69 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+import java.util.Locale;
+
+/**
+ * The collectives, with nccl-tests' size convention and bus-bandwidth factor (nccl-tests doc/PERFORMANCE.md):
+ * the size of a row is the largest buffer (allgather: the gathered output; reduce-scatter: the input; alltoall: each
+ * rank's whole send buffer), and busbw = algbw x factor.
+ */
+public enum CollOp {
+    ALLREDUCE("all_reduce", true, false),
+    ALLGATHER("all_gather", false, false),
+    REDUCE_SCATTER("reduce_scatter", true, false),
+    BROADCAST("broadcast", false, true),
+    REDUCE("reduce", true, true),
+    ALLTOALL("alltoall", false, false),
+    SENDRECV("sendrecv", false, false);
+
+    private final String testName;
+    private final boolean reduces;
+    private final boolean rooted;
+
+    CollOp(final String testName, final boolean reduces, final boolean rooted) {
+        this.testName = testName;
+        this.reduces = reduces;
+        this.rooted = rooted;
+    }
+
+    /** nccl-tests' binary name without _perf. */
+    public String testName() {
+        return testName;
+    }
+
+    public boolean reduces() {
+        return reduces;
+    }
+
+    public boolean rooted() {
+        return rooted;
+    }
+
+    /** nccl-tests' bus-bandwidth factor for {@code n} ranks. */
+    public double busFactor(final int n) {
+        return switch (this) {
+            case ALLREDUCE -> 2.0 * (n - 1) / n;
+            case ALLGATHER, REDUCE_SCATTER, ALLTOALL -> (double) (n - 1) / n;
+            case BROADCAST, REDUCE, SENDRECV -> 1.0;
+        };
+    }
+
+    /** Whether the size must be a multiple of n elements (the buffer is cut into one block per rank). */
+    public boolean perRankBlocks() {
+        return this == ALLGATHER || this == REDUCE_SCATTER || this == ALLTOALL;
+    }
+
+    public static CollOp parse(final String s) {
+        final String k = s.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "");
+        for (final CollOp o : values()) {
+            if (o.name().toLowerCase(Locale.ROOT).replace("_", "").equals(k)) {
+                return o;
+            }
+        }
+        throw new IllegalArgumentException("unknown collective '" + s + "' (allreduce, allgather, reduce-scatter, "
+            + "broadcast, reduce, alltoall, sendrecv)");
+    }
+}

@@ -1,0 +1,415 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+import io.gdrkit.comm.Communicator.Buffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * nccl-tests' loop for one collective over a size sweep, on one rank (every rank calls it with the same
+ * arguments): per size, warm-up iterations, timed iterations out-of-place, the same in-place, and for each a
+ * checked run on fresh inputs (each element of rank r's input is a function of r and its index, small integers
+ * so that every type holds every result exactly), counting every wrong element. Times and wrong counts are
+ * gathered over the bootstrap; every rank returns the same rows.
+ */
+public final class CollRun {
+    /** What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them. */
+    public record Config(CollOp op, DataType type, RedOp redop, int root, long minBytes, long maxBytes,
+                         double factor, long stepBytes, int iters, int warmup, boolean check, String transport,
+                         String fabric, boolean simulated, long warmupMs) {
+        /** Without a JIT warm-up ({@code warmupMs} 0). */
+        public Config(final CollOp op, final DataType type, final RedOp redop, final int root, final long minBytes,
+                      final long maxBytes, final double factor, final long stepBytes, final int iters,
+                      final int warmup, final boolean check, final String transport, final String fabric,
+                      final boolean simulated) {
+            this(op, type, redop, root, minBytes, maxBytes, factor, stepBytes, iters, warmup, check, transport,
+                fabric, simulated, 0);
+        }
+
+        public Config {
+            if (warmupMs < 0 || warmupMs > 600_000) {
+                throw new IllegalArgumentException("JIT warm-up " + warmupMs + " ms outside 0..600000");
+            }
+            if (minBytes < 0 || maxBytes < minBytes) {
+                throw new IllegalArgumentException("sizes: -b " + minBytes + " -e " + maxBytes + " (need 0 <= b <= e)");
+            }
+            if (maxBytes > (1L << 31)) {
+                throw new IllegalArgumentException("size " + maxBytes + " over 2 GiB: too large for one buffer here");
+            }
+            if (stepBytes <= 0 && factor <= 1.0 && minBytes != maxBytes) {
+                throw new IllegalArgumentException("-f " + factor + " must be > 1 (or give -i)");
+            }
+            if (iters < 1 || warmup < 0) {
+                throw new IllegalArgumentException("iterations " + iters + " / warm-up " + warmup);
+            }
+        }
+    }
+
+    private CollRun() {
+    }
+
+    /** The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank). */
+    public static List<Long> sizes(final Config c, final int n) {
+        final List<Long> out = new ArrayList<>();
+        final long unit = (long) c.type().size() * (c.op().perRankBlocks() ? n : 1);
+        long s = c.minBytes();
+        while (s <= c.maxBytes()) {
+            out.add(s / unit * unit);
+            final long next = c.stepBytes() > 0 ? s + c.stepBytes() : (long) Math.ceil(s * c.factor());
+            if (next <= s) {
+                if (s == 0) {
+                    s = Math.max(1, c.stepBytes());
+                    continue;
+                }
+                break;
+            }
+            s = next;
+        }
+        return out;
+    }
+
+    /** Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned. */
+    public static List<CollResult> run(final Communicator comm, final Config cfg, final Consumer<CollResult> row) {
+        final int n = comm.nranks();
+        if (cfg.root() < 0 || cfg.root() >= n) {
+            throw new IllegalArgumentException("root " + cfg.root() + " outside 0.." + (n - 1));
+        }
+        final List<Long> sizes = sizes(cfg, n);
+        final long max = sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1);
+        final List<CollResult> rows = new ArrayList<>();
+        try (Arena arena = Arena.ofShared()) {
+            final long cap = Math.max(64, max);
+            final DeviceReducer dr = comm.deviceReducer();
+            final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
+            // device halves in whole pages: a DMA-BUF export (the GDR registration's branch) works on pages
+            final long devCap = (cap + 4095) / 4096 * 4096;
+            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            try {
+                if (cfg.warmupMs() > 0 && max > 0) {
+                    jitWarmup(comm, cfg, sizes, send, recv, scratch);
+                }
+                for (final long bytes : sizes) {
+                    final double[] oop = measure(comm, cfg, bytes, send, recv, scratch, false);
+                    final double[] ip = measure(comm, cfg, bytes, send, recv, scratch, true);
+                    final double sec = oop[0] / 1e6;
+                    final double ipSec = ip[0] / 1e6;
+                    final double alg = sec > 0 ? bytes / sec / 1e9 : 0;
+                    final double ipAlg = ipSec > 0 ? bytes / ipSec / 1e9 : 0;
+                    final CollResult.Placement where = gpu == null ? CollResult.Placement.HOST
+                        : new CollResult.Placement("gpu", gpu.describe(), gpu.isSimulated(), gpu.isSimulated()
+                        ? "sim-sm-workers" : "gpu-kernel", comm.gdr().dataPath(), dr.launches(), comm.gdr(),
+                        comm.gdr().nicMr(), dr.bouncedBytes(), comm.flushes(), comm.gpuSharing());
+                    final CollResult r = new CollResult(cfg.op(), bytes, bytes / cfg.type().size(), cfg.type(),
+                        cfg.op().reduces() ? cfg.redop().ncclName() : "none", cfg.op().rooted() ? cfg.root() : -1, n,
+                        cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
+                        alg, alg * cfg.op().busFactor(n), (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n),
+                        (long) ip[1], where, comm.nicProgress(), comm.directPath(), comm.reduceThreads(),
+                        comm.binding(), comm.nicMtu(), comm.devices(), comm.channels());
+                    rows.add(r);
+                    row.accept(r);
+                }
+            } finally {
+                comm.deregister(send);
+                comm.deregister(recv);
+                comm.deregister(scratch);
+                if (gpu != null) {
+                    gpu.free(send.dev());
+                    gpu.free(recv.dev());
+                    gpu.free(scratch.dev());
+                }
+            }
+        }
+        return rows;
+    }
+
+    /**
+     * Runs the smallest and the largest size of the sweep before anything is timed, until the JIT has compiled the
+     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is 100x slower: on a loaded
+     * 2-core host the first thousands of 8-byte allreduces took 1.5 ms each, then 15 us. "Compiled" means this
+     * JVM's total compilation time did not grow during the last batch, on every rank (at least 3 batches per
+     * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
+     * same number.
+     */
+    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final Buffer send,
+                                  final Buffer recv, final Buffer scratch) {
+        long small = sizes.get(sizes.size() - 1);
+        for (final long b : sizes) {
+            if (b > 0) {
+                small = b;
+                break;
+            }
+        }
+        final java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory
+            .getCompilationMXBean();
+        final boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
+        // the smallest again last: the sweep times it first, and it is the one a recompilation for the largest
+        // size's branches would disturb most (8 B on the H200 came out up to 2x slower out-of-place, measured
+        // first, than in-place right after)
+        final long[] pick = {small, sizes.get(sizes.size() - 1), small};
+        final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
+        for (final long bytes : pick) {
+            int batches = 0;
+            boolean more = true;
+            while (more) {
+                // batches grow (the same on every rank): a compilation takes milliseconds and the total compilation
+                // time grows only when one ends, so a short batch looked quiet while C2 was still at work, and the
+                // first timed row ran the profiled code (8 B on the H200 up to 2x the in-place row timed after it)
+                final int batch = bytes <= 65536 ? 500 << Math.min(batches, 6) : 4 << Math.min(batches, 3);
+                final long before = timed ? jit.getTotalCompilationTime() : 0;
+                loop(comm, cfg, bytes, send, recv, scratch, false, batch / 2);
+                loop(comm, cfg, bytes, send, recv, scratch, true, batch - batch / 2);
+                batches++;
+                final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
+                final boolean mine = System.nanoTime() < until && (batches < 3 || compiling);
+                boolean any = false;
+                for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+                    any |= b.length == 1 && b[0] == 1;
+                }
+                more = any; // the gathered flags, the same on every rank: never a rank's own clock
+            }
+        }
+    }
+
+    /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
+    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
+                                    final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.warmup());
+        comm.bootstrap().barrier();
+        final long t0 = System.nanoTime();
+        loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.iters());
+        final double us = (System.nanoTime() - t0) / 1e3 / cfg.iters();
+        long wrong = 0;
+        if (cfg.check()) {
+            fill(comm, cfg, bytes, send, recv, inPlace);
+            final DeviceReducer dr = comm.deviceReducer();
+            if (dr != null) {
+                dr.toDevice(send, bytes);
+                dr.toDevice(recv, bytes);
+            }
+            comm.bootstrap().barrier();
+            runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
+            final Buffer out = inPlace ? send : recv;
+            if (dr != null) {
+                // check what the device holds: spoil the host half first, then bring the device's bytes up
+                out.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+                dr.toHost(out, bytes);
+            }
+            wrong = check(comm.rank(), comm.nranks(), cfg, bytes, out.seg(), inPlace);
+        }
+        final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
+            .array());
+        double worst = 0;
+        long wrongAll = 0;
+        for (final byte[] b : all) {
+            final ByteBuffer bb = ByteBuffer.wrap(b);
+            worst = Math.max(worst, bb.getDouble());
+            wrongAll += bb.getLong();
+        }
+        return new double[] {worst, wrongAll};
+    }
+
+    /**
+     * {@code count} calls. The warm-up, the JIT warm-up and the timed calls all loop here, so the loop the clock
+     * times is one the JIT has already compiled (on-stack replacement keys compiled loops by method and bytecode
+     * index): with a loop of its own, the first size's out-of-place row timed the interpreter's loop and the OSR
+     * transition, up to 2x at 8 B on the H200 (0.5 against 1.2 us, in-place right after it at 0.5).
+     */
+    private static void loop(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final Buffer scratch, final boolean inPlace, final int count) {
+        for (int i = 0; i < count; i++) {
+            runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
+        }
+    }
+
+    /**
+     * One call. In-place: the input lives where the output goes (allgather: in block rank of the output;
+     * reduce-scatter: the output is block rank of the input); alltoall and sendrecv stage through scratch because
+     * their input and output overlap.
+     */
+    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                                final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        final DeviceReducer dr = c.deviceReducer();
+        if (dr == null || send.direct()) {
+            // host memory, or GDR: the NIC and the kernels work where the data is
+            call(c, cfg, bytes, send, recv, scratch, inPlace);
+            return;
+        }
+        // GPU buffers without GDR: the input comes up from the device into the bounce half, the output goes back down
+        dr.bounceUp(send, bytes);
+        call(c, cfg, bytes, send, recv, scratch, inPlace);
+        dr.bounceDown(inPlace ? send : recv, bytes);
+    }
+
+    private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final Buffer scratch, final boolean inPlace) {
+        final DataType t = cfg.type();
+        final int n = c.nranks();
+        final long count = bytes / t.size();
+        final Buffer out = inPlace ? send : recv;
+        switch (cfg.op()) {
+            case ALLREDUCE -> Collectives.allReduce(c, send, out, count, t, cfg.redop());
+            case ALLGATHER -> {
+                final long per = count / n;
+                if (inPlace) {
+                    Collectives.allGather(c, slice(send, c.rank() * per * t.size()), send, per, t);
+                } else {
+                    Collectives.allGather(c, send, recv, per, t);
+                }
+            }
+            case REDUCE_SCATTER -> {
+                final long per = count / n;
+                Collectives.reduceScatter(c, send, scratch, inPlace ? slice(send, c.rank() * per * t.size()) : recv,
+                    per, t, cfg.redop());
+            }
+            case BROADCAST -> Collectives.broadcast(c, send, out, count, t, cfg.root());
+            case REDUCE -> Collectives.reduce(c, send, out, count, t, cfg.redop(), cfg.root());
+            case ALLTOALL -> {
+                if (inPlace) {
+                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    Collectives.allToAll(c, scratch, send, count / n, t);
+                } else {
+                    Collectives.allToAll(c, send, recv, count / n, t);
+                }
+            }
+            case SENDRECV -> {
+                if (inPlace) {
+                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    Collectives.sendRecv(c, scratch, send, count, t);
+                } else {
+                    Collectives.sendRecv(c, send, recv, count, t);
+                }
+            }
+            default -> throw new IllegalStateException(cfg.op().name());
+        }
+    }
+
+    private static Buffer slice(final Buffer b, final long off) {
+        if (b.direct()) {
+            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
+        }
+        return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
+    }
+
+    /** Rank r's input element i. */
+    static double input(final CollOp op, final RedOp redop, final int r, final long i) {
+        if (!op.reduces()) {
+            return Math.floorMod(r * 31L + i * 17L, 97L) - 48;
+        }
+        return switch (redop) {
+            case SUM -> Math.floorMod(r * 3L + i * 7L, 7L) - 3;
+            case PROD -> r == 0 ? (i % 3 == 0 ? 2 : i % 3 == 1 ? -1 : 1) : ((r + i) % 2 == 0 ? 1 : -1);
+            case MIN, MAX -> Math.floorMod(r * 37L + i * 11L, 101L) - 50;
+        };
+    }
+
+    static double reduced(final CollOp op, final RedOp redop, final int n, final long i) {
+        double v = input(op, redop, 0, i);
+        for (int r = 1; r < n; r++) {
+            v = redop.apply(v, input(op, redop, r, i));
+        }
+        return v;
+    }
+
+    private static void fill(final Communicator c, final Config cfg, final long bytes, final Buffer send,
+                             final Buffer recv, final boolean inPlace) {
+        final DataType t = cfg.type();
+        final long count = bytes / t.size();
+        final int r = c.rank();
+        final int n = c.nranks();
+        recv.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+        send.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
+        switch (cfg.op()) {
+            case ALLGATHER -> {
+                final long per = count / n;
+                final long base = inPlace ? r * per : 0;
+                for (long i = 0; i < per; i++) {
+                    t.set(send.seg(), base + i, input(cfg.op(), cfg.redop(), r, i));
+                }
+            }
+            case ALLTOALL -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        // block p carries (rank, destination, index)
+                        t.set(send.seg(), p * per + i, input(cfg.op(), cfg.redop(), r * n + p, i));
+                    }
+                }
+            }
+            default -> {
+                for (long i = 0; i < count; i++) {
+                    t.set(send.seg(), i, input(cfg.op(), cfg.redop(), r, i));
+                }
+            }
+        }
+    }
+
+    /** Wrong elements of rank {@code r}'s output {@code m} (of n ranks) after one call on {@link #fill}'s inputs. */
+    static long check(final int r, final int n, final Config cfg, final long bytes, final MemorySegment m,
+                      final boolean inPlace) {
+        final DataType t = cfg.type();
+        final long count = bytes / t.size();
+        long wrong = 0;
+        switch (cfg.op()) {
+            case ALLREDUCE -> {
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, reduced(cfg.op(), cfg.redop(), n, i));
+                }
+            }
+            case REDUCE -> {
+                if (r == cfg.root()) {
+                    for (long i = 0; i < count; i++) {
+                        wrong += differs(t, m, i, reduced(cfg.op(), cfg.redop(), n, i));
+                    }
+                }
+            }
+            case BROADCAST -> {
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, input(cfg.op(), cfg.redop(), cfg.root(), i));
+                }
+            }
+            case ALLGATHER -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        wrong += differs(t, m, p * per + i, input(cfg.op(), cfg.redop(), p, i));
+                    }
+                }
+            }
+            case REDUCE_SCATTER -> {
+                final long per = count / n;
+                final long base = inPlace ? r * per : 0;
+                for (long i = 0; i < per; i++) {
+                    wrong += differs(t, m, base + i, reduced(cfg.op(), cfg.redop(), n, r * per + i));
+                }
+            }
+            case ALLTOALL -> {
+                final long per = count / n;
+                for (int p = 0; p < n; p++) {
+                    for (long i = 0; i < per; i++) {
+                        wrong += differs(t, m, p * per + i, input(cfg.op(), cfg.redop(), p * n + r, i));
+                    }
+                }
+            }
+            case SENDRECV -> {
+                final int from = Math.floorMod(r - 1, n);
+                for (long i = 0; i < count; i++) {
+                    wrong += differs(t, m, i, input(cfg.op(), cfg.redop(), from, i));
+                }
+            }
+            default -> throw new IllegalStateException(cfg.op().name());
+        }
+        return wrong;
+    }
+
+    private static int differs(final DataType t, final MemorySegment m, final long i, final double expected) {
+        return t.get(m, i) == expected ? 0 : 1;
+    }
+}

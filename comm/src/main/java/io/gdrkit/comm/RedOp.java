@@ -1,0 +1,32 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+import java.util.Locale;
+
+/** ncclRedOp_t (the four NCCL has for every type), with nccl-tests' names. */
+public enum RedOp {
+    SUM, PROD, MIN, MAX;
+
+    public String ncclName() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    public static RedOp parse(final String s) {
+        try {
+            return valueOf(s.toUpperCase(Locale.ROOT));
+        } catch (final IllegalArgumentException e) {
+            throw new IllegalArgumentException("unknown reduction '" + s + "' (sum, prod, min, max)");
+        }
+    }
+
+    double apply(final double a, final double b) {
+        return switch (this) {
+            case SUM -> a + b;
+            case PROD -> a * b;
+            case MIN -> Math.min(a, b);
+            case MAX -> Math.max(a, b);
+        };
+    }
+}

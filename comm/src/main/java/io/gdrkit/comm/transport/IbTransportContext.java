@@ -1,0 +1,218 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm.transport;
+
+import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.net.NetNic;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * {@link IbTransport}'s settings. {@link #conclude()} reads the NCCL_IB_* variables through one
+ * {@link SettingsReader} (recording where each value came from) unless a setter gave the value.
+ *
+ * <ul>
+ * <li>{@code NCCL_IB_QPS_PER_CONNECTION} (1, 1..16): data QPs per connection.</li>
+ * <li>{@code NCCL_IB_SPLIT_DATA_ON_QPS} (0): 1 splits every message over all QPs; 0 sends each message on one QP,
+ * round robin.</li>
+ * <li>{@code NCCL_IB_AR_THRESHOLD} (8192): messages above it go as plain WRITEs followed by a separate 0-byte
+ * WRITE_WITH_IMM (with adaptive routing the data may arrive out of order; the separate IMM is ordered after it on
+ * the same QP); at or below it the last data WRITE carries the IMM.</li>
+ * <li>{@code NCCL_IB_TIMEOUT} (14, 1..31) and {@code NCCL_IB_RETRY_CNT} (7, 0..7): the QPs' ACK timeout exponent
+ * and retry count; a peer that dies ends the comm's requests with RETRY_EXC_ERR within roughly
+ * 4.096 us * 2^timeout * (retry + 1).</li>
+ * <li>{@code gdrkit.ib.software.mtu} (0, or a power of two 256..1 MiB): the QPs' software MTU, a gdrkit extension
+ * a software NIC honours (fewer, larger packets on a fabric whose links carry them); 0 keeps the path MTU (4096).
+ * A caller that knows its NICs are software ones gives the default ({@link #softwareMtuDefault}); both ends of a
+ * connection must use the same value.</li>
+ * </ul>
+ * The flush decision ({@link #flush}) comes from the control plane's flush gate; the transport never makes it.
+ */
+public final class IbTransportContext {
+    /** Most QPs per connection gdrkit allows (NCCL allows 128; the connect message stays small). */
+    public static final int MAX_QPS = 16;
+    /** NCCL_NET_IB_MAX_RECVS: receives one irecv may group. */
+    public static final int MAX_RECVS = 8;
+
+    private final List<NetNic> nics = new ArrayList<>();
+    private SettingsReader settings = SettingsReader.ofProcess();
+    private Integer qpsPerConnection;
+    private Boolean splitDataOnQps;
+    private Integer arThreshold;
+    private Integer ibTimeout;
+    private Integer ibRetryCnt;
+    private Integer softwareMtu;
+    private int softwareMtuDefault;
+    private boolean flush;
+    private String flushEvidence = "flush gate not asked: no flush";
+    private Duration timeout = Duration.ofSeconds(30);
+    private InetAddress bind = InetAddress.getLoopbackAddress();
+    private final List<Setting<?>> recorded = new ArrayList<>();
+    private boolean concluded;
+
+    /** Adds a NET device (the transport's device index is the order of addition). The caller owns it. */
+    public IbTransportContext nic(final NetNic nic) {
+        nics.add(Objects.requireNonNull(nic, "nic"));
+        return this;
+    }
+
+    /** Where NCCL_* values come from (default: the process environment). */
+    public IbTransportContext settings(final SettingsReader reader) {
+        this.settings = Objects.requireNonNull(reader, "reader");
+        return this;
+    }
+
+    public IbTransportContext qpsPerConnection(final int n) {
+        this.qpsPerConnection = n;
+        return this;
+    }
+
+    public IbTransportContext splitDataOnQps(final boolean on) {
+        this.splitDataOnQps = on;
+        return this;
+    }
+
+    public IbTransportContext arThreshold(final int bytes) {
+        this.arThreshold = bytes;
+        return this;
+    }
+
+    /** The software MTU in bytes (0: the path MTU); see the class comment. */
+    public IbTransportContext softwareMtu(final int bytes) {
+        this.softwareMtu = bytes;
+        return this;
+    }
+
+    /** The software MTU used when {@code gdrkit.ib.software.mtu} is not set (default 0: the path MTU). */
+    public IbTransportContext softwareMtuDefault(final int bytes) {
+        this.softwareMtuDefault = bytes;
+        return this;
+    }
+
+    /**
+     * Whether iflush posts the 1-byte RDMA READ, as the control plane's flush gate decided
+     * ({@link io.gdrkit.gdr.gate.FlushPolicy}), with that decision's evidence.
+     */
+    public IbTransportContext flush(final boolean on, final String evidence) {
+        this.flush = on;
+        this.flushEvidence = Objects.requireNonNull(evidence, "evidence");
+        return this;
+    }
+
+    /** The longest a connection setup or a request may wait for the peer (default 30 s). */
+    public IbTransportContext timeout(final Duration t) {
+        this.timeout = Objects.requireNonNull(t, "timeout");
+        return this;
+    }
+
+    /** The address listeners bind (default loopback). */
+    public IbTransportContext bind(final InetAddress address) {
+        this.bind = Objects.requireNonNull(address, "address");
+        return this;
+    }
+
+    public List<NetNic> nics() {
+        return List.copyOf(nics);
+    }
+
+    public int qpsPerConnection() {
+        return qpsPerConnection;
+    }
+
+    public boolean splitDataOnQps() {
+        return splitDataOnQps;
+    }
+
+    public int arThreshold() {
+        return arThreshold;
+    }
+
+    public int ibTimeout() {
+        return ibTimeout;
+    }
+
+    public int ibRetryCnt() {
+        return ibRetryCnt;
+    }
+
+    /** The QPs' software MTU in bytes, 0 for the path MTU. */
+    public int softwareMtu() {
+        return softwareMtu;
+    }
+
+    public boolean flush() {
+        return flush;
+    }
+
+    public String flushEvidence() {
+        return flushEvidence;
+    }
+
+    public Duration timeout() {
+        return timeout;
+    }
+
+    public InetAddress bind() {
+        return bind;
+    }
+
+    /** Each setting in effect with its source. */
+    public List<Setting<?>> recorded() {
+        return List.copyOf(recorded);
+    }
+
+    /**
+     * Reads what no setter gave and checks everything once.
+     *
+     * @throws IllegalArgumentException naming a malformed variable, or when no NIC was added
+     */
+    public IbTransportContext conclude() {
+        if (concluded) {
+            return this;
+        }
+        if (nics.isEmpty()) {
+            throw new IllegalArgumentException("IbTransport: no NET device added");
+        }
+        qpsPerConnection = value(qpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION",
+            () -> settings.integer("NCCL_IB_QPS_PER_CONNECTION", 1, 1, MAX_QPS));
+        if (qpsPerConnection < 1 || qpsPerConnection > MAX_QPS) {
+            throw new IllegalArgumentException("NCCL_IB_QPS_PER_CONNECTION=" + qpsPerConnection + " is not an integer "
+                + "in [1, " + MAX_QPS + "]");
+        }
+        splitDataOnQps = value(splitDataOnQps, "NCCL_IB_SPLIT_DATA_ON_QPS",
+            () -> settings.flag("NCCL_IB_SPLIT_DATA_ON_QPS", false));
+        arThreshold = value(arThreshold, "NCCL_IB_AR_THRESHOLD",
+            () -> settings.integer("NCCL_IB_AR_THRESHOLD", 8192, 0, Integer.MAX_VALUE));
+        if (arThreshold < 0) {
+            throw new IllegalArgumentException("NCCL_IB_AR_THRESHOLD=" + arThreshold + " is negative");
+        }
+        ibTimeout = value(ibTimeout, "NCCL_IB_TIMEOUT", () -> settings.integer("NCCL_IB_TIMEOUT", 14, 1, 31));
+        ibRetryCnt = value(ibRetryCnt, "NCCL_IB_RETRY_CNT", () -> settings.integer("NCCL_IB_RETRY_CNT", 7, 0, 7));
+        softwareMtu = value(softwareMtu, "gdrkit.ib.software.mtu",
+            () -> settings.integer("gdrkit.ib.software.mtu", softwareMtuDefault, 0, 1 << 20));
+        if (softwareMtu != 0 && (softwareMtu < 256 || softwareMtu > 1 << 20 || Integer.bitCount(softwareMtu) != 1)) {
+            throw new IllegalArgumentException("gdrkit.ib.software.mtu=" + softwareMtu + " is not 0 or a power of "
+                + "two from 256 to 1048576");
+        }
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("IbTransport timeout " + timeout + " must be positive");
+        }
+        concluded = true;
+        return this;
+    }
+
+    private <T> T value(final T set, final String name, final java.util.function.Supplier<Setting<T>> read) {
+        if (set != null) {
+            recorded.add(new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
+            return set;
+        }
+        final Setting<T> s = read.get();
+        recorded.add(s);
+        return s.value();
+    }
+}

@@ -1,6 +1,0 @@
-/**
- * The network seam shaped like NCCL's ncclNet_t ({@link io.gdrkit.gdr.net.transport.NetTransport}) and the
- * transports behind it. The transports never decide GDR themselves: the caller asks the control plane's gates
- * ({@link io.gdrkit.gdr.gate.GdrGate}) and registers GPU memory or host bounce buffers accordingly.
- */
-package io.gdrkit.gdr.net.transport;

@@ -1,9 +1,0 @@
-package io.gdrkit.labs.shmem;
-
-/** What a put-with-signal does to the signal word (NVSHMEM_SIGNAL_SET / NVSHMEM_SIGNAL_ADD). */
-public enum SignalOp {
-    /** An 8-byte RDMA WRITE of the value (inline in the WQE). */
-    SET,
-    /** An 8-byte FETCH_AND_ADD of the value. */
-    ADD
-}

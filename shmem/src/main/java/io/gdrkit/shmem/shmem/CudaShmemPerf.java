@@ -1,0 +1,486 @@
+package io.gdrkit.shmem;
+
+import io.gdrkit.gpu.DeviceBuffer;
+import io.gdrkit.gpu.Dim3;
+import io.gdrkit.gpu.GpuFunction;
+import io.gdrkit.gpu.GpuDevice;
+import io.gdrkit.gpu.GpuStream;
+import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.devices.GpuDevices;
+import io.gdrkit.verbs.DirectQueue;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The shmem measurements with real CUDA kernels (kernels.cu: {@code shmem_lat}, {@code shmem_pingpong},
+ * {@code shmem_put_bw} over the device functions of shmem_device.cuh): the kernels write WQEs into the software NIC's
+ * send queues (IBGDA) or requests into the proxy ring (IBRC), in host memory mapped into the GPU
+ * ({@link GpuDevice#mapHost}), and poll CQ rings and counters there. Also the floor: {@link #ringRtt}, a kernel that
+ * only rings host memory and polls for the CPU's answer. On a machine without a GPU the same code runs against the
+ * CPU test double of libcuda (CudaFakeDriverTest), which runs the same device functions on the CPU.
+ */
+public final class CudaShmemPerf {
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** Round trips of a kernel that rings host memory and spins on the CPU's answer (microseconds). */
+    public record RingRtt(int iters, double minUs, double medianUs, double maxUs, boolean simulatedGpu) {
+    }
+
+    private CudaShmemPerf() {
+    }
+
+    /** {@code variant}: 0 thread, 1 warp, 2 block (put_bw / msg_rate only). */
+    public static ShmemPerf.Result run(final ShmemContext ctx, final ShmemPerf.Test test, final long min,
+                                       final long max, final int iters, final int blocks, final int threads,
+                                       final int variant) {
+        if (min < 1 || max < min || max > (64L << 20) || iters < 1 || blocks < 1 || threads < 1 || threads > 1024) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "sizes 1 <= min <= max <= 64 MiB, iters >= 1,"
+                + " blocks >= 1, threads 1..1024");
+        }
+        final boolean bw = test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE;
+        final long minB = test == ShmemPerf.Test.ATOMIC_LAT ? 8 : min;
+        final long maxB = test == ShmemPerf.Test.ATOMIC_LAT ? 8 : max;
+        final long slots = bw ? (long) blocks * threads : 1;
+        ctx.nPes(Math.max(2, ctx.nPes())).stamps(true);
+        ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + 2 * maxB * slots + 16384));
+        ctx.conclude();
+        final long[] landing = new long[iters];
+        final List<ShmemPerf.Result> rs = ShmemWorld.run(ctx, pe -> body(pe, test, minB, maxB, iters, blocks, threads,
+            variant, slots, landing));
+        return rs.get(0);
+    }
+
+    private static ShmemPerf.Result body(final ShmemPe pe, final ShmemPerf.Test test, final long min, final long max,
+                                         final int iters, final int blocks, final int threads, final int variant,
+                                         final long slots, final long[] landing) {
+        final GpuDevice gpu = pe.gpu();
+        final ShmemContext ctx = pe.context();
+        final long src = pe.malloc(max * slots);
+        final long dst = pe.malloc(max * slots);
+        final long sig = pe.malloc(8);
+        final long ctr = pe.malloc(8);
+        final byte[] pattern = new byte[(int) Math.min(max * slots, 1 << 26)];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (i * 131 + 17 + pe.myPe());
+        }
+        pe.write(src, MemorySegment.ofArray(pattern));
+        // the signal and the counter start at 0: malloc does not clear, and CUDA memory holds what it held before
+        pe.write(sig, MemorySegment.ofArray(new long[1]));
+        pe.write(ctr, MemorySegment.ofArray(new long[1]));
+        final DeviceBuffer state = deviceState(pe);
+        final DeviceBuffer times = gpu.alloc(16L * iters + 8 + 8L * blocks);
+        final GpuStream stream = gpu.createNonBlockingStream();
+        final boolean pingpong = test == ShmemPerf.Test.PUT_SIGNAL_LAT;
+        final boolean bw = test == ShmemPerf.Test.PUT_BW || test == ShmemPerf.Test.MSG_RATE;
+        final boolean active = pe.myPe() == 0 || pingpong && pe.myPe() == 1;
+        final String name = pingpong ? "shmem_pingpong" : bw ? "shmem_put_bw" : "shmem_lat";
+        // every kernel of the run resolved before anyone launches: loading a module waits for running kernels
+        // (docs/results/h200-lazy-load.txt), and the ping-pong's two kernels wait for each other
+        final GpuFunction kernel = active ? gpu.function("kernels", name) : null;
+        final GpuFunction sync = pe.myPe() == 0 ? gpu.function("kernels", "shmem_clock_sync") : null;
+        final ClockPair before = pe.myPe() == 0 ? clockPair(gpu, stream, ctx, sync) : null;
+        final List<ShmemPerf.Row> rows = new ArrayList<>();
+        long[] lastTimes = null;
+        long lastReqBase = 0;
+        long base = 0;
+        pe.barrierAll();
+        try {
+            for (long len = min; len <= max; len *= 2) {
+                final int per = Math.max(1, iters / (blocks * threads));
+                final long reqBase = pe.myPe() != 0 ? 0 : ctx.mode() == ShmemMode.IBGDA
+                    ? longs(gpu, state, 128 + 128 + 88, 1)[0] : pe.proxyRing().get(ProxyRing.TAIL);
+                if (active) {
+                    final KernelArgs a = new KernelArgs(12);
+                    Dim3 grid = Dim3.of(1);
+                    Dim3 block = Dim3.of(1);
+                    if (pingpong) {
+                        a.ptr(state).u32(1 - pe.myPe()).u64(dst).u64(src).u32((int) len).u64(sig).u32(iters)
+                            .u32(pe.myPe() == 0 ? 1 : 0).u64(base).ptr(times);
+                    } else if (bw) {
+                        grid = Dim3.of(blocks);
+                        block = Dim3.of(threads);
+                        a.ptr(state).u32(1).u64(dst).u64(src).u32((int) len).u32(per).u32(variant).ptr(times);
+                    } else {
+                        final int op = test == ShmemPerf.Test.GET_LAT ? Op.GET : test == ShmemPerf.Test.ATOMIC_LAT
+                            ? Op.FETCH_ADD : Op.PUT;
+                        a.ptr(state).u32(op).u32(1).u64(test == ShmemPerf.Test.ATOMIC_LAT ? ctr : dst).u64(src)
+                            .u32((int) len).u32(iters).ptr(times);
+                    }
+                    gpu.launch(kernel, grid, block, stream, a);
+                    gpu.synchronize(stream, ctx.timeout().multipliedBy(4));
+                    checkError(pe, state, name);
+                    if (pingpong && pe.myPe() == 1) {
+                        final long[] t = longs(gpu, times, 0, 2 * iters);
+                        for (int i = 0; i < iters; i++) {
+                            landing[i] = t[2 * i]; // the signal seen by PE 1: same GPU, same %globaltimer
+                        }
+                    }
+                }
+                base += iters;
+                pe.barrierAll();
+                verify(pe, test, dst, ctr, len, slots, pattern.length, iters);
+                pe.barrierAll();
+                if (pe.myPe() == 0) {
+                    if (bw) {
+                        final long[] t = longs(gpu, times, 0, blocks);
+                        final long ns = Arrays.stream(t).max().orElse(1);
+                        final long ops = (long) per * (variant == 0 ? (long) blocks * threads : variant == 1
+                            ? (long) blocks * ((threads + 31) / 32) : blocks);
+                        final long bytes = (long) per * blocks * threads * len;
+                        rows.add(new ShmemPerf.Row(len, (int) ops, blocks * threads, 0, 0, 0,
+                            bytes / (ns / 1e9) / (1 << 20), ops / (ns / 1e9) / 1e6, true));
+                    } else {
+                        final long[] t = longs(gpu, times, 0, 2 * iters);
+                        final double[] lat = new double[iters];
+                        for (int i = 0; i < iters; i++) {
+                            lat[i] = (t[2 * i + 1] - t[2 * i]) / (pingpong ? 2e3 : 1e3);
+                        }
+                        final double[] s = lat.clone();
+                        Arrays.sort(s);
+                        rows.add(new ShmemPerf.Row(len, iters, 1, s[0], s[iters / 2], s[iters - 1], 0, 0, true));
+                        lastTimes = t;
+                        lastReqBase = reqBase;
+                    }
+                }
+            }
+            ShmemPerf.Breakdown breakdown = ShmemPerf.Breakdown.none();
+            String clock = "";
+            if (pe.myPe() == 0) {
+                final ClockPair after = clockPair(gpu, stream, ctx, sync);
+                final ClockMap map = new ClockMap(before, after);
+                clock = "GPU %globaltimer for the kernel's stamps, System.nanoTime for the proxy and the NIC, paired by "
+                    + "shmem_clock_sync before and after the measurement and interpolated: " + map.describe();
+                if (lastTimes != null) {
+                    breakdown = breakdown(pe, lastTimes, iters, map, lastReqBase, pingpong ? landing : null);
+                }
+            }
+            pe.barrierAll();
+            if (pe.myPe() != 0) {
+                return null;
+            }
+            final long[] db = pe.doorbellCounters();
+            return new ShmemPerf.Result(test.label, ctx.mode(), pe.nPes(), ctx.gpu(), gpu.describe(),
+                gpu.isSimulated(), true, ctx.wqeFence(), rows, breakdown, db[0], db[1], db[2], clock);
+        } finally {
+            gpu.destroyStream(stream);
+            gpu.free(times);
+            gpu.free(state);
+        }
+    }
+
+    /** The kernel's state block (layout in shmem_device.cuh), copied into GPU memory. */
+    static DeviceBuffer deviceState(final ShmemPe pe) {
+        final GpuDevice gpu = pe.gpu();
+        final ShmemContext ctx = pe.context();
+        final int n = pe.nPes();
+        final long[] st = new long[16 + 16 * n];
+        st[0] = ctx.mode() == ShmemMode.IBGDA ? 1 : 0;
+        st[1] = pe.myPe();
+        st[2] = n;
+        st[3] = pe.heapAddress();
+        st[4] = pe.heapMr().lkey() & 0xFFFFFFFFL;
+        if (ctx.mode() == ShmemMode.IBRC) {
+            st[5] = gpu.mapHost(pe.proxyRing().mem);
+            st[6] = pe.proxyRing().depth;
+        }
+        st[7] = ctx.wqeFence() ? 1 : 0;
+        st[8] = ctx.timeout().toNanos();
+        for (int p = 0; p < n; p++) {
+            final int b = 16 + 16 * p;
+            st[b] = pe.peerHeap(p);
+            st[b + 1] = pe.peerRkey(p) & 0xFFFFFFFFL;
+            if (ctx.mode() == ShmemMode.IBGDA) {
+                final DirectQueue dq = pe.direct(p);
+                st[b + 2] = gpu.mapHost(dq.sqRing());
+                st[b + 3] = gpu.mapHost(dq.sqDoorbell());
+                st[b + 4] = dq.sqDepth();
+                st[b + 5] = dq.sqStride();
+                st[b + 6] = dq.inlineOffset();
+                st[b + 7] = gpu.mapHost(dq.cqRing());
+                st[b + 8] = gpu.mapHost(dq.cqCounters());
+                st[b + 9] = dq.cqDepth();
+                st[b + 10] = pe.heapAddress() + (long) p * ctx.sqDepth() * 8;
+            }
+        }
+        final DeviceBuffer buf = gpu.alloc(8L * st.length);
+        ShmemPe.toDevice(gpu, buf, 0, MemorySegment.ofArray(st));
+        return buf;
+    }
+
+    static void checkError(final ShmemPe pe, final DeviceBuffer state, final String kernel) {
+        final long e = longs(pe.gpu(), state, 72, 1)[0];
+        if (e == 0) {
+            return;
+        }
+        final int code = (int) (e & 0xFF);
+        final long detail = e >>> 8;
+        final ShmemException.Reason r = switch (code) {
+            case 1 -> ShmemException.Reason.TIMEOUT;
+            case 2 -> pe.doorbellCounters()[2] > 0 ? ShmemException.Reason.STALE_WQE
+                : ShmemException.Reason.OPERATION_FAILED;
+            case 3 -> ProxyRing.error(detail).reason();
+            case 4 -> ShmemException.Reason.ADDRESS_OUT_OF_HEAP;
+            case 5 -> ShmemException.Reason.PE_OUT_OF_RANGE;
+            default -> ShmemException.Reason.OPERATION_FAILED;
+        };
+        final String what = switch (code) {
+            case 1 -> "a wait timed out (wait site " + detail + " in shmem_device.cuh)";
+            case 2 -> "a CQE of the queue to PE " + (detail >>> 8) + " completed with "
+                + io.gdrkit.verbs.WcStatus.name((int) (detail & 0xFF));
+            case 3 -> ProxyRing.error(detail).getMessage();
+            case 4 -> "heap offset " + detail + " is outside the symmetric heap";
+            case 5 -> "PE " + detail + " is out of range";
+            default -> "error code " + code + " detail " + detail;
+        };
+        throw new ShmemException(r, "kernel " + kernel + " on PE " + pe.myPe() + ": " + what);
+    }
+
+    private static void verify(final ShmemPe pe, final ShmemPerf.Test test, final long dst, final long ctr,
+                               final long len, final long slots, final int patternLen, final int iters) {
+        if (test == ShmemPerf.Test.ATOMIC_LAT) {
+            return; // counted across sizes by the caller's single size; the fetched values are checked in the test
+        }
+        final int checker = test == ShmemPerf.Test.GET_LAT ? 0 : 1;
+        if (pe.myPe() != checker) {
+            return;
+        }
+        final int from = 1 - checker;
+        final long n = Math.min(len * slots, patternLen);
+        final byte[] got = pe.read(dst, (int) n);
+        for (int i = 0; i < n; i++) {
+            if (got[i] != (byte) (i * 131 + 17 + from)) {
+                throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, test.label + " " + len + " B: byte "
+                    + i + " on PE " + checker + " is " + got[i] + ", expected " + (byte) (i * 131 + 17 + from));
+            }
+        }
+    }
+
+    /**
+     * Breakdown of the last operations whose NIC pick-up stamps are still in the rings: host stamps (proxy, NIC
+     * pick-up) mapped onto the GPU's clock by {@code map}; the steps between the two clocks carry its error.
+     * {@code landing}: PE 1's stamps of the signal seen (ping-pong), on the same GPU's clock. A sample whose NIC stamp
+     * is gone (its send-queue slot reused) is left out rather than read from a later WQE.
+     */
+    private static ShmemPerf.Breakdown breakdown(final ShmemPe pe, final long[] t, final int iters, final ClockMap map,
+                                                 final long reqBase, final long[] landing) {
+        final boolean gda = pe.context().mode() == ShmemMode.IBGDA;
+        final int perOp = wqesPerOp(landing != null);
+        final int from = breakdownFrom(iters, perOp, gda ? 0 : pe.proxyRing().depth, pe.direct(1).sqDepth());
+        final List<long[]> stamps = new ArrayList<>();
+        final long[] land = landing == null ? null : new long[iters - from];
+        for (int i = from; i < iters; i++) {
+            final long[] s = new long[5];
+            s[1] = t[2 * i];
+            s[4] = t[2 * i + 1];
+            final long nic;
+            if (gda) {
+                nic = pe.nicPickup(1, reqBase + (long) perOp * i);
+            } else {
+                final int slot = (int) ((reqBase + i) & (pe.proxyRing().depth - 1));
+                s[2] = map.toGpu(pe.proxy().pickupNanos[slot]);
+                nic = pe.nicPickup(1, pe.proxy().wqeIndex[slot]);
+            }
+            if (nic == 0) {
+                continue; // no stamp of this WQE any more
+            }
+            s[3] = map.toGpu(nic);
+            if (land != null) {
+                land[stamps.size()] = landing[i];
+            }
+            stamps.add(s);
+        }
+        return ShmemPerf.breakdown(stamps, land == null ? null : Arrays.copyOf(land, stamps.size()), stamps.size(),
+            map.errorNs());
+    }
+
+    /** WQEs of one measured operation on both paths: a put-with-signal is two (data, then signal), else one. */
+    static int wqesPerOp(final boolean putWithSignal) {
+        return putWithSignal ? 2 : 1;
+    }
+
+    /**
+     * The first operation of the breakdown's sample: the last operations whose stamps are all still held, i.e. whose
+     * WQEs fit in half the send queue ({@code sqDepth}) and, on IBRC, whose requests fit in half the proxy ring
+     * ({@code proxyDepth}; 0 on IBGDA). Half: a margin, as the sample has always had; at least one operation.
+     */
+    static int breakdownFrom(final int iters, final int wqesPerOp, final int proxyDepth, final int sqDepth) {
+        final int ops = Math.min(sqDepth / wqesPerOp, proxyDepth > 0 ? proxyDepth : Integer.MAX_VALUE) / 2;
+        return Math.max(0, iters - Math.max(1, ops));
+    }
+
+    /**
+     * One pairing of the GPU's %globaltimer with the host's nanoTime: at host time {@code hostNs} the GPU clock read
+     * {@code hostNs + offsetNs}, to within {@code errorNs} (half the host's round trip around the GPU's stamp).
+     */
+    record ClockPair(long hostNs, double offsetNs, double errorNs) {
+    }
+
+    /**
+     * Host nanoTime onto the GPU's clock: the offsets of two pairings (before and after the measurement),
+     * interpolated linearly in host time, so that a drift between the two clocks over the run is taken out. The
+     * error of a mapped stamp is the larger of the two pairings' errors.
+     */
+    record ClockMap(ClockPair before, ClockPair after) {
+        double errorNs() {
+            return Math.max(before.errorNs(), after.errorNs());
+        }
+
+        double driftPpm() {
+            final long dt = after.hostNs() - before.hostNs();
+            return dt == 0 ? 0 : (after.offsetNs() - before.offsetNs()) / dt * 1e6;
+        }
+
+        long toGpu(final long hostNs) {
+            final long dt = after.hostNs() - before.hostNs();
+            final double f = dt == 0 ? 0 : (double) (hostNs - before.hostNs()) / dt;
+            return Math.round(hostNs + before.offsetNs() + f * (after.offsetNs() - before.offsetNs()));
+        }
+
+        String describe() {
+            return String.format(java.util.Locale.ROOT, "offset %.0f ns then %.0f ns %.3f s later (drift %.2f ppm), "
+                + "error ±%.0f ns", before.offsetNs(), after.offsetNs(), (after.hostNs() - before.hostNs()) / 1e9,
+                driftPpm(), errorNs());
+        }
+    }
+
+    /**
+     * Pairs the GPU's %globaltimer with host nanoTime: for each of 64 rounds the host stamps h0, releases the
+     * round, the kernel reads %globaltimer and answers, the host stamps h1. The round with the shortest h1 - h0
+     * gives the offset at the midpoint, with error at most (h1 - h0) / 2.
+     */
+    static ClockPair clockPair(final GpuDevice gpu, final GpuStream stream, final ShmemContext ctx,
+                               final GpuFunction sync) {
+        final int rounds = 64;
+        final MemorySegment req = gpu.allocHost(64);
+        final MemorySegment reply = gpu.allocHost(8L * rounds + 8);
+        req.fill((byte) 0);
+        reply.fill((byte) 0);
+        final long[] h0s = new long[rounds];
+        final long[] h1s = new long[rounds];
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        final Thread host = Thread.ofPlatform().daemon(true).name("shmem-clock-sync").start(() -> {
+            for (int i = 0; i < rounds && !stop.get(); i++) {
+                final long h0 = System.nanoTime();
+                LONG.setRelease(req, 0L, (long) i + 1);
+                final long limit = h0 + ctx.timeout().toNanos();
+                while ((long) LONG.getAcquire(reply, 8L * rounds) != i + 1) {
+                    if (System.nanoTime() - limit > 0 || stop.get()) {
+                        return;
+                    }
+                    Thread.onSpinWait();
+                }
+                h1s[i] = System.nanoTime();
+                h0s[i] = h0;
+            }
+        });
+        try {
+            final KernelArgs a = new KernelArgs(4).u64(gpu.mapHost(req)).u64(gpu.mapHost(reply)).u32(rounds)
+                .u64(ctx.timeout().toNanos());
+            gpu.launch(sync, Dim3.of(1), Dim3.of(1), stream, a);
+            gpu.synchronize(stream, ctx.timeout());
+            host.join(ctx.timeout().toMillis());
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            // the host thread touches the pinned pages: stop it before freeing them (see ringRtt)
+            stop.set(true);
+            try {
+                host.join(ctx.timeout().toMillis() + 1000);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (host.isAlive()) {
+            throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_clock_sync: the host thread did not stop; "
+                + "the host pages are left allocated");
+        }
+        int best = -1;
+        for (int i = 0; i < rounds; i++) {
+            if (h1s[i] != 0 && (best < 0 || h1s[i] - h0s[i] < h1s[best] - h0s[best])) {
+                best = i;
+            }
+        }
+        final ClockPair p = best < 0 ? null : new ClockPair((h0s[best] + h1s[best]) / 2,
+            reply.get(ValueLayout.JAVA_LONG, 8L * best) - (h0s[best] + h1s[best]) / 2.0, (h1s[best] - h0s[best]) / 2.0);
+        gpu.freeHost(req);
+        gpu.freeHost(reply);
+        if (p == null) {
+            throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_clock_sync: the kernel never answered");
+        }
+        return p;
+    }
+
+    /** The floor: a kernel rings a host word and spins on the CPU's answer, {@code iters} times. */
+    public static RingRtt ringRtt(final String gpuSpec, final int iters, final java.time.Duration timeout) {
+        try (GpuDevice gpu = GpuDevices.open(gpuSpec)) {
+            final MemorySegment ring = gpu.allocHost(128);
+            final MemorySegment answer = gpu.allocHost(128);
+            ring.fill((byte) 0);
+            answer.fill((byte) 0);
+            final DeviceBuffer times = gpu.alloc(8L * iters);
+            final GpuStream stream = gpu.createNonBlockingStream();
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            final Thread echo = Thread.ofPlatform().daemon(true).name("shmem-ring-echo").start(() -> {
+                long seen = 0;
+                final long limit = System.nanoTime() + timeout.toNanos();
+                while (seen < iters && System.nanoTime() - limit < 0 && !stop.get()) {
+                    final long v = (long) LONG.getAcquire(ring, 0L);
+                    if (v != seen) {
+                        seen = v;
+                        LONG.setRelease(answer, 0L, v);
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                }
+            });
+            try {
+                final GpuFunction rtt = gpu.function("kernels", "shmem_ring_rtt");
+            gpu.launch(rtt, Dim3.of(1), Dim3.of(1), stream,
+                    new KernelArgs(5).u64(gpu.mapHost(ring)).u64(gpu.mapHost(answer)).u32(iters)
+                        .u64(timeout.toNanos()).ptr(times));
+                gpu.synchronize(stream, timeout.multipliedBy(2));
+                echo.join(timeout.toMillis());
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                // the echo thread reads the pinned pages: it must be gone before they are freed (a launch that
+                // failed would otherwise leave it spinning on freed memory: a JVM crash, seen on the H200)
+                stop.set(true);
+                try {
+                    echo.join(timeout.toMillis() + 1000);
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                gpu.destroyStream(stream);
+            }
+            if (echo.isAlive()) {
+                throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_ring_rtt: the echo thread did not "
+                    + "stop; the host pages are left allocated");
+            }
+            final long[] t = longs(gpu, times, 0, iters);
+            gpu.free(times);
+            gpu.freeHost(ring);
+            gpu.freeHost(answer);
+            final double[] us = new double[iters];
+            for (int i = 0; i < iters; i++) {
+                if (t[i] == 0) {
+                    throw new ShmemException(ShmemException.Reason.TIMEOUT, "shmem_ring_rtt: ring " + i
+                        + " got no answer");
+                }
+                us[i] = t[i] / 1e3;
+            }
+            Arrays.sort(us);
+            return new RingRtt(iters, us[0], us[iters / 2], us[iters - 1], gpu.isSimulated());
+        }
+    }
+
+    private static long[] longs(final GpuDevice gpu, final DeviceBuffer buf, final long off, final int count) {
+        final long[] out = new long[count];
+        ShmemPe.fromDevice(gpu, MemorySegment.ofArray(out), buf, off);
+        return out;
+    }
+}

@@ -1,0 +1,353 @@
+package io.gdrkit.shmem;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * NVSHMEM-perftest-shaped measurements over the device API: each test runs kernels on PE 0 (and PE 1 for the
+ * ping-pong), checks the data byte for byte on the target, and returns records; it prints nothing.
+ */
+public final class ShmemPerf {
+    /** The tests, named as in NVSHMEM's perftest. */
+    public enum Test {
+        PUT_LAT("put_lat"), GET_LAT("get_lat"), PUT_BW("put_bw"), PUT_SIGNAL_LAT("put_signal_lat"),
+        ATOMIC_LAT("atomic_lat"), MSG_RATE("msg_rate");
+
+        public final String label;
+
+        Test(final String label) {
+            this.label = label;
+        }
+
+        public static Test byLabel(final String s) {
+            for (final Test t : values()) {
+                if (t.label.equals(s)) {
+                    return t;
+                }
+            }
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "unknown test '" + s + "' (put_lat, get_lat, "
+                + "put_bw, put_signal_lat, atomic_lat, msg_rate)");
+        }
+    }
+
+    /** One size: latency per operation (min/median/max over iterations, microseconds) or throughput. */
+    public record Row(long bytes, int iters, int threads, double minUs, double medianUs, double maxUs,
+                      double mibPerSec, double mops, boolean verified) {
+    }
+
+    /**
+     * One step of the breakdown: the median over the samples, microseconds, and the error of that median's clock
+     * pairing ({@code errorUs}: 0 when both ends were stamped on one clock; on CUDA a step from a GPU stamp to a
+     * host stamp or back carries the pairing's error). A step whose median is within its error is not resolved:
+     * {@code us} is null and {@code text} says "within the clock-pairing error" (never a negative time). A median
+     * below minus the error is a clock fault, said in {@code text}.
+     */
+    public record Step(String name, Double us, double errorUs, boolean resolved, String text) {
+        static Step of(final String name, final double medianUs, final double errorUs) {
+            if (medianUs > errorUs || errorUs == 0 && medianUs >= 0) {
+                return new Step(name, medianUs, errorUs, true, errorUs > 0
+                    ? String.format(Locale.ROOT, "%.2f ±%.2f", medianUs, errorUs)
+                    : String.format(Locale.ROOT, "%.2f", medianUs));
+            }
+            if (medianUs >= -errorUs) {
+                return new Step(name, null, errorUs, false, String.format(Locale.ROOT, "<= %.2f (within the "
+                    + "clock-pairing error)", errorUs));
+            }
+            return new Step(name, null, errorUs, false, String.format(Locale.ROOT, "unresolved: the stamps put "
+                + "it at %.2f, beyond the pairing error %.2f (the clocks drifted apart)", medianUs, errorUs));
+        }
+    }
+
+    /**
+     * Where the time of a latency test's blocking operations goes, medians in microseconds over the last size's
+     * samples. Steps in order, only those the path has: issue (in the kernel) to the proxy's pick-up (IBRC), to
+     * the NIC's pick-up of the WQE, to the landing seen by the target (put_signal_lat), to the completion seen by
+     * the issuing GPU thread; {@code totalUs} from issue to completion (one clock, no pairing error).
+     * {@code clockPairingErrorUs}: the bound of the GPU-to-host clock pairing (0: one clock).
+     */
+    public record Breakdown(int samples, double clockPairingErrorUs, List<Step> steps, double totalUs) {
+        static Breakdown none() {
+            return new Breakdown(0, 0, List.of(), 0);
+        }
+
+        /** The step named {@code name}, or null when the path has none. */
+        public Step step(final String name) {
+            for (final Step s : steps) {
+                if (s.name().equals(name)) {
+                    return s;
+                }
+            }
+            return null;
+        }
+    }
+
+    /** Step names. */
+    public static final String ISSUE_TO_PROXY = "issue->proxy pick-up";
+    public static final String TO_NIC = "->NIC pick-up";
+    public static final String NIC_TO_LANDING = "NIC pick-up->landing";
+    public static final String TO_COMPLETION = "->completion seen";
+    /** put_signal_lat: from the target seeing the signal to the initiator seeing the target's answer. */
+    public static final String TO_ANSWER = "landing->answer seen";
+
+    /** A run: what ran, on what (simulated or not), the rows, the breakdown and the NIC's doorbell counters. */
+    public record Result(String test, ShmemMode mode, int nPes, String gpu, String device, boolean simulatedGpu,
+                         boolean simulatedNic, boolean wqeFence, List<Row> rows, Breakdown breakdown,
+                         long cpuDoorbells, long gpuDoorbells, long staleWqes, String clock) {
+    }
+
+    private ShmemPerf() {
+    }
+
+    /**
+     * Runs {@code test} for sizes min..max (doubling) with {@code iters} operations each; bandwidth tests use
+     * {@code blocks} x {@code threads} GPU threads.
+     */
+    public static Result run(final ShmemContext ctx, final Test test, final long min, final long max, final int iters,
+                             final int blocks, final int threads) {
+        if (min < 1 || max < min || max > (64L << 20)) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "sizes " + min + ".." + max
+                + " must be 1 <= min <= max <= 64 MiB");
+        }
+        if (iters < 1 || blocks < 1 || threads < 1 || (long) blocks * threads > 4096) {
+            throw new ShmemException(ShmemException.Reason.BAD_ARGUMENT, "iters, blocks, threads must be >= 1 and "
+                + "blocks x threads <= 4096");
+        }
+        final long maxBytes = test == Test.ATOMIC_LAT ? 8 : max;
+        final long minBytes = test == Test.ATOMIC_LAT ? 8 : min;
+        ctx.nPes(Math.max(2, ctx.nPes())).stamps(true);
+        final long heapNeed = ShmemContext.RESERVED + 2 * maxBytes * (test == Test.PUT_BW || test == Test.MSG_RATE
+            ? (long) blocks * threads : 1) + 4096;
+        ctx.heapBytes(Math.max(ctx.heapBytes(), heapNeed + 4096));
+        ctx.conclude();
+        final long[] landing = new long[iters];
+        final List<Result> results = ShmemWorld.run(ctx, pe -> body(pe, test, minBytes, maxBytes, iters, blocks,
+            threads, landing));
+        return results.get(0);
+    }
+
+    private static Result body(final ShmemPe pe, final Test test, final long min, final long max, final int iters,
+                               final int blocks, final int threads, final long[] landing) {
+        final boolean bw = test == Test.PUT_BW || test == Test.MSG_RATE;
+        final long slots = bw ? (long) blocks * threads : 1;
+        final long src = pe.malloc(max * slots);
+        final long dst = pe.malloc(max * slots);
+        final long sig = pe.malloc(8);
+        final long ctr = pe.malloc(8);
+        final byte[] pattern = new byte[(int) Math.min(max * slots, 1 << 26)];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (i * 131 + 17 + pe.myPe());
+        }
+        pe.write(src, MemorySegment.ofArray(pattern));
+        final ShmemDevice d = pe.device();
+        final List<Row> rows = new ArrayList<>();
+        final List<long[]> stamps = new ArrayList<>();
+        long signalBase = 0;
+        pe.barrierAll();
+        for (long size = min; size <= max; size = size * 2) {
+            final long len = size;
+            final double[] t = new double[iters];
+            final long[] bwTime = new long[1];
+            final long[] answer = new long[iters];
+            final long base = signalBase;
+            if (pe.myPe() == 0) {
+                d.drainStamps();
+                pe.launchSim(test.label, bw ? blocks : 1, bw ? threads : 1, k -> {
+                    switch (test) {
+                        case PUT_LAT -> {
+                            for (int i = 0; i < iters; i++) {
+                                final long t0 = System.nanoTime();
+                                d.put(k, dst, src, len, 1);
+                                t[i] = (System.nanoTime() - t0) / 1e3;
+                            }
+                        }
+                        case GET_LAT -> {
+                            for (int i = 0; i < iters; i++) {
+                                final long t0 = System.nanoTime();
+                                d.get(k, dst, src, len, 1);
+                                t[i] = (System.nanoTime() - t0) / 1e3;
+                            }
+                        }
+                        case ATOMIC_LAT -> {
+                            for (int i = 0; i < iters; i++) {
+                                final long t0 = System.nanoTime();
+                                d.fetchAdd(k, ctr, 1, 1);
+                                t[i] = (System.nanoTime() - t0) / 1e3;
+                            }
+                        }
+                        case PUT_SIGNAL_LAT -> {
+                            for (int i = 0; i < iters; i++) {
+                                final long t0 = System.nanoTime();
+                                d.putSignal(k, dst, src, len, sig, 1, SignalOp.ADD, 1);
+                                d.signalWaitUntil(k, sig, Cmp.GE, base + i + 1);
+                                answer[i] = System.nanoTime();
+                                t[i] = (answer[i] - t0) / 2e3; // half the round trip
+                            }
+                        }
+                        default -> {
+                            // one block: its threads each issue iters/threads non-blocking puts into their own slot
+                            final long t0 = System.nanoTime();
+                            final int per = Math.max(1, iters / (blocks * threads));
+                            for (int i = 0; i < per; i++) {
+                                for (int th = 0; th < threads; th++) {
+                                    final long slot = ((long) k.blockIdx() * threads + th) * len;
+                                    d.putNbi(k, dst + slot, src + slot, len, 1);
+                                }
+                            }
+                            d.quiet(k);
+                            synchronized (bwTime) {
+                                bwTime[0] = Math.max(bwTime[0], System.nanoTime() - t0);
+                            }
+                        }
+                    }
+                });
+                final List<long[]> got = d.drainStamps();
+                if (test == Test.PUT_SIGNAL_LAT) {
+                    // the ping-pong's end is the answer seen, not the put's own completion (which may come first:
+                    // the ACK can be back before the target's kernel polls the signal)
+                    for (int i = 0; i < got.size() && i < iters; i++) {
+                        got.get(i)[4] = answer[i];
+                    }
+                }
+                stamps.addAll(got);
+            } else if (pe.myPe() == 1 && test == Test.PUT_SIGNAL_LAT) {
+                pe.launchSim("pong", 1, 1, k -> {
+                    for (int i = 0; i < iters; i++) {
+                        d.signalWaitUntil(k, sig, Cmp.GE, base + i + 1);
+                        landing[i] = System.nanoTime();
+                        d.putSignal(k, dst, src, len, sig, 1, SignalOp.ADD, 0);
+                    }
+                });
+            }
+            signalBase += iters;
+            pe.barrierAll();
+            // byte check on the target: PE 1 holds PE 0's pattern (put tests), PE 0 holds PE 1's (get)
+            boolean ok = true;
+            if (test != Test.ATOMIC_LAT) {
+                final int checker = test == Test.GET_LAT ? 0 : 1;
+                final int from = 1 - checker;
+                if (pe.myPe() == checker) {
+                    final long n = Math.min(len * slots, pattern.length);
+                    final byte[] got = pe.read(dst, (int) n);
+                    for (int i = 0; i < n; i++) {
+                        if (got[i] != (byte) (i * 131 + 17 + from)) {
+                            throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, test.label + " " + len
+                                + " B: byte " + i + " on PE " + checker + " is " + got[i] + ", expected "
+                                + (byte) (i * 131 + 17 + from));
+                        }
+                    }
+                }
+            } else if (pe.myPe() == 1 && pe.readLong(ctr) != iters) {
+                throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, "atomic_lat: the counter on PE 1 is "
+                    + pe.readLong(ctr) + " after " + iters + " fetch-adds of 1");
+            }
+            pe.barrierAll();
+            if (pe.myPe() == 0) {
+                if (bw) {
+                    final int per = Math.max(1, iters / (blocks * threads));
+                    final long ops = (long) per * blocks * threads;
+                    final double secs = bwTime[0] / 1e9;
+                    rows.add(new Row(len, (int) ops, blocks * threads, 0, 0, 0, ops * len / secs / (1 << 20),
+                        ops / secs / 1e6, ok));
+                } else {
+                    final double[] s = t.clone();
+                    Arrays.sort(s);
+                    rows.add(new Row(len, iters, 1, s[0], s[s.length / 2], s[s.length - 1], 0, 0, ok));
+                }
+            }
+        }
+        if (pe.myPe() != 0) {
+            return null;
+        }
+        final long[] db = pe.doorbellCounters();
+        return new Result(test.label, pe.context().mode(), pe.nPes(), pe.context().gpu(), pe.gpu().describe(),
+            pe.gpu().isSimulated(), true,
+            pe.context().wqeFence(), rows, breakdown(stamps, test == Test.PUT_SIGNAL_LAT ? landing : null, iters),
+            db[0], db[1], db[2], pe.gpu().isSimulated() ? "System.nanoTime (the simulator's shared clock)"
+                : "System.nanoTime");
+    }
+
+    /** Medians per step over the last size's samples (ping-pong: the i-th stamp pairs with the i-th landing). */
+    static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters) {
+        return breakdown(stamps, landing, iters, 0);
+    }
+
+    /**
+     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen}, all on one time line; landing (null:
+     * none) on the issue's clock. {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing,
+     * completion: the GPU's on CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
+     */
+    static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters,
+                               final double pairErrorNs) {
+        if (stamps.isEmpty()) {
+            return Breakdown.none();
+        }
+        final List<long[]> last = stamps.subList(Math.max(0, stamps.size() - iters), stamps.size());
+        final int n = last.size();
+        final boolean proxied = last.get(0)[2] != 0;
+        boolean landed = landing != null;
+        for (int i = 0; landed && i < n; i++) {
+            landed = i < landing.length && landing[i] != 0;
+        }
+        final double[] proxy = new double[n];
+        final double[] nic = new double[n];
+        final double[] land = new double[n];
+        final double[] done = new double[n];
+        final double[] total = new double[n];
+        for (int i = 0; i < n; i++) {
+            final long[] s = last.get(i);
+            final long issue = s[1];
+            final long before = proxied ? s[2] : issue;
+            proxy[i] = (s[2] - issue) / 1e3;
+            nic[i] = (s[3] - before) / 1e3;
+            if (landed) {
+                land[i] = (landing[i] - s[3]) / 1e3;
+                done[i] = (s[4] - landing[i]) / 1e3;
+            } else {
+                done[i] = (s[4] - s[3]) / 1e3;
+            }
+            total[i] = (s[4] - issue) / 1e3;
+        }
+        final double e = pairErrorNs / 1e3;
+        final List<Step> steps = new ArrayList<>();
+        if (proxied) {
+            steps.add(Step.of(ISSUE_TO_PROXY, median(proxy), e));
+        }
+        steps.add(Step.of(TO_NIC, median(nic), proxied ? 0 : e)); // proxy and NIC: both host stamps
+        if (landed) {
+            steps.add(Step.of(NIC_TO_LANDING, median(land), e));
+            steps.add(Step.of(TO_ANSWER, median(done), 0)); // landing and answer: stamps of one GPU clock
+        } else {
+            steps.add(Step.of(TO_COMPLETION, median(done), e));
+        }
+        return new Breakdown(n, e, List.copyOf(steps), median(total));
+    }
+
+    /** The breakdown as one line of text. */
+    public static String format(final Breakdown b) {
+        final StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "median us over %d ops of the largest "
+            + "size%s:", b.samples(), b.clockPairingErrorUs() > 0 ? String.format(Locale.ROOT, ", GPU-host clock "
+            + "pairing ±%.2f", b.clockPairingErrorUs()) : ""));
+        for (final Step s : b.steps()) {
+            sb.append(' ').append(s.name()).append(' ').append(s.text()).append(',');
+        }
+        return sb.append(String.format(Locale.ROOT, " total %.2f", b.totalUs())).toString();
+    }
+
+    private static double median(final double[] v) {
+        final double[] s = v.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    /** One line per row, perftest-like, for tools that print. */
+    public static String format(final Row r) {
+        return r.mibPerSec() > 0
+            ? String.format(Locale.ROOT, "%-10d %-8d %-8d %12.2f %10.3f", r.bytes(), r.iters(), r.threads(),
+                r.mibPerSec(), r.mops())
+            : String.format(Locale.ROOT, "%-10d %-8d %10.2f %10.2f %10.2f", r.bytes(), r.iters(), r.minUs(),
+                r.medianUs(), r.maxUs());
+    }
+}
