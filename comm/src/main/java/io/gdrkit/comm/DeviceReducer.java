@@ -15,7 +15,7 @@ import java.time.Duration;
 
 /**
  * Reductions on the GPU for collectives whose buffers live there ({@code --mem gpu}): the device half of a
- * {@link Communicator.Buffer} holds the data, the host half is the bounce buffer the NIC reads and writes. For each
+ * {@link RegisteredBuffer} holds the data, the host half is the bounce buffer the NIC reads and writes. For each
  * received chunk: copy it and the destination range to the device, run {@link ReduceKernel#NAME} (a kernel on CUDA, SM
  * workers on a simulated GPU), copy the result back to the host half, which the next step sends on. The host half
  * stays the authoritative copy during a call; {@link #toDevice}/{@link #toHost} move a whole buffer at the call's
@@ -80,19 +80,19 @@ public final class DeviceReducer implements AutoCloseable {
      * Receive-side GDR with sends bouncing: the range about to be sent, from the device half up to the same offset
      * of the host half (counted).
      */
-    public void bounceSend(final Communicator.Buffer b, final long off, final long bytes) {
+    public void bounceSend(final RegisteredBuffer b, final long off, final long bytes) {
         gpu.copyDtoH(b.seg(), off, b.dev(), b.devOff() + off, bytes);
         bounced += bytes;
     }
 
     /** The bounce at a call's start: the device half's first {@code bytes} up to the host half (counted). */
-    public void bounceUp(final Communicator.Buffer b, final long bytes) {
+    public void bounceUp(final RegisteredBuffer b, final long bytes) {
         toHost(b, bytes);
         bounced += Math.max(0, bytes);
     }
 
     /** The bounce at a call's end: the host half's first {@code bytes} down to the device half (counted). */
-    public void bounceDown(final Communicator.Buffer b, final long bytes) {
+    public void bounceDown(final RegisteredBuffer b, final long bytes) {
         toDevice(b, bytes);
         bounced += Math.max(0, bytes);
     }
@@ -101,7 +101,7 @@ public final class DeviceReducer implements AutoCloseable {
      * {@code dst = op(dst, src)} for {@code count} elements: dst is the buffer's range at {@code dstOff} (host half
      * authoritative, device half updated), src {@code count} elements of host memory at {@code srcOff}.
      */
-    public void reduce(final Communicator.Buffer dst, final long dstOff, final MemorySegment src, final long srcOff,
+    public void reduce(final RegisteredBuffer dst, final long dstOff, final MemorySegment src, final long srcOff,
                        final long count, final DataType type, final RedOp op) {
         final long bytes = count * type.size();
         if (bytes == 0) {
@@ -115,14 +115,14 @@ public final class DeviceReducer implements AutoCloseable {
     }
 
     /** The host half's first {@code bytes} to the device half. */
-    public void toDevice(final Communicator.Buffer b, final long bytes) {
+    public void toDevice(final RegisteredBuffer b, final long bytes) {
         if (bytes > 0) {
             gpu.copyHtoD(b.dev(), 0, b.seg(), 0, bytes);
         }
     }
 
     /** The device half's first {@code bytes} to the host half. */
-    public void toHost(final Communicator.Buffer b, final long bytes) {
+    public void toHost(final RegisteredBuffer b, final long bytes) {
         if (bytes > 0) {
             gpu.copyDtoH(b.seg(), 0, b.dev(), 0, bytes);
         }
