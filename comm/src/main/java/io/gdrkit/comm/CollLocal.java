@@ -31,8 +31,7 @@ public final class CollLocal {
 
     /**
      * As above; {@code inspect} sees each rank's communicator after its sweep, on the rank's thread; with
-     * {@code gpuSpec} the buffers are on a GPU ({@link CollWorld#open(Bootstrap, String, SoftNicDriver,
-     * CollWorld.TransportKind, CollContext, SettingsReader, Duration, String)}).
+     * {@code gpuSpec} the buffers are on a GPU ({@link CollWorld#open(Bootstrap, WorldContext)}).
      */
     public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
                                        final CollContext coll, final SettingsReader settings,
@@ -58,8 +57,9 @@ public final class CollLocal {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).localRank(rank).nranks(np)
                             .timeout(timeout));
                         final CollContext mine = CollContext.copyOf(coll);
-                        try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,
-                            gpuSpec)) {
+                        try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM)
+                            .sharedDriver(driver).transport(kind).coll(mine).settings(settings).timeout(timeout)
+                            .gpu(gpuSpec))) {
                             if (kind == CollWorld.TransportKind.IB) {
                                 w.communicator().nicProgress(progress.description());
                             }

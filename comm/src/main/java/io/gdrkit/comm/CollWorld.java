@@ -81,13 +81,6 @@ public final class CollWorld implements AutoCloseable {
     }
 
     /**
-     * Builds this rank's stack.
-     *
-     * @param fabric   injvm, shm or tcp
-     * @param shared   for injvm: the driver every rank's thread shares (its devices are added here); else null
-     * @param settings where NCCL_* values come from
-     */
-    /**
      * What the ranks' fabric hellos must prove: the run's token when one is set, and the run id in any case (the
      * secret of a run without a token, known only to holders of its handle), so a fabric joins only this run.
      */
@@ -97,25 +90,21 @@ public final class CollWorld implements AutoCloseable {
             + Long.toHexString(b.context().id().runId()));
     }
 
-    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                                 final Duration timeout) {
-        return open(b, fabric, shared, kind, coll, settings, timeout, null);
-    }
-
     /**
-     * As above, with the buffers on a GPU when {@code gpuSpec} is not null: {@code sim:<preset>} (each rank its own
-     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU. The
-     * control plane's gates ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU
-     * buffers directly (GDR) or the data bounces through host memory, and whether iflush reads before the GPU
-     * consumes received data; the transport is told the flush decision and never decides either. Before that, the
-     * ranks exchange where their GPUs are ({@link GpuSharing}): how many rank processes share this rank's GPU, and
-     * whether MPS is on for them.
+     * Builds this rank's stack as {@code world} says (concluded here unless it is already). With a GPU
+     * ({@link WorldContext#gpu}: {@code sim:<preset>}, each rank its own simulated GPU, {@code cuda:N}, or
+     * {@code cuda:rank}, rank r on cuda:r) reductions run on that GPU. The control plane's gates
+     * ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU buffers directly (GDR) or
+     * the data bounces through host memory, and whether iflush reads before the GPU consumes received data; the
+     * transport is told the flush decision and never decides either. Before that, the ranks exchange where their
+     * GPUs are ({@link GpuSharing}): how many rank processes share this rank's GPU, and whether MPS is on for them.
+     *
+     * @param b     this rank's bootstrap, joined
+     * @param world the fabric, transport, tuning, timeout and GPU
+     * @return the world; close it on every rank
      */
-    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                                 final Duration timeout, final String gpuSpec) {
-        return open(b, fabric, shared, kind, coll, settings, timeout, gpuSpec, Here.probe());
+    public static CollWorld open(final Bootstrap b, final WorldContext world) {
+        return open(b, world, Here.probe());
     }
 
     /**
@@ -128,10 +117,18 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
-    /** {@link #open(Bootstrap, String, SoftNicDriver, TransportKind, CollContext, SettingsReader, Duration, String)} as {@code here}. */
-    static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                          final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                          final Duration timeout, final String gpuSpec, final Here here) {
+    /** {@link #open(Bootstrap, WorldContext)} as {@code here}. */
+    static CollWorld open(final Bootstrap b, final WorldContext world, final Here here) {
+        if (!world.concluded()) {
+            world.conclude();
+        }
+        final String fabric = world.fabric().wireName();
+        final SoftNicDriver shared = world.sharedDriver();
+        final TransportKind kind = world.transport();
+        final CollContext coll = world.coll();
+        final SettingsReader settings = world.settings();
+        final Duration timeout = world.timeout();
+        final String gpuSpec = world.gpu();
         io.gdrkit.gpu.GpuDevice gpu = null;
         GpuSharing sharing = null;
         if (gpuSpec != null) {

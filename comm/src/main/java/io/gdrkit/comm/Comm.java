@@ -153,8 +153,9 @@ public final class Comm implements CommCalls, AutoCloseable {
         try {
             b = Bootstrap.init(new BootstrapContext().id(config.id()).rank(config.rank()).nranks(config.nranks())
                 .localRank(config.localRank()).token(config.token()).timeout(config.timeout()));
-            final CollWorld w = CollWorld.open(b, config.fabric().wireName(), driver, config.transport(),
-                config.coll(), config.settings(), config.timeout(), config.gpu());
+            final CollWorld w = CollWorld.open(b, new WorldContext().fabric(config.fabric()).sharedDriver(driver)
+                .transport(config.transport()).coll(config.coll()).settings(config.settings()).timeout(config.timeout())
+                .gpu(config.gpu()));
             return new Comm(config, b, w, injvm);
         } catch (final RuntimeException e) {
             if (b != null) {
@@ -523,7 +524,8 @@ public final class Comm implements CommCalls, AutoCloseable {
         CommData.holds(send, b, "send buffer");
         CommData.holds(recv, b, "receive buffer");
         Objects.requireNonNull(op, "op");
-        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.allReduce(engine, in, out, count, type, op)));
+        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.allReduce(engine, in, out, count, type,
+            op)));
     }
 
     /**
@@ -540,7 +542,8 @@ public final class Comm implements CommCalls, AutoCloseable {
         CommData.holds(send, bb, "send buffer");
         CommData.holds(recv, total, "receive buffer");
         CommData.distinct(send, recv, "allGather");
-        call(() -> data.gpuCall(send, bb, recv, total, (in, out) -> Collectives.allGather(engine, in, out, count, type)));
+        call(() -> data.gpuCall(send, bb, recv, total, (in, out) -> Collectives.allGather(engine, in, out, count,
+            type)));
     }
 
     /**
@@ -580,7 +583,8 @@ public final class Comm implements CommCalls, AutoCloseable {
         CommData.holds(send, b, "send buffer");
         CommData.holds(recv, b, "receive buffer");
         data.root(root);
-        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.broadcast(engine, in, out, count, type, root)));
+        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.broadcast(engine, in, out, count, type,
+            root)));
     }
 
     /**

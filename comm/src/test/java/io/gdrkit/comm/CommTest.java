@@ -368,6 +368,24 @@ class CommTest {
     }
 
     @Test
+    void theWorldContextIsCheckedOnceAndThenFrozen() {
+        assertEquals("no fabric: injvm, shm or tcp", assertThrows(IllegalArgumentException.class,
+            () -> new WorldContext().conclude()).getMessage());
+        assertEquals("an in-JVM world over software NICs needs the driver its ranks share", assertThrows(
+            IllegalArgumentException.class, () -> new WorldContext().fabric(Fabric.INJVM).conclude()).getMessage());
+        new WorldContext().fabric(Fabric.INJVM).transport(CollWorld.TransportKind.SOCKET).conclude(); // no NICs
+        assertEquals("timeout PT-1S must be positive", assertThrows(IllegalArgumentException.class,
+            () -> new WorldContext().fabric(Fabric.TCP).timeout(Duration.ofSeconds(-1)).conclude()).getMessage());
+        final WorldContext w = new WorldContext().fabric(Fabric.SHM).gpu("sim:h200").conclude();
+        assertEquals(CollWorld.TransportKind.IB, w.transport(), "the default transport");
+        assertEquals(Duration.ofSeconds(60), w.coll().timeout(), "the default tuning takes the world's timeout");
+        assertEquals("WorldContext is concluded: a setter after conclude() changes nothing", assertThrows(
+            IllegalStateException.class, () -> w.fabric(Fabric.TCP)).getMessage());
+        assertEquals("WorldContext is already concluded", assertThrows(IllegalStateException.class, w::conclude)
+            .getMessage());
+    }
+
+    @Test
     void gpuBuffersOnASimulatedGpu() throws Exception {
         final int n = 2;
         final int count = 2048;
