@@ -43,10 +43,17 @@ public final class SocketTransport implements NetTransport {
     private final SecureRandom random = new SecureRandom();
     private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
 
+    /**
+     * Creates the transport over the interfaces a context names. The context is concluded (defaults applied, then
+     * frozen).
+     *
+     * @param context the interfaces and socket settings to use
+     */
     public SocketTransport(final SocketTransportContext context) {
         this.ctx = context.conclude();
     }
 
+    /** {@return the concluded context this transport runs with} */
     public SocketTransportContext context() {
         return ctx;
     }
