@@ -222,7 +222,7 @@ public final class CollContext {
         return this;
     }
 
-    /** {@code gdrkit.coll.bind}, with its source. */
+    /** {@return {@code gdrkit.coll.bind}, with its source} */
     public Setting<Bind> bindTo() {
         if (bindTo == null) {
             bindTo = bindToSet != null ? new Setting<>("gdrkit.coll.bind", bindToSet,
@@ -241,7 +241,10 @@ public final class CollContext {
         };
     }
 
-    /** {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class comment). */
+    /**
+     * {@return {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class
+     * comment)}
+     */
     public Setting<Boolean> spinPause() {
         if (spinPause == null) {
             spinPause = settings.flag("gdrkit.coll.spin.pause", false);
@@ -334,12 +337,16 @@ public final class CollContext {
         return Math.max(DEFAULT_SHM_DIRECT, SHM_DIRECT_READ / Math.max(1, nranks - 1) / 8 * 8);
     }
 
-    /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
+    /**
+     * {@return the eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it)}
+     */
     public int eagerBytes() {
         return Math.min(eagerBytes, chunkBytes()) / 8 * 8;
     }
 
-    /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
+    /**
+     * {@return {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all}
+     */
     public Setting<Boolean> cudaGdr() {
         if (cudaGdr == null) {
             cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", true);
@@ -354,7 +361,7 @@ public final class CollContext {
         return this;
     }
 
-    /** {@code gdrkit.coll.shm.direct}, with its source. */
+    /** {@return {@code gdrkit.coll.shm.direct}, with its source} */
     public Setting<Boolean> shmDirect() {
         if (shmDirect == null) {
             shmDirect = shmDirectSet != null ? new Setting<>("gdrkit.coll.shm.direct", shmDirectSet,
@@ -378,7 +385,7 @@ public final class CollContext {
         return steps;
     }
 
-    /** NCCL_MIN_NCHANNELS. */
+    /** {@return the minimum number of channels (NCCL_MIN_NCHANNELS)} */
     public int channels() {
         return minChannels;
     }
@@ -391,7 +398,7 @@ public final class CollContext {
         return Math.min(maxChannels, Math.max(minChannels, devices));
     }
 
-    /** The {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics}). */
+    /** {@return the {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics})} */
     public Setting<Integer> nicsSetting() {
         return nics;
     }
@@ -410,12 +417,16 @@ public final class CollContext {
         return Duration.ofMillis(timeoutMs);
     }
 
-    /** The chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it). */
+    /**
+     * {@return the chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it)}
+     */
     public int chunkBytes() {
         return Math.max(8, buffSize / steps / 8 * 8);
     }
 
-    /** Every setting in effect with its source (default, environment, property, flag), in conclusion order. */
+    /**
+     * {@return every setting in effect with its source (default, environment, property, flag), in conclusion order}
+     */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
     }

@@ -101,7 +101,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             settings(s));
     }
 
-    /** No gate was asked (a GPU attached without a decision): host bounce. */
+    /** {@return the decision when no GDR gate was asked (a GPU attached without a decision): host bounce} */
     public static CollGdr notAsked() {
         return new CollGdr(false, false, "not asked", "no GDR decision was made for this communicator: host bounce",
             RegMechanism.NONE, false, "no flush: host bounce", List.of(), List.of());
@@ -133,17 +133,19 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             RegMechanism.NONE, false, "no flush: the NIC does not write GPU memory (host bounce)", ev, settings);
     }
 
-    /** What the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce. */
+    /** {@return what the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce} */
     public String dataPath() {
         return on ? (sendOn ? "gdr" : "gdr-recv") : "host-bounce";
     }
 
-    /** What a GPU buffer's registrations cover: gpu, gpu (receives) + host (sends), or host (bounce halves). */
+    /**
+     * {@return what a GPU buffer's registrations cover: gpu, gpu (receives) + host (sends), or host (bounce halves)}
+     */
     public String nicMr() {
         return on ? (sendOn ? "gpu" : "gpu (receives) + host (sends)") : "host";
     }
 
-    /** One line for text output. */
+    /** {@return one line for text output} */
     public String summary() {
         return (on ? "GDR " + (sendOn ? "on" : "on for receives, sends bounce") + ", " + mechanism.label()
             + (flush ? ", flush READ on" : ", no flush") : "GDR off (" + gate + ")") + ": " + reason + "; "

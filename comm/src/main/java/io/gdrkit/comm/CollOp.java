@@ -29,7 +29,7 @@ public enum CollOp {
         this.rooted = rooted;
     }
 
-    /** nccl-tests' binary name without _perf. */
+    /** {@return nccl-tests' binary name without _perf} */
     public String testName() {
         return testName;
     }
@@ -51,7 +51,7 @@ public enum CollOp {
         };
     }
 
-    /** Whether the size must be a multiple of n elements (the buffer is cut into one block per rank). */
+    /** {@return whether the size must be a multiple of n elements (the buffer is cut into one block per rank)} */
     public boolean perRankBlocks() {
         return this == ALLGATHER || this == REDUCE_SCATTER || this == ALLTOALL;
     }

@@ -169,7 +169,7 @@ public final class CollWorld implements AutoCloseable {
         return w;
     }
 
-    /** This rank's GDR decision (null without a GPU). */
+    /** {@return this rank's GDR decision (null without a GPU)} */
     public CollGdr gdr() {
         return gdr;
     }

@@ -24,7 +24,7 @@ public enum DataType {
         return size;
     }
 
-    /** The name nccl-tests prints in its type column. */
+    /** {@return the name nccl-tests prints in its type column} */
     public String ncclName() {
         return ncclName;
     }

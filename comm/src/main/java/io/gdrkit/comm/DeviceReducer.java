@@ -47,7 +47,7 @@ public final class DeviceReducer implements AutoCloseable {
         return gpu;
     }
 
-    /** Kernel launches so far (a test's proof that the device reduced). */
+    /** {@return kernel launches so far (a test's proof that the device reduced)} */
     public long launches() {
         return launches;
     }

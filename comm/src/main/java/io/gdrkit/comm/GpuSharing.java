@@ -262,12 +262,14 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
             : "identity unknown (no boot id, no host name): ranks elsewhere cannot be told apart"));
     }
 
-    /** JSON's {@code gpu_shared_by}: the number of rank processes on this GPU, or null when not applicable. */
+    /**
+     * {@return JSON's {@code gpu_shared_by}: the number of rank processes on this GPU, or null when not applicable}
+     */
     public Integer sharedBy() {
         return verdict == Verdict.NOT_APPLICABLE ? null : processes;
     }
 
-    /** One line for the text output: who is on this GPU and what that means. */
+    /** {@return one line for the text output: who is on this GPU and what that means} */
     public String summary() {
         final String who = "rank" + (ranks.size() == 1 ? " " : "s ") + join(ranks);
         return switch (verdict) {

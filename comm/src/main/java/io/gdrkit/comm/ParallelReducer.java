@@ -37,7 +37,7 @@ public final class ParallelReducer implements AutoCloseable {
      * {@code reduce_threads}).
      */
     public record Choice(int threads, int minBytes, String reason) {
-        /** For the output: {@code threads} and the threshold, then the reason. */
+        /** {@return the text for the output: {@code threads} and the threshold, then the reason} */
         public String describe() {
             return threads + (threads > 1 ? " from " + minBytes + " B" : "") + " (" + reason + ")";
         }
@@ -127,7 +127,7 @@ public final class ParallelReducer implements AutoCloseable {
         this.bounds = new long[threads + 1];
     }
 
-    /** Parts per split reduction (1: none is split). */
+    /** {@return parts per split reduction (1: none is split)} */
     public int threads() {
         return parts;
     }

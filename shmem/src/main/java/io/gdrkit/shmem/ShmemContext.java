@@ -135,7 +135,12 @@ public final class ShmemContext {
         return stamps;
     }
 
-    /** Validates; a bad value is a {@link ShmemException} naming it. */
+    /**
+     * Validates the settings; once they pass, calling it again does nothing.
+     *
+     * @return this context
+     * @throws ShmemException naming the setting, for a bad value
+     */
     public ShmemContext conclude() {
         if (concluded) {
             return this;

@@ -40,7 +40,7 @@ public final class ShmemDevice {
         return pe.nPes();
     }
 
-    /** The first error a device call raised on this PE, or null. */
+    /** {@return the first error a device call raised on this PE, or null} */
     public ShmemException lastError() {
         return lastError;
     }

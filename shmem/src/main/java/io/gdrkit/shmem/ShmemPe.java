@@ -225,12 +225,12 @@ public final class ShmemPe implements AutoCloseable {
         return gpu;
     }
 
-    /** The device API for this PE's kernels. */
+    /** {@return the device API for this PE's kernels} */
     public ShmemDevice device() {
         return device;
     }
 
-    /** The heap's device address on this PE (heap offset 0). */
+    /** {@return the heap's device address on this PE (heap offset 0)} */
     public long heapAddress() {
         return heapBuf.address();
     }
@@ -592,7 +592,10 @@ public final class ShmemPe implements AutoCloseable {
         return gda[pe];
     }
 
-    /** The NIC's per-QP doorbell counters of the channel QPs: [cpu-rung, gpu-rung (direct), stale WQEs refused]. */
+    /**
+     * {@return the NIC's per-QP doorbell counters of the channel QPs: [cpu-rung, gpu-rung (direct), stale WQEs
+     * refused]}
+     */
     public long[] doorbellCounters() {
         final long[] c = new long[3];
         for (final QueuePair qp : chanQp) {
@@ -603,7 +606,7 @@ public final class ShmemPe implements AutoCloseable {
         return c;
     }
 
-    /** WQEs whose stores the simulated GPU let the doorbell overtake (fence left out). */
+    /** {@return WQEs whose stores the simulated GPU let the doorbell overtake (fence left out)} */
     public long staleInjected() {
         long s = 0;
         if (gda != null) {

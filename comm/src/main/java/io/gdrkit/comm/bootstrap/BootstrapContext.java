@@ -96,7 +96,7 @@ public final class BootstrapContext {
         return timeout;
     }
 
-    /** The settings read, with their sources (the token's value is never shown). */
+    /** {@return the settings read, with their sources (the token's value is never shown)} */
     public List<Setting<?>> settings() {
         return List.copyOf(settings);
     }
@@ -135,7 +135,7 @@ public final class BootstrapContext {
         return c;
     }
 
-    /** A launched rank's context from this process's environment and properties. */
+    /** {@return a launched rank's context from this process's environment and properties} */
     public static BootstrapContext fromProcess() {
         return fromEnvironment(System.getenv(), SettingsReader.systemProperties("gdrkit.bootstrap."));
     }

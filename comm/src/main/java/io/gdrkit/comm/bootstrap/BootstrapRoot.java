@@ -128,27 +128,29 @@ public final class BootstrapRoot implements AutoCloseable {
         return start(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), nranks, null, joinTimeout);
     }
 
-    /** The id to hand to every rank. */
+    /** {@return the id to hand to every rank} */
     public UniqueId id() {
         return id;
     }
 
-    /** Why the run failed, or null while it has not. */
+    /** {@return why the run failed, or null while it has not} */
     public String failure() {
         return failure;
     }
 
-    /** Connections refused before they joined (bad or late hello, no hello in time, over the pending cap). */
+    /**
+     * {@return connections refused before they joined (bad or late hello, no hello in time, over the pending cap)}
+     */
     public long refusedConnections() {
         return refusedConnections.get();
     }
 
-    /** Why the last connection was refused before joining ("" if none). */
+    /** {@return why the last connection was refused before joining ("" if none)} */
     public String lastRefusal() {
         return lastRefusal;
     }
 
-    /** True once every rank closed cleanly or the run failed. */
+    /** {@return true once every rank closed cleanly or the run failed} */
     public boolean finished() {
         return finished;
     }

@@ -140,7 +140,7 @@ public final class IbTransportContext {
         return ibRetryCnt;
     }
 
-    /** The QPs' software MTU in bytes, 0 for the path MTU. */
+    /** {@return the QPs' software MTU in bytes, 0 for the path MTU} */
     public int softwareMtu() {
         return softwareMtu;
     }
@@ -161,7 +161,7 @@ public final class IbTransportContext {
         return bind;
     }
 
-    /** Each setting in effect with its source. */
+    /** {@return each setting in effect with its source} */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
     }

@@ -50,10 +50,10 @@ public interface NetTransport extends AutoCloseable {
 
     /** An opaque memory registration (mhandle). */
     interface MrHandle {
-        /** The first address this registration covers. */
+        /** {@return the first address this registration covers} */
         long address();
 
-        /** Its length in bytes. */
+        /** {@return its length in bytes} */
         long length();
     }
 
@@ -61,10 +61,10 @@ public interface NetTransport extends AutoCloseable {
     interface Request {
     }
 
-    /** The transport's name for logs ("IB", "Socket"), as ncclNet_t.name. */
+    /** {@return the transport's name for logs ("IB", "Socket"), as ncclNet_t.name} */
     String name();
 
-    /** The number of network devices this transport drives (ncclNet devices()). */
+    /** {@return the number of network devices this transport drives (ncclNet devices())} */
     int devices();
 
     /**
