@@ -58,6 +58,7 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /** This process's identity among the processes of its host (see PROC above). */
     private static final String PROC = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
 
+    /** Copies the lists, so that the record cannot change. */
     public GpuSharing {
         ranks = List.copyOf(ranks);
         pids = List.copyOf(pids);
@@ -85,6 +86,7 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
             this.label = label;
         }
 
+        /** {@return the lower-case name the output uses} */
         public String label() {
             return label;
         }
@@ -100,6 +102,9 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /**
      * This process's record for {@code gpu}: the host identity, the GPU's bus id and attribute 133 (or '-' and
      * n/a for a simulated GPU), the process id and its random process identity.
+     *
+     * @param gpu this rank's GPU
+     * @return the record to pass to every rank (by allGather)
      */
     public static byte[] record(final GpuDevice gpu) {
         return record(hostIdentity(), gpu.pciBusId(), ProcessHandle.current().pid(), PROC,
@@ -215,6 +220,11 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /**
      * Rank {@code rank}'s view from every rank's record ({@code all}, indexed by rank, as the allGather returns
      * them); {@code ownEvidence} is this rank's attribute 133 evidence.
+     *
+     * @param rank        this rank
+     * @param all         every rank's record, indexed by rank
+     * @param ownEvidence this rank's attribute 133 call and its answer
+     * @return this rank's view of who shares its GPU
      *
      * @throws CollException named {@value #BAD_RECORD} for any malformed record (every rank fails alike, as every
      *                       rank checks every record)
