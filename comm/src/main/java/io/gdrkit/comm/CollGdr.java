@@ -45,6 +45,7 @@ import java.util.List;
  */
 public record CollGdr(boolean on, boolean sendOn, String gate, String reason, RegMechanism mechanism, boolean flush,
                       String flushEvidence, List<String> evidence, List<String> settings) {
+    /** Copies the lists, so that the record cannot change. */
     public CollGdr {
         evidence = List.copyOf(evidence);
         settings = List.copyOf(settings);
@@ -56,6 +57,10 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
      * GPU under one PCIe switch, labelled simulated: a software NIC has no PCIe position of its own).
      *
      * @param singleGpu every rank of the job uses this one GPU (the read policy's "single GPU")
+     * @param gpu    this rank's GPU
+     * @param nic    the software NIC the rank's transport uses
+     * @param reader where the GDR settings come from
+     * @return the decision, with its evidence
      */
     public static CollGdr decide(final GpuDevice gpu, final NetNic nic, final SettingsReader reader,
                                  final boolean singleGpu) {
@@ -93,7 +98,12 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             + cause(recv, s), RegMechanism.NONE, false, noFlush(s), ev, set);
     }
 
-    /** NET/Socket registers host memory only (ptrSupport HOST): the NET gate fails for both directions. */
+    /**
+     * NET/Socket registers host memory only (ptrSupport HOST): the NET gate fails for both directions.
+     *
+     * @param reader where the GDR settings come from
+     * @return the decision, with its evidence
+     */
     public static CollGdr socket(final SettingsReader reader) {
         final NcclSettings s = new NcclSettings.Context().reader(reader).conclude();
         return new CollGdr(false, false, "NET", "GPU Direct RDMA Disabled for NET/Socket (ptrSupport HOST: no GPU pointer "
@@ -107,7 +117,12 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             RegMechanism.NONE, false, "no flush: host bounce", List.of(), List.of());
     }
 
-    /** The connector gate: registering the GPU memory with the NIC failed ({@code why}), so the rank bounces. */
+    /**
+     * The connector gate: registering the GPU memory with the NIC failed ({@code why}), so the rank bounces.
+     *
+     * @param why why the registration failed
+     * @return a copy of this decision with GDR off
+     */
     public CollGdr afterRegistration(final String why) {
         if (!on) {
             return this;
@@ -122,6 +137,9 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
     /**
      * The gates allowed GDR, but the software NIC's path into a real CUDA GPU is held back ({@code why}, with the
      * setting that would release it): the rank bounces, and the gates' verdict stays in the evidence.
+     *
+     * @param why why the path is held back, with the setting that would release it
+     * @return a copy of this decision with GDR off
      */
     public CollGdr heldBack(final String why) {
         if (!on) {

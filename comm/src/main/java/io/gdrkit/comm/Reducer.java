@@ -27,7 +27,17 @@ public final class Reducer {
     private Reducer() {
     }
 
-    /** {@code dst[i] = op(dst[i], src[i])} for {@code count} elements. */
+    /**
+     * {@code dst[i] = op(dst[i], src[i])} for {@code count} elements.
+     *
+     * @param dst    the destination, reduced in place
+     * @param dstOff the destination's byte offset
+     * @param src    the source
+     * @param srcOff the source's byte offset
+     * @param count  the number of elements
+     * @param type   the elements' type
+     * @param op     the reduction operator
+     */
     public static void reduce(final MemorySegment dst, final long dstOff, final MemorySegment src, final long srcOff,
                               final long count, final DataType type, final RedOp op) {
         reduce(dst, dstOff, dst, dstOff, src, srcOff, count, type, op);
@@ -54,6 +64,15 @@ public final class Reducer {
     /**
      * {@code out[i] = op(a[i], b[i])} for {@code count} elements; {@code out} may be {@code a} or {@code b}.
      *
+     * @param out    the output segment
+     * @param outOff the output's byte offset in {@code out}
+     * @param a      the first input segment
+     * @param aOff   the first input's byte offset in {@code a}
+     * @param b      the second input segment
+     * @param bOff   the second input's byte offset in {@code b}
+     * @param count  the number of elements
+     * @param type   the elements' type
+     * @param op     the reduction operator
      * @throws IndexOutOfBoundsException if a range lies outside its segment
      * @throws IllegalArgumentException if {@code out} is read-only
      * @throws IllegalStateException if a segment's arena is closed, or {@link WrongThreadException} if it is
