@@ -46,9 +46,8 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
  * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
  * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
- * no-op idle strategy does: on the H200 host it took the 8-byte allreduce through shared memory from 0.62 to 0.45 us
- * at the median of 5 runs (docs/PERFORMANCE.md); the spin still ends after {@code gdrkit.coll.spin.rounds} polls,
- * sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
+ * no-op idle strategy does, which shortens small collectives through shared memory (docs/PERFORMANCE.md); the spin
+ * still ends after {@code gdrkit.coll.spin.rounds} polls, sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
  * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
  * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
  * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
@@ -57,8 +56,7 @@ import java.util.Objects;
  * unpinned and {@link Communicator#binding()} says why.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
- * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
- * GPU"); simulated GPUs are not affected.</li>
+ * switch; see docs/TRANSPORT.md, "GDR on a real GPU"); simulated GPUs are not affected.</li>
  * <li>{@code gdrkit.coll.reduce.threads} (auto, or 1..64; 1: off): threads (the rank's own included) that share one
  * host reduction of at least {@code gdrkit.coll.reduce.parallel.bytes} ({@value #DEFAULT_PARALLEL_BYTES}, 1 KiB..1
  * GiB) bytes ({@link ParallelReducer}); auto chooses from the processors per rank ({@link
@@ -66,9 +64,16 @@ import java.util.Objects;
  * </ul>
  */
 public final class CollContext {
+    /** Creates a context with every setting unset: {@link #conclude()} reads them from the settings source or takes the defaults. */
+    public CollContext() {
+    }
+
     /** allreduce algorithms. */
     public enum Algo {
-        RING, TREE
+        /** Reduce-scatter then allgather around a ring of the ranks. */
+        RING,
+        /** Reduce up a binomial tree to rank 0, then broadcast down the same tree. */
+        TREE
     }
 
     /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
@@ -159,64 +164,119 @@ public final class CollContext {
     /**
      * The address this rank's listeners bind: the TCP fabric's port, IbTransport's handshake listener and
      * SocketTransport's (default loopback; ranks on other hosts need an address they reach: docs/SECURITY.md).
+     *
+     * @param address the local address
+     * @return this context
      */
     public CollContext bind(final java.net.InetAddress address) {
         this.bind = Objects.requireNonNull(address, "bind address");
         return this;
     }
 
+    /** {@return the address this rank's listeners bind} */
     public java.net.InetAddress bind() {
         return bind;
     }
 
+    /**
+     * Sets where the settings not given here are read from (the process's environment and properties by default).
+     *
+     * @param r the settings source
+     * @return this context
+     */
     public CollContext settings(final SettingsReader r) {
         this.settings = Objects.requireNonNull(r, "settings");
         return this;
     }
 
+    /**
+     * Sets the staging buffer of one channel's connection, overriding NCCL_BUFFSIZE.
+     *
+     * @param b the size in bytes
+     * @return this context
+     */
     public CollContext buffSize(final int b) {
         this.buffSize = b;
         return this;
     }
 
+    /**
+     * Sets the chunks in flight per channel, overriding NCCL_STEPS.
+     *
+     * @param s the number of steps, 1..32
+     * @return this context
+     */
     public CollContext steps(final int s) {
         this.steps = s;
         return this;
     }
 
+    /**
+     * Sets the channels (connections per pair of peers), overriding NCCL_MIN_NCHANNELS.
+     *
+     * @param c the number of channels
+     * @return this context
+     */
     public CollContext channels(final int c) {
         this.minChannels = c;
         return this;
     }
 
+    /**
+     * Sets allreduce's algorithm, overriding NCCL_ALGO.
+     *
+     * @param a the algorithm
+     * @return this context
+     */
     public CollContext algo(final Algo a) {
         this.algo = a;
         return this;
     }
 
-    /** Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment. */
+    /**
+     * Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment.
+     *
+     * @param b the eager head in bytes, 0..1 MiB, a multiple of 8
+     * @return this context
+     */
     public CollContext eagerBytes(final int b) {
         this.eagerBytes = b;
         return this;
     }
 
-    /** Collectives up to this many bytes run as one direct round (0: never); see the class comment. */
+    /**
+     * Collectives up to this many bytes run as one direct round (0: never); see the class comment.
+     *
+     * @param b the largest direct collective in bytes, 0..1 MiB
+     * @return this context
+     */
     public CollContext directBytes(final int b) {
         this.directBytes = b;
         return this;
     }
 
-    /** Idle polls before a waiting rank yields (see the class comment). */
+    /**
+     * Idle polls before a waiting rank yields (see the class comment).
+     *
+     * @param s the number of idle polls, 0..10^7
+     * @return this context
+     */
     public CollContext spinRounds(final int s) {
         this.spinRounds = s;
         return this;
     }
 
+    /** {@return the idle polls before a waiting rank yields} */
     public int spinRounds() {
         return spinRounds;
     }
 
-    /** Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it. */
+    /**
+     * Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it.
+     *
+     * @param b where the thread runs
+     * @return this context
+     */
     public CollContext bindTo(final Bind b) {
         this.bindToSet = Objects.requireNonNull(b, "bind");
         return this;
@@ -253,18 +313,29 @@ public final class CollContext {
         return spinPause;
     }
 
-    /** Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment. */
+    /**
+     * Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment.
+     *
+     * @param t the number of threads, 0..64
+     * @return this context
+     */
     public CollContext reduceThreads(final int t) {
         this.reduceThreadsSet = t;
         return this;
     }
 
-    /** Host reductions of at least this many bytes are split over the reduce threads; see the class comment. */
+    /**
+     * Host reductions of at least this many bytes are split over the reduce threads; see the class comment.
+     *
+     * @param b the threshold in bytes, 1 KiB..1 GiB
+     * @return this context
+     */
     public CollContext parallelBytes(final int b) {
         this.parallelBytes = b;
         return this;
     }
 
+    /** {@return the smallest host reduction, in bytes, that is split over the reduce threads} */
     public int parallelBytes() {
         return parallelBytes;
     }
@@ -272,6 +343,10 @@ public final class CollContext {
     /**
      * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host whose
      * {@code nicsPerRank} NICs each have a thread (see below), and why ({@code reduce_threads} in the output).
+     *
+     * @param localRanks  the ranks on this host
+     * @param nicsPerRank the software NICs per rank that have a thread of their own
+     * @return the number of threads, the threshold, and why
      */
     public ParallelReducer.Choice chooseReduceThreadsBeside(final int localRanks, final int nicsPerRank) {
         return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), nicsPerRank);
@@ -319,6 +394,8 @@ public final class CollContext {
     /**
      * The largest collective (in bytes) that runs as a direct round: the setting, capped so that the message with
      * its header fits an eager slot; 0 when off or without an eager connection.
+     *
+     * @return the largest direct collective in bytes, or 0
      */
     public int directBytes() {
         return Math.max(0, Math.min(directBytes, eagerBytes() - DIRECT_HEADER));
@@ -329,6 +406,9 @@ public final class CollContext {
      * {@code nranks} ranks: the setting when one was given (not capped: shared slots are sized for it), else
      * {@value #SHM_DIRECT_READ} / (nranks - 1) rounded down to a multiple of 8, at least {@value #DEFAULT_SHM_DIRECT};
      * 0 when direct rounds are off. Every rank has the same count, so every rank gets the same answer.
+     *
+     * @param nranks the number of ranks
+     * @return the largest direct collective through shared memory in bytes, or 0
      */
     public int shmDirectBytes(final int nranks) {
         if (!directBytesDefault) {
@@ -355,7 +435,12 @@ public final class CollContext {
         return cudaGdr;
     }
 
-    /** Whether direct rounds may go through shared memory when every rank is on one host (see the class comment). */
+    /**
+     * Whether direct rounds may go through shared memory when every rank is on one host (see the class comment).
+     *
+     * @param on true to allow it (the default)
+     * @return this context
+     */
     public CollContext shmDirect(final boolean on) {
         this.shmDirectSet = on;
         return this;
@@ -372,15 +457,23 @@ public final class CollContext {
         return shmDirect;
     }
 
+    /**
+     * Sets the longest any collective waits for a peer, overriding {@code gdrkit.coll.timeout.ms}.
+     *
+     * @param d the timeout
+     * @return this context
+     */
     public CollContext timeout(final Duration d) {
         this.timeoutMs = d.toMillis();
         return this;
     }
 
+    /** {@return the staging buffer of one channel's connection, in bytes} */
     public int buffSize() {
         return buffSize;
     }
 
+    /** {@return the chunks in flight per channel} */
     public int steps() {
         return steps;
     }
@@ -393,6 +486,9 @@ public final class CollContext {
     /**
      * The channels a communicator over a transport of {@code devices} devices opens: NCCL_MIN_NCHANNELS, raised to
      * the device count (one channel per NIC at least), at most NCCL_MAX_NCHANNELS.
+     *
+     * @param devices the number of network devices of the transport
+     * @return the number of channels
      */
     public int channelsFor(final int devices) {
         return Math.min(maxChannels, Math.max(minChannels, devices));
@@ -403,16 +499,23 @@ public final class CollContext {
         return nics;
     }
 
-    /** Software NICs per rank, 1..16, or 0 for auto. */
+    /**
+     * Software NICs per rank, 1..16, or 0 for auto.
+     *
+     * @param k the number of NICs, 1..16, or 0 for auto
+     * @return this context
+     */
     public CollContext nics(final int k) {
         this.nicsSet = k;
         return this;
     }
 
+    /** {@return allreduce's algorithm} */
     public Algo algo() {
         return algo;
     }
 
+    /** {@return the longest any collective waits for a peer} */
     public Duration timeout() {
         return Duration.ofMillis(timeoutMs);
     }
@@ -436,6 +539,8 @@ public final class CollContext {
      * already concluded, each recorded with the source it was concluded from, so a value the launcher took from a
      * default, the environment or a property is not reported as a flag by the ranks.
      *
+     * @param c the concluded context to copy
+     * @return the copy, concluded
      * @throws IllegalStateException unless {@code c} is concluded
      */
     public static CollContext copyOf(final CollContext c) {
@@ -469,7 +574,13 @@ public final class CollContext {
         return k;
     }
 
-    /** @throws IllegalArgumentException naming a malformed or inconsistent setting */
+    /**
+     * Reads every setting not given here from the settings source, checks them all and records their sources; calling
+     * it again does nothing.
+     *
+     * @return this context
+     * @throws IllegalArgumentException naming a malformed or inconsistent setting
+     */
     public CollContext conclude() {
         if (concluded) {
             return this;
