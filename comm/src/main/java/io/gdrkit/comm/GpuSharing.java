@@ -302,6 +302,9 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /**
      * The advice line when rank processes share the GPU and MPS is not known to be on (null otherwise): what was
      * seen, what it costs, and what to do.
+     *
+     * @return the advice line, or null
+     *
      */
     public String note() {
         if (verdict != Verdict.TIME_SLICED && verdict != Verdict.UNKNOWN) {
