@@ -93,11 +93,9 @@ public final class CollContext {
     /**
      * The direct round through shared memory by default up to at least 64 KiB ({@link #shmDirectBytes(int)}: more for
      * fewer than 5 ranks, see {@link #SHM_DIRECT_READ}): there a round is a copy into the rank's own slot
-     * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
-     * (1 MiB: 382 against 531 us, medians of 3). Rounds up to 1 MiB once left the ring after them about 10x slower
-     * (the reduction loops compiled for the direct round's mapped segments and tiny counts; fixed in {@link Reducer});
-     * since the fix the ring after them runs as fast as with 64 KiB, but the 8 B allreduce took 4.9 against 0.8 us
-     * with 1 MiB slots (docs/PERFORMANCE.md), so 1 MiB stays a setting. Each rank's file holds
+     * and a read of every peer's, with no NIC per message. Larger slots (up to 1 MiB) make large direct rounds
+     * faster than the ring but slow the smallest collectives down (docs/PERFORMANCE.md), so 1 MiB stays a setting.
+     * Each rank's file holds
      * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
      * to the NIC with its reason, not a SIGBUS later.
      */
@@ -106,10 +104,8 @@ public final class CollContext {
     /**
      * The bytes a rank may read from its peers' slots in one default direct round through shared memory: the default
      * is this over (ranks - 1), at least {@link #DEFAULT_SHM_DIRECT}, because a direct round reads every peer's whole
-     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB: on the H200 host (tenth
-     * session, 5 runs, 200 iterations) the 256 KiB allreduce took 45-65 us in four runs (one 229) where the ring took
-     * 84-147 and OpenMPI 64-75; the 8 B allreduce and 1 to 16 MiB were unchanged. More ranks are not measured: 3
-     * get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}, the default measured before.
+     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB, where the direct round is
+     * faster than the ring (docs/PERFORMANCE.md); 3 ranks get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}.
      */
     public static final int SHM_DIRECT_READ = 262144;
 
@@ -117,10 +113,9 @@ public final class CollContext {
     public static final int DEFAULT_SPINS = 2000;
 
     /**
-     * Host reductions from this many bytes are split over the reduce threads, by default. It was 256 KiB (half a
-     * default chunk); at 16 KiB the 64 KiB direct round through shared memory took 16-17 us against 27-33 with 2
-     * ranks on the 16-core H200 host, and 16 KiB and 1 MiB gained too (two calls, 3 runs each, docs/PERFORMANCE.md
-     * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A reduction
+     * Host reductions from this many bytes are split over the reduce threads, by default: even at this size, reading
+     * the peers' slots goes faster on four cores than on one, which speeds up direct rounds through shared memory
+     * (docs/PERFORMANCE.md). A reduction
      * up to {@link ParallelReducer#DEFAULT_COLD_ALONE_BYTES} that finds a worker parked (no part for
      * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone (and wakes the workers if a stream is starting), so
      * a lone small collective after a pause does not wait for a thread to be scheduled.
