@@ -47,7 +47,8 @@ import java.util.Objects;
  * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
  * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
  * no-op idle strategy does, which shortens small collectives through shared memory (docs/PERFORMANCE.md); the spin
- * still ends after {@code gdrkit.coll.spin.rounds} polls, sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
+ * still ends after {@code gdrkit.coll.spin.rounds} polls, sooner without the pauses. True for hosts where
+ * hyperthread siblings run other work.</li>
  * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
  * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
  * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
@@ -64,7 +65,10 @@ import java.util.Objects;
  * </ul>
  */
 public final class CollContext {
-    /** Creates a context with every setting unset: {@link #conclude()} reads them from the settings source or takes the defaults. */
+    /**
+     * Creates a context with every setting unset: {@link #conclude()} reads them from the settings source or takes
+     * the defaults.
+     */
     public CollContext() {
     }
 

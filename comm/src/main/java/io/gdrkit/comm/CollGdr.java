@@ -121,7 +121,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
      * The connector gate: registering the GPU memory with the NIC failed ({@code why}), so the rank bounces.
      *
      * @param why why the registration failed
-     * @return a copy of this decision with GDR off
+     * @return this decision with GDR off and the reason added to its evidence (this one when GDR was off already)
      */
     public CollGdr afterRegistration(final String why) {
         if (!on) {
@@ -139,7 +139,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
      * setting that would release it): the rank bounces, and the gates' verdict stays in the evidence.
      *
      * @param why why the path is held back, with the setting that would release it
-     * @return a copy of this decision with GDR off
+     * @return this decision with GDR off and the reason added to its evidence (this one when GDR was off already)
      */
     public CollGdr heldBack(final String why) {
         if (!on) {

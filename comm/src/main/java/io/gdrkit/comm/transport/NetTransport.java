@@ -53,7 +53,7 @@ public interface NetTransport extends AutoCloseable {
         /** {@return the first address this registration covers} */
         long address();
 
-        /** {@return its length in bytes} */
+        /** {@return the length in bytes of the range this registration covers} */
         long length();
     }
 

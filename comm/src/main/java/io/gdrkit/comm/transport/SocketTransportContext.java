@@ -23,7 +23,10 @@ public final class SocketTransportContext {
     /** The most data sockets a connection may have: threads times sockets per thread. */
     public static final int MAX_SOCKS = 64;
 
-    /** Creates a context with every setting unset: {@link #conclude()} fills them in from the environment or defaults. */
+    /**
+     * Creates a context with every setting unset: {@link #conclude()} fills them in from the environment or the
+     * defaults.
+     */
     public SocketTransportContext() {
     }
 
