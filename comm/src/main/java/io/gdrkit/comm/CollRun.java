@@ -128,7 +128,6 @@ public final class CollRun {
      * @param cfg  the sweep
      * @param row  called with each row as it is done, on every rank
      * @return every row, the same on every rank
-     *
      */
     public static List<CollResult> run(final Communicator comm, final Config cfg, final Consumer<CollResult> row) {
         final int n = comm.nranks();

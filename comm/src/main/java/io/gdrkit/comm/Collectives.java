@@ -338,7 +338,6 @@ public final class Collectives {
      * @param recv  where the previous rank's data lands
      * @param count the number of elements
      * @param t     the element type
-     *
      */
     public static void sendRecv(final Communicator c, final Buffer send, final Buffer recv, final long count,
                                 final DataType t) {

@@ -225,7 +225,6 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
      * @param all         every rank's record, indexed by rank
      * @param ownEvidence this rank's attribute 133 call and its answer
      * @return this rank's view of who shares its GPU
-     *
      * @throws CollException named {@value #BAD_RECORD} for any malformed record (every rank fails alike, as every
      *                       rank checks every record)
      */
@@ -304,7 +303,6 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
      * seen, what it costs, and what to do.
      *
      * @return the advice line, or null
-     *
      */
     public String note() {
         if (verdict != Verdict.TIME_SLICED && verdict != Verdict.UNKNOWN) {

@@ -427,7 +427,6 @@ public final class ShmemPerf {
      *
      * @param r the row
      * @return the line
-     *
      */
     public static String format(final Row r) {
         return r.mibPerSec() > 0

@@ -35,7 +35,6 @@ public final class ShmemProcess {
      * @param boot this process's bootstrap, joined to every other rank of the run
      * @param body what this PE runs
      * @return what {@code body} returned
-     *
      */
     public static <R> R run(final ShmemContext ctx, final Bootstrap boot, final Function<ShmemPe, R> body) {
         ctx.nPes(boot.nranks()).conclude();

@@ -222,7 +222,6 @@ public final class BootstrapContext {
      * Checks the context once.
      *
      * @return this context
-     *
      * @throws IllegalArgumentException for a missing id, a rank outside {@code 0..nranks-1} or a bad timeout
      */
     public BootstrapContext conclude() {

@@ -224,7 +224,6 @@ public interface NetTransport extends AutoCloseable {
      * Closes a listening endpoint (closeListen).
      *
      * @param comm the listening endpoint to close
-     *
      */
     void closeListen(ListenComm comm);
 
