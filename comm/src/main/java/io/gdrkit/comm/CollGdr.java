@@ -56,10 +56,10 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
      * GPU-NIC distance comes from the path engine over {@link SimulatedHostTopology} (the software NIC beside the
      * GPU under one PCIe switch, labelled simulated: a software NIC has no PCIe position of its own).
      *
-     * @param singleGpu every rank of the job uses this one GPU (the read policy's "single GPU")
      * @param gpu    this rank's GPU
      * @param nic    the software NIC the rank's transport uses
      * @param reader where the GDR settings come from
+     * @param singleGpu every rank of the job uses this one GPU (the read policy's "single GPU")
      * @return the decision, with its evidence
      */
     public static CollGdr decide(final GpuDevice gpu, final NetNic nic, final SettingsReader reader,
