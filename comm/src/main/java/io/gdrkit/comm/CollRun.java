@@ -3,7 +3,6 @@
  */
 package io.gdrkit.comm;
 
-import io.gdrkit.comm.Communicator.Buffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -143,9 +142,9 @@ public final class CollRun {
             final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
             // device halves in whole pages: a DMA-BUF export (the GDR registration's branch) works on pages
             final long devCap = (cap + 4095) / 4096 * 4096;
-            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
-            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
-            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
             try {
                 if (cfg.warmupMs() > 0 && max > 0) {
                     jitWarmup(comm, cfg, sizes, send, recv, scratch);
@@ -192,8 +191,8 @@ public final class CollRun {
      * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
      * same number.
      */
-    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final Buffer send,
-                                  final Buffer recv, final Buffer scratch) {
+    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final RegisteredBuffer send,
+                                  final RegisteredBuffer recv, final RegisteredBuffer scratch) {
         long small = sizes.get(sizes.size() - 1);
         for (final long b : sizes) {
             if (b > 0) {
@@ -233,8 +232,8 @@ public final class CollRun {
     }
 
     /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
-    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
-                                    final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
+                                    final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.warmup());
         comm.bootstrap().barrier();
         final long t0 = System.nanoTime();
@@ -250,7 +249,7 @@ public final class CollRun {
             }
             comm.bootstrap().barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
-            final Buffer out = inPlace ? send : recv;
+            final RegisteredBuffer out = inPlace ? send : recv;
             if (dr != null) {
                 // check what the device holds: spoil the host half first, then bring the device's bytes up
                 out.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
@@ -276,8 +275,8 @@ public final class CollRun {
      * index): with a loop of its own, the first size's out-of-place row timed the interpreter's loop and the OSR
      * transition, up to 2x at 8 B on the H200 (0.5 against 1.2 us, in-place right after it at 0.5).
      */
-    private static void loop(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final Buffer scratch, final boolean inPlace, final int count) {
+    private static void loop(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace, final int count) {
         for (int i = 0; i < count; i++) {
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
         }
@@ -288,8 +287,8 @@ public final class CollRun {
      * reduce-scatter: the output is block rank of the input); alltoall and sendrecv stage through scratch because
      * their input and output overlap.
      */
-    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                                final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                                final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         final DeviceReducer dr = c.deviceReducer();
         if (dr == null || send.direct()) {
             // host memory, or GDR: the NIC and the kernels work where the data is
@@ -302,12 +301,12 @@ public final class CollRun {
         dr.bounceDown(inPlace ? send : recv, bytes);
     }
 
-    private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static void call(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         final DataType t = cfg.type();
         final int n = c.nranks();
         final long count = bytes / t.size();
-        final Buffer out = inPlace ? send : recv;
+        final RegisteredBuffer out = inPlace ? send : recv;
         switch (cfg.op()) {
             case ALLREDUCE -> Collectives.allReduce(c, send, out, count, t, cfg.redop());
             case ALLGATHER -> {
@@ -327,7 +326,7 @@ public final class CollRun {
             case REDUCE -> Collectives.reduce(c, send, out, count, t, cfg.redop(), cfg.root());
             case ALLTOALL -> {
                 if (inPlace) {
-                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    RegisteredBuffer.copy(send, 0, scratch, 0, bytes);
                     Collectives.allToAll(c, scratch, send, count / n, t);
                 } else {
                     Collectives.allToAll(c, send, recv, count / n, t);
@@ -335,7 +334,7 @@ public final class CollRun {
             }
             case SENDRECV -> {
                 if (inPlace) {
-                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    RegisteredBuffer.copy(send, 0, scratch, 0, bytes);
                     Collectives.sendRecv(c, scratch, send, count, t);
                 } else {
                     Collectives.sendRecv(c, send, recv, count, t);
@@ -345,11 +344,11 @@ public final class CollRun {
         }
     }
 
-    private static Buffer slice(final Buffer b, final long off) {
+    private static RegisteredBuffer slice(final RegisteredBuffer b, final long off) {
         if (b.direct()) {
-            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
+            return new RegisteredBuffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
         }
-        return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
+        return new RegisteredBuffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }
 
     /** Rank r's input element i. */
@@ -372,8 +371,8 @@ public final class CollRun {
         return v;
     }
 
-    private static void fill(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final boolean inPlace) {
+    private static void fill(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final boolean inPlace) {
         final DataType t = cfg.type();
         final long count = bytes / t.size();
         final int r = c.rank();

@@ -3,7 +3,6 @@
  */
 package io.gdrkit.comm;
 
-import io.gdrkit.comm.Communicator.Buffer;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -51,7 +50,7 @@ public final class Collectives {
      * reduce threads when large enough (gdrkit.coll.reduce.threads: a direct round through shared memory goes up to
      * 1 MiB), which split by elements and so give the same bits.
      */
-    private static void reduceInRankOrder(final Communicator c, final Buffer out, final long count, final DataType t,
+    private static void reduceInRankOrder(final Communicator c, final RegisteredBuffer out, final long count, final DataType t,
                                           final RedOp op) {
         final MemorySegment o = out.seg();
         final ParallelReducer r = c.hostReducer();
@@ -72,7 +71,7 @@ public final class Collectives {
      * @param t     the element type
      * @param op    the reduction operator
      */
-    public static void allReduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void allReduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
         final boolean tree = c.context().algo() == CollContext.Algo.TREE;
@@ -88,7 +87,7 @@ public final class Collectives {
         // is then written by a receive, and the input needs no copy first; a GPU reduces into its destination only
         final boolean direct = !tree && n > 1 && c.deviceReducer() == null;
         if (!direct) {
-            Communicator.copy(send, 0, recv, 0, count * t.size());
+            RegisteredBuffer.copy(send, 0, recv, 0, count * t.size());
         }
         if (n == 1 || count == 0) {
             return;
@@ -102,7 +101,7 @@ public final class Collectives {
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         final int es = t.size();
-        final Buffer in = direct ? send : recv;
+        final RegisteredBuffer in = direct ? send : recv;
         for (int s = 0; s < n - 1; s++) {
             final int sb = Math.floorMod(r - s, n);
             final int rb = Math.floorMod(r - s - 1, n);
@@ -121,7 +120,7 @@ public final class Collectives {
     }
 
     /** Binomial tree rooted at 0: children r + 2^k for 2^k below r's lowest set bit. */
-    private static void treeReduce(final Communicator c, final Buffer buf, final long count, final DataType t,
+    private static void treeReduce(final Communicator c, final RegisteredBuffer buf, final long count, final DataType t,
                                    final RedOp op) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -139,7 +138,7 @@ public final class Collectives {
         }
     }
 
-    private static void treeBroadcast(final Communicator c, final Buffer buf, final long bytes) {
+    private static void treeBroadcast(final Communicator c, final RegisteredBuffer buf, final long bytes) {
         final int n = c.nranks();
         final int r = c.rank();
         int mask = 1;
@@ -165,12 +164,12 @@ public final class Collectives {
      * @param count the elements each rank contributes
      * @param t     the element type
      */
-    public static void allGather(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void allGather(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
-        Communicator.copy(send, 0, recv, r * bb, bb);
+        RegisteredBuffer.copy(send, 0, recv, r * bb, bb);
         if (direct(c, bb * n)) {
             c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
                 Communicator.ALL);
@@ -203,8 +202,8 @@ public final class Collectives {
      * @param t       the element type
      * @param op      the reduction operator
      */
-    public static void reduceScatter(final Communicator c, final Buffer send, final Buffer scratch,
-                                     final Buffer recv, final long count, final DataType t, final RedOp op) {
+    public static void reduceScatter(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer scratch,
+                                     final RegisteredBuffer recv, final long count, final DataType t, final RedOp op) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
@@ -221,7 +220,7 @@ public final class Collectives {
             }
             return;
         }
-        Communicator.copy(send, 0, scratch, 0, bb * n);
+        RegisteredBuffer.copy(send, 0, scratch, 0, bb * n);
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         for (int s = 0; s < n - 1; s++) {
@@ -229,7 +228,7 @@ public final class Collectives {
             final int rb = Math.floorMod(r - s - 2, n);
             c.exchange(next, scratch, sb * bb, bb, prev, scratch, rb * bb, bb, op, t);
         }
-        Communicator.copy(scratch, r * bb, recv, 0, bb);
+        RegisteredBuffer.copy(scratch, r * bb, recv, 0, bb);
     }
 
     /**
@@ -242,7 +241,7 @@ public final class Collectives {
      * @param t     the element type
      * @param root  the rank whose data is sent
      */
-    public static void broadcast(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void broadcast(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final int root) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -250,7 +249,7 @@ public final class Collectives {
         final int pos = Math.floorMod(r - root, n);
         if (direct(c, bytes)) {
             if (pos == 0) {
-                Communicator.copy(send, 0, recv, 0, bytes);
+                RegisteredBuffer.copy(send, 0, recv, 0, bytes);
                 c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
                     Communicator.NONE);
             } else {
@@ -262,7 +261,7 @@ public final class Collectives {
             return;
         }
         if (pos == 0) {
-            Communicator.copy(send, 0, recv, 0, bytes);
+            RegisteredBuffer.copy(send, 0, recv, 0, bytes);
         } else {
             c.exchange(-1, recv, 0, 0, Math.floorMod(r - 1, n), recv, 0, bytes, null, t);
         }
@@ -282,7 +281,7 @@ public final class Collectives {
      * @param op    the reduction operator
      * @param root  the rank that gets the result
      */
-    public static void reduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void reduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                               final DataType t, final RedOp op, final int root) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -299,7 +298,7 @@ public final class Collectives {
             }
             return;
         }
-        Communicator.copy(send, 0, recv, 0, bytes);
+        RegisteredBuffer.copy(send, 0, recv, 0, bytes);
         if (pos > 0) {
             c.exchange(-1, recv, 0, 0, Math.floorMod(r - 1, n), recv, 0, bytes, op, t);
         }
@@ -317,12 +316,12 @@ public final class Collectives {
      * @param count the elements of each block
      * @param t     the element type
      */
-    public static void allToAll(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void allToAll(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
-        Communicator.copy(send, r * bb, recv, r * bb, bb);
+        RegisteredBuffer.copy(send, r * bb, recv, r * bb, bb);
         for (int s = 1; s < n; s++) {
             final int to = (r + s) % n;
             final int from = Math.floorMod(r - s, n);
@@ -339,13 +338,13 @@ public final class Collectives {
      * @param count the number of elements
      * @param t     the element type
      */
-    public static void sendRecv(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    public static void sendRecv(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bytes = count * t.size();
         if (n == 1) {
-            Communicator.copy(send, 0, recv, 0, bytes);
+            RegisteredBuffer.copy(send, 0, recv, 0, bytes);
             return;
         }
         c.exchange((r + 1) % n, send, 0, bytes, Math.floorMod(r - 1, n), recv, 0, bytes, null, t);

@@ -3,7 +3,6 @@
  */
 package io.gdrkit.comm;
 
-import io.gdrkit.comm.Communicator.Buffer;
 import io.gdrkit.comm.bootstrap.Bootstrap;
 import io.gdrkit.comm.bootstrap.BootstrapContext;
 import io.gdrkit.gpu.DeviceBuffer;
@@ -64,16 +63,10 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>A communicator is safe to call from several threads; calls run one at a time.
  */
-public final class Comm implements AutoCloseable {
+public final class Comm implements CommCalls, AutoCloseable {
     /** The most bytes one buffer of one call may hold. */
     public static final long MAX_BYTES = 1L << 31;
 
-    /** Registrations of native segments kept for reuse; the least recently used is dropped beyond this. */
-    static final int REGISTRATION_CACHE = 64;
-
-    private static final int SEND = 0;
-    private static final int RECV = 1;
-    private static final int SCRATCH = 2;
 
     private final CommConfig config;
     private final Bootstrap bootstrap;
@@ -81,10 +74,8 @@ public final class Comm implements AutoCloseable {
     private final Communicator engine;
     private final boolean sharedDriver;
     private final ReentrantLock lock = new ReentrantLock();
-    private final LinkedHashMap<Key, Reg> regs = new LinkedHashMap<>(16, 0.75f, true);
-    private final Map<DeviceBuffer, Buffer> devRegs = new IdentityHashMap<>();
-    private final List<Stage> stages = new ArrayList<>();
-    private final List<DeviceBuffer> devScratch = new ArrayList<>();
+    /** Registrations, staging and the calls' bodies. */
+    private final CommData data;
     private final AtomicLong submitted = new AtomicLong();
     private final AtomicLong finished = new AtomicLong();
     private ExecutorService ops;
@@ -94,19 +85,8 @@ public final class Comm implements AutoCloseable {
     private int groupDepth;
     private boolean closed;
 
-    /** A native segment's registration, by where it lies. */
-    private record Key(long address, long size) {
-    }
-
-    private record Reg(MemorySegment seg, Buffer buf) {
-    }
-
-    /** Registered staging memory for heap data and copies, grown on demand. */
-    private record Stage(Arena arena, Buffer buf, long capacity) {
-    }
-
     /** A call recorded inside a group. */
-    private record Recorded(Runnable collective, int sendTo, int recvFrom, Object buf, long offset, long count,
+    record Recorded(Runnable collective, int sendTo, int recvFrom, Object buf, long offset, long count,
                             DataType type) {
     }
 
@@ -149,6 +129,7 @@ public final class Comm implements AutoCloseable {
         this.bootstrap = bootstrap;
         this.world = world;
         this.engine = world.communicator();
+        this.data = new CommData(engine);
         this.sharedDriver = sharedDriver;
     }
 
@@ -207,6 +188,7 @@ public final class Comm implements AutoCloseable {
     }
 
     /** {@return the number of ranks} */
+    @Override
     public int size() {
         return engine.nranks();
     }
@@ -232,12 +214,7 @@ public final class Comm implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------------ ordering
 
-    /**
-     * Runs {@code task} on the operation thread after every call submitted before it.
-     *
-     * @param task the calls to run
-     * @return completes when the task returns; exceptionally with what it threw
-     */
+    @Override
     public CompletableFuture<Void> submit(final Task task) {
         Objects.requireNonNull(task, "task");
         synchronized (this) {
@@ -373,7 +350,7 @@ public final class Comm implements AutoCloseable {
                 }
             }
             for (int k = 0; k < Math.max(sends.size(), recvs.size()); k++) {
-                p2p(k < sends.size() ? sends.get(k) : null, k < recvs.size() ? recvs.get(k) : null);
+                data.p2p(k < sends.size() ? sends.get(k) : null, k < recvs.size() ? recvs.get(k) : null);
             }
         } finally {
             lock.unlock();
@@ -382,104 +359,19 @@ public final class Comm implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------------ checks
 
-    private static long bytes(final long count, final DataType t, final String what) {
-        if (count < 0) {
-            throw new IllegalArgumentException(what + ": count " + count + " is negative");
-        }
-        if (count > MAX_BYTES / t.size()) {
-            throw new IllegalArgumentException(what + ": " + count + " elements of " + t.ncclName() + " exceed "
-                + MAX_BYTES + " bytes");
-        }
-        return count * t.size();
-    }
 
-    private static void holds(final MemorySegment seg, final long bytes, final String what) {
-        Objects.requireNonNull(seg, what);
-        if (seg.byteSize() < bytes) {
-            throw new IllegalArgumentException(what + " holds " + seg.byteSize() + " bytes, the call needs " + bytes);
-        }
-        if (seg.isReadOnly()) {
-            throw new IllegalArgumentException(what + " is read-only");
-        }
-    }
 
-    private void root(final int root) {
-        if (root < 0 || root >= size()) {
-            throw new IllegalArgumentException("root " + root + " outside 0.." + (size() - 1));
-        }
-    }
 
-    private void peer(final int peer) {
-        if (peer < 0 || peer >= size()) {
-            throw new IllegalArgumentException("peer " + peer + " outside 0.." + (size() - 1));
-        }
-        if (peer == rank()) {
-            throw new IllegalArgumentException("peer " + peer + " is this rank: copy locally instead");
-        }
-    }
 
-    private static Object base(final MemorySegment s) {
-        return s.heapBase().orElse(null);
-    }
 
     /** The same memory: same heap object (or both native) and the same address. */
-    private static boolean same(final MemorySegment a, final MemorySegment b, final long bOff) {
-        return base(a) == base(b) && a.address() == b.address() + bOff;
-    }
 
-    private static boolean overlap(final MemorySegment a, final long aBytes, final MemorySegment b,
-                                   final long bBytes) {
-        return base(a) == base(b) && a.address() < b.address() + bBytes && b.address() < a.address() + aBytes;
-    }
 
     // ------------------------------------------------------------------------------------------------ buffers
 
     /** A registered staging buffer of at least {@code bytes} in slot {@code slot}. */
-    private Buffer stage(final int slot, final long bytes) {
-        while (stages.size() <= slot) {
-            stages.add(null);
-        }
-        Stage s = stages.get(slot);
-        if (s == null || s.capacity() < bytes) {
-            if (s != null) {
-                engine.deregister(s.buf());
-                s.arena().close();
-            }
-            final long cap = Math.max(4096, Long.highestOneBit(Math.max(1, bytes) - 1) << 1);
-            final Arena a = Arena.ofShared();
-            try {
-                s = new Stage(a, engine.register(a.allocate(cap, 4096)), cap);
-            } catch (final RuntimeException e) {
-                a.close();
-                stages.set(slot, null);
-                throw e;
-            }
-            stages.set(slot, s);
-        }
-        return s.buf();
-    }
 
     /** The registration of a native segment, from the cache when the same live memory was registered before. */
-    private Buffer registered(final MemorySegment seg) {
-        final Key k = new Key(seg.address(), seg.byteSize());
-        final Reg r = regs.get(k);
-        if (r != null) {
-            if (r.seg().scope().isAlive() && r.seg().scope().equals(seg.scope())) {
-                return r.buf();
-            }
-            regs.remove(k);
-            engine.deregister(r.buf());
-        }
-        final Buffer b = engine.register(seg);
-        regs.put(k, new Reg(seg, b));
-        if (regs.size() > REGISTRATION_CACHE) {
-            final Iterator<Map.Entry<Key, Reg>> it = regs.entrySet().iterator();
-            final Reg old = it.next().getValue();
-            it.remove();
-            engine.deregister(old.buf());
-        }
-        return b;
-    }
 
     /**
      * Drops the registration kept for {@code seg} (if any). Call it before freeing memory that a call used, to give
@@ -488,410 +380,86 @@ public final class Comm implements AutoCloseable {
      * @param seg the memory a call used
      */
     public void deregister(final MemorySegment seg) {
-        call(() -> {
-            final Reg r = regs.remove(new Key(seg.address(), seg.byteSize()));
-            if (r != null) {
-                engine.deregister(r.buf());
-            }
-        });
+        call(() -> data.deregister(seg));
     }
 
     /** The buffer a call reads from {@code seg}: registered native memory, or a staging copy. */
-    private Buffer input(final MemorySegment seg, final long bytes, final int slot) {
-        if (seg.isNative()) {
-            return registered(seg);
-        }
-        final Buffer s = stage(slot, bytes);
-        MemorySegment.copy(seg, 0, s.seg(), 0, bytes);
-        return s;
-    }
 
     /** The buffer a call writes for {@code seg}: registered native memory, or staging copied out afterwards. */
-    private Buffer output(final MemorySegment seg, final long bytes, final int slot) {
-        return seg.isNative() ? registered(seg) : stage(slot, bytes);
-    }
 
-    private static void copyOut(final Buffer b, final MemorySegment seg, final long bytes) {
-        if (!seg.isNative() && bytes > 0) {
-            MemorySegment.copy(b.seg(), 0, seg, 0, bytes);
-        }
-    }
 
     /** A slice of a buffer from {@code off}, sharing its registration. */
-    private static Buffer slice(final Buffer b, final long off) {
-        if (b.direct()) {
-            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr());
-        }
-        return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, false, b.hostMr());
-    }
 
     // ------------------------------------------------------------------------------------------------ host calls
 
-    /**
-     * {@code recv = send[0] op send[1] op ... op send[n-1]} element-wise over all ranks, on every rank.
-     *
-     * @param send  {@code count} elements of this rank's input
-     * @param recv  {@code count} elements of output (may be {@code send}: in place)
-     * @param count elements per rank
-     * @param type  the element type
-     * @param op    the reduction
-     */
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+    @Override
     public void allReduce(final MemorySegment send, final MemorySegment recv, final long count, final DataType type,
                           final RedOp op) {
-        call(() -> hostAllReduce(send, recv, count, type, op));
+        call(() -> data.hostAllReduce(send, recv, count, type, op));
     }
 
-    /**
-     * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)}, asynchronously.
-     *
-     * @param send  input
-     * @param recv  output
-     * @param count elements
-     * @param type  element type
-     * @param op    reduction
-     * @return completes when the output holds the result
-     */
-    public CompletableFuture<Void> allReduceAsync(final MemorySegment send, final MemorySegment recv,
-                                                  final long count, final DataType type, final RedOp op) {
-        checkArgs(() -> hostArgs(send, recv, bytes(count, type, "allReduce"), bytes(count, type, "allReduce")));
-        return async(() -> hostAllReduce(send, recv, count, type, op));
-    }
-
-    private static void checkArgs(final Runnable check) {
-        check.run();
-    }
-
-    private static void hostArgs(final MemorySegment send, final MemorySegment recv, final long sendBytes,
-                                 final long recvBytes) {
-        holds(send, sendBytes, "send buffer");
-        holds(recv, recvBytes, "receive buffer");
-    }
-
-    private void hostAllReduce(final MemorySegment send, final MemorySegment recv, final long count,
-                               final DataType type, final RedOp op) {
-        if (count == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        Objects.requireNonNull(op, "op");
-        final long bytes = bytes(count, type, "allReduce");
-        hostArgs(send, recv, bytes, bytes);
-        final boolean inPlace = same(send, recv, 0);
-        final Buffer out = output(recv, bytes, RECV);
-        final Buffer in = inPlace ? out : overlap(send, bytes, recv, bytes) || !send.isNative()
-            ? stagedCopy(send, bytes, SEND) : registered(send);
-        if (inPlace && !recv.isNative()) {
-            MemorySegment.copy(send, 0, out.seg(), 0, bytes);
-        }
-        Collectives.allReduce(engine, in, out, count, type, op);
-        copyOut(out, recv, bytes);
-    }
-
-    private Buffer stagedCopy(final MemorySegment seg, final long bytes, final int slot) {
-        final Buffer s = stage(slot, bytes);
-        MemorySegment.copy(seg, 0, s.seg(), 0, bytes);
-        return s;
-    }
-
-    /**
-     * Every rank's {@code count} elements of send, in rank order, in every rank's recv ({@code size() * count}
-     * elements).
-     *
-     * @param send  {@code count} elements (may be this rank's block of recv: in place)
-     * @param recv  {@code size() * count} elements
-     * @param count elements per rank
-     * @param type  the element type
-     */
+    @Override
     public void allGather(final MemorySegment send, final MemorySegment recv, final long count, final DataType type) {
-        call(() -> hostAllGather(send, recv, count, type));
+        call(() -> data.hostAllGather(send, recv, count, type));
     }
 
-    /**
-     * {@link #allGather(MemorySegment, MemorySegment, long, DataType)}, asynchronously.
-     *
-     * @param send  input
-     * @param recv  output
-     * @param count elements per rank
-     * @param type  element type
-     * @return completes when the output holds every rank's block
-     */
-    public CompletableFuture<Void> allGatherAsync(final MemorySegment send, final MemorySegment recv,
-                                                  final long count, final DataType type) {
-        final long bb = bytes(count, type, "allGather");
-        checkArgs(() -> hostArgs(send, recv, bb, bb * size()));
-        return async(() -> hostAllGather(send, recv, count, type));
-    }
-
-    private void hostAllGather(final MemorySegment send, final MemorySegment recv, final long count,
-                               final DataType type) {
-        if (count == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        final long bb = bytes(count, type, "allGather");
-        final long total = bytes(count * size(), type, "allGather");
-        hostArgs(send, recv, bb, total);
-        final boolean inPlace = same(send, recv, rank() * bb);
-        final Buffer out = output(recv, total, RECV);
-        final Buffer in;
-        if (inPlace) {
-            if (!recv.isNative()) {
-                MemorySegment.copy(send, 0, out.seg(), rank() * bb, bb);
-            }
-            in = slice(out, rank() * bb);
-        } else {
-            in = overlap(send, bb, recv, total) || !send.isNative() ? stagedCopy(send, bb, SEND) : registered(send);
-        }
-        Collectives.allGather(engine, in, out, count, type);
-        copyOut(out, recv, total);
-    }
-
-    /**
-     * Reduces {@code size()} blocks of {@code recvCount} elements of send across ranks; block {@code rank()} of the
-     * result lands in this rank's recv.
-     *
-     * @param send      {@code size() * recvCount} elements
-     * @param recv      {@code recvCount} elements (may be this rank's block of send: in place)
-     * @param recvCount elements each rank receives
-     * @param type      the element type
-     * @param op        the reduction
-     */
+    @Override
     public void reduceScatter(final MemorySegment send, final MemorySegment recv, final long recvCount,
                               final DataType type, final RedOp op) {
-        call(() -> hostReduceScatter(send, recv, recvCount, type, op));
+        call(() -> data.hostReduceScatter(send, recv, recvCount, type, op));
     }
 
-    /**
-     * {@link #reduceScatter(MemorySegment, MemorySegment, long, DataType, RedOp)}, asynchronously.
-     *
-     * @param send      input
-     * @param recv      output
-     * @param recvCount elements each rank receives
-     * @param type      element type
-     * @param op        reduction
-     * @return completes when the output holds this rank's reduced block
-     */
-    public CompletableFuture<Void> reduceScatterAsync(final MemorySegment send, final MemorySegment recv,
-                                                      final long recvCount, final DataType type, final RedOp op) {
-        final long bb = bytes(recvCount, type, "reduceScatter");
-        checkArgs(() -> hostArgs(send, recv, bb * size(), bb));
-        return async(() -> hostReduceScatter(send, recv, recvCount, type, op));
-    }
-
-    private void hostReduceScatter(final MemorySegment send, final MemorySegment recv, final long recvCount,
-                                   final DataType type, final RedOp op) {
-        if (recvCount == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        Objects.requireNonNull(op, "op");
-        final long bb = bytes(recvCount, type, "reduceScatter");
-        final long total = bytes(recvCount * size(), type, "reduceScatter");
-        hostArgs(send, recv, total, bb);
-        final Buffer in = send.isNative() && !overlap(send, total, recv, bb) ? registered(send)
-            : stagedCopy(send, total, SEND);
-        final Buffer out = recv.isNative() && !overlap(send, total, recv, bb) ? registered(recv) : stage(RECV, bb);
-        Collectives.reduceScatter(engine, in, stage(SCRATCH, total), out, recvCount, type, op);
-        if (!recv.isNative() || overlap(send, total, recv, bb)) {
-            MemorySegment.copy(out.seg(), 0, recv, 0, bb);
-        }
-    }
-
-    /**
-     * The root's {@code count} elements of send in every rank's recv.
-     *
-     * @param send  the root's input (read on the root only)
-     * @param recv  {@code count} elements of output (may be {@code send}: in place)
-     * @param count elements
-     * @param type  the element type
-     * @param root  the rank whose data goes out
-     */
+    @Override
     public void broadcast(final MemorySegment send, final MemorySegment recv, final long count, final DataType type,
                           final int root) {
-        call(() -> hostBroadcast(send, recv, count, type, root));
+        call(() -> data.hostBroadcast(send, recv, count, type, root));
     }
 
-    /**
-     * {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)}, asynchronously.
-     *
-     * @param send  input (root)
-     * @param recv  output
-     * @param count elements
-     * @param type  element type
-     * @param root  the rank whose data goes out
-     * @return completes when the output holds the root's data
-     */
-    public CompletableFuture<Void> broadcastAsync(final MemorySegment send, final MemorySegment recv,
-                                                  final long count, final DataType type, final int root) {
-        final long b = bytes(count, type, "broadcast");
-        checkArgs(() -> {
-            hostArgs(send, recv, b, b);
-            root(root);
-        });
-        return async(() -> hostBroadcast(send, recv, count, type, root));
-    }
-
-    private void hostBroadcast(final MemorySegment send, final MemorySegment recv, final long count,
-                               final DataType type, final int root) {
-        if (count == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        final long bytes = bytes(count, type, "broadcast");
-        hostArgs(send, recv, bytes, bytes);
-        root(root);
-        final boolean inPlace = same(send, recv, 0);
-        final Buffer out = output(recv, bytes, RECV);
-        final Buffer in;
-        if (inPlace) {
-            if (!recv.isNative() && rank() == root) {
-                MemorySegment.copy(send, 0, out.seg(), 0, bytes);
-            }
-            in = out;
-        } else if (rank() != root) {
-            in = out; // not read off the root
-        } else {
-            in = overlap(send, bytes, recv, bytes) || !send.isNative() ? stagedCopy(send, bytes, SEND)
-                : registered(send);
-        }
-        Collectives.broadcast(engine, in, out, count, type, root);
-        copyOut(out, recv, bytes);
-    }
-
-    /**
-     * {@code recv = send[0] op ... op send[n-1]} on the root only.
-     *
-     * @param send  {@code count} elements of this rank's input
-     * @param recv  the root's output of {@code count} elements (may be {@code send}: in place); other ranks may
-     *              pass null
-     * @param count elements
-     * @param type  the element type
-     * @param op    the reduction
-     * @param root  the rank that receives the result
-     */
+    @Override
     public void reduce(final MemorySegment send, final MemorySegment recv, final long count, final DataType type,
                        final RedOp op, final int root) {
-        call(() -> hostReduce(send, recv, count, type, op, root));
+        call(() -> data.hostReduce(send, recv, count, type, op, root));
     }
 
-    /**
-     * {@link #reduce(MemorySegment, MemorySegment, long, DataType, RedOp, int)}, asynchronously.
-     *
-     * @param send  input
-     * @param recv  output on the root (null elsewhere)
-     * @param count elements
-     * @param type  element type
-     * @param op    reduction
-     * @param root  the rank that receives the result
-     * @return completes when this rank's part is done (on the root: the output holds the result)
-     */
-    public CompletableFuture<Void> reduceAsync(final MemorySegment send, final MemorySegment recv, final long count,
-                                               final DataType type, final RedOp op, final int root) {
-        final long b = bytes(count, type, "reduce");
-        checkArgs(() -> {
-            root(root);
-            holds(send, b, "send buffer");
-            if (rank() == root) {
-                holds(recv, b, "receive buffer");
-            }
-        });
-        return async(() -> hostReduce(send, recv, count, type, op, root));
-    }
-
-    private void hostReduce(final MemorySegment send, final MemorySegment recv, final long count,
-                            final DataType type, final RedOp op, final int root) {
-        if (count == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        Objects.requireNonNull(op, "op");
-        final long bytes = bytes(count, type, "reduce");
-        root(root);
-        holds(send, bytes, "send buffer");
-        final MemorySegment r = rank() == root ? recv : null;
-        if (r != null) {
-            holds(r, bytes, "receive buffer");
-        }
-        // the engine reduces through the output on every rank on the way to the root: off the root it is scratch
-        final boolean inPlace = r != null && same(send, r, 0);
-        final Buffer out = r == null ? stage(RECV, bytes) : output(r, bytes, RECV);
-        final Buffer in = inPlace ? out : (r != null && overlap(send, bytes, r, bytes)) || !send.isNative()
-            ? stagedCopy(send, bytes, SEND) : registered(send);
-        if (inPlace && !r.isNative()) {
-            MemorySegment.copy(send, 0, out.seg(), 0, bytes);
-        }
-        Collectives.reduce(engine, in, out, count, type, op, root);
-        if (r != null) {
-            copyOut(out, r, bytes);
-        }
-    }
-
-    /**
-     * Block p of this rank's send ({@code count} elements) goes to rank p, landing in its recv at block
-     * {@code rank()}.
-     *
-     * @param send  {@code size() * count} elements
-     * @param recv  {@code size() * count} elements (may overlap send: then send is copied first)
-     * @param count elements per block
-     * @param type  the element type
-     */
+    @Override
     public void allToAll(final MemorySegment send, final MemorySegment recv, final long count, final DataType type) {
-        call(() -> hostAllToAll(send, recv, count, type));
+        call(() -> data.hostAllToAll(send, recv, count, type));
     }
 
-    /**
-     * {@link #allToAll(MemorySegment, MemorySegment, long, DataType)}, asynchronously.
-     *
-     * @param send  input
-     * @param recv  output
-     * @param count elements per block
-     * @param type  element type
-     * @return completes when the output holds every rank's block
-     */
-    public CompletableFuture<Void> allToAllAsync(final MemorySegment send, final MemorySegment recv,
-                                                 final long count, final DataType type) {
-        final long total = bytes(count, type, "allToAll") * size();
-        checkArgs(() -> hostArgs(send, recv, total, total));
-        return async(() -> hostAllToAll(send, recv, count, type));
-    }
-
-    private void hostAllToAll(final MemorySegment send, final MemorySegment recv, final long count,
-                              final DataType type) {
-        if (count == 0) {
-            return; // every rank skips it alike: nothing moves
-        }
-        final long total = bytes(count * size(), type, "allToAll");
-        hostArgs(send, recv, total, total);
-        final Buffer out = output(recv, total, RECV);
-        final Buffer in = overlap(send, total, recv, total) || !send.isNative() ? stagedCopy(send, total, SEND)
-            : registered(send);
-        Collectives.allToAll(engine, in, out, count, type);
-        copyOut(out, recv, total);
-    }
-
-    /**
-     * Sends {@code count} elements to {@code peer}, which calls {@link #recv} for them. Outside a group this returns
-     * once the data has left (the peer must be receiving); inside a group it pairs with a receive.
-     *
-     * @param buf   the data
-     * @param count elements
-     * @param type  the element type
-     * @param peer  the receiving rank
-     */
+    @Override
     public void send(final MemorySegment buf, final long count, final DataType type, final int peer) {
-        final long bytes = bytes(count, type, "send");
-        holds(buf, bytes, "send buffer");
-        peer(peer);
+        final long bytes = CommData.bytes(count, type, "send");
+        CommData.holds(buf, bytes, "send buffer");
+        data.peer(peer);
         record(new Recorded(null, peer, -1, buf, 0, count, type));
     }
 
-    /**
-     * Receives {@code count} elements from {@code peer}, which calls {@link #send} with them.
-     *
-     * @param buf   where the data lands
-     * @param count elements
-     * @param type  the element type
-     * @param peer  the sending rank
-     */
+    @Override
     public void recv(final MemorySegment buf, final long count, final DataType type, final int peer) {
-        final long bytes = bytes(count, type, "recv");
-        holds(buf, bytes, "receive buffer");
-        peer(peer);
+        final long bytes = CommData.bytes(count, type, "recv");
+        CommData.holds(buf, bytes, "receive buffer");
+        data.peer(peer);
         record(new Recorded(null, -1, peer, buf, 0, count, type));
     }
 
@@ -909,9 +477,9 @@ public final class Comm implements AutoCloseable {
             if (group != null) {
                 group.add(r);
             } else if (r.sendTo() >= 0) {
-                p2p(r, null);
+                data.p2p(r, null);
             } else {
-                p2p(null, r);
+                data.p2p(null, r);
             }
         } finally {
             lock.unlock();
@@ -919,62 +487,12 @@ public final class Comm implements AutoCloseable {
     }
 
     /** One exchange: a send, a receive, or both at once (a group's pair). */
-    private void p2p(final Recorded s, final Recorded r) {
-        final int sendSlot = 3;
-        final int recvSlot = 4;
-        final long sb = s == null ? 0 : s.count() * s.type().size();
-        final long rb = r == null ? 0 : r.count() * r.type().size();
-        final Buffer sendBuf = s == null ? null : p2pBuffer(s.buf(), sb, sendSlot, true);
-        final Buffer recvBuf = r == null ? null : p2pBuffer(r.buf(), rb, recvSlot, false);
-        final DataType t = s != null ? s.type() : r.type();
-        final DeviceReducer dr = engine.deviceReducer();
-        if (sendBuf != null && dr != null && sendBuf.dev() != null && !sendBuf.direct()) {
-            dr.bounceUp(sendBuf, sb);
-        }
-        engine.exchange(s == null ? -1 : s.sendTo(), sendBuf == null ? recvBuf : sendBuf, 0, sb,
-            r == null ? -1 : r.recvFrom(), recvBuf == null ? sendBuf : recvBuf, 0, rb, null, t);
-        if (recvBuf != null) {
-            if (r.buf() instanceof MemorySegment m) {
-                copyOut(recvBuf, m, rb);
-            } else if (dr != null && !recvBuf.direct()) {
-                dr.bounceDown(recvBuf, rb);
-            }
-        }
-    }
 
-    private Buffer p2pBuffer(final Object buf, final long bytes, final int slot, final boolean in) {
-        if (buf instanceof MemorySegment m) {
-            return in ? input(m, bytes, slot) : output(m, bytes, slot);
-        }
-        return device((DeviceBuffer) buf);
-    }
 
     // ------------------------------------------------------------------------------------------------ GPU calls
 
     /** The registration of a device buffer of this rank's GPU, with a host half for the bounce path. */
-    private Buffer device(final DeviceBuffer d) {
-        Objects.requireNonNull(d, "device buffer");
-        final GpuDevice g = gpu();
-        if (g == null) {
-            throw new IllegalArgumentException("a device buffer on a communicator without a GPU: open it with "
-                + "CommConfig.gpu(...)");
-        }
-        Buffer b = devRegs.get(d);
-        if (b == null) {
-            final Arena a = Arena.ofShared();
-            try {
-                b = engine.register(a.allocate(Math.max(1, d.size()), 4096), d);
-            } catch (final RuntimeException e) {
-                a.close();
-                throw e;
-            }
-            devRegs.put(d, b);
-            hostHalves.put(d, a);
-        }
-        return b;
-    }
 
-    private final Map<DeviceBuffer, Arena> hostHalves = new IdentityHashMap<>();
 
     /**
      * Drops the registration kept for a device buffer (if any): call it before freeing the buffer.
@@ -982,61 +500,14 @@ public final class Comm implements AutoCloseable {
      * @param buf a device buffer a call used
      */
     public void deregister(final DeviceBuffer buf) {
-        call(() -> {
-            final Buffer b = devRegs.remove(buf);
-            if (b != null) {
-                engine.deregister(b);
-                hostHalves.remove(buf).close();
-            }
-        });
+        call(() -> data.deregister(buf));
     }
 
     /** Device scratch of at least {@code bytes}, registered, whole pages. */
-    private Buffer deviceScratch(final long bytes) {
-        final GpuDevice g = gpu();
-        if (!devScratch.isEmpty() && devScratch.get(0).size() >= bytes) {
-            return device(devScratch.get(0));
-        }
-        if (!devScratch.isEmpty()) {
-            final DeviceBuffer old = devScratch.remove(0);
-            engine.deregister(devRegs.remove(old));
-            hostHalves.remove(old).close();
-            g.free(old);
-        }
-        final DeviceBuffer d = g.alloc((Math.max(1, bytes) + 4095) / 4096 * 4096);
-        devScratch.add(d);
-        return device(d);
-    }
 
-    private static void holds(final DeviceBuffer d, final long bytes, final String what) {
-        Objects.requireNonNull(d, what);
-        if (d.size() < bytes) {
-            throw new IllegalArgumentException(what + " holds " + d.size() + " bytes, the call needs " + bytes);
-        }
-    }
 
     /** What a GPU call does with its registered buffers. */
-    private interface GpuBody {
-        void run(Buffer in, Buffer out);
-    }
 
-    /**
-     * Runs a collective on device buffers: without GDR the input goes up into its host half first and the output
-     * comes down after; with GDR the NIC and the reduction kernels work in device memory.
-     */
-    private void gpuCall(final DeviceBuffer send, final long sendBytes, final DeviceBuffer recv,
-                         final long recvBytes, final GpuBody body) {
-        final Buffer in = device(send);
-        final Buffer out = recv == send ? in : device(recv);
-        final DeviceReducer dr = engine.deviceReducer();
-        if (!in.direct()) {
-            dr.bounceUp(in, sendBytes);
-        }
-        body.run(in, out);
-        if (!out.direct()) {
-            dr.bounceDown(out, recvBytes);
-        }
-    }
 
     /**
      * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)} on device buffers of this rank's GPU.
@@ -1049,11 +520,11 @@ public final class Comm implements AutoCloseable {
      */
     public void allReduce(final DeviceBuffer send, final DeviceBuffer recv, final long count, final DataType type,
                           final RedOp op) {
-        final long b = bytes(count, type, "allReduce");
-        holds(send, b, "send buffer");
-        holds(recv, b, "receive buffer");
+        final long b = CommData.bytes(count, type, "allReduce");
+        CommData.holds(send, b, "send buffer");
+        CommData.holds(recv, b, "receive buffer");
         Objects.requireNonNull(op, "op");
-        call(() -> gpuCall(send, b, recv, b, (in, out) -> Collectives.allReduce(engine, in, out, count, type, op)));
+        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.allReduce(engine, in, out, count, type, op)));
     }
 
     /**
@@ -1065,12 +536,12 @@ public final class Comm implements AutoCloseable {
      * @param type  element type
      */
     public void allGather(final DeviceBuffer send, final DeviceBuffer recv, final long count, final DataType type) {
-        final long bb = bytes(count, type, "allGather");
-        final long total = bytes(count * size(), type, "allGather");
-        holds(send, bb, "send buffer");
-        holds(recv, total, "receive buffer");
-        distinct(send, recv, "allGather");
-        call(() -> gpuCall(send, bb, recv, total, (in, out) -> Collectives.allGather(engine, in, out, count, type)));
+        final long bb = CommData.bytes(count, type, "allGather");
+        final long total = CommData.bytes(count * size(), type, "allGather");
+        CommData.holds(send, bb, "send buffer");
+        CommData.holds(recv, total, "receive buffer");
+        CommData.distinct(send, recv, "allGather");
+        call(() -> data.gpuCall(send, bb, recv, total, (in, out) -> Collectives.allGather(engine, in, out, count, type)));
     }
 
     /**
@@ -1085,14 +556,14 @@ public final class Comm implements AutoCloseable {
      */
     public void reduceScatter(final DeviceBuffer send, final DeviceBuffer recv, final long recvCount,
                               final DataType type, final RedOp op) {
-        final long bb = bytes(recvCount, type, "reduceScatter");
-        final long total = bytes(recvCount * size(), type, "reduceScatter");
-        holds(send, total, "send buffer");
-        holds(recv, bb, "receive buffer");
-        distinct(send, recv, "reduceScatter");
+        final long bb = CommData.bytes(recvCount, type, "reduceScatter");
+        final long total = CommData.bytes(recvCount * size(), type, "reduceScatter");
+        CommData.holds(send, total, "send buffer");
+        CommData.holds(recv, bb, "receive buffer");
+        CommData.distinct(send, recv, "reduceScatter");
         Objects.requireNonNull(op, "op");
-        call(() -> gpuCall(send, total, recv, bb, (in, out) -> Collectives.reduceScatter(engine, in,
-            deviceScratch(total), out, recvCount, type, op)));
+        call(() -> data.gpuCall(send, total, recv, bb, (in, out) -> Collectives.reduceScatter(engine, in,
+            data.deviceScratch(total), out, recvCount, type, op)));
     }
 
     /**
@@ -1106,11 +577,11 @@ public final class Comm implements AutoCloseable {
      */
     public void broadcast(final DeviceBuffer send, final DeviceBuffer recv, final long count, final DataType type,
                           final int root) {
-        final long b = bytes(count, type, "broadcast");
-        holds(send, b, "send buffer");
-        holds(recv, b, "receive buffer");
-        root(root);
-        call(() -> gpuCall(send, b, recv, b, (in, out) -> Collectives.broadcast(engine, in, out, count, type, root)));
+        final long b = CommData.bytes(count, type, "broadcast");
+        CommData.holds(send, b, "send buffer");
+        CommData.holds(recv, b, "receive buffer");
+        data.root(root);
+        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.broadcast(engine, in, out, count, type, root)));
     }
 
     /**
@@ -1126,12 +597,12 @@ public final class Comm implements AutoCloseable {
      */
     public void reduce(final DeviceBuffer send, final DeviceBuffer recv, final long count, final DataType type,
                        final RedOp op, final int root) {
-        final long b = bytes(count, type, "reduce");
-        holds(send, b, "send buffer");
-        holds(recv, b, "receive buffer");
-        root(root);
+        final long b = CommData.bytes(count, type, "reduce");
+        CommData.holds(send, b, "send buffer");
+        CommData.holds(recv, b, "receive buffer");
+        data.root(root);
         Objects.requireNonNull(op, "op");
-        call(() -> gpuCall(send, b, recv, b, (in, out) -> Collectives.reduce(engine, in, out, count, type, op,
+        call(() -> data.gpuCall(send, b, recv, b, (in, out) -> Collectives.reduce(engine, in, out, count, type, op,
             root)));
     }
 
@@ -1144,11 +615,11 @@ public final class Comm implements AutoCloseable {
      * @param type  element type
      */
     public void allToAll(final DeviceBuffer send, final DeviceBuffer recv, final long count, final DataType type) {
-        final long total = bytes(count * size(), type, "allToAll");
-        holds(send, total, "send buffer");
-        holds(recv, total, "receive buffer");
-        distinct(send, recv, "allToAll");
-        call(() -> gpuCall(send, total, recv, total, (in, out) -> Collectives.allToAll(engine, in, out, count,
+        final long total = CommData.bytes(count * size(), type, "allToAll");
+        CommData.holds(send, total, "send buffer");
+        CommData.holds(recv, total, "receive buffer");
+        CommData.distinct(send, recv, "allToAll");
+        call(() -> data.gpuCall(send, total, recv, total, (in, out) -> Collectives.allToAll(engine, in, out, count,
             type)));
     }
 
@@ -1161,8 +632,8 @@ public final class Comm implements AutoCloseable {
      * @param peer  the receiving rank
      */
     public void send(final DeviceBuffer buf, final long count, final DataType type, final int peer) {
-        holds(buf, bytes(count, type, "send"), "send buffer");
-        peer(peer);
+        CommData.holds(buf, CommData.bytes(count, type, "send"), "send buffer");
+        data.peer(peer);
         record(new Recorded(null, peer, -1, buf, 0, count, type));
     }
 
@@ -1175,389 +646,11 @@ public final class Comm implements AutoCloseable {
      * @param peer  the sending rank
      */
     public void recv(final DeviceBuffer buf, final long count, final DataType type, final int peer) {
-        holds(buf, bytes(count, type, "recv"), "receive buffer");
-        peer(peer);
+        CommData.holds(buf, CommData.bytes(count, type, "recv"), "receive buffer");
+        data.peer(peer);
         record(new Recorded(null, -1, peer, buf, 0, count, type));
     }
 
-    private static void distinct(final DeviceBuffer a, final DeviceBuffer b, final String what) {
-        if (a == b) {
-            throw new IllegalArgumentException(what + " on device buffers needs different send and receive buffers");
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------------ arrays
-    /**
-     * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)} of {@code send.length} floats.
-     *
-     * @param send this rank's input
-     * @param recv the output, at least as long (may be {@code send})
-     * @param op   the reduction
-     */
-    public void allReduce(final float[] send, final float[] recv, final RedOp op) {
-        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT32, op);
-    }
-
-    /**
-     * {@link #allGather(MemorySegment, MemorySegment, long, DataType)} of {@code send.length} floats per rank.
-     *
-     * @param send this rank's block
-     * @param recv {@code size() * send.length} elements
-     */
-    public void allGather(final float[] send, final float[] recv) {
-        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT32);
-    }
-
-    /**
-     * {@link #reduceScatter(MemorySegment, MemorySegment, long, DataType, RedOp)}: this rank receives
-     * {@code recv.length} floats.
-     *
-     * @param send {@code size() * recv.length} elements
-     * @param recv this rank's reduced block
-     * @param op   the reduction
-     */
-    public void reduceScatter(final float[] send, final float[] recv, final RedOp op) {
-        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), recv.length, DataType.FLOAT32, op);
-    }
-
-    /**
-     * {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)} in place: the root's {@code buf} in
-     * every rank's {@code buf}.
-     *
-     * @param buf  the root's data; the output everywhere
-     * @param root the rank whose data goes out
-     */
-    public void broadcast(final float[] buf, final int root) {
-        final MemorySegment s = MemorySegment.ofArray(buf);
-        broadcast(s, s, buf.length, DataType.FLOAT32, root);
-    }
-
-    /**
-     * {@link #reduce(MemorySegment, MemorySegment, long, DataType, RedOp, int)} of {@code send.length} floats.
-     *
-     * @param send this rank's input
-     * @param recv the root's output (may be {@code send}); null on other ranks
-     * @param op   the reduction
-     * @param root the rank that receives the result
-     */
-    public void reduce(final float[] send, final float[] recv, final RedOp op, final int root) {
-        reduce(MemorySegment.ofArray(send), recv == null ? null : MemorySegment.ofArray(recv), send.length,
-            DataType.FLOAT32, op, root);
-    }
-
-    /**
-     * {@link #allToAll(MemorySegment, MemorySegment, long, DataType)}: {@code send.length / size()} floats to each
-     * rank.
-     *
-     * @param send {@code size()} blocks
-     * @param recv {@code size()} blocks
-     */
-    public void allToAll(final float[] send, final float[] recv) {
-        if (send.length % size() != 0) {
-            throw new IllegalArgumentException("allToAll: " + send.length + " elements are not " + size()
-                + " equal blocks");
-        }
-        allToAll(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length / size(), DataType.FLOAT32);
-    }
-
-    /**
-     * {@link #send(MemorySegment, long, DataType, int)} of {@code buf.length} floats.
-     *
-     * @param buf  the data
-     * @param peer the receiving rank
-     */
-    public void send(final float[] buf, final int peer) {
-        send(MemorySegment.ofArray(buf), buf.length, DataType.FLOAT32, peer);
-    }
-
-    /**
-     * {@link #recv(MemorySegment, long, DataType, int)} of {@code buf.length} floats.
-     *
-     * @param buf  where the data lands
-     * @param peer the sending rank
-     */
-    public void recv(final float[] buf, final int peer) {
-        recv(MemorySegment.ofArray(buf), buf.length, DataType.FLOAT32, peer);
-    }
-
-    /**
-     * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)} of {@code send.length} doubles.
-     *
-     * @param send this rank's input
-     * @param recv the output, at least as long (may be {@code send})
-     * @param op   the reduction
-     */
-    public void allReduce(final double[] send, final double[] recv, final RedOp op) {
-        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT64, op);
-    }
-
-    /**
-     * {@link #allGather(MemorySegment, MemorySegment, long, DataType)} of {@code send.length} doubles per rank.
-     *
-     * @param send this rank's block
-     * @param recv {@code size() * send.length} elements
-     */
-    public void allGather(final double[] send, final double[] recv) {
-        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT64);
-    }
-
-    /**
-     * {@link #reduceScatter(MemorySegment, MemorySegment, long, DataType, RedOp)}: this rank receives
-     * {@code recv.length} doubles.
-     *
-     * @param send {@code size() * recv.length} elements
-     * @param recv this rank's reduced block
-     * @param op   the reduction
-     */
-    public void reduceScatter(final double[] send, final double[] recv, final RedOp op) {
-        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), recv.length, DataType.FLOAT64, op);
-    }
-
-    /**
-     * {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)} in place: the root's {@code buf} in
-     * every rank's {@code buf}.
-     *
-     * @param buf  the root's data; the output everywhere
-     * @param root the rank whose data goes out
-     */
-    public void broadcast(final double[] buf, final int root) {
-        final MemorySegment s = MemorySegment.ofArray(buf);
-        broadcast(s, s, buf.length, DataType.FLOAT64, root);
-    }
-
-    /**
-     * {@link #reduce(MemorySegment, MemorySegment, long, DataType, RedOp, int)} of {@code send.length} doubles.
-     *
-     * @param send this rank's input
-     * @param recv the root's output (may be {@code send}); null on other ranks
-     * @param op   the reduction
-     * @param root the rank that receives the result
-     */
-    public void reduce(final double[] send, final double[] recv, final RedOp op, final int root) {
-        reduce(MemorySegment.ofArray(send), recv == null ? null : MemorySegment.ofArray(recv), send.length,
-            DataType.FLOAT64, op, root);
-    }
-
-    /**
-     * {@link #allToAll(MemorySegment, MemorySegment, long, DataType)}: {@code send.length / size()} doubles to each
-     * rank.
-     *
-     * @param send {@code size()} blocks
-     * @param recv {@code size()} blocks
-     */
-    public void allToAll(final double[] send, final double[] recv) {
-        if (send.length % size() != 0) {
-            throw new IllegalArgumentException("allToAll: " + send.length + " elements are not " + size()
-                + " equal blocks");
-        }
-        allToAll(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length / size(), DataType.FLOAT64);
-    }
-
-    /**
-     * {@link #send(MemorySegment, long, DataType, int)} of {@code buf.length} doubles.
-     *
-     * @param buf  the data
-     * @param peer the receiving rank
-     */
-    public void send(final double[] buf, final int peer) {
-        send(MemorySegment.ofArray(buf), buf.length, DataType.FLOAT64, peer);
-    }
-
-    /**
-     * {@link #recv(MemorySegment, long, DataType, int)} of {@code buf.length} doubles.
-     *
-     * @param buf  where the data lands
-     * @param peer the sending rank
-     */
-    public void recv(final double[] buf, final int peer) {
-        recv(MemorySegment.ofArray(buf), buf.length, DataType.FLOAT64, peer);
-    }
-
-    /**
-     * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)} of {@code send.length} ints.
-     *
-     * @param send this rank's input
-     * @param recv the output, at least as long (may be {@code send})
-     * @param op   the reduction
-     */
-    public void allReduce(final int[] send, final int[] recv, final RedOp op) {
-        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT32, op);
-    }
-
-    /**
-     * {@link #allGather(MemorySegment, MemorySegment, long, DataType)} of {@code send.length} ints per rank.
-     *
-     * @param send this rank's block
-     * @param recv {@code size() * send.length} elements
-     */
-    public void allGather(final int[] send, final int[] recv) {
-        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT32);
-    }
-
-    /**
-     * {@link #reduceScatter(MemorySegment, MemorySegment, long, DataType, RedOp)}: this rank receives
-     * {@code recv.length} ints.
-     *
-     * @param send {@code size() * recv.length} elements
-     * @param recv this rank's reduced block
-     * @param op   the reduction
-     */
-    public void reduceScatter(final int[] send, final int[] recv, final RedOp op) {
-        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), recv.length, DataType.INT32, op);
-    }
-
-    /**
-     * {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)} in place: the root's {@code buf} in
-     * every rank's {@code buf}.
-     *
-     * @param buf  the root's data; the output everywhere
-     * @param root the rank whose data goes out
-     */
-    public void broadcast(final int[] buf, final int root) {
-        final MemorySegment s = MemorySegment.ofArray(buf);
-        broadcast(s, s, buf.length, DataType.INT32, root);
-    }
-
-    /**
-     * {@link #reduce(MemorySegment, MemorySegment, long, DataType, RedOp, int)} of {@code send.length} ints.
-     *
-     * @param send this rank's input
-     * @param recv the root's output (may be {@code send}); null on other ranks
-     * @param op   the reduction
-     * @param root the rank that receives the result
-     */
-    public void reduce(final int[] send, final int[] recv, final RedOp op, final int root) {
-        reduce(MemorySegment.ofArray(send), recv == null ? null : MemorySegment.ofArray(recv), send.length,
-            DataType.INT32, op, root);
-    }
-
-    /**
-     * {@link #allToAll(MemorySegment, MemorySegment, long, DataType)}: {@code send.length / size()} ints to each
-     * rank.
-     *
-     * @param send {@code size()} blocks
-     * @param recv {@code size()} blocks
-     */
-    public void allToAll(final int[] send, final int[] recv) {
-        if (send.length % size() != 0) {
-            throw new IllegalArgumentException("allToAll: " + send.length + " elements are not " + size()
-                + " equal blocks");
-        }
-        allToAll(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length / size(), DataType.INT32);
-    }
-
-    /**
-     * {@link #send(MemorySegment, long, DataType, int)} of {@code buf.length} ints.
-     *
-     * @param buf  the data
-     * @param peer the receiving rank
-     */
-    public void send(final int[] buf, final int peer) {
-        send(MemorySegment.ofArray(buf), buf.length, DataType.INT32, peer);
-    }
-
-    /**
-     * {@link #recv(MemorySegment, long, DataType, int)} of {@code buf.length} ints.
-     *
-     * @param buf  where the data lands
-     * @param peer the sending rank
-     */
-    public void recv(final int[] buf, final int peer) {
-        recv(MemorySegment.ofArray(buf), buf.length, DataType.INT32, peer);
-    }
-
-    /**
-     * {@link #allReduce(MemorySegment, MemorySegment, long, DataType, RedOp)} of {@code send.length} longs.
-     *
-     * @param send this rank's input
-     * @param recv the output, at least as long (may be {@code send})
-     * @param op   the reduction
-     */
-    public void allReduce(final long[] send, final long[] recv, final RedOp op) {
-        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT64, op);
-    }
-
-    /**
-     * {@link #allGather(MemorySegment, MemorySegment, long, DataType)} of {@code send.length} longs per rank.
-     *
-     * @param send this rank's block
-     * @param recv {@code size() * send.length} elements
-     */
-    public void allGather(final long[] send, final long[] recv) {
-        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT64);
-    }
-
-    /**
-     * {@link #reduceScatter(MemorySegment, MemorySegment, long, DataType, RedOp)}: this rank receives
-     * {@code recv.length} longs.
-     *
-     * @param send {@code size() * recv.length} elements
-     * @param recv this rank's reduced block
-     * @param op   the reduction
-     */
-    public void reduceScatter(final long[] send, final long[] recv, final RedOp op) {
-        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), recv.length, DataType.INT64, op);
-    }
-
-    /**
-     * {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)} in place: the root's {@code buf} in
-     * every rank's {@code buf}.
-     *
-     * @param buf  the root's data; the output everywhere
-     * @param root the rank whose data goes out
-     */
-    public void broadcast(final long[] buf, final int root) {
-        final MemorySegment s = MemorySegment.ofArray(buf);
-        broadcast(s, s, buf.length, DataType.INT64, root);
-    }
-
-    /**
-     * {@link #reduce(MemorySegment, MemorySegment, long, DataType, RedOp, int)} of {@code send.length} longs.
-     *
-     * @param send this rank's input
-     * @param recv the root's output (may be {@code send}); null on other ranks
-     * @param op   the reduction
-     * @param root the rank that receives the result
-     */
-    public void reduce(final long[] send, final long[] recv, final RedOp op, final int root) {
-        reduce(MemorySegment.ofArray(send), recv == null ? null : MemorySegment.ofArray(recv), send.length,
-            DataType.INT64, op, root);
-    }
-
-    /**
-     * {@link #allToAll(MemorySegment, MemorySegment, long, DataType)}: {@code send.length / size()} longs to each
-     * rank.
-     *
-     * @param send {@code size()} blocks
-     * @param recv {@code size()} blocks
-     */
-    public void allToAll(final long[] send, final long[] recv) {
-        if (send.length % size() != 0) {
-            throw new IllegalArgumentException("allToAll: " + send.length + " elements are not " + size()
-                + " equal blocks");
-        }
-        allToAll(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length / size(), DataType.INT64);
-    }
-
-    /**
-     * {@link #send(MemorySegment, long, DataType, int)} of {@code buf.length} longs.
-     *
-     * @param buf  the data
-     * @param peer the receiving rank
-     */
-    public void send(final long[] buf, final int peer) {
-        send(MemorySegment.ofArray(buf), buf.length, DataType.INT64, peer);
-    }
-
-    /**
-     * {@link #recv(MemorySegment, long, DataType, int)} of {@code buf.length} longs.
-     *
-     * @param buf  where the data lands
-     * @param peer the sending rank
-     */
-    public void recv(final long[] buf, final int peer) {
-        recv(MemorySegment.ofArray(buf), buf.length, DataType.INT64, peer);
-    }
 
     // ------------------------------------------------------------------------------------------------ close
 
@@ -1590,31 +683,11 @@ public final class Comm implements AutoCloseable {
             if (pending != null) {
                 bootstrap.abort(String.valueOf(pending.getMessage()));
             }
-            for (final Reg r : regs.values()) {
-                quietly(() -> engine.deregister(r.buf()));
-            }
-            regs.clear();
-            for (final Stage s : stages) {
-                if (s != null) {
-                    quietly(() -> engine.deregister(s.buf()));
-                    s.arena().close();
-                }
-            }
-            stages.clear();
-            for (final Map.Entry<DeviceBuffer, Buffer> e : devRegs.entrySet()) {
-                quietly(() -> engine.deregister(e.getValue()));
-            }
-            devRegs.clear();
-            final GpuDevice g = gpu();
-            for (final DeviceBuffer d : devScratch) {
-                quietly(() -> g.free(d));
-            }
-            devScratch.clear();
+            data.close();
             try {
                 world.close();
             } finally {
-                hostHalves.values().forEach(Arena::close);
-                hostHalves.clear();
+                data.closeHostHalves();
                 bootstrap.close();
                 if (sharedDriver) {
                     InJvmDrivers.release(config.id().runId());
@@ -1625,14 +698,6 @@ public final class Comm implements AutoCloseable {
         }
         if (pending != null) {
             throw pending;
-        }
-    }
-
-    private static void quietly(final Runnable r) {
-        try {
-            r.run();
-        } catch (final RuntimeException ignored) {
-            // closing after a failure: the NIC may be gone already, and the rest must still be given back
         }
     }
 

@@ -15,7 +15,7 @@ import java.time.Duration;
 
 /**
  * Reductions on the GPU for collectives whose buffers live there ({@code --mem gpu}): the device half of a
- * {@link Communicator.Buffer} holds the data, the host half is the bounce buffer the NIC reads and writes. For each
+ * {@link RegisteredBuffer} holds the data, the host half is the bounce buffer the NIC reads and writes. For each
  * received chunk: copy it and the destination range to the device, run {@link ReduceKernel#NAME} (a kernel on CUDA, SM
  * workers on a simulated GPU), copy the result back to the host half, which the next step sends on. The host half
  * stays the authoritative copy during a call; {@link #toDevice}/{@link #toHost} move a whole buffer at the call's
@@ -101,7 +101,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param off   the range's byte offset
      * @param bytes the range's length in bytes
      */
-    public void bounceSend(final Communicator.Buffer b, final long off, final long bytes) {
+    public void bounceSend(final RegisteredBuffer b, final long off, final long bytes) {
         gpu.copyDtoH(b.seg(), off, b.dev(), b.devOff() + off, bytes);
         bounced += bytes;
     }
@@ -112,7 +112,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param b     the buffer
      * @param bytes the number of bytes to copy
      */
-    public void bounceUp(final Communicator.Buffer b, final long bytes) {
+    public void bounceUp(final RegisteredBuffer b, final long bytes) {
         toHost(b, bytes);
         bounced += Math.max(0, bytes);
     }
@@ -123,7 +123,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param b     the buffer
      * @param bytes the number of bytes to copy
      */
-    public void bounceDown(final Communicator.Buffer b, final long bytes) {
+    public void bounceDown(final RegisteredBuffer b, final long bytes) {
         toDevice(b, bytes);
         bounced += Math.max(0, bytes);
     }
@@ -140,7 +140,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param type   the elements' type
      * @param op     the reduction operator
      */
-    public void reduce(final Communicator.Buffer dst, final long dstOff, final MemorySegment src, final long srcOff,
+    public void reduce(final RegisteredBuffer dst, final long dstOff, final MemorySegment src, final long srcOff,
                        final long count, final DataType type, final RedOp op) {
         final long bytes = count * type.size();
         if (bytes == 0) {
@@ -159,7 +159,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param b     the buffer
      * @param bytes the number of bytes to copy
      */
-    public void toDevice(final Communicator.Buffer b, final long bytes) {
+    public void toDevice(final RegisteredBuffer b, final long bytes) {
         if (bytes > 0) {
             gpu.copyHtoD(b.dev(), 0, b.seg(), 0, bytes);
         }
@@ -171,7 +171,7 @@ public final class DeviceReducer implements AutoCloseable {
      * @param b     the buffer
      * @param bytes the number of bytes to copy
      */
-    public void toHost(final Communicator.Buffer b, final long bytes) {
+    public void toHost(final RegisteredBuffer b, final long bytes) {
         if (bytes > 0) {
             gpu.copyDtoH(b.seg(), 0, b.dev(), 0, bytes);
         }

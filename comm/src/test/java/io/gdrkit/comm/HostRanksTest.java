@@ -139,7 +139,7 @@ class HostRanksTest {
                 for (int i = 0; i < 4096; i++) {
                     s.setAtIndex(ValueLayout.JAVA_INT, i, rank * 100_000 + i);
                 }
-                final Communicator.Buffer buf = c.register(s);
+                final RegisteredBuffer buf = c.register(s);
                 Collectives.allReduce(c, buf, buf, 4096, DataType.INT32, RedOp.SUM);
                 for (int i = 0; i < 4096; i++) {
                     assertEquals(np * i + 100_000 * np * (np - 1) / 2, s.getAtIndex(ValueLayout.JAVA_INT, i),

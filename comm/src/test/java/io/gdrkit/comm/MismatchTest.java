@@ -40,8 +40,8 @@ class MismatchTest {
                              Duration.ofSeconds(5));
                          Arena a = Arena.ofShared()) {
                         final Communicator c = w.communicator();
-                        final Communicator.Buffer s = c.register(a.allocate(8192, 64));
-                        final Communicator.Buffer d = c.register(a.allocate(8192, 64));
+                        final RegisteredBuffer s = c.register(a.allocate(8192, 64));
+                        final RegisteredBuffer d = c.register(a.allocate(8192, 64));
                         if (rank == 0) {
                             Collectives.allReduce(c, s, d, 2000, DataType.FLOAT32, RedOp.SUM);
                         } else {

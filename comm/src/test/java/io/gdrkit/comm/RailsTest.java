@@ -57,7 +57,7 @@ class RailsTest {
         for (int i = 0; i < count; i++) {
             s.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + i % 1000);
         }
-        final Communicator.Buffer b = c.register(s);
+        final RegisteredBuffer b = c.register(s);
         Collectives.allReduce(c, b, b, count, DataType.FLOAT32, RedOp.SUM);
         final float ranks = n * (n - 1) / 2f;
         for (int i = 0; i < count; i++) {
@@ -69,8 +69,8 @@ class RailsTest {
             mine.setAtIndex(ValueLayout.JAVA_INT, i, rank * 1_000_003 + i);
         }
         final MemorySegment g = a.allocate(per * 4L * n, 64);
-        final Communicator.Buffer mb = c.register(mine);
-        final Communicator.Buffer gb = c.register(g);
+        final RegisteredBuffer mb = c.register(mine);
+        final RegisteredBuffer gb = c.register(g);
         Collectives.allGather(c, mb, gb, per, DataType.INT32);
         for (int r = 0; r < n; r++) {
             for (int i = 0; i < per; i++) {

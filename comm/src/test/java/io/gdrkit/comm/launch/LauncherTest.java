@@ -155,7 +155,11 @@ class LauncherTest {
         final Launcher.Result r = Launcher.run(remote("node-a:2,node-b", java(DyingRank.class), dir, fakeSsh(dir)),
             QUIET);
         assertNotEquals(0, r.exitCode());
-        assertEquals("rank 1 on node-a exited with 7", r.firstFailure());
+        // the dying rank's own exit is recorded; which exit the launcher saw first is a race between rank 1's halt
+        // and the others' named error after it (through ssh, on a loaded machine, either may arrive first)
+        assertTrue(r.ranks().contains(new Launcher.RankExit(1, 7, false)), r.toString());
+        assertTrue(r.firstFailure().equals("rank 1 on node-a exited with 7")
+            || r.firstFailure().matches("rank [02] on node-[ab] exited with 3"), r.firstFailure());
         assertTrue(r.rootFailure().contains("rank 1 closed its bootstrap connection"), r.rootFailure());
         for (final int rank : new int[] {0, 2}) {
             final String said = Files.readString(dir.resolve("rank" + rank));
