@@ -82,8 +82,8 @@ public interface NetTransport extends AutoCloseable {
      * opaque to the caller, at most {@link #HANDLE_MAXSIZE} bytes, and travels over the bootstrap; it must carry
      * enough to refuse a handle of another run or transport.
      *
-     * @param handle filled with the handle; must be at least {@link #HANDLE_MAXSIZE} bytes
      * @param dev the device to listen on
+     * @param handle filled with the handle; must be at least {@link #HANDLE_MAXSIZE} bytes
      * @return the listening endpoint
      */
     ListenComm listen(int dev, byte[] handle);
