@@ -105,10 +105,11 @@ public final class IbTransport implements NetTransport {
     private final NetNic[] nics;
 
     /**
-     * Creates the transport over the devices a context names. The context is concluded (defaults applied, then
-     * frozen).
+     * Creates the transport with a context's settings, concluding the context first
+     * ({@link IbTransportContext#conclude()}).
      *
      * @param context the devices and InfiniBand settings to use
+     * @throws IllegalArgumentException naming a malformed setting
      */
     public IbTransport(final IbTransportContext context) {
         this.ctx = context.conclude();

@@ -44,10 +44,11 @@ public final class SocketTransport implements NetTransport {
     private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
 
     /**
-     * Creates the transport over the interfaces a context names. The context is concluded (defaults applied, then
-     * frozen).
+     * Creates the transport with a context's settings, concluding the context first
+     * ({@link SocketTransportContext#conclude()}).
      *
      * @param context the interfaces and socket settings to use
+     * @throws IllegalArgumentException naming a malformed setting
      */
     public SocketTransport(final SocketTransportContext context) {
         this.ctx = context.conclude();
