@@ -18,11 +18,47 @@ import java.util.function.Consumer;
  * gathered over the bootstrap; every rank returns the same rows.
  */
 public final class CollRun {
-    /** What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them. */
+    /**
+     * What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them.
+     *
+     * @param op        the collective
+     * @param type      the element type
+     * @param redop     the reduction operator, for a collective that reduces
+     * @param root      the root rank, for a collective that has one
+     * @param minBytes  the smallest size (-b)
+     * @param maxBytes  the largest size (-e)
+     * @param factor    the factor between successive sizes (-f), used when {@code stepBytes} is not positive
+     * @param stepBytes the step between successive sizes (-i), or 0 to use {@code factor}
+     * @param iters     the timed iterations per size (-n)
+     * @param warmup    the untimed iterations per size before them (-w)
+     * @param check     true to check every result element (-c)
+     * @param transport the transport's name, for the rows
+     * @param fabric    the fabric's name, for the rows
+     * @param simulated true when the NICs are software ones, for the rows
+     * @param warmupMs  how long to run the collective before the sweep so that the JIT compiles it, in milliseconds
+     *     (0: none)
+     */
     public record Config(CollOp op, DataType type, RedOp redop, int root, long minBytes, long maxBytes,
                          double factor, long stepBytes, int iters, int warmup, boolean check, String transport,
                          String fabric, boolean simulated, long warmupMs) {
-        /** Without a JIT warm-up ({@code warmupMs} 0). */
+        /**
+         * Without a JIT warm-up ({@code warmupMs} 0).
+         *
+         * @param op        the collective
+         * @param type      the element type
+         * @param redop     the reduction operator, for a collective that reduces
+         * @param root      the root rank, for a collective that has one
+         * @param minBytes  the smallest size (-b)
+         * @param maxBytes  the largest size (-e)
+         * @param factor    the factor between successive sizes (-f), used when {@code stepBytes} is not positive
+         * @param stepBytes the step between successive sizes (-i), or 0 to use {@code factor}
+         * @param iters     the timed iterations per size (-n)
+         * @param warmup    the untimed iterations per size before them (-w)
+         * @param check     true to check every result element (-c)
+         * @param transport the transport's name, for the rows
+         * @param fabric    the fabric's name, for the rows
+         * @param simulated true when the NICs are software ones, for the rows
+         */
         public Config(final CollOp op, final DataType type, final RedOp redop, final int root, final long minBytes,
                       final long maxBytes, final double factor, final long stepBytes, final int iters,
                       final int warmup, final boolean check, final String transport, final String fabric,
@@ -31,6 +67,11 @@ public final class CollRun {
                 fabric, simulated, 0);
         }
 
+        /**
+         * Checks the sizes, iterations and warm-up.
+         *
+         * @throws IllegalArgumentException naming the bad value
+         */
         public Config {
             if (warmupMs < 0 || warmupMs > 600_000) {
                 throw new IllegalArgumentException("JIT warm-up " + warmupMs + " ms outside 0..600000");
@@ -53,7 +94,13 @@ public final class CollRun {
     private CollRun() {
     }
 
-    /** The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank). */
+    /**
+     * The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank).
+     *
+     * @param c the sweep
+     * @param n the number of ranks
+     * @return the sizes in bytes, smallest first
+     */
     public static List<Long> sizes(final Config c, final int n) {
         final List<Long> out = new ArrayList<>();
         final long unit = (long) c.type().size() * (c.op().perRankBlocks() ? n : 1);
@@ -73,7 +120,14 @@ public final class CollRun {
         return out;
     }
 
-    /** Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned. */
+    /**
+     * Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned.
+     *
+     * @param comm this rank's communicator; every rank calls this with the same config
+     * @param cfg  the sweep
+     * @param row  called with each row as it is done, on every rank
+     * @return every row, the same on every rank
+     */
     public static List<CollResult> run(final Communicator comm, final Config cfg, final Consumer<CollResult> row) {
         final int n = comm.nranks();
         if (cfg.root() < 0 || cfg.root() >= n) {

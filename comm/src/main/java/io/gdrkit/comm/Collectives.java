@@ -60,6 +60,17 @@ public final class Collectives {
         }
     }
 
+    /**
+     * Reduces {@code count} elements of every rank's send into every rank's recv: a direct round for small sizes,
+     * else the ring or the tree, as the communicator's context chooses.
+     *
+     * @param c     this rank's communicator; every rank calls with the same count, type and operator
+     * @param send  this rank's input
+     * @param recv  where the result lands (may be {@code send}: in place)
+     * @param count the number of elements
+     * @param t     the element type
+     * @param op    the reduction operator
+     */
     public static void allReduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
@@ -144,7 +155,15 @@ public final class Collectives {
         }
     }
 
-    /** Each rank's {@code count} elements of send end up at block rank of recv (n x count). */
+    /**
+     * Each rank's {@code count} elements of send end up at block rank of recv (n x count).
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's {@code count} elements
+     * @param recv  the result, {@code n x count} elements
+     * @param count the elements each rank contributes
+     * @param t     the element type
+     */
     public static void allGather(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t) {
         final int n = c.nranks();
@@ -174,6 +193,14 @@ public final class Collectives {
     /**
      * Reduces n blocks of {@code count} elements of send across ranks; block rank lands in recv. Works in a
      * scratch copy of send so that send is not modified.
+     *
+     * @param c       this rank's communicator
+     * @param send    this rank's input, {@code n x count} elements
+     * @param scratch a buffer as large as {@code send}, overwritten
+     * @param recv    this rank's block of the result, {@code count} elements
+     * @param count   the elements of each rank's block of the result
+     * @param t       the element type
+     * @param op      the reduction operator
      */
     public static void reduceScatter(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer scratch,
                                      final RegisteredBuffer recv, final long count, final DataType t, final RedOp op) {
@@ -204,7 +231,16 @@ public final class Collectives {
         RegisteredBuffer.copy(scratch, r * bb, recv, 0, bb);
     }
 
-    /** The root's {@code count} elements of send reach every rank's recv, along the chain root, root+1, ... */
+    /**
+     * The root's {@code count} elements of send reach every rank's recv, along the chain root, root+1, ...
+     *
+     * @param c     this rank's communicator
+     * @param send  the root's data (read on the root only)
+     * @param recv  where the data lands on every rank
+     * @param count the number of elements
+     * @param t     the element type
+     * @param root  the rank whose data is sent
+     */
     public static void broadcast(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final int root) {
         final int n = c.nranks();
@@ -234,7 +270,17 @@ public final class Collectives {
         }
     }
 
-    /** Every rank's send reduced into the root's recv, along the chain root+1, root+2, ..., root. */
+    /**
+     * Every rank's send reduced into the root's recv, along the chain root+1, root+2, ..., root.
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's input
+     * @param recv  where the result lands on the root (unused on the other ranks)
+     * @param count the number of elements
+     * @param t     the element type
+     * @param op    the reduction operator
+     * @param root  the rank that gets the result
+     */
     public static void reduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                               final DataType t, final RedOp op, final int root) {
         final int n = c.nranks();
@@ -261,7 +307,15 @@ public final class Collectives {
         }
     }
 
-    /** Block p of send goes to rank p's block rank of recv (n blocks of count elements). */
+    /**
+     * Block p of send goes to rank p's block rank of recv (n blocks of count elements).
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's input, n blocks of {@code count} elements, block p for rank p
+     * @param recv  the result, n blocks of {@code count} elements, block p from rank p
+     * @param count the elements of each block
+     * @param t     the element type
+     */
     public static void allToAll(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();
@@ -275,7 +329,15 @@ public final class Collectives {
         }
     }
 
-    /** send goes to rank+1, recv comes from rank-1 (nccl-tests' sendrecv). */
+    /**
+     * send goes to rank+1, recv comes from rank-1 (nccl-tests' sendrecv).
+     *
+     * @param c     this rank's communicator
+     * @param send  the data for the next rank
+     * @param recv  where the previous rank's data lands
+     * @param count the number of elements
+     * @param t     the element type
+     */
     public static void sendRecv(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();

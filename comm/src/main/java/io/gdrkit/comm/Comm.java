@@ -183,28 +183,29 @@ public final class Comm implements CommCalls, AutoCloseable {
         return open(c);
     }
 
-    /** @return this rank, {@code 0..size()-1} */
+    /** {@return this rank, {@code 0..size()-1}} */
     public int rank() {
         return engine.rank();
     }
 
+    /** {@return the number of ranks} */
     @Override
     public int size() {
         return engine.nranks();
     }
 
-    /** @return the concluded config this communicator was opened with */
+    /** {@return the concluded config this communicator was opened with} */
     public CommConfig config() {
         return config;
     }
 
-    /** @return the GPU this rank's buffers live on, or null when opened without one; allocate with it */
+    /** {@return the GPU this rank's buffers live on (allocate with it), or null when opened without one} */
     public GpuDevice gpu() {
         final DeviceReducer dr = engine.deviceReducer();
         return dr == null ? null : dr.gpu();
     }
 
-    /** @return what the engine chose for this rank */
+    /** {@return what the engine chose for this rank} */
     public Info info() {
         final GpuDevice g = gpu();
         return new Info(rank(), size(), config.fabric(), config.transport(), true, engine.devices(),

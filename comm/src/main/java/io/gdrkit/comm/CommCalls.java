@@ -12,7 +12,7 @@ import java.util.concurrent.CompletableFuture;
  * elements of the given {@link DataType}; every rank calls the same collectives in the same order.
  */
 public interface CommCalls {
-    /** @return the number of ranks */
+    /** {@return the number of ranks} */
     int size();
 
     /**

@@ -274,57 +274,57 @@ public final class CommConfig {
         return this;
     }
 
-    /** @return the run's id */
+    /** {@return the run's id} */
     public UniqueId id() {
         return id;
     }
 
-    /** @return this rank */
+    /** {@return this rank} */
     public int rank() {
         return rank;
     }
 
-    /** @return the number of ranks */
+    /** {@return the number of ranks} */
     public int nranks() {
         return nranks;
     }
 
-    /** @return this rank's index on its host (after {@link #conclude()}) */
+    /** {@return this rank's index on its host (after {@link #conclude()})} */
     public int localRank() {
         return localRank;
     }
 
-    /** @return the fabric */
+    /** {@return the fabric} */
     public Fabric fabric() {
         return fabric;
     }
 
-    /** @return the transport */
+    /** {@return the transport} */
     public CollWorld.TransportKind transport() {
         return transport;
     }
 
-    /** @return the timeout of every wait */
+    /** {@return the timeout of every wait} */
     public Duration timeout() {
         return timeout;
     }
 
-    /** @return the GPU spec, or null for host memory only */
+    /** {@return the GPU spec, or null for host memory only} */
     public String gpu() {
         return gpu;
     }
 
-    /** @return the collectives' tuning (set after {@link #conclude()}) */
+    /** {@return the collectives' tuning (set after {@link #conclude()})} */
     public CollContext coll() {
         return coll;
     }
 
-    /** @return where settings come from (set after {@link #conclude()}) */
+    /** {@return where settings come from (set after {@link #conclude()})} */
     public SettingsReader settings() {
         return settings;
     }
 
-    /** @return whether {@link #conclude()} ran */
+    /** {@return whether {@link #conclude()} ran} */
     public boolean concluded() {
         return concluded;
     }

@@ -52,12 +52,12 @@ public final class CommRoot implements AutoCloseable {
         return new CommRoot(BootstrapRoot.start(bind, nranks, token, joinTimeout));
     }
 
-    /** @return the id to hand to every rank */
+    /** {@return the id to hand to every rank} */
     public UniqueId id() {
         return root.id();
     }
 
-    /** @return why the root gave up (a rank missing, a refused hello), or null while all is well */
+    /** {@return why the root gave up (a rank missing, a refused hello), or null while all is well} */
     public String failure() {
         return root.failure();
     }

@@ -4,7 +4,6 @@
 package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
-import io.gdrkit.comm.bootstrap.BootstrapException;
 import io.gdrkit.comm.transport.NetTransport;
 import io.gdrkit.comm.transport.NetTransportException;
 import java.lang.foreign.Arena;
@@ -76,24 +75,8 @@ public final class Communicator implements AutoCloseable {
     private final NetTransport.MrHandle[][] stagingNicMr;
     /** GPU registrations, device staging and the GDR decision ({@link #attachGpu}). */
     private final GpuAttachment gpu;
-    /** iflush READs posted and completed on the GDR path (before the reduction or the caller read the data). */
-    private long flushes;
-    private final long[] fAddr = new long[1];
-    private final int[] fSize = new int[1];
-    private final NetTransport.MrHandle[] fMh = new NetTransport.MrHandle[1];
-    // exchange's working state, reused (one exchange at a time per communicator)
-    private Pending[] sReq = new Pending[0];
-    private Pending[] rReq = new Pending[0];
-    private final int[] sOut;
-    private final int[] rOut;
-    private final int[] sHead;
-    private final int[] rHead;
-    private final long[] addr = new long[1];
-    private final int[] size = new int[1];
-    private final int[] tag = new int[1];
-    /** The receive's registration when it lands in place (op null); written only when the buffer changes. */
-    private final NetTransport.MrHandle[] dstMh = new NetTransport.MrHandle[1];
-    private final int[] got = new int[1];
+    /** The exchange's pipeline: chunks over the channels, the eager head, reductions and flushes. */
+    private final ExchangePipeline pipe;
     /** Exchanges with each peer since the communicator was made (the algorithm's footprint, for tests and reports). */
     private final long[] sentTo;
     private final long[] receivedFrom;
@@ -102,19 +85,15 @@ public final class Communicator implements AutoCloseable {
     private final int[] recvSeq;
     /** Backing off, checking the other ranks and giving up at the deadline, for every wait. */
     private final Pacer pace;
-    /** {@link Pacer#spins}, read in every poll loop. */
-    private final int spins;
 
-    /**
-     * Stores into a registration array without an {@code aastore}, whose speculative check C2 gets wrong for arrays
-     * of an interface (see {@link Pending}).
-     */
-    private static final java.lang.invoke.VarHandle MR_SLOT =
-        java.lang.invoke.MethodHandles.arrayElementVarHandle(NetTransport.MrHandle[].class);
 
     /**
      * A communicator over {@code net}; every rank counts as on this host for the automatic reduce threads (one
      * host's ranks share its processors). {@link CollWorld} knows better and says how many are.
+     *
+     * @param bootstrap the run's bootstrap, joined by every rank
+     * @param net the transport behind the NET seam
+     * @param context the collectives' tuning, concluded here
      */
     public Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context) {
         this(bootstrap, net, context, bootstrap.nranks(), Runtime.getRuntime().availableProcessors());
@@ -141,11 +120,6 @@ public final class Communicator implements AutoCloseable {
         this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(),
             ParallelReducer.DEFAULT_COLD_ALONE_BYTES, timeoutNanos, "gdrkit-coll-reduce-r" + rank);
         this.pace = new Pacer(bootstrap, rank, ctx.timeout(), ctx.spinRounds(), ctx.spinPause().value());
-        this.spins = pace.spins;
-        this.sOut = new int[channels];
-        this.rOut = new int[channels];
-        this.sHead = new int[channels];
-        this.rHead = new int[channels];
         this.sendSeq = new int[n];
         this.sentTo = new long[n];
         this.receivedFrom = new long[n];
@@ -179,6 +153,8 @@ public final class Communicator implements AutoCloseable {
         }
         direct = new DirectRounds(rank, n, channels, net, send, eg, shm, pace, timeoutNanos, sendSeq, recvSeq,
             sentTo, receivedFrom);
+        pipe = new ExchangePipeline(rank, net, send, recv, channels, chunk, ctx.steps(), eg, staging, stagingAddr,
+            stagingNicMr, gpu, hostReducer, pace, timeoutNanos, sendSeq, recvSeq, sentTo, receivedFrom);
         binding = bind(ctx.bindTo(), bootstrap.localRank());
         bootstrap.barrier();
     }
@@ -191,6 +167,8 @@ public final class Communicator implements AutoCloseable {
     /**
      * Where this rank's collectives thread runs ({@code gdrkit.coll.bind}): {@code cpu N (...)} pinned, or
      * {@code none (...)} with the setting or the reason it could not be pinned.
+     *
+     * @return the binding and why
      */
     public String binding() {
         return binding;
@@ -199,6 +177,8 @@ public final class Communicator implements AutoCloseable {
     /**
      * Where this communicator's direct rounds go, and why: {@code shm (...)} through shared memory (every rank on this
      * host), or {@code nic (...)} over the eager connections.
+     *
+     * @return the path of the direct rounds and why
      */
     public String directPath() {
         return directPath;
@@ -236,12 +216,20 @@ public final class Communicator implements AutoCloseable {
     /** The smallest chunk {@link #chunkFor} cuts an exchange into to spread it over the channels. */
     static final int MIN_SPLIT_CHUNK = 16384;
 
-    /** The channels this communicator opened: connections per ordered pair of ranks. */
+    /**
+     * The channels this communicator opened: connections per ordered pair of ranks.
+     *
+     * @return the channel count
+     */
     public int channels() {
         return channels;
     }
 
-    /** The transport's devices (the software NICs of this rank, or 1). */
+    /**
+     * The transport's devices (the software NICs of this rank, or 1).
+     *
+     * @return the device count
+     */
     public int devices() {
         return devs;
     }
@@ -250,37 +238,97 @@ public final class Communicator implements AutoCloseable {
         return send[(rank + 1) % n][0];
     }
 
+    /**
+
+     * Returns this rank.
+
+     *
+
+     * @return this rank
+
+     */
     public int rank() {
         return rank;
     }
 
+    /**
+
+     * Returns the number of ranks.
+
+     *
+
+     * @return the number of ranks
+
+     */
     public int nranks() {
         return n;
     }
 
+    /**
+
+     * Returns the transport behind the NET seam.
+
+     *
+
+     * @return the transport behind the NET seam
+
+     */
     public NetTransport transport() {
         return net;
     }
 
-    /** Exchanges that sent to {@code peer} so far. */
+    /**
+     * Exchanges that sent to {@code peer} so far.
+     *
+     * @param peer a rank
+     * @return the number of exchanges
+     */
     public long exchangesSentTo(final int peer) {
         return sentTo[peer];
     }
 
-    /** Exchanges that received from {@code peer} so far. */
+    /**
+     * Exchanges that received from {@code peer} so far.
+     *
+     * @param peer a rank
+     * @return the number of exchanges
+     */
     public long exchangesReceivedFrom(final int peer) {
         return receivedFrom[peer];
     }
 
+    /**
+
+     * Returns the run's bootstrap.
+
+     *
+
+     * @return the run's bootstrap
+
+     */
     public Bootstrap bootstrap() {
         return bootstrap;
     }
 
+    /**
+
+     * Returns the collectives' tuning, concluded.
+
+     *
+
+     * @return the collectives' tuning, concluded
+
+     */
     public CollContext context() {
         return ctx;
     }
 
-    /** Registers host memory for every connection of this communicator. */
+    /**
+     * Registers host memory for every connection of this communicator.
+     *
+     * @param seg host memory that outlives the registration
+     * @return the registered buffer; give it back with {@link #deregister}
+     */
     public RegisteredBuffer register(final MemorySegment seg) {
         return register(seg, null);
     }
@@ -290,6 +338,10 @@ public final class Communicator implements AutoCloseable {
      * memory itself, through the transport's regMrDmaBuf or regMr(device) by the decided mechanism; otherwise the
      * host half {@code seg} (the bounce buffer). A GDR registration that fails while no GPU buffer is registered
      * turns GDR off for this rank (the connector gate, recorded in {@link #gdr()}); later it is an error.
+     *
+     * @param seg the host half (the bounce buffer), at least as large as the device half
+     * @param dev the device half on this rank's GPU, or null for host memory
+     * @return the registered buffer; give it back with {@link #deregister}
      */
     public RegisteredBuffer register(final MemorySegment seg, final io.gdrkit.gpu.DeviceBuffer dev) {
         return gpu.register(seg, dev);
@@ -298,6 +350,8 @@ public final class Communicator implements AutoCloseable {
     /**
      * Reductions from now on run on {@code gpu} ({@link DeviceReducer}) and the data bounces through host memory;
      * the communicator closes the reducer, not the GPU.
+     *
+     * @param gpu this rank's GPU
      */
     public void attachGpu(final io.gdrkit.gpu.GpuDevice gpu) {
         attachGpu(gpu, CollGdr.notAsked());
@@ -307,24 +361,36 @@ public final class Communicator implements AutoCloseable {
      * As {@link #attachGpu(io.gdrkit.gpu.GpuDevice)}, with the control plane's decision: when it allows GDR, the
      * channels' staging (where reduced chunks land) moves to device memory registered with the NIC, and buffers
      * registered from now on are registered as GPU memory. A staging registration that fails is the connector gate.
+     *
+     * @param device this rank's GPU
+     * @param decision the control plane's GDR decision for it
      */
     public void attachGpu(final io.gdrkit.gpu.GpuDevice device, final CollGdr decision) {
         if (deviceReducer != null) {
             throw new IllegalStateException("a GPU is attached already");
         }
         deviceReducer = new DeviceReducer(device, chunk, ctx.timeout());
+        pipe.deviceReducer(deviceReducer);
         reduceChoice = new ParallelReducer.Choice(1, reduceChoice.minBytes(), "the GPU reduces; host buffers would "
             + "have " + reduceChoice.describe());
         hostReducer.close();
         gpu.attach(device, decision);
     }
 
-    /** This rank's GDR decision (null when no GPU is attached). */
+    /**
+     * This rank's GDR decision (null when no GPU is attached).
+     *
+     * @return the decision, or null
+     */
     public CollGdr gdr() {
         return gpu.gdr;
     }
 
-    /** Who else is on this rank's GPU, and with MPS or not (null in host memory, or when no world told it). */
+    /**
+     * Who else is on this rank's GPU, and with MPS or not (null in host memory, or when no world told it).
+     *
+     * @return the sharing, or null
+     */
     public GpuSharing gpuSharing() {
         return gpuSharing;
     }
@@ -333,27 +399,49 @@ public final class Communicator implements AutoCloseable {
         gpuSharing = s;
     }
 
-    /** The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's). */
+    /**
+     * The registration reduced receives of channel {@code c} land in (a GPU MR with GDR, else host staging's).
+     *
+     * @param c a channel
+     * @return the registration
+     */
     public NetTransport.MrHandle stagingRegistration(final int c) {
         return stagingNicMr[c][0];
     }
 
-    /** Channel {@code c}'s device staging, or null without GDR. */
+    /**
+     * Channel {@code c}'s device staging, or null without GDR.
+     *
+     * @param c a channel
+     * @return the device staging, or null
+     */
     public io.gdrkit.gpu.DeviceBuffer stagingDevice(final int c) {
         return gpu.stagingDev == null ? null : gpu.stagingDev[c];
     }
 
-    /** iflush READs this rank posted and saw complete (GDR with the flush gate on). */
+    /**
+     * iflush READs this rank posted and saw complete (GDR with the flush gate on).
+     *
+     * @return the number of flush READs
+     */
     public long flushes() {
-        return flushes;
+        return pipe.flushes();
     }
 
-    /** The GPU reducer, or null when reductions run on the CPU. */
+    /**
+     * The GPU reducer, or null when reductions run on the CPU.
+     *
+     * @return the reducer, or null
+     */
     public DeviceReducer deviceReducer() {
         return deviceReducer;
     }
 
-    /** Gives back a buffer's registrations (host, GPU, or both). */
+    /**
+     * Gives back a buffer's registrations (host, GPU, or both).
+     *
+     * @param b a buffer this communicator registered
+     */
     public void deregister(final RegisteredBuffer b) {
         gpu.deregister(b);
     }
@@ -367,9 +455,21 @@ public final class Communicator implements AutoCloseable {
      * the exchange returns once every chunk was received and every chunk sent from {@code src} completed (an
      * eager head was copied out, so src is free). Allocates nothing once its request arrays have grown to the
      * largest exchange.
+     *
+     * @param to the rank to send to, or -1 for no send
+     * @param src the buffer the data is sent from
+     * @param srcOff where in {@code src} the data starts
+     * @param sendBytes how many bytes to send
+     * @param from the rank to receive from, or -1 for no receive
+     * @param dst the buffer the data lands in
+     * @param dstOff where in {@code dst} it lands
+     * @param recvBytes how many bytes to receive
+     * @param op the reduction applied to what arrives, or null to land it as is
+     * @param type the element type (a reduction works element by element)
      */
-    public void exchange(final int to, final RegisteredBuffer src, final long srcOff, final long sendBytes, final int from,
-                         final RegisteredBuffer dst, final long dstOff, final long recvBytes, final RedOp op,
+    public void exchange(final int to, final RegisteredBuffer src, final long srcOff, final long sendBytes,
+                         final int from, final RegisteredBuffer dst, final long dstOff, final long recvBytes,
+                         final RedOp op,
                          final DataType type) {
         exchange(to, src, srcOff, sendBytes, from, dst, dstOff, recvBytes, op, type, dst, dstOff);
     }
@@ -378,13 +478,27 @@ public final class Communicator implements AutoCloseable {
      * As above, with the reduction reading its local operand from {@code acc + accOff} instead of dst
      * ({@code dst = op(acc, received)}): an out-of-place allreduce reduces its input into its output this way and
      * needs no copy of the input first. Host memory only: with a GPU attached, acc must be dst.
+     *
+     * @param to the rank to send to, or -1 for no send
+     * @param src the buffer the data is sent from
+     * @param srcOff where in {@code src} the data starts
+     * @param sendBytes how many bytes to send
+     * @param from the rank to receive from, or -1 for no receive
+     * @param dst the buffer the data lands in
+     * @param dstOff where in {@code dst} it lands
+     * @param recvBytes how many bytes to receive
+     * @param op the reduction applied to what arrives, or null to land it as is
+     * @param type the element type (a reduction works element by element)
+     * @param acc the buffer the reduction reads its local operand from
+     * @param accOff where in {@code acc} it starts
      */
-    public void exchange(final int to, final RegisteredBuffer src, final long srcOff, final long sendBytes, final int from,
-                         final RegisteredBuffer dst, final long dstOff, final long recvBytes, final RedOp op,
+    public void exchange(final int to, final RegisteredBuffer src, final long srcOff, final long sendBytes,
+                         final int from, final RegisteredBuffer dst, final long dstOff, final long recvBytes,
+                         final RedOp op,
                          final DataType type, final RegisteredBuffer acc, final long accOff) {
         usable();
         try {
-            exchangeOnce(to, src, srcOff, sendBytes, from, dst, dstOff, recvBytes, op, type, acc, accOff);
+            pipe.run(to, src, srcOff, sendBytes, from, dst, dstOff, recvBytes, op, type, acc, accOff);
         } catch (final RuntimeException e) {
             failed(e);
             throw e;
@@ -411,211 +525,14 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    private void exchangeOnce(final int to, final RegisteredBuffer src, final long srcOff, final long sendBytes, final int from,
-                              final RegisteredBuffer dst, final long dstOff, final long recvBytes, final RedOp op,
-                              final DataType type, final RegisteredBuffer acc, final long accOff) {
-        if (op != null && deviceReducer != null && (acc != dst || accOff != dstOff)) {
-            throw new IllegalArgumentException("a GPU reduction reduces into its destination only");
-        }
-        final int sSeq = to < 0 ? 0 : (sendSeq[to] = (sendSeq[to] + 1) & 0x7fff);
-        final int rSeq = from < 0 ? 0 : (recvSeq[from] = (recvSeq[from] + 1) & 0x7fff);
-        if (to >= 0) {
-            sentTo[to]++;
-        }
-        if (from >= 0) {
-            receivedFrom[from]++;
-        }
-        final long deadline = System.nanoTime() + timeoutNanos;
-        // the eager heads: every exchange with a peer carries one, possibly empty, so both ends count alike
-        // with a GPU attached the heads are empty (the bytes live on the device or go GDR): everything goes in chunks
-        final int eagerCap = deviceReducer == null ? eager : 0;
-        final int sE = eager > 0 && to >= 0 ? (int) Math.min(eagerCap, sendBytes) : 0;
-        final int rE = eager > 0 && from >= 0 ? (int) Math.min(eagerCap, recvBytes) : 0;
-        boolean eSend = eager > 0 && to >= 0;
-        boolean eRecv = eager > 0 && from >= 0;
-        final long sK = eSend ? ++eg.sendCount[to] : 0;
-        final long rK = eRecv ? ++eg.recvCount[from] : 0;
-        final int sSlot = (int) (sK % EAGER_DEPTH);
-        final int rSlot = (int) (rK % EAGER_DEPTH);
-        try {
-            if (eSend) {
-                if (eg.sendReq[to][sSlot].req != null) {
-                    eg.reapSend(to, sSlot, deadline);
-                }
-                if (sE > 0) {
-                    MemorySegment.copy(src.seg(), srcOff, eg.out, eg.slot(to, sK), sE);
-                }
-            }
-        } catch (final NetTransportException e) {
-            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes) + ": "
-                + e.getMessage(), e);
-        }
-        final int steps = ctx.steps();
-        final int sCk = chunkFor(sendBytes - sE);
-        final int rCk = chunkFor(recvBytes - rE);
-        final int nS = to < 0 ? 0 : (int) ((sendBytes - sE + sCk - 1) / sCk);
-        final int nR = from < 0 ? 0 : (int) ((recvBytes - rE + rCk - 1) / rCk);
-        if (sReq.length < nS) {
-            sReq = Pending.row(nS);
-        }
-        if (rReq.length < nR) {
-            rReq = Pending.row(nR);
-        }
-        final Pending[] sReq = this.sReq;
-        final Pending[] rReq = this.rReq;
-        final int[] sOut = this.sOut;
-        final int[] rOut = this.rOut;
-        final int[] rHead = this.rHead;
-        final int[] sHead = this.sHead;
-        for (int c = 0; c < channels; c++) {
-            rHead[c] = c;
-            sHead[c] = c;
-            sOut[c] = 0;
-            rOut[c] = 0;
-        }
-        int nextS = 0;
-        int nextR = 0;
-        int doneS = 0;
-        int doneR = 0;
-        final long[] addr = this.addr;
-        final int[] size = this.size;
-        final int[] tag = this.tag;
-        final int[] got = this.got;
-        // receive-side GDR only: what is sent comes up from the device first (the send gate said no)
-        final boolean sendBounce = to >= 0 && src.sendBounces();
-        if (sendBounce && sendBytes > 0) {
-            deviceReducer.bounceSend(src, srcOff, sendBytes);
-        }
-        final long sBase = sendBounce ? src.seg().address() : src.nicBase();
-        final NetTransport.MrHandle sMr = sendBounce ? src.hostMr() : src.mr();
-        int idle = 0;
-        try {
-            while (eSend || eRecv || doneS < nS || doneR < nR) {
-                boolean progress = false;
-                if (eSend) {
-                    // first: the peer waits for it, and its receive is normally posted already
-                    final NetTransport.Request r = net.isend(send[to][channels], eg.out.address()
-                        + eg.slot(to, sK), sE, EagerPath.tag(sK), eg.outMr);
-                    if (r != null) {
-                        eg.sendReq[to][sSlot].req = r;
-                        eSend = false;
-                        progress = true;
-                    }
-                }
-                while (nextR < nR && rOut[nextR % channels] < steps) {
-                    final int c = nextR % channels;
-                    final int j = nextR / channels;
-                    final long off = rE + (long) nextR * rCk;
-                    final int len = (int) Math.min(rCk, recvBytes - off);
-                    final NetTransport.MrHandle[] mh;
-                    if (op != null) {
-                        addr[0] = stagingAddr[c] + (long) (j % steps) * chunk;
-                        mh = stagingNicMr[c];
-                    } else {
-                        addr[0] = dst.nicBase() + dstOff + off;
-                        mh = dstMh;
-                        if (mh[0] != dst.mr()) {
-                            MR_SLOT.set(mh, 0, dst.mr()); // once per buffer; no aastore (see Pending)
-                        }
-                    }
-                    size[0] = len;
-                    tag[0] = (rSeq << 16) | (j & 0xffff);
-                    rReq[nextR].req = net.irecv(recv[from][c], 1, addr, size, tag, mh);
-                    rOut[c]++;
-                    nextR++;
-                    progress = true;
-                }
-                while (nextS < nS && sOut[nextS % channels] < steps) {
-                    final int c = nextS % channels;
-                    final int j = nextS / channels;
-                    final long off = sE + (long) nextS * sCk;
-                    final int len = (int) Math.min(sCk, sendBytes - off);
-                    final NetTransport.Request r = net.isend(send[to][c], sBase + srcOff + off, len,
-                        (sSeq << 16) | (j & 0xffff), sMr);
-                    if (r == null) {
-                        break; // the receiver has not posted it yet
-                    }
-                    sReq[nextS].req = r;
-                    sOut[c]++;
-                    nextS++;
-                    progress = true;
-                }
-                if (eRecv && net.test(eg.recvReq[from][rSlot].req, got)) {
-                    eg.recvReq[from][rSlot].req = null;
-                    if (got[0] != rE) {
-                        throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
-                            + ": the eager head brought " + got[0] + " bytes, expected " + rE
-                            + " (mismatched sizes or operations across ranks?)");
-                    }
-                    if (rE > 0) {
-                        final long at = eg.slot(from, rK);
-                        if (op == null) {
-                            MemorySegment.copy(eg.in, at, dst.seg(), dstOff, rE);
-                        } else {
-                            reduce(dst, dstOff, acc, accOff, eg.in, at, rE, type, op);
-                        }
-                    }
-                    eg.postRecv(from, rK + EAGER_DEPTH); // the slot is free again
-                    eRecv = false;
-                    progress = true;
-                }
-                for (int c = 0; c < channels; c++) {
-                    // oldest first per channel: staging slots are reused in order
-                    final int i = rHead[c];
-                    if (i < nextR && rReq[i].req != null && net.test(rReq[i].req, got)) {
-                        final long off = rE + (long) i * rCk;
-                        final int len = (int) Math.min(rCk, recvBytes - off);
-                        if (got[0] != len) {
-                            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes)
-                                + ": chunk " + i + " brought " + got[0] + " bytes, expected " + len
-                                + " (mismatched sizes across ranks?)");
-                        }
-                        final long at = (long) (i / channels % steps) * chunk;
-                        if (dst.direct() && gpu.gdr.flush()) {
-                            flush(recv[from][c], op != null ? stagingAddr[c] + at : dst.nicBase() + dstOff + off,
-                                len, op != null ? stagingNicMr[c][0] : dst.mr(), deadline);
-                        }
-                        if (op != null) {
-                            if (dst.direct()) {
-                                deviceReducer.reduceOnDevice(dst.dev(), dst.devOff() + dstOff + off, gpu.stagingDev[c],
-                                    at, len / type.size(), type, op);
-                            } else {
-                                reduce(dst, dstOff + off, acc, accOff + off, staging[c], at, len, type, op);
-                            }
-                        }
-                        rReq[i].req = null;
-                        rOut[c]--;
-                        rHead[c] += channels;
-                        doneR++;
-                        progress = true;
-                    }
-                    final int k = sHead[c];
-                    if (k < nextS && sReq[k].req != null && net.test(sReq[k].req, null)) {
-                        sReq[k].req = null;
-                        sOut[c]--;
-                        sHead[c] += channels;
-                        doneS++;
-                        progress = true;
-                    }
-                }
-                if (!progress) {
-                    if (++idle > spins) {
-                        waitCheck(deadline, to, sendBytes, from, recvBytes);
-                    }
-                    pace.idle(idle);
-                } else {
-                    idle = 0;
-                }
-            }
-        } catch (final NetTransportException e) {
-            throw new CollException("rank " + rank + " " + what(to, sendBytes, from, recvBytes) + ": "
-                + e.getMessage(), e);
-        }
-    }
 
     private String nicMtu = "unknown";
 
-    /** The software NIC's MTU on this rank's connections and where it came from ({@code nic_mtu}). */
+    /**
+     * The software NIC's MTU on this rank's connections and where it came from ({@code nic_mtu}).
+     *
+     * @return the MTU and where it came from
+     */
     public String nicMtu() {
         return nicMtu;
     }
@@ -626,7 +543,11 @@ public final class Communicator implements AutoCloseable {
 
     private String nicProgress = "unknown";
 
-    /** How this rank's software NIC is driven, and why (CollWorld's choice; "unknown" when nobody said). */
+    /**
+     * How this rank's software NIC is driven, and why (CollWorld's choice; "unknown" when nobody said).
+     *
+     * @return how the NIC is driven and why
+     */
     public String nicProgress() {
         return nicProgress;
     }
@@ -635,7 +556,11 @@ public final class Communicator implements AutoCloseable {
         nicProgress = java.util.Objects.requireNonNull(description);
     }
 
-    /** How many threads split this rank's large host reductions, from which size, and why ({@code reduce_threads}). */
+    /**
+     * How many threads split this rank's large host reductions, from which size, and why ({@code reduce_threads}).
+     *
+     * @return the choice
+     */
     public ParallelReducer.Choice reduceThreads() {
         return reduceChoice;
     }
@@ -654,6 +579,8 @@ public final class Communicator implements AutoCloseable {
      * The largest collective in bytes that runs as a direct round here: the context's, through shared memory
      * ({@link CollContext#shmDirectBytes(int)}) or over the NIC ({@link CollContext#directBytes()}); 0 with a GPU
      * attached (GPU buffers keep the exchange path: the eager heads carry no GPU data).
+     *
+     * @return the limit in bytes, 0 when no collective runs as a direct round
      */
     public int directBytes() {
         if (deviceReducer != null) {
@@ -705,62 +632,9 @@ public final class Communicator implements AutoCloseable {
         direct.done(recvFrom);
     }
 
-    /**
-     * NCCL's iflush on the GDR path: the 1-byte RDMA READ on the loopback flush QP (posted by the transport only when
-     * the flush gate said so), waited for before the GPU reads the chunk the NIC wrote.
-     */
-    private void flush(final NetTransport.RecvComm rc, final long at, final int len, final NetTransport.MrHandle m,
-                       final long deadline) {
-        if (len == 0) {
-            return;
-        }
-        fAddr[0] = at;
-        fSize[0] = len;
-        if (fMh[0] != m) {
-            MR_SLOT.set(fMh, 0, m); // no aastore (see Pending)
-        }
-        final NetTransport.Request f = net.iflush(rc, 1, fAddr, fSize, fMh);
-        if (f == null) {
-            return;
-        }
-        int idle = 0;
-        while (!net.test(f, null)) {
-            if (++idle > spins && pace.due(deadline)) {
-                pace.check(deadline, "the flush READ of " + len + " received bytes at 0x" + Long.toHexString(at));
-            }
-            pace.idle(idle);
-        }
-        flushes++;
-    }
 
-    /**
-     * {@code dst[dstOff..] = op(acc[accOff..], from[at..])} over {@code len} bytes, on the GPU when one is attached
-     * (then acc is dst: checked on entry to the exchange).
-     */
-    private void reduce(final RegisteredBuffer dst, final long dstOff, final RegisteredBuffer acc, final long accOff,
-                        final MemorySegment from, final long at, final int len, final DataType type, final RedOp op) {
-        if (deviceReducer != null) {
-            if (dst.dev() == null) {
-                throw new IllegalStateException("a reduction into a buffer without a device half while a GPU is "
-                    + "attached");
-            }
-            deviceReducer.reduce(dst, dstOff, from, at, len / type.size(), type, op);
-        } else {
-            hostReducer.reduce(dst.seg(), dstOff, acc.seg(), accOff, from, at, len / type.size(), type, op);
-        }
-    }
 
-    private static String what(final int to, final long sendBytes, final int from, final long recvBytes) {
-        return "exchange (send " + sendBytes + " B to rank " + to + ", receive " + recvBytes + " B from rank "
-            + from + ")";
-    }
 
-    private void waitCheck(final long deadline, final int to, final long sendBytes, final int from,
-                           final long recvBytes) {
-        if (pace.due(deadline)) {
-            pace.check(deadline, what(to, sendBytes, from, recvBytes));
-        }
-    }
 
 
     @Override

@@ -14,7 +14,9 @@ public enum Fabric {
     /** Ranks anywhere; each rank's fabric port travels through the bootstrap. */
     TCP;
 
-    /** The lower-case name the engine, the CLI and the docs use ({@code injvm}, {@code shm}, {@code tcp}). */
+    /**
+     * {@return the lower-case name the engine, the CLI and the docs use ({@code injvm}, {@code shm}, {@code tcp})}
+     */
     public String wireName() {
         return name().toLowerCase(Locale.ROOT);
     }

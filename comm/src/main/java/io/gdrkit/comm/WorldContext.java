@@ -15,6 +15,10 @@ import java.util.Objects;
  * second conclude, is an {@link IllegalStateException}.
  */
 public final class WorldContext {
+    /** An empty context: give at least the fabric. */
+    public WorldContext() {
+    }
+
     private Fabric fabric;
     private CollWorld.TransportKind transport = CollWorld.TransportKind.IB;
     private CollContext coll;
@@ -141,42 +145,106 @@ public final class WorldContext {
         return this;
     }
 
-    /** @return the fabric */
+    /**
+
+     * Returns the fabric.
+
+     *
+
+     * @return the fabric
+
+     */
     public Fabric fabric() {
         return fabric;
     }
 
-    /** @return the transport */
+    /**
+
+     * Returns the transport.
+
+     *
+
+     * @return the transport
+
+     */
     public CollWorld.TransportKind transport() {
         return transport;
     }
 
-    /** @return the collectives' tuning (after {@link #conclude()}) */
+    /**
+
+     * Returns the collectives' tuning (after {@link #conclude()}).
+
+     *
+
+     * @return the collectives' tuning (after {@link #conclude()})
+
+     */
     public CollContext coll() {
         return coll;
     }
 
-    /** @return where settings come from (after {@link #conclude()}) */
+    /**
+
+     * Returns where settings come from (after {@link #conclude()}).
+
+     *
+
+     * @return where settings come from (after {@link #conclude()})
+
+     */
     public SettingsReader settings() {
         return settings;
     }
 
-    /** @return the timeout of every wait */
+    /**
+
+     * Returns the timeout of every wait.
+
+     *
+
+     * @return the timeout of every wait
+
+     */
     public Duration timeout() {
         return timeout;
     }
 
-    /** @return the GPU spec, or null */
+    /**
+
+     * Returns the GPU spec, or null.
+
+     *
+
+     * @return the GPU spec, or null
+
+     */
     public String gpu() {
         return gpu;
     }
 
-    /** @return the in-JVM driver, or null */
+    /**
+
+     * Returns the in-JVM driver, or null.
+
+     *
+
+     * @return the in-JVM driver, or null
+
+     */
     public SoftNicDriver sharedDriver() {
         return sharedDriver;
     }
 
-    /** @return whether {@link #conclude()} ran */
+    /**
+
+     * Returns whether {@link #conclude()} ran.
+
+     *
+
+     * @return whether {@link #conclude()} ran
+
+     */
     public boolean concluded() {
         return concluded;
     }
