@@ -73,13 +73,18 @@ record GpuSpec(Kind kind, String preset, int ordinal) {
      * output; a simulated one is always there. {@code cuda:rank} needs one device at least.
      */
     GpuSpec requirePresent(final String option) {
+        return requirePresent(option, toString());
+    }
+
+    /** {@link #requirePresent(String)}, the option's value shown as typed ({@code --mem gpu:0}). */
+    GpuSpec requirePresent(final String option, final String shown) {
         if (!cuda()) {
             return this;
         }
         final CudaProbe probe = CudaGpu.probe();
         final int need = kind == Kind.CUDA ? ordinal + 1 : 1;
         if (!probe.found() || probe.deviceCount() < need) {
-            throw new HardwareAbsentException(option + " " + this + ": this host has " + (probe.found()
+            throw new HardwareAbsentException(option + " " + shown + ": this host has " + (probe.found()
                 ? probe.deviceCount() + " CUDA device(s)" : "no CUDA GPU (" + probe + ")"));
         }
         return this;

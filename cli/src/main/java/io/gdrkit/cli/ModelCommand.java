@@ -55,7 +55,9 @@ public final class ModelCommand implements Runnable {
         try {
             return read.get();
         } catch (final RuntimeException e) {
-            throw new ParameterException(spec.commandLine(), "--input " + input + ": " + Errors.describe(e));
+            final String why = Errors.describeWithInput(e);
+            throw new ParameterException(spec.commandLine(), "--input " + (why.startsWith(input.toString()) ? why
+                : input + ": " + why));
         }
     }
 

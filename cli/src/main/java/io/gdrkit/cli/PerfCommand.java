@@ -399,7 +399,15 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
                 + "not a simulated GPU");
         }
-        gpu.requirePresent(memOption.mem.cudaOrdinal() ? "--mem" : "--gpu");
+        if (kind == ProviderKind.NATIVE) {
+            // the RDMA device first: without one the run ends NO_RDMA_DEVICE whatever the GPU
+            Providers.requireNative("perf " + test.id());
+        }
+        if (memOption.mem.cudaOrdinal()) {
+            gpu.requirePresent("--mem", memOption.mem.toString());
+        } else {
+            gpu.requirePresent("--gpu");
+        }
     }
 
     private io.gdrkit.gpu.GpuDevice openGpu(final PerfKind test) {
