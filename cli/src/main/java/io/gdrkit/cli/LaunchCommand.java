@@ -24,7 +24,8 @@ import picocli.CommandLine.Parameters;
         "Ranks on another host join with --root ID --first-rank K --nranks TOTAL. When one rank fails, the others "
             + "end with a named remote error; whatever still runs after --grace-ms is killed. Exit code: the first "
             + "failing rank's.",
-        "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh."})
+        "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh; "
+            + "--bind is where the root listens, which other hosts' ranks must reach."})
 public final class LaunchCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -54,10 +55,9 @@ public final class LaunchCommand implements Callable<Integer> {
         description = "Join the run of another launcher (its printed id host:port/runid) instead of starting a root.")
     String root;
 
-    @Option(names = "--bind", defaultValue = "127.0.0.1",
-        description = "Address the root listens on (default ${DEFAULT-VALUE}; another host's ranks need a routable "
-            + "one).")
-    String bind;
+    /** --bind: the address the root listens on (another host's ranks need a routable one); --token: the run's. */
+    @CommandLine.Mixin
+    Mixins.Endpoint endpoint;
 
     @Option(names = "--port", defaultValue = "0", description = "Root port (default: any free one).")
     int port;
@@ -89,6 +89,7 @@ public final class LaunchCommand implements Callable<Integer> {
             final List<Launcher.Host> on = hosts == null ? List.of() : Launcher.Host.parseList(hosts, n);
             final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
             final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
+            final String bind = endpoint.bind;
             final InetAddress addr;
             try {
                 addr = InetAddress.getByName(bind);
@@ -97,7 +98,7 @@ public final class LaunchCommand implements Callable<Integer> {
             }
             s = new Launcher.Spec(here, firstRank, total == null ? here : total,
                 root == null ? null : UniqueId.parse(root), new InetSocketAddress(addr, port),
-                command, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs),
+                command, endpoint.token != null ? endpoint.token : System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs),
                 rankEnvironment(), on, on.isEmpty() ? List.of() : sshCmd);
         } catch (final IllegalArgumentException e) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());

@@ -17,6 +17,7 @@ public final class SharedDefaults implements CommandLine.IDefaultValueProvider {
         Map.entry("coll --mem", "host"),
         Map.entry("coll --provider", "soft"),
         Map.entry("coll --bind", "127.0.0.1"),
+        Map.entry("launch --bind", "127.0.0.1"),
         Map.entry("perf --mem", "host"),
         Map.entry("perf --gpu", "sim:h200"),
         Map.entry("perf --provider", "soft"),

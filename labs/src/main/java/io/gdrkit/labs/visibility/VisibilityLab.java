@@ -46,7 +46,7 @@ public final class VisibilityLab implements AutoCloseable {
             try {
                 return valueOf(s.trim().toUpperCase(Locale.ROOT));
             } catch (final IllegalArgumentException e) {
-                throw new IllegalArgumentException("--fabric must be jvm, shm or tcp, not '" + s + "'");
+                throw new IllegalArgumentException("the fabric must be jvm, shm or tcp, not '" + s + "'");
             }
         }
     }
