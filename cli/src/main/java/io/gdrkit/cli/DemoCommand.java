@@ -333,6 +333,7 @@ final class DemoCommand implements Callable<Integer> {
         try {
             final List<String> cmd = ForwardedProperties.gdrkitCommand();
             cmd.addAll(COLL_ARGS);
+            cmd.addAll(Settings.childArgs()); // the demo's --set values hold in the ranks too
             cmd.add("--report");
             cmd.add(dir.toString());
             final java.io.File log = dir.resolve("coll.log").toFile();

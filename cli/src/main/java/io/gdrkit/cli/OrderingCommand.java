@@ -44,8 +44,8 @@ public final class OrderingCommand implements Callable<Integer> {
     @Option(names = "--trials", description = "Trials per variant (default " + Config.DEFAULT_TRIALS + ").")
     Integer trials;
 
-    @Option(names = "--size",
-        description = "Data bytes per trial, 1.." + OrderingExperiment.MAX_SIZE + " (default " + Config.DEFAULT_SIZE
+    @Option(names = "--size", converter = Sizes.IntConverter.class,
+        description = "Data bytes per trial (K, M or G allowed), 1.." + OrderingExperiment.MAX_SIZE + " (default " + Config.DEFAULT_SIZE
             + "; MTU 4096).")
     Integer size;
 

@@ -40,7 +40,10 @@ import picocli.CommandLine.Spec;
 /** {@code perf}: perftest's ib_*_bw / ib_*_lat on two software NICs in this JVM. */
 @Command(name = "perf", mixinStandardHelpOptions = true,
     description = {"perftest-style bandwidth and latency tests between two software NICs (simulated) on the "
-        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat"})
+        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat",
+        "--fabric shm or tcp puts the NICs in a server and a client process (shm: a private shared-memory directory "
+            + "the server names; tcp: the server's fabric port handed over by the connection manager); without "
+            + "--fabric both NICs are in this JVM."})
 final class PerfCommand implements Callable<Integer> {
     private static final int MAX_ALL_EXP = 23;
     private static final long MIN_WARMUP = 50_000;
@@ -141,11 +144,12 @@ final class PerfCommand implements Callable<Integer> {
         + PerfConfig.DEFAULT_CQ_MOD + ").")
     Integer cqMod;
 
-    @Option(names = "--mtu", description = "Path MTU 256..4096, or a software MTU up to "
-        + "1048576 (powers of two; default " + PerfConfig.DEFAULT_MTU + ").")
+    @Option(names = "--mtu", converter = Sizes.IntConverter.class, description = "Path MTU 256..4096, or a "
+        + "software MTU up to 1M (powers of two, bytes with K or M; default " + PerfConfig.DEFAULT_MTU + ").")
     Integer mtu;
 
-    @Option(names = {"-I", "--inline_size"}, description = "Max inline bytes (default 220 lat, 0 bw).")
+    @Option(names = {"-I", "--inline_size"}, converter = Sizes.IntConverter.class, description = "Max inline "
+        + "bytes (default 220 lat, 0 bw).")
     Integer inlineSize;
 
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
