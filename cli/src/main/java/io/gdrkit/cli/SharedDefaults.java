@@ -24,6 +24,7 @@ public final class SharedDefaults implements CommandLine.IDefaultValueProvider {
         Map.entry("perf --bind", "127.0.0.1"),
         Map.entry("gpu-path --gpu", "sim:h200"),
         Map.entry("crossover --gpu", "sim:h200"),
+        Map.entry("topology --gpu", "sim:h200"),
         Map.entry("shmem-perf --gpu", "sim:h200"),
         Map.entry("shmem-moe --gpu", "sim:h200"),
         Map.entry("shmem-moe --fabric", "injvm"),

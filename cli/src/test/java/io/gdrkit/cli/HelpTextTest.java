@@ -52,6 +52,10 @@ class HelpTextTest {
         assertTrue(perf.contains("cuda:N (a CUDA GPU); coll also takes cuda:rank (each rank the device of its rank "
             + "number). A cuda:N this host lacks ends with exit code 3. Default: sim:h200."), perf);
         assertTrue(vis.contains("Default: shm."), vis);
+        for (final String model : new String[] {"crossover", "topology"}) {
+            final String m = Cli.run("model", model, "--help").out().replaceAll("\\s+", " ");
+            assertTrue(m.contains("exit code 3. Default: sim:h200."), m);
+        }
         assertTrue(coll.contains("over TCP). Default: injvm."), coll);
     }
 }
