@@ -42,4 +42,31 @@ class TerminalLineTest {
             + "4      200\n"
             + "\r" + done + " ".repeat(p2.length() - done.length()) + "\n", screen.toString());
     }
+
+    /**
+     * The whole command, its stdout and stderr into one stream as on one terminal, progress drawn as on a terminal
+     * ({@code --set gdrkit.progress.terminal=true}): every piece of a line between carriage returns is either a
+     * progress line or output, never both, and every table row starts a piece.
+     */
+    @Test
+    void perfSweepOnOneTerminalKeepsRowsAndProgressApart() {
+        final StringWriter screen = new StringWriter();
+        final PrintWriter both = new PrintWriter(screen);
+        final int rc = Main.execute(new String[] {"perf", "write_bw", "--loopback", "-a", "-n", "200", "--warmup", "0",
+            "--set", StderrProgress.TERMINAL_PROPERTY + "=true"}, both, both);
+        assertEquals(0, rc, screen.toString());
+        int rows = 0;
+        for (final String line : screen.toString().split("\n")) {
+            for (final String piece : line.split("\r")) {
+                final boolean progress = piece.contains("perf sizes");
+                final boolean row = piece.matches(".*\\b\\d+\\s+200\\s+[0-9.]+.*");
+                assertEquals(false, progress && row, "a row glued onto the progress line: " + line);
+                if (row) {
+                    rows++;
+                    assertEquals(true, piece.matches("\\d+\\s+200\\s.*"), "a row starts its line: " + line);
+                }
+            }
+        }
+        assertEquals(23, rows, screen.toString());
+    }
 }
