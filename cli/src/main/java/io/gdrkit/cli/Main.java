@@ -19,7 +19,8 @@ import picocli.CommandLine.Command;
         VisibilitySenderCommand.class, OrderingCommand.class, AbiCheckCommand.class, RegTimingCommand.class,
         ShmemPerfCommand.class, ShmemMoeCommand.class, CollCommand.class, LaunchCommand.class, ModelCommand.class},
     footer = {"", "The ./gdrkit script also takes: ./gdrkit build (build the jar) and ./gdrkit test [MAVEN ARGS] "
-        + "(the whole test suite, mvn verify).",
+        + "(the whole test suite, mvn install, then the examples/ project against the installed artifacts); "
+        + "./gdrkit examples (the examples alone).",
         "Every command takes --set NAME=VALUE (repeatable): a setting (NCCL_*, GDRKIT_*, gdrkit.*) for this run "
             + "and the processes it starts.",
         "Exit codes: 0 done; 1 a failed run (a check, a timeout, a peer's error); 2 a bad flag or value; 3 a "

@@ -40,7 +40,9 @@ class HelpTextTest {
     void theTopLevelHelpNamesTheScriptsTestAndBuild() {
         final String help = Cli.run("--help").out().replaceAll("\\s+", " ");
         assertTrue(help.contains("./gdrkit build (build the jar)"), help);
-        assertTrue(help.contains("./gdrkit test [MAVEN ARGS] (the whole test suite, mvn verify)"), help);
+        assertTrue(help.contains("./gdrkit test [MAVEN ARGS] (the whole test suite, mvn install, then the examples/"),
+            help);
+        assertTrue(help.contains("./gdrkit examples (the examples alone)"), help);
         assertTrue(help.contains("2 a bad flag or value; 3 a requested GPU or RDMA device is not on this host"), help);
     }
 
