@@ -130,7 +130,14 @@ final class DoctorCommand implements Callable<Integer> {
                 : "# gdrkit doctor: probing this machine" + (provider.equals("native") ? " (verbs through the native "
                     + "provider)" : ""));
         }
-        return strict && !report.verdict().isReady() ? Main.EXIT_FAILURE : 0;
+        if (strict && !report.verdict().isReady()) {
+            // the table went to stdout (perhaps into a file or a pipe): stderr says why the exit code is 1
+            final PrintWriter err = spec.commandLine().getErr();
+            err.println("gdrkit doctor: --strict: the verdict is " + report.verdict().text() + ", not GDR_READY");
+            err.flush();
+            return Main.EXIT_FAILURE;
+        }
+        return 0;
     }
 
     private NcclSettings settings() {
