@@ -181,6 +181,10 @@ final class DoctorCommand implements Callable<Integer> {
             m.put("name", c.name());
             m.put("status", c.status().name());
             m.put("evidence", c.evidence());
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                m.put("hint", hint);
+            }
             list.add(m);
         }
         root.put("checks", list);
@@ -208,6 +212,10 @@ final class DoctorCommand implements Callable<Integer> {
                 out.println("[" + layer + "]");
             }
             out.println(String.format("  %-8s %-28s %s", c.status(), c.name(), c.evidence()));
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                out.println(String.format("  %-8s %-28s fix: %s", "", "", hint));
+            }
         }
         out.println("[settings]");
         for (final SettingRow s : r.settings()) {
