@@ -100,6 +100,7 @@ public final class LaunchCommand implements Callable<Integer> {
             final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
             final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
             final String bind = endpoint.bind;
+            endpoint.checkExposure(spec.commandLine());
             final InetAddress addr;
             try {
                 addr = InetAddress.getByName(bind);
