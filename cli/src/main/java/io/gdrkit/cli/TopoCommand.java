@@ -4,7 +4,7 @@
 package io.gdrkit.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.gdrkit.gdr.gate.GdrSettings;
+import io.gdrkit.gdr.gate.NcclSettings;
 import io.gdrkit.gdr.topo.GdrLevel;
 import io.gdrkit.gdr.topo.NcclTopoXmlReader;
 import io.gdrkit.gdr.topo.NvidiaSmiTopoReader;
@@ -111,17 +111,19 @@ final class TopoCommand implements Callable<Integer> {
                 + "type name (LOC, NVL, PIX, PXB, PXN, PHB, SYS) or an old number 0..5");
         }
         notes.addAll(0, system.notes());
-        final GdrLevel level;
-        final int gdrRead;
+        final PathOptions options;
         try {
-            final GdrSettings env = GdrSettings.fromEnvironment(System.getenv());
-            level = gdrLevel == null ? env.gdrLevel() : GdrLevel.parse(gdrLevel, "--gdr-level");
-            gdrRead = env.gdrRead();
+            // one rule for topo, doctor, coll and the gates: NcclSettings resolves the level (GdrLevel.effective)
+            final NcclSettings env = NcclSettings.ofEnv(System.getenv());
+            final PathOptions base = env.pathOptions();
+            options = gdrLevel == null ? base : base.withGdrLevel(GdrLevel.parse(gdrLevel, "--gdr-level",
+                GdrLevel.fallback(env.gdrC2c().value())));
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        final TopoPaths paths = PathComputer.compute(system, PathOptions.DEFAULTS.withGdrLevel(level)
-            .withGdrRead(gdrRead));
+        final GdrLevel level = options.gdrLevel();
+        final int gdrRead = options.gdrRead();
+        final TopoPaths paths = PathComputer.compute(system, options);
         final List<TopoNode> gpus = system.gpus();
         final List<Map<String, Object>> gpuNic = new ArrayList<>();
         final List<Map<String, Object>> gpuGpu = new ArrayList<>();

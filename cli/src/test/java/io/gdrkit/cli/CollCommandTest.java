@@ -119,7 +119,7 @@ class CollCommandTest {
         assertEquals(0, o.get("bounced_bytes_rank0").asLong(-1));
         assertTrue(o.get("gdr_reason").asText().contains("GPU Direct RDMA Enabled"), o.toString());
         assertTrue(o.get("flush_evidence").asText().contains("9.0"), o.toString());
-        assertTrue(o.get("gdr_settings").toString().contains("NCCL_NET_GDR_LEVEL=PXB (default)"), o.toString());
+        assertTrue(o.get("gdr_settings").toString().contains("NCCL_NET_GDR_LEVEL=P2C (default)"), o.toString());
         assertTrue(o.get("gdr_evidence").size() > 4, o.toString());
         assertTrue(o.get("kernel_launches_rank0").asLong() > 0, o.toString());
         // each rank has its own simulated GPU and no CUDA context: sharing and MPS do not apply, and say so
@@ -137,7 +137,7 @@ class CollCommandTest {
         assertEquals("0", r[0], r[2]);
         assertTrue(r[1].contains("# GDR (rank 0): on -- GDR on, DMA-BUF, no flush: GPU Direct RDMA Enabled"), r[1]);
         assertTrue(r[1].contains("data path gdr: NIC registrations over gpu memory, 0 bytes bounced"), r[1]);
-        assertTrue(r[1].contains("#   settings: NCCL_NET_GDR_LEVEL=PXB (default)"), r[1]);
+        assertTrue(r[1].contains("#   settings: NCCL_NET_GDR_LEVEL=P2C (default)"), r[1]);
         assertTrue(r[1].contains("# GPU sharing (rank 0): not applicable: simulated GPU: each rank opens its own"),
             r[1]);
         assertFalse(r[1].contains("# note:"), r[1]);

@@ -187,7 +187,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
     }
 
     private static List<String> settings(final NcclSettings s) {
-        return List.of(text(s.gdrLevel(), "PXB"), text(s.gdrRead(), "unset (cc >= 8.0 reads)"),
+        return List.of(text(s.gdrLevel(), NcclSettings.display(s.gdrLevel())), text(s.gdrRead(), "unset (cc >= 8.0 reads)"),
             text(s.dmabufEnable(), "1"), text(s.forceFlush(), "0"), text(s.gdrC2c(), "1"));
     }
 

@@ -12,7 +12,8 @@ import java.util.List;
  * NCCL's GPUDirect RDMA gates (transport/net_ib.cc ncclIbGdrSupport / ncclIbDmaBufSupport and graph/paths.cc
  * ncclTopoCheckGdr), each checked in turn and recorded as evidence. GDR is allowed only when every gate passes:
  * GPU support (attribute 116), NET ptrSupport (peermem, or DMA-BUF when enabled, registered by the provider, driver
- * >= 11.7 and attribute 124 = 1), distance <= NCCL_NET_GDR_LEVEL (the intermediate GPU's distance for PXN), the send
+ * >= 11.7 and attribute 124 = 1), distance <= the GDR level (NCCL 2.30's rule, {@link GdrLevel#effective}: P2C by
+ * default with NCCL_NET_GDR_C2C=1; the intermediate GPU's distance for PXN), the send
  * (read) policy, and finally the connector's registration succeeding. Settings only narrow: no setting turns on a
  * gate the hardware fails.
  */

@@ -9,7 +9,8 @@ import java.util.Map;
  * options). A setting can only narrow what the hardware allows: see {@link GdrGate}. Read by
  * {@link NcclSettings}, which records each value's source.
  *
- * @param gdrLevel     NCCL_NET_GDR_LEVEL (default PXB)
+ * @param gdrLevel     the GDR level NCCL uses ({@link GdrLevel#effective}: NCCL_NET_GDR_LEVEL, else P2C with
+ *                     NCCL_NET_GDR_C2C=1, its default, else PXB)
  * @param gdrRead      NCCL_NET_GDR_READ: 1 on, 0 off, -2 (unset) NCCL's default rule
  * @param dmabufEnable NCCL_DMABUF_ENABLE (default 1)
  * @param forceFlush   NCCL_NET_FORCE_FLUSH (default 0)
@@ -23,7 +24,7 @@ public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, 
     public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
     public static final int GDR_READ_DEFAULT = -2;
 
-    public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.DEFAULT, GDR_READ_DEFAULT, true, false, true);
+    public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.NCCL_DEFAULT, GDR_READ_DEFAULT, true, false, true);
 
     /**
      * Reads the NCCL variables from {@code env} through {@link NcclSettings} (the one place they are parsed); a

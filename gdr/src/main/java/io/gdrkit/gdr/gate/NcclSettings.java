@@ -90,10 +90,13 @@ public final class NcclSettings {
     }
 
     private NcclSettings(final SettingsReader r) {
-        gdrLevel = r.read(NET_GDR_LEVEL, GdrLevel.DEFAULT, v -> GdrLevel.parse(v, NET_GDR_LEVEL));
+        gdrC2c = r.read(NET_GDR_C2C, true, v -> ncclInt(NET_GDR_C2C, v) != 0);
+        // NCCL 2.30's rule, in one place (GdrLevel.effective): unset means P2C with NCCL_NET_GDR_C2C, else PXB.
+        final boolean c2c = gdrC2c.value();
+        gdrLevel = r.read(NET_GDR_LEVEL, GdrLevel.effective(GdrLevel.DEFAULT, c2c),
+            v -> GdrLevel.parse(v, NET_GDR_LEVEL, GdrLevel.fallback(c2c)));
         gdrRead = r.read(NET_GDR_READ, GdrSettings.GDR_READ_DEFAULT, v -> (int) Math.max(Integer.MIN_VALUE,
             Math.min(Integer.MAX_VALUE, ncclInt(NET_GDR_READ, v))));
-        gdrC2c = r.read(NET_GDR_C2C, true, v -> ncclInt(NET_GDR_C2C, v) != 0);
         dmabufEnable = r.read(DMABUF_ENABLE, true, v -> ncclInt(DMABUF_ENABLE, v) != 0);
         gdrcopyEnable = r.read(GDRCOPY_ENABLE, false, v -> ncclInt(GDRCOPY_ENABLE, v) != 0);
         forceFlush = r.read(NET_FORCE_FLUSH, false, v -> ncclInt(NET_FORCE_FLUSH, v) != 0);
@@ -147,9 +150,10 @@ public final class NcclSettings {
         return new RegSettings(localRegister.value(), NetMrCache.DEFAULT_PAGE_SIZE);
     }
 
-    /** The path engine's view: NCCL_NET_GDR_C2C and the GDR level; the rest NCCL's defaults. */
+    /** The path engine's view: NCCL_NET_GDR_C2C, the GDR level and the read policy; the rest NCCL's defaults. */
     public PathOptions pathOptions() {
-        return PathOptions.DEFAULTS.withNetGdrC2c(gdrC2c.value());
+        return PathOptions.DEFAULTS.withNetGdrC2c(gdrC2c.value()).withGdrLevel(gdrLevel.value())
+            .withGdrRead(gdrRead.value());
     }
 
     public Setting<GdrLevel> gdrLevel() {

@@ -2,7 +2,10 @@ package io.gdrkit.gdr.topo;
 
 /**
  * The GDR level: the farthest GPU-NIC path type for which GPUDirect RDMA is used (NCCL_NET_GDR_LEVEL).
- * The default is PXB, as in NCCL's ncclTopoCheckGdr.
+ * NCCL 2.30's rule (graph/paths.cc ncclTopoCheckGdr), kept here only: when NCCL_NET_GDR_LEVEL is unset (or a value
+ * NCCL does not understand), the level is P2C with NCCL_NET_GDR_C2C=1 (its default) and PXB with
+ * NCCL_NET_GDR_C2C=0; see {@link #effective}. Every consumer (the gates, doctor, coll, the NET connector, topo)
+ * takes its level from {@link #effective}.
  *
  * <p>Parsing follows NCCL's ncclGetLevel: a path type name from LOC to SYS (case-sensitive, as NCCL compares with
  * strcmp), or an old-style number 0..5 mapped LOC, PIX, PXB, PHB, SYS, SYS (numbers above 5 clamp to SYS, as NCCL
@@ -16,8 +19,50 @@ public record GdrLevel(PathType path, String origin)
 {
     /** The environment variable NCCL reads. */
     public static final String ENV = "NCCL_NET_GDR_LEVEL";
-    /** NCCL's default level, PXB. */
-    public static final GdrLevel DEFAULT = new GdrLevel(PathType.PXB, "default");
+    /**
+     * NCCL_NET_GDR_LEVEL unset: NCCL's default, still to be resolved against NCCL_NET_GDR_C2C by {@link #effective}
+     * (P2C here, NCCL_NET_GDR_C2C's default being 1).
+     */
+    public static final GdrLevel DEFAULT = new GdrLevel(PathType.P2C, "default");
+    /** The level NCCL uses with nothing set: P2C (NCCL_NET_GDR_C2C=1 is the default). */
+    public static final GdrLevel NCCL_DEFAULT = effective(DEFAULT, true);
+
+    /**
+     * NCCL 2.30's GDR level rule, the one place gdrkit decides it: a level the user set is used as is; with
+     * NCCL_NET_GDR_LEVEL unset the level is P2C when NCCL_NET_GDR_C2C is on (its default), PXB when it is off.
+     *
+     * @param level     the user's level, or {@link #DEFAULT} (or null) for unset.
+     * @param netGdrC2c NCCL_NET_GDR_C2C.
+     * @return the level NCCL uses; its origin says how it was chosen.
+     */
+    public static GdrLevel effective(final GdrLevel level, final boolean netGdrC2c)
+    {
+        if (level != null && !level.isUnset())
+        {
+            return level;
+        }
+        return new GdrLevel(netGdrC2c ? PathType.P2C : PathType.PXB,
+            "default, NCCL_NET_GDR_C2C=" + (netGdrC2c ? 1 : 0));
+    }
+
+    /**
+     * @return true for {@link #DEFAULT}: NCCL_NET_GDR_LEVEL unset and not yet resolved by {@link #effective}.
+     */
+    public boolean isUnset()
+    {
+        return "default".equals(origin);
+    }
+
+    /**
+     * @param netGdrC2c NCCL_NET_GDR_C2C.
+     * @return what NCCL does with a NCCL_NET_GDR_LEVEL value it does not understand: it ignores it and uses its
+     *     default level.
+     */
+    public static String fallback(final boolean netGdrC2c)
+    {
+        return "NCCL would ignore this value and use its default level, " + (netGdrC2c ?
+            "P2C (NCCL_NET_GDR_C2C=1, its default; PXB with NCCL_NET_GDR_C2C=0)" : "PXB (NCCL_NET_GDR_C2C=0)");
+    }
 
     // NCCL paths.cc levelsOldToNew: index = old level number.
     private static final PathType[] OLD_LEVELS =
@@ -52,6 +97,21 @@ public record GdrLevel(PathType path, String origin)
      */
     public static GdrLevel parse(final String value, final String name)
     {
+        return parse(value, name, ENV.equals(name) ? fallback(true) :
+            "NCCL would ignore this value and use its default rule");
+    }
+
+    /**
+     * Parse a level value.
+     *
+     * @param value    the text.
+     * @param name     the setting's name, for messages.
+     * @param fallback what NCCL does with a value it does not understand (for the message).
+     * @return the level.
+     * @throws IllegalArgumentException when NCCL would not read the value as written.
+     */
+    public static GdrLevel parse(final String value, final String name, final String fallback)
+    {
         if (value == null)
         {
             throw new IllegalArgumentException(name + " has no value");
@@ -64,18 +124,19 @@ public record GdrLevel(PathType path, String origin)
                 return new GdrLevel(type, origin);
             }
         }
-        if (!value.isEmpty() && value.chars().allMatch(c -> c >= '0' && c <= '9'))
+        if (!value.isEmpty() && value.charAt(0) >= '0' && value.charAt(0) <= '9')
         {
-            long old;
-            try
+            // NCCL: strtol(str, NULL, 0), so 0x.. is hexadecimal and a leading 0 octal.
+            final long[] read = strtol0(value);
+            final PathType nccl = OLD_LEVELS[(int)Math.min(read[0], OLD_LEVELS.length - 1)];
+            if (read[1] == value.length())
             {
-                old = Long.parseLong(value);
+                return new GdrLevel(nccl, origin);
             }
-            catch (final NumberFormatException ex)
-            {
-                old = Long.MAX_VALUE;
-            }
-            return new GdrLevel(OLD_LEVELS[(int)Math.min(old, OLD_LEVELS.length - 1)], origin);
+            throw new IllegalArgumentException(name + "=\"" + value + "\" is not a GDR level: an old numeric " +
+                "level must be a number only. Use a name (LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS) or an old " +
+                "number 0..5. NCCL would read only its leading number (strtol with base 0: " +
+                read[0] + "), that is " + nccl + "; gdrkit refuses the trailing text.");
         }
         final String hint;
         if (value.isBlank())
@@ -91,19 +152,41 @@ public record GdrLevel(PathType path, String origin)
         {
             hint = "NET and DIS are path types but not levels (NCCL accepts LOC..SYS)";
         }
-        else if (Character.isDigit(value.charAt(0)))
-        {
-            hint = "an old numeric level must be decimal digits only";
-        }
         else
         {
             hint = "it is neither a path type name nor an old numeric level";
         }
         throw new IllegalArgumentException(name + "=\"" + value + "\" is not a GDR level: " + hint +
             ". Use a name (LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS) or an old number 0..5 " +
-            "(0=LOC 1=PIX 2=PXB 3=PHB 4=SYS 5=SYS). " + (!value.isEmpty() && Character.isDigit(value.charAt(0)) ?
-            "NCCL would read only its leading number (strtol); gdrkit refuses the trailing text." :
-            "NCCL would ignore this value and use PXB."));
+            "(0=LOC 1=PIX 2=PXB 3=PHB 4=SYS 5=SYS). " + fallback + ".");
+    }
+
+    // C's strtol(s, NULL, 0) on a string starting with a digit: {value (saturated), characters consumed}.
+    private static long[] strtol0(final String s)
+    {
+        int i = 0;
+        int base = 10;
+        if (s.length() > 1 && s.charAt(0) == '0' && (s.charAt(1) == 'x' || s.charAt(1) == 'X') && s.length() > 2 &&
+            Character.digit(s.charAt(2), 16) >= 0)
+        {
+            base = 16;
+            i = 2;
+        }
+        else if (s.charAt(0) == '0')
+        {
+            base = 8;
+        }
+        long v = 0;
+        for (; i < s.length(); i++)
+        {
+            final int d = Character.digit(s.charAt(i), base);
+            if (d < 0 || s.charAt(i) > 127)
+            {
+                break;
+            }
+            v = v > (Long.MAX_VALUE - d) / base ? Long.MAX_VALUE : v * base + d;
+        }
+        return new long[] { v, i };
     }
 
     private static boolean isName(final String value)

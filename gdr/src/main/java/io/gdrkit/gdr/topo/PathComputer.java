@@ -678,10 +678,6 @@ public final class PathComputer
 
     static PathType effectiveLevel(final GdrLevel level, final boolean netGdrC2c)
     {
-        if (level == GdrLevel.DEFAULT || "default".equals(level.origin()))
-        {
-            return netGdrC2c ? PathType.P2C : PathType.PXB;
-        }
-        return level.path();
+        return GdrLevel.effective(level, netGdrC2c).path();
     }
 }

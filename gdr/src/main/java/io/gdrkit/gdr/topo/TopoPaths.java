@@ -140,9 +140,7 @@ public final class TopoPaths
             path.intermediate() : gpu;
         final PathType distance = type(effectiveGpu, nic);
         // NCCL 2.30: the default level is P2C with NCCL_NET_GDR_C2C (on by default), PXB without it.
-        final PathType effective = PathComputer.effectiveLevel(level, options.netGdrC2c());
-        final GdrLevel used = effective == level.path() ? level :
-            new GdrLevel(effective, level.origin() + ", NCCL_NET_GDR_C2C=" + (options.netGdrC2c() ? 1 : 0));
+        final GdrLevel used = GdrLevel.effective(level, options.netGdrC2c());
         final boolean allowed = used.allows(distance);
         final TopoNode cpu = localCpu(effectiveGpu);
         final boolean pci = cpu != null && type(effectiveGpu, cpu) == PathType.C2C && distance != PathType.P2C;

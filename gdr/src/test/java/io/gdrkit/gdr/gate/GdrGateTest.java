@@ -37,7 +37,7 @@ class GdrGateTest {
             assertTrue(d.enabled(), d::toString);
             assertEquals(RegMechanism.DMABUF_FD, d.mechanism());
             assertEquals("/GDRDMA", d.connectorSuffix());
-            assertTrue(d.logLine().startsWith("GPU Direct RDMA Enabled for GPU 0 / HCA 1 'soft1' (distance PIX <= PXB)"),
+            assertTrue(d.logLine().startsWith("GPU Direct RDMA Enabled for GPU 0 / HCA 1 'soft1' (distance PIX <= P2C)"),
                 d.logLine());
             assertTrue(d.evidence().stream().anyMatch(e -> e.contains("attribute 116")));
         }
@@ -53,7 +53,7 @@ class GdrGateTest {
         assertTrue(noNet.logLine().startsWith("GPU Direct RDMA Disabled for HCA 2 'soft2'"), noNet.logLine());
         final GdrDecision far = GdrGate.decide(H200, DMABUF, PathType.SYS, false, false, GdrSettings.DEFAULTS);
         assertFalse(far.enabled());
-        assertTrue(far.logLine().contains("(distance SYS > PXB)"), far.logLine());
+        assertTrue(far.logLine().contains("(distance SYS > P2C)"), far.logLine());
         // V100 without NVLink peer: receives use GDR, sends (reads) do not by default
         assertTrue(GdrGate.decide(V100, PEERMEM, PathType.PIX, false, false, GdrSettings.DEFAULTS).enabled());
         final GdrDecision v100Read = GdrGate.decide(V100, PEERMEM, PathType.PIX, false, true, GdrSettings.DEFAULTS);
@@ -117,5 +117,33 @@ class GdrGateTest {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> GdrSettings.fromEnvironment(Map.of(GdrSettings.GDR_READ, "yes")));
         assertTrue(e.getMessage().contains("NCCL_NET_GDR_READ=yes"), e.getMessage());
+    }
+
+    /**
+     * One rule for everyone (issue 34): a Grace-Hopper C2C pair (P2C) is allowed by the gates (doctor, coll, the NET
+     * connector) exactly when topo allows it, by NCCL 2.30's rule: P2C by default, PXB with NCCL_NET_GDR_C2C=0.
+     */
+    @Test
+    void gateAndTopoUseTheSameLevelOnAGraceHopperPair() throws Exception {
+        final io.gdrkit.gdr.topo.TopoSystem gh;
+        try (java.io.InputStream in = GdrGateTest.class.getResourceAsStream("/topo/gh200-c2c.xml")) {
+            gh = io.gdrkit.gdr.topo.NcclTopoXmlReader.parse(new String(in.readAllBytes(),
+                java.nio.charset.StandardCharsets.UTF_8), "gh200-c2c.xml");
+        }
+        for (final Map<String, String> e : java.util.List.of(Map.<String, String>of(), Map.of("NCCL_NET_GDR_C2C", "0"),
+            Map.of("NCCL_NET_GDR_LEVEL", "PXB"), Map.of("NCCL_NET_GDR_LEVEL", "PHB", "NCCL_NET_GDR_C2C", "0"))) {
+            final NcclSettings s = NcclSettings.ofEnv(e);
+            final io.gdrkit.gdr.topo.TopoPaths paths = io.gdrkit.gdr.topo.PathComputer.compute(gh, s.pathOptions());
+            final io.gdrkit.gdr.topo.GdrDistanceCheck topo = paths.gdrDistance(gh.gpus().getFirst(),
+                gh.nics().getFirst(), s.gdrLevel().value());
+            assertEquals(PathType.P2C, topo.distance());
+            final GdrDecision gate = GdrGate.decide(H200, DMABUF, topo.distance(), false, false, s.gdr());
+            assertEquals(topo.allowed(), gate.enabled(), e + ": " + gate.logLine() + " / " + topo.logLine());
+            assertEquals(topo.level().path(), s.gdr().gdrLevel().path(), e.toString());
+            assertEquals(!e.containsKey("NCCL_NET_GDR_C2C") && !e.containsKey("NCCL_NET_GDR_LEVEL")
+                || e.containsValue("PHB"), gate.enabled(), e + ": " + gate.logLine());
+        }
+        assertTrue(GdrGate.decide(H200, DMABUF, PathType.P2C, false, true, GdrSettings.DEFAULTS).enabled(),
+            "the gates' default is NCCL's: P2C");
     }
 }

@@ -28,7 +28,7 @@ class NcclSettingsTest {
         assertFalse(s.socketOnly());
         assertNull(s.p2pLevel().value());
         assertEquals("unset", NcclSettings.display(s.net()));
-        assertEquals("PXB", NcclSettings.display(s.gdrLevel()));
+        assertEquals("P2C", NcclSettings.display(s.gdrLevel()), "NCCL 2.30: P2C with NCCL_NET_GDR_C2C=1");
     }
 
     @Test

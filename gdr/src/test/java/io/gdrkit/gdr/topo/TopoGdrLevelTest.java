@@ -30,10 +30,15 @@ class TopoGdrLevelTest
     }
 
     @Test
-    void defaultIsPxb()
+    void defaultIsNccl230Rule()
     {
-        assertEquals(PathType.PXB, GdrLevel.DEFAULT.path());
-        assertEquals(GdrLevel.DEFAULT, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of()).gdrLevel().value());
+        // NCCL 2.30 paths.cc: netGdrLevel = NCCL_NET_GDR_C2C ? P2C : PXB unless NCCL_NET_GDR_LEVEL is set.
+        assertEquals(PathType.P2C, GdrLevel.NCCL_DEFAULT.path());
+        assertEquals(PathType.P2C, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of()).gdrLevel().value().path());
+        assertEquals(PathType.PXB, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of("NCCL_NET_GDR_C2C", "0"))
+            .gdrLevel().value().path());
+        assertEquals(PathType.PXB, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of("NCCL_NET_GDR_LEVEL", "PXB"))
+            .gdrLevel().value().path());
         assertEquals(PathType.PHB, io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of("NCCL_NET_GDR_LEVEL", "PHB"))
             .gdrLevel().value().path());
     }
@@ -42,7 +47,9 @@ class TopoGdrLevelTest
     @CsvSource({
         "LOC,LOC", "NVL,NVL", "NVB,NVB", "C2C,C2C", "PIX,PIX", "PXB,PXB", "P2C,P2C", "PXN,PXN", "PHB,PHB", "SYS,SYS",
         // NCCL's old numbering: levelsOldToNew = LOC, PIX, PXB, PHB, SYS, SYS; larger numbers clamp to the last.
-        "0,LOC", "1,PIX", "2,PXB", "3,PHB", "4,SYS", "5,SYS", "6,SYS", "99,SYS", "99999999999999999999,SYS"
+        "0,LOC", "1,PIX", "2,PXB", "3,PHB", "4,SYS", "5,SYS", "6,SYS", "99,SYS", "99999999999999999999,SYS",
+        // strtol(str, NULL, 0): hexadecimal and octal as NCCL reads them
+        "0x2,PXB", "0X3,PHB", "03,PHB", "010,SYS"
     })
     void parsesNamesAndOldNumbers(final String value, final PathType expected)
     {
@@ -52,7 +59,7 @@ class TopoGdrLevelTest
     }
 
     @ParameterizedTest
-    @ValueSource(strings = { "pxb", "Phb", "", " ", " PXB", "NET", "DIS", "foo", "-1", "2x", "0x2", "3.0" })
+    @ValueSource(strings = { "pxb", "Phb", "", " ", " PXB", "NET", "DIS", "foo", "-1", "2x", "0x", "08", "3.0" })
     void refusesBadValuesWithAClearMessage(final String value)
     {
         final IllegalArgumentException ex =
@@ -61,7 +68,24 @@ class TopoGdrLevelTest
             ex.getMessage());
         assertTrue(ex.getMessage().contains("LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS"), ex.getMessage());
         assertTrue(ex.getMessage().contains(Character.isDigit(value.isEmpty() ? 'x' : value.charAt(0)) ?
-            "NCCL would read only its leading number" : "NCCL would ignore this value and use PXB"), ex.getMessage());
+            "NCCL would read only its leading number" :
+            "NCCL would ignore this value and use its default level, P2C (NCCL_NET_GDR_C2C=1"), ex.getMessage());
+    }
+
+    @Test
+    void badValuesSayWhatNcclWouldUseInstead()
+    {
+        // NCCL's ncclGetLevel leaves -2 for a value it does not understand: the default, P2C or PXB by C2C.
+        final IllegalArgumentException c2cOff = assertThrows(IllegalArgumentException.class,
+            () -> io.gdrkit.gdr.gate.NcclSettings.ofEnv(Map.of("NCCL_NET_GDR_LEVEL", "pxb", "NCCL_NET_GDR_C2C", "0")));
+        assertTrue(c2cOff.getMessage().contains("use its default level, PXB (NCCL_NET_GDR_C2C=0)"),
+            c2cOff.getMessage());
+        // strtol base 0 reads "08" as octal 0 and stops at 8: LOC, not SYS
+        final IllegalArgumentException octal =
+            assertThrows(IllegalArgumentException.class, () -> GdrLevel.parse("08", GdrLevel.ENV));
+        assertTrue(octal.getMessage().contains("that is LOC"), octal.getMessage());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> GdrLevel.parse("3abc", GdrLevel.ENV))
+            .getMessage().contains("that is PHB"));
     }
 
     @Test
