@@ -462,6 +462,7 @@ public final class NcclTopoXmlReader
                 final Map<String, String> attrs = new HashMap<>(pci.attributes);
                 attrs.putAll(gpu.attributes);
                 attrs.put("#gpu", "1");
+                markWithoutNvlink(gpu, attrs);
                 gpu.node = addChecked(() -> builder.gpu(busId, anchor, bw, attrs));
                 return;
             }
@@ -475,12 +476,22 @@ public final class NcclTopoXmlReader
                 final Map<String, String> attrs = new HashMap<>(pci.attributes);
                 attrs.putAll(gpu.attributes);
                 attrs.put("#gpu", "1");
+                markWithoutNvlink(gpu, attrs);
                 final String id = busId + "#" + k++;
                 gpu.node = addChecked(() -> builder.gpuOnDevice(device, id, attrs));
             }
             builder.note(name + ":" + pci.line + ": <pci busid=\"" + busId + "\"> holds " + pci.gpus.size() +
                 " GPUs: one GPU device (NCCL's DEV node), its GPUs linked to it locally; NVLinks are the first " +
                 "GPU's, as in NCCL");
+        }
+
+        // NCCL xml.cc: a <gpu> without any <nvlink> child gets its NVLinks from NVML at run time.
+        private void markWithoutNvlink(final Frame gpu, final Map<String, String> attrs)
+        {
+            if (nvlinks.stream().noneMatch(l -> l.gpu() == gpu))
+            {
+                attrs.put(TopoNode.NVLINK_FROM_NVML, "1");
+            }
         }
 
         private void addBare(final Frame pci)
@@ -493,6 +504,10 @@ public final class NcclTopoXmlReader
                 final Map<String, String> attrs = new HashMap<>(pci.attributes);
                 attrs.put("busid", busId.toLowerCase(Locale.ROOT));
                 attrs.put("#bare", "1");
+                if (type == NodeType.GPU)
+                {
+                    attrs.put(TopoNode.NVLINK_FROM_NVML, "1");
+                }
                 bare.add(new PendingBare(type, busId.toLowerCase(Locale.ROOT), anchorAbove(pci), linkBandwidth(pci),
                     attrs));
                 return;

@@ -69,8 +69,8 @@ public final class TopoGdr
 
     /**
      * @param nic a NIC.
-     * @return its GDR support: the {@code gdr} attribute of its {@code <net>}, NCCL's XML default 0 when a
-     *     {@code <net>} has none, unknown for a bare PCI NIC or a source without the attribute.
+     * @return its GDR support: the {@code gdr} attribute of its {@code <net>}; unknown when the {@code <net>} has
+     *     none (NCCL takes it from its network plugin), for a bare PCI NIC, or a source without the attribute.
      */
     public static Support nicSupport(final TopoNode nic)
     {
@@ -82,8 +82,9 @@ public final class TopoGdr
         }
         if (nic.attributes().containsKey("#net"))
         {
-            return new Support(Tri.NO, "<net> has no gdr attribute: NCCL's XML default is 0 (topo.cc), and NCCL " +
-                "sets it from its network plugin only for NICs it detects itself");
+            return new Support(Tri.UNKNOWN, "<net> has no gdr attribute: the file does not hold it; NCCL fills it " +
+                "from its network plugin at run time (topo.cc xmlInitAttrInt on the NICs it detects; a <net> the " +
+                "plugin does not find is dropped)");
         }
         if (nic.attributes().containsKey("#bare"))
         {
@@ -180,6 +181,23 @@ public final class TopoGdr
             dist.level());
         if (!dist.allowed())
         {
+            final TopoNode relay = dist.path().intermediate() == null ? nvmlPxnRelay(paths, gpu, nic, dist) : null;
+            if (relay != null)
+            {
+                final PathType relayDistance = paths.type(relay, nic);
+                final String lacks = "the file lists no <nvlink> for GPU " +
+                    (gpu.nvlinkUnknown() && relay.nvlinkUnknown() ? gpu.dev() + " nor GPU " + relay.dev() :
+                        (gpu.nvlinkUnknown() ? gpu : relay).dev());
+                evidence.add("distance: unknown: " + lacks + "; NCCL looks NVLink up with NVML at run time " +
+                    "(xml.cc), and with NVLink between them routes this pair through PXN relay GPU " + relay.dev() +
+                    " (distance " + relayDistance + " <= " + dist.level().path() + "); without NVLink, distance " +
+                    dist.distance() + " > " + dist.level().path());
+                unknown.add(evidence.getLast());
+                return new Decision(gpu, nic, read, Tri.UNKNOWN, "", dist.distance(), dist.level().path(), null,
+                    "unknown", "GPU Direct RDMA unknown for " + who + ", distance " + dist.distance() + " > " +
+                    dist.level().path() + " unless NVLink to GPU " + relay.dev() + " (PXN, " + relayDistance +
+                    "): " + String.join("; ", unknown), List.copyOf(evidence));
+            }
             return off(gpu, nic, read, "distance", dist, evidence,
                 who + " (distance " + dist.distance() + " > " + dist.level().path() + ")");
         }
@@ -227,6 +245,15 @@ public final class TopoGdr
                 (sm == null ? " (compute capability unknown, not needed)" : ", sm=" + sm));
             return Tri.YES;
         }
+        final boolean nvlinkUnknown = gpus.stream().anyMatch(TopoNode::nvlinkUnknown);
+        if (nvlinkUnknown)
+        {
+            evidence.add("read policy: unknown: " + (sm == null ? "compute capability unknown (the source gives " +
+                "no sm)" : "sm=" + sm + " < 80") + " and the file lists no <nvlink> for " +
+                (gpu.nvlinkUnknown() ? "this GPU" : "some GPU") + ": NCCL's default rule reads with an NVLink peer, " +
+                "which NCCL looks up with NVML at run time");
+            return Tri.UNKNOWN;
+        }
         if (sm == null)
         {
             evidence.add("read policy: compute capability unknown (the source gives no sm) and no NVLink peer: " +
@@ -243,5 +270,43 @@ public final class TopoGdr
     {
         return new Decision(gpu, nic, read, Tri.NO, gate, dist.distance(), dist.level().path(),
             dist.path().intermediate(), "none", "GPU Direct RDMA Disabled for " + detail, List.copyOf(evidence));
+    }
+
+    /**
+     * NCCL's PXN condition (paths.cc) for a pair whose answer hangs on NVLink the source does not give: the NIC's
+     * local GPU could relay for {@code gpu} if NCCL found NVLink between them with NVML at run time.
+     *
+     * @return the relay, or null when the file itself rules PXN out (or both GPUs' NVLinks are known).
+     */
+    private static TopoNode nvmlPxnRelay(
+        final TopoPaths paths, final TopoNode gpu, final TopoNode nic, final GdrDistanceCheck dist)
+    {
+        final PathOptions o = paths.options();
+        final TopoNode peer = paths.localGpu(nic);
+        if (o.pxnDisable() || peer == null || peer == gpu || peer.systemId() != gpu.systemId() ||
+            !(gpu.nvlinkUnknown() || peer.nvlinkUnknown()) || paths.type(peer, gpu).value() <= PathType.NVL.value())
+        {
+            return null;
+        }
+        final TopoPath peerToNic = paths.path(peer, nic);
+        final TopoPath gpuToNic = paths.path(gpu, nic);
+        final PathType pxnType = o.pxnC2c() ? PathType.P2C : PathType.PXB;
+        if (peerToNic.type().value() > pxnType.value() || !dist.level().allows(peerToNic.type()) ||
+            !(peerToNic.bandwidth() > gpuToNic.bandwidth() || gpuToNic.type().value() > PathType.PXN.value()))
+        {
+            return null;
+        }
+        // the relay must be able to do GDR reads (NCCL's ncclTopoCheckGdr(peer, read=1) in the PXN condition)
+        if (gpuSupport(peer).value() == Tri.NO || o.gdrRead() == 0)
+        {
+            return null;
+        }
+        final String sm = peer.attributes().get("sm");
+        if (o.gdrRead() < 0 && sm != null && peer.intAttribute("sm", 0) < 80 && !peer.nvlinkUnknown() &&
+            !gpu.nvlinkUnknown())
+        {
+            return null;
+        }
+        return peer;
     }
 }

@@ -13,6 +13,13 @@ import java.util.Map;
  */
 public final class TopoNode
 {
+    /**
+     * Attribute set on a GPU whose source lists no {@code <nvlink>} for it (a bare GPU, or a {@code <gpu>} without
+     * {@code <nvlink>} children): NCCL looks its NVLinks up with NVML at run time (xml.cc), so the file does not
+     * say whether it has NVLink.
+     */
+    public static final String NVLINK_FROM_NVML = "#nvlink-from-nvml";
+
     private final int index;
     private final NodeType type;
     private final int typeIndex;
@@ -160,5 +167,13 @@ public final class TopoNode
     public String toString()
     {
         return label() + (type == NodeType.GPU || type == NodeType.NIC ? "(" + id + ")" : "");
+    }
+
+    /**
+     * @return true for a GPU whose NVLinks the source does not give (NCCL finds them with NVML at run time).
+     */
+    public boolean nvlinkUnknown()
+    {
+        return attributes.containsKey(NVLINK_FROM_NVML);
     }
 }

@@ -62,8 +62,11 @@ class TopoRealFilesTest
                 assertEquals(own ? PIX : PHB, paths.type(gpu, nic), gpu + " " + nic);
                 final TopoGdr.Decision w = write(paths, gpu, nic);
                 final TopoGdr.Decision r = read(paths, gpu, nic);
-                assertEquals(own ? Tri.YES : Tri.NO, w.enabled(), w.reason());
-                assertEquals(own ? Tri.YES : Tri.NO, r.enabled(), r.reason());
+                // Issue 34: the file has no <nvlink>, so NCCL looks NVLink up with NVML at run time (xml.cc); with
+                // the p5's NVSwitch every other GPU reaches the NIC through its switch's GPU (PXN, PIX <= P2C).
+                // The file alone can not say: unknown, naming what it lacks; the own-switch pairs it proves.
+                assertEquals(own ? Tri.YES : Tri.UNKNOWN, w.enabled(), w.reason());
+                assertEquals(own ? Tri.YES : Tri.UNKNOWN, r.enabled(), r.reason());
                 if (own)
                 {
                     assertEquals("unknown", w.mechanism(), "no topology file says DMA-BUF or peermem");
@@ -71,8 +74,11 @@ class TopoRealFilesTest
                 }
                 else
                 {
-                    assertEquals("distance", w.gate());
-                    assertTrue(w.reason().contains("(distance PHB > P2C)"), w.reason());
+                    assertEquals("", w.gate());
+                    assertTrue(w.reason().contains("distance PHB > P2C unless NVLink to GPU " + nic.dev() / 4 +
+                        " (PXN, PIX)"), w.reason());
+                    assertTrue(w.reason().contains("the file lists no <nvlink> for GPU"), w.reason());
+                    assertTrue(w.reason().contains("NVML"), w.reason());
                 }
             }
             for (final TopoNode other : system.gpus())
@@ -95,6 +101,27 @@ class TopoRealFilesTest
         assertEquals("0000:60:00.0", system.gpus().get(1).busId());
         assertTrue(system.notes().stream().anyMatch(n -> n.startsWith("at run time NCCL adds: NVLink/NVSwitch")),
             system.notes().toString());
+    }
+
+    /**
+     * Issue 34: the p5 file without its {@code gdr} attributes (as files written by hand often are). NCCL fills a
+     * {@code <net>}'s missing gdr from its network plugin at run time (topo.cc, xmlInitAttrInt) and a {@code <gpu>}'s
+     * from the CUDA driver: the file does not hold them, so the own-switch PIX pairs are unknown, not refused.
+     */
+    @Test
+    void awsP5WithoutGdrAttributesIsUnknown()
+    {
+        final TopoSystem system = NcclTopoXmlReader.parse(
+            TopoFixtures.text("real/aws-p5.48xl-topo.xml").replace(" gdr=\"1\"", ""), "p5-no-gdr.xml");
+        final TopoPaths paths = PathComputer.compute(system);
+        final TopoNode gpu = system.gpus().getFirst();
+        final TopoNode nic = system.nics().getFirst();
+        assertEquals(PIX, paths.type(gpu, nic));
+        final TopoGdr.Decision w = write(paths, gpu, nic);
+        assertEquals(Tri.UNKNOWN, w.enabled(), w.reason());
+        assertTrue(w.reason().contains("<net> has no gdr attribute") && w.reason().contains("network plugin"),
+            w.reason());
+        assertEquals(Tri.UNKNOWN, TopoGdr.nicSupport(nic).value());
     }
 
     /**
@@ -125,12 +152,19 @@ class TopoRealFilesTest
                 assertEquals(String.format("01%02x:00:00.0", n + 1), nic.busId());
                 final boolean same = g / 2 == n / 2;
                 assertEquals(same ? PIX : PHB, paths.type(gpu, nic), gpu + " " + nic);
-                assertEquals(same ? Tri.UNKNOWN : Tri.NO, write(paths, gpu, nic).enabled());
+                // PHB pairs: unknown, not false: with NVLink from NVML the NIC's local GPU n relays (PXN, PIX).
+                final TopoGdr.Decision w = write(paths, gpu, nic);
+                assertEquals(Tri.UNKNOWN, w.enabled(), w.reason());
                 final TopoGdr.Decision r = read(paths, gpu, nic);
-                assertEquals(same ? Tri.UNKNOWN : Tri.NO, r.enabled());
+                assertEquals(Tri.UNKNOWN, r.enabled());
                 if (same)
                 {
                     assertTrue(r.reason().contains("compute capability unknown"), r.reason());
+                }
+                else
+                {
+                    assertTrue(w.reason().contains("unless NVLink to GPU " + n + " (PXN, PIX)") &&
+                        w.reason().contains("no <nvlink>"), w.reason());
                 }
             }
         }
@@ -168,7 +202,10 @@ class TopoRealFilesTest
                 final int n = nic.typeIndex();
                 final PathType expected = g / 2 == n ? PIX : g / 4 == n / 2 ? PHB : SYS;
                 assertEquals(expected, paths.type(gpu, nic), gpu + " " + nic);
-                assertEquals(expected == PIX ? Tri.UNKNOWN : Tri.NO, write(paths, gpu, nic).enabled());
+                // every pair unknown: PIX ones on GDR support, the others also on NVLink (PXN through GPU 2n)
+                final TopoGdr.Decision w = write(paths, gpu, nic);
+                assertEquals(Tri.UNKNOWN, w.enabled(), w.reason());
+                assertEquals(expected != PIX, w.reason().contains("unless NVLink to GPU " + 2 * n), w.reason());
             }
         }
         for (int n = 0; n < 4; n++)
@@ -204,16 +241,16 @@ class TopoRealFilesTest
         assertTrue(system.notes().stream().anyMatch(s -> s.contains("NCCL reads a width of 0 as x16") &&
             s.contains("6 element(s)")), system.notes().toString());
 
-        // The same host with gdr="1": writes enabled at PIX; reads refused by NCCL's default rule for sm 70 < 80
-        // without an NVLink peer (this excerpt has no <nvlink>).
+        // The same host with gdr="1": writes enabled at PIX; reads hang on NCCL's default rule for sm 70 < 80, which
+        // needs an NVLink peer, and this excerpt has no <nvlink> (NCCL would ask NVML): unknown, not refused.
         final TopoSystem on = NcclTopoXmlReader.parse(
             TopoFixtures.text("real/nccl-issue-392-width0.xml").replace("gdr=\"0\"", "gdr=\"1\""), "gdr1.xml");
         final TopoPaths onPaths = PathComputer.compute(on);
         final TopoNode gpu0 = on.gpus().getFirst();
         assertEquals(Tri.YES, write(onPaths, gpu0, on.nics().getFirst()).enabled());
         final TopoGdr.Decision r = read(onPaths, gpu0, on.nics().getFirst());
-        assertEquals(Tri.NO, r.enabled());
-        assertEquals("read policy", r.gate());
+        assertEquals(Tri.UNKNOWN, r.enabled(), r.reason());
+        assertTrue(r.reason().contains("sm=70 < 80 and the file lists no <nvlink>"), r.reason());
     }
 
     /**
