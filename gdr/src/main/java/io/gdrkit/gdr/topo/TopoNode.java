@@ -127,6 +127,11 @@ public final class TopoNode
         links.add(link);
     }
 
+    void replaceLink(final TopoLink old, final TopoLink replacement)
+    {
+        links.set(links.indexOf(old), replacement);
+    }
+
     /**
      * @return the device number the source gave this GPU or NIC (NCCL's {@code dev}: the CUDA device of a GPU, the
      *     NET device of a NIC); the index among its type when the source gave none.

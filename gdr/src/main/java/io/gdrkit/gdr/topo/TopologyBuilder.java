@@ -220,8 +220,9 @@ public final class TopologyBuilder
     }
 
     /**
-     * Connect two GPUs directly with NVLink. A second call for the same pair with the same count is ignored (an
-     * NCCL XML file lists each link from both ends); a different count is kept as a note.
+     * Connect two GPUs directly with NVLink. A second call for the same GPU pair with the same count is ignored (an
+     * NCCL XML file lists each link from both ends); a different count is kept as a note. Links from a GPU to the
+     * NVSwitch or to a CPU are summed, as NCCL sums them ({@code link->bw += bw}).
      *
      * @param a     a GPU.
      * @param b     another GPU, the NVSwitch from {@link #nvSwitch()}, or a CPU (NVLink to CPU, POWER9).
@@ -233,8 +234,26 @@ public final class TopologyBuilder
         {
             throw new IllegalArgumentException("NVLink count must be positive, got " + count + " for " + a + "-" + b);
         }
+        final int sm = Math.max(a.intAttribute("sm", 0), b.intAttribute("sm", 0));
         for (final TopoLink existing : a.links())
         {
+            if (existing.to() == b && existing.type() == LinkType.NVL && b.type() != NodeType.GPU)
+            {
+                // NCCL topo.cc ncclTopoConnectNodes: links to an NVSwitch (all NVSwitches are one node) or a CPU
+                // aggregate, link->bw += bw: a GPU listing 5+5+4+4 links to four NVSwitches has 18 links' width.
+                final double bw = existing.bandwidth() + count * nvlinkBandwidth(sm);
+                final int total = existing.count() + count;
+                a.replaceLink(existing, new TopoLink(a, b, LinkType.NVL, bw, total));
+                for (final TopoLink back : b.links())
+                {
+                    if (back.to() == a && back.type() == LinkType.NVL)
+                    {
+                        b.replaceLink(back, new TopoLink(b, a, LinkType.NVL, bw, total));
+                        break;
+                    }
+                }
+                return;
+            }
             if (existing.to() == b && existing.type() == LinkType.NVL)
             {
                 if (existing.count() != count)
@@ -245,7 +264,6 @@ public final class TopologyBuilder
                 return;
             }
         }
-        final int sm = Math.max(a.intAttribute("sm", 0), b.intAttribute("sm", 0));
         link(a, b, LinkType.NVL, count * nvlinkBandwidth(sm), count);
     }
 

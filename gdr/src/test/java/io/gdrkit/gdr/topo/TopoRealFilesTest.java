@@ -254,6 +254,32 @@ class TopoRealFilesTest
     }
 
     /**
+     * NVIDIA/nccl-tests issue #256's bare-metal H200 dump: each GPU lists 18 NVLinks as four {@code <nvlink>}
+     * elements, one per NVSwitch (5+5+4+4). NCCL models every NVSwitch as one node and sums the links into one
+     * (topo.cc ncclTopoConnectNodes, {@code link->bw += bw}): 18 x 20.6 GB/s (sm 90) each way, so GPU-GPU is NVL at
+     * 370.8 GB/s, not one element's 5 links (103 GB/s).
+     */
+    @Test
+    void nvlinksToNvswitchesAreSummed()
+    {
+        final TopoSystem system = xml("nccl-tests-issue-256-h200-nvswitch.xml");
+        assertEquals(3, system.gpus().size());
+        final TopoNode gpu0 = system.gpus().getFirst();
+        final TopoLink toSwitch = gpu0.links().stream().filter(l -> l.type() == LinkType.NVL).findFirst().orElseThrow();
+        assertEquals(NodeType.NVS, toSwitch.to().type());
+        assertEquals(1, gpu0.links().stream().filter(l -> l.type() == LinkType.NVL).count(), "one aggregated link");
+        assertEquals(18 * 20.6, toSwitch.bandwidth(), 1e-9);
+        assertEquals(18, toSwitch.count());
+        final TopoLink back = toSwitch.to().links().stream().filter(l -> l.to() == gpu0).findFirst().orElseThrow();
+        assertEquals(18 * 20.6, back.bandwidth(), 1e-9, "the NVSwitch's link back to the GPU is summed too");
+        final TopoPaths paths = PathComputer.compute(system);
+        final TopoPath p = paths.path(gpu0, system.gpus().get(1));
+        assertEquals(NVL, p.type());
+        assertEquals(18 * 20.6, p.bandwidth(), 1e-9);
+        assertTrue(system.notes().stream().noneMatch(n -> n.contains("listed with count")), system.notes().toString());
+    }
+
+    /**
      * NCCL issue #1264's nvidia-smi output: 8 H100 on NVSwitch (NV18), 10 NICs. GPU k is PIX to one NIC; NIC3 and
      * NIC4 are PIX to no GPU (storage NICs). For a compute NIC, its PIX GPU is its local GPU, and every other GPU
      * reaches it through that GPU over NVLink (PXN: NVLink-connected, the relay is PIX <= P2C, and the GPU's own
