@@ -57,6 +57,10 @@ final class TopoCommand implements Callable<Integer> {
         + "environment, else NCCL's default (P2C with NCCL_NET_GDR_C2C=1, its default).")
     String gdrLevel;
 
+    @Option(names = "--nccl", paramLabel = "NAME=VALUE", description = "An NCCL setting as a flag (wins over the "
+        + "environment), e.g. --nccl NCCL_IB_HCA=^=mlx5_1 or --nccl NCCL_NET_GDR_C2C=0. Repeatable.")
+    List<String> nccl = new ArrayList<>();
+
     /**
      * gpus, nics, gpu_nic entries (gpu, gpu_dev, gpu_busid, nic, nic_dev, nic_busid, path, gdr_read, gdr_write as
      * true/false/"unknown", mechanism, reason), gpu_gpu entries and notes.
@@ -114,12 +118,26 @@ final class TopoCommand implements Callable<Integer> {
         final PathOptions options;
         try {
             // one rule for topo, doctor, coll and the gates: NcclSettings resolves the level (GdrLevel.effective)
-            final NcclSettings env = NcclSettings.ofEnv(System.getenv());
+            final NcclSettings.Context ctx = new NcclSettings.Context();
+            for (final String kv : nccl) {
+                final int eq = kv.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("--nccl needs NAME=VALUE, not '" + kv + "'");
+                }
+                ctx.override(kv.substring(0, eq), kv.substring(eq + 1));
+            }
+            final NcclSettings env = ctx.conclude();
             final PathOptions base = env.pathOptions();
             options = gdrLevel == null ? base : base.withGdrLevel(GdrLevel.parse(gdrLevel, "--gdr-level",
                 GdrLevel.fallback(env.gdrC2c().value())));
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (!options.ibHca().selectsAll()) {
+            final List<String> leftOut = system.nics().stream().filter(n -> !options.ibHca().accepts(n))
+                .map(TopoNode::id).toList();
+            notes.add(options.ibHca().describe() + ": " + (leftOut.isEmpty() ? "every NIC of the source is used"
+                : "left out " + String.join(", ", leftOut) + " (no GDR, no local GPU, no PXN through them)"));
         }
         final GdrLevel level = options.gdrLevel();
         final int gdrRead = options.gdrRead();
@@ -221,6 +239,7 @@ final class TopoCommand implements Callable<Integer> {
             m.put("busid", n.busId());
             m.put("gdr", TopoGdr.nicSupport(n).value().json());
             m.put("gdr_source", TopoGdr.nicSupport(n).evidence());
+            m.put("ib_hca_selected", paths.options().ibHca().accepts(n));
             final TopoNode local = paths.localGpu(n);
             m.put("local_gpu", local == null ? null : local.label());
             nics.add(m);

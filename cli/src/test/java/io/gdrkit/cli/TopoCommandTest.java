@@ -100,6 +100,24 @@ class TopoCommandTest {
     }
 
     @Test
+    void ibHcaLeavesNicsOut() throws Exception {
+        // NCCL_IB_HCA as NCCL parses it: ^ excludes, = matches exactly; the p5's EFA devices are rdmapNNs0
+        final Cli r = Cli.run("topo", "--topo-file", REAL + "aws-p5.48xl-topo.xml", "--json", "--nccl",
+            "NCCL_IB_HCA=^=rdmap79s0");
+        assertEquals(0, r.exitCode(), r::toString);
+        final JsonNode root = new ObjectMapper().readTree(r.out());
+        assertEquals("rdmap79s0", root.get("nics").get(0).get("name").asText());
+        assertEquals(false, root.get("nics").get(0).get("ib_hca_selected").asBoolean());
+        assertTrue(root.get("nics").get(0).get("local_gpu").isNull());
+        assertEquals(true, root.get("nics").get(1).get("ib_hca_selected").asBoolean());
+        final JsonNode own = root.get("gpu_nic").get(0);
+        assertEquals(false, own.get("gdr_write").asBoolean(), own.toString());
+        assertTrue(own.get("reason").asText().contains("NCCL_IB_HCA=^=rdmap79s0"), own.toString());
+        assertEquals(true, root.get("gpu_nic").get(1).get("gdr_write").asBoolean());
+        assertTrue(root.get("notes").toString().contains("left out rdmap79s0"), root.get("notes").toString());
+    }
+
+    @Test
     void partialFileSaysUnknownAndPrintsEveryNote() throws Exception {
         final Cli j = Cli.run("topo", "--topo-file", REAL + "azure-ndv4-topo.xml", "--json");
         assertEquals(0, j.exitCode(), j::toString);

@@ -180,6 +180,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
         final Setting<?> c = switch (d.failedGate()) {
             case "distance" -> s.gdrLevel();
             case "read policy" -> s.gdrRead();
+            case "NCCL_IB_HCA" -> s.ibHca();
             case "NET" -> s.dmabufEnable();
             default -> null;
         };

@@ -92,6 +92,11 @@ final class SettingsTable {
                     : "GPU-GPU P2P level " + (s.p2pLevel().value() == null ? "NCCL's platform rule"
                     : s.p2pLevel().value());
             }
+            case NcclSettings.IB_HCA -> {
+                final io.gdrkit.gdr.topo.IbHcaFilter h = s.ibHca().value();
+                return h.selectsAll() ? "every HCA and port" : h.describe() + (f.send() == null ? ""
+                    : "; send decision: " + onOff(f.send()));
+            }
             default -> {
                 return "";
             }
@@ -117,6 +122,7 @@ final class SettingsTable {
             case "distance" -> List.of(s.gdrLevel(), s.gdrC2c());
             case "read policy" -> List.of(s.gdrRead());
             case "NET" -> List.of(s.dmabufEnable(), s.ibDisable(), s.net());
+            case "NCCL_IB_HCA" -> List.of(s.ibHca());
             default -> s.all();
         };
         final List<String> named = new ArrayList<>();

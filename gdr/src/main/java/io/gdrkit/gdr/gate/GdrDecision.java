@@ -8,7 +8,7 @@ import java.util.List;
  * line.
  *
  * @param mechanism  how GPU memory is registered when enabled; {@link RegMechanism#NONE} when not
- * @param failedGate the gate that turned GDR off ("GPU", "NET", "read policy", "distance", "connector"); empty when
+ * @param failedGate the gate that turned GDR off ("NCCL_IB_HCA", "GPU", "NET", "read policy", "distance", "connector"); empty when
  *                   enabled
  */
 public record GdrDecision(int gpu, int nic, boolean read, boolean enabled, RegMechanism mechanism, String failedGate,

@@ -4,6 +4,7 @@ import io.gdrkit.gdr.reg.RegCapabilities;
 import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.reg.RegMechanismDecision;
 import io.gdrkit.gdr.topo.GdrLevel;
+import io.gdrkit.gdr.topo.IbHcaFilter;
 import io.gdrkit.gdr.topo.PathType;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,6 +12,7 @@ import java.util.List;
 /**
  * NCCL's GPUDirect RDMA gates (transport/net_ib.cc ncclIbGdrSupport / ncclIbDmaBufSupport and graph/paths.cc
  * ncclTopoCheckGdr), each checked in turn and recorded as evidence. GDR is allowed only when every gate passes:
+ * NCCL_IB_HCA selecting the HCA (net_ib/init.cc: an HCA it leaves out is not a NET device at all),
  * GPU support (attribute 116), NET ptrSupport (peermem, or DMA-BUF when enabled, registered by the provider, driver
  * >= 11.7 and attribute 124 = 1), distance <= the GDR level (NCCL 2.30's rule, {@link GdrLevel#effective}: P2C by
  * default with NCCL_NET_GDR_C2C=1; the intermediate GPU's distance for PXN), the send
@@ -32,6 +34,16 @@ public final class GdrGate {
                                      final boolean viaPxn, final boolean read, final GdrSettings s) {
         final List<String> ev = new ArrayList<>();
         final String hca = "HCA " + net.dev() + " '" + net.name() + "'";
+        // gate 0: NCCL_IB_HCA selects the HCAs the IB transport uses at all
+        final IbHcaFilter filter = s.ibHca() == null ? IbHcaFilter.ALL : s.ibHca();
+        if (!filter.accepts(net.name(), -1)) {
+            ev.add("NCCL_IB_HCA: " + net.name() + " is not used: " + filter.describe());
+            return off(gpu, net, read, ev, IbHcaFilter.ENV, "HCA " + net.dev() + " '" + net.name()
+                + "' not used: " + filter.describe());
+        }
+        if (!filter.selectsAll()) {
+            ev.add("NCCL_IB_HCA: " + net.name() + " selected by " + filter.describe());
+        }
         // gate 1: the GPU
         ev.add("GPU " + gpu.ordinal() + " attribute 116 (GPU_DIRECT_RDMA_SUPPORTED) = " + (gpu.gdrSupported() ? 1 : 0)
             + " [" + gpu.source() + "]");

@@ -1,6 +1,7 @@
 package io.gdrkit.gdr.gate;
 
 import io.gdrkit.gdr.topo.GdrLevel;
+import io.gdrkit.gdr.topo.IbHcaFilter;
 import java.util.Locale;
 import java.util.Map;
 
@@ -15,16 +16,18 @@ import java.util.Map;
  * @param dmabufEnable NCCL_DMABUF_ENABLE (default 1)
  * @param forceFlush   NCCL_NET_FORCE_FLUSH (default 0)
  * @param localRegister NCCL_LOCAL_REGISTER (default 1)
+ * @param ibHca        NCCL_IB_HCA: which HCAs the IB transport uses (default every one)
  */
 public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, boolean forceFlush,
-                          boolean localRegister) {
+                          boolean localRegister, IbHcaFilter ibHca) {
     public static final String GDR_READ = "NCCL_NET_GDR_READ";
     public static final String DMABUF_ENABLE = "NCCL_DMABUF_ENABLE";
     public static final String FORCE_FLUSH = "NCCL_NET_FORCE_FLUSH";
     public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
     public static final int GDR_READ_DEFAULT = -2;
 
-    public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.NCCL_DEFAULT, GDR_READ_DEFAULT, true, false, true);
+    public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.NCCL_DEFAULT, GDR_READ_DEFAULT, true, false, true,
+        IbHcaFilter.ALL);
 
     /**
      * Reads the NCCL variables from {@code env} through {@link NcclSettings} (the one place they are parsed); a

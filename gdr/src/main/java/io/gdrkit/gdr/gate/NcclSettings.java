@@ -8,6 +8,7 @@ import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.reg.NetMrCache;
 import io.gdrkit.gdr.reg.RegSettings;
 import io.gdrkit.gdr.topo.GdrLevel;
+import io.gdrkit.gdr.topo.IbHcaFilter;
 import io.gdrkit.gdr.topo.PathOptions;
 import io.gdrkit.gdr.topo.PathType;
 import java.util.LinkedHashMap;
@@ -34,10 +35,11 @@ public final class NcclSettings {
     public static final String IB_DISABLE = "NCCL_IB_DISABLE";
     public static final String NET = "NCCL_NET";
     public static final String P2P_LEVEL = "NCCL_P2P_LEVEL";
+    public static final String IB_HCA = IbHcaFilter.ENV;
 
     /** Every variable this component reads, in the order a settings table lists them. */
     public static final List<String> NAMES = List.of(NET_GDR_LEVEL, NET_GDR_READ, NET_GDR_C2C, DMABUF_ENABLE,
-        GDRCOPY_ENABLE, NET_FORCE_FLUSH, LOCAL_REGISTER, IB_DISABLE, NET, P2P_LEVEL);
+        GDRCOPY_ENABLE, NET_FORCE_FLUSH, LOCAL_REGISTER, IB_DISABLE, NET, P2P_LEVEL, IB_HCA);
 
     /** NCCL's defaults, nothing set. */
     public static final NcclSettings DEFAULTS = new Context().reader(SettingsReader.ofEnv(Map.of())).conclude();
@@ -52,6 +54,7 @@ public final class NcclSettings {
     private final Setting<Boolean> ibDisable;
     private final Setting<String> net;
     private final Setting<PathType> p2pLevel;
+    private final Setting<IbHcaFilter> ibHca;
     private final GdrSettings gdr;
 
     /**
@@ -104,8 +107,9 @@ public final class NcclSettings {
         ibDisable = r.read(IB_DISABLE, false, v -> ncclInt(IB_DISABLE, v) != 0);
         net = r.read(NET, "", NcclSettings::netName);
         p2pLevel = r.read(P2P_LEVEL, null, v -> GdrLevel.parse(v, P2P_LEVEL).path());
+        ibHca = r.read(IB_HCA, IbHcaFilter.ALL, IbHcaFilter::parse);
         gdr = new GdrSettings(gdrLevel.value(), gdrRead.value(), dmabufEnable.value(), forceFlush.value(),
-            localRegister.value());
+            localRegister.value(), ibHca.value());
     }
 
     /** NCCL reads its integer parameters with strtoll; gdrkit refuses text that is not an integer. */
@@ -153,7 +157,7 @@ public final class NcclSettings {
     /** The path engine's view: NCCL_NET_GDR_C2C, the GDR level and the read policy; the rest NCCL's defaults. */
     public PathOptions pathOptions() {
         return PathOptions.DEFAULTS.withNetGdrC2c(gdrC2c.value()).withGdrLevel(gdrLevel.value())
-            .withGdrRead(gdrRead.value());
+            .withGdrRead(gdrRead.value()).withIbHca(ibHca.value());
     }
 
     public Setting<GdrLevel> gdrLevel() {
@@ -193,6 +197,11 @@ public final class NcclSettings {
         return net;
     }
 
+    /** NCCL_IB_HCA: the HCAs (and ports) NCCL's IB transport uses; {@link IbHcaFilter#ALL} when unset. */
+    public Setting<IbHcaFilter> ibHca() {
+        return ibHca;
+    }
+
     /** NCCL_P2P_LEVEL, or a null value when unset (NCCL's platform rule). */
     public Setting<PathType> p2pLevel() {
         return p2pLevel;
@@ -206,13 +215,13 @@ public final class NcclSettings {
     /** Every setting in {@link #NAMES} order. */
     public List<Setting<?>> all() {
         return List.of(gdrLevel, gdrRead, gdrC2c, dmabufEnable, gdrcopyEnable, forceFlush, localRegister, ibDisable,
-            net, p2pLevel);
+            net, p2pLevel, ibHca);
     }
 
     /** The value as NCCL would print it: flags 0/1, the level's name, unset as "unset". */
     public static String display(final Setting<?> s) {
         final Object v = s.value();
-        if (v == null || "".equals(v)) {
+        if (v == null || "".equals(v) || v == IbHcaFilter.ALL) {
             return "unset";
         }
         if (v instanceof Boolean b) {

@@ -543,6 +543,10 @@ public final class PathComputer
         // NCCL ncclTopoGetLocalGpu: the first of the NIC's closest GPUs that picks this NIC on some channel.
         private TopoNode localGpu(final TopoNode nic)
         {
+            if (!options.ibHca().accepts(nic))
+            {
+                return null;
+            }
             final List<TopoNode> candidates = localGpusOf(nic);
             for (int c = 0; c < MAX_CHANNELS; c++)
             {
@@ -581,8 +585,11 @@ public final class PathComputer
                 maxBw = 0;
                 for (final TopoNode nic : system.nics())
                 {
-                    final Work w = work(gpu, nic);
-                    consider(nic.typeIndex(), w.type, w.bw);
+                    if (options.ibHca().accepts(nic))
+                    {
+                        final Work w = work(gpu, nic);
+                        consider(nic.typeIndex(), w.type, w.bw);
+                    }
                 }
                 array = null;
             }
@@ -604,6 +611,10 @@ public final class PathComputer
 
             void update(final int idx, final PathType oldType, final double oldBw, final PathType t, final double b)
             {
+                if (!options.ibHca().accepts(system.nics().get(idx)))
+                {
+                    return; // NCCL_IB_HCA leaves this NIC out: it is no GPU's local NIC
+                }
                 if (members.contains(idx) && (b != maxBw || t != minType))
                 {
                     members.remove(idx);

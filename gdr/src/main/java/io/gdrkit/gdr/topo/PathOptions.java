@@ -16,6 +16,8 @@ package io.gdrkit.gdr.topo;
  * @param netGdrC2c        NCCL_NET_GDR_C2C (default on).
  * @param gdrRead          NCCL_NET_GDR_READ: 1, 0, or negative for NCCL's default rule; PXN needs GDR read for the
  *                         relay GPU.
+ * @param ibHca            NCCL_IB_HCA: the NICs NCCL's IB transport uses; the others are no GPU's local NIC, relay
+ *                         nothing and get no GDR.
  */
 public record PathOptions(
     boolean nvbDisable,
@@ -24,11 +26,12 @@ public record PathOptions(
     boolean divertWithoutGdr,
     GdrLevel gdrLevel,
     boolean netGdrC2c,
-    int gdrRead)
+    int gdrRead,
+    IbHcaFilter ibHca)
 {
     /** NCCL 2.30's defaults: NVB and PXN on, PXN_C2C on, NET_GDR_C2C on, GDR read by NCCL's rule; no diversion. */
     public static final PathOptions DEFAULTS =
-        new PathOptions(false, false, true, false, GdrLevel.DEFAULT, true, -2);
+        new PathOptions(false, false, true, false, GdrLevel.DEFAULT, true, -2, IbHcaFilter.ALL);
 
     /**
      * @param disable true to turn PXN off.
@@ -36,7 +39,7 @@ public record PathOptions(
      */
     public PathOptions withPxnDisable(final boolean disable)
     {
-        return new PathOptions(nvbDisable, disable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
+        return new PathOptions(nvbDisable, disable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead, ibHca);
     }
 
     /**
@@ -45,7 +48,7 @@ public record PathOptions(
      */
     public PathOptions withNvbDisable(final boolean disable)
     {
-        return new PathOptions(disable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
+        return new PathOptions(disable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead, ibHca);
     }
 
     /**
@@ -54,7 +57,7 @@ public record PathOptions(
      */
     public PathOptions withPxnC2c(final boolean enable)
     {
-        return new PathOptions(nvbDisable, pxnDisable, enable, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead);
+        return new PathOptions(nvbDisable, pxnDisable, enable, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead, ibHca);
     }
 
     /**
@@ -64,7 +67,7 @@ public record PathOptions(
      */
     public PathOptions withDivertWithoutGdr(final boolean divert, final GdrLevel level)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divert, level, netGdrC2c, gdrRead);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divert, level, netGdrC2c, gdrRead, ibHca);
     }
 
     /**
@@ -73,7 +76,7 @@ public record PathOptions(
      */
     public PathOptions withGdrLevel(final GdrLevel level)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, level, netGdrC2c, gdrRead);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, level, netGdrC2c, gdrRead, ibHca);
     }
 
     /**
@@ -82,7 +85,7 @@ public record PathOptions(
      */
     public PathOptions withNetGdrC2c(final boolean enable)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, enable, gdrRead);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, enable, gdrRead, ibHca);
     }
 
     /**
@@ -91,6 +94,16 @@ public record PathOptions(
      */
     public PathOptions withGdrRead(final int read)
     {
-        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, read);
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, read, ibHca);
+    }
+
+    /**
+     * @param filter NCCL_IB_HCA.
+     * @return a copy with NCCL_IB_HCA set.
+     */
+    public PathOptions withIbHca(final IbHcaFilter filter)
+    {
+        return new PathOptions(nvbDisable, pxnDisable, pxnC2c, divertWithoutGdr, gdrLevel, netGdrC2c, gdrRead,
+            filter == null ? IbHcaFilter.ALL : filter);
     }
 }

@@ -53,7 +53,7 @@ public final class TopoGdr
      * @param nic       the NIC.
      * @param read      true for sends (the NIC reads GPU memory), false for receives.
      * @param enabled   yes, no or unknown.
-     * @param gate      the first closed gate ("NIC", "GPU", "read policy", "distance"), or "" when none is.
+     * @param gate      the first closed gate ("NCCL_IB_HCA", "NIC", "GPU", "read policy", "distance"), or "" when none is.
      * @param distance  the distance compared with the level (the relay GPU's for PXN).
      * @param level     the GDR level used.
      * @param relay     the PXN relay GPU, or null.
@@ -144,6 +144,17 @@ public final class TopoGdr
         final String name = who + ", distance " + dist.distance() +
             (dist.path().intermediate() != null ? " via GPU " + dist.path().intermediate().dev() + " (PXN)" : "");
 
+        final IbHcaFilter hca = paths.options().ibHca();
+        if (!hca.accepts(nic))
+        {
+            evidence.add("NCCL_IB_HCA: " + nic.id() + " is not used: " + hca.describe());
+            return off(gpu, nic, read, IbHcaFilter.ENV, dist, evidence, who + " (not selected by " + hca.describe() +
+                ")");
+        }
+        if (!hca.selectsAll() && nic.attributes().containsKey("#bare"))
+        {
+            unknown.add("NCCL_IB_HCA=" + hca.raw() + " matches device names, and this bare NIC has none in the file");
+        }
         final Support nicSup = nicSupport(nic);
         evidence.add("NIC: " + nicSup.value() + " [" + nicSup.evidence() + "]");
         if (nicSup.value() == Tri.NO)

@@ -146,4 +146,19 @@ class GdrGateTest {
         assertTrue(GdrGate.decide(H200, DMABUF, PathType.P2C, false, true, GdrSettings.DEFAULTS).enabled(),
             "the gates' default is NCCL's: P2C");
     }
+
+    /** NCCL_IB_HCA: an HCA NCCL's IB transport leaves out gets no GDR (^, = and prefixes as NCCL parses them). */
+    @Test
+    void ibHcaSelectsTheCandidateHcas() {
+        final GdrSettings s = env("NCCL_IB_HCA", "^=soft1");
+        final GdrDecision out = GdrGate.decide(H200, DMABUF, PathType.PIX, false, false, s);
+        assertFalse(out.enabled(), out::toString);
+        assertEquals("NCCL_IB_HCA", out.failedGate());
+        assertTrue(out.logLine().contains("NCCL_IB_HCA=^=soft1"), out.logLine());
+        assertTrue(GdrGate.decide(H200, PEERMEM, PathType.PIX, false, false, s).enabled());
+        assertFalse(GdrGate.decide(H200, PEERMEM, PathType.PIX, false, false, env("NCCL_IB_HCA", "=soft")).enabled(),
+            "exact: soft is not soft0");
+        assertTrue(GdrGate.decide(H200, PEERMEM, PathType.PIX, false, false, env("NCCL_IB_HCA", "soft")).enabled(),
+            "prefix: soft selects soft0");
+    }
 }
