@@ -90,6 +90,11 @@ public final class PathComputer
         private int stamp;
         private final List<TopoNode> sources = new ArrayList<>();
         private int nicToGpuVersion;
+        // bumped whenever a GPU-to-NIC path changes: localGpu's cache is valid while neither version moves
+        private int gpuToNicVersion;
+        private final Map<TopoNode, TopoNode> localGpuCache = new HashMap<>();
+        private int localGpuCacheNic = -1;
+        private int localGpuCacheGpu = -1;
         // ncclTopoGetLocal(GPU g -> NET), kept up to date as paths change.
         private final Map<TopoNode, LocalSet> localNets = new HashMap<>();
         private final Map<TopoNode, TopoNode> deviceOf = new HashMap<>();
@@ -225,7 +230,7 @@ public final class PathComputer
 
         private static long key(final TopoNode from, final TopoNode to)
         {
-            return ((long)from.index() << 32) | to.index();
+            return PathComputer.key(from, to);
         }
 
         Work work(final TopoNode from, final TopoNode to)
@@ -462,6 +467,7 @@ public final class PathComputer
             w.bw = b;
             if (src.type() == NodeType.GPU && dst.type() == NodeType.NIC && (oldType != t || oldBw != b))
             {
+                gpuToNicVersion++;
                 final LocalSet set = localNets.get(src);
                 if (set != null)
                 {
@@ -542,6 +548,23 @@ public final class PathComputer
 
         // NCCL ncclTopoGetLocalGpu: the first of the NIC's closest GPUs that picks this NIC on some channel.
         private TopoNode localGpu(final TopoNode nic)
+        {
+            if (localGpuCacheNic != nicToGpuVersion || localGpuCacheGpu != gpuToNicVersion)
+            {
+                localGpuCache.clear();
+                localGpuCacheNic = nicToGpuVersion;
+                localGpuCacheGpu = gpuToNicVersion;
+            }
+            if (localGpuCache.containsKey(nic))
+            {
+                return localGpuCache.get(nic);
+            }
+            final TopoNode gpu = computeLocalGpu(nic);
+            localGpuCache.put(nic, gpu);
+            return gpu;
+        }
+
+        private TopoNode computeLocalGpu(final TopoNode nic)
         {
             if (!options.ibHca().accepts(nic))
             {
@@ -690,5 +713,15 @@ public final class PathComputer
     static PathType effectiveLevel(final GdrLevel level, final boolean netGdrC2c)
     {
         return GdrLevel.effective(level, netGdrC2c).path();
+    }
+
+    /**
+     * The paths map's key: (from, to) packed into a long and multiplied by an odd constant, a bijection on longs,
+     * so keys stay unique while Long.hashCode (high ^ low) spreads: packed keys alone hash to from ^ to, which puts
+     * thousands of pairs in one bucket on a 10,000-NIC host.
+     */
+    static long key(final TopoNode from, final TopoNode to)
+    {
+        return (((long)from.index() << 32) | (to.index() & 0xffffffffL)) * 0x9E3779B97F4A7C15L;
     }
 }

@@ -59,7 +59,7 @@ public final class TopoPaths
      */
     public TopoPath path(final TopoNode from, final TopoNode to)
     {
-        final PathComputer.Work w = paths.get(((long)from.index() << 32) | to.index());
+        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
         if (w == null)
         {
             if (from == to)
@@ -80,7 +80,7 @@ public final class TopoPaths
      */
     public PathType type(final TopoNode from, final TopoNode to)
     {
-        final PathComputer.Work w = paths.get(((long)from.index() << 32) | to.index());
+        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
         return w != null ? w.type : path(from, to).type();
     }
 
@@ -114,7 +114,7 @@ public final class TopoPaths
         int min = Integer.MAX_VALUE;
         for (final TopoNode cpu : system.cpus())
         {
-            final PathComputer.Work w = paths.get(((long)gpu.index() << 32) | cpu.index());
+            final PathComputer.Work w = paths.get(PathComputer.key(gpu, cpu));
             final int hops = w == null ? 0 : w.hops.size();
             if (hops > 0 && hops < min)
             {
