@@ -143,7 +143,6 @@ final class TopoCommand implements Callable<Integer> {
         final int gdrRead = options.gdrRead();
         final TopoPaths paths = PathComputer.compute(system, options);
         final List<TopoNode> gpus = system.gpus();
-        final List<Map<String, Object>> gpuNic = new ArrayList<>();
         final List<Map<String, Object>> gpuGpu = new ArrayList<>();
         for (final TopoNode g : gpus) {
             for (final TopoNode o : gpus) {
@@ -155,35 +154,37 @@ final class TopoCommand implements Callable<Integer> {
                     gpuGpu.add(m);
                 }
             }
-            for (final TopoNode n : system.nics()) {
-                final TopoPath path = paths.path(g, n);
-                final TopoGdr.Decision w = TopoGdr.decide(paths, g, n, false, level, gdrRead);
-                final TopoGdr.Decision r = TopoGdr.decide(paths, g, n, true, level, gdrRead);
-                final Map<String, Object> m = new LinkedHashMap<>();
-                m.put("gpu", g.label());
-                m.put("gpu_dev", g.dev());
-                m.put("gpu_busid", g.busId());
-                m.put("nic", n.id());
-                m.put("nic_dev", n.dev());
-                m.put("nic_busid", n.busId());
-                m.put("path", path.type().name());
-                m.put("distance", w.distance().name());
-                m.put("relay", path.intermediate() == null ? null : path.intermediate().label());
-                m.put("gdr_write", w.enabled().json());
-                m.put("gdr_read", r.enabled().json());
-                m.put("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none"
-                    : "unknown");
-                m.put("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason() : w.reason());
-                gpuNic.add(m);
-            }
         }
         final PathType effective = gpus.isEmpty() || system.nics().isEmpty() ? level.path()
             : paths.gdrDistance(gpus.getFirst(), system.nics().getFirst(), level).level().path();
         final String levelText = effective + " (" + level.origin()
             + (level.origin().equals("default") ? ": NCCL 2.30's default with NCCL_NET_GDR_C2C=1" : "") + ")";
         if (json) {
-            out.println(new ObjectMapper().writeValueAsString(jsonRoot(system, paths, levelText, gdrRead, notes,
-                gpuNic, gpuGpu)));
+            // streamed: the GPU x NIC entries (64 x 10,000 on a large host) are written as they are decided
+            final Map<String, Object> root = jsonRoot(system, paths, levelText, gdrRead);
+            final ObjectMapper mapper = new ObjectMapper()
+                .disable(com.fasterxml.jackson.databind.SerializationFeature.FLUSH_AFTER_WRITE_VALUE);
+            final com.fasterxml.jackson.core.JsonGenerator gen = mapper.getFactory().createGenerator(out);
+            gen.disable(com.fasterxml.jackson.core.JsonGenerator.Feature.AUTO_CLOSE_TARGET);
+            gen.writeStartObject();
+            for (final Map.Entry<String, Object> e : root.entrySet()) {
+                gen.writeFieldName(e.getKey());
+                mapper.writeValue(gen, e.getValue());
+            }
+            gen.writeArrayFieldStart("gpu_nic");
+            for (final TopoNode g : gpus) {
+                for (final TopoNode n : system.nics()) {
+                    mapper.writeValue(gen, gpuNicEntry(paths, g, n, level, gdrRead));
+                }
+            }
+            gen.writeEndArray();
+            gen.writeFieldName("gpu_gpu");
+            mapper.writeValue(gen, gpuGpu);
+            gen.writeFieldName("notes");
+            mapper.writeValue(gen, notes);
+            gen.writeEndObject();
+            gen.flush();
+            out.println();
             return 0;
         }
         out.println("# topology: " + system.source() + "; " + gpus.size() + " GPU(s), " + system.nics().size()
@@ -203,18 +204,43 @@ final class TopoCommand implements Callable<Integer> {
         }
         out.println();
         out.println("GPU x NIC: path, GDR write (receive), GDR read (send), mechanism, reason");
-        for (final Map<String, Object> m : gpuNic) {
-            out.println(String.format("%-6s %-13s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
+        for (final TopoNode g : gpus) {
+            for (final TopoNode n : system.nics()) {
+                final Map<String, Object> m = gpuNicEntry(paths, g, n, level, gdrRead);
+                out.println(String.format("%-6s %-13s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
                 m.get("gpu"), m.get("gpu_busid"), m.get("nic_dev"), m.get("nic"), m.get("path"),
                 m.get("gdr_write"), m.get("gdr_read"), m.get("mechanism"), m.get("reason")));
+            }
         }
         return 0;
     }
 
+    /** One GPU x NIC entry: path, both GDR decisions and the reason. */
+    private static Map<String, Object> gpuNicEntry(final TopoPaths paths, final TopoNode g, final TopoNode n,
+                                                   final GdrLevel level, final int gdrRead) {
+        final TopoPath path = paths.path(g, n);
+        final TopoGdr.Decision w = TopoGdr.decide(paths, g, n, false, level, gdrRead);
+        final TopoGdr.Decision r = TopoGdr.decide(paths, g, n, true, level, gdrRead);
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("gpu", g.label());
+        m.put("gpu_dev", g.dev());
+        m.put("gpu_busid", g.busId());
+        m.put("nic", n.id());
+        m.put("nic_dev", n.dev());
+        m.put("nic_busid", n.busId());
+        m.put("path", path.type().name());
+        m.put("distance", w.distance().name());
+        m.put("relay", path.intermediate() == null ? null : path.intermediate().label());
+        m.put("gdr_write", w.enabled().json());
+        m.put("gdr_read", r.enabled().json());
+        m.put("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none" : "unknown");
+        m.put("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason() : w.reason());
+        return m;
+    }
+
+    /** The root's fields before gpu_nic (source, level, gpus, nics); gpu_nic, gpu_gpu and notes are streamed. */
     private static Map<String, Object> jsonRoot(final TopoSystem system, final TopoPaths paths, final String level,
-                                                final int gdrRead, final List<String> notes,
-                                                final List<Map<String, Object>> gpuNic,
-                                                final List<Map<String, Object>> gpuGpu) {
+                                                final int gdrRead) {
         final Map<String, Object> root = new LinkedHashMap<>();
         root.put("source", system.source());
         root.put("gdr_level", level);
@@ -246,9 +272,6 @@ final class TopoCommand implements Callable<Integer> {
         }
         root.put("gpus", gpus);
         root.put("nics", nics);
-        root.put("gpu_nic", gpuNic);
-        root.put("gpu_gpu", gpuGpu);
-        root.put("notes", notes);
         return root;
     }
 }

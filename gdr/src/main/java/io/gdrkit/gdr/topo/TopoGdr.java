@@ -238,17 +238,17 @@ public final class TopoGdr
             evidence.add("read policy: NCCL_NET_GDR_READ=" + gdrRead);
             return Tri.YES;
         }
-        final List<TopoNode> gpus = paths.system().gpus();
-        boolean nvlink = gpus.size() == 1;
-        for (final TopoNode other : gpus)
-        {
-            nvlink |= other != gpu && paths.type(gpu, other) == PathType.NVL;
-        }
         final String sm = gpu.attributes().get("sm");
         if (sm != null && gpu.intAttribute("sm", 0) >= 80)
         {
             evidence.add("read policy: default, compute capability sm=" + sm + " >= 80");
             return Tri.YES;
+        }
+        final List<TopoNode> gpus = paths.system().gpus();
+        boolean nvlink = gpus.size() == 1;
+        for (final TopoNode other : gpus)
+        {
+            nvlink |= other != gpu && paths.type(gpu, other) == PathType.NVL;
         }
         if (nvlink)
         {
@@ -299,11 +299,11 @@ public final class TopoGdr
         {
             return null;
         }
-        final TopoPath peerToNic = paths.path(peer, nic);
-        final TopoPath gpuToNic = paths.path(gpu, nic);
+        final PathType peerToNic = paths.type(peer, nic);
+        final PathType gpuToNic = paths.type(gpu, nic);
         final PathType pxnType = o.pxnC2c() ? PathType.P2C : PathType.PXB;
-        if (peerToNic.type().value() > pxnType.value() || !dist.level().allows(peerToNic.type()) ||
-            !(peerToNic.bandwidth() > gpuToNic.bandwidth() || gpuToNic.type().value() > PathType.PXN.value()))
+        if (peerToNic.value() > pxnType.value() || !dist.level().allows(peerToNic) ||
+            !(paths.bandwidth(peer, nic) > paths.bandwidth(gpu, nic) || gpuToNic.value() > PathType.PXN.value()))
         {
             return null;
         }

@@ -85,6 +85,17 @@ public final class TopoPaths
     }
 
     /**
+     * @param from a CPU, GPU or NIC.
+     * @param to   a CPU, GPU or NIC.
+     * @return the path's bandwidth, without copying its hops.
+     */
+    public double bandwidth(final TopoNode from, final TopoNode to)
+    {
+        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
+        return w != null ? w.bw : path(from, to).bandwidth();
+    }
+
+    /**
      * @param gpu a GPU index.
      * @param nic a NIC index.
      * @return the GPU-to-NIC path (the direction PXN applies to, as in NCCL).

@@ -74,6 +74,32 @@ class TopoScaleTest
         assertNull(paths.localGpu(system.nics().get(1250 * 5 + 64)));
     }
 
+    /**
+     * The paths map is keyed by (from, to); packed as from << 32 | to, Long.hashCode is from ^ to and a 10,000-NIC
+     * host put thousands of pairs in one bucket (most of the 2.5 minutes of issue 34's 64-GPU case). The key is
+     * mixed by an odd multiplier: still one key per pair, and the hashes spread.
+     */
+    @Test
+    void pathKeysAreUniqueAndSpread()
+    {
+        final TopoSystem system = NcclTopoXmlReader.parse(manyNics(10_000), "10k.xml");
+        final java.util.Set<Long> keys = new java.util.HashSet<>();
+        final java.util.Set<Integer> hashes = new java.util.HashSet<>();
+        for (final TopoNode gpu : system.gpus())
+        {
+            for (final TopoNode nic : system.nics())
+            {
+                for (final long k : new long[] { PathComputer.key(gpu, nic), PathComputer.key(nic, gpu) })
+                {
+                    keys.add(k);
+                    hashes.add(Long.hashCode(k));
+                }
+            }
+        }
+        assertEquals(2 * 8 * 10_000, keys.size());
+        assertTrue(hashes.size() > 0.99 * keys.size(), hashes.size() + " distinct hashes for " + keys.size());
+    }
+
     @Test
     void pastTheCapIsANamedError()
     {
