@@ -57,10 +57,6 @@ final class TopoCommand implements Callable<Integer> {
         + "environment, else NCCL's default (P2C with NCCL_NET_GDR_C2C=1, its default).")
     String gdrLevel;
 
-    @Option(names = "--nccl", paramLabel = "NAME=VALUE", description = "An NCCL setting as a flag (wins over the "
-        + "environment), e.g. --nccl NCCL_IB_HCA=^=mlx5_1 or --nccl NCCL_NET_GDR_C2C=0. Repeatable.")
-    List<String> nccl = new ArrayList<>();
-
     /**
      * gpus, nics, gpu_nic entries (gpu, gpu_dev, gpu_busid, nic, nic_dev, nic_busid, path, gdr_read, gdr_write as
      * true/false/"unknown", mechanism, reason), gpu_gpu entries and notes.
@@ -118,15 +114,8 @@ final class TopoCommand implements Callable<Integer> {
         final PathOptions options;
         try {
             // one rule for topo, doctor, coll and the gates: NcclSettings resolves the level (GdrLevel.effective)
-            final NcclSettings.Context ctx = new NcclSettings.Context();
-            for (final String kv : nccl) {
-                final int eq = kv.indexOf('=');
-                if (eq <= 0) {
-                    throw new IllegalArgumentException("--nccl needs NAME=VALUE, not '" + kv + "'");
-                }
-                ctx.override(kv.substring(0, eq), kv.substring(eq + 1));
-            }
-            final NcclSettings env = ctx.conclude();
+            // the environment, -Dgdrkit.* properties and --set NAME=VALUE (SettingsReader.ofProcess)
+            final NcclSettings env = new NcclSettings.Context().conclude();
             final PathOptions base = env.pathOptions();
             options = gdrLevel == null ? base : base.withGdrLevel(GdrLevel.parse(gdrLevel, "--gdr-level",
                 GdrLevel.fallback(env.gdrC2c().value())));

@@ -102,7 +102,7 @@ class TopoCommandTest {
     @Test
     void ibHcaLeavesNicsOut() throws Exception {
         // NCCL_IB_HCA as NCCL parses it: ^ excludes, = matches exactly; the p5's EFA devices are rdmapNNs0
-        final Cli r = Cli.run("topo", "--topo-file", REAL + "aws-p5.48xl-topo.xml", "--json", "--nccl",
+        final Cli r = Cli.run("topo", "--topo-file", REAL + "aws-p5.48xl-topo.xml", "--json", "--set",
             "NCCL_IB_HCA=^=rdmap79s0");
         assertEquals(0, r.exitCode(), r::toString);
         final JsonNode root = new ObjectMapper().readTree(r.out());
