@@ -57,7 +57,7 @@ public final class GdrGate {
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
                     + " / " + hca + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
             }
-            ev.add("read policy: " + (s.gdrRead() > 0 ? "NCCL_NET_GDR_READ=1" : "default, cc " + gpu.computeCap()
+            ev.add("read policy: " + (s.gdrRead() > 0 ? io.gdrkit.gdr.GdrConfiguration.NET_GDR_READ.name() + "=1" : "default, cc " + gpu.computeCap()
                 + (gpu.computeCap() >= 80 ? " >= 8.0" : gpu.nvlinkPeer() ? ", NVLink peer" : ", single GPU")));
         }
         // gate 4: distance
