@@ -204,7 +204,7 @@ public final class Communicator implements AutoCloseable {
                  final int cpus) {
         this.bootstrap = bootstrap;
         this.net = net;
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
         this.rank = bootstrap.rank();
         this.n = bootstrap.nranks();
         this.shmDirectBytes = ctx.shmDirectBytes(n);
@@ -261,7 +261,7 @@ public final class Communicator implements AutoCloseable {
             if (theirs != devs) {
                 throw new CollException("rank " + p + " has " + theirs + " network devices, rank " + rank + " has "
                     + devs + ": channels are spread over the devices alike on every rank (a different "
-                    + "gdrkit.coll.nics?)");
+                    + CommConfiguration.COLL_NICS.name() + "?)");
             }
             if (all[p].length != mine.length) {
                 throw new CollException("rank " + p + " sent " + all[p].length + " bytes of listen handles, expected "
@@ -312,7 +312,7 @@ public final class Communicator implements AutoCloseable {
      * error: the rank runs where the scheduler puts it, and the description says why.
      */
     static String bind(final io.gdrkit.core.config.Setting<CollContext.Bind> how, final int localRank) {
-        final String setting = "gdrkit.coll.bind=" + (how.raw() != null ? how.raw() : how.value().name()
+        final String setting = how.name() + "=" + (how.raw() != null ? how.raw() : how.value().name()
             .toLowerCase(java.util.Locale.ROOT)) + " (" + how.source().name().toLowerCase(
             java.util.Locale.ROOT) + ")";
         if (how.value() == CollContext.Bind.NONE) {

@@ -323,7 +323,7 @@ final class ShmDirect implements AutoCloseable {
             throw new CollException("rank " + rank + " direct round of " + bytes + " B in shared memory: rank " + p
                 + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
                 + " with 0x" + Long.toHexString(what) + " (mismatched operations, types, sizes or "
-                + "gdrkit.coll.direct.bytes across ranks?)");
+                + CommConfiguration.COLL_DIRECT_BYTES.name() + " across ranks?)");
         }
         return true;
     }

@@ -18,34 +18,41 @@ public final class ShmemContext {
     private Duration timeout = Duration.ofSeconds(20);
     private boolean stamps;
     private String idle = "backoff";
-    private boolean concluded;
+    private final io.gdrkit.core.config.ContextFreeze freeze = new io.gdrkit.core.config.ContextFreeze(
+        "ShmemContext");
 
     public ShmemContext nPes(final int v) {
+        freeze.set("nPes");
         nPes = v;
         return this;
     }
 
     public ShmemContext gpu(final String v) {
+        freeze.set("gpu");
         gpu = v;
         return this;
     }
 
     public ShmemContext mode(final ShmemMode v) {
+        freeze.set("mode");
         mode = v;
         return this;
     }
 
     public ShmemContext heapBytes(final long v) {
+        freeze.set("heapBytes");
         heapBytes = v;
         return this;
     }
 
     public ShmemContext sqDepth(final int v) {
+        freeze.set("sqDepth");
         sqDepth = v;
         return this;
     }
 
     public ShmemContext proxyDepth(final int v) {
+        freeze.set("proxyDepth");
         proxyDepth = v;
         return this;
     }
@@ -56,33 +63,39 @@ public final class ShmemContext {
      * {@link #staleProbability(double)}.
      */
     public ShmemContext wqeFence(final boolean v) {
+        freeze.set("wqeFence");
         wqeFence = v;
         return this;
     }
 
     public ShmemContext staleProbability(final double v) {
+        freeze.set("staleProbability");
         staleProbability = v;
         return this;
     }
 
     public ShmemContext seed(final long v) {
+        freeze.set("seed");
         seed = v;
         return this;
     }
 
     public ShmemContext timeout(final Duration v) {
+        freeze.set("timeout");
         timeout = v;
         return this;
     }
 
     /** Records per-operation stamps (issue, proxy pick-up, NIC pick-up, landing, completion) for the breakdown. */
     public ShmemContext stamps(final boolean v) {
+        freeze.set("stamps");
         stamps = v;
         return this;
     }
 
     /** Idle strategy of the NIC threads and the proxy (spin, yield, backoff, sleep:&lt;us&gt;): spin on a real host. */
     public ShmemContext idle(final String v) {
+        freeze.set("idle");
         idle = v;
         return this;
     }
@@ -135,11 +148,13 @@ public final class ShmemContext {
         return stamps;
     }
 
-    /** Validates; a bad value is a {@link ShmemException} naming it. */
-    public ShmemContext conclude() {
-        if (concluded) {
-            return this;
-        }
+    /**
+     * Validates once and freezes the context: afterwards a setter and a second {@code conclude()} throw
+     * {@link IllegalStateException} ({@link #isConcluded()} tells code that is handed a context whether to conclude
+     * it); a bad value is a {@link ShmemException} naming it.
+     */
+    public synchronized ShmemContext conclude() {
+        freeze.checkConclude();
         bad(nPes < 1 || nPes > 64, "nPes " + nPes + " is not in 1..64");
         bad(gpu == null || gpu.isBlank(), "no GPU spec");
         bad(mode == null, "no mode");
@@ -158,8 +173,21 @@ public final class ShmemContext {
             bad(true, "idle strategy: " + e.getMessage());
         }
         bad(timeout == null || timeout.isNegative() || timeout.isZero(), "timeout must be positive");
-        concluded = true;
+        freeze.concluded();
         return this;
+    }
+
+    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized ShmemContext concludeOnce() {
+        return isConcluded() ? this : conclude();
     }
 
     private static void bad(final boolean cond, final String what) {

@@ -29,7 +29,12 @@ public final class ShmemProcess {
 
     /** Runs {@code body} on this process's PE; every rank of {@code boot} must call it. Closes {@code boot}. */
     public static <R> R run(final ShmemContext ctx, final Bootstrap boot, final Function<ShmemPe, R> body) {
-        ctx.nPes(boot.nranks()).conclude();
+        synchronized (ctx) {
+            if (!ctx.isConcluded()) {
+                ctx.nPes(boot.nranks());
+            }
+            ctx.concludeOnce();
+        }
         final int rank = boot.rank();
         // each process's fabric removes its own files when it closes, the last one out the directory: no process
         // removes another's (rank 0 walking the directory at its end raced the peers' own removal, and a file gone

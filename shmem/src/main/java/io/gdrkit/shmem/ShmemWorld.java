@@ -30,7 +30,7 @@ public final class ShmemWorld {
 
     /** Runs {@code body} on every PE and returns the results by PE; the first failure is rethrown. */
     public static <R> List<R> run(final ShmemContext ctx, final Function<ShmemPe, R> body) {
-        ctx.conclude();
+        ctx.concludeOnce();
         final int n = ctx.nPes();
         SimGpuSystem sims = null;
         final GpuDevice[] gpus = new GpuDevice[n];

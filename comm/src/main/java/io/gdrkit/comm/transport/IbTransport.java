@@ -105,7 +105,7 @@ public final class IbTransport implements NetTransport {
     private final NetNic[] nics;
 
     public IbTransport(final IbTransportContext context) {
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
         this.nics = ctx.nics().toArray(new NetNic[0]);
         final QpAttr a = QpBringUp.rcDefaults().timeout(ctx.ibTimeout()).retryCnt(ctx.ibRetryCnt());
         this.qpAttr = ctx.softwareMtu() > 0 ? a.softwareMtu(ctx.softwareMtu()) : a;

@@ -44,7 +44,7 @@ public final class SocketTransport implements NetTransport {
     private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
 
     public SocketTransport(final SocketTransportContext context) {
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
     }
 
     public SocketTransportContext context() {
