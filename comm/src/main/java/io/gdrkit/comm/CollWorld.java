@@ -433,7 +433,7 @@ public final class CollWorld implements AutoCloseable {
             final String[] theirs = new String(addrs[p], StandardCharsets.US_ASCII).split(",", -1);
             if (theirs.length != drivers.size()) {
                 throw new CollException("rank " + p + " sent " + theirs.length + " fabric addresses, rank " + r
-                    + " has " + drivers.size() + " NICs (a different gdrkit.coll.nics?)");
+                    + " has " + drivers.size() + " NICs (a different " + CommConfiguration.COLL_NICS.name() + "?)");
             }
             for (int i = 0; i < drivers.size(); i++) {
                 ((TcpFabric) drivers.get(i).fabric()).connect(p + 1, parse(theirs[i].getBytes(
@@ -590,7 +590,8 @@ public final class CollWorld implements AutoCloseable {
     static String describeMtu(final IbTransportContext ic, final String fabric) {
         final String from = ic.recorded().stream().filter(s -> s.name().equals(CommConfiguration.IB_SOFTWARE_MTU.name()))
             .findFirst().map(s -> s.source() == io.gdrkit.core.config.Source.DEFAULT
-                ? CommConfiguration.IB_SOFTWARE_MTU.name() + " not set: " + (ic.softwareMtu() > 0 ? "the collectives' default on the "
+                ? CommConfiguration.IB_SOFTWARE_MTU.name() + " not set: "
+                    + (ic.softwareMtu() > 0 ? "the collectives' default on the "
                 + fabric + " fabric" : "the default") : s.describe())
             .orElse("unknown");
         return (ic.softwareMtu() > 0 ? ic.softwareMtu() + " B" : "the path MTU") + " (" + from + ")";

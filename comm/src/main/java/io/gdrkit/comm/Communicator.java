@@ -1178,7 +1178,8 @@ public final class Communicator implements AutoCloseable {
                             throw new CollException("rank " + rank + " direct round of " + recvBytes + " B: rank "
                                 + p + " sent " + got[0] + " bytes with header 0x" + Long.toHexString(head)
                                 + ", expected " + rLen + " with 0x" + Long.toHexString(what) + " (mismatched "
-                                + "operations, types, sizes or gdrkit.coll.direct.bytes across ranks?)");
+                                + "operations, types, sizes or " + CommConfiguration.COLL_DIRECT_BYTES.name()
+                                + " across ranks?)");
                         }
                     }
                 }

@@ -136,7 +136,7 @@ final class ShmDirect implements AutoCloseable {
         String why = null;
         for (int p = 0; p < n && why == null; p++) {
             if (all[p].length == 0 || all[p][0] != '1') {
-                why = "rank " + p + " has it off (gdrkit.coll.shm.direct)";
+                why = "rank " + p + " has it off (" + CommConfiguration.COLL_SHM_DIRECT.name() + ")";
             }
         }
         if (why == null) {

@@ -121,7 +121,7 @@ public final class GdrConfiguration {
     /** An NCCL flag: NCCL reads an integer with strtoll, non-zero is on; gdrkit refuses text that is not one. */
     private static SettingDef<Boolean> ncclFlag(final String name, final boolean dflt, final String doc) {
         return SettingDef.of(name, dflt, "an integer; non-zero on", doc, v -> ncclInt(name, v) != 0)
-            .defaultText(dflt ? "1" : "0");
+            .format(b -> b ? "1" : "0").defaultText(dflt ? "1" : "0");
     }
 
     /** NCCL reads its integer parameters with strtoll; gdrkit refuses text that is not an integer. */

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm.transport;
 
+import io.gdrkit.comm.CommConfiguration;
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.gdr.net.NetNic;
 import io.gdrkit.comm.transport.NetTransportException.Reason;
@@ -428,7 +429,7 @@ public final class IbTransport implements NetTransport {
      */
     private String mtuMismatch(final String peer, final int theirs) {
         return peer + " uses software MTU " + describeMtu(theirs) + ", this end " + describeMtu(ctx.softwareMtu())
-            + ": both ends of a connection need the same gdrkit.ib.software.mtu";
+            + ": both ends of a connection need the same " + CommConfiguration.IB_SOFTWARE_MTU.name();
     }
 
     private static String describeMtu(final int mtu) {
