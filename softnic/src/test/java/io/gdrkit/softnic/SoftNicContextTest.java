@@ -158,11 +158,14 @@ class SoftNicContextTest {
     void concludedOnceAndReadOnlyAfter() {
         final SoftNicContext fresh = new SoftNicContext();
         final IllegalStateException before = assertThrows(IllegalStateException.class, fresh::window);
-        assertEquals("SoftNicContext not concluded: SoftNicDriver.launch concludes it", before.getMessage());
+        assertEquals("SoftNicContext is not concluded: conclude() it before reading its values (SoftNicDriver.launch "
+            + "concludes it)", before.getMessage());
         fresh.properties(Map.of()).conclude();
-        assertThrows(IllegalStateException.class, fresh::conclude);
+        assertEquals("SoftNicContext is already concluded: conclude() runs once per context",
+            assertThrows(IllegalStateException.class, fresh::conclude).getMessage());
         final IllegalStateException after = assertThrows(IllegalStateException.class, () -> fresh.burst(2));
-        assertEquals("SoftNicContext already concluded; use a new one per driver", after.getMessage());
+        assertEquals("SoftNicContext is concluded: burst(...) is refused; configure a new SoftNicContext",
+            after.getMessage());
         assertThrows(NullPointerException.class, () -> new SoftNicContext().progressMode(null));
     }
 }
