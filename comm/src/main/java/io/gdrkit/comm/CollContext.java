@@ -295,7 +295,7 @@ public final class CollContext {
      * 2940 with 1); 4 NICs over tcp, 1 best (4 MiB 1399 us with 1, 1712 with 2, 2844 with 4).
      */
     ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
-        freeze.requireConcluded("its reduce threads");
+        freeze.requireConcluded("choosing reduce threads");
         if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
             throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors, "
                 + nicsPerRank + " NICs per rank");
@@ -435,7 +435,7 @@ public final class CollContext {
      * @throws IllegalStateException unless {@code c} is concluded
      */
     public static CollContext copyOf(final CollContext c) {
-        c.freeze.requireConcluded("it to copy it to the ranks");
+        c.freeze.requireConcluded("copying it to the ranks");
         final CollContext k = new CollContext();
         k.settings = c.settings;
         k.buffSize = c.buffSize;

@@ -583,6 +583,6 @@ public final class SoftNicContext {
     }
 
     private void concluded() {
-        freeze.requireConcluded("its values (SoftNicDriver.launch concludes it)");
+        freeze.requireConcluded("reading its values (SoftNicDriver.launch concludes it)");
     }
 }

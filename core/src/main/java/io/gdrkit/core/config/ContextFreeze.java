@@ -66,13 +66,14 @@ public final class ContextFreeze {
     }
 
     /**
-     * Called by a getter that answers only after {@code conclude()}.
+     * Called by a getter (or other use) that answers only after {@code conclude()}.
      *
-     * @throws IllegalStateException {@code <Context> is not concluded: conclude() it before reading <what>}
+     * @param doing what the caller is about to do ({@code reading its values}, {@code copying it to the ranks})
+     * @throws IllegalStateException {@code <Context> is not concluded: conclude() it before <doing>}
      */
-    public void requireConcluded(final String what) {
+    public void requireConcluded(final String doing) {
         if (!concluded) {
-            throw new IllegalStateException(context + " is not concluded: conclude() it before reading " + what);
+            throw new IllegalStateException(context + " is not concluded: conclude() it before " + doing);
         }
     }
 }

@@ -154,13 +154,13 @@ class ContextFreezeTest {
     void theGuardRefusesReadingBeforeConcludeAndLeavesAFailedConcludeOpen() {
         final ContextFreeze f = new ContextFreeze("SomeContext");
         assertEquals("SomeContext is not concluded: conclude() it before reading its values", assertThrows(
-            IllegalStateException.class, () -> f.requireConcluded("its values")).getMessage());
+            IllegalStateException.class, () -> f.requireConcluded("reading its values")).getMessage());
         f.set("anything");
         f.checkConclude();
         f.checkConclude(); // a conclude() that failed validation never called concluded(): still open
         f.concluded();
         assertTrue(f.isConcluded());
-        f.requireConcluded("its values");
+        f.requireConcluded("reading its values");
         // a Context whose conclude() fails stays open: it may be corrected and concluded
         final CollContext coll = new CollContext().settings(SettingsReader.ofEnv(Map.of())).steps(0);
         assertEquals("NCCL_STEPS=0 is not an integer in [1, 32]",

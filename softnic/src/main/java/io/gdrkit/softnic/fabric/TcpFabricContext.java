@@ -141,6 +141,6 @@ public final class TcpFabricContext {
     }
 
     private void concluded() {
-        freeze.requireConcluded("its values");
+        freeze.requireConcluded("reading its values");
     }
 }
