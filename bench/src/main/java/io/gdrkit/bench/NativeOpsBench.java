@@ -83,7 +83,7 @@ public class NativeOpsBench {
 
     @Setup
     public void setup() throws Exception {
-        final Path src = Path.of(io.gdrkit.ibverbs.IbverbsConfiguration.STUB_SOURCE
+        final Path src = Path.of(io.gdrkit.ibverbs.config.IbverbsConfiguration.STUB_SOURCE
             .read(io.gdrkit.core.config.SettingsReader.ofProcess()).value());
         final Path dir = Files.createTempDirectory("gdrkit-stub");
         final Path lib = dir.resolve("libibverbs.so.1.14.0.0");

@@ -3,12 +3,13 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.core.config.Source;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -239,8 +240,10 @@ public final class CollContext {
     /** {@code gdrkit.coll.bind}, with its source. */
     public Setting<Bind> bindTo() {
         if (bindTo == null) {
-            bindTo = bindToSet != null ? CommConfiguration.COLL_BIND.given(bindToSet)
+            final Setting<String> b = bindToSet != null
+                ? CommConfiguration.COLL_BIND.given(bindToSet.name().toLowerCase(Locale.ROOT))
                 : CommConfiguration.COLL_BIND.read(settings);
+            bindTo = new Setting<>(b.name(), Bind.valueOf(b.value().toUpperCase(Locale.ROOT)), b.source(), b.raw());
             recorded.add(bindTo);
         }
         return bindTo;

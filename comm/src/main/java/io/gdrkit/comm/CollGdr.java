@@ -5,7 +5,7 @@ package io.gdrkit.comm;
 
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.doctor.SimulatedHostTopology;
 import io.gdrkit.gdr.gate.FlushPolicy;
 import io.gdrkit.gdr.gate.GdrDecision;

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.auth.Token;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;

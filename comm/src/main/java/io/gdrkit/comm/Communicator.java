@@ -5,6 +5,7 @@ package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
 import io.gdrkit.comm.bootstrap.BootstrapException;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.comm.transport.NetTransport;
 import io.gdrkit.comm.transport.NetTransportException;
 import java.lang.foreign.Arena;

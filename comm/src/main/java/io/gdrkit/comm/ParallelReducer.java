@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.LockSupport;
 

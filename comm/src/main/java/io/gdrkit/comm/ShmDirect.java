@@ -4,6 +4,7 @@
 package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.softnic.fabric.ShmFabric;
 import java.io.IOException;
 import java.lang.foreign.Arena;

@@ -11,6 +11,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.gdrkit.core.Errno;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.ibverbs.config.IbverbsConfiguration;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

@@ -5,6 +5,7 @@ import io.gdrkit.core.agent.NanoClock;
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.softnic.config.SoftNicConfiguration;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.LinkHook;
 import java.util.LinkedHashMap;
@@ -474,7 +475,7 @@ public final class SoftNicContext {
 
     /** {@link #COPY_ENGINES_PROP}'s auto value on a host with {@code processors}: see there why. */
     public static int defaultCopyEngines(final int processors) {
-        return processors < 8 ? 1 : Math.min(4, processors / 4);
+        return SoftNicConfiguration.defaultCopyEngines(processors);
     }
 
     public SoftNicContext batch(final int packets) {
@@ -533,8 +534,9 @@ public final class SoftNicContext {
         freeze.checkConclude();
         final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties
             : SettingsReader.systemProperties("gdrkit.nic."), overrides);
-        final Setting<ProgressMode> progress = SoftNicConfiguration.PROGRESS.read(r, defaultProgress);
-        progressMode = progress.value();
+        final Setting<String> progress = SoftNicConfiguration.PROGRESS.read(r,
+            defaultProgress.name().toLowerCase(java.util.Locale.ROOT));
+        progressMode = ProgressMode.valueOf(progress.value().toUpperCase(java.util.Locale.ROOT));
         final boolean labDefaults = progress.source() == io.gdrkit.core.config.Source.DEFAULT;
         idleStrategy = SoftNicConfiguration.IDLE.read(r, labDefaults ? defaultIdle : SoftNicConfiguration.IDLE.defaultValue()).value();
         backstopMicros = SoftNicConfiguration.BACKSTOP_US.read(r, labDefaults ? defaultBackstopMicros : SoftNicConfiguration.BACKSTOP_US.defaultValue())
@@ -566,7 +568,9 @@ public final class SoftNicContext {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP
                 + " is off: corruption would go undetected; turn the link CRC on");
         }
-        settings = List.copyOf(r.recorded());
+        // the progress mode is recorded as the enum constant it names
+        settings = r.recorded().stream().map(s -> s == progress ? new Setting<>(s.name(), progressMode, s.source(),
+            s.raw()) : s).toList();
         freeze.concluded();
         return this;
     }

@@ -3,8 +3,8 @@
  */
 package io.gdrkit.comm.bootstrap;
 
-import io.gdrkit.comm.CommConfiguration;
-import io.gdrkit.core.CoreConfiguration;
+import io.gdrkit.comm.config.CommConfiguration;
+import io.gdrkit.core.config.CoreConfiguration;
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingDef;

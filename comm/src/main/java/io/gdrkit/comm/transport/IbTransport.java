@@ -3,7 +3,7 @@
  */
 package io.gdrkit.comm.transport;
 
-import io.gdrkit.comm.CommConfiguration;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.gdr.net.NetNic;
 import io.gdrkit.comm.transport.NetTransportException.Reason;

@@ -3,12 +3,12 @@
  */
 package io.gdrkit.comm.transport;
 
-import io.gdrkit.comm.CommConfiguration;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.net.NetNic;
 import java.net.InetAddress;
 import java.time.Duration;

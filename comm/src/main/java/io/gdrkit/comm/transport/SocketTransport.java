@@ -5,7 +5,7 @@ package io.gdrkit.comm.transport;
 
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.comm.transport.NetTransportException.Reason;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;

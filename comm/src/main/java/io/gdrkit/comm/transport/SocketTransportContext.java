@@ -7,7 +7,7 @@ import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -3,7 +3,7 @@
  */
 package io.gdrkit.core.auth;
 
-import io.gdrkit.core.CoreConfiguration;
+import io.gdrkit.core.config.CoreConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;

@@ -1,6 +1,6 @@
 package io.gdrkit.gdr.gate;
 
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 
 /**
  * Whether received data needs a flush before the GPU may consume it (NCCL's ncclTopoNeedFlush and the IB

@@ -1,6 +1,6 @@
 package io.gdrkit.gdr.gate;
 
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.reg.RegCapabilities;
 import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.reg.RegMechanismDecision;
@@ -58,7 +58,7 @@ public final class GdrGate {
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
                     + " / " + hca + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
             }
-            ev.add("read policy: " + (s.gdrRead() > 0 ? io.gdrkit.gdr.GdrConfiguration.NET_GDR_READ.name()
+            ev.add("read policy: " + (s.gdrRead() > 0 ? io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_READ.name()
                 + "=1" : "default, cc " + gpu.computeCap()
                 + (gpu.computeCap() >= 80 ? " >= 8.0" : gpu.nvlinkPeer() ? ", NVLink peer" : ", single GPU")));
         }

@@ -17,10 +17,10 @@ import java.util.Map;
  */
 public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, boolean forceFlush,
                           boolean localRegister) {
-    public static final String GDR_READ = io.gdrkit.gdr.GdrConfiguration.NET_GDR_READ.name();
-    public static final String DMABUF_ENABLE = io.gdrkit.gdr.GdrConfiguration.DMABUF_ENABLE.name();
-    public static final String FORCE_FLUSH = io.gdrkit.gdr.GdrConfiguration.NET_FORCE_FLUSH.name();
-    public static final String LOCAL_REGISTER = io.gdrkit.gdr.GdrConfiguration.LOCAL_REGISTER.name();
+    public static final String GDR_READ = io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_READ.name();
+    public static final String DMABUF_ENABLE = io.gdrkit.gdr.config.GdrConfiguration.DMABUF_ENABLE.name();
+    public static final String FORCE_FLUSH = io.gdrkit.gdr.config.GdrConfiguration.NET_FORCE_FLUSH.name();
+    public static final String LOCAL_REGISTER = io.gdrkit.gdr.config.GdrConfiguration.LOCAL_REGISTER.name();
     public static final int GDR_READ_DEFAULT = -2;
 
     public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.DEFAULT, GDR_READ_DEFAULT, true, false, true);

@@ -6,7 +6,7 @@ package io.gdrkit.gdr.gate;
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingDef;
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.reg.NetMrCache;
 import io.gdrkit.gdr.reg.RegSettings;

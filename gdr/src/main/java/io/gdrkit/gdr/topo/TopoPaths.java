@@ -1,6 +1,6 @@
 package io.gdrkit.gdr.topo;
 
-import io.gdrkit.gdr.GdrConfiguration;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.util.List;
 import java.util.Map;
 
@@ -143,7 +143,7 @@ public final class TopoPaths
         // NCCL 2.30: the default level is P2C with NCCL_NET_GDR_C2C (on by default), PXB without it.
         final PathType effective = PathComputer.effectiveLevel(level, options.netGdrC2c());
         final GdrLevel used = effective == level.path() ? level :
-            new GdrLevel(effective, level.origin() + ", " + GdrConfiguration.NET_GDR_C2C.name() + "="
+            new GdrLevel(effective, level.origin() + ", " + GdrConfiguration.NET_GDR_C2C_NAME + "="
                 + (options.netGdrC2c() ? 1 : 0));
         final boolean allowed = used.allows(distance);
         final TopoNode cpu = localCpu(effectiveGpu);

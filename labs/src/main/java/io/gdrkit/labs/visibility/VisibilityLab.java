@@ -3,7 +3,7 @@
  */
 package io.gdrkit.labs.visibility;
 
-import io.gdrkit.core.CoreConfiguration;
+import io.gdrkit.core.config.CoreConfiguration;
 import io.gdrkit.core.auth.Token;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.InJvmFabric;

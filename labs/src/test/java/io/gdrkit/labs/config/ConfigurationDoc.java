@@ -55,8 +55,8 @@ public final class ConfigurationDoc {
             .append(" -->\n\n");
         b.append(resource("configuration-header.md").strip()).append("\n\n");
         b.append("## The settings, by module\n\n");
-        b.append("Every setting may also be given by a setter or flag (source `FLAG`). \"Read from\" says where it "
-            + "is looked up otherwise.\n");
+        b.append("A value a setter or flag gives wins where the component takes one (source `FLAG`); \"Read from\" "
+            + "says where the setting is looked up otherwise, and \"Read by\" which class reads it.\n");
         for (final SettingsCatalogue c : Catalogues.all()) {
             b.append("\n### `").append(c.configurationClass().getName()).append("` (").append(c.module())
                 .append(")\n\n");

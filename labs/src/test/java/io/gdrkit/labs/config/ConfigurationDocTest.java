@@ -38,7 +38,7 @@ class ConfigurationDocTest {
             assertTrue(page.contains("| `" + d.name() + "` | " + (d.origin() == SettingDef.Origin.ENVIRONMENT
                 ? "environment" : "system property") + " | "), d.name() + " has no row");
         }
-        assertTrue(page.contains("### `io.gdrkit.softnic.SoftNicConfiguration` (softnic)"));
+        assertTrue(page.contains("### `io.gdrkit.softnic.config.SoftNicConfiguration` (softnic)"));
         assertTrue(page.contains("## Adding a setting"), "the footer is emitted");
         assertTrue(page.startsWith("<!-- Generated from the settings catalogues"), "the page says it is generated");
     }

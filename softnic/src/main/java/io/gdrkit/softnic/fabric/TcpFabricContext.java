@@ -2,7 +2,7 @@ package io.gdrkit.softnic.fabric;
 
 import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
-import io.gdrkit.softnic.SoftNicConfiguration;
+import io.gdrkit.softnic.config.SoftNicConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import java.util.LinkedHashMap;
 import java.util.List;

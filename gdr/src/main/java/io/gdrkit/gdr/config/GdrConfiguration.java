@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  */
-package io.gdrkit.gdr;
+package io.gdrkit.gdr.config;
 
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsCatalogue;
@@ -29,13 +29,17 @@ public final class GdrConfiguration {
     public static final SettingDef<GdrLevel> NET_GDR_LEVEL = SettingDef.of(NET_GDR_LEVEL_NAME, GdrLevel.DEFAULT,
         "LOC, PIX, PXB, PXN, PHB, SYS, or NCCL's old numbers 0..5", "the farthest GPU-NIC path for which GPUDirect "
             + "RDMA is used", v -> GdrLevel.parse(v, NET_GDR_LEVEL_NAME)).defaultText("PXB").readBy(NCCL);
+    /** {@link #NET_GDR_READ}'s name as a compile-time constant (the topology engine's evidence quotes it). */
+    public static final String NET_GDR_READ_NAME = "NCCL_NET_GDR_READ";
     /** The GDR read policy: 1 on, 0 off, unset NCCL's rule (compute capability 8.0 and later read). */
-    public static final SettingDef<Integer> NET_GDR_READ = SettingDef.of("NCCL_NET_GDR_READ",
+    public static final SettingDef<Integer> NET_GDR_READ = SettingDef.of(NET_GDR_READ_NAME,
         GdrSettings.GDR_READ_DEFAULT, "an integer; > 0 on, else off", "whether sends read GPU memory directly (unset: "
             + "GPUs of compute capability 8.0 and later do)", v -> (int) Math.max(Integer.MIN_VALUE,
             Math.min(Integer.MAX_VALUE, ncclInt("NCCL_NET_GDR_READ", v)))).defaultText("unset").readBy(NCCL);
+    /** {@link #NET_GDR_C2C}'s name as a compile-time constant (the path engine's evidence quotes it). */
+    public static final String NET_GDR_C2C_NAME = "NCCL_NET_GDR_C2C";
     /** GDR through a C2C link (Grace). */
-    public static final SettingDef<Boolean> NET_GDR_C2C = ncclFlag("NCCL_NET_GDR_C2C", true,
+    public static final SettingDef<Boolean> NET_GDR_C2C = ncclFlag(NET_GDR_C2C_NAME, true,
         "the path engine may use GDR over a C2C link").readBy(NCCL);
     /** DMA-BUF registration of GPU memory. */
     public static final SettingDef<Boolean> DMABUF_ENABLE = ncclFlag("NCCL_DMABUF_ENABLE", true,

@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  */
-package io.gdrkit.gpu;
+package io.gdrkit.gpu.config;
 
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsCatalogue;

@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  */
-package io.gdrkit.comm;
+package io.gdrkit.comm.config;
 
+import io.gdrkit.comm.CollContext;
 import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsCatalogue;
 import java.util.List;
@@ -12,8 +13,8 @@ import java.util.Locale;
  * The comm module's own settings: the collectives' {@code gdrkit.coll.*} ({@link CollContext}), IbTransport's
  * {@code gdrkit.ib.software.mtu} ({@link io.gdrkit.comm.transport.IbTransportContext}) and the bootstrap's launcher
  * environment and timeout ({@link io.gdrkit.comm.bootstrap.BootstrapContext}). The {@code NCCL_*} variables these
- * Contexts read are in {@link io.gdrkit.gdr.GdrConfiguration}; the launcher's token is
- * {@link io.gdrkit.core.CoreConfiguration#TOKEN_ENV}.
+ * Contexts read are in {@link io.gdrkit.gdr.config.GdrConfiguration}; the launcher's token is
+ * {@link io.gdrkit.core.config.CoreConfiguration#TOKEN_ENV}.
  */
 public final class CommConfiguration {
     private static final String COLL = "CollContext";
@@ -49,14 +50,14 @@ public final class CommConfiguration {
     /** Whether an idle poll ends with Thread.onSpinWait(). */
     public static final SettingDef<Boolean> COLL_SPIN_PAUSE = SettingDef.flag("gdrkit.coll.spin.pause", false,
         "each idle poll ends with a PAUSE (spares hyperthread siblings; adds latency)").readBy(COLL);
-    /** Where a rank's collectives thread runs. */
-    public static final SettingDef<CollContext.Bind> COLL_BIND = SettingDef.of("gdrkit.coll.bind",
-        CollContext.Bind.NONE, "none, core", "core pins each rank's collectives thread to its local rank's CPU (said "
-            + "as binding)", s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
-            case "none" -> CollContext.Bind.NONE;
-            case "core" -> CollContext.Bind.CORE;
+    /** Where a rank's collectives thread runs: a {@link CollContext.Bind} by name in lower case. */
+    public static final SettingDef<String> COLL_BIND = SettingDef.of("gdrkit.coll.bind", "none", "none, core",
+        "core pins each rank's collectives thread to its local rank's CPU (said as binding)",
+        s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "none" -> "none";
+            case "core" -> "core";
             default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not none or core");
-        }).format(b -> b.name().toLowerCase(Locale.ROOT)).defaultText("none").readBy(COLL);
+        }).readBy(COLL);
     /** Whether a real CUDA GPU may take the GDR path. */
     public static final SettingDef<Boolean> COLL_CUDA_GDR = SettingDef.flag("gdrkit.coll.cuda.gdr", true,
         "the gates decide GDR on a real CUDA GPU; false holds it back and the data bounces through host memory")
