@@ -15,6 +15,8 @@ import io.gdrkit.comm.CollOp;
 import io.gdrkit.comm.CollResult;
 import io.gdrkit.comm.CollRun;
 import io.gdrkit.comm.CollWorld;
+import io.gdrkit.comm.Fabric;
+import io.gdrkit.comm.WorldContext;
 import io.gdrkit.comm.DataType;
 import io.gdrkit.comm.RedOp;
 import io.gdrkit.comm.launch.Launcher;
@@ -187,7 +189,8 @@ public final class CollCommand implements Callable<Integer> {
                     + "JVM; launched ranks need shm or tcp");
             }
             final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
-            try (CollWorld w = CollWorld.open(b, fabric, null, kind, coll, settings, timeout, gpuSpec)) {
+            try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).transport(kind)
+                .coll(coll).settings(settings).timeout(timeout).gpu(gpuSpec))) {
                 CollRun.run(w.communicator(), cfg, row);
             } catch (final RuntimeException e) {
                 b.abort(String.valueOf(e.getMessage()));

@@ -26,8 +26,11 @@ class DoctorCommandTest {
             if (check.get("layer").asText().equals("verbs") && check.get("evidence").asText()
                 .startsWith("native provider: ")) {
                 sawNative = true;
-                // no RDMA device on a CI machine: the evidence says how many the library listed and where it looked
-                assertTrue(check.get("evidence").asText().contains("device(s)"), check.toString());
+                // no RDMA device on a CI machine: the evidence says how many the library listed and where it looked;
+                // without libibverbs at all it says the library could not be loaded, naming the file it tried
+                final String ev = check.get("evidence").asText();
+                assertTrue(ev.contains("device(s)") || ev.contains("libibverbs not loadable: cannot open "
+                    + "libibverbs.so.1"), check.toString());
             }
         }
         assertTrue(sawNative, c.out());

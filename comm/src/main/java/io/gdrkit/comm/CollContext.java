@@ -51,9 +51,9 @@ import java.util.Objects;
  * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
  * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
  * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
- * no-op idle strategy does: on the H200 host it took the 8-byte allreduce through shared memory from 0.62 to 0.45 us
- * at the median of 5 runs (docs/PERFORMANCE.md); the spin still ends after {@code gdrkit.coll.spin.rounds} polls,
- * sooner without the pauses. True for hosts where hyperthread siblings run other work.</li>
+ * no-op idle strategy does, which shortens small collectives through shared memory (docs/PERFORMANCE.md); the spin
+ * still ends after {@code gdrkit.coll.spin.rounds} polls, sooner without the pauses. True for hosts where
+ * hyperthread siblings run other work.</li>
  * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
  * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
  * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
@@ -62,8 +62,7 @@ import java.util.Objects;
  * unpinned and {@link Communicator#binding()} says why.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
- * switch; it was the default while that path gave wrong elements on the H200, docs/TRANSPORT.md "GDR on a real
- * GPU"); simulated GPUs are not affected.</li>
+ * switch; see docs/TRANSPORT.md, "GDR on a real GPU"); simulated GPUs are not affected.</li>
  * <li>{@code gdrkit.coll.reduce.threads} (auto, or 1..64; 1: off): threads (the rank's own included) that share one
  * host reduction of at least {@code gdrkit.coll.reduce.parallel.bytes} ({@value #DEFAULT_PARALLEL_BYTES}, 1 KiB..1
  * GiB) bytes ({@link ParallelReducer}); auto chooses from the processors per rank ({@link
@@ -71,9 +70,19 @@ import java.util.Objects;
  * </ul>
  */
 public final class CollContext {
+    /**
+     * Creates a context with every setting unset: {@link #conclude()} reads them from the settings source or takes
+     * the defaults.
+     */
+    public CollContext() {
+    }
+
     /** allreduce algorithms. */
     public enum Algo {
-        RING, TREE
+        /** Reduce-scatter then allgather around a ring of the ranks. */
+        RING,
+        /** Reduce up a binomial tree to rank 0, then broadcast down the same tree. */
+        TREE
     }
 
     /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
@@ -93,11 +102,9 @@ public final class CollContext {
     /**
      * The direct round through shared memory by default up to at least 64 KiB ({@link #shmDirectBytes(int)}: more for
      * fewer than 5 ranks, see {@link #SHM_DIRECT_READ}): there a round is a copy into the rank's own slot
-     * and a read of every peer's, with no NIC per message. Alone it beat the ring up to 1 MiB on the 16-core H200 host
-     * (1 MiB: 382 against 531 us, medians of 3). Rounds up to 1 MiB once left the ring after them about 10x slower
-     * (the reduction loops compiled for the direct round's mapped segments and tiny counts; fixed in {@link Reducer});
-     * since the fix the ring after them runs as fast as with 64 KiB, but the 8 B allreduce took 4.9 against 0.8 us
-     * with 1 MiB slots (docs/PERFORMANCE.md), so 1 MiB stays a setting. Each rank's file holds
+     * and a read of every peer's, with no NIC per message. Larger slots (up to 1 MiB) make large direct rounds
+     * faster than the ring but slow the smallest collectives down (docs/PERFORMANCE.md), so 1 MiB stays a setting.
+     * Each rank's file holds
      * {@link ShmDirect#DEPTH} slots of this size, written in full when it is made, so a full /dev/shm is a fallback
      * to the NIC with its reason, not a SIGBUS later.
      */
@@ -106,10 +113,8 @@ public final class CollContext {
     /**
      * The bytes a rank may read from its peers' slots in one default direct round through shared memory: the default
      * is this over (ranks - 1), at least {@link #DEFAULT_SHM_DIRECT}, because a direct round reads every peer's whole
-     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB: on the H200 host (tenth
-     * session, 5 runs, 200 iterations) the 256 KiB allreduce took 45-65 us in four runs (one 229) where the ring took
-     * 84-147 and OpenMPI 64-75; the 8 B allreduce and 1 to 16 MiB were unchanged. More ranks are not measured: 3
-     * get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}, the default measured before.
+     * input where the ring reads 2(n-1)/n of one. 2 ranks thus go direct up to 256 KiB, where the direct round is
+     * faster than the ring (docs/PERFORMANCE.md); 3 ranks get 128 KiB, 5 or more {@value #DEFAULT_SHM_DIRECT}.
      */
     public static final int SHM_DIRECT_READ = 262144;
 
@@ -117,10 +122,9 @@ public final class CollContext {
     public static final int DEFAULT_SPINS = 2000;
 
     /**
-     * Host reductions from this many bytes are split over the reduce threads, by default. It was 256 KiB (half a
-     * default chunk); at 16 KiB the 64 KiB direct round through shared memory took 16-17 us against 27-33 with 2
-     * ranks on the 16-core H200 host, and 16 KiB and 1 MiB gained too (two calls, 3 runs each, docs/PERFORMANCE.md
-     * "Ninth session"): reading the peer's slot from its cache goes faster on four cores than on one. A reduction
+     * Host reductions from this many bytes are split over the reduce threads, by default: even at this size, reading
+     * the peers' slots goes faster on four cores than on one, which speeds up direct rounds through shared memory
+     * (docs/PERFORMANCE.md). A reduction
      * up to {@link ParallelReducer#DEFAULT_COLD_ALONE_BYTES} that finds a worker parked (no part for
      * {@link ParallelReducer#SPIN_NANOS}) runs on the rank alone (and wakes the workers if a stream is starting), so
      * a lone small collective after a pause does not wait for a thread to be scheduled.
@@ -164,6 +168,9 @@ public final class CollContext {
     /**
      * The address this rank's listeners bind: the TCP fabric's port, IbTransport's handshake listener and
      * SocketTransport's (default loopback; ranks on other hosts need an address they reach: docs/SECURITY.md).
+     *
+     * @param address the local address
+     * @return this context
      */
     public CollContext bind(final java.net.InetAddress address) {
         freeze.set("bind");
@@ -171,73 +178,125 @@ public final class CollContext {
         return this;
     }
 
+    /** {@return the address this rank's listeners bind} */
     public java.net.InetAddress bind() {
         return bind;
     }
 
+    /**
+     * Sets where the settings not given here are read from (the process's environment and properties by default).
+     *
+     * @param r the settings source
+     * @return this context
+     */
     public CollContext settings(final SettingsReader r) {
         freeze.set("settings");
         this.settings = Objects.requireNonNull(r, "settings");
         return this;
     }
 
+    /**
+     * Sets the staging buffer of one channel's connection, overriding NCCL_BUFFSIZE.
+     *
+     * @param b the size in bytes
+     * @return this context
+     */
     public CollContext buffSize(final int b) {
         freeze.set("buffSize");
         this.buffSize = b;
         return this;
     }
 
+    /**
+     * Sets the chunks in flight per channel, overriding NCCL_STEPS.
+     *
+     * @param s the number of steps, 1..32
+     * @return this context
+     */
     public CollContext steps(final int s) {
         freeze.set("steps");
         this.steps = s;
         return this;
     }
 
+    /**
+     * Sets the channels (connections per pair of peers), overriding NCCL_MIN_NCHANNELS.
+     *
+     * @param c the number of channels
+     * @return this context
+     */
     public CollContext channels(final int c) {
         freeze.set("channels");
         this.minChannels = c;
         return this;
     }
 
+    /**
+     * Sets allreduce's algorithm, overriding NCCL_ALGO.
+     *
+     * @param a the algorithm
+     * @return this context
+     */
     public CollContext algo(final Algo a) {
         freeze.set("algo");
         this.algo = a;
         return this;
     }
 
-    /** Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment. */
+    /**
+     * Bytes of each exchange's head that go eagerly (0: no eager connection); see the class comment.
+     *
+     * @param b the eager head in bytes, 0..1 MiB, a multiple of 8
+     * @return this context
+     */
     public CollContext eagerBytes(final int b) {
         freeze.set("eagerBytes");
         this.eagerBytes = b;
         return this;
     }
 
-    /** Collectives up to this many bytes run as one direct round (0: never); see the class comment. */
+    /**
+     * Collectives up to this many bytes run as one direct round (0: never); see the class comment.
+     *
+     * @param b the largest direct collective in bytes, 0..1 MiB
+     * @return this context
+     */
     public CollContext directBytes(final int b) {
         freeze.set("directBytes");
         this.directBytes = b;
         return this;
     }
 
-    /** Idle polls before a waiting rank yields (see the class comment). */
+    /**
+     * Idle polls before a waiting rank yields (see the class comment).
+     *
+     * @param s the number of idle polls, 0..10^7
+     * @return this context
+     */
     public CollContext spinRounds(final int s) {
         freeze.set("spinRounds");
         this.spinRounds = s;
         return this;
     }
 
+    /** {@return the idle polls before a waiting rank yields} */
     public int spinRounds() {
         return spinRounds;
     }
 
-    /** Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it. */
+    /**
+     * Where each rank's collectives thread runs (see the class comment): {@link Bind#CORE} pins it.
+     *
+     * @param b where the thread runs
+     * @return this context
+     */
     public CollContext bindTo(final Bind b) {
         freeze.set("bindTo");
         this.bindToSet = Objects.requireNonNull(b, "bind");
         return this;
     }
 
-    /** {@code gdrkit.coll.bind}, with its source. */
+    /** {@return {@code gdrkit.coll.bind}, with its source} */
     public Setting<Bind> bindTo() {
         if (bindTo == null) {
             final Setting<String> b = bindToSet != null
@@ -249,7 +308,10 @@ public final class CollContext {
         return bindTo;
     }
 
-    /** {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class comment). */
+    /**
+     * {@return {@code gdrkit.coll.spin.pause}, with its source: whether an idle poll pauses the core (see the class
+     * comment)}
+     */
     public Setting<Boolean> spinPause() {
         if (spinPause == null) {
             spinPause = CommConfiguration.COLL_SPIN_PAUSE.read(settings);
@@ -258,20 +320,31 @@ public final class CollContext {
         return spinPause;
     }
 
-    /** Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment. */
+    /**
+     * Threads per large host reduction, the rank's included (1: off; 0: auto, the default); see the class comment.
+     *
+     * @param t the number of threads, 0..64
+     * @return this context
+     */
     public CollContext reduceThreads(final int t) {
         freeze.set("reduceThreads");
         this.reduceThreadsSet = t;
         return this;
     }
 
-    /** Host reductions of at least this many bytes are split over the reduce threads; see the class comment. */
+    /**
+     * Host reductions of at least this many bytes are split over the reduce threads; see the class comment.
+     *
+     * @param b the threshold in bytes, 1 KiB..1 GiB
+     * @return this context
+     */
     public CollContext parallelBytes(final int b) {
         freeze.set("parallelBytes");
         this.parallelBytes = b;
         return this;
     }
 
+    /** {@return the smallest host reduction, in bytes, that is split over the reduce threads} */
     public int parallelBytes() {
         return parallelBytes;
     }
@@ -279,6 +352,10 @@ public final class CollContext {
     /**
      * How many threads reduce one large host reduction for a rank of {@code localRanks} on this host whose
      * {@code nicsPerRank} NICs each have a thread (see below), and why ({@code reduce_threads} in the output).
+     *
+     * @param localRanks  the ranks on this host
+     * @param nicsPerRank the software NICs per rank that have a thread of their own
+     * @return the number of threads, the threshold, and why
      */
     public ParallelReducer.Choice chooseReduceThreadsBeside(final int localRanks, final int nicsPerRank) {
         return chooseReduceThreads(localRanks, Runtime.getRuntime().availableProcessors(), nicsPerRank);
@@ -324,6 +401,8 @@ public final class CollContext {
     /**
      * The largest collective (in bytes) that runs as a direct round: the setting, capped so that the message with
      * its header fits an eager slot; 0 when off or without an eager connection.
+     *
+     * @return the largest direct collective in bytes, or 0
      */
     public int directBytes() {
         return Math.max(0, Math.min(directBytes, eagerBytes() - DIRECT_HEADER));
@@ -334,6 +413,9 @@ public final class CollContext {
      * {@code nranks} ranks: the setting when one was given (not capped: shared slots are sized for it), else
      * {@value #SHM_DIRECT_READ} / (nranks - 1) rounded down to a multiple of 8, at least {@value #DEFAULT_SHM_DIRECT};
      * 0 when direct rounds are off. Every rank has the same count, so every rank gets the same answer.
+     *
+     * @param nranks the number of ranks
+     * @return the largest direct collective through shared memory in bytes, or 0
      */
     public int shmDirectBytes(final int nranks) {
         if (!directBytesDefault) {
@@ -342,12 +424,16 @@ public final class CollContext {
         return Math.max(DEFAULT_SHM_DIRECT, SHM_DIRECT_READ / Math.max(1, nranks - 1) / 8 * 8);
     }
 
-    /** The eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it). */
+    /**
+     * {@return the eager head's size: the setting, at most one chunk, a multiple of 8 (every type's size divides it)}
+     */
     public int eagerBytes() {
         return Math.min(eagerBytes, chunkBytes()) / 8 * 8;
     }
 
-    /** {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all. */
+    /**
+     * {@return {@code gdrkit.coll.cuda.gdr}, with its source: whether a real CUDA GPU may take the GDR path at all}
+     */
     public Setting<Boolean> cudaGdr() {
         if (cudaGdr == null) {
             cudaGdr = CommConfiguration.COLL_CUDA_GDR.read(settings);
@@ -356,14 +442,19 @@ public final class CollContext {
         return cudaGdr;
     }
 
-    /** Whether direct rounds may go through shared memory when every rank is on one host (see the class comment). */
+    /**
+     * Whether direct rounds may go through shared memory when every rank is on one host (see the class comment).
+     *
+     * @param on true to allow it (the default)
+     * @return this context
+     */
     public CollContext shmDirect(final boolean on) {
         freeze.set("shmDirect");
         this.shmDirectSet = on;
         return this;
     }
 
-    /** {@code gdrkit.coll.shm.direct}, with its source. */
+    /** {@return {@code gdrkit.coll.shm.direct}, with its source} */
     public Setting<Boolean> shmDirect() {
         if (shmDirect == null) {
             shmDirect = shmDirectSet != null ? CommConfiguration.COLL_SHM_DIRECT.given(shmDirectSet)
@@ -373,21 +464,29 @@ public final class CollContext {
         return shmDirect;
     }
 
+    /**
+     * Sets the longest any collective waits for a peer, overriding {@code gdrkit.coll.timeout.ms}.
+     *
+     * @param d the timeout
+     * @return this context
+     */
     public CollContext timeout(final Duration d) {
         freeze.set("timeout");
         this.timeoutMs = d.toMillis();
         return this;
     }
 
+    /** {@return the staging buffer of one channel's connection, in bytes} */
     public int buffSize() {
         return buffSize;
     }
 
+    /** {@return the chunks in flight per channel} */
     public int steps() {
         return steps;
     }
 
-    /** NCCL_MIN_NCHANNELS. */
+    /** {@return the minimum number of channels (NCCL_MIN_NCHANNELS)} */
     public int channels() {
         return minChannels;
     }
@@ -395,37 +494,51 @@ public final class CollContext {
     /**
      * The channels a communicator over a transport of {@code devices} devices opens: NCCL_MIN_NCHANNELS, raised to
      * the device count (one channel per NIC at least), at most NCCL_MAX_NCHANNELS.
+     *
+     * @param devices the number of network devices of the transport
+     * @return the number of channels
      */
     public int channelsFor(final int devices) {
         return Math.min(maxChannels, Math.max(minChannels, devices));
     }
 
-    /** The {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics}). */
+    /** {@return the {@code gdrkit.coll.nics} setting with its source: 0 for auto ({@link CollWorld#chooseNics})} */
     public Setting<Integer> nicsSetting() {
         return nics;
     }
 
-    /** Software NICs per rank, 1..16, or 0 for auto. */
+    /**
+     * Software NICs per rank, 1..16, or 0 for auto.
+     *
+     * @param k the number of NICs, 1..16, or 0 for auto
+     * @return this context
+     */
     public CollContext nics(final int k) {
         freeze.set("nics");
         this.nicsSet = k;
         return this;
     }
 
+    /** {@return allreduce's algorithm} */
     public Algo algo() {
         return algo;
     }
 
+    /** {@return the longest any collective waits for a peer} */
     public Duration timeout() {
         return Duration.ofMillis(timeoutMs);
     }
 
-    /** The chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it). */
+    /**
+     * {@return the chunk one request moves: BUFFSIZE / STEPS, a multiple of 8 bytes (every type's size divides it)}
+     */
     public int chunkBytes() {
         return Math.max(8, buffSize / steps / 8 * 8);
     }
 
-    /** Every setting in effect with its source (default, environment, property, flag), in conclusion order. */
+    /**
+     * {@return every setting in effect with its source (default, environment, property, flag), in conclusion order}
+     */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
     }
@@ -435,6 +548,8 @@ public final class CollContext {
      * already concluded, each recorded with the source it was concluded from, so a value the launcher took from a
      * default, the environment or a property is not reported as a flag by the ranks.
      *
+     * @param c the concluded context to copy
+     * @return the copy, concluded
      * @throws IllegalStateException unless {@code c} is concluded
      */
     public static CollContext copyOf(final CollContext c) {
@@ -471,6 +586,7 @@ public final class CollContext {
      * {@code conclude()} throw {@link IllegalStateException} ({@link #isConcluded()} tells code that is handed a
      * context whether to conclude it).
      *
+     * @return this context
      * @throws IllegalArgumentException naming a malformed or inconsistent setting
      */
     public synchronized CollContext conclude() {
@@ -510,7 +626,10 @@ public final class CollContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (or this is a {@link #copyOf} copy): then setters and conclude() throw. */
+    /**
+     * {@return whether {@link #conclude()} ran (or this is a {@link #copyOf} copy): then setters and conclude()
+     * throw}
+     */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

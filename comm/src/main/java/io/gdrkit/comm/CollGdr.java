@@ -46,6 +46,7 @@ import java.util.List;
  */
 public record CollGdr(boolean on, boolean sendOn, String gate, String reason, RegMechanism mechanism, boolean flush,
                       String flushEvidence, List<String> evidence, List<String> settings) {
+    /** Copies the lists, so that the record cannot change. */
     public CollGdr {
         evidence = List.copyOf(evidence);
         settings = List.copyOf(settings);
@@ -56,7 +57,11 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
      * GPU-NIC distance comes from the path engine over {@link SimulatedHostTopology} (the software NIC beside the
      * GPU under one PCIe switch, labelled simulated: a software NIC has no PCIe position of its own).
      *
+     * @param gpu    this rank's GPU
+     * @param nic    the software NIC the rank's transport uses
+     * @param reader where the GDR settings come from
      * @param singleGpu every rank of the job uses this one GPU (the read policy's "single GPU")
+     * @return the decision, with its evidence
      */
     public static CollGdr decide(final GpuDevice gpu, final NetNic nic, final SettingsReader reader,
                                  final boolean singleGpu) {
@@ -94,7 +99,12 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             + cause(recv, s), RegMechanism.NONE, false, noFlush(s), ev, set);
     }
 
-    /** NET/Socket registers host memory only (ptrSupport HOST): the NET gate fails for both directions. */
+    /**
+     * NET/Socket registers host memory only (ptrSupport HOST): the NET gate fails for both directions.
+     *
+     * @param reader where the GDR settings come from
+     * @return the decision, with its evidence
+     */
     public static CollGdr socket(final SettingsReader reader) {
         final NcclSettings s = new NcclSettings.Context().reader(reader).conclude();
         return new CollGdr(false, false, "NET", "GPU Direct RDMA Disabled for NET/Socket (ptrSupport HOST: no GPU pointer "
@@ -102,13 +112,18 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             settings(s));
     }
 
-    /** No gate was asked (a GPU attached without a decision): host bounce. */
+    /** {@return the decision when no GDR gate was asked (a GPU attached without a decision): host bounce} */
     public static CollGdr notAsked() {
         return new CollGdr(false, false, "not asked", "no GDR decision was made for this communicator: host bounce",
             RegMechanism.NONE, false, "no flush: host bounce", List.of(), List.of());
     }
 
-    /** The connector gate: registering the GPU memory with the NIC failed ({@code why}), so the rank bounces. */
+    /**
+     * The connector gate: registering the GPU memory with the NIC failed ({@code why}), so the rank bounces.
+     *
+     * @param why why the registration failed
+     * @return this decision with GDR off and the reason added to its evidence (this one when GDR was off already)
+     */
     public CollGdr afterRegistration(final String why) {
         if (!on) {
             return this;
@@ -123,6 +138,9 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
     /**
      * The gates allowed GDR, but the software NIC's path into a real CUDA GPU is held back ({@code why}, with the
      * setting that would release it): the rank bounces, and the gates' verdict stays in the evidence.
+     *
+     * @param why why the path is held back, with the setting that would release it
+     * @return this decision with GDR off and the reason added to its evidence (this one when GDR was off already)
      */
     public CollGdr heldBack(final String why) {
         if (!on) {
@@ -134,17 +152,19 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
             RegMechanism.NONE, false, "no flush: the NIC does not write GPU memory (host bounce)", ev, settings);
     }
 
-    /** What the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce. */
+    /** {@return what the data path is called in records: gdr, gdr-recv (sends bounce) or host-bounce} */
     public String dataPath() {
         return on ? (sendOn ? "gdr" : "gdr-recv") : "host-bounce";
     }
 
-    /** What a GPU buffer's registrations cover: gpu, gpu (receives) + host (sends), or host (bounce halves). */
+    /**
+     * {@return what a GPU buffer's registrations cover: gpu, gpu (receives) + host (sends), or host (bounce halves)}
+     */
     public String nicMr() {
         return on ? (sendOn ? "gpu" : "gpu (receives) + host (sends)") : "host";
     }
 
-    /** One line for text output. */
+    /** {@return one line for text output} */
     public String summary() {
         return (on ? "GDR " + (sendOn ? "on" : "on for receives, sends bounce") + ", " + mechanism.label()
             + (flush ? ", flush READ on" : ", no flush") : "GDR off (" + gate + ")") + ": " + reason + "; "

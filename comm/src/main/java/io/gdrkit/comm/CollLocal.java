@@ -23,6 +23,18 @@ public final class CollLocal {
     private CollLocal() {
     }
 
+    /**
+     * Runs a sweep with {@code np} ranks as threads of this JVM, on host memory.
+     *
+     * @param np       the number of ranks
+     * @param kind     the transport the ranks connect through
+     * @param cfg      the sweep: operation, type, sizes, iterations
+     * @param coll     the collectives' tuning
+     * @param settings where settings not in {@code coll} come from
+     * @param timeout  the timeout of every wait
+     * @param row      called with each result row as rank 0 produces it
+     * @return rank 0's result rows
+     */
     public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
                                        final CollContext coll, final SettingsReader settings,
                                        final Duration timeout, final Consumer<CollResult> row) {
@@ -31,8 +43,18 @@ public final class CollLocal {
 
     /**
      * As above; {@code inspect} sees each rank's communicator after its sweep, on the rank's thread; with
-     * {@code gpuSpec} the buffers are on a GPU ({@link CollWorld#open(Bootstrap, String, SoftNicDriver,
-     * CollWorld.TransportKind, CollContext, SettingsReader, Duration, String)}).
+     * {@code gpuSpec} the buffers are on a GPU ({@link CollWorld#open(Bootstrap, WorldContext)}).
+     *
+     * @param np       the number of ranks
+     * @param kind     the transport the ranks connect through
+     * @param cfg      the sweep: operation, type, sizes, iterations
+     * @param coll     the collectives' tuning
+     * @param settings where settings not in {@code coll} come from
+     * @param timeout  the timeout of every wait
+     * @param row      called with each result row as rank 0 produces it
+     * @param inspect  called with each rank and its communicator after its sweep, or null
+     * @param gpuSpec  the GPU spec for the buffers, or null for host memory
+     * @return rank 0's result rows
      */
     public static List<CollResult> run(final int np, final CollWorld.TransportKind kind, final CollRun.Config cfg,
                                        final CollContext coll, final SettingsReader settings,
@@ -58,8 +80,9 @@ public final class CollLocal {
                         b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).localRank(rank).nranks(np)
                             .timeout(timeout));
                         final CollContext mine = CollContext.copyOf(coll);
-                        try (CollWorld w = CollWorld.open(b, "injvm", driver, kind, mine, settings, timeout,
-                            gpuSpec)) {
+                        try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM)
+                            .sharedDriver(driver).transport(kind).coll(mine).settings(settings).timeout(timeout)
+                            .gpu(gpuSpec))) {
                             if (kind == CollWorld.TransportKind.IB) {
                                 w.communicator().nicProgress(progress.description());
                             }

@@ -11,12 +11,19 @@ import java.util.Locale;
  * rank's whole send buffer), and busbw = algbw x factor.
  */
 public enum CollOp {
+    /** Every rank gets the reduction of every rank's buffer. */
     ALLREDUCE("all_reduce", true, false),
+    /** Every rank gets every rank's buffer, concatenated in rank order. */
     ALLGATHER("all_gather", false, false),
+    /** Every rank gets its own block of the reduction of every rank's buffer. */
     REDUCE_SCATTER("reduce_scatter", true, false),
+    /** Every rank gets the root's buffer. */
     BROADCAST("broadcast", false, true),
+    /** The root gets the reduction of every rank's buffer. */
     REDUCE("reduce", true, true),
+    /** Every rank sends a block to every rank, and gets one block from each. */
     ALLTOALL("alltoall", false, false),
+    /** Each rank sends its buffer to the next rank and receives the previous rank's. */
     SENDRECV("sendrecv", false, false);
 
     private final String testName;
@@ -29,20 +36,27 @@ public enum CollOp {
         this.rooted = rooted;
     }
 
-    /** nccl-tests' binary name without _perf. */
+    /** {@return nccl-tests' binary name without _perf} */
     public String testName() {
         return testName;
     }
 
+    /** {@return whether the operation takes a reduction operator} */
     public boolean reduces() {
         return reduces;
     }
 
+    /** {@return whether the operation has a root rank} */
     public boolean rooted() {
         return rooted;
     }
 
-    /** nccl-tests' bus-bandwidth factor for {@code n} ranks. */
+    /**
+     * nccl-tests' bus-bandwidth factor for {@code n} ranks.
+     *
+     * @param n the number of ranks
+     * @return the factor by which the algorithm bandwidth is multiplied to give the bus bandwidth
+     */
     public double busFactor(final int n) {
         return switch (this) {
             case ALLREDUCE -> 2.0 * (n - 1) / n;
@@ -51,11 +65,19 @@ public enum CollOp {
         };
     }
 
-    /** Whether the size must be a multiple of n elements (the buffer is cut into one block per rank). */
+    /** {@return whether the size must be a multiple of n elements (the buffer is cut into one block per rank)} */
     public boolean perRankBlocks() {
         return this == ALLGATHER || this == REDUCE_SCATTER || this == ALLTOALL;
     }
 
+    /**
+     * Reads an operation by name, in any case, with or without {@code _} or {@code -}: {@code allreduce}, {@code
+     * all_reduce}, {@code reduce-scatter}, {@code sendrecv}, ...
+     *
+     * @param s the name
+     * @return the operation named
+     * @throws IllegalArgumentException if the name is not an operation's
+     */
     public static CollOp parse(final String s) {
         final String k = s.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "");
         for (final CollOp o : values()) {

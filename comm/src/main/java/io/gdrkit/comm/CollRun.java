@@ -3,7 +3,6 @@
  */
 package io.gdrkit.comm;
 
-import io.gdrkit.comm.Communicator.Buffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -19,11 +18,47 @@ import java.util.function.Consumer;
  * gathered over the bootstrap; every rank returns the same rows.
  */
 public final class CollRun {
-    /** What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them. */
+    /**
+     * What to run. Sizes are bytes as nccl-tests' -b/-e/-f give them.
+     *
+     * @param op        the collective
+     * @param type      the element type
+     * @param redop     the reduction operator, for a collective that reduces
+     * @param root      the root rank, for a collective that has one
+     * @param minBytes  the smallest size (-b)
+     * @param maxBytes  the largest size (-e)
+     * @param factor    the factor between successive sizes (-f), used when {@code stepBytes} is not positive
+     * @param stepBytes the step between successive sizes (-i), or 0 to use {@code factor}
+     * @param iters     the timed iterations per size (-n)
+     * @param warmup    the untimed iterations per size before them (-w)
+     * @param check     true to check every result element (-c)
+     * @param transport the transport's name, for the rows
+     * @param fabric    the fabric's name, for the rows
+     * @param simulated true when the NICs are software ones, for the rows
+     * @param warmupMs  how long to run the collective before the sweep so that the JIT compiles it, in milliseconds
+     *     (0: none)
+     */
     public record Config(CollOp op, DataType type, RedOp redop, int root, long minBytes, long maxBytes,
                          double factor, long stepBytes, int iters, int warmup, boolean check, String transport,
                          String fabric, boolean simulated, long warmupMs) {
-        /** Without a JIT warm-up ({@code warmupMs} 0). */
+        /**
+         * Without a JIT warm-up ({@code warmupMs} 0).
+         *
+         * @param op        the collective
+         * @param type      the element type
+         * @param redop     the reduction operator, for a collective that reduces
+         * @param root      the root rank, for a collective that has one
+         * @param minBytes  the smallest size (-b)
+         * @param maxBytes  the largest size (-e)
+         * @param factor    the factor between successive sizes (-f), used when {@code stepBytes} is not positive
+         * @param stepBytes the step between successive sizes (-i), or 0 to use {@code factor}
+         * @param iters     the timed iterations per size (-n)
+         * @param warmup    the untimed iterations per size before them (-w)
+         * @param check     true to check every result element (-c)
+         * @param transport the transport's name, for the rows
+         * @param fabric    the fabric's name, for the rows
+         * @param simulated true when the NICs are software ones, for the rows
+         */
         public Config(final CollOp op, final DataType type, final RedOp redop, final int root, final long minBytes,
                       final long maxBytes, final double factor, final long stepBytes, final int iters,
                       final int warmup, final boolean check, final String transport, final String fabric,
@@ -32,6 +67,11 @@ public final class CollRun {
                 fabric, simulated, 0);
         }
 
+        /**
+         * Checks the sizes, iterations and warm-up.
+         *
+         * @throws IllegalArgumentException naming the bad value
+         */
         public Config {
             if (warmupMs < 0 || warmupMs > 600_000) {
                 throw new IllegalArgumentException("JIT warm-up " + warmupMs + " ms outside 0..600000");
@@ -54,7 +94,13 @@ public final class CollRun {
     private CollRun() {
     }
 
-    /** The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank). */
+    /**
+     * The sizes of the sweep, rounded down to whole elements (and to n blocks where the op cuts per rank).
+     *
+     * @param c the sweep
+     * @param n the number of ranks
+     * @return the sizes in bytes, smallest first
+     */
     public static List<Long> sizes(final Config c, final int n) {
         final List<Long> out = new ArrayList<>();
         final long unit = (long) c.type().size() * (c.op().perRankBlocks() ? n : 1);
@@ -74,7 +120,14 @@ public final class CollRun {
         return out;
     }
 
-    /** Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned. */
+    /**
+     * Runs the sweep; {@code row} sees each row as it is done (all ranks), and all rows are returned.
+     *
+     * @param comm this rank's communicator; every rank calls this with the same config
+     * @param cfg  the sweep
+     * @param row  called with each row as it is done, on every rank
+     * @return every row, the same on every rank
+     */
     public static List<CollResult> run(final Communicator comm, final Config cfg, final Consumer<CollResult> row) {
         final int n = comm.nranks();
         if (cfg.root() < 0 || cfg.root() >= n) {
@@ -89,9 +142,9 @@ public final class CollRun {
             final io.gdrkit.gpu.GpuDevice gpu = dr == null ? null : dr.gpu();
             // device halves in whole pages: a DMA-BUF export (the GDR registration's branch) works on pages
             final long devCap = (cap + 4095) / 4096 * 4096;
-            final Buffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
-            final Buffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
-            final Buffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            final RegisteredBuffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
             try {
                 if (cfg.warmupMs() > 0 && max > 0) {
                     jitWarmup(comm, cfg, sizes, send, recv, scratch);
@@ -138,8 +191,8 @@ public final class CollRun {
      * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
      * same number.
      */
-    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final Buffer send,
-                                  final Buffer recv, final Buffer scratch) {
+    private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final RegisteredBuffer send,
+                                  final RegisteredBuffer recv, final RegisteredBuffer scratch) {
         long small = sizes.get(sizes.size() - 1);
         for (final long b : sizes) {
             if (b > 0) {
@@ -179,8 +232,8 @@ public final class CollRun {
     }
 
     /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
-    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
-                                    final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
+                                    final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.warmup());
         comm.bootstrap().barrier();
         final long t0 = System.nanoTime();
@@ -196,7 +249,7 @@ public final class CollRun {
             }
             comm.bootstrap().barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
-            final Buffer out = inPlace ? send : recv;
+            final RegisteredBuffer out = inPlace ? send : recv;
             if (dr != null) {
                 // check what the device holds: spoil the host half first, then bring the device's bytes up
                 out.seg().asSlice(0, Math.max(bytes, 1)).fill((byte) 0x7b);
@@ -222,8 +275,8 @@ public final class CollRun {
      * index): with a loop of its own, the first size's out-of-place row timed the interpreter's loop and the OSR
      * transition, up to 2x at 8 B on the H200 (0.5 against 1.2 us, in-place right after it at 0.5).
      */
-    private static void loop(final Communicator comm, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final Buffer scratch, final boolean inPlace, final int count) {
+    private static void loop(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace, final int count) {
         for (int i = 0; i < count; i++) {
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
         }
@@ -234,8 +287,8 @@ public final class CollRun {
      * reduce-scatter: the output is block rank of the input); alltoall and sendrecv stage through scratch because
      * their input and output overlap.
      */
-    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                                final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static void runOnce(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                                final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         final DeviceReducer dr = c.deviceReducer();
         if (dr == null || send.direct()) {
             // host memory, or GDR: the NIC and the kernels work where the data is
@@ -248,12 +301,12 @@ public final class CollRun {
         dr.bounceDown(inPlace ? send : recv, bytes);
     }
 
-    private static void call(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final Buffer scratch, final boolean inPlace) {
+    private static void call(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         final DataType t = cfg.type();
         final int n = c.nranks();
         final long count = bytes / t.size();
-        final Buffer out = inPlace ? send : recv;
+        final RegisteredBuffer out = inPlace ? send : recv;
         switch (cfg.op()) {
             case ALLREDUCE -> Collectives.allReduce(c, send, out, count, t, cfg.redop());
             case ALLGATHER -> {
@@ -273,7 +326,7 @@ public final class CollRun {
             case REDUCE -> Collectives.reduce(c, send, out, count, t, cfg.redop(), cfg.root());
             case ALLTOALL -> {
                 if (inPlace) {
-                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    RegisteredBuffer.copy(send, 0, scratch, 0, bytes);
                     Collectives.allToAll(c, scratch, send, count / n, t);
                 } else {
                     Collectives.allToAll(c, send, recv, count / n, t);
@@ -281,7 +334,7 @@ public final class CollRun {
             }
             case SENDRECV -> {
                 if (inPlace) {
-                    Communicator.copy(send, 0, scratch, 0, bytes);
+                    RegisteredBuffer.copy(send, 0, scratch, 0, bytes);
                     Collectives.sendRecv(c, scratch, send, count, t);
                 } else {
                     Collectives.sendRecv(c, send, recv, count, t);
@@ -291,11 +344,11 @@ public final class CollRun {
         }
     }
 
-    private static Buffer slice(final Buffer b, final long off) {
+    private static RegisteredBuffer slice(final RegisteredBuffer b, final long off) {
         if (b.direct()) {
-            return new Buffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
+            return new RegisteredBuffer(b.seg().asSlice(off), b.mr(), b.dev(), b.devOff() + off, true, b.hostMr()); // device
         }
-        return new Buffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
+        return new RegisteredBuffer(b.seg().asSlice(off), b.mr(), null); // a view of the host half: never a reduction's target
     }
 
     /** Rank r's input element i. */
@@ -318,8 +371,8 @@ public final class CollRun {
         return v;
     }
 
-    private static void fill(final Communicator c, final Config cfg, final long bytes, final Buffer send,
-                             final Buffer recv, final boolean inPlace) {
+    private static void fill(final Communicator c, final Config cfg, final long bytes, final RegisteredBuffer send,
+                             final RegisteredBuffer recv, final boolean inPlace) {
         final DataType t = cfg.type();
         final long count = bytes / t.size();
         final int r = c.rank();

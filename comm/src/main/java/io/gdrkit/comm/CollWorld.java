@@ -41,8 +41,18 @@ import java.util.Locale;
 public final class CollWorld implements AutoCloseable {
     /** Which transport sits behind the seam. */
     public enum TransportKind {
-        IB, SOCKET;
+        /** The InfiniBand-style transport over software NICs (NCCL's NET/IB). */
+        IB,
+        /** The TCP socket transport (NCCL's NET/Socket). */
+        SOCKET;
 
+        /**
+         * Reads a transport kind by name.
+         *
+         * @param s {@code ib} or {@code socket}, in any case
+         * @return the kind named
+         * @throws IllegalArgumentException for any other name
+         */
         public static TransportKind parse(final String s) {
             return switch (s.toLowerCase(Locale.ROOT)) {
                 case "ib" -> IB;
@@ -82,13 +92,6 @@ public final class CollWorld implements AutoCloseable {
     }
 
     /**
-     * Builds this rank's stack.
-     *
-     * @param fabric   injvm, shm or tcp
-     * @param shared   for injvm: the driver every rank's thread shares (its devices are added here); else null
-     * @param settings where NCCL_* values come from
-     */
-    /**
      * What the ranks' fabric hellos must prove: the run's token when one is set, and the run id in any case (the
      * secret of a run without a token, known only to holders of its handle), so a fabric joins only this run.
      */
@@ -98,25 +101,21 @@ public final class CollWorld implements AutoCloseable {
             + Long.toHexString(b.context().id().runId()));
     }
 
-    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                                 final Duration timeout) {
-        return open(b, fabric, shared, kind, coll, settings, timeout, null);
-    }
-
     /**
-     * As above, with the buffers on a GPU when {@code gpuSpec} is not null: {@code sim:<preset>} (each rank its own
-     * simulated GPU), {@code cuda:N}, or {@code cuda:rank} (rank r on cuda:r). Reductions then run on that GPU. The
-     * control plane's gates ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU
-     * buffers directly (GDR) or the data bounces through host memory, and whether iflush reads before the GPU
-     * consumes received data; the transport is told the flush decision and never decides either. Before that, the
-     * ranks exchange where their GPUs are ({@link GpuSharing}): how many rank processes share this rank's GPU, and
-     * whether MPS is on for them.
+     * Builds this rank's stack as {@code world} says (concluded here unless it is already). With a GPU
+     * ({@link WorldContext#gpu}: {@code sim:<preset>}, each rank its own simulated GPU, {@code cuda:N}, or
+     * {@code cuda:rank}, rank r on cuda:r) reductions run on that GPU. The control plane's gates
+     * ({@link CollGdr#decide}) decide, per rank, whether the NIC reads and writes the GPU buffers directly (GDR) or
+     * the data bounces through host memory, and whether iflush reads before the GPU consumes received data; the
+     * transport is told the flush decision and never decides either. Before that, the ranks exchange where their
+     * GPUs are ({@link GpuSharing}): how many rank processes share this rank's GPU, and whether MPS is on for them.
+     *
+     * @param b     this rank's bootstrap, joined
+     * @param world the fabric, transport, tuning, timeout and GPU
+     * @return the world; close it on every rank
      */
-    public static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                                 final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                                 final Duration timeout, final String gpuSpec) {
-        return open(b, fabric, shared, kind, coll, settings, timeout, gpuSpec, Here.probe());
+    public static CollWorld open(final Bootstrap b, final WorldContext world) {
+        return open(b, world, Here.probe());
     }
 
     /**
@@ -129,10 +128,18 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
-    /** {@link #open(Bootstrap, String, SoftNicDriver, TransportKind, CollContext, SettingsReader, Duration, String)} as {@code here}. */
-    static CollWorld open(final Bootstrap b, final String fabric, final SoftNicDriver shared,
-                          final TransportKind kind, final CollContext coll, final SettingsReader settings,
-                          final Duration timeout, final String gpuSpec, final Here here) {
+    /** {@link #open(Bootstrap, WorldContext)} as {@code here}. */
+    static CollWorld open(final Bootstrap b, final WorldContext world, final Here here) {
+        if (!world.concluded()) {
+            world.conclude();
+        }
+        final String fabric = world.fabric().wireName();
+        final SoftNicDriver shared = world.sharedDriver();
+        final TransportKind kind = world.transport();
+        final CollContext coll = world.coll();
+        final SettingsReader settings = world.settings();
+        final Duration timeout = world.timeout();
+        final String gpuSpec = world.gpu();
         io.gdrkit.gpu.GpuDevice gpu = null;
         GpuSharing sharing = null;
         if (gpuSpec != null) {
@@ -170,7 +177,7 @@ public final class CollWorld implements AutoCloseable {
         return w;
     }
 
-    /** This rank's GDR decision (null without a GPU). */
+    /** {@return this rank's GDR decision (null without a GPU)} */
     public CollGdr gdr() {
         return gdr;
     }
@@ -319,7 +326,12 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
-    /** How many software NICs each rank gets, and why. */
+    /**
+     * How many software NICs each rank gets, and why.
+     *
+     * @param count the number of software NICs per rank
+     * @param why   why: the setting, or what the automatic choice saw
+     */
     public record NicChoice(int count, String why) {
     }
 
@@ -466,6 +478,9 @@ public final class CollWorld implements AutoCloseable {
     /**
      * How the ranks' software NICs are driven, and why: the context to launch the driver with, and a line for the
      * output ({@code nic_progress}).
+     *
+     * @param context     the software NIC context to launch the driver with
+     * @param description the line for the output's {@code nic_progress}
      */
     public record NicProgress(SoftNicContext context, String description) {
     }
@@ -474,10 +489,12 @@ public final class CollWorld implements AutoCloseable {
      * The software NIC's context for a rank: the rank's own polling drives its NIC (OWN_DEVICE), as NCCL's proxy
      * thread drives a real NIC's queues, so a message costs no hand-off between threads; a backstop thread steps
      * the NIC every {@value #BACKSTOP_MICROS} us so it still answers while its rank computes (reducing a large
-     * chunk). The earlier default, a NIC thread per rank (DEDICATED), put four threads on two cores for two ranks
-     * and a park/unpark hand-off on every hop: 1.2-1.6 ms per 8-byte allreduce against 0.14-0.3 ms now
-     * (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} / {@code gdrkit.nic.backstop.us} pick another mode; both
-     * are the context's defaults, so the NIC's settings record them as DEFAULT and a property as PROPERTY.
+     * chunk). A NIC thread per rank (DEDICATED) would instead add a thread hand-off to every hop, which on a host
+     * with few cores costs far more than it gains (docs/PERFORMANCE.md). {@code gdrkit.nic.progress} /
+     * {@code gdrkit.nic.backstop.us} pick another mode; both are the context's defaults, so the NIC's settings
+     * record them as DEFAULT and a property as PROPERTY.
+     *
+     * @return the software NIC's context for a rank
      */
     public static SoftNicContext nicContext() {
         return new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.OWN_DEVICE, BACKSTOP_MICROS);
@@ -487,10 +504,12 @@ public final class CollWorld implements AutoCloseable {
      * The NIC's progress for {@code localRanks} ranks on this host, chosen by the host's processors unless
      * {@code gdrkit.nic.progress} says otherwise: with at least {@value #CPUS_PER_RANK_FOR_DEDICATED} processors per
      * rank, each NIC gets a thread of its own that spins while idle (DEDICATED; {@code gdrkit.nic.idle} still
-     * applies), so it moves the peer's chunks while its rank reduces (16 MiB allreduce on the 16-core H200 host:
-     * 1.3-2.1x the busbw of the rank's own polling at the median, docs/PERFORMANCE.md); with fewer, the rank's polling drives it (OWN_DEVICE and
-     * the backstop, {@link #nicContext()}), since a spinning NIC thread per rank on 2 cores takes the CPU the ranks
-     * need.
+     * applies), so it moves the peer's chunks while its rank reduces (see docs/PERFORMANCE.md); with fewer, the
+     * rank's polling drives it (OWN_DEVICE and the backstop, {@link #nicContext()}), since a spinning NIC thread per
+     * rank on a host with few cores takes the CPU the ranks need.
+     *
+     * @param localRanks the number of ranks on this host
+     * @return the chosen progress mode, with the line for the output
      */
     public static NicProgress nicProgress(final int localRanks) {
         return nicProgress(localRanks, 1, Runtime.getRuntime().availableProcessors());
@@ -567,6 +586,7 @@ public final class CollWorld implements AutoCloseable {
         }
     }
 
+    /** {@return this rank's communicator} */
     public Communicator communicator() {
         return comm;
     }
@@ -603,6 +623,7 @@ public final class CollWorld implements AutoCloseable {
         return !drivers.isEmpty() && drivers.get(0).fabric() instanceof TcpFabric t ? t : null;
     }
 
+    /** {@return the transport the communicator runs over} */
     public NetTransport transport() {
         return net;
     }

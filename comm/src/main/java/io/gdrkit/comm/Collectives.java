@@ -3,7 +3,6 @@
  */
 package io.gdrkit.comm;
 
-import io.gdrkit.comm.Communicator.Buffer;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -51,7 +50,7 @@ public final class Collectives {
      * reduce threads when large enough (gdrkit.coll.reduce.threads: a direct round through shared memory goes up to
      * 1 MiB), which split by elements and so give the same bits.
      */
-    private static void reduceInRankOrder(final Communicator c, final Buffer out, final long count, final DataType t,
+    private static void reduceInRankOrder(final Communicator c, final RegisteredBuffer out, final long count, final DataType t,
                                           final RedOp op) {
         final MemorySegment o = out.seg();
         final ParallelReducer r = c.hostReducer();
@@ -61,7 +60,18 @@ public final class Collectives {
         }
     }
 
-    public static void allReduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * Reduces {@code count} elements of every rank's send into every rank's recv: a direct round for small sizes,
+     * else the ring or the tree, as the communicator's context chooses.
+     *
+     * @param c     this rank's communicator; every rank calls with the same count, type and operator
+     * @param send  this rank's input
+     * @param recv  where the result lands (may be {@code send}: in place)
+     * @param count the number of elements
+     * @param t     the element type
+     * @param op    the reduction operator
+     */
+    public static void allReduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
         final boolean tree = c.context().algo() == CollContext.Algo.TREE;
@@ -77,7 +87,7 @@ public final class Collectives {
         // is then written by a receive, and the input needs no copy first; a GPU reduces into its destination only
         final boolean direct = !tree && n > 1 && c.deviceReducer() == null;
         if (!direct) {
-            Communicator.copy(send, 0, recv, 0, count * t.size());
+            RegisteredBuffer.copy(send, 0, recv, 0, count * t.size());
         }
         if (n == 1 || count == 0) {
             return;
@@ -91,7 +101,7 @@ public final class Collectives {
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         final int es = t.size();
-        final Buffer in = direct ? send : recv;
+        final RegisteredBuffer in = direct ? send : recv;
         for (int s = 0; s < n - 1; s++) {
             final int sb = Math.floorMod(r - s, n);
             final int rb = Math.floorMod(r - s - 1, n);
@@ -110,7 +120,7 @@ public final class Collectives {
     }
 
     /** Binomial tree rooted at 0: children r + 2^k for 2^k below r's lowest set bit. */
-    private static void treeReduce(final Communicator c, final Buffer buf, final long count, final DataType t,
+    private static void treeReduce(final Communicator c, final RegisteredBuffer buf, final long count, final DataType t,
                                    final RedOp op) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -128,7 +138,7 @@ public final class Collectives {
         }
     }
 
-    private static void treeBroadcast(final Communicator c, final Buffer buf, final long bytes) {
+    private static void treeBroadcast(final Communicator c, final RegisteredBuffer buf, final long bytes) {
         final int n = c.nranks();
         final int r = c.rank();
         int mask = 1;
@@ -145,13 +155,21 @@ public final class Collectives {
         }
     }
 
-    /** Each rank's {@code count} elements of send end up at block rank of recv (n x count). */
-    public static void allGather(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * Each rank's {@code count} elements of send end up at block rank of recv (n x count).
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's {@code count} elements
+     * @param recv  the result, {@code n x count} elements
+     * @param count the elements each rank contributes
+     * @param t     the element type
+     */
+    public static void allGather(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
-        Communicator.copy(send, 0, recv, r * bb, bb);
+        RegisteredBuffer.copy(send, 0, recv, r * bb, bb);
         if (direct(c, bb * n)) {
             c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
                 Communicator.ALL);
@@ -175,9 +193,17 @@ public final class Collectives {
     /**
      * Reduces n blocks of {@code count} elements of send across ranks; block rank lands in recv. Works in a
      * scratch copy of send so that send is not modified.
+     *
+     * @param c       this rank's communicator
+     * @param send    this rank's input, {@code n x count} elements
+     * @param scratch a buffer as large as {@code send}, overwritten
+     * @param recv    this rank's block of the result, {@code count} elements
+     * @param count   the elements of each rank's block of the result
+     * @param t       the element type
+     * @param op      the reduction operator
      */
-    public static void reduceScatter(final Communicator c, final Buffer send, final Buffer scratch,
-                                     final Buffer recv, final long count, final DataType t, final RedOp op) {
+    public static void reduceScatter(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer scratch,
+                                     final RegisteredBuffer recv, final long count, final DataType t, final RedOp op) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
@@ -194,7 +220,7 @@ public final class Collectives {
             }
             return;
         }
-        Communicator.copy(send, 0, scratch, 0, bb * n);
+        RegisteredBuffer.copy(send, 0, scratch, 0, bb * n);
         final int next = (r + 1) % n;
         final int prev = (r + n - 1) % n;
         for (int s = 0; s < n - 1; s++) {
@@ -202,11 +228,20 @@ public final class Collectives {
             final int rb = Math.floorMod(r - s - 2, n);
             c.exchange(next, scratch, sb * bb, bb, prev, scratch, rb * bb, bb, op, t);
         }
-        Communicator.copy(scratch, r * bb, recv, 0, bb);
+        RegisteredBuffer.copy(scratch, r * bb, recv, 0, bb);
     }
 
-    /** The root's {@code count} elements of send reach every rank's recv, along the chain root, root+1, ... */
-    public static void broadcast(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * The root's {@code count} elements of send reach every rank's recv, along the chain root, root+1, ...
+     *
+     * @param c     this rank's communicator
+     * @param send  the root's data (read on the root only)
+     * @param recv  where the data lands on every rank
+     * @param count the number of elements
+     * @param t     the element type
+     * @param root  the rank whose data is sent
+     */
+    public static void broadcast(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final int root) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -214,7 +249,7 @@ public final class Collectives {
         final int pos = Math.floorMod(r - root, n);
         if (direct(c, bytes)) {
             if (pos == 0) {
-                Communicator.copy(send, 0, recv, 0, bytes);
+                RegisteredBuffer.copy(send, 0, recv, 0, bytes);
                 c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
                     Communicator.NONE);
             } else {
@@ -226,7 +261,7 @@ public final class Collectives {
             return;
         }
         if (pos == 0) {
-            Communicator.copy(send, 0, recv, 0, bytes);
+            RegisteredBuffer.copy(send, 0, recv, 0, bytes);
         } else {
             c.exchange(-1, recv, 0, 0, Math.floorMod(r - 1, n), recv, 0, bytes, null, t);
         }
@@ -235,8 +270,18 @@ public final class Collectives {
         }
     }
 
-    /** Every rank's send reduced into the root's recv, along the chain root+1, root+2, ..., root. */
-    public static void reduce(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * Every rank's send reduced into the root's recv, along the chain root+1, root+2, ..., root.
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's input
+     * @param recv  where the result lands on the root (unused on the other ranks)
+     * @param count the number of elements
+     * @param t     the element type
+     * @param op    the reduction operator
+     * @param root  the rank that gets the result
+     */
+    public static void reduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                               final DataType t, final RedOp op, final int root) {
         final int n = c.nranks();
         final int r = c.rank();
@@ -253,7 +298,7 @@ public final class Collectives {
             }
             return;
         }
-        Communicator.copy(send, 0, recv, 0, bytes);
+        RegisteredBuffer.copy(send, 0, recv, 0, bytes);
         if (pos > 0) {
             c.exchange(-1, recv, 0, 0, Math.floorMod(r - 1, n), recv, 0, bytes, op, t);
         }
@@ -262,13 +307,21 @@ public final class Collectives {
         }
     }
 
-    /** Block p of send goes to rank p's block rank of recv (n blocks of count elements). */
-    public static void allToAll(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * Block p of send goes to rank p's block rank of recv (n blocks of count elements).
+     *
+     * @param c     this rank's communicator
+     * @param send  this rank's input, n blocks of {@code count} elements, block p for rank p
+     * @param recv  the result, n blocks of {@code count} elements, block p from rank p
+     * @param count the elements of each block
+     * @param t     the element type
+     */
+    public static void allToAll(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
-        Communicator.copy(send, r * bb, recv, r * bb, bb);
+        RegisteredBuffer.copy(send, r * bb, recv, r * bb, bb);
         for (int s = 1; s < n; s++) {
             final int to = (r + s) % n;
             final int from = Math.floorMod(r - s, n);
@@ -276,14 +329,22 @@ public final class Collectives {
         }
     }
 
-    /** send goes to rank+1, recv comes from rank-1 (nccl-tests' sendrecv). */
-    public static void sendRecv(final Communicator c, final Buffer send, final Buffer recv, final long count,
+    /**
+     * send goes to rank+1, recv comes from rank-1 (nccl-tests' sendrecv).
+     *
+     * @param c     this rank's communicator
+     * @param send  the data for the next rank
+     * @param recv  where the previous rank's data lands
+     * @param count the number of elements
+     * @param t     the element type
+     */
+    public static void sendRecv(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
         final int n = c.nranks();
         final int r = c.rank();
         final long bytes = count * t.size();
         if (n == 1) {
-            Communicator.copy(send, 0, recv, 0, bytes);
+            RegisteredBuffer.copy(send, 0, recv, 0, bytes);
             return;
         }
         c.exchange((r + 1) % n, send, 0, bytes, Math.floorMod(r - 1, n), recv, 0, bytes, null, t);

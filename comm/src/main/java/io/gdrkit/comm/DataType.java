@@ -9,8 +9,20 @@ import java.util.Locale;
 
 /** ncclDataType_t, with the names nccl-tests prints. */
 public enum DataType {
-    INT8(1, "int8"), INT32(4, "int32"), INT64(8, "int64"), FLOAT16(2, "half"), BFLOAT16(2, "bfloat16"),
-    FLOAT32(4, "float"), FLOAT64(8, "double");
+    /** Signed 8-bit integer. */
+    INT8(1, "int8"),
+    /** Signed 32-bit integer. */
+    INT32(4, "int32"),
+    /** Signed 64-bit integer. */
+    INT64(8, "int64"),
+    /** IEEE 754 half-precision (16-bit) floating point. */
+    FLOAT16(2, "half"),
+    /** bfloat16: 16-bit floating point with float's exponent range. */
+    BFLOAT16(2, "bfloat16"),
+    /** IEEE 754 single-precision (32-bit) floating point. */
+    FLOAT32(4, "float"),
+    /** IEEE 754 double-precision (64-bit) floating point. */
+    FLOAT64(8, "double");
 
     private final int size;
     private final String ncclName;
@@ -20,11 +32,12 @@ public enum DataType {
         this.ncclName = ncclName;
     }
 
+    /** {@return the size of one element, in bytes} */
     public int size() {
         return size;
     }
 
-    /** The name nccl-tests prints in its type column. */
+    /** {@return the name nccl-tests prints in its type column} */
     public String ncclName() {
         return ncclName;
     }
@@ -32,6 +45,10 @@ public enum DataType {
     /**
      * Parses a type as nccl-tests' -d flag names it (int8, int32, int64, half, float16, bfloat16, float, float32,
      * double, float64).
+     *
+     * @param s the name, in any case
+     * @return the type named
+     * @throws IllegalArgumentException if the name is not a type's
      */
     public static DataType parse(final String s) {
         return switch (s.toLowerCase(Locale.ROOT)) {
@@ -47,7 +64,13 @@ public enum DataType {
         };
     }
 
-    /** Element {@code i} of {@code seg} as a double. */
+    /**
+     * Element {@code i} of {@code seg} as a double.
+     *
+     * @param seg the segment holding elements of this type
+     * @param i   the element's index (not its byte offset)
+     * @return the element's value
+     */
     public double get(final MemorySegment seg, final long i) {
         return switch (this) {
             case INT8 -> seg.get(ValueLayout.JAVA_BYTE, i);
@@ -60,7 +83,13 @@ public enum DataType {
         };
     }
 
-    /** Stores {@code v} (rounded to the type) as element {@code i}. */
+    /**
+     * Stores {@code v} (rounded to the type) as element {@code i}.
+     *
+     * @param seg the segment holding elements of this type
+     * @param i   the element's index (not its byte offset)
+     * @param v   the value to store
+     */
     public void set(final MemorySegment seg, final long i, final double v) {
         switch (this) {
             case INT8 -> seg.set(ValueLayout.JAVA_BYTE, i, (byte) (long) v);

@@ -58,6 +58,7 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /** This process's identity among the processes of its host (see PROC above). */
     private static final String PROC = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
 
+    /** Copies the lists, so that the record cannot change. */
     public GpuSharing {
         ranks = List.copyOf(ranks);
         pids = List.copyOf(pids);
@@ -85,6 +86,7 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
             this.label = label;
         }
 
+        /** {@return the lower-case name the output uses} */
         public String label() {
             return label;
         }
@@ -100,6 +102,9 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /**
      * This process's record for {@code gpu}: the host identity, the GPU's bus id and attribute 133 (or '-' and
      * n/a for a simulated GPU), the process id and its random process identity.
+     *
+     * @param gpu this rank's GPU
+     * @return the record to pass to every rank (by allGather)
      */
     public static byte[] record(final GpuDevice gpu) {
         return record(hostIdentity(), gpu.pciBusId(), ProcessHandle.current().pid(), PROC,
@@ -216,6 +221,10 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
      * Rank {@code rank}'s view from every rank's record ({@code all}, indexed by rank, as the allGather returns
      * them); {@code ownEvidence} is this rank's attribute 133 evidence.
      *
+     * @param rank        this rank
+     * @param all         every rank's record, indexed by rank
+     * @param ownEvidence this rank's attribute 133 call and its answer
+     * @return this rank's view of who shares its GPU
      * @throws CollException named {@value #BAD_RECORD} for any malformed record (every rank fails alike, as every
      *                       rank checks every record)
      */
@@ -262,12 +271,14 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
             : "identity unknown (no boot id, no host name): ranks elsewhere cannot be told apart"));
     }
 
-    /** JSON's {@code gpu_shared_by}: the number of rank processes on this GPU, or null when not applicable. */
+    /**
+     * {@return JSON's {@code gpu_shared_by}: the number of rank processes on this GPU, or null when not applicable}
+     */
     public Integer sharedBy() {
         return verdict == Verdict.NOT_APPLICABLE ? null : processes;
     }
 
-    /** One line for the text output: who is on this GPU and what that means. */
+    /** {@return one line for the text output: who is on this GPU and what that means} */
     public String summary() {
         final String who = "rank" + (ranks.size() == 1 ? " " : "s ") + join(ranks);
         return switch (verdict) {
@@ -290,6 +301,8 @@ public record GpuSharing(Verdict verdict, String busId, int processes, List<Inte
     /**
      * The advice line when rank processes share the GPU and MPS is not known to be on (null otherwise): what was
      * seen, what it costs, and what to do.
+     *
+     * @return the advice line, or null
      */
     public String note() {
         if (verdict != Verdict.TIME_SLICED && verdict != Verdict.UNKNOWN) {

@@ -36,9 +36,13 @@ public final class ParallelReducer implements AutoCloseable {
     /**
      * How many threads a communicator's large host reductions use, from which size, and why (the output's
      * {@code reduce_threads}).
+     *
+     * @param threads  the number of parts a large reduction is split into (1: always sequential)
+     * @param minBytes the smallest reduction, in bytes, that is split
+     * @param reason   why this choice was made: the setting, or what the automatic choice saw
      */
     public record Choice(int threads, int minBytes, String reason) {
-        /** For the output: {@code threads} and the threshold, then the reason. */
+        /** {@return the text for the output: {@code threads} and the threshold, then the reason} */
         public String describe() {
             return threads + (threads > 1 ? " from " + minBytes + " B" : "") + " (" + reason + ")";
         }
@@ -86,6 +90,9 @@ public final class ParallelReducer implements AutoCloseable {
     private long seq;
 
     /**
+     * Creates a reducer whose large reductions are split into {@code threads} parts, one on the caller and the others
+     * on worker threads.
+     *
      * @param threads  parts per large reduction (1: always sequential), 1..64
      * @param minBytes the smallest reduction that is split
      * @param timeout  the longest the caller waits for the workers' parts (nanoseconds)
@@ -100,6 +107,12 @@ public final class ParallelReducer implements AutoCloseable {
      * for {@value #SPIN_NANOS} ns) or none started yet runs on the caller alone, and wakes the workers for the next
      * one when it came within that time of the reduction before: waiting for a parked thread to be scheduled costs
      * more than a small reduction (0: always split).
+     *
+     * @param threads        parts per large reduction (1: always sequential), 1..64
+     * @param minBytes       the smallest reduction that is split
+     * @param coldAloneBytes the largest reduction the caller does alone when the workers are parked (0: always split)
+     * @param timeout        the longest the caller waits for the workers' parts (nanoseconds)
+     * @param name           the workers' thread name prefix (a part's number is appended)
      */
     public ParallelReducer(final int threads, final long minBytes, final long coldAloneBytes, final long timeout,
                            final String name) {
@@ -128,7 +141,7 @@ public final class ParallelReducer implements AutoCloseable {
         this.bounds = new long[threads + 1];
     }
 
-    /** Parts per split reduction (1: none is split). */
+    /** {@return parts per split reduction (1: none is split)} */
     public int threads() {
         return parts;
     }
@@ -146,6 +159,15 @@ public final class ParallelReducer implements AutoCloseable {
      * {@code out[i] = op(a[i], b[i])} for {@code count} elements, as {@link Reducer#reduce(MemorySegment, long,
      * MemorySegment, long, MemorySegment, long, long, DataType, RedOp)} computes it, split when large enough.
      *
+     * @param out    the output segment
+     * @param outOff the output's byte offset in {@code out}
+     * @param a      the first input segment
+     * @param aOff   the first input's byte offset in {@code a}
+     * @param b      the second input segment
+     * @param bOff   the second input's byte offset in {@code b}
+     * @param count  the number of elements
+     * @param type   the elements' type
+     * @param op     the reduction operator
      * @throws CollException a worker's part failed (the cause) or was not done within the timeout
      */
     public void reduce(final MemorySegment out, final long outOff, final MemorySegment a, final long aOff,

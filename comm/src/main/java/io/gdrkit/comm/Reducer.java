@@ -9,12 +9,12 @@ import java.lang.foreign.ValueLayout;
 /**
  * The reduction kernel on host memory: {@code out[i] = op(a[i], b[i])}, with {@code out} allowed to be {@code a}
  * ({@code dst = op(dst, src)}). One tight loop per type and operation: the operation is chosen once per call, not
- * per element (a switch per element through double arithmetic ran at 0.8 GB/s where these loops run at 4-7 GB/s on
- * the same host); half and bfloat16 go through float as NCCL's kernels do. Float arithmetic here gives the same
- * results as rounding the double result once (IEEE: double rounding is exact for +, * of floats), so the results
- * are those of the earlier per-element loop, bit for bit. One exception, the JDK's: a float16 NaN's payload. Its
- * conversions to and from float quiet a signaling NaN in some compiled code and keep it in other code, so which
- * NaN comes out depends on what the JIT has compiled ({@code ReducerKernelTest} accepts any NaN there).
+ * per element, which makes them several times faster; half and bfloat16 go through float as NCCL's kernels do. Float
+ * arithmetic here gives the same results as rounding the double result once (IEEE: double rounding is exact for
+ * sums and products of floats), so the results are those of a per-element computation in double, bit for bit. One
+ * exception, the JDK's: a float16 NaN's payload. Its conversions to and from float quiet a signaling NaN in some
+ * compiled code and keep it in other code, so which NaN comes out depends on what the JIT has compiled (any NaN is
+ * a correct result there).
  */
 public final class Reducer {
     private static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
@@ -27,7 +27,17 @@ public final class Reducer {
     private Reducer() {
     }
 
-    /** {@code dst[i] = op(dst[i], src[i])} for {@code count} elements. */
+    /**
+     * {@code dst[i] = op(dst[i], src[i])} for {@code count} elements.
+     *
+     * @param dst    the destination, reduced in place
+     * @param dstOff the destination's byte offset
+     * @param src    the source
+     * @param srcOff the source's byte offset
+     * @param count  the number of elements
+     * @param type   the elements' type
+     * @param op     the reduction operator
+     */
     public static void reduce(final MemorySegment dst, final long dstOff, final MemorySegment src, final long srcOff,
                               final long count, final DataType type, final RedOp op) {
         reduce(dst, dstOff, dst, dstOff, src, srcOff, count, type, op);
@@ -35,11 +45,10 @@ public final class Reducer {
 
     /**
      * Every native address as one segment. With native operands the kernels run on this one segment at absolute
-     * addresses, so they meet one segment class and one (global) session whoever calls them. They used not to: the
-     * ring reduces from native staging buffers and the shared-memory direct round from mapped files, and C2
-     * compiled the loops for whichever kinds it had seen first, then slower for the other. On the H200 host a
-     * sweep with 1 MiB direct rounds left the ring after them about 10x slower. The checks the segments would have
-     * made are made once per call instead (see {@link #checked}).
+     * addresses, so they meet one segment class and one (global) session whoever calls them: the ring reduces from
+     * native staging buffers and the shared-memory direct round from mapped files, and C2 would otherwise compile the
+     * loops for whichever kind it saw first and run slower for the other. The checks the segments would have made
+     * are made once per call instead (see {@link #checked}).
      */
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
@@ -54,6 +63,15 @@ public final class Reducer {
     /**
      * {@code out[i] = op(a[i], b[i])} for {@code count} elements; {@code out} may be {@code a} or {@code b}.
      *
+     * @param out    the output segment
+     * @param outOff the output's byte offset in {@code out}
+     * @param a      the first input segment
+     * @param aOff   the first input's byte offset in {@code a}
+     * @param b      the second input segment
+     * @param bOff   the second input's byte offset in {@code b}
+     * @param count  the number of elements
+     * @param type   the elements' type
+     * @param op     the reduction operator
      * @throws IndexOutOfBoundsException if a range lies outside its segment
      * @throws IllegalArgumentException if {@code out} is read-only
      * @throws IllegalStateException if a segment's arena is closed, or {@link WrongThreadException} if it is

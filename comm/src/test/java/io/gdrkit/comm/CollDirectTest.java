@@ -84,8 +84,8 @@ class CollDirectTest {
             assertEquals(shm && direct > 0, c.shmDirect() != null, c.directPath());
             final MemorySegment in = a.allocate(8 * 256, 64);
             final MemorySegment keep = a.allocate(8 * 256, 64);
-            final Communicator.Buffer s = c.register(in);
-            final Communicator.Buffer d = c.register(a.allocate(8 * 256, 64));
+            final RegisteredBuffer s = c.register(in);
+            final RegisteredBuffer d = c.register(a.allocate(8 * 256, 64));
             for (final DataType t : DataType.values()) {
                 for (final RedOp op : RedOp.values()) {
                     for (final long count : COUNTS) {
@@ -186,8 +186,8 @@ class CollDirectTest {
         final int threshold = 64;
         assertNoErrors(ranks(np, CollWorld.TransportKind.IB, all(np, threshold), (rank, c, a) -> {
             assertEquals(threshold, c.directBytes());
-            final Communicator.Buffer s = c.register(a.allocate(1024, 64));
-            final Communicator.Buffer d = c.register(a.allocate(1024, 64));
+            final RegisteredBuffer s = c.register(a.allocate(1024, 64));
+            final RegisteredBuffer d = c.register(a.allocate(1024, 64));
             for (final DataType t : new DataType[] {DataType.FLOAT32, DataType.INT8}) {
                 final long edge = threshold / t.size();
                 for (final long count : new long[] {edge - 1, edge, edge + 1}) {
@@ -321,8 +321,8 @@ class CollDirectTest {
         final int count = 64;
         assertNoErrors(ranks(np, kind, all(np, 4096), shm, (rank, c, a) -> {
             assertEquals(shm, c.shmDirect() != null, c.directPath());
-            final Communicator.Buffer s = c.register(a.allocate(4L * count, 64));
-            final Communicator.Buffer d = c.register(a.allocate(4L * count, 64));
+            final RegisteredBuffer s = c.register(a.allocate(4L * count, 64));
+            final RegisteredBuffer d = c.register(a.allocate(4L * count, 64));
             final int ranksSum = np * (np - 1) / 2;
             final long skip = c.exchangesSentTo((rank + 2) % np);
             for (int t = 0; t < rounds; t++) {
@@ -359,8 +359,8 @@ class CollDirectTest {
     void aDirectRoundOfAnotherOperationIsNamed(final boolean shm) throws Exception {
         // rank 0 allreduces 8 bytes, rank 1 broadcasts 8 bytes from itself: rank 0 names the mismatch
         final Throwable[] err = ranks(2, CollWorld.TransportKind.IB, all(2, 4096), shm, (rank, c, a) -> {
-            final Communicator.Buffer s = c.register(a.allocate(64, 64));
-            final Communicator.Buffer d = c.register(a.allocate(64, 64));
+            final RegisteredBuffer s = c.register(a.allocate(64, 64));
+            final RegisteredBuffer d = c.register(a.allocate(64, 64));
             if (rank == 0) {
                 final CollException first = org.junit.jupiter.api.Assertions.assertThrows(CollException.class,
                     () -> Collectives.allReduce(c, s, d, 2, DataType.FLOAT32, RedOp.SUM));
@@ -384,8 +384,8 @@ class CollDirectTest {
     void ranksWithAnotherThresholdAreNamedNotMixed() throws Exception {
         // rank 0 goes direct (one 16-byte message), rank 1 rings (4-byte eager heads): both name the sizes
         final Throwable[] err = ranks(2, CollWorld.TransportKind.IB, new int[] {4096, 0}, (rank, c, a) -> {
-            final Communicator.Buffer s = c.register(a.allocate(64, 64));
-            final Communicator.Buffer d = c.register(a.allocate(64, 64));
+            final RegisteredBuffer s = c.register(a.allocate(64, 64));
+            final RegisteredBuffer d = c.register(a.allocate(64, 64));
             Collectives.allReduce(c, s, d, 2, DataType.FLOAT32, RedOp.SUM);
         });
         // whichever rank sees the other's message first names the sizes; the other stops with that error (through

@@ -98,9 +98,9 @@ class CollEagerTest {
             fill(in, 100 + rank);
             fill(other, 100 + (1 - rank));
             MemorySegment.copy(in, 0, keep, 0, in.byteSize());
-            final Communicator.Buffer s = c.register(in);
-            final Communicator.Buffer d = c.register(a.allocate(count * 4L, 64).fill((byte) 0x7b));
-            final Communicator.Buffer scratch = c.register(a.allocate(count * 4L, 64));
+            final RegisteredBuffer s = c.register(in);
+            final RegisteredBuffer d = c.register(a.allocate(count * 4L, 64).fill((byte) 0x7b));
+            final RegisteredBuffer scratch = c.register(a.allocate(count * 4L, 64));
             Collectives.allReduce(c, s, d, count, DataType.INT32, RedOp.SUM);
             for (int i = 0; i < count; i++) {
                 assertEquals(in.getAtIndex(ValueLayout.JAVA_INT, i) + other.getAtIndex(ValueLayout.JAVA_INT, i),
@@ -108,7 +108,7 @@ class CollEagerTest {
             }
             assertEquals(-1, in.mismatch(keep), "allreduce wrote into its input");
             final int per = count / 2;
-            final Communicator.Buffer rs = c.register(a.allocate(per * 4L, 64).fill((byte) 0x7b));
+            final RegisteredBuffer rs = c.register(a.allocate(per * 4L, 64).fill((byte) 0x7b));
             Collectives.reduceScatter(c, s, scratch, rs, per, DataType.INT32, RedOp.MAX);
             for (int i = 0; i < per; i++) {
                 final int e = rank * per + i;
@@ -127,8 +127,8 @@ class CollEagerTest {
         // rank 1 (root) cuts 64-byte heads, rank 0 expects the whole 80-byte message as its head: rank 0 must name
         // the size, not take the bytes
         final Throwable[] err = twoRanks(kind, new int[] {128, 64}, (rank, c, a) -> {
-            final Communicator.Buffer s = c.register(a.allocate(80, 64).fill((byte) 1));
-            final Communicator.Buffer d = c.register(a.allocate(80, 64));
+            final RegisteredBuffer s = c.register(a.allocate(80, 64).fill((byte) 1));
+            final RegisteredBuffer d = c.register(a.allocate(80, 64));
             Collectives.broadcast(c, s, d, 20, DataType.INT32, 1);
         });
         assertNotNull(err[0], "rank 0 took a 64-byte head where it expected 80");
@@ -145,8 +145,8 @@ class CollEagerTest {
     void aHeadLargerThanPostedIsTruncationNamedOnBothRanks(final CollWorld.TransportKind kind) throws Exception {
         // rank 1 (root) sends an 80-byte head into the 64-byte receive rank 0 posted ahead
         final Throwable[] err = twoRanks(kind, new int[] {64, 128}, (rank, c, a) -> {
-            final Communicator.Buffer s = c.register(a.allocate(80, 64).fill((byte) 1));
-            final Communicator.Buffer d = c.register(a.allocate(80, 64));
+            final RegisteredBuffer s = c.register(a.allocate(80, 64).fill((byte) 1));
+            final RegisteredBuffer d = c.register(a.allocate(80, 64));
             Collectives.broadcast(c, s, d, 20, DataType.INT32, 1);
         });
         // IB: the sender sees the CTS's size and names the truncation; sockets: the receiver sees the header's

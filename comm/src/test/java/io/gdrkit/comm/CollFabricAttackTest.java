@@ -102,8 +102,9 @@ class CollFabricAttackTest {
         final SettingsReader none = SettingsReader.ofEnv(Map.of());
         return ex.submit(() -> {
             final Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(0).nranks(2).timeout(T));
-            try (CollWorld w = CollWorld.open(b, fabric, driver, CollWorld.TransportKind.IB,
-                new CollContext().settings(none), none, T)) {
+            try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).sharedDriver(driver)
+                .transport(CollWorld.TransportKind.IB).coll(new CollContext().settings(none)).settings(none)
+                .timeout(T))) {
                 return null;
             } catch (final Throwable e) {
                 return e;
@@ -191,8 +192,9 @@ class CollFabricAttackTest {
             for (int r = 0; r < n; r++) {
                 final int rank = r;
                 fs.add(ex.submit(() -> CollWorld.open(Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank)
-                    .nranks(n).timeout(T)), "tcp", null, CollWorld.TransportKind.IB,
-                    new CollContext().buffSize(8192).steps(4).channels(1).settings(none), none, T)));
+                    .nranks(n).timeout(T)), new WorldContext().fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB)
+                        .coll(new CollContext().buffSize(8192).steps(4).channels(1).settings(none)).settings(none)
+                        .timeout(T))));
             }
             final CollWorld w0 = fs.get(0).get(60, TimeUnit.SECONDS);
             final CollWorld w1 = fs.get(1).get(60, TimeUnit.SECONDS);

@@ -210,7 +210,7 @@ class CollGdrTest {
                 try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
                     final var whole = gpu.alloc(8192);
                     final var odd = gpu.alloc(1000); // not whole pages: the DMA-BUF export refuses it
-                    final Communicator.Buffer ok = c.register(a.allocate(8192, 4096), whole);
+                    final RegisteredBuffer ok = c.register(a.allocate(8192, 4096), whole);
                     assertTrue(ok.direct());
                     assertEquals(whole.address(), ok.mr().address());
                     // with a GPU buffer registered, a failing registration is an error, not a silent switch
@@ -220,7 +220,7 @@ class CollGdrTest {
                     assertTrue(c.gdr().on());
                     c.deregister(ok);
                     // none registered: the connector gate turns GDR off for this rank, the buffer bounces
-                    final Communicator.Buffer host = c.register(a.allocate(1000, 4096), odd);
+                    final RegisteredBuffer host = c.register(a.allocate(1000, 4096), odd);
                     assertFalse(host.direct());
                     assertFalse(c.gdr().on());
                     assertEquals("connector", c.gdr().gate());

@@ -131,15 +131,15 @@ class HostRanksTest {
     private static String[] run(final CollWorld.Here... here) throws Exception {
         final int np = here.length;
         final String[] seen = new String[np];
-        final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "tcp", null,
-            CollWorld.TransportKind.IB, new CollContext().buffSize(65536).steps(4), NONE, Duration.ofSeconds(20),
-            null, here[rank]), Duration.ofSeconds(90), (rank, w, a) -> {
+        final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext()
+            .fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(new CollContext().buffSize(65536).steps(4))
+            .settings(NONE).timeout(Duration.ofSeconds(20)), here[rank]), Duration.ofSeconds(90), (rank, w, a) -> {
                 final Communicator c = w.communicator();
                 final MemorySegment s = a.allocate(4096 * 4L, 64);
                 for (int i = 0; i < 4096; i++) {
                     s.setAtIndex(ValueLayout.JAVA_INT, i, rank * 100_000 + i);
                 }
-                final Communicator.Buffer buf = c.register(s);
+                final RegisteredBuffer buf = c.register(s);
                 Collectives.allReduce(c, buf, buf, 4096, DataType.INT32, RedOp.SUM);
                 for (int i = 0; i < 4096; i++) {
                     assertEquals(np * i + 100_000 * np * (np - 1) / 2, s.getAtIndex(ValueLayout.JAVA_INT, i),

@@ -35,13 +35,14 @@ class MismatchTest {
                 t[r] = Thread.ofPlatform().start(() -> {
                     try (Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(2)
                             .timeout(Duration.ofSeconds(30)));
-                         CollWorld w = CollWorld.open(b, "injvm", driver, kind, new CollContext().buffSize(4096)
-                             .steps(2).channels(1).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(none), none,
-                             Duration.ofSeconds(5));
+                         CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM).sharedDriver(driver)
+                             .transport(kind).coll(new CollContext().buffSize(4096)
+                             .steps(2).channels(1).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(none))
+                             .settings(none).timeout(Duration.ofSeconds(5)));
                          Arena a = Arena.ofShared()) {
                         final Communicator c = w.communicator();
-                        final Communicator.Buffer s = c.register(a.allocate(8192, 64));
-                        final Communicator.Buffer d = c.register(a.allocate(8192, 64));
+                        final RegisteredBuffer s = c.register(a.allocate(8192, 64));
+                        final RegisteredBuffer d = c.register(a.allocate(8192, 64));
                         if (rank == 0) {
                             Collectives.allReduce(c, s, d, 2000, DataType.FLOAT32, RedOp.SUM);
                         } else {

@@ -37,7 +37,7 @@ class NicMtuTest {
                 for (int i = 0; i < count; i++) {
                     s.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + i % 1000);
                 }
-                final Communicator.Buffer b = c.register(s);
+                final RegisteredBuffer b = c.register(s);
                 Collectives.allReduce(c, b, b, count, DataType.FLOAT32, RedOp.SUM);
                 for (int i = 0; i < count; i++) {
                     assertEquals(1f + 2 * (i % 1000), s.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);

@@ -57,7 +57,7 @@ class RailsTest {
         for (int i = 0; i < count; i++) {
             s.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + i % 1000);
         }
-        final Communicator.Buffer b = c.register(s);
+        final RegisteredBuffer b = c.register(s);
         Collectives.allReduce(c, b, b, count, DataType.FLOAT32, RedOp.SUM);
         final float ranks = n * (n - 1) / 2f;
         for (int i = 0; i < count; i++) {
@@ -69,8 +69,8 @@ class RailsTest {
             mine.setAtIndex(ValueLayout.JAVA_INT, i, rank * 1_000_003 + i);
         }
         final MemorySegment g = a.allocate(per * 4L * n, 64);
-        final Communicator.Buffer mb = c.register(mine);
-        final Communicator.Buffer gb = c.register(g);
+        final RegisteredBuffer mb = c.register(mine);
+        final RegisteredBuffer gb = c.register(g);
         Collectives.allGather(c, mb, gb, per, DataType.INT32);
         for (int r = 0; r < n; r++) {
             for (int i = 0; i < per; i++) {
@@ -94,8 +94,9 @@ class RailsTest {
         try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
             for (int round = 0; round < 3; round++) {
                 final int[] onDriver = new int[np];
-                final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver,
-                    CollWorld.TransportKind.IB, new CollContext().nics(2), NONE, Duration.ofSeconds(20)),
+                final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext()
+                    .fabric(Fabric.INJVM).sharedDriver(driver).transport(CollWorld.TransportKind.IB)
+                    .coll(new CollContext().nics(2)).settings(NONE).timeout(Duration.ofSeconds(20))),
                     Duration.ofSeconds(120), (rank, w, a) -> {
                         allReduceAndGather(w.communicator(), rank, a, 4096);
                         onDriver[rank] = driver.devices().size();
@@ -121,8 +122,9 @@ class RailsTest {
                 fromLid.addAndGet(src, len);
                 return 0;
             });
-            err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver, CollWorld.TransportKind.IB,
-                new CollContext().nics(2), NONE, Duration.ofSeconds(20)), Duration.ofSeconds(120), (rank, w, a) -> {
+            err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM)
+                .sharedDriver(driver).transport(CollWorld.TransportKind.IB).coll(new CollContext().nics(2))
+                .settings(NONE).timeout(Duration.ofSeconds(20))), Duration.ofSeconds(120), (rank, w, a) -> {
                     final Communicator c = w.communicator();
                     assertEquals(2, c.devices());
                     assertEquals(2, c.channels(), "NCCL_MIN_NCHANNELS (1) raised to the NICs");
@@ -164,8 +166,9 @@ class RailsTest {
                     try (Arena a = Arena.ofShared();
                          Bootstrap b = Bootstrap.init(new BootstrapContext().id(root.id()).rank(rank).nranks(n)
                              .timeout(t));
-                         CollWorld w = CollWorld.open(b, fabric, null, CollWorld.TransportKind.IB,
-                             new CollContext().nics(2).buffSize(1 << 18).settings(NONE), NONE, t)) {
+                         CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric))
+                             .transport(CollWorld.TransportKind.IB).coll(new CollContext().nics(2).buffSize(1 << 18)
+                             .settings(NONE)).settings(NONE).timeout(t))) {
                         final Communicator c = w.communicator();
                         assertEquals(2, c.devices());
                         assertTrue(c.nicProgress().endsWith("; 2 NICs per rank (gdrkit.coll.nics=2 (flag))"),

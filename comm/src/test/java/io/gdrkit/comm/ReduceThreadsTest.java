@@ -186,8 +186,8 @@ class ReduceThreadsTest {
                 Reducer.reduce(want, 0, in[0], 0, in[1], 0, count, t, op);
                 final MemorySegment send = a.allocate(bytes, 64);
                 MemorySegment.copy(in[rank], 0, send, 0, bytes);
-                final Communicator.Buffer s = c.register(send);
-                final Communicator.Buffer d = c.register(a.allocate(bytes, 64).fill((byte) 0x7b));
+                final RegisteredBuffer s = c.register(send);
+                final RegisteredBuffer d = c.register(a.allocate(bytes, 64).fill((byte) 0x7b));
                 Collectives.allReduce(c, s, d, count, t, op); // out of place: the reduction reads send, writes recv
                 assertEquals(-1, d.seg().mismatch(want), "rank " + rank + " out of place: first wrong byte");
                 assertEquals(-1, send.mismatch(in[rank]), "rank " + rank + ": the input changed");

@@ -216,7 +216,7 @@ class ShmDirectTest {
         final Throwable[] err = ranks(2, (rank, c, a) -> {
             assertNotNull(c.shmDirect(), c.directPath());
             assertEquals("shm, up to 262144 B (all 2 ranks on one host)", c.directPath());
-            final Communicator.Buffer s = c.register(a.allocate(64, 64));
+            final RegisteredBuffer s = c.register(a.allocate(64, 64));
             if (rank == 0) {
                 Collectives.allReduce(c, s, s, 2, DataType.FLOAT32, RedOp.SUM);
             } else {
@@ -233,7 +233,7 @@ class ShmDirectTest {
     @Test
     void aLengthOrHeaderThatIsNotTheRoundsIsNamed() throws Exception {
         final Throwable[] err = ranks(2, (rank, c, a) -> {
-            final Communicator.Buffer s = c.register(a.allocate(64, 64));
+            final RegisteredBuffer s = c.register(a.allocate(64, 64));
             if (rank == 0) {
                 Collectives.allReduce(c, s, s, 2, DataType.FLOAT32, RedOp.SUM);
             } else {

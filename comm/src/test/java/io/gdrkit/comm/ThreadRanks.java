@@ -31,8 +31,9 @@ final class ThreadRanks {
     static Throwable[] run(final int np, final CollWorld.TransportKind kind, final IntFunction<CollContext> context,
                            final SettingsReader settings, final Duration join, final Body body) throws Exception {
         try (SoftNicDriver driver = SoftNicDriver.launch(CollWorld.nicContext())) {
-            return worlds(np, (rank, b) -> CollWorld.open(b, "injvm", driver, kind, context.apply(rank), settings,
-                Duration.ofSeconds(5)), join, (rank, w, a) -> body.run(rank, w.communicator(), a));
+            return worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM)
+                .sharedDriver(driver).transport(kind).coll(context.apply(rank)).settings(settings)
+                .timeout(Duration.ofSeconds(5))), join, (rank, w, a) -> body.run(rank, w.communicator(), a));
         }
     }
 

@@ -26,14 +26,34 @@ import java.util.List;
 public final class CudaShmemPerf {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
-    /** Round trips of a kernel that rings host memory and spins on the CPU's answer (microseconds). */
+    /**
+     * Round trips of a kernel that rings host memory and spins on the CPU's answer (microseconds).
+     *
+     * @param iters        the number of round trips timed
+     * @param minUs        the fastest round trip, in microseconds
+     * @param medianUs     the median round trip, in microseconds
+     * @param maxUs        the slowest round trip, in microseconds
+     * @param simulatedGpu true when the GPU was simulated, so the times are not a real GPU's
+     */
     public record RingRtt(int iters, double minUs, double medianUs, double maxUs, boolean simulatedGpu) {
     }
 
     private CudaShmemPerf() {
     }
 
-    /** {@code variant}: 0 thread, 1 warp, 2 block (put_bw / msg_rate only). */
+    /**
+     * Runs one perftest over PEs whose kernels run on CUDA GPUs, as {@link ShmemPerf#run} does over simulated GPUs.
+     *
+     * @param ctx     the run's settings: the number of PEs, the transport and the GPUs
+     * @param test    which perftest to run
+     * @param min     the smallest message size, in bytes
+     * @param max     the largest message size, in bytes (sizes double from {@code min})
+     * @param iters   the timed iterations per size
+     * @param blocks  the kernel's thread blocks
+     * @param threads the threads per block
+     * @param variant who issues each operation: 0 a thread, 1 a warp, 2 a block (put_bw and msg_rate only)
+     * @return the result rows, one per size
+     */
     public static ShmemPerf.Result run(final ShmemContext ctx, final ShmemPerf.Test test, final long min,
                                        final long max, final int iters, final int blocks, final int threads,
                                        final int variant) {
@@ -414,7 +434,14 @@ public final class CudaShmemPerf {
         return p;
     }
 
-    /** The floor: a kernel rings a host word and spins on the CPU's answer, {@code iters} times. */
+    /**
+     * The floor: a kernel rings a host word and spins on the CPU's answer, {@code iters} times.
+     *
+     * @param gpuSpec the GPU to run the kernel on
+     * @param iters   the number of round trips
+     * @param timeout the longest to wait for the kernel
+     * @return the round trips' times
+     */
     public static RingRtt ringRtt(final String gpuSpec, final int iters, final java.time.Duration timeout) {
         try (GpuDevice gpu = GpuDevices.open(gpuSpec)) {
             final MemorySegment ring = gpu.allocHost(128);

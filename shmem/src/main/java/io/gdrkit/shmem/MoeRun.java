@@ -11,7 +11,20 @@ import java.util.List;
  * byte for byte. One simulated kernel per PE does all of it.
  */
 public final class MoeRun {
-    /** The run: what ran, whether every byte was right, and the kernel's wall time on PE 0. */
+    /**
+     * The run: what ran, whether every byte was right, and the kernel's wall time on PE 0.
+     *
+     * @param nPes            the number of PEs
+     * @param mode            the control path the puts took
+     * @param tokens          the number of tokens each PE dispatched
+     * @param bytes           the bytes of each token
+     * @param verified        true when every token came back to every PE with every byte right
+     * @param mismatches      the number of wrong bytes found, over every PE
+     * @param kernelMillis    the dispatch kernel's wall time on PE 0, in milliseconds
+     * @param tokensPerExpert how many tokens each expert (PE) received
+     * @param simulated       true when the GPUs were simulated
+     * @param device          the GPU's name
+     */
     public record Result(int nPes, ShmemMode mode, int tokens, int bytes, boolean verified, long mismatches,
                          double kernelMillis, int[] tokensPerExpert, boolean simulated, String device) {
     }
@@ -30,6 +43,14 @@ public final class MoeRun {
         return (byte) (pe * 29 + token * 13 + i * 7 + 1);
     }
 
+    /**
+     * Runs the dispatch and combine with every PE a thread of this JVM, as the class comment describes.
+     *
+     * @param ctx    the run's settings: the number of PEs, the control path, the transport and the GPUs
+     * @param tokens the number of tokens each PE dispatches
+     * @param bytes  the bytes of each token
+     * @return the run's result
+     */
     public static Result run(final ShmemContext ctx, final int tokens, final int bytes) {
         check(tokens, bytes);
         final int n = ctx.nPes();
@@ -57,6 +78,12 @@ public final class MoeRun {
     /**
      * This process's PE of a MoE run whose PEs are processes (one per rank of {@code boot}: {@code gdrkit launch});
      * every rank returns the whole run's result, gathered through the bootstrap (mismatches summed over PEs).
+     *
+     * @param ctx    the run's settings: the control path, the transport and the GPU
+     * @param boot   this process's bootstrap, joined to every other rank of the run
+     * @param tokens the number of tokens each PE dispatches
+     * @param bytes  the bytes of each token
+     * @return the whole run's result, the same on every rank
      */
     public static Result runProcess(final ShmemContext ctx, final io.gdrkit.comm.bootstrap.Bootstrap boot,
                                     final int tokens, final int bytes) {

@@ -4,6 +4,10 @@ import java.time.Duration;
 
 /** Settings of a shmem run (Aeron's Context pattern): defaults, setters, {@link #conclude()} validates. */
 public final class ShmemContext {
+    /** Creates a context with every setting at its default; change them with the setters, then {@link #conclude()}. */
+    public ShmemContext() {
+    }
+
     /** Bytes at the start of every heap that the library keeps for itself (atomic fetch slots, signal sources). */
     public static final long RESERVED = 64 * 1024;
     private int nPes = 2;
@@ -21,36 +25,73 @@ public final class ShmemContext {
     private final io.gdrkit.core.config.ContextFreeze freeze = new io.gdrkit.core.config.ContextFreeze(
         "ShmemContext");
 
+    /**
+     * Sets the number of PEs (default 2).
+     *
+     * @param v the number of PEs, 1..64
+     * @return this context
+     */
     public ShmemContext nPes(final int v) {
         freeze.set("nPes");
         nPes = v;
         return this;
     }
 
+    /**
+     * Sets the GPUs the PEs run on (default {@code sim:h200}, simulated H200s).
+     *
+     * @param v the GPU spec, such as {@code sim:h200} or {@code cuda:0}
+     * @return this context
+     */
     public ShmemContext gpu(final String v) {
         freeze.set("gpu");
         gpu = v;
         return this;
     }
 
+    /**
+     * Sets the control path (default {@link ShmemMode#IBGDA}).
+     *
+     * @param v the control path
+     * @return this context
+     */
     public ShmemContext mode(final ShmemMode v) {
         freeze.set("mode");
         mode = v;
         return this;
     }
 
+    /**
+     * Sets the size of each PE's symmetric heap (default 8 MiB), including the {@value #RESERVED} bytes the library
+     * keeps.
+     *
+     * @param v the heap size in bytes, at most 2^34
+     * @return this context
+     */
     public ShmemContext heapBytes(final long v) {
         freeze.set("heapBytes");
         heapBytes = v;
         return this;
     }
 
+    /**
+     * Sets the depth of each send queue the GPU writes WQEs into (default 128).
+     *
+     * @param v the depth, a power of two in 8..4096
+     * @return this context
+     */
     public ShmemContext sqDepth(final int v) {
         freeze.set("sqDepth");
         sqDepth = v;
         return this;
     }
 
+    /**
+     * Sets the depth of the proxy ring the GPU posts requests to in IBRC mode (default 256).
+     *
+     * @param v the depth, a power of two in 8..65536
+     * @return this context
+     */
     public ShmemContext proxyDepth(final int v) {
         freeze.set("proxyDepth");
         proxyDepth = v;
@@ -61,6 +102,9 @@ public final class ShmemContext {
      * False leaves out the system-scope fence between writing a WQE and ringing the doorbell (the negative control).
      * On the simulated GPU the WQE's stores then reach host memory after the doorbell with
      * {@link #staleProbability(double)}.
+     *
+     * @param v true (the default) to fence, false to leave the fence out
+     * @return this context
      */
     public ShmemContext wqeFence(final boolean v) {
         freeze.set("wqeFence");
@@ -68,82 +112,123 @@ public final class ShmemContext {
         return this;
     }
 
+    /**
+     * Sets how likely a WQE's stores reach host memory after the doorbell when the fence is left out, on the
+     * simulated GPU (default 1).
+     *
+     * @param v the probability, 0..1
+     * @return this context
+     */
     public ShmemContext staleProbability(final double v) {
         freeze.set("staleProbability");
         staleProbability = v;
         return this;
     }
 
+    /**
+     * Sets the seed of the run's random choices, such as the simulated GPU's store reordering (default 1).
+     *
+     * @param v the seed
+     * @return this context
+     */
     public ShmemContext seed(final long v) {
         freeze.set("seed");
         seed = v;
         return this;
     }
 
+    /**
+     * Sets the timeout of every wait (default 20 seconds).
+     *
+     * @param v the timeout, positive
+     * @return this context
+     */
     public ShmemContext timeout(final Duration v) {
         freeze.set("timeout");
         timeout = v;
         return this;
     }
 
-    /** Records per-operation stamps (issue, proxy pick-up, NIC pick-up, landing, completion) for the breakdown. */
+    /**
+     * Records per-operation stamps (issue, proxy pick-up, NIC pick-up, landing, completion) for the breakdown.
+     *
+     * @param v true to record the stamps
+     * @return this context
+     */
     public ShmemContext stamps(final boolean v) {
         freeze.set("stamps");
         stamps = v;
         return this;
     }
 
-    /** Idle strategy of the NIC threads and the proxy (spin, yield, backoff, sleep:&lt;us&gt;): spin on a real host. */
+    /**
+     * Idle strategy of the NIC threads and the proxy (spin, yield, backoff, sleep:&lt;us&gt;): spin on a real host.
+     *
+     * @param v the idle strategy (default {@code backoff})
+     * @return this context
+     */
     public ShmemContext idle(final String v) {
         freeze.set("idle");
         idle = v;
         return this;
     }
 
+    /** {@return the idle strategy of the NIC threads and the proxy} */
     public String idle() {
         return idle;
     }
 
+    /** {@return the number of PEs} */
     public int nPes() {
         return nPes;
     }
 
+    /** {@return the GPU spec} */
     public String gpu() {
         return gpu;
     }
 
+    /** {@return the control path} */
     public ShmemMode mode() {
         return mode;
     }
 
+    /** {@return the size of each PE's symmetric heap, in bytes} */
     public long heapBytes() {
         return heapBytes;
     }
 
+    /** {@return the depth of each send queue} */
     public int sqDepth() {
         return sqDepth;
     }
 
+    /** {@return the depth of the proxy ring} */
     public int proxyDepth() {
         return proxyDepth;
     }
 
+    /** {@return whether the fence between writing a WQE and ringing the doorbell is kept} */
     public boolean wqeFence() {
         return wqeFence;
     }
 
+    /** {@return how likely an unfenced WQE's stores arrive after the doorbell, on the simulated GPU} */
     public double staleProbability() {
         return staleProbability;
     }
 
+    /** {@return the seed of the run's random choices} */
     public long seed() {
         return seed;
     }
 
+    /** {@return the timeout of every wait} */
     public Duration timeout() {
         return timeout;
     }
 
+    /** {@return whether per-operation stamps are recorded} */
     public boolean stamps() {
         return stamps;
     }
@@ -151,7 +236,10 @@ public final class ShmemContext {
     /**
      * Validates once and freezes the context: afterwards a setter and a second {@code conclude()} throw
      * {@link IllegalStateException} ({@link #isConcluded()} tells code that is handed a context whether to conclude
-     * it); a bad value is a {@link ShmemException} naming it.
+     * it).
+     *
+     * @return this context
+     * @throws ShmemException naming the setting, for a bad value
      */
     public synchronized ShmemContext conclude() {
         freeze.checkConclude();
@@ -177,7 +265,7 @@ public final class ShmemContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

@@ -32,15 +32,17 @@ public final class ShmemDevice {
         this.heap = pe.heapAddress();
     }
 
+    /** {@return this PE's number} */
     public int myPe() {
         return pe.myPe();
     }
 
+    /** {@return the number of PEs} */
     public int nPes() {
         return pe.nPes();
     }
 
-    /** The first error a device call raised on this PE, or null. */
+    /** {@return the first error a device call raised on this PE, or null} */
     public ShmemException lastError() {
         return lastError;
     }
@@ -51,57 +53,180 @@ public final class ShmemDevice {
 
     // ---------------------------------------------------------------- put / get
 
+    /**
+     * Blocking put, called per thread: returns once the write's completion is seen.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param target the target PE
+     */
     public void put(final KernelContext k, final long dst, final long src, final long len, final int target) {
         await(k, issue(Op.PUT, target, dst, src, len, 0, 0, 0, 0), "put");
     }
 
+    /**
+     * Non-blocking put, called per thread: issues the write and returns; {@link #quiet} waits for it.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param target the target PE
+     * @return a ticket naming the issued operation; {@link #quiet} waits for it with the others
+     */
     public long putNbi(final KernelContext k, final long dst, final long src, final long len, final int target) {
         return issue(Op.PUT, target, dst, src, len, 0, 0, 0, 0);
     }
 
-    /** Collective over a warp: one request for the warp's whole range. */
+    /**
+     * Collective over a warp: one request for the warp's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param target the target PE
+     */
     public void putWarp(final KernelContext k, final long dst, final long src, final long len, final int target) {
         put(k, dst, src, len, target);
     }
 
-    /** Collective over a block: one request for the block's whole range. */
+    /**
+     * Collective over a block: one request for the block's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param target the target PE
+     */
     public void putBlock(final KernelContext k, final long dst, final long src, final long len, final int target) {
         put(k, dst, src, len, target);
     }
 
+    /**
+     * Blocking get, called per thread: returns once the data has arrived.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on this PE to write to
+     * @param src    the heap offset on PE {@code target} to read from
+     * @param len    the number of bytes
+     * @param target the source PE
+     */
     public void get(final KernelContext k, final long dst, final long src, final long len, final int target) {
         await(k, issue(Op.GET, target, dst, src, len, 0, 0, 0, 0), "get");
     }
 
+    /**
+     * Non-blocking get, called per thread: issues the read and returns; {@link #quiet} waits for it.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on this PE to write to
+     * @param src    the heap offset on PE {@code target} to read from
+     * @param len    the number of bytes
+     * @param target the source PE
+     * @return a ticket naming the issued operation; {@link #quiet} waits for it with the others
+     */
     public long getNbi(final KernelContext k, final long dst, final long src, final long len, final int target) {
         return issue(Op.GET, target, dst, src, len, 0, 0, 0, 0);
     }
 
+    /**
+     * Blocking get, collective over a warp: one request for the warp's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on this PE to write to
+     * @param src    the heap offset on PE {@code target} to read from
+     * @param len    the number of bytes
+     * @param target the source PE
+     */
     public void getWarp(final KernelContext k, final long dst, final long src, final long len, final int target) {
         get(k, dst, src, len, target);
     }
 
+    /**
+     * Blocking get, collective over a block: one request for the block's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on this PE to write to
+     * @param src    the heap offset on PE {@code target} to read from
+     * @param len    the number of bytes
+     * @param target the source PE
+     */
     public void getBlock(final KernelContext k, final long dst, final long src, final long len, final int target) {
         get(k, dst, src, len, target);
     }
 
     // ---------------------------------------------------------------- put with signal
 
+    /**
+     * Blocking put with signal, called per thread: the data, then the signal update on the same connection, so the
+     * target sees the data before the signal; returns once both completed.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param sig    the heap offset of the 64-bit signal word on PE {@code target}, 8-byte aligned
+     * @param value  the value to set or add
+     * @param op     whether the signal is set to {@code value} or has {@code value} added
+     * @param target the target PE
+     */
     public void putSignal(final KernelContext k, final long dst, final long src, final long len, final long sig,
                           final long value, final SignalOp op, final int target) {
         await(k, issue(Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal()), "putSignal");
     }
 
+    /**
+     * Non-blocking put with signal, called per thread: issues the put and the signal update and returns; {@link
+     * #quiet} waits for them.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param sig    the heap offset of the 64-bit signal word on PE {@code target}, 8-byte aligned
+     * @param value  the value to set or add
+     * @param op     whether the signal is set to {@code value} or has {@code value} added
+     * @param target the target PE
+     * @return a ticket naming the issued operation; {@link #quiet} waits for it with the others
+     */
     public long putSignalNbi(final KernelContext k, final long dst, final long src, final long len, final long sig,
                              final long value, final SignalOp op, final int target) {
         return issue(Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal());
     }
 
+    /**
+     * Blocking put with signal, collective over a warp: one request for the warp's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param sig    the heap offset of the 64-bit signal word on PE {@code target}, 8-byte aligned
+     * @param value  the value to set or add
+     * @param op     whether the signal is set to {@code value} or has {@code value} added
+     * @param target the target PE
+     */
     public void putSignalWarp(final KernelContext k, final long dst, final long src, final long len, final long sig,
                               final long value, final SignalOp op, final int target) {
         putSignal(k, dst, src, len, sig, value, op, target);
     }
 
+    /**
+     * Blocking put with signal, collective over a block: one request for the block's whole range.
+     *
+     * @param k      the calling block's kernel context
+     * @param dst    the heap offset on PE {@code target} to write to
+     * @param src    the heap offset on this PE to read from
+     * @param len    the number of bytes
+     * @param sig    the heap offset of the 64-bit signal word on PE {@code target}, 8-byte aligned
+     * @param value  the value to set or add
+     * @param op     whether the signal is set to {@code value} or has {@code value} added
+     * @param target the target PE
+     */
     public void putSignalBlock(final KernelContext k, final long dst, final long src, final long len, final long sig,
                                final long value, final SignalOp op, final int target) {
         putSignal(k, dst, src, len, sig, value, op, target);
@@ -109,12 +234,33 @@ public final class ShmemDevice {
 
     // ---------------------------------------------------------------- atomics
 
+    /**
+     * Atomically adds {@code value} to the 64-bit word at {@code off} on PE {@code target}, and waits for the old
+     * value.
+     *
+     * @param k      the calling block's kernel context
+     * @param off    the word's heap offset on PE {@code target}, 8-byte aligned
+     * @param value  the value to add
+     * @param target the target PE
+     * @return the word's value before the addition
+     */
     public long fetchAdd(final KernelContext k, final long off, final long value, final int target) {
         final long t = issue(Op.FETCH_ADD, target, off, 0, 8, value, 0, 0, 0);
         await(k, t, "fetchAdd");
         return fetched(k, t);
     }
 
+    /**
+     * Atomically replaces the 64-bit word at {@code off} on PE {@code target} with {@code swap} if it equals {@code
+     * compare}, and waits for the old value.
+     *
+     * @param k      the calling block's kernel context
+     * @param off     the word's heap offset on PE {@code target}, 8-byte aligned
+     * @param compare the value the word must hold
+     * @param swap    the value to store
+     * @param target  the target PE
+     * @return the word's value before the operation (equal to {@code compare} when it swapped)
+     */
     public long compareSwap(final KernelContext k, final long off, final long compare, final long swap,
                             final int target) {
         final long t = issue(Op.COMPARE_SWAP, target, off, 0, 8, compare, swap, 0, 0);
@@ -124,12 +270,20 @@ public final class ShmemDevice {
 
     // ---------------------------------------------------------------- ordering and waiting
 
-    /** Orders earlier operations to a PE before later ones: one in-order RC connection per PE pair does already. */
+    /**
+     * Orders earlier operations to a PE before later ones: one in-order RC connection per PE pair does already.
+     *
+     * @param k      the calling block's kernel context
+     */
     public void fence(final KernelContext k) {
         // see the javadoc
     }
 
-    /** Waits until every operation this PE's kernels issued so far has completed. */
+    /**
+     * Waits until every operation this PE's kernels issued so far has completed.
+     *
+     * @param k      the calling block's kernel context
+     */
     public void quiet(final KernelContext k) {
         try {
             if (ctx.mode() == ShmemMode.IBGDA) {
@@ -153,7 +307,15 @@ public final class ShmemDevice {
         }
     }
 
-    /** Polls the local heap word at {@code off} until {@code word OP value}; returns the word. */
+    /**
+     * Polls the local heap word at {@code off} until {@code word OP value}; returns the word.
+     *
+     * @param k      the calling block's kernel context
+     * @param off    the word's heap offset on this PE
+     * @param cmp    the comparison
+     * @param value  the value compared with
+     * @return the word that satisfied the comparison
+     */
     public long waitUntil(final KernelContext k, final long off, final Cmp cmp, final long value) {
         try {
             pe.checkRange(off, 8, "waitUntil");
@@ -175,6 +337,15 @@ public final class ShmemDevice {
         }
     }
 
+    /**
+     * Polls this PE's signal word at {@code sig} until {@code signal OP value}.
+     *
+     * @param k      the calling block's kernel context
+     * @param sig    the signal word's heap offset on this PE
+     * @param cmp    the comparison
+     * @param value  the value compared with
+     * @return the signal's value that satisfied the comparison
+     */
     public long signalWaitUntil(final KernelContext k, final long sig, final Cmp cmp, final long value) {
         return waitUntil(k, sig, cmp, value);
     }
@@ -184,6 +355,8 @@ public final class ShmemDevice {
     /**
      * Stamps of blocking operations since the last call (when the context asks for stamps), each
      * {op, issue, proxy pick-up (0 on IBGDA), NIC pick-up, completion seen}; nanoTime, the simulator's shared clock.
+     *
+     * @return the stamps, oldest first; empty when the context does not ask for stamps
      */
     public synchronized List<long[]> drainStamps() {
         final List<long[]> out = new ArrayList<>(stamps);

@@ -24,18 +24,33 @@ public final class ShmemException extends RuntimeException {
         PE_DEAD
     }
 
+    /** Why the shmem call failed. */
     private final Reason reason;
 
+    /**
+     * Creates an exception with a reason and a message.
+     *
+     * @param reason  why the shmem call failed
+     * @param message what failed, naming the PE, address or size involved
+     */
     public ShmemException(final Reason reason, final String message) {
         super(message);
         this.reason = reason;
     }
 
+    /**
+     * Creates an exception with a reason, a message and the failure that caused it.
+     *
+     * @param reason  why the shmem call failed
+     * @param message what failed, naming the PE, address or size involved
+     * @param cause   the underlying failure
+     */
     public ShmemException(final Reason reason, final String message, final Throwable cause) {
         super(message, cause);
         this.reason = reason;
     }
 
+    /** {@return why the shmem call failed} */
     public Reason reason() {
         return reason;
     }

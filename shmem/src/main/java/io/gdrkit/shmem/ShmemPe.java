@@ -174,6 +174,13 @@ public final class ShmemPe implements AutoCloseable {
     /**
      * Initialises PE {@code rank} of {@code ctx.nPes()}: joins the bootstrap at {@code id}, then builds the heap and
      * the connections on {@code gpu} and {@code nic}. Collective: every PE must call it.
+     *
+     * @param ctx  the run's settings; {@code ctx.nPes()} is the number of PEs
+     * @param id   the bootstrap root's unique id
+     * @param rank this PE's number, {@code 0..nPes-1}
+     * @param gpu  the GPU this PE's heap lives on
+     * @param nic  the software NIC this PE's connections use
+     * @return this PE, ready for puts, gets and kernels; close it when done
      */
     public static ShmemPe init(final ShmemContext ctx, final UniqueId id, final int rank, final GpuDevice gpu,
                                final SoftDevice nic) {
@@ -191,6 +198,12 @@ public final class ShmemPe implements AutoCloseable {
      * Initialises this process's PE over a bootstrap already joined (a launched rank: {@code gdrkit launch} put its
      * rank and root in the environment); {@code ctx.nPes()} must be the bootstrap's size. Collective. The PE owns
      * {@code boot} from here: closing the PE closes it.
+     *
+     * @param ctx  the run's settings
+     * @param boot this process's bootstrap, joined to every other rank of the run
+     * @param gpu  the GPU this PE's heap lives on
+     * @param nic  the software NIC this PE's connections use
+     * @return this PE, ready for puts, gets and kernels; close it when done
      */
     public static ShmemPe init(final ShmemContext ctx, final Bootstrap boot, final GpuDevice gpu,
                                final SoftDevice nic) {
@@ -209,32 +222,37 @@ public final class ShmemPe implements AutoCloseable {
         }
     }
 
+    /** {@return this PE's number, {@code 0..nPes()-1}} */
     public int myPe() {
         return me;
     }
 
+    /** {@return the number of PEs} */
     public int nPes() {
         return n;
     }
 
+    /** {@return the concluded settings of the run} */
     public ShmemContext context() {
         return ctx;
     }
 
+    /** {@return the GPU this PE's heap lives on} */
     public GpuDevice gpu() {
         return gpu;
     }
 
-    /** The device API for this PE's kernels. */
+    /** {@return the device API for this PE's kernels} */
     public ShmemDevice device() {
         return device;
     }
 
-    /** The heap's device address on this PE (heap offset 0). */
+    /** {@return the heap's device address on this PE (heap offset 0)} */
     public long heapAddress() {
         return heapBuf.address();
     }
 
+    /** {@return the device buffer that holds this PE's symmetric heap} */
     public DeviceBuffer heapBuffer() {
         return heapBuf;
     }
@@ -242,6 +260,11 @@ public final class ShmemPe implements AutoCloseable {
     /**
      * Runs a simulated kernel on this PE's GPU ({@code blocks} x {@code threads}; the body runs once per block and
      * loops over its threads itself) and waits for it. A device call's {@link ShmemException} comes back as is.
+     *
+     * @param name    the kernel's name, for errors and traces
+     * @param blocks  the number of thread blocks
+     * @param threads the threads per block
+     * @param body    the kernel, run once per block
      */
     public void launchSim(final String name, final int blocks, final int threads,
                           final io.gdrkit.gpu.sim.SimKernel body) {
@@ -274,6 +297,9 @@ public final class ShmemPe implements AutoCloseable {
     /**
      * Collective allocation: every PE gets the same heap offset (checked through the bootstrap). 256-byte aligned,
      * first fit over freed ranges, then bump.
+     *
+     * @param bytes the size to allocate
+     * @return the heap offset of the allocation, the same on every PE
      */
     public long malloc(final long bytes) {
         if (bytes <= 0) {
@@ -304,7 +330,11 @@ public final class ShmemPe implements AutoCloseable {
         return off;
     }
 
-    /** Collective free of an offset {@link #malloc} returned. */
+    /**
+     * Collective free of an offset {@link #malloc} returned.
+     *
+     * @param offset the heap offset to free
+     */
     public void free(final long offset) {
         final Long size = live.remove(offset);
         if (size == null) {
@@ -349,13 +379,24 @@ public final class ShmemPe implements AutoCloseable {
         }
     }
 
-    /** Host copy into this PE's own heap. */
+    /**
+     * Host copy into this PE's own heap.
+     *
+     * @param off the heap offset to write at
+     * @param src the data to copy
+     */
     public void write(final long off, final MemorySegment src) {
         checkRange(off, src.byteSize(), "write");
         toDevice(gpu, heapBuf, off, src);
     }
 
-    /** Host copy out of this PE's own heap. */
+    /**
+     * Host copy out of this PE's own heap.
+     *
+     * @param off the heap offset to read from
+     * @param len the number of bytes
+     * @return a copy of the bytes
+     */
     public byte[] read(final long off, final int len) {
         checkRange(off, len, "read");
         final byte[] out = new byte[len];
@@ -363,6 +404,12 @@ public final class ShmemPe implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Reads a 64-bit word from this PE's own heap.
+     *
+     * @param off the word's heap offset
+     * @return the word
+     */
     public long readLong(final long off) {
         return MemorySegment.ofArray(read(off, 8)).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
     }
@@ -395,12 +442,28 @@ public final class ShmemPe implements AutoCloseable {
 
     // ------------------------------------------------------------------ host API (CPU-posted verbs)
 
-    /** Blocking put: returns when the data is delivered (the WRITE's completion). */
+    /**
+     * Blocking put: returns when the data is delivered (the WRITE's completion).
+     *
+     * @param dst the heap offset on PE {@code pe} to write to
+     * @param src the heap offset on this PE to read from
+     * @param len the number of bytes
+     * @param pe  the target PE
+     */
     public void put(final long dst, final long src, final long len, final int pe) {
         putNbi(dst, src, len, pe);
         quiet();
     }
 
+    /**
+     * Non-blocking put: posts the write and returns; {@link #quiet()} waits until it is delivered, and {@code src}
+     * must not change before then.
+     *
+     * @param dst the heap offset on PE {@code pe} to write to
+     * @param src the heap offset on this PE to read from
+     * @param len the number of bytes
+     * @param pe  the target PE
+     */
     public void putNbi(final long dst, final long src, final long len, final int pe) {
         checkPe(pe, "put");
         checkRange(dst, len, "put dst");
@@ -412,11 +475,27 @@ public final class ShmemPe implements AutoCloseable {
         postHost(pe, wr, 1);
     }
 
+    /**
+     * Blocking get: returns when the data has arrived in this PE's heap.
+     *
+     * @param dst the heap offset on this PE to write to
+     * @param src the heap offset on PE {@code pe} to read from
+     * @param len the number of bytes
+     * @param pe  the source PE
+     */
     public void get(final long dst, final long src, final long len, final int pe) {
         getNbi(dst, src, len, pe);
         quiet();
     }
 
+    /**
+     * Non-blocking get: posts the read and returns; {@link #quiet()} waits until the data has arrived.
+     *
+     * @param dst the heap offset on this PE to write to
+     * @param src the heap offset on PE {@code pe} to read from
+     * @param len the number of bytes
+     * @param pe  the source PE
+     */
     public void getNbi(final long dst, final long src, final long len, final int pe) {
         checkPe(pe, "get");
         checkRange(dst, len, "get dst");
@@ -428,13 +507,35 @@ public final class ShmemPe implements AutoCloseable {
         postHost(pe, wr, 1);
     }
 
-    /** put then the signal update, in that order on one RC connection (the target sees the data first). */
+    /**
+     * put then the signal update, in that order on one RC connection (the target sees the data first).
+     *
+     * @param dst   the heap offset on PE {@code pe} to write to
+     * @param src   the heap offset on this PE to read from
+     * @param len   the number of bytes
+     * @param sig   the heap offset of the 64-bit signal word on PE {@code pe}, 8-byte aligned
+     * @param value the value to set or add
+     * @param op    whether the signal is set to {@code value} or has {@code value} added
+     * @param pe    the target PE
+     */
     public void putSignal(final long dst, final long src, final long len, final long sig, final long value,
                           final SignalOp op, final int pe) {
         putSignalNbi(dst, src, len, sig, value, op, pe);
         quiet();
     }
 
+    /**
+     * Non-blocking {@link #putSignal}: posts the put and the signal update and returns; {@link #quiet()} waits until
+     * both are delivered.
+     *
+     * @param dst   the heap offset on PE {@code pe} to write to
+     * @param src   the heap offset on this PE to read from
+     * @param len   the number of bytes
+     * @param sig   the heap offset of the 64-bit signal word on PE {@code pe}, 8-byte aligned
+     * @param value the value to set or add
+     * @param op    whether the signal is set to {@code value} or has {@code value} added
+     * @param pe    the target PE
+     */
     public void putSignalNbi(final long dst, final long src, final long len, final long sig, final long value,
                              final SignalOp op, final int pe) {
         checkPe(pe, "putSignal");
@@ -458,10 +559,28 @@ public final class ShmemPe implements AutoCloseable {
         postHost(pe, wr, 2);
     }
 
+    /**
+     * Atomically adds {@code value} to the 64-bit word at {@code off} on PE {@code pe}.
+     *
+     * @param off   the word's heap offset on PE {@code pe}, 8-byte aligned
+     * @param value the value to add
+     * @param pe    the target PE
+     * @return the word's value before the addition
+     */
     public long fetchAdd(final long off, final long value, final int pe) {
         return atomic(WrOpcode.ATOMIC_FETCH_AND_ADD, off, value, 0, pe);
     }
 
+    /**
+     * Atomically replaces the 64-bit word at {@code off} on PE {@code pe} with {@code swap} if it equals {@code
+     * compare}.
+     *
+     * @param off     the word's heap offset on PE {@code pe}, 8-byte aligned
+     * @param compare the value the word must hold
+     * @param swap    the value to store
+     * @param pe      the target PE
+     * @return the word's value before the operation (equal to {@code compare} when it swapped)
+     */
     public long compareSwap(final long off, final long compare, final long swap, final int pe) {
         return atomic(WrOpcode.ATOMIC_CMP_AND_SWP, off, compare, swap, pe);
     }
@@ -516,7 +635,14 @@ public final class ShmemPe implements AutoCloseable {
         }
     }
 
-    /** Polls this PE's heap word at {@code off} until {@code word OP value}; returns the word. */
+    /**
+     * Polls this PE's heap word at {@code off} until {@code word OP value}; returns the word.
+     *
+     * @param off   the word's heap offset on this PE
+     * @param cmp   the comparison
+     * @param value the value compared with
+     * @return the word that satisfied the comparison
+     */
     public long waitUntil(final long off, final Cmp cmp, final long value) {
         checkRange(off, 8, "waitUntil");
         checkAligned(off, "waitUntil");
@@ -532,7 +658,14 @@ public final class ShmemPe implements AutoCloseable {
         }
     }
 
-    /** {@link #waitUntil} on a signal word. */
+    /**
+     * {@link #waitUntil} on a signal word.
+     *
+     * @param sig   the signal word's heap offset on this PE
+     * @param cmp   the comparison
+     * @param value the value compared with
+     * @return the signal's value that satisfied the comparison
+     */
     public long signalWaitUntil(final long sig, final Cmp cmp, final long value) {
         return waitUntil(sig, cmp, value);
     }
@@ -592,7 +725,10 @@ public final class ShmemPe implements AutoCloseable {
         return gda[pe];
     }
 
-    /** The NIC's per-QP doorbell counters of the channel QPs: [cpu-rung, gpu-rung (direct), stale WQEs refused]. */
+    /**
+     * {@return the NIC's per-QP doorbell counters of the channel QPs: [cpu-rung, gpu-rung (direct), stale WQEs
+     * refused]}
+     */
     public long[] doorbellCounters() {
         final long[] c = new long[3];
         for (final QueuePair qp : chanQp) {
@@ -603,7 +739,7 @@ public final class ShmemPe implements AutoCloseable {
         return c;
     }
 
-    /** WQEs whose stores the simulated GPU let the doorbell overtake (fence left out). */
+    /** {@return WQEs whose stores the simulated GPU let the doorbell overtake (fence left out)} */
     public long staleInjected() {
         long s = 0;
         if (gda != null) {

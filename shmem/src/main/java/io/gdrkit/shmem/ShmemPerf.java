@@ -13,15 +13,33 @@ import java.util.Locale;
 public final class ShmemPerf {
     /** The tests, named as in NVSHMEM's perftest. */
     public enum Test {
-        PUT_LAT("put_lat"), GET_LAT("get_lat"), PUT_BW("put_bw"), PUT_SIGNAL_LAT("put_signal_lat"),
-        ATOMIC_LAT("atomic_lat"), MSG_RATE("msg_rate");
+        /** Latency of a blocking put. */
+        PUT_LAT("put_lat"),
+        /** Latency of a blocking get. */
+        GET_LAT("get_lat"),
+        /** Bandwidth of non-blocking puts from many GPU threads. */
+        PUT_BW("put_bw"),
+        /** Latency of a put with signal, to the target seeing the signal and the initiator its answer. */
+        PUT_SIGNAL_LAT("put_signal_lat"),
+        /** Latency of a fetching atomic. */
+        ATOMIC_LAT("atomic_lat"),
+        /** Rate of small non-blocking puts, in millions of operations per second. */
+        MSG_RATE("msg_rate");
 
+        /** The test's name, as NVSHMEM's perftest names it. */
         public final String label;
 
         Test(final String label) {
             this.label = label;
         }
 
+        /**
+         * Finds a test by its perftest name.
+         *
+         * @param s the name, such as {@code put_lat}
+         * @return the test named
+         * @throws ShmemException BAD_ARGUMENT if no test has that name
+         */
         public static Test byLabel(final String s) {
             for (final Test t : values()) {
                 if (t.label.equals(s)) {
@@ -33,7 +51,19 @@ public final class ShmemPerf {
         }
     }
 
-    /** One size: latency per operation (min/median/max over iterations, microseconds) or throughput. */
+    /**
+     * One size: latency per operation (min/median/max over iterations, microseconds) or throughput.
+     *
+     * @param bytes     the message size in bytes
+     * @param iters     the operations timed
+     * @param threads   the GPU threads that issued them
+     * @param minUs     the fastest operation, in microseconds (latency tests)
+     * @param medianUs  the median operation, in microseconds (latency tests)
+     * @param maxUs     the slowest operation, in microseconds (latency tests)
+     * @param mibPerSec the throughput in MiB/s (bandwidth tests)
+     * @param mops      the operation rate in millions per second (message-rate test)
+     * @param verified  true when the data was checked byte for byte and was right
+     */
     public record Row(long bytes, int iters, int threads, double minUs, double medianUs, double maxUs,
                       double mibPerSec, double mops, boolean verified) {
     }
@@ -44,6 +74,12 @@ public final class ShmemPerf {
      * host stamp or back carries the pairing's error). A step whose median is within its error is not resolved:
      * {@code us} is null and {@code text} says "within the clock-pairing error" (never a negative time). A median
      * below minus the error is a clock fault, said in {@code text}.
+     *
+     * @param name     the step's name, such as {@link #TO_NIC}
+     * @param us       the median in microseconds, or null when not resolved
+     * @param errorUs  the error of the clock pairing, in microseconds (0: one clock)
+     * @param resolved true when the median is larger than its error
+     * @param text     the step as text, including why it is not resolved
      */
     public record Step(String name, Double us, double errorUs, boolean resolved, String text) {
         static Step of(final String name, final double medianUs, final double errorUs) {
@@ -67,13 +103,23 @@ public final class ShmemPerf {
      * the NIC's pick-up of the WQE, to the landing seen by the target (put_signal_lat), to the completion seen by
      * the issuing GPU thread; {@code totalUs} from issue to completion (one clock, no pairing error).
      * {@code clockPairingErrorUs}: the bound of the GPU-to-host clock pairing (0: one clock).
+     *
+     * @param samples             the number of operations sampled
+     * @param clockPairingErrorUs the bound of the GPU-to-host clock pairing, in microseconds (0: one clock)
+     * @param steps               the steps, in order
+     * @param totalUs             the median from issue to completion, in microseconds
      */
     public record Breakdown(int samples, double clockPairingErrorUs, List<Step> steps, double totalUs) {
         static Breakdown none() {
             return new Breakdown(0, 0, List.of(), 0);
         }
 
-        /** The step named {@code name}, or null when the path has none. */
+        /**
+         * The step named {@code name}, or null when the path has none.
+         *
+         * @param name the step's name, such as {@link #TO_NIC}
+         * @return the step, or null
+         */
         public Step step(final String name) {
             for (final Step s : steps) {
                 if (s.name().equals(name)) {
@@ -84,15 +130,35 @@ public final class ShmemPerf {
         }
     }
 
-    /** Step names. */
+    /** Step name: from the issue in the kernel to the proxy's pick-up (IBRC only). */
     public static final String ISSUE_TO_PROXY = "issue->proxy pick-up";
+    /** Step name: from the proxy's pick-up (or the issue) to the NIC's pick-up of the WQE. */
     public static final String TO_NIC = "->NIC pick-up";
+    /** Step name: from the NIC's pick-up to the target seeing the data land. */
     public static final String NIC_TO_LANDING = "NIC pick-up->landing";
+    /** Step name: to the issuing GPU thread seeing the completion. */
     public static final String TO_COMPLETION = "->completion seen";
     /** put_signal_lat: from the target seeing the signal to the initiator seeing the target's answer. */
     public static final String TO_ANSWER = "landing->answer seen";
 
-    /** A run: what ran, on what (simulated or not), the rows, the breakdown and the NIC's doorbell counters. */
+    /**
+     * A run: what ran, on what (simulated or not), the rows, the breakdown and the NIC's doorbell counters.
+     *
+     * @param test         the test's perftest name
+     * @param mode         the control path
+     * @param nPes         the number of PEs
+     * @param gpu          the GPU spec
+     * @param device       the GPU's name
+     * @param simulatedGpu true when the GPU was simulated
+     * @param simulatedNic true when the NIC was a software one
+     * @param wqeFence     whether the fence between writing a WQE and ringing the doorbell was kept
+     * @param rows         the rows, one per size
+     * @param breakdown    where the time went, for latency tests (null otherwise)
+     * @param cpuDoorbells the doorbells the CPU rang
+     * @param gpuDoorbells the doorbells the GPU rang directly
+     * @param staleWqes    the WQEs the NIC refused because their stores had not landed when the doorbell rang
+     * @param clock        how the times were taken
+     */
     public record Result(String test, ShmemMode mode, int nPes, String gpu, String device, boolean simulatedGpu,
                          boolean simulatedNic, boolean wqeFence, List<Row> rows, Breakdown breakdown,
                          long cpuDoorbells, long gpuDoorbells, long staleWqes, String clock) {
@@ -104,6 +170,15 @@ public final class ShmemPerf {
     /**
      * Runs {@code test} for sizes min..max (doubling) with {@code iters} operations each; bandwidth tests use
      * {@code blocks} x {@code threads} GPU threads.
+     *
+     * @param ctx     the run's settings
+     * @param test    which test to run
+     * @param min     the smallest message size, in bytes
+     * @param max     the largest message size, in bytes
+     * @param iters   the operations per size
+     * @param blocks  the thread blocks of bandwidth tests
+     * @param threads the threads per block of bandwidth tests
+     * @return the run's result
      */
     public static Result run(final ShmemContext ctx, final Test test, final long min, final long max, final int iters,
                              final int blocks, final int threads) {
@@ -325,7 +400,12 @@ public final class ShmemPerf {
         return new Breakdown(n, e, List.copyOf(steps), median(total));
     }
 
-    /** The breakdown as one line of text. */
+    /**
+     * The breakdown as one line of text.
+     *
+     * @param b the breakdown
+     * @return the line
+     */
     public static String format(final Breakdown b) {
         final StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "median us over %d ops of the largest "
             + "size%s:", b.samples(), b.clockPairingErrorUs() > 0 ? String.format(Locale.ROOT, ", GPU-host clock "
@@ -342,7 +422,12 @@ public final class ShmemPerf {
         return s[s.length / 2];
     }
 
-    /** One line per row, perftest-like, for tools that print. */
+    /**
+     * One line per row, perftest-like, for tools that print.
+     *
+     * @param r the row
+     * @return the line
+     */
     public static String format(final Row r) {
         return r.mibPerSec() > 0
             ? String.format(Locale.ROOT, "%-10d %-8d %-8d %12.2f %10.3f", r.bytes(), r.iters(), r.threads(),

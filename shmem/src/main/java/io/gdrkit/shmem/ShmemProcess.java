@@ -27,7 +27,15 @@ public final class ShmemProcess {
     private ShmemProcess() {
     }
 
-    /** Runs {@code body} on this process's PE; every rank of {@code boot} must call it. Closes {@code boot}. */
+    /**
+     * Runs {@code body} on this process's PE; every rank of {@code boot} must call it. Closes {@code boot}.
+     *
+     * @param <R>  the type of the result
+     * @param ctx  the run's settings: the heap size, the transport and the GPU
+     * @param boot this process's bootstrap, joined to every other rank of the run
+     * @param body what this PE runs
+     * @return what {@code body} returned
+     */
     public static <R> R run(final ShmemContext ctx, final Bootstrap boot, final Function<ShmemPe, R> body) {
         synchronized (ctx) {
             if (!ctx.isConcluded()) {

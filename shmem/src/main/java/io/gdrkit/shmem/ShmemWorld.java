@@ -28,7 +28,14 @@ public final class ShmemWorld {
     private ShmemWorld() {
     }
 
-    /** Runs {@code body} on every PE and returns the results by PE; the first failure is rethrown. */
+    /**
+     * Runs {@code body} on every PE and returns the results by PE; the first failure is rethrown.
+     *
+     * @param <R>  the type of each PE's result
+     * @param ctx  the run's settings: the number of PEs, the heap size, the transport and the GPUs
+     * @param body what each PE runs, on its own thread
+     * @return each PE's result, indexed by PE number
+     */
     public static <R> List<R> run(final ShmemContext ctx, final Function<ShmemPe, R> body) {
         ctx.concludeOnce();
         final int n = ctx.nPes();

@@ -575,7 +575,7 @@ public final class SoftNicContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

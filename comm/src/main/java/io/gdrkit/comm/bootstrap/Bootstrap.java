@@ -55,6 +55,8 @@ public final class Bootstrap implements AutoCloseable {
     /**
      * Joins the run: returns once every rank has joined.
      *
+     * @param context where the root is, this rank, the number of ranks and the timeouts
+     * @return this rank's bootstrap, joined to the run; close it when done
      * @throws BootstrapException TIMEOUT when the root cannot be reached or not every rank joins in time,
      *                            REJECTED when the root refuses this rank, PROTOCOL for a root that is not one
      */
@@ -132,18 +134,22 @@ public final class Bootstrap implements AutoCloseable {
         }
     }
 
+    /** {@return this rank, {@code 0..nranks()-1}} */
     public int rank() {
         return ctx.rank();
     }
 
+    /** {@return the number of ranks in the run} */
     public int nranks() {
         return ctx.nranks();
     }
 
+    /** {@return this rank's index among the ranks on its host} */
     public int localRank() {
         return ctx.localRank();
     }
 
+    /** {@return the concluded context this bootstrap was opened with} */
     public BootstrapContext context() {
         return ctx;
     }
@@ -151,6 +157,8 @@ public final class Bootstrap implements AutoCloseable {
     /**
      * The largest blob this run's ranks may pass to {@link #allGather} or {@link #broadcast}: {@link #MAX_BLOB},
      * less with many ranks, so that a whole allgather result stays within 64 MiB.
+     *
+     * @return the largest blob size in bytes
      */
     public int maxBlob() {
         return BootstrapWire.maxBlob(ctx.nranks());
@@ -159,6 +167,8 @@ public final class Bootstrap implements AutoCloseable {
     /**
      * Every rank's blob, indexed by rank (this rank's included).
      *
+     * @param mine this rank's blob, at most {@link #maxBlob()} bytes
+     * @return every rank's blob, indexed by rank
      * @throws IllegalArgumentException for a blob over {@link #maxBlob()}
      */
     public synchronized byte[][] allGather(final byte[] mine) {
@@ -196,7 +206,13 @@ public final class Bootstrap implements AutoCloseable {
         call(BootstrapWire.BARRIER, new byte[0]);
     }
 
-    /** The blob of rank {@code root} (which passes it; the others pass anything, it is ignored). */
+    /**
+     * The blob of rank {@code root} (which passes it; the others pass anything, it is ignored).
+     *
+     * @param root the rank whose blob is sent
+     * @param data the blob on {@code root}; ignored on the other ranks
+     * @return the root's blob, on every rank
+     */
     public synchronized byte[] broadcast(final int root, final byte[] data) {
         if (root < 0 || root >= ctx.nranks()) {
             throw new IllegalArgumentException("broadcast root " + root + " outside 0.." + (ctx.nranks() - 1));
@@ -221,7 +237,11 @@ public final class Bootstrap implements AutoCloseable {
         }
     }
 
-    /** Tells the root this rank failed: every other rank's bootstrap fails with {@code why}. */
+    /**
+     * Tells the root this rank failed: every other rank's bootstrap fails with {@code why}.
+     *
+     * @param why the reason, passed on to the other ranks' exceptions
+     */
     public synchronized void abort(final String why) {
         if (closed) {
             return;

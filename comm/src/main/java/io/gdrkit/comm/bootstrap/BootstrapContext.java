@@ -21,6 +21,10 @@ import java.util.Map;
  * ({@link #fromEnvironment}). {@link #conclude()} checks it once and records where each value came from.
  */
 public final class BootstrapContext {
+    /** Creates an empty context; set the id, rank and number of ranks, or use {@link #fromEnvironment}. */
+    public BootstrapContext() {
+    }
+
     /** The unique id ({@code host:port/runIdHex}) in a rank's environment. */
     public static final String ENV_ID = CommConfiguration.BOOTSTRAP_ID.name();
     /** This rank, 0-based. */
@@ -30,8 +34,8 @@ public final class BootstrapContext {
     /** The rank's index among the ranks of its host (which GPU it takes). */
     public static final String ENV_LOCAL_RANK = CommConfiguration.BOOTSTRAP_LOCAL_RANK.name();
     /**
-     * The shared secret the root checks in every hello (hook for the hardening issue: the launcher passes it,
-     * never on a command line). Empty: no token.
+     * The shared secret the root checks in every hello (the launcher passes it in the environment, never on a
+     * command line). Empty: no token.
      */
     public static final String ENV_TOKEN = CoreConfiguration.TOKEN_ENV.name();
     /** The timeout of every bootstrap wait, in milliseconds (property). */
@@ -46,72 +50,119 @@ public final class BootstrapContext {
     private final List<Setting<?>> settings = new ArrayList<>();
     private final ContextFreeze freeze = new ContextFreeze("BootstrapContext");
 
+    /**
+     * Sets the run's unique id, from the root.
+     *
+     * @param id the unique id
+     * @return this context
+     */
     public BootstrapContext id(final UniqueId id) {
         freeze.set("id");
         this.id = id;
         return this;
     }
 
+    /**
+     * Sets this rank.
+     *
+     * @param rank the rank, {@code 0..nranks-1}
+     * @return this context
+     */
     public BootstrapContext rank(final int rank) {
         freeze.set("rank");
         this.rank = rank;
         return this;
     }
 
+    /**
+     * Sets the number of ranks of the run.
+     *
+     * @param nranks the number of ranks
+     * @return this context
+     */
     public BootstrapContext nranks(final int nranks) {
         freeze.set("nranks");
         this.nranks = nranks;
         return this;
     }
 
+    /**
+     * Sets this rank's index among the ranks of its host (default 0).
+     *
+     * @param localRank the local rank
+     * @return this context
+     */
     public BootstrapContext localRank(final int localRank) {
         freeze.set("localRank");
         this.localRank = localRank;
         return this;
     }
 
+    /**
+     * Sets the shared secret the root checks (default empty: none).
+     *
+     * @param token the token, or null or empty for none
+     * @return this context
+     */
     public BootstrapContext token(final String token) {
         freeze.set("token");
         this.token = token == null ? "" : token;
         return this;
     }
 
+    /**
+     * Sets the timeout of every bootstrap wait; unset, {@code gdrkit.bootstrap.timeout.ms} or a default applies.
+     *
+     * @param timeout the timeout
+     * @return this context
+     */
     public BootstrapContext timeout(final Duration timeout) {
         freeze.set("timeout");
         this.timeout = timeout;
         return this;
     }
 
+    /** {@return the run's unique id} */
     public UniqueId id() {
         return id;
     }
 
+    /** {@return this rank} */
     public int rank() {
         return rank;
     }
 
+    /** {@return the number of ranks of the run} */
     public int nranks() {
         return nranks;
     }
 
+    /** {@return this rank's index among the ranks of its host} */
     public int localRank() {
         return localRank;
     }
 
+    /** {@return the shared secret, empty for none} */
     public String token() {
         return token;
     }
 
+    /** {@return the timeout of every bootstrap wait} */
     public Duration timeout() {
         return timeout;
     }
 
-    /** The settings read, with their sources (the token's value is never shown). */
+    /** {@return the settings read, with their sources (the token's value is never shown)} */
     public List<Setting<?>> settings() {
         return List.copyOf(settings);
     }
 
-    /** True when {@code env} names a launched rank (it carries {@link #ENV_ID}). */
+    /**
+     * True when {@code env} names a launched rank (it carries {@link #ENV_ID}).
+     *
+     * @param env the environment to look at
+     * @return true for a launched rank's environment
+     */
     public static boolean launched(final Map<String, String> env) {
         final String v = env.get(ENV_ID);
         return v != null && !v.isBlank();
@@ -121,6 +172,9 @@ public final class BootstrapContext {
      * The context the launcher described in {@code env} ({@link #ENV_ID}, {@link #ENV_RANK}, {@link #ENV_NRANKS},
      * {@link #ENV_LOCAL_RANK}, {@link #ENV_TOKEN}); the timeout from {@code props}.
      *
+     * @param env   the environment, such as {@link System#getenv()}
+     * @param props the system properties, read for {@code gdrkit.bootstrap.timeout.ms}
+     * @return the rank's context
      * @throws IllegalArgumentException naming a missing or malformed variable
      */
     public static BootstrapContext fromEnvironment(final Map<String, String> env, final Map<String, String> props) {
@@ -144,7 +198,7 @@ public final class BootstrapContext {
         return c;
     }
 
-    /** A launched rank's context from this process's environment and properties. */
+    /** {@return a launched rank's context from this process's environment and properties} */
     public static BootstrapContext fromProcess() {
         return fromEnvironment(System.getenv(), SettingsReader.systemProperties("gdrkit.bootstrap."));
     }
@@ -183,6 +237,7 @@ public final class BootstrapContext {
     /**
      * Checks the context once.
      *
+     * @return this context
      * @throws IllegalArgumentException for a missing id, a rank outside {@code 0..nranks-1} or a bad timeout
      */
     public synchronized BootstrapContext conclude() {
@@ -211,7 +266,7 @@ public final class BootstrapContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

@@ -21,18 +21,33 @@ public final class BootstrapException extends RuntimeException {
         IO
     }
 
+    /** Why the bootstrap failed. */
     private final Reason reason;
 
+    /**
+     * Creates an exception with a reason and a message.
+     *
+     * @param reason  why the bootstrap failed
+     * @param message what was waited for, or which rank misbehaved
+     */
     public BootstrapException(final Reason reason, final String message) {
         super(message);
         this.reason = reason;
     }
 
+    /**
+     * Creates an exception with a reason, a message and the failure that caused it.
+     *
+     * @param reason  why the bootstrap failed
+     * @param message what was waited for, or which rank misbehaved
+     * @param cause   the underlying failure, such as a socket error
+     */
     public BootstrapException(final Reason reason, final String message, final Throwable cause) {
         super(message, cause);
         this.reason = reason;
     }
 
+    /** {@return why the bootstrap failed} */
     public Reason reason() {
         return reason;
     }

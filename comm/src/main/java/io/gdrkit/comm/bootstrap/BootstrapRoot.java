@@ -96,9 +96,12 @@ public final class BootstrapRoot implements AutoCloseable {
     /**
      * Starts a root listening on {@code bind} (port 0: any free port) with a fresh random run id.
      *
-     * @param token       the shared secret every rank must present (null or empty: none); issue 18's launcher
+     * @param bind        the address and port to listen on; port 0 picks any free port
+     * @param nranks      the number of ranks of the run
+     * @param token       the shared secret every rank must present (null or empty: none); the launcher
      *                    passes it to the ranks in {@link BootstrapContext#ENV_TOKEN}
      * @param joinTimeout how long every rank has to join before the root aborts the run naming the missing ranks
+     * @return the running root; hand {@link #id()} to every rank
      */
     public static BootstrapRoot start(final InetSocketAddress bind, final int nranks, final String token,
                                       final Duration joinTimeout) {
@@ -123,32 +126,40 @@ public final class BootstrapRoot implements AutoCloseable {
         return new BootstrapRoot(s, host, nranks, new SecureRandom().nextLong(), tok, joinTimeout);
     }
 
-    /** A root on the loopback interface, any free port (single host, tests). */
+    /**
+     * A root on the loopback interface, any free port (single host, tests).
+     *
+     * @param nranks      the number of ranks of the run
+     * @param joinTimeout how long every rank has to join before the root aborts the run naming the missing ranks
+     * @return the running root; hand {@link #id()} to every rank
+     */
     public static BootstrapRoot startLoopback(final int nranks, final Duration joinTimeout) {
         return start(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), nranks, null, joinTimeout);
     }
 
-    /** The id to hand to every rank. */
+    /** {@return the id to hand to every rank} */
     public UniqueId id() {
         return id;
     }
 
-    /** Why the run failed, or null while it has not. */
+    /** {@return why the run failed, or null while it has not} */
     public String failure() {
         return failure;
     }
 
-    /** Connections refused before they joined (bad or late hello, no hello in time, over the pending cap). */
+    /**
+     * {@return connections refused before they joined (bad or late hello, no hello in time, over the pending cap)}
+     */
     public long refusedConnections() {
         return refusedConnections.get();
     }
 
-    /** Why the last connection was refused before joining ("" if none). */
+    /** {@return why the last connection was refused before joining ("" if none)} */
     public String lastRefusal() {
         return lastRefusal;
     }
 
-    /** True once every rank closed cleanly or the run failed. */
+    /** {@return true once every rank closed cleanly or the run failed} */
     public boolean finished() {
         return finished;
     }
@@ -157,6 +168,8 @@ public final class BootstrapRoot implements AutoCloseable {
      * Waits until the run ends (all ranks closed, or a failure).
      *
      * @return false if it did not end within {@code timeout}
+     * @param timeout how long to wait
+     * @throws InterruptedException if this thread is interrupted while waiting
      */
     public boolean await(final Duration timeout) throws InterruptedException {
         thread.join(timeout);

@@ -13,8 +13,19 @@ import java.util.Objects;
  * reaches the same port a named {@link BootstrapException.Reason#PROTOCOL} error instead of a member.
  *
  * <p>Text form: {@code host:port/runIdHex}, e.g. {@code 127.0.0.1:40123/9f3c0d2a11b7e655}.
+ *
+ * @param host  the host name or address of the bootstrap root, 1 to 255 characters
+ * @param port  the root's TCP port, 1 to 65535
+ * @param runId a random number naming this run; a rank that presents another run's id is refused
  */
 public record UniqueId(String host, int port, long runId) {
+    /**
+     * Checks the components.
+     *
+     * @throws NullPointerException     if {@code host} is null
+     * @throws IllegalArgumentException if {@code host} is blank or longer than 255 characters, or {@code port} is
+     *     outside 1..65535
+     */
     public UniqueId {
         Objects.requireNonNull(host, "host");
         if (host.isBlank() || host.length() > 255) {
@@ -25,12 +36,12 @@ public record UniqueId(String host, int port, long runId) {
         }
     }
 
-    /** The root's socket address (resolved now). */
+    /** {@return the root's socket address, resolved now} */
     public InetSocketAddress address() {
         return new InetSocketAddress(host, port);
     }
 
-    /** {@code host:port/runIdHex}. */
+    /** {@return the text form, {@code host:port/runIdHex}, that {@link #parse(String)} reads back} */
     public String encode() {
         return host + ":" + port + "/" + HexFormat.of().toHexDigits(runId);
     }
@@ -38,6 +49,8 @@ public record UniqueId(String host, int port, long runId) {
     /**
      * Parses {@link #encode()}'s form.
      *
+     * @param text the text form, {@code host:port/runIdHex}
+     * @return the id the text names
      * @throws IllegalArgumentException naming the text and the form expected
      */
     public static UniqueId parse(final String text) {

@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Starts the rank processes of one run on this host (F6), like mpirun or torchrun: each gets the unique id, its
+ * Starts the rank processes of one run on this host, like mpirun or torchrun: each gets the unique id, its
  * rank, the number of ranks, its local rank and (if set) the shared-secret token in its environment
  * ({@link BootstrapContext#ENV_ID} ...). Ranks 0.. of a run started here get a bootstrap root in this process;
  * ranks on another host join that root with {@link Spec#root}.
@@ -29,6 +29,8 @@ public final class Launcher {
     }
 
     /**
+     * What to launch: which ranks, the command each runs, where the root is, and how failures end the run.
+     *
      * @param localRanks ranks to start here
      * @param firstRank  the first of them (0 unless other hosts start the lower ones)
      * @param nranks     ranks of the whole run
@@ -38,11 +40,28 @@ public final class Launcher {
      * @param token      shared secret passed to every rank and checked by the root (null: none)
      * @param grace      how long the others may take to end after one rank failed
      * @param joinTimeout how long the root waits for every rank to join
+     * @param extraEnv   further environment variables for every rank (null: none)
+     * @param hosts      the hosts to start the ranks on through {@code ssh}, their ranks adding up to {@code
+     *     localRanks}; empty: all on this host
+     * @param ssh        the ssh command and its options, needed with {@code hosts}
      */
     public record Spec(int localRanks, int firstRank, int nranks, UniqueId root, InetSocketAddress bind,
                        List<String> command, String token, Duration grace, Duration joinTimeout,
                        Map<String, String> extraEnv, List<Host> hosts, List<String> ssh) {
-        /** Every rank on this host. */
+        /**
+         * Every rank on this host: no hosts, no ssh command.
+         *
+         * @param localRanks  ranks to start here
+         * @param firstRank   the first of them (0 unless other hosts start the lower ones)
+         * @param nranks      ranks of the whole run
+         * @param root        null: start the root here; else the id printed by the launcher that started rank 0
+         * @param bind        where a root started here listens (loopback unless told)
+         * @param command     the rank command and its arguments
+         * @param token       shared secret passed to every rank and checked by the root (null: none)
+         * @param grace       how long the others may take to end after one rank failed
+         * @param joinTimeout how long the root waits for every rank to join
+         * @param extraEnv    further environment variables for every rank (null: none)
+         */
         public Spec(final int localRanks, final int firstRank, final int nranks, final UniqueId root,
                     final InetSocketAddress bind, final List<String> command, final String token,
                     final Duration grace, final Duration joinTimeout, final Map<String, String> extraEnv) {
@@ -50,6 +69,13 @@ public final class Launcher {
                 List.of());
         }
 
+        /**
+         * Checks the spec and copies its lists and map.
+         *
+         * @throws IllegalArgumentException naming the inconsistent value: no command, a rank range that does not fit
+         *     the run, a later rank range without {@code root}, or hosts without an ssh command or whose ranks do not
+         *     add up to {@code localRanks}
+         */
         public Spec {
             hosts = hosts == null ? List.of() : List.copyOf(hosts);
             ssh = ssh == null ? List.of() : List.copyOf(ssh);
@@ -87,8 +113,17 @@ public final class Launcher {
     /**
      * A host that runs {@code ranks} ranks, started through the ssh command. Its name goes to ssh as one argument
      * and must look like a host name (letters, digits, '.', '-', '_', ':' for IPv6, an optional user@).
+     *
+     * @param name  the host name, as ssh takes it (optionally {@code user@host})
+     * @param ranks the number of ranks to start there, 1..4096
      */
     public record Host(String name, int ranks) {
+        /**
+         * Checks the name and the number of ranks.
+         *
+         * @throws IllegalArgumentException if the name does not look like a host name or the ranks are outside
+         *     1..4096
+         */
         public Host {
             Objects.requireNonNull(name, "host");
             if (!name.matches("([A-Za-z0-9._-]+@)?[A-Za-z0-9._:\\[\\]-]+") || name.startsWith("-")) {
@@ -99,7 +134,15 @@ public final class Launcher {
             }
         }
 
-        /** {@code host} or {@code host:K} (K ranks; else {@code defaultRanks}); IPv6 in brackets: {@code [::1]:2}. */
+        /**
+         * Parses a comma-separated host list: each entry {@code host} or {@code host:K} (K ranks; else {@code
+         * defaultRanks}); IPv6 in brackets: {@code [::1]:2}.
+         *
+         * @param list         the comma-separated list
+         * @param defaultRanks the ranks of an entry that gives none
+         * @return the hosts, in the list's order
+         * @throws IllegalArgumentException for an empty entry or a bad host
+         */
         public static List<Host> parseList(final String list, final int defaultRanks) {
             final List<Host> out = new ArrayList<>();
             for (final String part : list.split(",")) {
@@ -117,21 +160,55 @@ public final class Launcher {
         }
     }
 
-    /** How each rank ended. */
+    /**
+     * How each rank ended.
+     *
+     * @param rank     the rank
+     * @param exitCode its exit status
+     * @param killed   true when the launcher killed it after another rank failed
+     */
     public record RankExit(int rank, int exitCode, boolean killed) {
     }
 
-    /** How the run ended: 0 when every rank exited 0; the root's failure if it saw one. */
+    /**
+     * How the run ended: 0 when every rank exited 0; the root's failure if it saw one.
+     *
+     * @param exitCode    the run's exit status: 0 when every rank exited 0
+     * @param ranks       how each rank ended, in rank order
+     * @param rootFailure why the root gave up, or null
+     * @param firstFailure the first rank failure seen (which rank, its status and where), or null
+     */
     public record Result(int exitCode, List<RankExit> ranks, String rootFailure, String firstFailure) {
     }
 
     /** Notified of the id once the root is up (so a caller can print it for ranks on other hosts). */
     public interface Listener {
+        /**
+         * Called once the root is up, with the id the ranks join.
+         *
+         * @param id the run's unique id
+         */
         void started(UniqueId id);
 
+        /**
+         * Called when a rank exits with an error, before the others are given their grace period.
+         *
+         * @param rank     the rank that failed
+         * @param exitCode its exit status
+         */
         void rankFailed(int rank, int exitCode);
     }
 
+    /**
+     * Runs the ranks and waits for all of them to end: starts the root here (unless {@link Spec#root} names one),
+     * starts each rank with its environment, and, when a rank fails, gives the others {@link Spec#grace} before
+     * killing them.
+     *
+     * @param spec     what to launch
+     * @param listener told of the root's id and of rank failures
+     * @return how the run ended
+     * @throws IllegalArgumentException for a token the ranks would refuse, or a rank process that cannot be started
+     */
     public static Result run(final Spec spec, final Listener listener) {
         if (spec.token() != null && !spec.token().isEmpty()) {
             // the ranks' CM and fabric hellos read the same token (io.gdrkit.core.auth.Token): refuse one they

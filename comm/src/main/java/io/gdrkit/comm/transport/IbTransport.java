@@ -105,6 +105,13 @@ public final class IbTransport implements NetTransport {
     /** The devices, in {@code dev} order; a registration holds one MR per entry (see {@link #regMr}). */
     private final NetNic[] nics;
 
+    /**
+     * Creates the transport with a context's settings, concluding the context first
+     * ({@link IbTransportContext#conclude()}).
+     *
+     * @param context the devices and InfiniBand settings to use
+     * @throws IllegalArgumentException naming a malformed setting
+     */
     public IbTransport(final IbTransportContext context) {
         this.ctx = context.concludeOnce();
         this.nics = ctx.nics().toArray(new NetNic[0]);
@@ -112,6 +119,7 @@ public final class IbTransport implements NetTransport {
         this.qpAttr = ctx.softwareMtu() > 0 ? a.softwareMtu(ctx.softwareMtu()) : a;
     }
 
+    /** {@return the concluded context this transport runs with} */
     public IbTransportContext context() {
         return ctx;
     }

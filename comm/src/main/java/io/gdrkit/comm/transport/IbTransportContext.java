@@ -38,6 +38,10 @@ import java.util.Objects;
  * The flush decision ({@link #flush}) comes from the control plane's flush gate; the transport never makes it.
  */
 public final class IbTransportContext {
+    /** Creates a context with no device and every setting unset; add devices, then {@link #conclude()}. */
+    public IbTransportContext() {
+    }
+
     /** Most QPs per connection gdrkit allows (NCCL allows 128; the connect message stays small). */
     public static final int MAX_QPS = 16;
     /** NCCL_NET_IB_MAX_RECVS: receives one irecv may group. */
@@ -59,46 +63,84 @@ public final class IbTransportContext {
     private final List<Setting<?>> recorded = new ArrayList<>();
     private final ContextFreeze freeze = new ContextFreeze("IbTransportContext");
 
-    /** Adds a NET device (the transport's device index is the order of addition). The caller owns it. */
+    /**
+     * Adds a NET device (the transport's device index is the order of addition). The caller owns it.
+     *
+     * @param nic the device to add
+     * @return this context
+     */
     public IbTransportContext nic(final NetNic nic) {
         freeze.set("nic");
         nics.add(Objects.requireNonNull(nic, "nic"));
         return this;
     }
 
-    /** Where NCCL_* values come from (default: the process environment). */
+    /**
+     * Where NCCL_* values come from (default: the process environment).
+     *
+     * @param reader the settings source
+     * @return this context
+     */
     public IbTransportContext settings(final SettingsReader reader) {
         freeze.set("settings");
         this.settings = Objects.requireNonNull(reader, "reader");
         return this;
     }
 
+    /**
+     * Sets the data QPs per connection, overriding NCCL_IB_QPS_PER_CONNECTION.
+     *
+     * @param n the number of QPs, 1..{@value #MAX_QPS}
+     * @return this context
+     */
     public IbTransportContext qpsPerConnection(final int n) {
         freeze.set("qpsPerConnection");
         this.qpsPerConnection = n;
         return this;
     }
 
+    /**
+     * Sets whether every message is split over all QPs, overriding NCCL_IB_SPLIT_DATA_ON_QPS.
+     *
+     * @param on true to split every message, false to send each on one QP, round robin
+     * @return this context
+     */
     public IbTransportContext splitDataOnQps(final boolean on) {
         freeze.set("splitDataOnQps");
         this.splitDataOnQps = on;
         return this;
     }
 
+    /**
+     * Sets the size above which the immediate data goes in a separate write, overriding NCCL_IB_AR_THRESHOLD.
+     *
+     * @param bytes the threshold in bytes
+     * @return this context
+     */
     public IbTransportContext arThreshold(final int bytes) {
         freeze.set("arThreshold");
         this.arThreshold = bytes;
         return this;
     }
 
-    /** The software MTU in bytes (0: the path MTU); see the class comment. */
+    /**
+     * The software MTU in bytes (0: the path MTU); see the class comment.
+     *
+     * @param bytes the MTU in bytes: 0, or a power of two from 256 to 1 MiB
+     * @return this context
+     */
     public IbTransportContext softwareMtu(final int bytes) {
         freeze.set("softwareMtu");
         this.softwareMtu = bytes;
         return this;
     }
 
-    /** The software MTU used when {@code gdrkit.ib.software.mtu} is not set (default 0: the path MTU). */
+    /**
+     * The software MTU used when {@code gdrkit.ib.software.mtu} is not set (default 0: the path MTU).
+     *
+     * @param bytes the MTU in bytes: 0, or a power of two from 256 to 1 MiB
+     * @return this context
+     */
     public IbTransportContext softwareMtuDefault(final int bytes) {
         freeze.set("softwareMtuDefault");
         CommConfiguration.IB_SOFTWARE_MTU.validate(Integer.toString(bytes));
@@ -109,6 +151,10 @@ public final class IbTransportContext {
     /**
      * Whether iflush posts the 1-byte RDMA READ, as the control plane's flush gate decided
      * ({@link io.gdrkit.gdr.gate.FlushPolicy}), with that decision's evidence.
+     *
+     * @param on       true to post the read
+     * @param evidence the flush gate's reason
+     * @return this context
      */
     public IbTransportContext flush(final boolean on, final String evidence) {
         freeze.set("flush");
@@ -117,66 +163,86 @@ public final class IbTransportContext {
         return this;
     }
 
-    /** The longest a connection setup or a request may wait for the peer (default 30 s). */
+    /**
+     * The longest a connection setup or a request may wait for the peer (default 30 s).
+     *
+     * @param t the timeout
+     * @return this context
+     */
     public IbTransportContext timeout(final Duration t) {
         freeze.set("timeout");
         this.timeout = Objects.requireNonNull(t, "timeout");
         return this;
     }
 
-    /** The address listeners bind (default loopback). */
+    /**
+     * The address listeners bind (default loopback).
+     *
+     * @param address the local address
+     * @return this context
+     */
     public IbTransportContext bind(final InetAddress address) {
         freeze.set("bind");
         this.bind = Objects.requireNonNull(address, "address");
         return this;
     }
 
+    /** {@return the devices, in the order they were added} */
     public List<NetNic> nics() {
         return List.copyOf(nics);
     }
 
+    /** {@return the data QPs per connection (after {@link #conclude()})} */
     public int qpsPerConnection() {
         return qpsPerConnection;
     }
 
+    /** {@return whether every message is split over all QPs (after {@link #conclude()})} */
     public boolean splitDataOnQps() {
         return splitDataOnQps;
     }
 
+    /** {@return the size above which the immediate data goes in a separate write (after {@link #conclude()})} */
     public int arThreshold() {
         return arThreshold;
     }
 
+    /** {@return the QPs' ACK timeout exponent, NCCL_IB_TIMEOUT (after {@link #conclude()})} */
     public int ibTimeout() {
         return ibTimeout;
     }
 
+    /** {@return the QPs' retry count, NCCL_IB_RETRY_CNT (after {@link #conclude()})} */
     public int ibRetryCnt() {
         return ibRetryCnt;
     }
 
-    /** The QPs' software MTU in bytes, 0 for the path MTU. */
+    /** {@return the QPs' software MTU in bytes, 0 for the path MTU} */
     public int softwareMtu() {
         return softwareMtu;
     }
 
+    /** {@return whether iflush posts the 1-byte RDMA READ} */
     public boolean flush() {
         return flush;
     }
 
+    /** {@return the flush gate's reason for {@link #flush()}} */
     public String flushEvidence() {
         return flushEvidence;
     }
 
+    /** {@return the longest a connection setup or a request may wait for the peer} */
     public Duration timeout() {
         return timeout;
     }
 
+    /** {@return the address listeners bind} */
     public InetAddress bind() {
         return bind;
     }
 
-    /** Each setting in effect with its source. */
+    /** {@return each setting in effect with its source} */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
     }
@@ -185,6 +251,7 @@ public final class IbTransportContext {
      * Reads what no setter gave, checks everything once and freezes the context: afterwards a setter and a second
      * {@code conclude()} throw {@link IllegalStateException}.
      *
+     * @return this context
      * @throws IllegalArgumentException naming a malformed variable, or when no NIC was added
      */
     public synchronized IbTransportContext conclude() {
@@ -205,7 +272,7 @@ public final class IbTransportContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

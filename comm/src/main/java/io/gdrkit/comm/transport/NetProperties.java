@@ -31,10 +31,13 @@ public record NetProperties(String name, String pciPath, long guid, int ptrSuppo
 
     /** ncclNetDeviceType. */
     public enum NetDeviceType {
-        HOST, UNPACK
+        /** The device reads and writes host or GPU memory directly. */
+        HOST,
+        /** The device delivers received data through an unpack step on the GPU. */
+        UNPACK
     }
 
-    /** ptrSupport as NCCL logs it ("HOST|CUDA"). */
+    /** {@return {@link #ptrSupport()} as NCCL logs it, such as {@code HOST|CUDA}} */
     public String ptrSupportText() {
         final StringBuilder sb = new StringBuilder();
         if ((ptrSupport & PTR_HOST) != 0) {

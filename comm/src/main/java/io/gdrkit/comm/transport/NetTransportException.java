@@ -21,18 +21,33 @@ public final class NetTransportException extends RuntimeException {
         TIMEOUT
     }
 
+    /** Why the transport call failed. */
     private final Reason reason;
 
+    /**
+     * Creates an exception with a reason and a message.
+     *
+     * @param reason  why the transport call failed
+     * @param message what failed, naming the device, connection or request involved
+     */
     public NetTransportException(final Reason reason, final String message) {
         super(message);
         this.reason = reason;
     }
 
+    /**
+     * Creates an exception with a reason, a message and the failure that caused it.
+     *
+     * @param reason  why the transport call failed
+     * @param message what failed, naming the device, connection or request involved
+     * @param cause   the underlying failure
+     */
     public NetTransportException(final Reason reason, final String message, final Throwable cause) {
         super(message, cause);
         this.reason = reason;
     }
 
+    /** {@return why the transport call failed} */
     public Reason reason() {
         return reason;
     }

@@ -44,10 +44,18 @@ public final class SocketTransport implements NetTransport {
     private final SecureRandom random = new SecureRandom();
     private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
 
+    /**
+     * Creates the transport with a context's settings, concluding the context first
+     * ({@link SocketTransportContext#conclude()}).
+     *
+     * @param context the interfaces and socket settings to use
+     * @throws IllegalArgumentException naming a malformed setting
+     */
     public SocketTransport(final SocketTransportContext context) {
         this.ctx = context.concludeOnce();
     }
 
+    /** {@return the concluded context this transport runs with} */
     public SocketTransportContext context() {
         return ctx;
     }

@@ -22,7 +22,15 @@ import java.util.Objects;
 public final class SocketTransportContext {
     /** NCCL's MIN_CHUNKSIZE: a message is cut into chunks of at least this size, one socket each. */
     public static final int MIN_CHUNK = 64 * 1024;
+    /** The most data sockets a connection may have: threads times sockets per thread. */
     public static final int MAX_SOCKS = 64;
+
+    /**
+     * Creates a context with every setting unset: {@link #conclude()} fills them in from the environment or the
+     * defaults.
+     */
+    public SocketTransportContext() {
+    }
 
     private SettingsReader settings = SettingsReader.ofProcess();
     private Integer nThreads;
@@ -32,52 +40,87 @@ public final class SocketTransportContext {
     private final List<Setting<?>> recorded = new ArrayList<>();
     private final ContextFreeze freeze = new ContextFreeze("SocketTransportContext");
 
+    /**
+     * Sets where the NCCL_* settings are read from (the process's environment and properties by default).
+     *
+     * @param reader the settings source
+     * @return this context
+     */
     public SocketTransportContext settings(final SettingsReader reader) {
         freeze.set("settings");
         this.settings = Objects.requireNonNull(reader, "reader");
         return this;
     }
 
+    /**
+     * Sets the helper threads per connection, overriding NCCL_SOCKET_NTHREADS.
+     *
+     * @param n the number of threads, 1..16
+     * @return this context
+     */
     public SocketTransportContext nThreads(final int n) {
         freeze.set("nThreads");
         this.nThreads = n;
         return this;
     }
 
+    /**
+     * Sets the data sockets per helper thread, overriding NCCL_NSOCKS_PERTHREAD.
+     *
+     * @param n the number of sockets, 1..64
+     * @return this context
+     */
     public SocketTransportContext nSocksPerThread(final int n) {
         freeze.set("nSocksPerThread");
         this.nSocksPerThread = n;
         return this;
     }
 
+    /**
+     * Sets the timeout of every wait (30 seconds by default).
+     *
+     * @param t the timeout
+     * @return this context
+     */
     public SocketTransportContext timeout(final Duration t) {
         freeze.set("timeout");
         this.timeout = Objects.requireNonNull(t, "timeout");
         return this;
     }
 
+    /**
+     * Sets the local address to listen on and connect from (loopback by default).
+     *
+     * @param a the address
+     * @return this context
+     */
     public SocketTransportContext bind(final InetAddress a) {
         freeze.set("bind");
         this.bind = Objects.requireNonNull(a, "bind");
         return this;
     }
 
+    /** {@return the helper threads per connection (after {@link #conclude()})} */
     public int nThreads() {
         return nThreads;
     }
 
+    /** {@return the data sockets per helper thread (after {@link #conclude()})} */
     public int nSocksPerThread() {
         return nSocksPerThread;
     }
 
+    /** {@return the timeout of every wait} */
     public Duration timeout() {
         return timeout;
     }
 
+    /** {@return the local address the transport listens on} */
     public InetAddress bind() {
         return bind;
     }
 
+    /** {@return each setting in effect with its source} */
     public List<Setting<?>> recorded() {
         return List.copyOf(recorded);
     }
@@ -86,6 +129,7 @@ public final class SocketTransportContext {
      * Reads what no setter gave, checks everything once and freezes the context: afterwards a setter and a second
      * {@code conclude()} throw {@link IllegalStateException}.
      *
+     * @return this context
      * @throws IllegalArgumentException naming a malformed variable or a product over {@value #MAX_SOCKS}
      */
     public synchronized SocketTransportContext conclude() {
@@ -104,7 +148,7 @@ public final class SocketTransportContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }

@@ -18,6 +18,8 @@ import io.gdrkit.comm.CollOp;
 import io.gdrkit.comm.CollResult;
 import io.gdrkit.comm.CollRun;
 import io.gdrkit.comm.CollWorld;
+import io.gdrkit.comm.Fabric;
+import io.gdrkit.comm.WorldContext;
 import io.gdrkit.comm.DataType;
 import io.gdrkit.comm.RedOp;
 import java.net.InetAddress;
@@ -155,7 +157,11 @@ class LauncherTest {
         final Launcher.Result r = Launcher.run(remote("node-a:2,node-b", java(DyingRank.class), dir, fakeSsh(dir)),
             QUIET);
         assertNotEquals(0, r.exitCode());
-        assertEquals("rank 1 on node-a exited with 7", r.firstFailure());
+        // the dying rank's own exit is recorded; which exit the launcher saw first is a race between rank 1's halt
+        // and the others' named error after it (through ssh, on a loaded machine, either may arrive first)
+        assertTrue(r.ranks().contains(new Launcher.RankExit(1, 7, false)), r.toString());
+        assertTrue(r.firstFailure().equals("rank 1 on node-a exited with 7")
+            || r.firstFailure().matches("rank [02] on node-[ab] exited with 3"), r.firstFailure());
         assertTrue(r.rootFailure().contains("rank 1 closed its bootstrap connection"), r.rootFailure());
         for (final int rank : new int[] {0, 2}) {
             final String said = Files.readString(dir.resolve("rank" + rank));
@@ -202,8 +208,10 @@ class LauncherTest {
         public static void main(final String[] args) throws Exception {
             final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
             final SettingsReader none = SettingsReader.ofEnv(Map.of());
-            try (CollWorld w = CollWorld.open(b, args[1], null, CollWorld.TransportKind.parse(args[0]),
-                new CollContext().buffSize(8192).steps(4).channels(2).settings(none), none, Duration.ofSeconds(30))) {
+            try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(args[1]))
+                .transport(CollWorld.TransportKind.parse(args[0]))
+                .coll(new CollContext().buffSize(8192).steps(4).channels(2).settings(none)).settings(none)
+                .timeout(Duration.ofSeconds(30)))) {
                 final List<CollResult> rows = CollRun.run(w.communicator(), new CollRun.Config(CollOp.ALLREDUCE,
                     DataType.FLOAT32, RedOp.SUM, 0, 8, 200_000, 8, 0, 2, 1, true, args[0], args[1], true), x -> { });
                 long wrong = 0;

@@ -98,7 +98,7 @@ public final class NcclSettings {
             return s;
         }
 
-        /** Whether {@link #conclude()} ran. */
+        /** {@return whether {@link #conclude()} ran} */
         public boolean isConcluded() {
             return freeze.isConcluded();
         }

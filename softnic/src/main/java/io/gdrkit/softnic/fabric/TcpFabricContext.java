@@ -135,7 +135,7 @@ public final class TcpFabricContext {
         return this;
     }
 
-    /** Whether {@link #conclude()} ran (then setters and a second conclude() throw). */
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
     public boolean isConcluded() {
         return freeze.isConcluded();
     }
