@@ -11,6 +11,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.gdrkit.comm.CollContext;
+import io.gdrkit.comm.CommConfig;
+import io.gdrkit.comm.Fabric;
+import io.gdrkit.comm.WorldContext;
 import io.gdrkit.comm.bootstrap.BootstrapContext;
 import io.gdrkit.comm.bootstrap.UniqueId;
 import io.gdrkit.comm.transport.IbTransportContext;
@@ -99,7 +102,12 @@ class ContextFreezeTest {
                 .id(new UniqueId("127.0.0.1", 4000, 0x0123456789abcdefL)).rank(0).nranks(2),
                 c -> ((BootstrapContext) c).conclude(), c -> ((BootstrapContext) c).rank(1), "rank"),
             new Case("ShmemContext", ShmemContext.class, ShmemContext::new, c -> ((ShmemContext) c).conclude(),
-                c -> ((ShmemContext) c).nPes(4), "nPes"))
+                c -> ((ShmemContext) c).nPes(4), "nPes"),
+            new Case("WorldContext", WorldContext.class, () -> new WorldContext().fabric(Fabric.SHM).settings(none),
+                c -> ((WorldContext) c).conclude(), c -> ((WorldContext) c).gpu("sim:h200"), "gpu"),
+            new Case("CommConfig", CommConfig.class, () -> new CommConfig()
+                .id(new UniqueId("127.0.0.1", 4000, 0x0123456789abcdefL)).rank(0).nranks(1).fabric(Fabric.SHM)
+                .settings(none), c -> ((CommConfig) c).conclude(), c -> ((CommConfig) c).rank(0), "rank"))
             .map(c -> Arguments.of(c));
     }
 
@@ -199,11 +207,17 @@ class ContextFreezeTest {
         return null;
     }
 
+    /** {@code isConcluded()}, or {@code concluded()} where the Context names its query so. */
     private static boolean concluded(final Object ctx) {
-        try {
-            return (Boolean) ctx.getClass().getMethod("isConcluded").invoke(ctx);
-        } catch (final ReflectiveOperationException e) {
-            throw new AssertionError(ctx.getClass() + " has no isConcluded()", e);
+        for (final String query : List.of("isConcluded", "concluded")) {
+            try {
+                return (Boolean) ctx.getClass().getMethod(query).invoke(ctx);
+            } catch (final NoSuchMethodException e) {
+                // the other name
+            } catch (final ReflectiveOperationException e) {
+                throw new AssertionError(ctx.getClass() + "." + query + "()", e);
+            }
         }
+        throw new AssertionError(ctx.getClass() + " says nowhere whether it is concluded");
     }
 }
