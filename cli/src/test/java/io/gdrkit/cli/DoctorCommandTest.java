@@ -39,7 +39,7 @@ class DoctorCommandTest {
         }
         final Cli bad = Cli.run("doctor", "--provider", "nic");
         assertEquals(2, bad.exitCode());
-        assertTrue(bad.err().contains("--provider must be host, native or soft, not 'nic'"), bad.toString());
+        assertTrue(bad.err().contains("Invalid value for option '--provider': 'nic' is not one of"), bad.toString());
     }
 
     @Test

@@ -45,7 +45,11 @@ class NativeGpuMrTest {
     @BeforeAll
     static void build() throws Exception {
         dir = Files.createDirectories(Path.of("target/native-gpu").toAbsolutePath());
-        Assumptions.assumeTrue(Files.exists(Path.of("/usr/include/infiniband/verbs.h")), "no rdma-core headers");
+        Assumptions.assumeTrue(Files.exists(Path.of("/usr/include/infiniband/verbs.h")),
+            "no rdma-core headers (/usr/include/infiniband/verbs.h, Debian's libibverbs-dev)");
+        Assumptions.assumeTrue(Files.exists(Path.of("/usr/include/rdma/rdma_cma.h")),
+            "no librdmacm headers (/usr/include/rdma/rdma_cma.h, Debian's librdmacm-dev): the librdmacm test double "
+                + "includes them");
         cuda = dir.resolve("libfakecuda.so");
         verbs = dir.resolve("libibverbs.so.1.14.0.0"); // the ABI the binding was checked against
         Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", cuda.toString(),

@@ -7,7 +7,10 @@ import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsCatalogue;
 import java.util.List;
 
-/** The core module's settings: the shared secret peers prove they know ({@link io.gdrkit.core.auth.Token}). */
+/**
+ * The core module's settings: the shared secret peers prove they know ({@link io.gdrkit.core.auth.Token}), and the
+ * process-wide ones the command line and its launcher script read.
+ */
 public final class CoreConfiguration {
     /** The process's token as a property; wins over {@link #TOKEN_ENV}. */
     public static final SettingDef<String> TOKEN = SettingDef.text("gdrkit.token", "",
@@ -18,8 +21,17 @@ public final class CoreConfiguration {
         "the shared secret a launcher gives its ranks (never on a command line; its value is never shown)")
         .valid("unset, or at least 8 characters").readBy("Token, BootstrapContext");
 
+    /** JVM options the {@code ./gdrkit} script passes to java; {@code gdrkit launch} appends its ranks' -D flags. */
+    public static final SettingDef<String> JAVA_OPTS = SettingDef.text("GDRKIT_JAVA_OPTS", "",
+        "JVM options the ./gdrkit script passes to java; gdrkit launch appends the --set properties for its ranks")
+        .valid("java options").readBy("./gdrkit, LaunchCommand (cli)");
+    /** Treat stderr as a terminal for the progress line. */
+    public static final SettingDef<Boolean> PROGRESS_TERMINAL = SettingDef.flag("gdrkit.progress.terminal", false,
+        "treat stderr as a terminal (a redrawn progress line) even when it is not one: tests, recorded sessions")
+        .readBy("StderrProgress (cli)");
+
     /** Every setting of this module, in documentation order. */
-    public static final List<SettingDef<?>> ALL = List.of(TOKEN, TOKEN_ENV);
+    public static final List<SettingDef<?>> ALL = List.of(TOKEN, TOKEN_ENV, JAVA_OPTS, PROGRESS_TERMINAL);
 
     private CoreConfiguration() {
     }
@@ -52,9 +64,10 @@ public final class CoreConfiguration {
 
         @Override
         public String description() {
-            return "Read once per process by `Token.fromProcess()` (the TCP fabric's and the connection manager's "
-                + "listeners), and by `BootstrapContext.fromEnvironment` for a launched rank. Unset: no token, any "
-                + "peer is accepted and listeners bind loopback only (docs/SECURITY.md).";
+            return "The token is read once per process by `Token.fromProcess()` (the TCP fabric's and the connection "
+                + "manager's listeners), and by `BootstrapContext.fromEnvironment` for a launched rank. Unset: no "
+                + "token, any peer is accepted and listeners bind loopback only (docs/SECURITY.md). "
+                + "`GDRKIT_JAVA_OPTS` and `gdrkit.progress.terminal` are read by the command line and its script.";
         }
     }
 }
