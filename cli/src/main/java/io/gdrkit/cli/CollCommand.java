@@ -152,6 +152,7 @@ public final class CollCommand implements Callable<Integer> {
             .label();
         gpuMem = memOption.hostOrGpu(cl).gpu();
         bind = endpoint.bind;
+        endpoint.checkExposure(spec.commandLine());
         json = jsonOption.json;
         reportDir = reportOption.dir;
         if (np < 1) {

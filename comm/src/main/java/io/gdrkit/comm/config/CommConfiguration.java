@@ -101,6 +101,10 @@ public final class CommConfiguration {
     public static final SettingDef<Integer> BOOTSTRAP_LOCAL_RANK = SettingDef.integer("GDRKIT_LOCAL_RANK", 0, 0,
         MAX_RANKS - 1, "the rank's index among the ranks of its host (which GPU and CPU it takes)")
         .valid("0..GDRKIT_NRANKS-1").readBy(BOOT);
+    /** Where a joining launcher finds the id of the run it joins. */
+    public static final SettingDef<String> LAUNCH_ROOT_ID = SettingDef.text("GDRKIT_ROOT_ID", "",
+        "the run's id a joining gdrkit launch (another host's ranks) joins instead of starting a root")
+        .valid("host:port/runIdHex").readBy("LaunchCommand (cli)");
     /** The timeout of every bootstrap wait. */
     public static final SettingDef<Long> BOOTSTRAP_TIMEOUT_MS = SettingDef.longValue("gdrkit.bootstrap.timeout.ms",
         60_000, 1, 86_400_000, "the timeout of every bootstrap wait, in ms").readBy(BOOT);
@@ -109,7 +113,7 @@ public final class CommConfiguration {
     public static final List<SettingDef<?>> ALL = List.of(COLL_NICS, COLL_TIMEOUT_MS, COLL_EAGER_BYTES,
         COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
         COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
-        BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS);
+        BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID);
 
     private CommConfiguration() {
     }

@@ -61,13 +61,16 @@ class SettingNamesTest {
         + "|Integer\\.getInteger\\(|Long\\.getLong\\(|Boolean\\.getBoolean\\(");
     /**
      * The cli module's direct reads, owned by the CLI's own work: each is named here so that any other direct read
-     * fails. They read {@code GDRKIT_TOKEN}, {@code GDRKIT_RANK}, {@code GDRKIT_JAVA_OPTS} and
+     * fails. They read {@code GDRKIT_TOKEN}, {@code GDRKIT_RANK}, {@code GDRKIT_ROOT_ID}, {@code GDRKIT_JAVA_OPTS}
+     * and
      * {@code gdrkit.progress.terminal}, all catalogued; each can become {@code <descriptor>.read(SettingsReader
      * .ofProcess())}.
      */
     private static final Set<String> CLI_DIRECT_READS = Set.of(
         "cli/src/main/java/io/gdrkit/cli/LaunchCommand.java: System.getenv(\"GDRKIT_JAVA_OPTS\")",
         "cli/src/main/java/io/gdrkit/cli/StderrProgress.java: Boolean.getBoolean(TERMINAL_PROPERTY)",
+        "cli/src/main/java/io/gdrkit/cli/LaunchCommand.java: System.getenv(ENV_ROOT_ID)",
+        "cli/src/main/java/io/gdrkit/cli/Mixins.java: System.getenv(\"GDRKIT_TOKEN\")",
         "cli/src/main/java/io/gdrkit/cli/ShmemMoeCommand.java: System.getenv(BootstrapContext.ENV_RANK)",
         "cli/src/main/java/io/gdrkit/cli/ShmemMoeCommand.java: System.getenv(\"GDRKIT_TOKEN\")",
         "cli/src/main/java/io/gdrkit/cli/LaunchCommand.java: System.getenv(\"GDRKIT_TOKEN\")",
