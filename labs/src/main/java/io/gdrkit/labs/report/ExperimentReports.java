@@ -48,7 +48,9 @@ public final class ExperimentReports {
         final BarChart bars = s.barChart("Corrupted reads per variant", "corrupted reads");
         for (final OrderingExperiment.Result r : results) {
             final OrderingExperiment.Config c = r.config();
-            s.row(c.variant().label(), c.variant().how(), c.trials(), r.corruptedReads(), r.firstCorruptedTrial(),
+            // -1 means no read was corrupted
+            final Object first = r.firstCorruptedTrial() < 0 ? Section.NONE : (Object) r.firstCorruptedTrial();
+            s.row(c.variant().label(), c.variant().how(), c.trials(), r.corruptedReads(), first,
                 r.staleReads(), r.partialReads(), c.reorder(), r.reorderedPackets(), r.verdict().name());
             bars.bar(c.variant().label(), r.corruptedReads());
         }
