@@ -224,7 +224,7 @@ final class DemoCommand implements Callable<Integer> {
                     c.readback().name().toLowerCase(Locale.ROOT), v.passed() ? "PASS" : "FAIL " + v.failures() + "/"
                         + v.checks() + " " + v.what(), expectPass ? "pass" : "fail"), v.passed() == expectPass, "");
             }
-            ExperimentReports.visibility(report, lab.processes(), results);
+            ExperimentReports.visibility(report, "5. Visibility", lab.processes(), results);
         } catch (final RuntimeException e) {
             failed += expect("visibility experiment ran", false, e.getMessage());
         }
@@ -244,7 +244,7 @@ final class DemoCommand implements Callable<Integer> {
             failed += expect(String.format(Locale.ROOT, "%-13s corrupted reads %3d / %d -> %s", v.label(),
                 r.corruptedReads(), r.config().trials(), r.verdict()), ok, "");
         }
-        ExperimentReports.ordering(report, results);
+        ExperimentReports.ordering(report, "6. Ordering (put-then-flag)", results);
         return failed;
     }
 
