@@ -60,19 +60,21 @@ class LicenseHeaderTest {
     void everyJavaSourceStartsWithTheHeader() throws IOException {
         final Path root = root();
         final List<String> missing = new ArrayList<>();
-        int seen = 0;
+        // a set: examples/src is both a child's src/ and under examples/
+        final java.util.SortedSet<Path> sources = new java.util.TreeSet<>();
         for (final Path dir : sourceRoots(root)) {
             try (Stream<Path> files = Files.walk(dir)) {
-                for (final Path f : files.filter(p -> p.toString().endsWith(".java") && Files.isRegularFile(p))
-                    .filter(p -> !skipped(root.relativize(p))).sorted().toList()) {
-                    seen++;
-                    final String text = Files.readString(f, StandardCharsets.UTF_8).replace("\r\n", "\n");
-                    if (!text.startsWith(HEADER)) {
-                        missing.add(root.relativize(f).toString());
-                    }
-                }
+                files.filter(p -> p.toString().endsWith(".java") && Files.isRegularFile(p))
+                    .filter(p -> !skipped(root.relativize(p))).forEach(sources::add);
             }
         }
+        for (final Path f : sources) {
+            final String text = Files.readString(f, StandardCharsets.UTF_8).replace("\r\n", "\n");
+            if (!text.startsWith(HEADER)) {
+                missing.add(root.relativize(f).toString());
+            }
+        }
+        final int seen = sources.size();
         assertTrue(seen > 100, "found only " + seen + " .java files under " + root);
         assertTrue(missing.isEmpty(), missing.size() + " Java source(s) do not start with the license header\n"
             + HEADER + "\n:\n  " + String.join("\n  ", missing));
