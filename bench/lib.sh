@@ -41,16 +41,25 @@ bench_out() {
   say "results in $OUT"
 }
 
-# bench_jar: $JAR when set (must exist), else cli/target/gdrkit.jar, built with Maven only when it is missing.
+# bench_stale JAR: true when JAR is missing or a source or pom.xml of the repository is newer (./gdrkit's rule).
+bench_stale() {
+  [ -f "$1" ] || return 0
+  [ -n "$(find "$REPO" -path "$REPO/.git" -prune -o \( -path '*/src/main/*' -o -name pom.xml \) -type f -newer "$1" \
+    -print -quit 2>/dev/null)" ]
+}
+
+# bench_jar: $JAR when set (must exist, used as is), else cli/target/gdrkit.jar, built with Maven only when it is
+# missing or older than the sources (as ./gdrkit does), never on every run.
 bench_jar() {
   if [ -n "${JAR:-}" ]; then
     [ -f "$JAR" ] || die "JAR='$JAR' does not exist"
+    export JAR
     return 0
   fi
   JAR="$REPO/cli/target/gdrkit.jar"
-  if [ ! -f "$JAR" ]; then
-    command -v mvn >/dev/null 2>&1 || die "no $JAR and no mvn to build it"
-    say "building $JAR (once; JAR=... uses another)"
+  if bench_stale "$JAR"; then
+    command -v mvn >/dev/null 2>&1 || die "$JAR is missing or older than the sources, and there is no mvn to build it"
+    say "building $JAR (missing or older than the sources; JAR=... uses another as is)"
     (cd "$REPO" && JAVA_HOME="$JAVA_HOME" mvn -B -q -ntp -DskipTests package >&2) || die "build failed"
   fi
   export JAR

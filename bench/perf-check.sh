@@ -7,17 +7,19 @@
 # machine before a performance change lands, and record a new baseline on that machine with
 #   bench/perf-check.sh --record
 # Environment: JMH_ARGS (default "-wi 3 -w 1 -i 5 -r 1 -f 1"), THRESHOLD (0.15), BASELINE (bench/perf-baseline.json),
-# BENCH_JAR (default bench/target/gdrkit-bench.jar, built with Maven when missing or with REBUILD=1), OUT (JMH's JSON,
-# default under ${TMPDIR:-/tmp}/gdrkit-bench), JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
+# BENCH_JAR (a bench jar used as is; by default bench/target/gdrkit-bench.jar, built with Maven when missing or older
+# than the sources), OUT (JMH's JSON, default under ${TMPDIR:-/tmp}/gdrkit-bench), JAVA / JAVA_HOME (bench/lib.sh).
+# Exits non-zero when any step fails.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO"
 BASELINE="${BASELINE:-$REPO/bench/perf-baseline.json}"
 THRESHOLD="${THRESHOLD:-0.15}"
 JMH_ARGS="${JMH_ARGS:--wi 3 -w 1 -i 5 -r 1 -f 1}"
-BENCH_JAR="${BENCH_JAR:-$REPO/bench/target/gdrkit-bench.jar}"
+if [ -n "${BENCH_JAR:-}" ]; then [ -f "$BENCH_JAR" ] || die "BENCH_JAR='$BENCH_JAR' does not exist"; build=; else
+  BENCH_JAR="$REPO/bench/target/gdrkit-bench.jar"; build=1; fi
 [ -f "$BASELINE" ] || [ "${1:-}" = "--record" ] || die "no baseline $BASELINE (bench/perf-check.sh --record makes one)"
 need python3
-if [ ! -f "$BENCH_JAR" ] || [ -n "${REBUILD:-}" ]; then
+if [ -n "$build" ] && bench_stale "$BENCH_JAR"; then
   need mvn
   step "building $BENCH_JAR" mvn -B -q -ntp -pl bench -am package -DskipTests
 fi
