@@ -378,7 +378,17 @@ final class DemoCommand implements Callable<Integer> {
             "busbw", "#wrong", "in-place", "busbw", "#wrong"));
         long wrong = 0;
         boolean shape = true;
+        final io.gdrkit.labs.report.LineChart chart = section.lineChart("allreduce busbw by message size (simulated)",
+            "bytes", "busbw (GB/s)").log2X().logY();
         for (final com.fasterxml.jackson.databind.JsonNode r : rows) {
+            // a log axis: a size that moved nothing measurable has no point rather than a zero
+            final double bytes = r.path("bytes").asDouble();
+            if (bytes > 0 && r.path("busbw_gbs").asDouble() > 0) {
+                chart.point("out-of-place", bytes, r.path("busbw_gbs").asDouble());
+            }
+            if (bytes > 0 && r.path("inplace_busbw_gbs").asDouble() > 0) {
+                chart.point("in-place", bytes, r.path("inplace_busbw_gbs").asDouble());
+            }
             wrong += r.path("wrong").asLong(-1) == 0 ? 0 : 1;
             wrong += r.path("inplace_wrong").asLong(-1) == 0 ? 0 : 1;
             shape &= r.path("np").asInt() == 2 && "shm".equals(r.path("fabric").asText())

@@ -51,7 +51,8 @@ class DemoCommandTest {
         assertTrue(page.contains("<th>busbw(GB/s)</th><th>#wrong</th><th>in-place time(us)</th>"), page);
         assertTrue(page.contains("<td class=\"n\">2097152</td><td class=\"n\">524288</td><td>float</td><td>sum</td>"),
             page);
-        assertTrue(count(page, "<svg ") >= 4, "charts: visibility, ordering, GDR vs bounce, write_bw");
+        assertTrue(count(page, "<svg ") >= 5, "charts: visibility, ordering, GDR vs bounce, write_bw, allreduce busbw");
+        assertTrue(page.contains("allreduce busbw by message size"), "section 8 has its chart");
         // the table of contents: every section numbered by its own name, once ("4. GDR ...", never "4. 4. GDR")
         final String nav = page.substring(page.indexOf("<nav>"), page.indexOf("</nav>"));
         assertFalse(nav.contains("<ol>"), nav);
