@@ -152,6 +152,7 @@ public final class CollCommand implements Callable<Integer> {
             .label();
         gpuMem = memOption.hostOrGpu(cl).gpu();
         bind = endpoint.bind;
+        endpoint.checkExposure(spec.commandLine());
         json = jsonOption.json;
         reportDir = reportOption.dir;
         if (np < 1) {
@@ -341,7 +342,9 @@ public final class CollCommand implements Callable<Integer> {
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
         out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
-            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; " + (gpuMem ? "buffers on GPU "
+            + fabric + " fabric" : "NET/Socket over TCP loopback") + (gpuMem ? "" : "; sizes up to the direct-round "
+            + "limit go as one direct round instead (shared memory when every rank is on this host; '# direct "
+            + "rounds' below the table)") + "; " + (gpuMem ? "buffers on GPU "
             + gpuOption.spec + (gpuOption.spec.simulated() ? " (simulated; reductions on its SM workers)" : " (reductions in the "
             + "coll_reduce kernel)") + "; GDR or host bounce as the gates decide (summary below the table)"
             : "buffers in host memory"));

@@ -130,7 +130,14 @@ final class DoctorCommand implements Callable<Integer> {
                 : "# gdrkit doctor: probing this machine" + (provider.equals("native") ? " (verbs through the native "
                     + "provider)" : ""));
         }
-        return strict && !report.verdict().isReady() ? Main.EXIT_FAILURE : 0;
+        if (strict && !report.verdict().isReady()) {
+            // the table went to stdout (perhaps into a file or a pipe): stderr says why the exit code is 1
+            final PrintWriter err = spec.commandLine().getErr();
+            err.println("gdrkit doctor: --strict: the verdict is " + report.verdict().text() + ", not GDR_READY");
+            err.flush();
+            return Main.EXIT_FAILURE;
+        }
+        return 0;
     }
 
     private NcclSettings settings() {
@@ -174,6 +181,10 @@ final class DoctorCommand implements Callable<Integer> {
             m.put("name", c.name());
             m.put("status", c.status().name());
             m.put("evidence", c.evidence());
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                m.put("hint", hint);
+            }
             list.add(m);
         }
         root.put("checks", list);
@@ -201,6 +212,10 @@ final class DoctorCommand implements Callable<Integer> {
                 out.println("[" + layer + "]");
             }
             out.println(String.format("  %-8s %-28s %s", c.status(), c.name(), c.evidence()));
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                out.println(String.format("  %-8s %-28s fix: %s", "", "", hint));
+            }
         }
         out.println("[settings]");
         for (final SettingRow s : r.settings()) {

@@ -21,7 +21,9 @@ import picocli.CommandLine.Parameters;
 @Command(name = "launch", mixinStandardHelpOptions = true,
     description = {"Start N rank processes of one run, like mpirun: each gets GDRKIT_ID (root host:port/run id), "
         + "GDRKIT_RANK, GDRKIT_NRANKS, GDRKIT_LOCAL_RANK (and GDRKIT_TOKEN if set) in its environment.",
-        "Ranks on another host join with --root ID --first-rank K --nranks TOTAL. When one rank fails, the others "
+        "Ranks on another host join with GDRKIT_ROOT_ID=ID in the environment and --join --first-rank K --nranks "
+            + "TOTAL (the id is never taken on the command line, where every local user can read it). When one "
+            + "rank fails, the others "
             + "end with a named remote error; whatever still runs after --grace-ms is killed. Exit code: the first "
             + "failing rank's.",
         "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh; "
@@ -51,8 +53,16 @@ public final class LaunchCommand implements Callable<Integer> {
     @Option(names = "--first-rank", defaultValue = "0", description = "Rank of the first process started here.")
     int firstRank;
 
-    @Option(names = "--root", paramLabel = "ID",
-        description = "Join the run of another launcher (its printed id host:port/runid) instead of starting a root.")
+    /** Where a joining launcher finds the id of the run it joins. */
+    static final String ENV_ROOT_ID = "GDRKIT_ROOT_ID";
+
+    @Option(names = "--join", description = "Join the run of another launcher instead of starting a root: its "
+        + "printed id (host:port/runid) comes from the GDRKIT_ROOT_ID environment variable, never from the command "
+        + "line.")
+    boolean join;
+
+    @Option(names = "--root", paramLabel = "ID", hidden = true,
+        description = "Refused: the run id on a command line is readable by every local user (ps).")
     String root;
 
     /** --bind: the address the root listens on (another host's ranks need a routable one); --token: the run's. */
@@ -90,14 +100,32 @@ public final class LaunchCommand implements Callable<Integer> {
             final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
             final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
             final String bind = endpoint.bind;
+            endpoint.checkExposure(spec.commandLine());
             final InetAddress addr;
             try {
                 addr = InetAddress.getByName(bind);
             } catch (final java.net.UnknownHostException e) {
                 throw new IllegalArgumentException("--bind " + bind + ": not an address");
             }
-            s = new Launcher.Spec(here, firstRank, total == null ? here : total,
-                root == null ? null : UniqueId.parse(root), new InetSocketAddress(addr, port),
+            if (root != null) {
+                throw new IllegalArgumentException("--root ID puts the run id where every local user can read it "
+                    + "(ps): export " + ENV_ROOT_ID + "=ID and give --join");
+            }
+            UniqueId joining = null;
+            if (join) {
+                final String id = System.getenv(ENV_ROOT_ID);
+                if (id == null || id.isBlank()) {
+                    throw new IllegalArgumentException("--join needs " + ENV_ROOT_ID + " (the id the first launcher "
+                        + "printed) in the environment");
+                }
+                try {
+                    joining = UniqueId.parse(id.trim());
+                } catch (final IllegalArgumentException e) {
+                    throw new IllegalArgumentException(ENV_ROOT_ID + ": " + e.getMessage());
+                }
+            }
+            s = new Launcher.Spec(here, firstRank, total == null ? here : total, joining,
+                new InetSocketAddress(addr, port),
                 command, endpoint.token != null ? endpoint.token : System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs),
                 rankEnvironment(), on, on.isEmpty() ? List.of() : sshCmd);
         } catch (final IllegalArgumentException e) {

@@ -116,6 +116,38 @@ final class Mixins {
         @Option(names = "--token", paramLabel = "SECRET", description = "Shared secret every side must know "
             + "(checked on each hello). Default: the GDRKIT_TOKEN environment variable, else none.")
         String token;
+
+        @Option(names = "--strict", description = "Refuse to listen beyond loopback without a token (else a "
+            + "warning on stderr).")
+        boolean strict;
+
+        /**
+         * Listening beyond loopback without a token lets anyone who reaches the port join: said on stderr before
+         * anything listens, or refused with {@code --strict} (a usage error).
+         */
+        void checkExposure(final picocli.CommandLine cl) {
+            if (bind == null || bind.isBlank()) {
+                return;
+            }
+            final boolean loopback;
+            try {
+                final java.net.InetAddress a = java.net.InetAddress.ofLiteral(bind.trim());
+                loopback = a.isLoopbackAddress();
+            } catch (final IllegalArgumentException e) {
+                return; // a host name: the command checks it, and says so, where it resolves it
+            }
+            final String env = System.getenv("GDRKIT_TOKEN");
+            if (loopback || (token != null && !token.isBlank()) || (env != null && !env.isBlank())) {
+                return;
+            }
+            final String why = "listening on " + bind + " without a token: anyone who reaches it can join (give "
+                + "--token or set GDRKIT_TOKEN; docs/SECURITY.md)";
+            if (strict) {
+                throw new picocli.CommandLine.ParameterException(cl, "--strict: " + why);
+            }
+            cl.getErr().println("gdrkit " + cl.getCommandName() + ": warning: " + why);
+            cl.getErr().flush();
+        }
     }
 
     /** {@code --set NAME=VALUE}, repeatable: a setting for this run (see {@link Settings}). */

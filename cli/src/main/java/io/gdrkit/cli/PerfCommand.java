@@ -236,6 +236,7 @@ final class PerfCommand implements Callable<Integer> {
         fabric = f == null ? null : f.label();
         bind = endpoint.bind;
         token = endpoint.token;
+        endpoint.checkExposure(spec.commandLine());
         mem = memOption.mem.toString();
         gpuSpec = gpuOption.spec.toString();
         json = jsonOption.json;

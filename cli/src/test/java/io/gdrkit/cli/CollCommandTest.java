@@ -29,6 +29,9 @@ class CollCommandTest {
         assertTrue(r[1].contains("#       size         count      type   redop    root     time   algbw   busbw "
             + "#wrong     time   algbw   busbw #wrong"), r[1]);
         assertTrue(r[1].contains("software NICs (simulated)"), r[1]);
+        // small sizes do not go over NET/IB: the header says where they go, and the summary names the limit
+        assertTrue(r[1].contains("sizes up to the direct-round limit go as one direct round instead"), r[1]);
+        assertTrue(r[1].contains("# direct rounds (rank 0): "), r[1]);
         assertTrue(r[1].contains("# Out of bounds values : 0 OK"), r[1]);
         // the in-JVM fabric keeps the path MTU unless gdrkit.ib.software.mtu says otherwise
         assertTrue(r[1].contains("# NIC MTU (rank 0): the path MTU (gdrkit.ib.software.mtu not set: the default)\n"),
