@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * Report folders for experiments and perf runs (BRIEF D8): {@link io.gdrkit.labs.report.Report} holds a title,
  * header facts (command line, date, host, what was simulated) and sections with text, a table and charts, and
