@@ -196,7 +196,7 @@ final class DemoCommand implements Callable<Integer> {
             || p.path().equals("bounce")).count() == 2 && r.allByteExact(), "");
     }
 
-    /** Section 5: the failable visibility baseline (D6), the receiver here and the sender in another process. */
+    /** Section 5: the failable visibility baseline, the receiver here and the sender in another process. */
     private int visibility(final Report report) {
         out.println("== 5. visibility: the failable baseline ==");
         final List<VisResult> results = new ArrayList<>();
@@ -231,7 +231,7 @@ final class DemoCommand implements Callable<Integer> {
         return failed;
     }
 
-    /** Section 6: the ordering lab (D7). */
+    /** Section 6: the ordering lab. */
     private int ordering(final Report report) {
         out.println("== 6. ordering lab: put-then-flag under inter-QP reordering ==");
         final List<OrderingExperiment.Result> results = new ArrayList<>();

@@ -22,7 +22,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code gdrkit ordering}: put-then-flag under adaptive-routing-like reordering (D7). One line (or one JSON object)
+ * {@code gdrkit ordering}: put-then-flag under adaptive-routing-like reordering. One line (or one JSON object)
  * per variant with the corrupted reads the receiver measured.
  */
 @Command(name = "ordering", mixinStandardHelpOptions = true,

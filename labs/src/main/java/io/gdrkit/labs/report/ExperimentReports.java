@@ -11,7 +11,7 @@ import io.gdrkit.labs.visibility.VisResult;
 import java.util.List;
 import java.util.Locale;
 
-/** The report sections (D8) of the experiments: one row per configuration, failures per configuration as bars. */
+/** The report sections of the experiments: one row per configuration, failures per configuration as bars. */
 public final class ExperimentReports {
     private ExperimentReports() {
     }
