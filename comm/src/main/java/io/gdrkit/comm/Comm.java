@@ -223,27 +223,14 @@ public final class Comm implements CommCalls, AutoCloseable {
      */
     public static Comm fromEnvironment(final CommConfig base, final Map<String, String> env) {
         Objects.requireNonNull(base, "base");
-        final WorldEnvironment.World w = WorldEnvironment.detect(env);
-        if (w.source() == WorldEnvironment.Source.PMIX) {
-            return PmixJoin.open(base, w, env);
-        }
-        BootstrapRoot root = null;
+        final WorldEnvironment.Resolved w = WorldEnvironment.resolve(env, base.timeout());
         try {
-            io.gdrkit.comm.bootstrap.UniqueId id = w.id();
-            if (w.servesRoot() || w.source() == WorldEnvironment.Source.NONE) {
-                root = w.source() == WorldEnvironment.Source.NONE
-                    ? BootstrapRoot.startLoopback(1, base.timeout())
-                    : WorldEnvironment.startRoot(w, env, base.timeout());
-                if (id == null) {
-                    id = root.id();
-                }
-            }
-            final CommConfig c = derived(base).id(id).rank(w.rank()).nranks(w.size()).localRank(w.localRank())
-                .token(w.token());
-            return open(c, root, w.source().label());
+            final CommConfig c = derived(base).id(w.id()).rank(w.world().rank()).nranks(w.world().size())
+                .localRank(w.world().localRank()).token(w.world().token());
+            return open(c, w.root(), w.world().source().label());
         } catch (final RuntimeException e) {
-            if (root != null) {
-                root.close();
+            if (w.root() != null) {
+                w.root().close();
             }
             throw e;
         }

@@ -397,6 +397,101 @@ public final class WorldEnvironment {
     }
 
     /**
+     * A world ready to join: its rank and size known, the root's id known, and the root this rank serves.
+     *
+     * @param world the world (under PMIx: with the rank, size and local values PMIx gave)
+     * @param id    the run's id every rank joins with
+     * @param root  the root this rank serves, or null
+     */
+    public record Resolved(World world, UniqueId id, BootstrapRoot root) {
+        /**
+         * Checks the components.
+         *
+         * @throws NullPointerException if world or id is null
+         */
+        public Resolved {
+            Objects.requireNonNull(world, "world");
+            Objects.requireNonNull(id, "id");
+        }
+
+        /**
+         * This rank's bootstrap context.
+         *
+         * @param timeout the timeout of every bootstrap wait
+         * @return the context, for {@link Bootstrap#init}
+         */
+        public BootstrapContext context(final Duration timeout) {
+            return new BootstrapContext().id(id).rank(world.rank()).nranks(world.size())
+                .localRank(Math.max(0, world.localRank())).token(world.token()).timeout(timeout);
+        }
+
+        /**
+         * After this rank's bootstrap closed: waits (bounded) for the other ranks to leave the root this rank
+         * serves, then stops it. Nothing when this rank serves none.
+         *
+         * @param wait how long to wait for the others' goodbyes
+         */
+        public void finish(final Duration wait) {
+            if (root == null) {
+                return;
+            }
+            try {
+                root.await(wait);
+            } catch (final InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                root.close();
+            }
+        }
+    }
+
+    /**
+     * Reads this process's world ({@link #detect}) and makes it ready to join: rank 0 of a torchrun or Slurm world,
+     * and of a world of one, starts the root; under PMIx the rank, size and local values are asked of PMIx and rank
+     * 0's root id is exchanged through PMIx's key-value store ({@link Pmix}).
+     *
+     * @param env     the environment
+     * @param timeout how long the ranks have to join (the root's join timeout; PMIx's fence)
+     * @return the world ready to join
+     * @throws IllegalArgumentException naming a missing, malformed or contradictory variable, or PMIx unusable
+     * @throws BootstrapException       IO when the root's port cannot be listened on, TIMEOUT when PMIx's exchange
+     *                                  does not complete in time
+     */
+    public static Resolved resolve(final Map<String, String> env, final Duration timeout) {
+        World w = detect(env);
+        if (w.source() == Source.PMIX) {
+            try {
+                return Pmix.resolve(w, env, timeout);
+            } catch (final Pmix.Unavailable e) {
+                // PMIx cannot be used here: fall back to the next launcher's variables, saying why
+                final Map<String, String> rest = new java.util.HashMap<>(env);
+                PMIX_VARS.forEach(rest::remove);
+                final World next = detect(rest);
+                if (next.source() == Source.NONE || next.source() == Source.PMIX) {
+                    throw new IllegalArgumentException("started by a PMIx launcher (" + String.join(", ",
+                        w.evidence()) + ") but " + e.getMessage() + "; no other launcher's variables to fall back "
+                        + "on (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or SLURM_* with " + ENV_MASTER_ADDR + "/"
+                        + ENV_MASTER_PORT + ")");
+                }
+                final List<String> ev = new ArrayList<>(next.evidence());
+                ev.add("PMIx not used: " + e.getMessage());
+                w = new World(next.source(), ev, next.rank(), next.size(), next.localRank(), next.localSize(),
+                    next.id(), next.token());
+            }
+        }
+        if (w.source() == Source.NONE) {
+            final BootstrapRoot r = BootstrapRoot.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1,
+                w.token(), timeout);
+            return new Resolved(w, r.id(), r);
+        }
+        if (w.servesRoot()) {
+            final BootstrapRoot r = startRoot(w, env, timeout);
+            return new Resolved(w, w.id() == null ? r.id() : w.id(), r);
+        }
+        return new Resolved(w, w.id(), null);
+    }
+
+    /**
      * Starts the bootstrap root of a world whose rank 0 serves it ({@link World#servesRoot()}): on
      * {@value #ENV_BIND_ADDR} when set, else on the world's root address when it is an address of this host, else on
      * every interface, at the world's port, with the world's derived run id; a world of one on loopback.
