@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.comm.bootstrap.Bootstrap;
 import io.gdrkit.comm.bootstrap.BootstrapContext;
+import io.gdrkit.comm.bootstrap.WorldEnvironment;
 import io.gdrkit.comm.bootstrap.UniqueId;
 import io.gdrkit.comm.CollContext;
 import io.gdrkit.comm.CollLocal;
@@ -157,46 +158,62 @@ public final class CollCommand implements Callable<Integer> {
         final String gpuSpec = mem.equals("gpu") ? gpu : null;
         final Duration timeout = Duration.ofMillis(timeoutMs);
         final Map<String, String> env = System.getenv();
-        final boolean launched = BootstrapContext.launched(env);
-        final int ranks = launched ? Integer.parseInt(env.getOrDefault(BootstrapContext.ENV_NRANKS, "0")) : np;
+        // one rank of a world: started by gdrkit launch (GDRKIT_ID), or, without --np, by mpirun/srun (PMIx),
+        // torchrun/Kubernetes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID + an address)
+        final boolean launched = BootstrapContext.launched(env) || (WorldEnvironment.present(env)
+            && !spec.commandLine().getParseResult().hasMatchedOption("--np"));
+        if (launched && fabric.equals("injvm")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one "
+                + "JVM; launched ranks need shm or tcp");
+        }
+        final WorldEnvironment.Resolved world = launched ? WorldEnvironment.resolve(env, timeout) : null;
+        final int ranks = launched ? world.world().size() : np;
         final CollRun.Config cfg = new CollRun.Config(op, DataType.parse(type), RedOp.parse(redop), root,
             parseSize(minBytes), parseSize(maxBytes), factor, parseSize(stepBytes), iters, warmup, check != 0,
             kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB, jitWarmupMs);
         if (root < 0 || root >= ranks) {
+            if (world != null) {
+                world.finish(Duration.ZERO);
+            }
             throw new CommandLine.ParameterException(spec.commandLine(), "--root " + root + " outside 0.."
                 + (ranks - 1));
         }
         final SettingsReader settings = SettingsReader.ofProcess();
-        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(launched));
+        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(world));
         final List<CollResult> rows = new ArrayList<>();
         if (!launched && !fabric.equals("injvm")) {
             return selfLaunch(err);
         }
-        final boolean printer = !launched || Integer.parseInt(env.get(BootstrapContext.ENV_RANK)) == 0;
+        final boolean printer = !launched || world.world().rank() == 0;
+        final String worldSource = launched ? world.world().source().label() : null;
         if (printer && !json) {
             header(out, cfg, ranks, kind, coll);
+            if (launched) {
+                out.println("# world: " + world.world().describe());
+                out.flush();
+            }
         }
         final Consumer<CollResult> row = r -> {
             rows.add(r);
             if (printer) {
-                out.println(json ? json(r) : line(r));
+                out.println(json ? json(r, worldSource) : line(r));
                 out.flush();
             }
         };
         if (launched) {
-            if (fabric.equals("injvm")) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one "
-                    + "JVM; launched ranks need shm or tcp");
+            try {
+                final Bootstrap b = Bootstrap.init(world.context(timeout));
+                try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).transport(kind)
+                    .coll(coll).settings(settings).timeout(timeout).gpu(gpuSpec))) {
+                    CollRun.run(w.communicator(), cfg, row);
+                } catch (final RuntimeException e) {
+                    b.abort(String.valueOf(e.getMessage()));
+                    throw e;
+                }
+                b.close();
+            } finally {
+                world.finish(timeout); // rank 0 of a torchrun/Slurm world serves the root until the others leave
             }
-            final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
-            try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).transport(kind)
-                .coll(coll).settings(settings).timeout(timeout).gpu(gpuSpec))) {
-                CollRun.run(w.communicator(), cfg, row);
-            } catch (final RuntimeException e) {
-                b.abort(String.valueOf(e.getMessage()));
-                throw e;
-            }
-            b.close();
         } else {
             CollLocal.run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { }, gpuSpec);
         }
@@ -263,15 +280,15 @@ public final class CollCommand implements Callable<Integer> {
     }
 
     /** --bind's address; 'route': the local address of the route to the bootstrap root (no packet is sent). */
-    private InetAddress bindAddress(final boolean launched) throws java.io.IOException {
+    private InetAddress bindAddress(final WorldEnvironment.Resolved world) throws java.io.IOException {
         if (!bind.equals("route")) {
             return InetAddress.getByName(bind);
         }
-        if (!launched) {
+        if (world == null) {
             return InetAddress.getLoopbackAddress(); // every rank is on this host
         }
         try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
-            probe.connect(BootstrapContext.fromProcess().id().address());
+            probe.connect(world.id().address());
             return probe.getLocalAddress();
         }
     }
@@ -336,7 +353,15 @@ public final class CollCommand implements Callable<Integer> {
     }
 
     static String json(final CollResult r) {
+        return json(r, null);
+    }
+
+    /** One row as JSON; {@code world}: where a launched rank's world came from (pmix, torchrun, ...), or null. */
+    static String json(final CollResult r, final String world) {
         final ObjectNode o = MAPPER.createObjectNode();
+        if (world != null) {
+            o.put("world", world);
+        }
         o.put("op", r.op().testName());
         o.put("bytes", r.bytes());
         o.put("count", r.count());

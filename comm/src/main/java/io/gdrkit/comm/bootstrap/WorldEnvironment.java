@@ -283,7 +283,7 @@ public final class WorldEnvironment {
             throw new IllegalArgumentException(rankVar + "=" + localRank + " is not below " + sizeVar + "="
                 + localSize);
         }
-        return new int[] {localRank, set(env, sizeVar) || set(env, rankVar) ? localSize : 1};
+        return new int[] {localRank, localSize};
     }
 
     private static UniqueId meeting(final Map<String, String> env, final Source s, final int size, final String tok,
