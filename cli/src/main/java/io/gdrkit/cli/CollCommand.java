@@ -158,10 +158,17 @@ public final class CollCommand implements Callable<Integer> {
         final String gpuSpec = mem.equals("gpu") ? gpu : null;
         final Duration timeout = Duration.ofMillis(timeoutMs);
         final Map<String, String> env = System.getenv();
-        // one rank of a world: started by gdrkit launch (GDRKIT_ID), or, without --np, by mpirun/srun (PMIx),
-        // torchrun/Kubernetes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID + an address)
-        final boolean launched = BootstrapContext.launched(env) || (WorldEnvironment.present(env)
-            && !spec.commandLine().getParseResult().hasMatchedOption("--np"));
+        // one rank of a world: started by gdrkit launch (GDRKIT_ID), or, over shm or tcp without --np, by
+        // mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID
+        // and an address); injvm keeps its threads in this JVM (a Slurm batch script carries SLURM_PROCID too)
+        final boolean foreignWorld = !BootstrapContext.launched(env) && WorldEnvironment.present(env)
+            && !spec.commandLine().getParseResult().hasMatchedOption("--np");
+        final boolean launched = BootstrapContext.launched(env) || (foreignWorld && !fabric.equals("injvm"));
+        if (foreignWorld && !launched) {
+            err.println("# gdrkit coll: " + WorldEnvironment.sourceOf(env).label() + " variables are set, but --fabric "
+                + "injvm runs every rank as a thread here; give --fabric shm or tcp to be one rank of that world");
+            err.flush();
+        }
         if (launched && fabric.equals("injvm")) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one "
                 + "JVM; launched ranks need shm or tcp");
