@@ -46,7 +46,9 @@ import picocli.CommandLine.Parameters;
         + "reduce-scatter, broadcast, reduce, alltoall, sendrecv. Every element is checked on every size; #wrong "
         + "counts the bad ones on all ranks.",
         "--fabric injvm runs the ranks as threads of this JVM; shm and tcp start --np processes (or, under "
-            + "`gdrkit launch`, this process is one rank). Software NICs (simulated) for --transport ib.",
+            + "`gdrkit launch`, or without --np under mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, "
+            + "MASTER_ADDR, MASTER_PORT) or Slurm, this process is one rank; docs/LAUNCHING.md). Software NICs "
+            + "(simulated) for --transport ib.",
         "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
 public final class CollCommand implements Callable<Integer> {

@@ -237,7 +237,8 @@ public final class Comm implements CommCalls, AutoCloseable {
     }
 
     /**
-     * A config with {@code base}'s fabric, transport, timeout, GPU and tuning, for a world's id and rank.
+     * A config with {@code base}'s fabric, transport, timeout, GPU, settings and bind address, for a world's id and
+     * rank.
      *
      * @param base the caller's config
      * @return a fresh config
@@ -247,6 +248,9 @@ public final class Comm implements CommCalls, AutoCloseable {
             .gpu(base.gpu());
         if (base.settings() != null) {
             c.settings(base.settings());
+        }
+        if (base.bindAddress() != null) {
+            c.bind(base.bindAddress()); // ranks on other hosts: the interface the others reach
         }
         return c;
     }

@@ -202,13 +202,36 @@ final class Pmix {
             if (oneHost) {
                 return InetAddress.getLoopbackAddress();
             }
-            final InetAddress a = InetAddress.getLocalHost();
+            InetAddress a = InetAddress.getLocalHost();
+            if (a.isLoopbackAddress()) { // Debian's /etc/hosts names this host 127.0.1.1: useless to other hosts
+                a = firstInterfaceAddress(a);
+            }
             ev.add("root on this host's address " + a.getHostAddress() + " (set " + WorldEnvironment.ENV_BIND_ADDR
                 + " to choose)");
             return a;
         } catch (final UnknownHostException e) {
             throw new IllegalArgumentException("bootstrap root address does not resolve: " + e.getMessage());
         }
+    }
+
+    /** The first IPv4 address of an interface that is up and not loopback; {@code fallback} if there is none. */
+    private static InetAddress firstInterfaceAddress(final InetAddress fallback) {
+        try {
+            for (final java.net.NetworkInterface n : java.util.Collections.list(
+                java.net.NetworkInterface.getNetworkInterfaces())) {
+                if (!n.isUp() || n.isLoopback()) {
+                    continue;
+                }
+                for (final InetAddress a : java.util.Collections.list(n.getInetAddresses())) {
+                    if (a instanceof java.net.Inet4Address && !a.isLinkLocalAddress()) {
+                        return a;
+                    }
+                }
+            }
+        } catch (final java.net.SocketException e) {
+            // keep the fallback
+        }
+        return fallback;
     }
 
     static MemorySegment proc(final Arena arena, final String nspace, final int rank) {
