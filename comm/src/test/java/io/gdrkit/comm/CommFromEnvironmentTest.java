@@ -48,6 +48,44 @@ class CommFromEnvironmentTest {
         }
     }
 
+    /** Rank 1 dies right after joining; rank 0 writes how its allreduce ended and how long it took. */
+    public static final class DyingRank {
+        public static void main(final String[] args) throws Exception {
+            final Path out = Path.of(System.getenv("GDRKIT_TEST_OUT"));
+            final Comm comm = Comm.fromEnvironment(new CommConfig().fabric(Fabric.SHM).timeout(Duration.ofSeconds(20)));
+            if (comm.rank() == 1) {
+                Runtime.getRuntime().halt(7); // no close, no goodbye: as if killed
+            }
+            final long t0 = System.nanoTime();
+            try {
+                comm.allReduce(new float[1 << 16], new float[1 << 16], RedOp.SUM);
+                Files.writeString(out.resolve("rank0"), "finished?!");
+            } catch (final RuntimeException e) {
+                Files.writeString(out.resolve("rank0"), e.getClass().getSimpleName() + " after "
+                    + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms: " + e.getMessage());
+            }
+            Runtime.getRuntime().halt(1);
+        }
+    }
+
+    @Test
+    void aRankThatDiesEndsTheOtherWithANamedErrorWellWithinTheTimeout(@TempDir final Path dir) throws Exception {
+        final String port = String.valueOf(freePort());
+        final List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            ps.add(start(DyingRank.class, Map.of("RANK", String.valueOf(r), "WORLD_SIZE", "2", "MASTER_ADDR",
+                "127.0.0.1", "MASTER_PORT", port), dir));
+        }
+        for (final Process p : ps) {
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "a rank did not end");
+        }
+        final String r0 = Files.readString(dir.resolve("rank0"));
+        assertTrue(r0.startsWith("CollException") || r0.startsWith("BootstrapException"), r0);
+        assertTrue(r0.contains("rank 1"), r0);
+        final long ms = Long.parseLong(r0.substring(r0.indexOf(" after ") + 7, r0.indexOf(" ms")));
+        assertTrue(ms < 20_000, r0);
+    }
+
     private static int freePort() throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
