@@ -130,6 +130,7 @@ final class Pmix {
         }
         BootstrapRoot root = null;
         boolean ok = false;
+        boolean finalized = false;
         try {
             final String nspace = me.getString(0);
             final int rank = me.get(JAVA_INT, PROC_RANK);
@@ -172,6 +173,12 @@ final class Pmix {
                 id = UniqueId.parse(text);
             }
             ev.add("bootstrap root of rank 0 at " + id.host() + ":" + id.port() + " (id exchanged through PMIx)");
+            // the client leaves PMIx now: the launcher counts a process that exits without finalizing as failed
+            finalized = true;
+            final int fs = (int) call(() -> (int) lib.finalizeH().invokeExact(MemorySegment.NULL, 0L));
+            if (fs != 0) {
+                ev.add("PMIx_Finalize: " + error(lib, fs));
+            }
             ok = true;
             return new WorldEnvironment.Resolved(new WorldEnvironment.World(WorldEnvironment.Source.PMIX, ev, rank,
                 size, localRank, localSize, id, hint.token()), id, root);
@@ -179,14 +186,12 @@ final class Pmix {
             if (!ok && root != null) {
                 root.close();
             }
-            // the client leaves PMIx now: the launcher counts a process that exits without finalizing as failed
-            try {
-                final int fs = (int) call(() -> (int) lib.finalizeH().invokeExact(MemorySegment.NULL, 0L));
-                if (fs != 0 && ok) {
-                    System.err.println("gdrkit: PMIx_Finalize: " + error(lib, fs));
+            if (!finalized) {
+                try {
+                    final int ignored = (int) call(() -> (int) lib.finalizeH().invokeExact(MemorySegment.NULL, 0L));
+                } catch (final RuntimeException ignored) {
+                    // already failing: the first error is the one to report
                 }
-            } catch (final RuntimeException ignored) {
-                // already failing
             }
         }
     }
