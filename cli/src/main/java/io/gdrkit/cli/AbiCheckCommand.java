@@ -35,11 +35,15 @@ final class AbiCheckCommand implements Callable<Integer> {
     @Option(names = "--probe-output", description = "Read a probe's output instead of compiling it here.")
     Path output;
 
-    @Option(names = "--json", description = "One JSON object.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
 
     @Override
     public Integer call() throws IOException, InterruptedException {
+        final boolean json = jsonOption.json;
         final Path lines = output != null ? output : compile();
         final Map<String, Long> probe;
         try {

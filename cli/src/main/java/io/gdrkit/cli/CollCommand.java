@@ -42,49 +42,56 @@ import picocli.CommandLine.Parameters;
  * {@code gdrkit coll OP}: nccl-tests for gdrkit's collectives over the NetTransport seam, with nccl-tests' columns.
  */
 @Command(name = "coll", mixinStandardHelpOptions = true,
-    description = {"Collectives over the NetTransport seam with nccl-tests' output (F2): allreduce, allgather, "
+    description = {"Collectives over the NetTransport seam with nccl-tests' output: allreduce, allgather, "
         + "reduce-scatter, broadcast, reduce, alltoall, sendrecv. Every element is checked on every size; #wrong "
         + "counts the bad ones on all ranks.",
         "--fabric injvm runs the ranks as threads of this JVM; shm and tcp start --np processes (or, under "
             + "`gdrkit launch`, or without --np under mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, "
             + "MASTER_ADDR, MASTER_PORT) or Slurm, this process is one rank; docs/LAUNCHING.md). Software NICs "
             + "(simulated) for --transport ib.",
+        "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
+            + "`gdrkit launch --hosts`).",
         "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
 public final class CollCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "OP", description = "allreduce, allgather, reduce-scatter, broadcast, "
-        + "reduce, alltoall, sendrecv")
-    String opName;
+    @Parameters(index = "0", paramLabel = "OP", converter = Choices.CollOpConverter.class,
+        completionCandidates = Choices.CollOpConverter.class, description = "${COMPLETION-CANDIDATES}")
+    CollOp op;
 
-    @Option(names = "--np", defaultValue = "2", description = "Ranks (default ${DEFAULT-VALUE}).")
+    @Option(names = "--np", defaultValue = "2", description = "Ranks, 1 or more (default ${DEFAULT-VALUE}).")
     int np;
 
-    @Option(names = "--transport", defaultValue = "ib", description = "ib or socket (default ${DEFAULT-VALUE}).")
-    String transport;
+    @Option(names = "--transport", defaultValue = "ib", converter = Choices.TransportConverter.class,
+        completionCandidates = Choices.TransportConverter.class, description = "${COMPLETION-CANDIDATES} (default "
+        + "${DEFAULT-VALUE}).")
+    CollWorld.TransportKind transport;
 
-    @Option(names = "--fabric", defaultValue = "injvm", description = "injvm, shm or tcp (default ${DEFAULT-VALUE}).")
-    String fabric;
+    @CommandLine.Mixin
+    Mixins.Fabric fabricOption;
 
-    @Option(names = "--mem", defaultValue = "host", description = "host or gpu (default ${DEFAULT-VALUE}).")
-    String mem;
+    @CommandLine.Mixin
+    Mixins.Mem memOption;
 
-    @Option(names = "--gpu", description = "GPU spec for --mem gpu (sim:h200, cuda:0).")
-    String gpu;
+    @CommandLine.Mixin
+    Mixins.Gpu gpuOption;
 
-    @Option(names = {"-b", "--minbytes"}, defaultValue = "32M", description = "Smallest size (default ${DEFAULT-VALUE}).")
-    String minBytes;
+    @Option(names = {"-b", "--minbytes"}, defaultValue = "32M", converter = Sizes.Converter.class,
+        description = "Smallest size, bytes with K, M or G (default ${DEFAULT-VALUE}).")
+    long minBytes;
 
-    @Option(names = {"-e", "--maxbytes"}, defaultValue = "32M", description = "Largest size (default ${DEFAULT-VALUE}).")
-    String maxBytes;
+    @Option(names = {"-e", "--maxbytes"}, defaultValue = "32M", converter = Sizes.Converter.class,
+        description = "Largest size (default ${DEFAULT-VALUE}).")
+    long maxBytes;
 
     @Option(names = {"-f", "--stepfactor"}, defaultValue = "2", description = "Size factor (default ${DEFAULT-VALUE}).")
     double factor;
 
-    @Option(names = {"-i", "--stepbytes"}, defaultValue = "0", description = "Size increment instead of -f.")
-    String stepBytes;
+    @Option(names = {"-i", "--stepbytes"}, defaultValue = "0", converter = Sizes.Converter.class,
+        description = "Size increment instead of -f.")
+    long stepBytes;
 
     @Option(names = {"-n", "--iters"}, defaultValue = "20", description = "Timed iterations (default ${DEFAULT-VALUE}).")
     int iters;
@@ -101,13 +108,15 @@ public final class CollCommand implements Callable<Integer> {
     @Option(names = {"-c", "--check"}, defaultValue = "1", description = "Check the results: 1 (default) or 0.")
     int check;
 
-    @Option(names = {"-d", "--datatype"}, defaultValue = "float", description = "int8, int32, int64, half, bfloat16, "
-        + "float, double (default ${DEFAULT-VALUE}).")
-    String type;
-
-    @Option(names = {"-o", "--op"}, defaultValue = "sum", description = "sum, prod, min, max (default "
+    @Option(names = {"-d", "--datatype"}, defaultValue = "float", converter = Choices.DataTypeConverter.class,
+        completionCandidates = Choices.DataTypeConverter.class, description = "${COMPLETION-CANDIDATES} (default "
         + "${DEFAULT-VALUE}).")
-    String redop;
+    DataType type;
+
+    @Option(names = {"-o", "--op"}, defaultValue = "sum", converter = Choices.RedOpConverter.class,
+        completionCandidates = Choices.RedOpConverter.class, description = "${COMPLETION-CANDIDATES} (default "
+        + "${DEFAULT-VALUE}).")
+    RedOp redop;
 
     @Option(names = {"-r", "--root"}, defaultValue = "0", description = "Root of broadcast and reduce.")
     int root;
@@ -116,77 +125,137 @@ public final class CollCommand implements Callable<Integer> {
         + "${DEFAULT-VALUE}).")
     long timeoutMs;
 
-    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
-        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
-        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
-        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
-        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
-    String provider;
+    @CommandLine.Mixin
+    Mixins.Provider providerOption;
 
-    @Option(names = "--bind", defaultValue = "127.0.0.1", description = "Address this rank's listeners bind (TCP "
-        + "fabric, transport handshakes; default ${DEFAULT-VALUE}: loopback only). Ranks on other hosts (launch "
-        + "--hosts) need one they reach: 'route' takes the address this host uses to reach the bootstrap root.")
-    String bind;
+    @CommandLine.Mixin
+    Mixins.Endpoint endpoint;
 
-    @Option(names = "--json", description = "One JSON object per size.")
-    boolean json;
+    @CommandLine.Mixin
+    Mixins.Json jsonOption;
 
-    @Option(names = "--report", paramLabel = "DIR", description = "Also write DIR/coll.json (the rows) and "
-        + "DIR/coll.md.")
-    Path reportDir;
+    @CommandLine.Mixin
+    Mixins.Report reportOption;
+
+    @CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private String fabric;
+    private boolean gpuMem;
+    private String bind;
+    private boolean json;
+    private Path reportDir;
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
-    @Override
-    public Integer call() throws Exception {
-        if (!NativeOnly.soft(spec.commandLine(), provider)) {
-            return NativeOnly.run(spec.commandLine(), "coll", gpu);
+    /** Every check on the command line, before any output or work: a bad one is a usage error (exit 2). */
+    private CollRun.Config validate(final int ranks, final boolean launched) {
+        final CommandLine cl = spec.commandLine();
+        fabric = fabricOption.require(cl, List.of(Choices.Fabric.INJVM, Choices.Fabric.SHM, Choices.Fabric.TCP))
+            .label();
+        gpuMem = memOption.hostOrGpu(cl).gpu();
+        bind = endpoint.bind;
+        endpoint.checkExposure(spec.commandLine());
+        json = jsonOption.json;
+        reportDir = reportOption.dir;
+        if (np < 1) {
+            throw new CommandLine.ParameterException(cl, "--np must be >= 1, not " + np);
         }
-        final PrintWriter out = spec.commandLine().getOut();
-        final PrintWriter err = spec.commandLine().getErr();
-        final CollOp op = CollOp.parse(opName);
-        final CollWorld.TransportKind kind = CollWorld.TransportKind.parse(transport);
-        if (!List.of("injvm", "shm", "tcp").contains(fabric)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric must be injvm, shm or tcp");
-        }
-        if (!mem.equals("host") && !mem.equals("gpu")) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--mem must be host or gpu, not '" + mem
-                + "'");
-        }
-        if (mem.equals("gpu") == (gpu == null)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), mem.equals("gpu")
+        if (gpuMem == (gpuOption.spec == null)) {
+            throw new CommandLine.ParameterException(cl, gpuMem
                 ? "--mem gpu needs --gpu SPEC (sim:h200, cuda:0, cuda:rank)" : "--gpu needs --mem gpu");
         }
-        final String gpuSpec = mem.equals("gpu") ? gpu : null;
-        final Duration timeout = Duration.ofMillis(timeoutMs);
+        if (minBytes > maxBytes) {
+            throw new CommandLine.ParameterException(cl, "-b " + minBytes + " is more than -e " + maxBytes
+                + " (bytes)");
+        }
+        if (!(factor > 1) && stepBytes <= 0) {
+            throw new CommandLine.ParameterException(cl, "-f must be more than 1 (or give -i BYTES)");
+        }
+        if (iters < 1 || warmup < 0 || jitWarmupMs < 0 || timeoutMs < 1) {
+            throw new CommandLine.ParameterException(cl, iters < 1 ? "-n must be >= 1, not " + iters : warmup < 0
+                ? "-w must be >= 0, not " + warmup : jitWarmupMs < 0 ? "--jit-warmup-ms must be >= 0" : "--timeout-ms "
+                + "must be >= 1");
+        }
+        if (check != 0 && check != 1) {
+            throw new CommandLine.ParameterException(cl, "-c must be 1 or 0, not " + check);
+        }
+        if (root < 0 || root >= ranks) {
+            throw new CommandLine.ParameterException(cl, "--root " + root + " outside 0.." + (ranks - 1));
+        }
+        if (launched && fabric.equals("injvm")) {
+            throw new CommandLine.ParameterException(cl, "--fabric injvm joins threads of one JVM; launched ranks "
+                + "need shm or tcp");
+        }
+        if (!bind.equals("route")) {
+            try {
+                InetAddress.getByName(bind);
+            } catch (final java.net.UnknownHostException e) {
+                throw new CommandLine.ParameterException(cl, "--bind " + bind + ": not an address");
+            }
+        }
+        reportOption.check(cl);
+        final CollRun.Config cfg;
+        try {
+            cfg = new CollRun.Config(op, type, redop, root, minBytes, maxBytes, factor, stepBytes, iters, warmup,
+                check != 0, transport.name().toLowerCase(Locale.ROOT), fabric,
+                transport == CollWorld.TransportKind.IB, jitWarmupMs);
+        } catch (final IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cl, e.getMessage());
+        }
+        if (gpuMem) {
+            gpuOption.spec.requirePresent("--gpu");
+        }
+        return cfg;
+    }
+
+    @Override
+    public Integer call() throws Exception {
         final Map<String, String> env = System.getenv();
         // one rank of a world: started by gdrkit launch (GDRKIT_ID), or, over shm or tcp without --np, by
         // mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID
         // and an address); injvm keeps its threads in this JVM (a Slurm batch script carries SLURM_PROCID too)
         final boolean foreignWorld = !BootstrapContext.launched(env) && WorldEnvironment.present(env)
             && !spec.commandLine().getParseResult().hasMatchedOption("--np");
-        final boolean launched = BootstrapContext.launched(env) || (foreignWorld && !fabric.equals("injvm"));
+        final boolean overProcesses = fabricOption.require(spec.commandLine(), List.of(Choices.Fabric.INJVM,
+            Choices.Fabric.SHM, Choices.Fabric.TCP)) != Choices.Fabric.INJVM;
+        final boolean launched = BootstrapContext.launched(env) || (foreignWorld && overProcesses);
         if (foreignWorld && !launched) {
-            err.println("# gdrkit coll: " + WorldEnvironment.sourceOf(env).label() + " variables are set, but --fabric "
-                + "injvm runs every rank as a thread here; give --fabric shm or tcp to be one rank of that world");
-            err.flush();
+            spec.commandLine().getErr().println("# gdrkit coll: " + WorldEnvironment.sourceOf(env).label()
+                + " variables are set, but --fabric injvm runs every rank as a thread here; give --fabric shm or tcp "
+                + "to be one rank of that world");
+            spec.commandLine().getErr().flush();
         }
-        if (launched && fabric.equals("injvm")) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one "
-                + "JVM; launched ranks need shm or tcp");
+        if (providerOption.require(spec.commandLine(), java.util.EnumSet.of(Choices.Provider.SOFT,
+            Choices.Provider.NATIVE)) == Choices.Provider.NATIVE) {
+            if (gpuOption.spec != null && !gpuOption.spec.cuda()) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--provider native registers real GPU "
+                    + "memory: give --gpu cuda:N, not " + gpuOption.spec);
+            }
+            return NativeOnly.run(spec.commandLine(), "coll", gpuOption.spec == null ? null
+                : gpuOption.spec.toString());
         }
-        final WorldEnvironment.Resolved world = launched ? WorldEnvironment.resolve(env, timeout) : null;
+        if (launched && !overProcesses) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one JVM; "
+                + "launched ranks need shm or tcp");
+        }
+        final WorldEnvironment.Resolved world = launched
+            ? WorldEnvironment.resolve(env, Duration.ofMillis(Math.max(1, timeoutMs))) : null;
         final int ranks = launched ? world.world().size() : np;
-        final CollRun.Config cfg = new CollRun.Config(op, DataType.parse(type), RedOp.parse(redop), root,
-            parseSize(minBytes), parseSize(maxBytes), factor, parseSize(stepBytes), iters, warmup, check != 0,
-            kind.name().toLowerCase(Locale.ROOT), fabric, kind == CollWorld.TransportKind.IB, jitWarmupMs);
-        if (root < 0 || root >= ranks) {
+        final CollRun.Config cfg;
+        try {
+            cfg = validate(ranks, launched);
+        } catch (final RuntimeException e) {
             if (world != null) {
                 world.finish(Duration.ZERO);
             }
-            throw new CommandLine.ParameterException(spec.commandLine(), "--root " + root + " outside 0.."
-                + (ranks - 1));
+            throw e;
         }
+        final PrintWriter out = spec.commandLine().getOut();
+        final PrintWriter err = spec.commandLine().getErr();
+        final CollWorld.TransportKind kind = transport;
+        final String gpuSpec = gpuMem ? gpuOption.spec.toString() : null;
+        final Duration timeout = Duration.ofMillis(timeoutMs);
         final SettingsReader settings = SettingsReader.ofProcess();
         final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(world));
         final List<CollResult> rows = new ArrayList<>();
@@ -268,8 +337,11 @@ public final class CollCommand implements Callable<Integer> {
         cmd.add("coll");
         cmd.addAll(spec.commandLine().getParseResult().originalArgs().subList(1,
             spec.commandLine().getParseResult().originalArgs().size()));
+        // the settings of this command line (--set) are in those arguments; the ones of an enclosing in-process
+        // caller are handed on too
+        cmd.addAll(Settings.childArgs());
         final Launcher.Result r = Launcher.run(new Launcher.Spec(np, 0, np, null, new InetSocketAddress(
-            InetAddress.getLoopbackAddress(), 0), cmd, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(timeoutMs),
+            InetAddress.getLoopbackAddress(), 0), cmd, endpoint.token != null ? endpoint.token : System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(timeoutMs),
             Duration.ofMillis(timeoutMs), Map.of()), new Launcher.Listener() {
                 @Override
                 public void started(final UniqueId id) {
@@ -302,31 +374,6 @@ public final class CollCommand implements Callable<Integer> {
         }
     }
 
-    static long parseSize(final String s) {
-        final String t = s.trim().toUpperCase(Locale.ROOT);
-        long mult = 1;
-        String num = t;
-        if (t.endsWith("G")) {
-            mult = 1L << 30;
-        } else if (t.endsWith("M")) {
-            mult = 1L << 20;
-        } else if (t.endsWith("K")) {
-            mult = 1L << 10;
-        }
-        if (mult > 1) {
-            num = t.substring(0, t.length() - 1);
-        }
-        try {
-            final long v = Long.parseLong(num);
-            if (v < 0) {
-                throw new NumberFormatException();
-            }
-            return Math.multiplyExact(v, mult);
-        } catch (final RuntimeException e) {
-            throw new IllegalArgumentException("size '" + s + "' is not a byte count (e.g. 8, 64K, 16M, 1G)");
-        }
-    }
-
     private void header(final PrintWriter out, final CollRun.Config c, final int n,
                         final CollWorld.TransportKind kind, final CollContext coll) {
         out.printf(Locale.ROOT, "# gdrkit coll %s: nranks %d minBytes %d maxBytes %d step: %s warmup iters: %d "
@@ -334,8 +381,10 @@ public final class CollCommand implements Callable<Integer> {
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
         out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
-            + fabric + " fabric" : "NET/Socket over TCP loopback") + "; " + (mem.equals("gpu") ? "buffers on GPU "
-            + gpu + (gpu.startsWith("sim:") ? " (simulated; reductions on its SM workers)" : " (reductions in the "
+            + fabric + " fabric" : "NET/Socket over TCP loopback") + (gpuMem ? "" : "; sizes up to the direct-round "
+            + "limit go as one direct round instead (shared memory when every rank is on this host; '# direct "
+            + "rounds' below the table)") + "; " + (gpuMem ? "buffers on GPU "
+            + gpuOption.spec + (gpuOption.spec.simulated() ? " (simulated; reductions on its SM workers)" : " (reductions in the "
             + "coll_reduce kernel)") + "; GDR or host bounce as the gates decide (summary below the table)"
             : "buffers in host memory"));
         out.println("#");

@@ -64,8 +64,13 @@ final class DemoCommand implements Callable<Integer> {
 
     PrintWriter out; // set by call(); tests of one section set it
 
-    @Option(names = "--report", paramLabel = "DIR", defaultValue = "gdrkit-reports/demo",
-        description = "Where the demo writes its report folder (default ${DEFAULT-VALUE}).")
+    /** Where the demo writes its report folder. */
+    @picocli.CommandLine.Mixin
+    Mixins.Report reportOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
     Path reportDir;
 
     @Option(names = "--skip-processes", description = "Run the visibility senders as threads of this JVM instead of "
@@ -74,6 +79,8 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        reportOption.check(spec.commandLine());
+        reportDir = reportOption.dir;
         out = spec.commandLine().getOut();
         out.println(Loopback.SIMULATED_HEADER);
         out.println("# gdrkit demo: the embedded default — software NICs (simulated), processes joined by shared memory,"
@@ -191,7 +198,7 @@ final class DemoCommand implements Callable<Integer> {
 
     /** Section 5: the failable visibility baseline (D6), the receiver here and the sender in another process. */
     private int visibility(final Report report) {
-        out.println("== 5. visibility: the failable baseline (D6) ==");
+        out.println("== 5. visibility: the failable baseline ==");
         final List<VisResult> results = new ArrayList<>();
         int failed = 0;
         try (VisibilityLab lab = VisibilityLab.start(skipProcesses ? VisibilityLab.Transport.JVM
@@ -226,7 +233,7 @@ final class DemoCommand implements Callable<Integer> {
 
     /** Section 6: the ordering lab (D7). */
     private int ordering(final Report report) {
-        out.println("== 6. ordering lab: put-then-flag under inter-QP reordering (D7) ==");
+        out.println("== 6. ordering lab: put-then-flag under inter-QP reordering ==");
         final List<OrderingExperiment.Result> results = new ArrayList<>();
         int failed = 0;
         for (final OrderingExperiment.Variant v : OrderingExperiment.Variant.values()) {
@@ -326,6 +333,7 @@ final class DemoCommand implements Callable<Integer> {
         try {
             final List<String> cmd = ForwardedProperties.gdrkitCommand();
             cmd.addAll(COLL_ARGS);
+            cmd.addAll(Settings.childArgs()); // the demo's --set values hold in the ranks too
             cmd.add("--report");
             cmd.add(dir.toString());
             final java.io.File log = dir.resolve("coll.log").toFile();

@@ -46,17 +46,25 @@ final class DevicesCommand implements Callable<Integer> {
         description = "Also start and list N software NICs (simulated, in this JVM only), 0..64 (default 0).")
     int soft;
 
-    @Option(names = "--provider", defaultValue = "all", paramLabel = "native|soft|all",
-        description = "Which provider lists: native (libibverbs only), soft (software NICs only; --soft defaults to "
-            + "1), all (default: native, plus --soft N software NICs).")
-    String provider;
+    /** native (libibverbs only), soft (software NICs only; --soft defaults to 1), all (native plus --soft N). */
+    @picocli.CommandLine.Mixin
+    Mixins.Provider providerOption;
 
-    @Option(names = "--json", description = "JSON: ibverbs {library, loaded, evidence, empty_reason, devices[]}, "
-        + "soft[] and simulated.")
-    boolean json;
+    /** ibverbs {library, loaded, evidence, empty_reason, devices[]}, soft[] and simulated. */
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private String provider;
+    private boolean json;
 
     @Override
     public Integer call() throws IOException {
+        provider = providerOption.require(spec.commandLine(), java.util.EnumSet.of(Choices.Provider.NATIVE,
+            Choices.Provider.SOFT, Choices.Provider.ALL)).toString();
+        json = jsonOption.json;
         if (soft < 0 || soft > 64) {
             throw new ParameterException(spec.commandLine(), "--soft " + soft + " must be 0 .. 64");
         }
@@ -95,7 +103,7 @@ final class DevicesCommand implements Callable<Integer> {
             root.put("simulated", !softRows.isEmpty());
             out.println(new ObjectMapper().writeValueAsString(root));
             out.flush();
-            return any ? 0 : Main.EXIT_FAILURE;
+            return any ? 0 : Main.EXIT_NO_HARDWARE;
         }
         out.println("# native provider (libibverbs, FFM): " + probe.evidence());
         if (real.isEmpty()) {
@@ -117,7 +125,7 @@ final class DevicesCommand implements Callable<Integer> {
             out.println("(gdrkit's software NICs are listed only when asked: --soft N)");
         }
         out.flush();
-        return any ? 0 : Main.EXIT_FAILURE;
+        return any ? 0 : Main.EXIT_NO_HARDWARE;
     }
 
     /** {@code --provider soft}: the software NICs alone; the native provider is not probed. */

@@ -37,13 +37,26 @@ final class DoctorCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--provider", defaultValue = "host", description = "host (probe this machine; its verbs layer "
-        + "through the native provider: devices, port 1, NCCL's DMA-BUF probe), native (the same, by its provider's "
-        + "name) or soft (the software NIC, simulated).")
-    String provider;
+    /**
+     * host (probe this machine; its verbs layer through the native provider: devices, port 1, NCCL's DMA-BUF probe),
+     * native (the same, by its provider's name) or soft (the software NIC, simulated).
+     */
+    @picocli.CommandLine.Mixin
+    Mixins.Provider providerOption;
 
-    @Option(names = "--gpu", description = "With --provider soft: a simulated GPU (sim:h200, sim:v100, ...).")
-    String gpuSpec;
+    /** With --provider soft: a simulated GPU. */
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private String provider;
+    private String gpuSpec;
+    private boolean json;
 
     @Option(names = "--soft-dmabuf", paramLabel = "on|off", description = "With --provider soft: the software "
         + "provider's DMA-BUF registration capability (default on; also -D" + SoftNicContext.DMABUF_PROP + ").")
@@ -58,14 +71,11 @@ final class DoctorCommand implements Callable<Integer> {
         + "environment; its source is printed as 'flag'), e.g. --nccl NCCL_NET_GDR_LEVEL=LOC. Repeatable.")
     List<String> nccl = new ArrayList<>();
 
-    @Option(names = "--negative-controls", description = "Run seed 001's negative controls: the baseline and "
+    @Option(names = "--negative-controls", description = "Run the negative controls (no setting may create a "
+        + "capability): the baseline and "
         + "NCCL_NET_GDR_LEVEL=LOC/SYS, NCCL_NET_GDR_READ=0/1, NCCL_DMABUF_ENABLE=0/1, each set before and after "
         + "setup, on this host and on simulated hosts; exit 1 if any setting created a capability.")
     boolean negativeControls;
-
-    @Option(names = "--json", description = "JSON: verdict, simulated, checks (layer, name, status, evidence), "
-        + "settings (name, value, source, effect).")
-    boolean json;
 
     @Option(names = "--strict", description = "Exit 1 unless GDR is proven end to end (GDR_READY).")
     boolean strict;
@@ -76,6 +86,10 @@ final class DoctorCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         final PrintWriter out = spec.commandLine().getOut();
+        provider = providerOption.require(spec.commandLine(), java.util.EnumSet.of(Choices.Provider.HOST,
+            Choices.Provider.NATIVE, Choices.Provider.SOFT)).toString();
+        gpuSpec = gpuOption.spec == null ? null : gpuOption.spec.toString();
+        json = jsonOption.json;
         if (negativeControls) {
             if (!provider.equals("host") || gpuSpec != null || !nccl.isEmpty()) {
                 throw new ParameterException(spec.commandLine(), "--negative-controls sets the settings itself and "
@@ -97,7 +111,7 @@ final class DoctorCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--soft-dmabuf and --soft-peermem switch capabilities "
                 + "of the software provider: use them with --provider soft");
         }
-        if (soft && (gpuSpec == null || !gpuSpec.startsWith("sim:"))) {
+        if (soft && (gpuOption.spec == null || !gpuOption.spec.simulated())) {
             throw new ParameterException(spec.commandLine(), "--provider soft needs --gpu sim:<preset>");
         }
         final NcclSettings settings = settings();
@@ -116,7 +130,14 @@ final class DoctorCommand implements Callable<Integer> {
                 : "# gdrkit doctor: probing this machine" + (provider.equals("native") ? " (verbs through the native "
                     + "provider)" : ""));
         }
-        return strict && !report.verdict().isReady() ? Main.EXIT_FAILURE : 0;
+        if (strict && !report.verdict().isReady()) {
+            // the table went to stdout (perhaps into a file or a pipe): stderr says why the exit code is 1
+            final PrintWriter err = spec.commandLine().getErr();
+            err.println("gdrkit doctor: --strict: the verdict is " + report.verdict().text() + ", not GDR_READY");
+            err.flush();
+            return Main.EXIT_FAILURE;
+        }
+        return 0;
     }
 
     private NcclSettings settings() {
@@ -160,6 +181,10 @@ final class DoctorCommand implements Callable<Integer> {
             m.put("name", c.name());
             m.put("status", c.status().name());
             m.put("evidence", c.evidence());
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                m.put("hint", hint);
+            }
             list.add(m);
         }
         root.put("checks", list);
@@ -187,6 +212,10 @@ final class DoctorCommand implements Callable<Integer> {
                 out.println("[" + layer + "]");
             }
             out.println(String.format("  %-8s %-28s %s", c.status(), c.name(), c.evidence()));
+            final String hint = io.gdrkit.gdr.doctor.Hints.of(c);
+            if (hint != null) {
+                out.println(String.format("  %-8s %-28s fix: %s", "", "", hint));
+            }
         }
         out.println("[settings]");
         for (final SettingRow s : r.settings()) {
@@ -223,7 +252,7 @@ final class DoctorCommand implements Callable<Integer> {
             root.put("passed", result.passed());
             out.println(new ObjectMapper().writeValueAsString(root));
         } else {
-            out.println("# gdrkit doctor --negative-controls: seed 001's settings, each set before and after setup; "
+            out.println("# gdrkit doctor --negative-controls: the negative controls' settings, each set before and after setup; "
                 + "simulated hosts are labelled so");
             NegativeControls.Host host = null;
             for (final NegativeControls.Row row : result.rows()) {

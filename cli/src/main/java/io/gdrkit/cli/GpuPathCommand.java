@@ -27,29 +27,35 @@ final class GpuPathCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<v100|h100|h200|all-devices> or cuda:N.")
-    String gpuSpec;
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
 
     @Option(names = "--path", defaultValue = "both", description = "gdr, bounce or both.")
     String path;
 
-    @Option(names = "--source-gpu", description = "Also send from this GPU's memory (the NIC reads it): sim:<preset> "
-        + "or cuda:N, e.g. cuda:1 with --gpu cuda:0 for a GPU-to-GPU source (B6); compared with the host source.")
-    String sourceGpu;
+    @Option(names = "--source-gpu", paramLabel = "SPEC", converter = GpuSpec.Converter.class, description = "Also "
+        + "send from this GPU's memory (the NIC reads it): sim:<preset> or cuda:N, e.g. cuda:1 with --gpu cuda:0 for "
+        + "a GPU-to-GPU source; compared with the host source.")
+    GpuSpec sourceGpu;
 
-    @Option(names = {"-s", "--size"}, defaultValue = "4194304", description = "Bytes per WRITE.")
+    @Option(names = {"-s", "--size"}, defaultValue = "4M", converter = Sizes.IntConverter.class,
+        description = "Bytes per WRITE, with K, M or G (default ${DEFAULT-VALUE}).")
     int size;
 
     @Option(names = {"-n", "--iters"}, defaultValue = "200", description = "WRITEs per path.")
     int iters;
 
-    @Option(names = "--json", description = "One JSON object per path (path, bytes, iters, mib_s, check, gpu, "
-        + "simulated) instead of the table; `gdrkit model crossover --input` reads these lines.")
-    boolean json;
+    /** One JSON object per path; `gdrkit model crossover --input` reads these lines. */
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
 
     @Override
     public Integer call() {
         final PrintWriter out = spec.commandLine().getOut();
+        final boolean json = jsonOption.json;
         if (size < 1 || size > (256 << 20)) {
             throw new ParameterException(spec.commandLine(), "-s must be 1 .. 268435456");
         }
@@ -59,8 +65,19 @@ final class GpuPathCommand implements Callable<Integer> {
         if (!path.equals("gdr") && !path.equals("bounce") && !path.equals("both")) {
             throw new ParameterException(spec.commandLine(), "--path must be gdr, bounce or both, not '" + path + "'");
         }
+        for (final GpuSpec g : new GpuSpec[] {gpuOption.spec, sourceGpu}) {
+            if (g != null && g.kind() == GpuSpec.Kind.CUDA_RANK) {
+                throw new ParameterException(spec.commandLine(), "cuda:rank is for coll's ranks; gpu-path takes "
+                    + "cuda:N");
+            }
+        }
+        gpuOption.spec.requirePresent("--gpu");
+        if (sourceGpu != null) {
+            sourceGpu.requirePresent("--source-gpu");
+        }
         final GpuPathLab.Result r;
-        try (GpuDevice gpu = open(gpuSpec); GpuDevice src = sourceGpu == null ? null : open(sourceGpu)) {
+        try (GpuDevice gpu = open(gpuOption.spec.toString());
+             GpuDevice src = sourceGpu == null ? null : open(sourceGpu.toString())) {
             r = GpuPathLab.run(gpu, src, size, iters, !path.equals("bounce"), !path.equals("gdr"));
         }
         if (json) {

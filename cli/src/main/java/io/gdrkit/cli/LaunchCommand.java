@@ -19,12 +19,15 @@ import picocli.CommandLine.Parameters;
 
 /** {@code gdrkit launch -n N -- command}: starts N rank processes with rank, size and the root in their env. */
 @Command(name = "launch", mixinStandardHelpOptions = true,
-    description = {"Start N rank processes of one run (F6), like mpirun: each gets GDRKIT_ID (root host:port/run id), "
+    description = {"Start N rank processes of one run, like mpirun: each gets GDRKIT_ID (root host:port/run id), "
         + "GDRKIT_RANK, GDRKIT_NRANKS, GDRKIT_LOCAL_RANK (and GDRKIT_TOKEN if set) in its environment.",
-        "Ranks on another host join with --root ID --first-rank K --nranks TOTAL. When one rank fails, the others "
+        "Ranks on another host join with GDRKIT_ROOT_ID=ID in the environment and --join --first-rank K --nranks "
+            + "TOTAL (the id is never taken on the command line, where every local user can read it). When one "
+            + "rank fails, the others "
             + "end with a named remote error; whatever still runs after --grace-ms is killed. Exit code: the first "
             + "failing rank's.",
-        "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh."})
+        "--hosts a:2,b:2 --ssh 'ssh -o BatchMode=yes' --bind ADDR starts the ranks on other hosts through ssh; "
+            + "--bind is where the root listens, which other hosts' ranks must reach."})
 public final class LaunchCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -50,14 +53,21 @@ public final class LaunchCommand implements Callable<Integer> {
     @Option(names = "--first-rank", defaultValue = "0", description = "Rank of the first process started here.")
     int firstRank;
 
-    @Option(names = "--root", paramLabel = "ID",
-        description = "Join the run of another launcher (its printed id host:port/runid) instead of starting a root.")
+    /** Where a joining launcher finds the id of the run it joins. */
+    static final String ENV_ROOT_ID = "GDRKIT_ROOT_ID";
+
+    @Option(names = "--join", description = "Join the run of another launcher instead of starting a root: its "
+        + "printed id (host:port/runid) comes from the GDRKIT_ROOT_ID environment variable, never from the command "
+        + "line.")
+    boolean join;
+
+    @Option(names = "--root", paramLabel = "ID", hidden = true,
+        description = "Refused: the run id on a command line is readable by every local user (ps).")
     String root;
 
-    @Option(names = "--bind", defaultValue = "127.0.0.1",
-        description = "Address the root listens on (default ${DEFAULT-VALUE}; another host's ranks need a routable "
-            + "one).")
-    String bind;
+    /** --bind: the address the root listens on (another host's ranks need a routable one); --token: the run's. */
+    @CommandLine.Mixin
+    Mixins.Endpoint endpoint;
 
     @Option(names = "--port", defaultValue = "0", description = "Root port (default: any free one).")
     int port;
@@ -70,20 +80,58 @@ public final class LaunchCommand implements Callable<Integer> {
         description = "How long the root waits for every rank to join (default ${DEFAULT-VALUE}).")
     long joinMs;
 
+    @CommandLine.Mixin
+    Mixins.SetValues set;
+
     @Parameters(paramLabel = "COMMAND", arity = "1..*", description = "The rank command, after --.")
     List<String> command;
 
     @Override
     public Integer call() throws Exception {
         final PrintWriter err = spec.commandLine().getErr();
-        final List<Launcher.Host> on = hosts == null ? List.of() : Launcher.Host.parseList(hosts, n);
-        final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
-        final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
-        final Launcher.Spec s = new Launcher.Spec(here, firstRank, total == null ? here : total,
-            root == null ? null : UniqueId.parse(root), new InetSocketAddress(InetAddress.getByName(bind), port),
-            command, System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs), Map.of(),
-            on, on.isEmpty() ? List.of() : sshCmd);
-        final int n = here;
+        final Launcher.Spec s;
+        // every value checked before a rank starts: a bad one is a usage error
+        try {
+            if (n < 1 || port < 0 || port > 65535 || graceMs < 0 || joinMs < 1) {
+                throw new IllegalArgumentException(n < 1 ? "-n must be >= 1, not " + n : port < 0 || port > 65535
+                    ? "--port " + port + " outside 0..65535" : "--grace-ms and --join-timeout-ms must be positive");
+            }
+            final List<Launcher.Host> on = hosts == null ? List.of() : Launcher.Host.parseList(hosts, n);
+            final int here = on.isEmpty() ? n : on.stream().mapToInt(Launcher.Host::ranks).sum();
+            final List<String> sshCmd = List.of(ssh.trim().split("\\s+"));
+            final String bind = endpoint.bind;
+            endpoint.checkExposure(spec.commandLine());
+            final InetAddress addr;
+            try {
+                addr = InetAddress.getByName(bind);
+            } catch (final java.net.UnknownHostException e) {
+                throw new IllegalArgumentException("--bind " + bind + ": not an address");
+            }
+            if (root != null) {
+                throw new IllegalArgumentException("--root ID puts the run id where every local user can read it "
+                    + "(ps): export " + ENV_ROOT_ID + "=ID and give --join");
+            }
+            UniqueId joining = null;
+            if (join) {
+                final String id = System.getenv(ENV_ROOT_ID);
+                if (id == null || id.isBlank()) {
+                    throw new IllegalArgumentException("--join needs " + ENV_ROOT_ID + " (the id the first launcher "
+                        + "printed) in the environment");
+                }
+                try {
+                    joining = UniqueId.parse(id.trim());
+                } catch (final IllegalArgumentException e) {
+                    throw new IllegalArgumentException(ENV_ROOT_ID + ": " + e.getMessage());
+                }
+            }
+            s = new Launcher.Spec(here, firstRank, total == null ? here : total, joining,
+                new InetSocketAddress(addr, port),
+                command, endpoint.token != null ? endpoint.token : System.getenv("GDRKIT_TOKEN"), Duration.ofMillis(graceMs), Duration.ofMillis(joinMs),
+                rankEnvironment(), on, on.isEmpty() ? List.of() : sshCmd);
+        } catch (final IllegalArgumentException e) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        final int n = s.localRanks();
         final Launcher.Result r = Launcher.run(s, new Launcher.Listener() {
             @Override
             public void started(final UniqueId id) {
@@ -108,5 +156,21 @@ public final class LaunchCommand implements Callable<Integer> {
             err.flush();
         }
         return r.exitCode();
+    }
+
+    /**
+     * This command line's --set values for the ranks: NCCL_* and GDRKIT_* as environment variables, property names
+     * as -D flags in GDRKIT_JAVA_OPTS (which ./gdrkit passes to java), after any the caller set.
+     */
+    private static Map<String, String> rankEnvironment() {
+        final Map<String, String> env = new java.util.TreeMap<>(
+            io.gdrkit.core.config.SettingsReader.processOverrideEnvironment());
+        final List<String> flags = io.gdrkit.core.config.SettingsReader.processOverrideFlags();
+        if (!flags.isEmpty()) {
+            final String before = System.getenv("GDRKIT_JAVA_OPTS");
+            env.put("GDRKIT_JAVA_OPTS", (before == null || before.isBlank() ? "" : before + " ")
+                + String.join(" ", flags));
+        }
+        return env;
     }
 }

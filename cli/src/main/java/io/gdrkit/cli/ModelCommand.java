@@ -47,6 +47,20 @@ public final class ModelCommand implements Runnable {
         spec.commandLine().usage(spec.commandLine().getOut());
     }
 
+    /**
+     * What --input's file gives: a file that cannot be read or holds no usable measurements is a bad --input value
+     * (a usage error, exit 2), said in one line.
+     */
+    static <T> T fromInput(final CommandSpec spec, final Path input, final java.util.function.Supplier<T> read) {
+        try {
+            return read.get();
+        } catch (final RuntimeException e) {
+            final String why = Errors.describeWithInput(e);
+            throw new ParameterException(spec.commandLine(), "--input " + (why.startsWith(input.toString()) ? why
+                : input + ": " + why));
+        }
+    }
+
     /** Bandwidth against the number of QPs. */
     @Command(name = "qps", mixinStandardHelpOptions = true,
         description = "Multi-QP saturation: fits 1/bw(q) = a + b/q + c*q to write_bw measured at several QP counts "
@@ -59,14 +73,16 @@ public final class ModelCommand implements Runnable {
             + "of measuring, e.g. docs/results/qp-scaling-2026-11-29.jsonl.")
         Path input;
 
-        @Option(names = "--fabric", description = "With --input: only lines of this fabric (injvm, shm, tcp).")
-        String fabric;
+        /** With --input: only lines of this fabric. */
+        @picocli.CommandLine.Mixin
+        Mixins.Fabric fabricOption;
 
         @Option(names = "--test", defaultValue = "write_bw", description = "With --input: the test (default "
             + "write_bw).")
         String test;
 
-        @Option(names = {"-s", "--size"}, description = "Message size: live, default 65536; with --input, a filter.")
+        @Option(names = {"-s", "--size"}, converter = Sizes.IntConverter.class, description = "Message size, bytes "
+            + "with K, M or G: live, default 64K; with --input, a filter.")
         Integer size;
 
         @Option(names = "--qps", split = ",", defaultValue = "1,2,4,8", description = "Live: QP counts (default "
@@ -82,14 +98,22 @@ public final class ModelCommand implements Runnable {
         @Option(names = "--hold-back", description = "QP count held back (default: the largest).")
         Double holdBack;
 
-        @Option(names = "--json", description = "One JSON object.")
-        boolean json;
+        @picocli.CommandLine.Mixin
+        Mixins.Json jsonOption;
+
+        @picocli.CommandLine.Mixin
+        Mixins.SetValues set;
 
         @Override
         public Integer call() {
+            final boolean json = jsonOption.json;
             final List<Measurement> in;
+            if (fabricOption.fabric != null && input == null) {
+                throw new ParameterException(spec.commandLine(), "--fabric filters --input's lines: give --input FILE");
+            }
             if (input != null) {
-                in = ModelInputs.qpScaling(input, test, fabric, size);
+                in = fromInput(spec, input, () -> ModelInputs.qpScaling(input, test, fabricOption.fabric == null
+                    ? null : fabricOption.fabric.label(), size));
             } else {
                 if (runs < 1 || runs > 100 || iters < 1 || Arrays.stream(qps).anyMatch(q -> q < 1 || q > 1024)) {
                     throw new ParameterException(spec.commandLine(), "--runs 1..100, -n >= 1, --qps each 1..1024");
@@ -100,7 +124,8 @@ public final class ModelCommand implements Runnable {
                 }
                 in = ModelLab.qpScaling(s, qps, iters, runs);
             }
-            final SaturationModel m = SaturationModel.fit(in, holdBack);
+            final SaturationModel m = input != null ? fromInput(spec, input, () -> SaturationModel.fit(in, holdBack))
+                : SaturationModel.fit(in, holdBack);
             final PrintWriter out = spec.commandLine().getOut();
             if (json) {
                 final ObjectNode o = JSON.createObjectNode();
@@ -141,12 +166,12 @@ public final class ModelCommand implements Runnable {
             + "measuring.")
         Path input;
 
-        @Option(names = "--gpu", defaultValue = "sim:h200", description = "Live: the GPU gpu-path measures "
-            + "(default sim:h200; cuda:N for a real one).")
-        String gpuSpec;
+        /** Live: the GPU gpu-path measures. */
+        @picocli.CommandLine.Mixin
+        Mixins.Gpu gpuOption;
 
-        @Option(names = "--sizes", split = ",", defaultValue = "65536,262144,1048576,4194304",
-            description = "Live: sizes in bytes (default 65536,262144,1048576,4194304).")
+        @Option(names = "--sizes", split = ",", defaultValue = "64K,256K,1M,4M", converter = Sizes.IntConverter.class,
+            description = "Live: sizes, bytes with K, M or G (default ${DEFAULT-VALUE}).")
         int[] sizes;
 
         @Option(names = "--runs", defaultValue = "1", description = "Live: runs per size (median taken).")
@@ -155,22 +180,28 @@ public final class ModelCommand implements Runnable {
         @Option(names = "--hold-back", description = "Size held back in both paths (default: the largest).")
         Double holdBack;
 
-        @Option(names = "--json", description = "One JSON object.")
+        @picocli.CommandLine.Mixin
+        Mixins.Json jsonOption;
+
+        @picocli.CommandLine.Mixin
+        Mixins.SetValues set;
+
         boolean json;
 
         CrossoverModel crossover() {
+            json = jsonOption.json;
             if (input != null) {
-                return CrossoverModel.fit(input.toString(), ModelInputs.paths(input), holdBack);
+                return fromInput(spec, input, () -> CrossoverModel.fit(input.toString(), ModelInputs.paths(input),
+                    holdBack));
             }
             if (runs < 1 || runs > 100 || Arrays.stream(sizes).anyMatch(s -> s < 1 || s > (256 << 20))) {
                 throw new ParameterException(spec.commandLine(), "--runs 1..100, --sizes each 1..268435456");
             }
-            final GpuDevice gpu;
-            try {
-                gpu = GpuDevices.open(gpuSpec);
-            } catch (final IllegalArgumentException e) {
-                throw new ParameterException(spec.commandLine(), e.getMessage());
+            if (gpuOption.spec.kind() == GpuSpec.Kind.CUDA_RANK) {
+                throw new ParameterException(spec.commandLine(), "--gpu takes sim:<preset> or cuda:N here");
             }
+            gpuOption.spec.requirePresent("--gpu");
+            final GpuDevice gpu = GpuDevices.open(gpuOption.spec.toString());
             try (gpu) {
                 final Map<String, List<Measurement>> p = ModelLab.paths(gpu, sizes, runs);
                 return CrossoverModel.fit("measured live: gpu-path on " + gpu.describe(), p, holdBack);
@@ -220,8 +251,8 @@ public final class ModelCommand implements Runnable {
             + "NIC under the other socket (path type, narrowest link from the simulated host's link parameters, "
             + "NCCL's GDR distance decision), priced with the crossover model's fit.")
     static final class Topology extends PathInputs implements java.util.concurrent.Callable<Integer> {
-        @Option(names = "--price", split = ",", defaultValue = "65536,1048576,16777216",
-            description = "Sizes to price (default 65536,1048576,16777216).")
+        @Option(names = "--price", split = ",", defaultValue = "64K,1M,16M", converter = Sizes.Converter.class,
+            description = "Sizes to price, bytes with K, M or G (default ${DEFAULT-VALUE}).")
         long[] price;
 
         @Option(names = "--sm", defaultValue = "90", description = "The GPU's sm attribute (default 90, H200).")

@@ -4,7 +4,6 @@
 package io.gdrkit.cli;
 
 import io.gdrkit.labs.provider.NativeReadiness;
-import io.gdrkit.labs.provider.ProviderKind;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 
@@ -19,12 +18,9 @@ final class NativeOnly {
     }
 
     /** True when the command should run as before (soft); a usage error for anything but soft or native. */
-    static boolean soft(final CommandLine cl, final String provider) {
-        try {
-            return ProviderKind.parse(provider) == ProviderKind.SOFT;
-        } catch (final IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(cl, e.getMessage());
-        }
+    static boolean soft(final CommandLine cl, final Mixins.Provider provider) {
+        return provider.require(cl, java.util.EnumSet.of(Choices.Provider.SOFT, Choices.Provider.NATIVE))
+            == Choices.Provider.SOFT;
     }
 
     /** Runs the readiness steps, prints them, then ends with the named reason (never returns normally). */

@@ -26,7 +26,7 @@ import picocli.CommandLine.Option;
  * per variant with the corrupted reads the receiver measured.
  */
 @Command(name = "ordering", mixinStandardHelpOptions = true,
-    description = {"Ordering lab (D7): RDMA WRITE of data, then a flag; the receiver polls the flag, reads the data "
+    description = {"Ordering lab: RDMA WRITE of data, then a flag; the receiver polls the flag, reads the data "
         + "and counts corrupted reads. Variants: two QPs, one QP, WRITE_WITH_IMM, fences, completion-ordered.",
         "Software NICs (simulated) on an in-JVM fabric that reorders packets between QPs; seeded, on virtual time."})
 public final class OrderingCommand implements Callable<Integer> {
@@ -44,8 +44,8 @@ public final class OrderingCommand implements Callable<Integer> {
     @Option(names = "--trials", description = "Trials per variant (default " + Config.DEFAULT_TRIALS + ").")
     Integer trials;
 
-    @Option(names = "--size",
-        description = "Data bytes per trial, 1.." + OrderingExperiment.MAX_SIZE + " (default " + Config.DEFAULT_SIZE
+    @Option(names = "--size", converter = Sizes.IntConverter.class,
+        description = "Data bytes per trial (K, M or G allowed), 1.." + OrderingExperiment.MAX_SIZE + " (default " + Config.DEFAULT_SIZE
             + "; MTU 4096).")
     Integer size;
 
@@ -69,25 +69,34 @@ public final class OrderingCommand implements Callable<Integer> {
             + Config.DEFAULT_SEED + ").")
     Long seed;
 
-    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
-        + "report.json, report.html with corrupted reads per variant); prints its path.")
-    java.nio.file.Path reportDir;
+    /** report.html with corrupted reads per variant. */
+    @CommandLine.Mixin
+    Mixins.Report reportOption;
 
-    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
-        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
-        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
-        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
-        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
-    String provider;
+    /**
+     * native: a real RDMA device found and opened; the experiment itself runs on software NICs only, so it then
+     * ends named NOT_BUILT.
+     */
+    @CommandLine.Mixin
+    Mixins.Provider providerOption;
 
-    @Option(names = "--json", description = "One JSON object per variant, one per line.")
-    boolean json;
+    @CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private java.nio.file.Path reportDir;
+    private boolean json;
 
     @Override
     public Integer call() {
-        if (!NativeOnly.soft(spec.commandLine(), provider)) {
+        reportDir = reportOption.dir;
+        json = jsonOption.json;
+        if (!NativeOnly.soft(spec.commandLine(), providerOption)) {
             return NativeOnly.run(spec.commandLine(), "ordering", null);
         }
+        reportOption.check(spec.commandLine());
         final PrintWriter out = spec.commandLine().getOut();
         final List<Config> configs = new ArrayList<>();
         try {
@@ -125,7 +134,7 @@ public final class OrderingCommand implements Callable<Integer> {
         boolean failed = false;
         final List<Result> results = new ArrayList<>();
         final io.gdrkit.labs.report.Progress progress = StderrProgress.open("ordering variants",
-            configs.size(), !json && System.console() != null);
+            configs.size(), !json && StderrProgress.terminal());
         for (final Config c : configs) {
             final Result r = OrderingExperiment.run(c);
             progress.step();

@@ -19,7 +19,6 @@ import io.gdrkit.labs.perf.RemotePerf;
 import io.gdrkit.labs.perf.StripedBwRun;
 import io.gdrkit.labs.perf.DataCheck;
 import io.gdrkit.labs.perf.TrialStats;
-import io.gdrkit.labs.provider.NoDeviceException;
 import io.gdrkit.labs.provider.ProviderKind;
 import io.gdrkit.labs.provider.Providers;
 
@@ -27,6 +26,7 @@ import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.SoftNicContext;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -40,7 +40,10 @@ import picocli.CommandLine.Spec;
 /** {@code perf}: perftest's ib_*_bw / ib_*_lat on two software NICs in this JVM. */
 @Command(name = "perf", mixinStandardHelpOptions = true,
     description = {"perftest-style bandwidth and latency tests between two software NICs (simulated) on the "
-        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat"})
+        + "in-JVM fabric.", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_lat",
+        "--fabric shm or tcp puts the NICs in a server and a client process (shm: a private shared-memory directory "
+            + "the server names; tcp: the server's fabric port handed over by the connection manager); without "
+            + "--fabric both NICs are in this JVM."})
 final class PerfCommand implements Callable<Integer> {
     private static final int MAX_ALL_EXP = 23;
     private static final long MIN_WARMUP = 50_000;
@@ -62,22 +65,22 @@ final class PerfCommand implements Callable<Integer> {
         + "--fabric: start the server process on this host, then run the client against it.")
     boolean loopback;
 
-    @Option(names = "--fabric", description = "shm: NICs in separate processes joined by shared memory (a private "
-        + "directory the server names); tcp: joined by TCP (the server's fabric port is handed to the client over "
-        + "the connection manager); without it both NICs are in this JVM.")
-    String fabric;
+    /** --fabric shm or tcp: a server and a client process; without it both NICs are in this JVM. */
+    @picocli.CommandLine.Mixin
+    Mixins.Fabric fabricOption;
+
+    private String fabric;
 
     @Option(names = {"-p", "--port"}, description = "TCP port of the connection manager (default 18515, like "
         + "perftest; with --loopback any free port).")
     Integer port;
 
-    @Option(names = "--bind", defaultValue = "127.0.0.1", description = "Server: the address to listen on "
-        + "(default ${DEFAULT-VALUE}, loopback only; 0.0.0.0 opens it to the network, see docs/SECURITY.md).")
-    String bind;
+    /** --bind (the server's address) and --token (checked on the connection manager's and the fabric's hellos). */
+    @picocli.CommandLine.Mixin
+    Mixins.Endpoint endpoint;
 
-    @Option(names = "--token", description = "Shared secret both sides must know (checked on the connection "
-        + "manager's and the TCP fabric's hellos). Default: the GDRKIT_TOKEN environment variable, else none.")
-    String token;
+    private String bind;
+    private String token;
 
     @Option(names = "--link-crc", description = "Turn the link CRC on (--faults corrupt= does too); both sides "
         + "must agree, or the fabric hello is refused with the mismatch named.")
@@ -86,22 +89,23 @@ final class PerfCommand implements Callable<Integer> {
     /** The connection manager's port a client run used (for the report). */
     private int usedPort;
 
-    @Option(names = "--max-buffer", description = "Server: the largest buffer a client may make it register, in "
-        + "bytes (default 268435456).")
+    @Option(names = "--max-buffer", converter = Sizes.Converter.class, description = "Server: the largest buffer "
+        + "a client may make it register, bytes with K, M or G (default 256M).")
     Long maxBuffer;
 
     @Option(names = "--stripe", description = "write_bw only: cut every message into one chunk per QP (-q) and "
         + "count it when all chunks completed (io.gdrkit.verbs.cm.Striper), instead of whole messages round-robin.")
     boolean stripe;
 
-    @Option(names = "--mem", defaultValue = "host", description = "host, gpu (the GPU named by --gpu) or gpu:N "
-        + "(CUDA GPU N): both sides' buffers in GPU memory that the NICs read and write directly (perftest's "
-        + "--use_cuda).")
-    String mem;
+    /** --mem gpu or gpu:N: both sides' buffers in GPU memory that the NICs read and write (perftest's --use_cuda). */
+    @picocli.CommandLine.Mixin
+    Mixins.Mem memOption;
 
-    @Option(names = "--gpu", defaultValue = "sim:h200", description = "With --mem gpu: sim:<v100|h100|h200|"
-        + "all-devices> (simulated) or cuda:N (a real GPU through the CUDA driver).")
-    String gpuSpec;
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
+
+    private String mem;
+    private String gpuSpec;
 
     @Option(names = "--faults", description = "Fault injection on the links this process sends on, e.g. "
         + "'drop=0.01,dup=0.01,reorder=0.02,corrupt=0.001,delay=0.01,delay-us=100,seed=7' (rates 0..1, seeded).")
@@ -110,7 +114,8 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--server-timeout", defaultValue = "600", description = "Seconds a server waits for a client.")
     long serverTimeout;
 
-    @Option(names = {"-s", "--size"}, description = "Message size in bytes (default 65536 bw, 2 lat, 8 atomic).")
+    @Option(names = {"-s", "--size"}, converter = Sizes.IntConverter.class, description = "Message size, bytes "
+        + "with K, M or G (default 64K bw, 2 lat, 8 atomic).")
     Integer size;
 
     @Option(names = {"-a", "--all"}, description = "Run sizes 2, 4, .. 2^23 (8 for atomics).")
@@ -139,11 +144,12 @@ final class PerfCommand implements Callable<Integer> {
         + PerfConfig.DEFAULT_CQ_MOD + ").")
     Integer cqMod;
 
-    @Option(names = "--mtu", description = "Path MTU 256..4096, or a software MTU up to "
-        + "1048576 (powers of two; default " + PerfConfig.DEFAULT_MTU + ").")
+    @Option(names = "--mtu", converter = Sizes.IntConverter.class, description = "Path MTU 256..4096, or a "
+        + "software MTU up to 1M (powers of two, bytes with K or M; default " + PerfConfig.DEFAULT_MTU + ").")
     Integer mtu;
 
-    @Option(names = {"-I", "--inline_size"}, description = "Max inline bytes (default 220 lat, 0 bw).")
+    @Option(names = {"-I", "--inline_size"}, converter = Sizes.IntConverter.class, description = "Max inline "
+        + "bytes (default 220 lat, 0 bw).")
     Integer inlineSize;
 
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
@@ -163,7 +169,8 @@ final class PerfCommand implements Callable<Integer> {
         + "of the average bandwidth.")
     int trials;
 
-    @Option(names = "--buffer", description = "Registered buffer per side in bytes (default 8 MiB).")
+    @Option(names = "--buffer", converter = Sizes.Converter.class, description = "Registered buffer per side, bytes "
+        + "with K, M or G (default 8M).")
     Long buffer;
 
     @Option(names = "--report_gbits", description = "Report bandwidth in Gb/s.")
@@ -173,14 +180,16 @@ final class PerfCommand implements Callable<Integer> {
         + "(reqNotifyCq, getCqEvent, ackCqEvents) instead of polling the CQ, as perftest's -e.")
     boolean events;
 
-    @Option(names = "--json", description = "One JSON object per size instead of the table.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
 
-    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) "
-        + "or native (the first RDMA device libibverbs lists: a loopback pair of two contexts on its port 1, "
-        + "with --loopback). Without a device, native ends at once with " + NoDeviceException.CODE
-        + " and the probe's evidence.")
-    String provider;
+    private boolean json;
+
+    /** --provider native: the first RDMA device libibverbs lists, a loopback pair of two contexts on its port 1. */
+    @picocli.CommandLine.Mixin
+    Mixins.Provider providerOption;
+
+    private String provider;
 
     @Option(names = {"-R", "--rdma_cm"}, description = "Connect the QPs through a connection manager, as perftest's "
         + "-R: with --provider soft gdrkit's own (io.gdrkit.verbs.cm; between processes it is always used), with "
@@ -194,10 +203,13 @@ final class PerfCommand implements Callable<Integer> {
         + "dedicated (a thread per NIC with a backoff idle strategy); default invoker.")
     String progress;
 
-    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR: report.md, "
-        + "report.json and a self-contained report.html with the results table and bandwidth or latency curves "
-        + "against message size; prints the path of report.html.")
-    java.nio.file.Path reportDir;
+    @picocli.CommandLine.Mixin
+    Mixins.Report reportOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private java.nio.file.Path reportDir;
 
     @Option(names = "--baseline", description = "First measure MemorySegment.copy bandwidth and the cache-line "
         + "ping-pong RTT in this JVM, and print the test's ratio to them.")
@@ -219,9 +231,46 @@ final class PerfCommand implements Callable<Integer> {
         if (test == null && !baseline) {
             throw usage("name a test (" + PerfKind.valid() + ") or give --baseline");
         }
+        final Choices.Fabric f = fabricOption.require(spec.commandLine(), List.of(Choices.Fabric.SHM,
+            Choices.Fabric.TCP));
+        fabric = f == null ? null : f.label();
+        bind = endpoint.bind;
+        token = endpoint.token;
+        endpoint.checkExposure(spec.commandLine());
+        mem = memOption.mem.toString();
+        gpuSpec = gpuOption.spec.toString();
+        json = jsonOption.json;
+        reportDir = reportOption.dir;
+        provider = providerOption.require(spec.commandLine(), java.util.EnumSet.of(Choices.Provider.SOFT,
+            Choices.Provider.NATIVE)).toString();
         if (reportDir != null && fabric != null && host == null && !loopback) {
             throw usage("--report is written by the side that measures: the client (HOST) or --loopback, not the "
                 + "server");
+        }
+        reportOption.check(spec.commandLine());
+        final ProviderKind kind = ProviderKind.parse(provider);
+        // every check before any output or work: a bad value is a usage error, absent hardware exit code 3
+        PerfConfig first = null;
+        int[] sizes = null;
+        FaultInjector.Config faultConfig = null;
+        if (test != null) {
+            first = validate(test);
+            sizes = sizes(test, first.size());
+            try {
+                faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
+            } catch (final IllegalArgumentException e) {
+                throw usage("--faults: " + e.getMessage());
+            }
+            if (fabric != null && events) {
+                throw usage("-e/--events runs on the in-JVM fabric only (not --fabric " + fabric + ")");
+            }
+            if (kind == ProviderKind.NATIVE) {
+                nativeChecks();
+            }
+            checkGpu(test, kind);
+            if (fabric != null) {
+                remoteChecks();
+            }
         }
         final PerfPrinter printer = new PerfPrinter(out, json, gbits);
         final PerfReport collected = reportDir == null ? null : new PerfReport(gbits);
@@ -234,27 +283,10 @@ final class PerfCommand implements Callable<Integer> {
             writeReport(collected, printer, null, null, base);
             return 0;
         }
-        final ProviderKind kind;
-        try {
-            kind = ProviderKind.parse(provider);
-        } catch (final IllegalArgumentException e) {
-            throw usage(e.getMessage());
-        }
-        final PerfConfig first = validate(test);
-        final int[] sizes = sizes(test, first.size());
         if (kind == ProviderKind.NATIVE) {
             final int rc = nativeRun(test, first, sizes, printer);
             writeReport(collected, printer, test, first, base);
             return rc;
-        }
-        final FaultInjector.Config faultConfig;
-        try {
-            faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
-        } catch (final IllegalArgumentException e) {
-            throw usage("--faults: " + e.getMessage());
-        }
-        if (fabric != null && events) {
-            throw usage("-e/--events runs on the in-JVM fabric only (not --fabric " + fabric + ")");
         }
         if (fabric != null) {
             final int rc = remote(test, first, sizes, printer, out, faultConfig);
@@ -349,26 +381,43 @@ final class PerfCommand implements Callable<Integer> {
         printer.jsonObject(Map.of("report", html));
     }
 
-    private io.gdrkit.gpu.GpuDevice openGpu(final PerfKind test) {
-        if (mem.equals("host")) {
-            return null;
+    /** The GPU the buffers are on: --gpu with --mem gpu, CUDA device N with --mem gpu:N (perftest's --use_cuda=N). */
+    private GpuSpec bufferGpu() {
+        final MemSpec m = memOption.mem;
+        return !m.gpu() ? null : m.cudaOrdinal() ? GpuSpec.parse("cuda:" + m.ordinal()) : gpuOption.spec;
+    }
+
+    /** --mem and --gpu, checked before any output: the combination, then that a CUDA GPU is there. */
+    private void checkGpu(final PerfKind test, final ProviderKind kind) {
+        final GpuSpec gpu = bufferGpu();
+        if (gpu == null) {
+            return;
         }
-        String gpu = gpuSpec;
-        if (mem.startsWith("gpu:")) {
-            // perftest's --use_cuda=N: GPU N of the real machine
-            gpu = "cuda:" + mem.substring(4);
-        } else if (!mem.equals("gpu")) {
-            throw usage("--mem must be host, gpu or gpu:N, not '" + mem + "'");
+        if (gpu.kind() == GpuSpec.Kind.CUDA_RANK) {
+            throw usage("--gpu cuda:rank is for coll's ranks; perf takes cuda:N");
         }
         if (test == PerfKind.WRITE_LAT) {
             throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
                 + "memory; use send_lat, read_lat or atomic_lat");
         }
-        try {
-            return GpuDevices.open(gpu);
-        } catch (final IllegalArgumentException e) {
-            throw usage(e.getMessage());
+        if (kind == ProviderKind.NATIVE && !memOption.mem.cudaOrdinal()) {
+            throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
+                + "not a simulated GPU");
         }
+        if (kind == ProviderKind.NATIVE) {
+            // the RDMA device first: without one the run ends NO_RDMA_DEVICE whatever the GPU
+            Providers.requireNative("perf " + test.id());
+        }
+        if (memOption.mem.cudaOrdinal()) {
+            gpu.requirePresent("--mem", memOption.mem.toString());
+        } else {
+            gpu.requirePresent("--gpu");
+        }
+    }
+
+    private io.gdrkit.gpu.GpuDevice openGpu(final PerfKind test) {
+        final GpuSpec gpu = bufferGpu();
+        return gpu == null ? null : GpuDevices.open(gpu.toString());
     }
 
     private void runSizes(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
@@ -376,7 +425,7 @@ final class PerfCommand implements Callable<Integer> {
                           final io.gdrkit.gpu.GpuDevice gpu) {
         // sizes done and ETA on stderr for long runs (-a), only on a terminal: stdout stays perftest's table
         try (io.gdrkit.labs.report.Progress progress = StderrProgress.open("perf sizes",
-            sizes.length, sizes.length > 1 && System.console() != null)) {
+            sizes.length, sizes.length > 1 && StderrProgress.terminal())) {
             for (final int s : sizes) {
                 runSize(test, first, s, printer, base, faultConfig, gpu);
                 progress.step();
@@ -527,16 +576,27 @@ final class PerfCommand implements Callable<Integer> {
         }
     }
 
+    /** Between processes: the token, the server's address and --max-buffer, before any output. */
+    private void remoteChecks() {
+        cmToken();
+        if (host == null && !loopback) {
+            try {
+                java.net.InetAddress.getByName(bind);
+            } catch (final java.net.UnknownHostException e) {
+                throw usage("--bind " + bind + ": not an address of this host (" + e.getMessage() + ")");
+            }
+            final long max = maxBuffer != null ? maxBuffer : RemotePerf.DEFAULT_MAX_SERVER_BUFFER;
+            if (max < 64 || max > (1L << 31)) {
+                throw usage("--max-buffer " + max + " must be 64 .. 2147483648 bytes");
+            }
+        }
+    }
+
     private int remote(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer,
                        final PrintWriter out, final FaultInjector.Config faultConfig) {
         printer.fabric(fabric);
         final int linkCapacity = Integer.highestOneBit(Math.max(4 << 20, first.mtu() * 4 + 4096) * 2 - 1);
-        final io.gdrkit.core.auth.Token secret;
-        try {
-            secret = token != null ? io.gdrkit.core.auth.Token.of(token) : io.gdrkit.core.auth.Token.fromProcess();
-        } catch (final IllegalArgumentException e) {
-            throw usage("--token: " + e.getMessage());
-        }
+        final io.gdrkit.core.auth.Token secret = cmToken();
         final boolean crc = linkCrc || faultConfig != null && faultConfig.corrupt() > 0;
         if (host == null && !loopback) {
             final java.net.InetAddress addr;
@@ -546,9 +606,6 @@ final class PerfCommand implements Callable<Integer> {
                 throw usage("--bind " + bind + ": not an address of this host (" + e.getMessage() + ")");
             }
             final long max = maxBuffer != null ? maxBuffer : RemotePerf.DEFAULT_MAX_SERVER_BUFFER;
-            if (max < 64 || max > (1L << 31)) {
-                throw usage("--max-buffer " + max + " must be 64 .. 2147483648 bytes");
-            }
             RemotePerf.serve(fabric, new java.net.InetSocketAddress(addr, port != null ? port : RemotePerf.DEFAULT_PORT),
                 linkCapacity, out, serverTimeout * 1000, faultConfig, crc, max, secret);
             return 0;
@@ -604,6 +661,7 @@ final class PerfCommand implements Callable<Integer> {
             if (crc) {
                 cmd.add("--link-crc");
             }
+            cmd.addAll(Settings.childArgs()); // this command line's --set values hold in the server too
             // the NIC's and the TCP fabric's own settings (gdrkit.nic.*: one copy, cma, window ...; gdrkit.tcp.*:
             // socket buffers, parking) apply to both processes
             cmd.addAll(1, ForwardedProperties.flags("gdrkit.nic.", "gdrkit.tcp."));
@@ -844,12 +902,13 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * --provider native: the first native device, or the named early end ({@link NoDeviceException}, from the lab,
+     * --provider native: the first native device, or the named early end ({@link io.gdrkit.labs.provider.NoDeviceException}, from the lab,
      * before anything else is opened); then a loopback pair of two contexts on it per size, in host memory or GPU
      * memory (--mem gpu:N, registered through DMA-BUF, else peermem, with the reason), measured as on the
      * software NICs. The JSON says "simulated": false.
      */
-    private int nativeRun(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
+    /** --provider native's limits, before any output. */
+    private void nativeChecks() {
         if (fabric != null || faults != null || progress != null || events || trials > 1 || stripe) {
             throw usage("--provider native runs a loopback pair on one device (--loopback); --fabric, --faults, "
                 + "--progress, -e, --trials and --stripe are for the software NICs");
@@ -858,10 +917,9 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--report describes software-NIC runs; with --provider native it is not written (the "
                 + "table or --json is the record)");
         }
-        if (mem.equals("gpu")) {
-            throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
-                + "not a simulated GPU");
-        }
+    }
+
+    private int nativeRun(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
         final io.gdrkit.verbs.Device device = Providers.requireNative("perf " + test.id()); // ends here without one
         onNative = true;
         printer.simulated(false).fabric("native");

@@ -38,21 +38,31 @@ final class RegTimingCommand implements Callable<Integer> {
         + "(default 20; at most 5 above 2^14 pages).")
     int reps;
 
-    @Option(names = "--gpu", description = "cuda:N for the CUDA rows (skipped without a real GPU); sim:* is "
-        + "accepted and skipped, since a simulated GPU has no driver costs.")
-    String gpu;
+    /** cuda:N for the CUDA rows; sim:* is accepted and adds no rows, since a simulated GPU has no driver costs. */
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
 
-    @Option(names = "--json", description = "JSON: config, rows (layer, operation, pages, bytes, samples, min_ns, "
-        + "median_ns, p99_ns, max_ns, simulated), pinning, notes.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
 
     @Override
     public Integer call() throws IOException {
+        final boolean json = jsonOption.json;
+        if (gpuOption.spec != null && gpuOption.spec.kind() == GpuSpec.Kind.CUDA_RANK) {
+            throw new ParameterException(spec.commandLine(), "--gpu takes sim:<preset> or cuda:N here, not cuda:rank");
+        }
+        final String gpu = gpuOption.spec == null ? null : gpuOption.spec.toString();
         final RegTimingLab.Config config;
         try {
             config = new RegTimingLab.Config(maxPages, reps, 4096, gpu);
         } catch (final IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (gpuOption.spec != null) {
+            gpuOption.spec.requirePresent("--gpu");
         }
         final RegTimingLab.Result result = RegTimingLab.run(config);
         final PrintWriter out = spec.commandLine().getOut();

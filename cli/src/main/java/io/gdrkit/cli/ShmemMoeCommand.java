@@ -46,27 +46,45 @@ final class ShmemMoeCommand implements Callable<Integer> {
     @Option(names = "--tokens", defaultValue = "32", description = "Tokens per PE.")
     int tokens;
 
-    @Option(names = "--bytes", defaultValue = "1024", description = "Bytes per token (multiple of 8).")
+    @Option(names = "--bytes", defaultValue = "1024", converter = Sizes.IntConverter.class, description = "Bytes "
+        + "per token, a multiple of 8, with K or M (default ${DEFAULT-VALUE}).")
     int bytes;
 
-    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<preset> (Java kernels) or cuda:N (the "
-        + "shmem_moe PTX kernel; every PE on that GPU).")
-    String gpu;
+    /** sim:* runs Java kernels; cuda:N the shmem_moe PTX kernel, every PE on that GPU. */
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
+
+    private String gpu;
 
     @Option(names = "--seed", defaultValue = "1", description = "Router seed.")
     long seed;
 
-    @Option(names = "--fabric", defaultValue = "injvm", description = "injvm: the PEs are threads of this JVM; shm: "
-        + "--np processes, one PE each, software NICs on the shared-memory fabric (or, under `gdrkit launch`, this "
-        + "process is one PE).")
-    String fabric;
+    /** injvm: the PEs are threads of this JVM; shm: --np processes, one PE each (or, launched, this one PE). */
+    @picocli.CommandLine.Mixin
+    Mixins.Fabric fabricOption;
 
-    @Option(names = "--json", description = "One JSON object instead of text.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private String fabric;
+    private boolean json;
 
     @Override
     public Integer call() throws Exception {
         final PrintWriter out = spec.commandLine().getOut();
+        fabric = fabricOption.require(spec.commandLine(), List.of(Choices.Fabric.INJVM, Choices.Fabric.SHM)).label();
+        json = jsonOption.json;
+        if (gpuOption.spec.kind() == GpuSpec.Kind.CUDA_RANK) {
+            throw new ParameterException(spec.commandLine(), "--gpu takes sim:<preset> or cuda:N here, not cuda:rank");
+        }
+        gpu = gpuOption.spec.toString();
+        if (tokens < 1 || tokens > 1024 || bytes < 8 || bytes > 65536 || bytes % 8 != 0) {
+            throw new ParameterException(spec.commandLine(), tokens < 1 || tokens > 1024 ? "--tokens must be 1 .. "
+                + "1024, not " + tokens : "--bytes must be a multiple of 8 in 8 .. 65536, not " + bytes);
+        }
         if (np < 2 || np > 8) {
             throw new ParameterException(spec.commandLine(), "--np must be 2..8");
         }
@@ -75,14 +93,12 @@ final class ShmemMoeCommand implements Callable<Integer> {
             case "ibgda" -> ShmemMode.IBGDA;
             default -> throw new ParameterException(spec.commandLine(), "--mode must be ibrc or ibgda");
         };
-        if (!fabric.equals("injvm") && !fabric.equals("shm")) {
-            throw new ParameterException(spec.commandLine(), "--fabric must be injvm or shm, not '" + fabric + "'");
-        }
         final boolean launched = BootstrapContext.launched(System.getenv());
         if (launched && fabric.equals("injvm")) {
             throw new ParameterException(spec.commandLine(), "--fabric injvm joins threads of one JVM; a launched "
                 + "PE needs --fabric shm");
         }
+        gpuOption.spec.requirePresent("--gpu");
         if (!launched && fabric.equals("shm")) {
             return selfLaunch();
         }
@@ -148,6 +164,7 @@ final class ShmemMoeCommand implements Callable<Integer> {
         final List<String> args = spec.commandLine().getParseResult().originalArgs();
         cmd.add("shmem-moe");
         cmd.addAll(args.subList(1, args.size()));
+        cmd.addAll(Settings.childArgs());
         final Launcher.Result r = Launcher.run(new Launcher.Spec(np, 0, np, null, new InetSocketAddress(
             InetAddress.getLoopbackAddress(), 0), cmd, System.getenv("GDRKIT_TOKEN"), Duration.ofSeconds(120),
             Duration.ofSeconds(120), Map.of()), new Launcher.Listener() {

@@ -42,9 +42,9 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--np", defaultValue = "2", description = "PEs (2..8), one thread, software NIC and GPU each.")
     int np;
 
-    @Option(names = "--gpu", defaultValue = "sim:h200", description = "sim:<v100|h100|h200|all-devices> (Java "
-        + "kernels on SM workers) or cuda:N (the PTX kernels; every PE on that GPU).")
-    String gpu;
+    /** sim:* runs Java kernels on SM workers; cuda:N the PTX kernels, every PE on that GPU. */
+    @picocli.CommandLine.Mixin
+    Mixins.Gpu gpuOption;
 
     @Option(names = "--variant", defaultValue = "thread", description = "put_bw/msg_rate on CUDA: thread, warp "
         + "(put_warp: lane 0 posts the warp's range) or block (put_block).")
@@ -56,10 +56,12 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--blocks", defaultValue = "1", description = "Blocks (put_bw, msg_rate).")
     int blocks;
 
-    @Option(names = "-b", defaultValue = "8", description = "Smallest message, bytes.")
+    @Option(names = "-b", defaultValue = "8", converter = Sizes.Converter.class, description = "Smallest message, "
+        + "bytes with K, M or G (default ${DEFAULT-VALUE}).")
     long min;
 
-    @Option(names = "-e", defaultValue = "4096", description = "Largest message, bytes (sizes double).")
+    @Option(names = "-e", defaultValue = "4096", converter = Sizes.Converter.class, description = "Largest message "
+        + "(sizes double; default ${DEFAULT-VALUE}).")
     long max;
 
     @Option(names = {"-n", "--iters"}, defaultValue = "200", description = "Operations per size.")
@@ -72,16 +74,25 @@ final class ShmemPerfCommand implements Callable<Integer> {
         + "proxy: spin (for measurements on a host with cores to spare), yield, backoff, sleep:<us>.")
     String idle;
 
-    @Option(names = "--json", description = "One JSON object instead of text.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
 
-    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
-        + "report.json, report.html: the rows, the time breakdown, the doorbell counters); prints its path.")
-    java.nio.file.Path reportDir;
+    /** The rows, the time breakdown, the doorbell counters. */
+    @picocli.CommandLine.Mixin
+    Mixins.Report reportOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private boolean json;
+    private java.nio.file.Path reportDir;
 
     @Override
     public Integer call() throws Exception {
         final PrintWriter out = spec.commandLine().getOut();
+        json = jsonOption.json;
+        reportDir = reportOption.dir;
+        final String gpu = gpuOption.spec.toString();
         final ShmemMode m = switch (mode.toLowerCase(Locale.ROOT)) {
             case "ibrc" -> ShmemMode.IBRC;
             case "ibgda" -> ShmemMode.IBGDA;
@@ -91,20 +102,35 @@ final class ShmemPerfCommand implements Callable<Integer> {
         if (np < 2 || np > 8) {
             throw new ParameterException(spec.commandLine(), "--np must be 2..8");
         }
-        final boolean cuda = gpu.startsWith("cuda:");
-        if (!cuda && !gpu.startsWith("sim:")) {
-            throw new ParameterException(spec.commandLine(), "--gpu must be sim:<preset> or cuda:N, not '" + gpu + "'");
+        if (gpuOption.spec.kind() == GpuSpec.Kind.CUDA_RANK) {
+            throw new ParameterException(spec.commandLine(), "--gpu takes sim:<preset> or cuda:N here, not cuda:rank");
         }
+        final boolean cuda = gpuOption.spec.cuda();
+        if (min < 1 || min > max) {
+            throw new ParameterException(spec.commandLine(), "-b " + min + " must be 1 .. -e " + max + " (bytes)");
+        }
+        if (iters < 1 || threads < 1 || blocks < 1) {
+            throw new ParameterException(spec.commandLine(), "-n, --threads and --blocks must be >= 1");
+        }
+        if (!test.equals("ring_rtt")) {
+            try {
+                ShmemPerf.Test.byLabel(test);
+            } catch (final ShmemException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
+        reportOption.check(spec.commandLine());
         final int v = switch (variant) {
             case "thread" -> 0;
             case "warp" -> 1;
             case "block" -> 2;
             default -> throw new ParameterException(spec.commandLine(), "--variant must be thread, warp or block");
         };
+        if (test.equals("ring_rtt") && !cuda) {
+            throw new ParameterException(spec.commandLine(), "ring_rtt needs --gpu cuda:N (it measures PCIe)");
+        }
+        gpuOption.spec.requirePresent("--gpu");
         if (test.equals("ring_rtt")) {
-            if (!cuda) {
-                throw new ParameterException(spec.commandLine(), "ring_rtt needs --gpu cuda:N (it measures PCIe)");
-            }
             final CudaShmemPerf.RingRtt rr;
             try {
                 rr = CudaShmemPerf.ringRtt(gpu, iters, Duration.ofSeconds(30));

@@ -30,17 +30,22 @@ final class SocketPeerCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = {"-s", "--size"}, defaultValue = "1048576", description = "Bytes per write call.")
+    @Option(names = {"-s", "--size"}, defaultValue = "1M", converter = Sizes.IntConverter.class,
+        description = "Bytes per write call, with K, M or G (default ${DEFAULT-VALUE}).")
     int size;
 
     @Option(names = {"-D", "--duration"}, defaultValue = "3", description = "Seconds to stream.")
     double duration;
 
-    @Option(names = "--json", description = "One JSON object.")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
 
     @Override
     public Integer call() throws Exception {
+        final boolean json = jsonOption.json;
         if (size < 1 || size > (64 << 20)) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "-s must be 1 .. 67108864");
         }

@@ -57,13 +57,19 @@ final class TopoCommand implements Callable<Integer> {
         + "environment, else NCCL's default (P2C with NCCL_NET_GDR_C2C=1, its default).")
     String gdrLevel;
 
-    @Option(names = "--json", description = "JSON: gpus, nics, gpu_nic entries (gpu, gpu_dev, gpu_busid, nic, "
-        + "nic_dev, nic_busid, path, gdr_read, gdr_write as true/false/\"unknown\", mechanism, reason), gpu_gpu "
-        + "entries and notes.")
-    boolean json;
+    /**
+     * gpus, nics, gpu_nic entries (gpu, gpu_dev, gpu_busid, nic, nic_dev, nic_busid, path, gdr_read, gdr_write as
+     * true/false/"unknown", mechanism, reason), gpu_gpu entries and notes.
+     */
+    @picocli.CommandLine.Mixin
+    Mixins.Json jsonOption;
+
+    @picocli.CommandLine.Mixin
+    Mixins.SetValues set;
 
     @Override
     public Integer call() throws IOException {
+        final boolean json = jsonOption.json;
         if (topoFile != null && nvidiaSmi != null) {
             throw new ParameterException(spec.commandLine(), "give --topo-file or --nvidia-smi, not both");
         }

@@ -35,16 +35,17 @@ import picocli.CommandLine.Option;
  * configuration of the matrix; every list option multiplies the matrix.
  */
 @Command(name = "visibility", mixinStandardHelpOptions = true,
-    description = {"Visibility experiment (D1-D6): senders RDMA-WRITE into GPU memory, the receiver does readback "
+    description = {"Visibility experiment: senders RDMA-WRITE into GPU memory, the receiver does readback "
         + "off/on/flush, a launched or persistent kernel verifies every byte on the device.",
         "The NIC is a software NIC (simulated); the GPU is simulated (sim:*) or real (cuda:N). Every line says which."})
 public final class VisibilityCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--gpu", split = ",", defaultValue = "sim:v100",
-        description = "sim:<v100|h100|h200|all-devices> or cuda:N, a list runs each (default ${DEFAULT-VALUE}).")
-    List<String> gpus;
+    @Option(names = "--gpu", split = ",", defaultValue = "sim:v100", paramLabel = "SPEC",
+        converter = GpuSpec.Converter.class, description = "sim:<v100|h100|h200|all-devices|no-gdr> or cuda:N, a "
+        + "list runs each (default ${DEFAULT-VALUE}). A cuda:N this host lacks ends with exit code 3.")
+    List<GpuSpec> gpus;
 
     @Option(names = "--consumer", split = ",", defaultValue = "persistent",
         description = "launch, persistent or a list (default ${DEFAULT-VALUE}).")
@@ -62,9 +63,9 @@ public final class VisibilityCommand implements Callable<Integer> {
     @Option(names = "--wr-split", split = ",", defaultValue = "1", description = "1, 16, 256 or a list.")
     List<Integer> wrSplits;
 
-    @Option(names = "--size", split = ",", defaultValue = "64K",
+    @Option(names = "--size", split = ",", defaultValue = "64K", converter = Sizes.Converter.class,
         description = "Bytes per round and sender (suffix K, M or G), a list (default ${DEFAULT-VALUE}).")
-    List<String> sizes;
+    List<Long> sizes;
 
     @Option(names = "--senders", split = ",", defaultValue = "1",
         description = "Senders into the one receiver, each with its own buffer: 1..128, a list.")
@@ -94,13 +95,12 @@ public final class VisibilityCommand implements Callable<Integer> {
     Long seed;
 
     @Option(names = "--inject", defaultValue = "none",
-        description = "Negative control (D4): skip-write@R, bad-rkey@R or bad-launch@R (sender 0, round R).")
+        description = "Negative control: skip-write@R, bad-rkey@R or bad-launch@R (sender 0, round R).")
     String inject;
 
-    @Option(names = "--fabric", defaultValue = "shm",
-        description = "Where the senders run: shm (processes on this host), tcp (processes, TCP fabric), "
-            + "jvm (threads of this process). Default ${DEFAULT-VALUE}.")
-    String fabric;
+    /** Where the senders run: shm (processes on this host), tcp (processes, TCP fabric), injvm (threads here). */
+    @CommandLine.Mixin
+    Mixins.Fabric fabricOption;
 
     @Option(names = "--sender-processes", defaultValue = "1",
         description = "Sender processes (or threads) the senders are spread over (default ${DEFAULT-VALUE}).")
@@ -113,19 +113,22 @@ public final class VisibilityCommand implements Callable<Integer> {
         + "HOST:PORT` started by hand (on another host) instead of starting the senders.")
     boolean listen;
 
-    @Option(names = "--provider", defaultValue = "soft", description = "soft (software NICs, simulated; default) or "
-        + "native (a real RDMA device through libibverbs: found, opened and, with a CUDA GPU, GPU memory registered "
-        + "by DMA-BUF or peermem; the experiment itself runs on software NICs only, so it then ends named "
-        + io.gdrkit.labs.provider.NativeReadiness.NOT_BUILT + "). Without a device: "
-        + io.gdrkit.labs.provider.NoDeviceException.CODE + " with the probe's evidence.")
-    String provider;
+    /** native: a real RDMA device found and opened, then the named end NOT_BUILT (the lab runs on software NICs). */
+    @CommandLine.Mixin
+    Mixins.Provider providerOption;
 
-    @Option(names = "--json", description = "One JSON object per configuration, one per line.")
-    boolean json;
+    @CommandLine.Mixin
+    Mixins.Json jsonOption;
 
-    @Option(names = "--report", paramLabel = "DIR", description = "Also write a report folder into DIR (report.md, "
-        + "report.json, a self-contained report.html with failures per configuration); prints its path.")
-    java.nio.file.Path reportDir;
+    /** report.html with failures per configuration. */
+    @CommandLine.Mixin
+    Mixins.Report reportOption;
+
+    @CommandLine.Mixin
+    Mixins.SetValues set;
+
+    private boolean json;
+    private java.nio.file.Path reportDir;
 
     @Option(names = "--progress", negatable = true, description = "Rounds done and ETA on stderr (default: on when "
         + "run on a terminal).")
@@ -133,24 +136,37 @@ public final class VisibilityCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (!NativeOnly.soft(spec.commandLine(), provider)) {
+        json = jsonOption.json;
+        reportDir = reportOption.dir;
+        for (final GpuSpec g : gpus) {
+            if (g.kind() == GpuSpec.Kind.CUDA_RANK) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--gpu takes sim:<preset> or cuda:N "
+                    + "here, not cuda:rank");
+            }
+        }
+        final Choices.Fabric fabric = fabricOption.require(spec.commandLine(), List.of(Choices.Fabric.INJVM,
+            Choices.Fabric.SHM, Choices.Fabric.TCP));
+        reportOption.check(spec.commandLine());
+        if (!NativeOnly.soft(spec.commandLine(), providerOption)) {
             if (gpus.size() != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--provider native takes one --gpu");
             }
-            return NativeOnly.run(spec.commandLine(), "visibility", gpus.getFirst());
+            return NativeOnly.run(spec.commandLine(), "visibility", gpus.getFirst().toString());
         }
         final PrintWriter out = spec.commandLine().getOut();
         final List<VisConfig> matrix = new ArrayList<>();
         final Set<String> skipped = new LinkedHashSet<>();
         final VisibilityLab.Transport transport;
         try {
-            transport = VisibilityLab.Transport.parse(fabric);
+            transport = fabric == Choices.Fabric.INJVM ? VisibilityLab.Transport.JVM
+                : VisibilityLab.Transport.parse(fabric.label());
             matrix(matrix, skipped);
-            checkCudaDevices(matrix);
         } catch (final IllegalArgumentException e) {
             // a bad option is a usage error (exit 2), said in one line before anything runs
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        // a cuda:N this host lacks: exit code 3, before any process starts
+        checkCudaDevices(matrix);
         final ObjectMapper mapper = new ObjectMapper();
         // with --listen the lab blocks until the senders come: say on stderr (stdout may be JSON) whom it waits for
         try (VisibilityLab lab = VisibilityLab.start(transport, senderProcesses, port, listen,
@@ -168,7 +184,7 @@ public final class VisibilityCommand implements Callable<Integer> {
             final long total = matrix.stream().mapToLong(VisConfig::rounds).sum();
             final List<VisResult> results = new ArrayList<>();
             try (Progress p = StderrProgress.open("visibility rounds", total,
-                progress != null ? progress : System.console() != null)) {
+                progress != null ? progress : StderrProgress.terminal())) {
                 for (final VisConfig c : matrix) {
                     final long before = p.done();
                     final VisResult r = lab.run(c, round -> p.set(before + round));
@@ -199,7 +215,7 @@ public final class VisibilityCommand implements Callable<Integer> {
         final List<Readback> rbs = parseAll(Readback.class, readbacks, "--readback", "off, on, flush, flush-all");
         final List<Source> srcs = parseAll(Source.class, sources, "--source", "host, gpu");
         final List<Poll> pls = parseAll(Poll.class, polls, "--poll", "acquire, volatile, plain");
-        final List<Long> szs = sizes.stream().map(VisibilityCommand::size).toList();
+        final List<Long> szs = sizes;
         for (final int sm : syncMemops) {
             if (sm != 0 && sm != 1) {
                 throw new IllegalArgumentException("--sync-memops must be 0 or 1, not " + sm);
@@ -210,7 +226,7 @@ public final class VisibilityCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--consumer-gpu must be same or peer, not '" + cg + "'");
             }
         }
-        final List<List<?>> dims = List.of(gpus, cons, fls, rbs, wrSplits, szs, senders, syncMemops, srcs, pls,
+        final List<List<?>> dims = List.of(gpus.stream().map(GpuSpec::toString).toList(), cons, fls, rbs, wrSplits, szs, senders, syncMemops, srcs, pls,
             consumerGpus);
         String firstReason = null;
         for (final List<Object> v : cartesian(dims)) {
@@ -254,11 +270,11 @@ public final class VisibilityCommand implements Callable<Integer> {
             }
             final int n = Integer.parseInt(c.gpu().substring(5));
             if (!probe.found() || n >= probe.deviceCount()) {
-                throw new IllegalArgumentException("--gpu " + c.gpu() + ": this host has " + (probe.found()
+                throw new HardwareAbsentException("--gpu " + c.gpu() + ": this host has " + (probe.found()
                     ? probe.deviceCount() + " CUDA device(s)" : "no CUDA GPU (" + probe + ")"));
             }
             if (c.peerConsumer() && probe.deviceCount() < 2) {
-                throw new IllegalArgumentException("--consumer-gpu peer needs a second CUDA GPU; this host has "
+                throw new HardwareAbsentException("--consumer-gpu peer needs a second CUDA GPU; this host has "
                     + probe.deviceCount());
             }
         }
@@ -359,17 +375,6 @@ public final class VisibilityCommand implements Callable<Integer> {
             return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT).replace('-', '_'));
         } catch (final IllegalArgumentException e) {
             throw new IllegalArgumentException(opt + " must be one of " + allowed + ", not '" + v + "'");
-        }
-    }
-
-    static long size(final String s) {
-        final String t = s.trim().toUpperCase(Locale.ROOT);
-        try {
-            final long unit = t.endsWith("G") ? 1L << 30 : t.endsWith("M") ? 1L << 20 : t.endsWith("K") ? 1L << 10 : 1;
-            final String digits = unit == 1 ? t : t.substring(0, t.length() - 1);
-            return Math.multiplyExact(Long.parseLong(digits), unit);
-        } catch (final NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("--size must be a byte count like 4096, 64K, 1M or 2G, not '" + s + "'");
         }
     }
 

@@ -25,6 +25,9 @@ public final class VisibilitySenderCommand implements Callable<Integer> {
     @Option(names = "--connect", required = true, description = "The receiver's control address HOST:PORT.")
     String connect;
 
+    @CommandLine.Mixin
+    Mixins.SetValues set;
+
     @Override
     public Integer call() {
         final java.net.InetSocketAddress addr;

@@ -39,7 +39,7 @@ class DoctorCommandTest {
         }
         final Cli bad = Cli.run("doctor", "--provider", "nic");
         assertEquals(2, bad.exitCode());
-        assertTrue(bad.err().contains("--provider must be host, native or soft, not 'nic'"), bad.toString());
+        assertTrue(bad.err().contains("Invalid value for option '--provider': 'nic' is not one of"), bad.toString());
     }
 
     @Test
@@ -55,7 +55,11 @@ class DoctorCommandTest {
         if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
             assertEquals("HARDWARE_BLOCKED", root.get("verdict").asText());
         }
-        assertEquals(1, Cli.run("doctor", "--strict").exitCode(), "strict: not proven end to end here");
+        final Cli strict = Cli.run("doctor", "--strict");
+        assertEquals(1, strict.exitCode(), "strict: not proven end to end here");
+        assertTrue(strict.err().startsWith("gdrkit doctor: --strict: the verdict is "), strict.toString());
+        assertTrue(strict.err().trim().endsWith(", not GDR_READY"), strict.toString());
+        assertEquals(1, strict.err().trim().lines().count(), "one line on stderr: " + strict.err());
     }
 
     @Test

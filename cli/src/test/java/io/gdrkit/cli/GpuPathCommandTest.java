@@ -34,10 +34,12 @@ class GpuPathCommandTest {
     void badGpuSpecsAreClearErrors() {
         final Cli a = Cli.run("gpu-path", "--gpu", "sim:rtx9000");
         assertEquals(2, a.exitCode(), a::toString);
-        assertTrue(a.err().contains("unknown simulated GPU 'rtx9000'"), a::toString);
+        assertTrue(a.err().contains("'sim:rtx9000' names no simulated GPU (sim:<preset>, presets: v100, h100, h200, "
+            + "all-devices, no-gdr)"), a::toString);
         final Cli b = Cli.run("gpu-path", "--gpu", "tpu:0");
         assertEquals(2, b.exitCode(), b::toString);
-        assertTrue(b.err().contains("--gpu must be sim:"), b::toString);
+        assertTrue(b.err().contains("'tpu:0' is not a GPU: sim:<v100|h100|h200|all-devices|no-gdr>, cuda:N or "
+            + "cuda:rank"), b::toString);
         final Cli c = Cli.run("gpu-path", "--path", "warp");
         assertEquals(2, c.exitCode(), c::toString);
     }
@@ -56,13 +58,15 @@ class GpuPathCommandTest {
         assertTrue(lat.err().contains("cannot read GPU memory"), lat::toString);
         final Cli cuda = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu", "--gpu", "cuda:0", "-n", "10");
         if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
-            assertEquals(2, cuda.exitCode(), cuda::toString);
-            assertTrue(cuda.err().contains("no CUDA GPU here"), cuda::toString);
+            // a requested GPU this host lacks: exit code 3, one line, nothing printed
+            assertEquals(Main.EXIT_NO_HARDWARE, cuda.exitCode(), cuda::toString);
+            assertTrue(cuda.err().contains("--gpu cuda:0: this host has no CUDA GPU"), cuda::toString);
+            assertEquals("", cuda.out(), cuda::toString);
         }
         final Cli gpuN = Cli.run("perf", "write_bw", "--loopback", "--mem", "gpu:0", "-n", "10");
         if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
-            assertEquals(2, gpuN.exitCode(), gpuN::toString);
-            assertTrue(gpuN.err().contains("cuda:0"), gpuN::toString);
+            assertEquals(Main.EXIT_NO_HARDWARE, gpuN.exitCode(), gpuN::toString);
+            assertTrue(gpuN.err().contains("--mem gpu:0: this host has no CUDA GPU"), gpuN::toString);
         }
         final Cli remote = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "--mem", "gpu");
         assertEquals(2, remote.exitCode(), remote::toString);

@@ -86,13 +86,14 @@ class ModelCommandTest {
     @Test
     void badInputIsANamedError() throws IOException {
         final Cli a = Cli.run("model", "crossover", "--input", dir.resolve("missing").toString());
-        assertEquals(1, a.exitCode(), a::toString);
-        assertTrue(a.err().contains("error: " + dir.resolve("missing") + ": no such file"), a::toString);
+        assertEquals(2, a.exitCode(), a::toString);
+        assertTrue(a.err().contains("gdrkit model crossover: --input " + dir.resolve("missing") + ": no such file"),
+            a::toString);
         final Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"qps\":1,\n");
         final Cli b = Cli.run("model", "qps", "--input", bad.toString());
-        assertEquals(1, b.exitCode(), b::toString);
-        assertTrue(b.err().contains(bad + ":1: malformed JSON"), b::toString);
+        assertEquals(2, b.exitCode(), b::toString);
+        assertTrue(b.err().contains("--input " + bad + ":1: malformed JSON"), b::toString);
         assertTrue(!b.err().contains("Exception"), b::toString);
         final Cli c = Cli.run("model", "qps", "--qps", "0,2");
         assertEquals(2, c.exitCode(), c::toString);

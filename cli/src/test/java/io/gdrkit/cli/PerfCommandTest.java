@@ -404,9 +404,11 @@ class PerfCommandTest {
         final Path file = Files.writeString(tmp.resolve("a-file"), "x");
         final Cli bad = Cli.run("perf", "write_bw", "--loopback", "-n", "10", "--warmup", "0", "-s", "64",
             "--report", file.resolve("r").toString());
-        assertEquals(1, bad.exitCode(), bad::toString);
-        assertTrue(bad.err().contains("gdrkit perf: error: cannot write report 'gdrkit perf write_bw' into "
-            + file.resolve("r")), bad::toString);
+        // checked before the run: a usage error, and nothing measured
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().contains("gdrkit perf: --report " + file.resolve("r") + ": cannot write there"),
+            bad::toString);
+        assertEquals("", bad.out(), bad::toString);
     }
 
     @Test
@@ -435,7 +437,8 @@ class PerfCommandTest {
         "perf write_lat --loopback -q 2|latency tests use one QP",
         "perf write_bw --loopback --progress fast|--progress must be invoker, own-device or dedicated",
         "perf write_bw|give --loopback (both NICs in this JVM) or --fabric shm|tcp",
-        "perf write_bw --fabric udp --loopback|--fabric must be shm or tcp",
+        "perf write_bw --fabric udp --loopback|Invalid value for option '--fabric': 'udp' is not one of injvm, shm, tcp",
+        "perf write_bw --fabric injvm --loopback|--fabric takes shm or tcp here, not injvm",
         "perf write_bw --loopback somehost|a HOST needs --fabric",
         "perf write_bw --fabric shm --loopback somehost|do not name a HOST",
         "perf write_bw --fabric shm --loopback --port 70000|--port 70000 outside 0..65535",

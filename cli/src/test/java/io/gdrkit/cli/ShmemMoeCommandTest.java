@@ -50,6 +50,10 @@ class ShmemMoeCommandTest {
     void aBadFabricIsAUsageError() {
         final Cli c = Cli.run("shmem-moe", "--fabric", "rdma");
         assertEquals(2, c.exitCode(), c.toString());
-        assertTrue(c.err().contains("--fabric must be injvm or shm"), c.toString());
+        assertTrue(c.err().contains("Invalid value for option '--fabric': 'rdma' is not one of injvm, shm, tcp"),
+            c.toString());
+        final Cli tcp = Cli.run("shmem-moe", "--fabric", "tcp");
+        assertEquals(2, tcp.exitCode(), tcp.toString());
+        assertTrue(tcp.err().contains("--fabric takes injvm or shm here, not tcp"), tcp.toString());
     }
 }

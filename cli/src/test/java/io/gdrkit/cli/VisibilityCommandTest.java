@@ -109,9 +109,11 @@ class VisibilityCommandTest {
             {"--fabric", "udp"}, {"--inject", "melt"},
         };
         final String[] expect = {"--flag must be one of", "--readback must be one of",
-            "--wr-split must be 1, 16 or 256", "unknown simulated GPU", "--gpu must be", "--size must be",
+            "--wr-split must be 1, 16 or 256", "'sim:a100' names no simulated GPU", "'gpu0' is not a GPU",
+            "'lots' is not a byte count (e.g. 8, 64K, 16M, 1G)",
             "--consumer must be one of", "beyond --rounds", "--senders must be", "--sync-memops must be",
-            "--source must be", "--poll plain is a CUDA experiment", "--fabric must be", "--inject must be"};
+            "--source must be", "--poll plain is a CUDA experiment",
+            "Invalid value for option '--fabric': 'udp' is not one of injvm, shm, tcp", "--inject must be"};
         for (int i = 0; i < bad.length; i++) {
             final Cli r = Cli.run("visibility", bad[i][0], bad[i][1], "--rounds", "2");
             assertEquals(2, r.exitCode(), r.toString());
@@ -123,7 +125,7 @@ class VisibilityCommandTest {
         assertTrue(launchOnly.err().contains("reads no flag"), launchOnly.toString());
         if (!io.gdrkit.gpu.cuda.CudaGpu.probe().found()) {
             final Cli cuda = Cli.run("visibility", "--gpu", "cuda:0", "--rounds", "2");
-            assertEquals(2, cuda.exitCode(), cuda.toString());
+            assertEquals(Main.EXIT_NO_HARDWARE, cuda.exitCode(), cuda.toString());
             assertTrue(cuda.err().contains("--gpu cuda:0: this host has no CUDA GPU"), cuda.toString());
             assertEquals("", cuda.out(), "no process started: " + cuda);
         }

@@ -77,13 +77,13 @@ public final class CollRun {
                 throw new IllegalArgumentException("JIT warm-up " + warmupMs + " ms outside 0..600000");
             }
             if (minBytes < 0 || maxBytes < minBytes) {
-                throw new IllegalArgumentException("sizes: -b " + minBytes + " -e " + maxBytes + " (need 0 <= b <= e)");
+                throw new IllegalArgumentException("sizes: smallest " + minBytes + ", largest " + maxBytes + " (need 0 <= smallest <= largest)");
             }
             if (maxBytes > (1L << 31)) {
                 throw new IllegalArgumentException("size " + maxBytes + " over 2 GiB: too large for one buffer here");
             }
             if (stepBytes <= 0 && factor <= 1.0 && minBytes != maxBytes) {
-                throw new IllegalArgumentException("-f " + factor + " must be > 1 (or give -i)");
+                throw new IllegalArgumentException("size factor " + factor + " must be > 1 (or give a size increment)");
             }
             if (iters < 1 || warmup < 0) {
                 throw new IllegalArgumentException("iterations " + iters + " / warm-up " + warmup);

@@ -56,7 +56,7 @@ public final class CollWorld implements AutoCloseable {
             return switch (s.toLowerCase(Locale.ROOT)) {
                 case "ib" -> IB;
                 case "socket" -> SOCKET;
-                default -> throw new IllegalArgumentException("--transport must be ib or socket, not '" + s + "'");
+                default -> throw new IllegalArgumentException("the transport must be ib or socket, not '" + s + "'");
             };
         }
     }
@@ -259,7 +259,7 @@ public final class CollWorld implements AutoCloseable {
                         }
                         joinTcp(b, drivers);
                     }
-                    default -> throw new IllegalArgumentException("--fabric must be injvm, shm or tcp, not '"
+                    default -> throw new IllegalArgumentException("the fabric must be injvm, shm or tcp, not '"
                         + fabric + "'");
                 }
                 for (final SoftDevice dev : devs) {

@@ -16,6 +16,7 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
     private final int burst;
     private long malformed;
     private long unknownQp;
+    private long foreign;
 
     Receiver(final SoftDevice dev) {
         this.dev = dev;
@@ -63,6 +64,14 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
         if (!qp.scanned) {
             dev.scan.touch(qp); // a packet for a parked QP: it may owe a response or may send again
         }
+        if (!qp.ud && pkt.slid() != qp.dlid) {
+            // an RC QP answers only the port it is connected to (IBA 9.6.1.5 address checks; rxe's check_addr): a
+            // request or response from any other LID, or for a QP not yet connected (no address vector), never
+            // touches memory, PSNs or ACK state. RC headers carry no source QP number; the fabrics already hold
+            // every packet's SLID to the link it came on.
+            foreign++;
+            return;
+        }
         if (qp.ud || pkt.is(BthOpcode.UD)) {
             if (qp.ud) {
                 dev.ud.onPacket(qp, pkt);
@@ -79,6 +88,11 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
 
     long malformed() {
         return malformed;
+    }
+
+    /** RC packets dropped because they came from another port than the QP's connected peer. */
+    long foreign() {
+        return foreign;
     }
 
     long unknownQp() {

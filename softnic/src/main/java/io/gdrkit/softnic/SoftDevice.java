@@ -248,6 +248,21 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         return portActive;
     }
 
+    /**
+     * RC packets this NIC dropped because they came from another port than their QP's connected peer (or reached a
+     * QP not yet connected): a stranger's requests and forged responses, counted, never executed.
+     *
+     * @return the count since the NIC started
+     */
+    public long packetsFromStrangers() {
+        duty.acquire(CONTROL_TIMEOUT_NS, "read the port counters");
+        try {
+            return receiver.foreign();
+        } finally {
+            duty.release();
+        }
+    }
+
     /** Packets lost at this port while it was down (sent into it, or arriving at it). */
     public long packetsLostPortDown() {
         duty.acquire(CONTROL_TIMEOUT_NS, "read the port counters");

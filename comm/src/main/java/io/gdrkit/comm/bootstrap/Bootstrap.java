@@ -96,19 +96,35 @@ public final class Bootstrap implements AutoCloseable {
             final DeadlineInputStream din = new DeadlineInputStream(s, Duration.ofNanos(budget));
             final DataInputStream in = new DataInputStream(new BufferedInputStream(din));
             final byte[] tok = ctx.token().getBytes(StandardCharsets.UTF_8);
-            final byte[] hello = ByteBuffer.allocate(6 + tok.length).putInt(ctx.nranks()).putShort((short) tok.length)
-                .put(tok).array();
+            final byte[] rankNonce = BootstrapWire.nonce();
+            final byte[] hello = ByteBuffer.allocate(4 + BootstrapWire.NONCE).putInt(ctx.nranks()).put(rankNonce)
+                .array();
             BootstrapWire.write(out, BootstrapWire.HELLO, 0, ctx.rank(), id.runId(), hello);
             final long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-            final Frame f;
-            try {
-                f = BootstrapWire.read(in, id.runId(), 4096, "the root at " + id.host() + ":" + id.port());
-            } catch (final SocketTimeoutException e) {
-                throw new BootstrapException(Reason.TIMEOUT, "rank " + ctx.rank() + " waited " + left
-                    + " ms for every rank to join (the root's welcome)");
-            } catch (final EOFException e) {
-                throw new BootstrapException(Reason.REMOTE, "the root at " + id.host() + ":" + id.port()
-                    + " closed the connection before the welcome");
+            Frame f = readFromRoot(in, id, ctx.rank(), left);
+            if (f.kind() == BootstrapWire.CHALLENGE) {
+                // the root proves it knows the token before this rank says anything that depends on it
+                final ByteBuffer c = ByteBuffer.wrap(f.payload());
+                if (f.payload().length != BootstrapWire.NONCE + BootstrapWire.MAC) {
+                    throw new BootstrapException(Reason.PROTOCOL, "the root at " + id.host() + ":" + id.port()
+                        + " sent a challenge of " + f.payload().length + " bytes");
+                }
+                final byte[] rootNonce = new byte[BootstrapWire.NONCE];
+                final byte[] rootProof = new byte[BootstrapWire.MAC];
+                c.get(rootNonce).get(rootProof);
+                final byte[] want = BootstrapWire.proof(tok, "root", id.runId(), ctx.rank(), ctx.nranks(), rankNonce,
+                    rootNonce);
+                if (!java.security.MessageDigest.isEqual(want, rootProof)) {
+                    throw new BootstrapException(Reason.REJECTED, "rank " + ctx.rank() + ": the root at " + id.host()
+                        + ":" + id.port() + " did not prove it knows the run's token (another token on either "
+                        + "side, or not this run's root); this rank said nothing more");
+                }
+                BootstrapWire.write(out, BootstrapWire.PROOF, 0, ctx.rank(), id.runId(), BootstrapWire.proof(tok,
+                    "rank", id.runId(), ctx.rank(), ctx.nranks(), rootNonce, rankNonce));
+                f = readFromRoot(in, id, ctx.rank(), Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+            } else if (f.kind() != BootstrapWire.ABORT) {
+                throw new BootstrapException(Reason.PROTOCOL, "the root sent " + BootstrapWire.kindName(f.kind())
+                    + " instead of its challenge");
             }
             if (f.kind() == BootstrapWire.ABORT) {
                 final String why = BootstrapWire.text(f.payload());
@@ -131,6 +147,20 @@ public final class Bootstrap implements AutoCloseable {
         } catch (final RuntimeException e) {
             close(s);
             throw e;
+        }
+    }
+
+    /** The root's next frame during the join, its timeout and early close named. */
+    private static Frame readFromRoot(final DataInputStream in, final UniqueId id, final int rank, final long leftMs)
+        throws IOException {
+        try {
+            return BootstrapWire.read(in, id.runId(), 4096, "the root at " + id.host() + ":" + id.port());
+        } catch (final SocketTimeoutException e) {
+            throw new BootstrapException(Reason.TIMEOUT, "rank " + rank + " waited " + leftMs + " ms for every rank "
+                + "to join (the root's challenge or welcome)");
+        } catch (final EOFException e) {
+            throw new BootstrapException(Reason.REMOTE, "the root at " + id.host() + ":" + id.port()
+                + " closed the connection before the welcome");
         }
     }
 

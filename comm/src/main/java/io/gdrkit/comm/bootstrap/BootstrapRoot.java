@@ -297,7 +297,7 @@ public final class BootstrapRoot implements AutoCloseable {
             final DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
             final Frame f;
             try {
-                f = BootstrapWire.read(in, runId, 4 + 2 + BootstrapWire.MAX_TOKEN, from);
+                f = BootstrapWire.read(in, runId, 4 + BootstrapWire.NONCE, from);
             } catch (final BootstrapException e) {
                 reject(s, out, e.getMessage());
                 return e.getMessage();
@@ -309,23 +309,20 @@ public final class BootstrapRoot implements AutoCloseable {
             }
             String why = null;
             final ByteBuffer b = ByteBuffer.wrap(f.payload());
-            if (f.kind() != BootstrapWire.HELLO || f.payload().length < 6) {
-                why = from + " sent " + BootstrapWire.kindName(f.kind()) + " before hello";
+            if (f.kind() != BootstrapWire.HELLO || f.payload().length != 4 + BootstrapWire.NONCE) {
+                why = f.kind() != BootstrapWire.HELLO ? from + " sent " + BootstrapWire.kindName(f.kind())
+                    + " before hello" : from + ": a hello of " + f.payload().length + " bytes (expected "
+                    + (4 + BootstrapWire.NONCE) + ")";
             } else {
                 final int theirN = b.getInt();
-                final int tokLen = b.getShort() & 0xffff;
-                if (tokLen != b.remaining()) {
-                    why = from + ": hello token length " + tokLen + " but " + b.remaining() + " bytes follow";
+                final byte[] rankNonce = new byte[BootstrapWire.NONCE];
+                b.get(rankNonce);
+                if (theirN != nranks) {
+                    why = "rank " + f.rank() + " thinks the run has " + theirN + " ranks, the root has " + nranks;
+                } else if (f.rank() < 0 || f.rank() >= nranks) {
+                    why = "rank " + f.rank() + " is outside 0.." + (nranks - 1);
                 } else {
-                    final byte[] tok = new byte[tokLen];
-                    b.get(tok);
-                    if (!MessageDigest.isEqual(tok, token)) {
-                        why = "rank " + f.rank() + " (" + from + ") presented the wrong token";
-                    } else if (theirN != nranks) {
-                        why = "rank " + f.rank() + " thinks the run has " + theirN + " ranks, the root has " + nranks;
-                    } else if (f.rank() < 0 || f.rank() >= nranks) {
-                        why = "rank " + f.rank() + " is outside 0.." + (nranks - 1);
-                    }
+                    why = challenge(f.rank(), rankNonce, in, out, from);
                 }
             }
             if (why == null) {
@@ -355,6 +352,40 @@ public final class BootstrapRoot implements AutoCloseable {
             refused(from + ": " + e.getMessage());
             return from + ": " + e.getMessage();
         }
+    }
+
+    /**
+     * The root proves it knows the token over the rank's nonce, then checks the rank's proof over its own: the token
+     * never crosses the wire, a recorded handshake replays nothing (both nonces are fresh), and a rank learns that
+     * it reached the run's root before it says anything that depends on the token. Within the hello's deadline.
+     *
+     * @return null when the rank proved the token, else why not
+     */
+    private String challenge(final int rank, final byte[] rankNonce, final DataInputStream in,
+                             final DataOutputStream out, final String from) throws IOException {
+        final byte[] rootNonce = BootstrapWire.nonce();
+        final byte[] c = ByteBuffer.allocate(BootstrapWire.NONCE + BootstrapWire.MAC).put(rootNonce)
+            .put(BootstrapWire.proof(token, "root", runId, rank, nranks, rankNonce, rootNonce)).array();
+        BootstrapWire.write(out, BootstrapWire.CHALLENGE, 0, rank, runId, c);
+        final Frame p;
+        try {
+            p = BootstrapWire.read(in, runId, BootstrapWire.MAC, from);
+        } catch (final BootstrapException e) {
+            return e.getMessage();
+        } catch (final SocketTimeoutException e) {
+            return from + ": no proof within " + HELLO_TIMEOUT_MS + " ms of accept (one deadline for the whole hello)";
+        } catch (final java.io.EOFException e) {
+            return "rank " + rank + " (" + from + ") closed the connection instead of proving the token (another "
+                + "token on either side?)";
+        }
+        if (p.kind() != BootstrapWire.PROOF || p.rank() != rank || p.payload().length != BootstrapWire.MAC) {
+            return from + " sent " + BootstrapWire.kindName(p.kind()) + " instead of its proof";
+        }
+        if (!MessageDigest.isEqual(p.payload(), BootstrapWire.proof(token, "rank", runId, rank, nranks, rootNonce,
+            rankNonce))) {
+            return "rank " + rank + " (" + from + ") presented the wrong token";
+        }
+        return null;
     }
 
     private final java.util.Map<Socket, DataInputStream> readers = new java.util.concurrent.ConcurrentHashMap<>();

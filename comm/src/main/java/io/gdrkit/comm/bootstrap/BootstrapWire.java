@@ -17,8 +17,14 @@ import java.nio.charset.StandardCharsets;
  *  +--------+-----+------+----------+----------+-----------------+-----------+----------------
  *  | "GDRB" | ver | kind | seq u32  | rank u32 | run id u64      | len u32   | payload (len)
  *  +--------+-----+------+----------+----------+-----------------+-----------+----------------
- *  HELLO     payload: nranks u32 | token length u16 | token bytes
+ *  HELLO     payload: nranks u32 | rank nonce (16)                       (rank to root: no secret in it)
+ *  CHALLENGE payload: root nonce (16) | root proof (32)                 (root to rank: the root proves first)
+ *  PROOF     payload: rank proof (32)                                   (rank to root)
  *  WELCOME   empty (root to rank, once every rank joined)
+ *
+ *  root proof = HMAC-SHA256(token, "gdrkit-bootstrap-root" | run id | rank | nranks | rank nonce | root nonce)
+ *  rank proof = HMAC-SHA256(token, "gdrkit-bootstrap-rank" | run id | rank | nranks | root nonce | rank nonce)
+ *  (without a token the key is a fixed label: the proofs then show only the run id, which every header carries)
  *  ALLGATHER payload: this rank's blob;  RESULT: count u32, then count x (length u32 | bytes)
  *  BARRIER   empty;                      RESULT: empty
  *  BROADCAST payload: root u32 | data (data only from the root); RESULT: the root's data
@@ -28,7 +34,8 @@ import java.nio.charset.StandardCharsets;
  */
 final class BootstrapWire {
     static final int MAGIC = 0x47445242; // "GDRB"
-    static final int VERSION = 1;
+    /** 2: the token never travels; root and rank each prove it over the other's fresh nonce. */
+    static final int VERSION = 2;
     static final int HEADER = 26;
     /** The largest blob one rank may contribute (fewer with many ranks: see {@link #maxBlob}). */
     static final int MAX_BLOB = 1 << 20;
@@ -50,6 +57,41 @@ final class BootstrapWire {
     static final int RESULT = 6;
     static final int ABORT = 7;
     static final int BYE = 8;
+    static final int CHALLENGE = 9;
+    static final int PROOF = 10;
+    /** Bytes of a handshake nonce. */
+    static final int NONCE = 16;
+    /** Bytes of a proof (HMAC-SHA256). */
+    static final int MAC = 32;
+    private static final byte[] NO_TOKEN_KEY = "gdrkit-bootstrap-no-token".getBytes(StandardCharsets.UTF_8);
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+
+    /** A fresh random nonce for one handshake. */
+    static byte[] nonce() {
+        final byte[] n = new byte[NONCE];
+        RANDOM.nextBytes(n);
+        return n;
+    }
+
+    /**
+     * The proof of {@code side} ("root" or "rank") that it knows {@code token}, over both nonces (the other side's
+     * first, so each proof answers the challenge it was given) and the run's identity: a proof seen on the wire
+     * proves nothing in another handshake, and neither side's proof can be replayed as the other's.
+     */
+    static byte[] proof(final byte[] token, final String side, final long runId, final int rank, final int nranks,
+                        final byte[] theirNonce, final byte[] ourNonce) {
+        try {
+            final javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(token.length == 0 ? NO_TOKEN_KEY : token, "HmacSHA256"));
+            mac.update(("gdrkit-bootstrap-" + side).getBytes(StandardCharsets.UTF_8));
+            mac.update(java.nio.ByteBuffer.allocate(16).putLong(runId).putInt(rank).putInt(nranks).array());
+            mac.update(theirNonce);
+            mac.update(ourNonce);
+            return mac.doFinal();
+        } catch (final java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available in this JVM", e);
+        }
+    }
 
     private BootstrapWire() {
     }
@@ -77,6 +119,8 @@ final class BootstrapWire {
             case RESULT -> "result";
             case ABORT -> "abort";
             case BYE -> "close";
+            case CHALLENGE -> "challenge";
+            case PROOF -> "proof";
             default -> "kind " + kind;
         };
     }
@@ -116,7 +160,7 @@ final class BootstrapWire {
                 + ver + ", this is version " + VERSION);
         }
         final int kind = in.readUnsignedByte();
-        if (kind < HELLO || kind > BYE) {
+        if (kind < HELLO || kind > PROOF) {
             throw new BootstrapException(BootstrapException.Reason.PROTOCOL, from + " sent unknown frame kind "
                 + kind);
         }

@@ -103,7 +103,7 @@ public final class Launcher {
                     + " do not fit a run of " + nranks);
             }
             if (root == null && firstRank != 0) {
-                throw new IllegalArgumentException("ranks from " + firstRank + " join an existing run: give --root "
+                throw new IllegalArgumentException("ranks from " + firstRank + " join an existing run: give the root "
                     + "(the id the first launcher printed)");
             }
             extraEnv = extraEnv == null ? Map.of() : Map.copyOf(extraEnv);

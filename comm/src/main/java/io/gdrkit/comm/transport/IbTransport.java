@@ -167,7 +167,8 @@ public final class IbTransport implements NetTransport {
         final int dev;
         final ServerSocketChannel server;
         final long id;
-        Accepting pending;
+        /** Connections whose setup is under way, each at its own pace (a silent one holds up no other). */
+        final java.util.ArrayList<Accepting> pending = new java.util.ArrayList<>();
         boolean closed;
 
         Listen(final int dev, final ServerSocketChannel server, final long id) {
@@ -195,6 +196,8 @@ public final class IbTransport implements NetTransport {
 
     private static final class Accepting {
         final long started = System.nanoTime();
+        /** The connect message named this listener (its magic and random id): from here on it is a real sender. */
+        boolean identified;
         Handshake hs;
         Recv comm;
         int stage;
@@ -322,36 +325,114 @@ public final class IbTransport implements NetTransport {
     @Override
     public RecvComm accept(final ListenComm listenComm) {
         final Listen l = listen(listenComm);
-        if (l.pending == null) {
+        while (true) {
             final SocketChannel ch;
             try {
                 ch = l.server.accept();
                 if (ch == null) {
-                    return null;
+                    break;
                 }
-                ch.configureBlocking(false);
-                ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
             } catch (final java.io.IOException e) {
                 throw new NetTransportException(Reason.SYSTEM, "accept: " + e.getMessage(), e);
             }
-            l.pending = new Accepting();
-            l.pending.hs = new Handshake(ch, "NET/IB sender " + remote(ch));
+            if (l.pending.size() >= MAX_PENDING_ACCEPTS && !evictStranger(l)) {
+                // every slot holds a sender of this run: the newest waits no longer
+                refuse("more than " + MAX_PENDING_ACCEPTS + " connections in setup at once; " + remote(ch)
+                    + " closed");
+                closeQuietly(ch);
+                continue;
+            }
+            try {
+                ch.configureBlocking(false);
+                ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            } catch (final java.io.IOException e) {
+                closeQuietly(ch);
+                continue; // gone already: nobody to serve
+            }
+            final Accepting a = new Accepting();
+            a.hs = new Handshake(ch, "NET/IB sender " + remote(ch));
+            l.pending.add(a);
         }
-        final Accepting a = l.pending;
+        for (int i = 0; i < l.pending.size(); i++) {
+            final Accepting a = l.pending.get(i);
+            try {
+                final Recv r = stepAccept(l, a);
+                if (r != null) {
+                    l.pending.remove(i);
+                    return r;
+                }
+            } catch (final RuntimeException e) {
+                l.pending.remove(i--);
+                a.hs.close();
+                if (a.comm != null) {
+                    a.comm.release();
+                }
+                if (a.identified) {
+                    throw e; // a sender of this run that failed its setup: its named error
+                }
+                // a stranger (garbage, another protocol, a wrong listener id, silence, a half-open socket): dropped
+                // and counted; the listener goes on waiting for its real senders until the caller's deadline
+                refuse(e.getMessage());
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Makes room by closing the oldest connection that has not named this listener yet: a flood of strangers churns
+     * among themselves and a real sender, whose connect message comes at once, still gets a slot.
+     */
+    private boolean evictStranger(final Listen l) {
+        for (int i = 0; i < l.pending.size(); i++) {
+            final Accepting a = l.pending.get(i);
+            if (!a.identified) {
+                l.pending.remove(i);
+                a.hs.close();
+                refuse("more than " + MAX_PENDING_ACCEPTS + " connections in setup at once: the oldest that had "
+                    + "named no listener closed");
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Connections in setup a listener keeps at once; beyond them the oldest stranger is closed. */
+    static final int MAX_PENDING_ACCEPTS = 16;
+
+    private long strangers;
+    private volatile String lastStranger;
+
+    private void refuse(final String why) {
+        strangers++;
+        lastStranger = why;
+    }
+
+    private static void closeQuietly(final SocketChannel ch) {
         try {
-            final Recv r = stepAccept(l, a);
-            if (r != null) {
-                l.pending = null;
-            }
-            return r;
-        } catch (final RuntimeException e) {
-            l.pending = null;
-            a.hs.close();
-            if (a.comm != null) {
-                a.comm.release();
-            }
-            throw e;
+            ch.close();
+        } catch (final java.io.IOException ignored) {
+            // a stranger's socket: nothing to report
         }
+    }
+
+    /**
+     * Connections to this transport's listeners that were dropped as strangers: they never named a listener of
+     * this run (a message that is not a connect, another listener's id, silence past the timeout, a socket closed
+     * half-way), or came when {@value #MAX_PENDING_ACCEPTS} setups were under way already.
+     *
+     * @return the count since the transport was made
+     */
+    public long strangersRefused() {
+        return strangers;
+    }
+
+    /**
+     * Why the last stranger was dropped.
+     *
+     * @return the reason, or null when none was
+     */
+    public String lastStrangerRefused() {
+        return lastStranger;
     }
 
     private Recv stepAccept(final Listen l, final Accepting a) {
@@ -369,6 +450,7 @@ public final class IbTransport implements NetTransport {
                 throw new NetTransportException(Reason.REMOTE, "a peer connected with the handle of another "
                     + "listener (another run?)");
             }
+            a.identified = true;
             final int lid = h.getShort() & 0xffff;
             final int nq = h.get() & 0xff;
             final int psn = h.getInt();
@@ -1327,12 +1409,13 @@ public final class IbTransport implements NetTransport {
     public void closeListen(final ListenComm comm) {
         final Listen l = listen(comm);
         l.closed = true;
-        if (l.pending != null) {
-            l.pending.hs.close();
-            if (l.pending.comm != null) {
-                l.pending.comm.release();
+        for (final Accepting a : l.pending) {
+            a.hs.close();
+            if (a.comm != null) {
+                a.comm.release();
             }
         }
+        l.pending.clear();
         try {
             l.server.close();
         } catch (final java.io.IOException ignored) {

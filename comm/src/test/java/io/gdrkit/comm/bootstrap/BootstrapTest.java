@@ -148,6 +148,55 @@ class BootstrapTest {
         assertTrue(e.getMessage().contains("could not reach the root at 127.0.0.1:1 within 300 ms"), e.getMessage());
     }
 
+    /**
+     * A listener that poses as the root, without the token, learns nothing: the rank's hello carries no token, and
+     * when the impostor cannot prove the token the rank sends nothing more (no proof to replay elsewhere).
+     */
+    @Test
+    void theTokenNeverCrossesTheWireAndAnImpostorRootGetsNoProof() throws Exception {
+        final String token = "s3cret-token-of-the-run";
+        try (java.net.ServerSocket fake = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            final UniqueId id = new UniqueId("127.0.0.1", fake.getLocalPort(), 0x77L);
+            final java.io.ByteArrayOutputStream heard = new java.io.ByteArrayOutputStream();
+            final Thread impostor = Thread.ofPlatform().daemon(true).start(() -> {
+                try (Socket s = fake.accept()) {
+                    s.setSoTimeout(5_000);
+                    final java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+                    final BootstrapWire.Frame hello = BootstrapWire.read(in, 0x77L, 4096, "rank");
+                    heard.write(hello.payload());
+                    final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                    // a challenge with a made-up proof: it does not know the token
+                    BootstrapWire.write(out, BootstrapWire.CHALLENGE, 0, 0, 0x77L, new byte[BootstrapWire.NONCE
+                        + BootstrapWire.MAC]);
+                    heard.write(in.readAllBytes()); // whatever the rank says after that, until it closes
+                } catch (final IOException e) {
+                    // the rank closed: expected
+                }
+            });
+            final BootstrapException e = assertThrows(BootstrapException.class, () -> Bootstrap.init(
+                new BootstrapContext().id(id).rank(0).nranks(2).token(token).timeout(Duration.ofSeconds(5))));
+            assertEquals(Reason.REJECTED, e.reason());
+            assertTrue(e.getMessage().contains("did not prove it knows the run's token"), e.getMessage());
+            impostor.join(10_000);
+            final byte[] got = heard.toByteArray();
+            assertEquals(4 + BootstrapWire.NONCE, got.length, "the hello (ranks and a nonce), then nothing");
+            assertEquals(-1, indexOf(got, token.getBytes(StandardCharsets.UTF_8)), "the token crossed the wire");
+        }
+    }
+
+    private static int indexOf(final byte[] hay, final byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (hay[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
     @Test
     void wrongTokenDuplicateRankAndWrongSizeAreRejected() throws Exception {
         try (BootstrapRoot root = BootstrapRoot.start(new java.net.InetSocketAddress(
@@ -155,7 +204,14 @@ class BootstrapTest {
             final BootstrapException bad = assertThrows(BootstrapException.class, () -> Bootstrap.init(
                 ctx(root.id(), 0, 2).token("nope")));
             assertEquals(Reason.REJECTED, bad.reason());
-            assertTrue(bad.getMessage().contains("presented the wrong token"), bad.getMessage());
+            // the root proves the token first: this rank finds it cannot, and says nothing more
+            assertTrue(bad.getMessage().contains("did not prove it knows the run's token"), bad.getMessage());
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (root.refusedConnections() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertTrue(root.lastRefusal().contains("closed the connection instead of proving the token"),
+                root.lastRefusal());
             final BootstrapException size = assertThrows(BootstrapException.class, () -> Bootstrap.init(
                 ctx(root.id(), 0, 3).token("tok")));
             assertEquals(Reason.REJECTED, size.reason());
@@ -212,7 +268,7 @@ class BootstrapTest {
              Socket s = new Socket(root.id().host(), root.id().port())) {
             final DataOutputStream out = new DataOutputStream(s.getOutputStream());
             out.writeInt(BootstrapWire.MAGIC);
-            out.writeByte(1);
+            out.writeByte(BootstrapWire.VERSION);
             out.writeByte(BootstrapWire.HELLO);
             out.writeInt(0);
             out.writeInt(0);
@@ -249,11 +305,10 @@ class BootstrapTest {
              Socket drip = new Socket(root.id().host(), root.id().port())) {
             final java.io.ByteArrayOutputStream hello = new java.io.ByteArrayOutputStream();
             final DataOutputStream h = new DataOutputStream(hello);
-            header(h, BootstrapWire.HELLO, 0, 0, root.id().runId(), 6 + 256);
+            header(h, BootstrapWire.HELLO, 0, 0, root.id().runId(), 4 + BootstrapWire.NONCE);
             h.writeInt(2);
-            h.writeShort(256);
-            h.write(new byte[256]);
-            final byte[] bytes = hello.toByteArray(); // 288 bytes: at 400 ms each, two minutes
+            h.write(new byte[BootstrapWire.NONCE]);
+            final byte[] bytes = hello.toByteArray(); // 46 bytes: at 400 ms each, 18 s, past the hello deadline
             final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             final Thread dripper = Thread.ofPlatform().daemon(true).name("dripper").start(() -> {
                 try {
@@ -328,12 +383,18 @@ class BootstrapTest {
             final ExecutorService ex = Executors.newSingleThreadExecutor();
             final Future<Bootstrap> zero = ex.submit(() -> Bootstrap.init(ctx(root.id(), 0, 2)));
             final DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(raw.getOutputStream()));
-            header(out, BootstrapWire.HELLO, 0, 1, root.id().runId(), 6);
+            final byte[] nonce = BootstrapWire.nonce();
+            header(out, BootstrapWire.HELLO, 0, 1, root.id().runId(), 4 + BootstrapWire.NONCE);
             out.writeInt(2);
-            out.writeShort(0);
+            out.write(nonce);
             out.flush();
             raw.setSoTimeout(20_000);
             final java.io.DataInputStream in = new java.io.DataInputStream(raw.getInputStream());
+            final BootstrapWire.Frame chal = BootstrapWire.read(in, root.id().runId(), 4096, "root");
+            assertEquals(BootstrapWire.CHALLENGE, chal.kind());
+            final byte[] rootNonce = java.util.Arrays.copyOf(chal.payload(), BootstrapWire.NONCE);
+            BootstrapWire.write(out, BootstrapWire.PROOF, 0, 1, root.id().runId(), BootstrapWire.proof(new byte[0],
+                "rank", root.id().runId(), 1, 2, rootNonce, nonce));
             final BootstrapWire.Frame welcome = BootstrapWire.read(in, root.id().runId(), 4096, "root");
             assertEquals(BootstrapWire.WELCOME, welcome.kind());
             for (int seq = 1; seq <= 3; seq++) {

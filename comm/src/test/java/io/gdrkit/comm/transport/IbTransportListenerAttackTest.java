@@ -32,8 +32,10 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * A stranger on IbTransport's setup socket: raw connect messages with one field wrong (magic, listen id, LID, QP
- * count, QP number, software MTU), cut short, silent, or fuzzed from a seed. Each ends that connection only, with a
- * named REMOTE or TIMEOUT error from accept, never a comm; the listener then serves a real sender.
+ * count, QP number, software MTU), cut short, silent, or fuzzed from a seed. One that never names this listener
+ * (another magic, another listener's id, too short, silence) is dropped and counted while accept goes on waiting, and
+ * a real sender is served even while a silent stranger holds its socket open; one that names it and then breaks the
+ * protocol is a sender of this run and ends with a named REMOTE error. Never a comm for a stranger.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class IbTransportListenerAttackTest {
@@ -89,8 +91,12 @@ class IbTransportListenerAttackTest {
         return connect(0x47494243, target.id(), 9, 1, 0x100, 0);
     }
 
-    /** Sends {@code bytes} from a raw socket (closed after unless {@code keepOpen}); returns accept's error. */
+    /**
+     * Sends {@code bytes} from a raw socket (closed after unless {@code keepOpen}); returns accept's error, or null
+     * when the connection was dropped as a stranger (counted, accept still waiting).
+     */
     private NetTransportException attack(final byte[] bytes, final boolean keepOpen) throws IOException {
+        final long before = rx.strangersRefused();
         final SocketChannel s = SocketChannel.open(target.address());
         try {
             s.write(ByteBuffer.wrap(bytes));
@@ -102,10 +108,14 @@ class IbTransportListenerAttackTest {
                 try {
                     assertNull(rx.accept(listen), "a stranger's connect became a comm");
                 } catch (final NetTransportException e) {
+                    assertEquals(before, rx.strangersRefused(), "a named error is not also counted as a stranger");
                     return e;
                 }
+                if (rx.strangersRefused() > before) {
+                    return null;
+                }
             }
-            throw new AssertionError("accept named nothing within " + 3 * T.toMillis() + " ms");
+            throw new AssertionError("accept neither named nor dropped it within " + 3 * T.toMillis() + " ms");
         } finally {
             s.close();
         }
@@ -130,8 +140,19 @@ class IbTransportListenerAttackTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-        "magic|1|0|9|1|256|0|a message that is not a connect",
-        "listen id|0|1|9|1|256|0|the handle of another listener",
+        "magic|1|0|a message that is not a connect",
+        "listen id|0|1|the handle of another listener"})
+    void aConnectThatNamesNoListenerOfThisRunIsDroppedAndCounted(final String what, final int badMagic,
+                                                                  final int badId, final String why)
+        throws IOException {
+        final byte[] m = connect(badMagic == 1 ? 0x47494241 : 0x47494243, target.id() + badId, 9, 1, 256, 0);
+        assertNull(attack(m, false), what + " was named instead of dropped");
+        assertTrue(rx.lastStrangerRefused().contains(why), rx.lastStrangerRefused());
+        aRealSenderIsServed();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
         "LID 0|0|0|0|1|256|0|LID 0 (a unicast LID is 1..0xBFFF)",
         "multicast LID|0|0|49152|1|256|0|LID 49152",
         "no QP|0|0|9|0|256|0|asks for 0 QPs",
@@ -139,7 +160,7 @@ class IbTransportListenerAttackTest {
         "QP number 1|0|0|9|1|1|0|QP number 1",
         "QP number over 24 bits|0|0|9|1|16777216|0|QP number 16777216",
         "software MTU|0|0|9|1|256|65536|the sender uses software MTU 65536 B, this end 0 (the path MTU)"})
-    void aConnectWithOneFieldWrongIsNamedAndEndsThatConnectionOnly(final String what, final int badMagic,
+    void aConnectThatNamesThisListenerWithOneFieldWrongIsNamed(final String what, final int badMagic,
                                                                    final int badId, final int lid, final int nq,
                                                                    final int qpn, final int mtu, final String named)
         throws IOException {
@@ -151,14 +172,42 @@ class IbTransportListenerAttackTest {
     }
 
     @Test
-    void aConnectCutShortIsNamedAndASilentOneTimesOut() throws IOException {
-        final NetTransportException cut = attack(Arrays.copyOf(good(), 20), false);
-        assertEquals(Reason.REMOTE, cut.reason());
-        assertTrue(cut.getMessage().contains("closed the connection during setup"), cut.getMessage());
-        final NetTransportException silent = attack(Arrays.copyOf(good(), 20), true);
-        assertEquals(Reason.TIMEOUT, silent.reason());
-        assertTrue(silent.getMessage().contains("accept of a NET/IB connection (stage 0) did not finish within 3000 "
-            + "ms"), silent.getMessage());
+    void aConnectCutShortOrSilentIsDroppedAndARealSenderIsServedMeanwhile() throws IOException {
+        assertNull(attack(Arrays.copyOf(good(), 20), false), "cut short: dropped");
+        assertTrue(rx.lastStrangerRefused().contains("closed the connection during setup"), rx.lastStrangerRefused());
+        // a silent stranger holds its socket open: the real sender is served while it sits there
+        try (SocketChannel silent = SocketChannel.open(target.address())) {
+            final long before = rx.strangersRefused();
+            aRealSenderIsServed();
+            assertEquals(before, rx.strangersRefused(), "the silent one is still waiting, not yet dropped");
+            assertNull(attack(Arrays.copyOf(good(), 20), true), "silent past the timeout: dropped");
+            assertTrue(rx.lastStrangerRefused().contains("accept of a NET/IB connection (stage 0) did not finish "
+                + "within 3000 ms"), rx.lastStrangerRefused());
+            silent.isOpen();
+        }
+        aRealSenderIsServed();
+    }
+
+    @Test
+    void moreStrangersThanSetupSlotsAreClosedAndARealSenderIsStillServed() throws IOException {
+        final java.util.List<SocketChannel> held = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < IbTransport.MAX_PENDING_ACCEPTS + 4; i++) {
+                held.add(SocketChannel.open(target.address()));
+            }
+            final long deadline = System.nanoTime() + T.toNanos();
+            while (rx.strangersRefused() < 4 && System.nanoTime() < deadline) {
+                assertNull(rx.accept(listen));
+            }
+            assertEquals(4, rx.strangersRefused(), "the oldest over the limit are closed at once");
+            assertTrue(rx.lastStrangerRefused().startsWith("more than 16 connections in setup at once"),
+                rx.lastStrangerRefused());
+            aRealSenderIsServed(); // while 16 silent strangers hold their sockets open
+        } finally {
+            for (final SocketChannel c : held) {
+                c.close();
+            }
+        }
         aRealSenderIsServed();
     }
 
@@ -180,9 +229,13 @@ class IbTransportListenerAttackTest {
                 }
             }
             final NetTransportException e = attack(m, false);
-            assertTrue(e.reason() == Reason.REMOTE || e.reason() == Reason.TIMEOUT, "round " + round + ": "
-                + e.reason() + " " + e.getMessage());
-            assertNotNull(e.getMessage(), "round " + round);
+            if (e != null) { // it named this listener, then broke the protocol: a named error
+                assertTrue(e.reason() == Reason.REMOTE || e.reason() == Reason.TIMEOUT, "round " + round + ": "
+                    + e.reason() + " " + e.getMessage());
+                assertNotNull(e.getMessage(), "round " + round);
+            } else {
+                assertNotNull(rx.lastStrangerRefused(), "round " + round);
+            }
         }
         aRealSenderIsServed();
     }

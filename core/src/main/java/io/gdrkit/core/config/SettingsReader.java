@@ -39,9 +39,59 @@ public final class SettingsReader {
         this.overrides = Map.copyOf(overrides);
     }
 
-    /** Reads the process's environment and system properties, with no overrides. */
+    /**
+     * Values set for this whole process by its command line ({@code gdrkit --set NAME=VALUE}), any name: they win
+     * over the environment and the properties in every {@link #ofProcess()} reader, recorded as {@link Source#FLAG}.
+     */
+    private static final Map<String, String> PROCESS_OVERRIDES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Reads the process's environment and system properties, with the process's {@code --set} values on top. */
     public static SettingsReader ofProcess() {
-        return new SettingsReader(System.getenv(), systemProperties(""), Map.of());
+        return new SettingsReader(System.getenv(), systemProperties(""), processOverrides());
+    }
+
+    /** Sets {@code name} to {@code value} for every later {@link #ofProcess()} reader of this process. */
+    public static void setProcessOverride(final String name, final String value) {
+        PROCESS_OVERRIDES.put(name, value);
+    }
+
+    /** Takes back a {@link #setProcessOverride} (the previous value, or none when {@code value} is null). */
+    public static void restoreProcessOverride(final String name, final String value) {
+        if (value == null) {
+            PROCESS_OVERRIDES.remove(name);
+        } else {
+            PROCESS_OVERRIDES.put(name, value);
+        }
+    }
+
+    /**
+     * The process's {@code --set} values as a child JVM receives them: {@code -Dname=value} for property names (to
+     * put before the main class), sorted by name.
+     */
+    public static List<String> processOverrideFlags() {
+        final List<String> out = new ArrayList<>();
+        new java.util.TreeMap<>(PROCESS_OVERRIDES).forEach((k, v) -> {
+            if (!isEnvName(k)) {
+                out.add("-D" + k + "=" + v);
+            }
+        });
+        return out;
+    }
+
+    /** The process's {@code --set} values of environment names ({@code NCCL_*}, {@code GDRKIT_*}), for a child. */
+    public static Map<String, String> processOverrideEnvironment() {
+        final Map<String, String> out = new java.util.TreeMap<>();
+        PROCESS_OVERRIDES.forEach((k, v) -> {
+            if (isEnvName(k)) {
+                out.put(k, v);
+            }
+        });
+        return out;
+    }
+
+    /** A snapshot of the process's {@code --set} values, by name. */
+    public static Map<String, String> processOverrides() {
+        return Map.copyOf(PROCESS_OVERRIDES);
     }
 
     /**

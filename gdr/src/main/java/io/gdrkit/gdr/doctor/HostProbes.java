@@ -94,17 +94,39 @@ public final class HostProbes {
         }
     }
 
-    /** IOMMU groups and the kernel command line (iommu=pt and friends). */
+    /**
+     * The IOMMU: off when the kernel made no IOMMU groups (peer-to-peer DMA is not translated: what GPUDirect RDMA
+     * wants); on, in passthrough when the command line says {@code iommu=pt}; on and translating otherwise, which
+     * NVIDIA's GPUDirect RDMA guide advises against (or ATS on the devices). Only the IOMMU parameters of the
+     * command line are quoted.
+     */
     public Check iommu() {
         final List<String> groups = list("sys/kernel/iommu_groups");
         String cmdline;
         try {
             cmdline = Files.readString(root.resolve("proc/cmdline")).trim();
         } catch (final IOException e) {
-            cmdline = "(unreadable)";
+            cmdline = null;
         }
-        return new Check("platform", "IOMMU", Status.UNKNOWN, groups.size() + " IOMMU group(s) in "
-            + "/sys/kernel/iommu_groups; /proc/cmdline: " + cmdline);
+        final List<String> params = new ArrayList<>();
+        if (cmdline != null) {
+            for (final String p : cmdline.split("\\s+")) {
+                if (p.contains("iommu")) {
+                    params.add(p);
+                }
+            }
+        }
+        final String quoted = cmdline == null ? "/proc/cmdline unreadable" : params.isEmpty()
+            ? "no iommu parameter on /proc/cmdline" : "/proc/cmdline: " + String.join(" ", params);
+        if (groups.isEmpty()) {
+            return new Check("platform", "IOMMU", Status.PASS, "off: no IOMMU groups in /sys/kernel/iommu_groups ("
+                + quoted + ")");
+        }
+        final boolean pt = params.contains("iommu=pt");
+        return new Check("platform", "IOMMU", pt ? Status.PASS : Status.UNKNOWN, "on, " + groups.size()
+            + " group(s) in /sys/kernel/iommu_groups, " + (pt ? "passthrough" : "translating unless ATS is on for "
+            + "the GPU and the NIC (not probed): NVIDIA advises iommu=pt or the IOMMU off for GPUDirect RDMA") + " ("
+            + quoted + ")");
     }
 
     /** The ACS control register of every PCIe bridge whose extended config space is readable. */
@@ -147,22 +169,48 @@ public final class HostProbes {
         return "no ACS capability";
     }
 
-    /** The locked-memory limit of this process (MRs pin memory). */
+    /**
+     * The locked memory a process may pin: registering host memory with a real NIC pins it, and NCCL registers its
+     * staging buffers (NCCL_BUFFSIZE, 4 MiB, per channel and peer, both ways) and its rings; a limit below
+     * {@link #MEMLOCK_NEEDED} fails registrations of an ordinary communicator.
+     */
     public Check memlock() {
-        String ev;
+        final String line;
         try {
-            ev = "/proc/self/limits has no 'Max locked memory' line";
+            String found = null;
             for (final String l : Files.readAllLines(root.resolve("proc/self/limits"))) {
                 if (l.startsWith("Max locked memory")) {
-                    ev = "/proc/self/limits: " + l.replaceAll("\\s+", " ").trim();
+                    found = l.replaceAll("\\s+", " ").trim();
                     break;
                 }
             }
+            line = found;
         } catch (final IOException e) {
-            ev = "/proc/self/limits unreadable";
+            return new Check("platform", "memlock limit", Status.UNKNOWN, "/proc/self/limits unreadable");
         }
-        return new Check("platform", "memlock limit", ev.contains("unlimited") ? Status.PASS : Status.UNKNOWN, ev);
+        if (line == null) {
+            return new Check("platform", "memlock limit", Status.UNKNOWN, "/proc/self/limits has no 'Max locked "
+                + "memory' line");
+        }
+        final String[] f = line.substring("Max locked memory".length()).trim().split(" ");
+        final String soft = f.length > 0 ? f[0] : "";
+        final String ev = "/proc/self/limits: soft limit " + soft + (f.length > 2 ? " " + f[2] : "");
+        if (soft.equals("unlimited")) {
+            return new Check("platform", "memlock limit", Status.PASS, ev);
+        }
+        final long bytes;
+        try {
+            bytes = Long.parseLong(soft);
+        } catch (final NumberFormatException e) {
+            return new Check("platform", "memlock limit", Status.UNKNOWN, ev + " (not a number)");
+        }
+        final boolean enough = bytes >= MEMLOCK_NEEDED;
+        return new Check("platform", "memlock limit", enough ? Status.PASS : Status.FAIL, ev + (enough ? " >= "
+            : " < ") + MEMLOCK_NEEDED / (1 << 20) + " MiB that registering a communicator's host buffers needs");
     }
+
+    /** The locked memory below which the memlock check fails: 64 MiB (16 buffers of NCCL's default 4 MiB). */
+    public static final long MEMLOCK_NEEDED = 64L << 20;
 
     /** The device nodes a container was given. */
     public Check containerDevices() {

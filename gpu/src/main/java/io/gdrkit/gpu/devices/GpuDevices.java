@@ -26,15 +26,15 @@ public final class GpuDevices {
             try {
                 ordinal = Integer.parseInt(spec.substring(5));
             } catch (final NumberFormatException e) {
-                throw new IllegalArgumentException("--gpu cuda:N needs a device number, not '" + spec + "'");
+                throw new IllegalArgumentException("GPU spec cuda:N needs a device number, not '" + spec + "'");
             }
             final CudaProbe probe = CudaGpu.probe();
             if (!probe.found()) {
-                throw new IllegalArgumentException("--gpu " + spec + ": no CUDA GPU here (" + probe + ")");
+                throw new IllegalArgumentException("GPU " + spec + ": no CUDA GPU here (" + probe + ")");
             }
             return CudaGpu.open(ordinal);
         }
-        throw new IllegalArgumentException("--gpu must be sim:<v100|h100|h200|all-devices> or cuda:N, not '" + spec
+        throw new IllegalArgumentException("a GPU spec is sim:<v100|h100|h200|all-devices> or cuda:N, not '" + spec
             + "'");
     }
 }

@@ -77,7 +77,7 @@ public final class DoctorLab {
     public static DoctorReport simulated(final String gpuSpec, final Boolean dmaBuf, final Boolean peermem,
                                          final NcclSettings settings) {
         if (gpuSpec == null || !gpuSpec.startsWith("sim:")) {
-            throw new IllegalArgumentException("the simulated host needs --gpu sim:<preset>, not " + gpuSpec);
+            throw new IllegalArgumentException("the simulated host needs a simulated GPU (sim:<preset>), not " + gpuSpec);
         }
         final SoftNicContext ctx = new SoftNicContext();
         if (dmaBuf != null) {

@@ -142,9 +142,9 @@ public final class LatRun {
         flush(lb.b.qps[0], tb, lb.b.scq, lb.b);
         final double avg = sum / count;
         final double stdev = Math.sqrt(Math.max(0, sumSq / count - avg * avg));
-        return new LatResult(size, count, min / 1e3, max / 1e3, histogram.getValueAtPercentile(50) / 1e3,
-            avg / 1e3, stdev / 1e3, histogram.getValueAtPercentile(99) / 1e3,
-            histogram.getValueAtPercentile(99.9) / 1e3);
+        return new LatResult(size, count, min / 1e3, max / 1e3, Percentiles.at(histogram, 50, min, max) / 1e3,
+            avg / 1e3, stdev / 1e3, Percentiles.at(histogram, 99, min, max) / 1e3,
+            Percentiles.at(histogram, 99.9, min, max) / 1e3);
     }
 
     /** Posts with every cq-mod-th WQE signaled, first reaping completions if the send queue is full. */

@@ -46,8 +46,8 @@ public final class NativeReadiness {
     public static Result check(final String what, final String gpuSpec) {
         final Device device = Providers.requireNative(what);
         if (gpuSpec != null && !gpuSpec.startsWith("cuda:")) {
-            throw new IllegalArgumentException("--provider native registers real GPU memory with a real NIC: give "
-                + "--gpu cuda:N, not " + gpuSpec);
+            throw new IllegalArgumentException("the native provider registers real GPU memory with a real NIC: it "
+                + "needs a CUDA GPU (cuda:N), not " + gpuSpec);
         }
         try (VerbsContext ctx = device.open()) {
             final PortAttr p = ctx.queryPort(1);

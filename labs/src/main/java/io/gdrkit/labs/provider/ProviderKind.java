@@ -26,7 +26,7 @@ public enum ProviderKind {
         return switch (s == null ? "" : s.trim().toLowerCase(Locale.ROOT)) {
             case "soft" -> SOFT;
             case "native" -> NATIVE;
-            default -> throw new IllegalArgumentException("--provider must be native or soft, not '" + s + "'");
+            default -> throw new IllegalArgumentException("the provider must be native or soft, not '" + s + "'");
         };
     }
 }

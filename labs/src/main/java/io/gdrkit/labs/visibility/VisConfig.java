@@ -296,7 +296,7 @@ public final class VisConfig {
         if (gpu.startsWith("sim:")) {
             SimPreset.byLabel(gpu.substring(4)); // names the known presets when unknown
         } else if (!gpu.matches("cuda:\\d+")) {
-            throw new IllegalArgumentException("--gpu must be sim:<v100|h100|h200|all-devices> or cuda:N, not '"
+            throw new IllegalArgumentException("a GPU spec is sim:<v100|h100|h200|all-devices> or cuda:N, not '"
                 + gpu + "'");
         }
         if (wrSplit != 1 && wrSplit != 16 && wrSplit != 256) {

@@ -46,7 +46,7 @@ public final class VisibilityLab implements AutoCloseable {
             try {
                 return valueOf(s.trim().toUpperCase(Locale.ROOT));
             } catch (final IllegalArgumentException e) {
-                throw new IllegalArgumentException("--fabric must be jvm, shm or tcp, not '" + s + "'");
+                throw new IllegalArgumentException("the fabric must be jvm, shm or tcp, not '" + s + "'");
             }
         }
     }
@@ -309,10 +309,15 @@ public final class VisibilityLab implements AutoCloseable {
 
     private static Process spawn(final InetSocketAddress control) throws IOException {
         final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-            System.getProperty("java.class.path"), SenderMain.class.getName(), "--connect",
-            control.getHostString() + ":" + control.getPort())
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        // the settings given to this process's command line (--set) hold in the sender too
+        final List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
+        cmd.addAll(io.gdrkit.core.config.SettingsReader.processOverrideFlags());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), SenderMain.class.getName(), "--connect",
+            control.getHostString() + ":" + control.getPort()));
+        final ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().putAll(io.gdrkit.core.config.SettingsReader.processOverrideEnvironment());
+        return pb.start();
     }
 
     /**

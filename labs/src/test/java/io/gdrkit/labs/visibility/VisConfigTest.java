@@ -42,7 +42,7 @@ class VisConfigTest {
 
     @Test
     void everyBadValueNamesItsOption() {
-        bad(c -> c.gpu("gpu0"), "--gpu must be sim:<v100|h100|h200|all-devices> or cuda:N, not 'gpu0'");
+        bad(c -> c.gpu("gpu0"), "a GPU spec is sim:<v100|h100|h200|all-devices> or cuda:N, not 'gpu0'");
         bad(c -> c.gpu("sim:a100"), "unknown simulated GPU 'a100' (v100, h100, h200, all-devices, no-gdr)");
         bad(c -> c.wrSplit(2), "--wr-split must be 1, 16 or 256, not 2");
         bad(c -> c.wrSplit(16).size(8), "--size must be between the WR split (16) and 2 GiB, not 8");

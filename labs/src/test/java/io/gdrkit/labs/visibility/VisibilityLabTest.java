@@ -209,7 +209,7 @@ class VisibilityLabTest {
     @Test
     void badConfigurationsAreRejectedWithTheOptionNamed() {
         final String[][] cases = {
-            {"sim:a100", "unknown simulated GPU"}, {"cuda:x", "--gpu must be"},
+            {"sim:a100", "unknown simulated GPU"}, {"cuda:x", "a GPU spec is"},
         };
         for (final String[] c : cases) {
             final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

@@ -251,6 +251,6 @@ class VisibilityProcessesTest {
             false));
         final IllegalArgumentException t = assertThrows(IllegalArgumentException.class,
             () -> VisibilityLab.Transport.parse("udp"));
-        assertTrue(t.getMessage().contains("--fabric must be"), t.getMessage());
+        assertTrue(t.getMessage().contains("the fabric must be jvm, shm or tcp, not 'udp'"), t.getMessage());
     }
 }
