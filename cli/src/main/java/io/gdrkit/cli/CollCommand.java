@@ -148,6 +148,31 @@ public final class CollCommand implements Callable<Integer> {
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
+    /**
+     * Rank 0 of a torchrun or Slurm world serves the bootstrap root on MASTER_ADDR: beyond loopback without a token,
+     * anyone who reaches the port during the join can take a rank. Warned, or refused with --strict, as for --bind.
+     */
+    private void exposure(final WorldEnvironment.World w) {
+        if (!w.servesRoot() || w.id() == null || !w.token().isEmpty()) {
+            return;
+        }
+        try {
+            if (InetAddress.getByName(w.id().host()).isLoopbackAddress()) {
+                return;
+            }
+        } catch (final java.net.UnknownHostException e) {
+            return; // resolving the world names it
+        }
+        final String why = "serving the bootstrap root on " + w.id().host() + ":" + w.id().port() + " without a "
+            + "token: anyone who reaches it during the join can take a rank (set GDRKIT_TOKEN on every rank; "
+            + "docs/LAUNCHING.md)";
+        if (endpoint.strict) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--strict: " + why);
+        }
+        spec.commandLine().getErr().println("gdrkit coll: warning: " + why);
+        spec.commandLine().getErr().flush();
+    }
+
     /** Every check on the command line, before any output or work: a bad one is a usage error (exit 2). */
     private CollRun.Config validate(final int ranks, final boolean launched) {
         final CommandLine cl = spec.commandLine();
@@ -238,6 +263,9 @@ public final class CollCommand implements Callable<Integer> {
         if (launched && !overProcesses) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one JVM; "
                 + "launched ranks need shm or tcp");
+        }
+        if (launched) {
+            exposure(WorldEnvironment.detect(env));
         }
         final WorldEnvironment.Resolved world = launched
             ? WorldEnvironment.resolve(env, Duration.ofMillis(Math.max(1, timeoutMs))) : null;

@@ -65,6 +65,35 @@ class CollWorldEnvironmentTest {
     }
 
     @Test
+    void rankZeroServingTheRootBeyondLoopbackWithoutATokenIsRefusedUnderStrict(@TempDir final Path dir)
+        throws Exception {
+        String here = null;
+        for (final java.net.NetworkInterface n : java.util.Collections.list(
+            java.net.NetworkInterface.getNetworkInterfaces())) {
+            for (final java.net.InetAddress a : java.util.Collections.list(n.getInetAddresses())) {
+                if (n.isUp() && !a.isLoopbackAddress() && a instanceof java.net.Inet4Address) {
+                    here = a.getHostAddress();
+                }
+            }
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(here != null, "no non-loopback IPv4 address on this host");
+        final List<String> cmd = List.of(ProcessHandle.current().info().command().orElse("java"),
+            "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+            "coll", "allreduce", "--fabric", "tcp", "--strict", "-b", "8", "-e", "8");
+        final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+            .redirectOutput(dir.resolve("out").toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("GDRKIT_") || k.startsWith("PMIX_")
+            || k.startsWith("SLURM_"));
+        pb.environment().putAll(Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", here, "MASTER_PORT",
+            String.valueOf(freePort())));
+        final Process p = pb.start();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        final String out = Files.readString(dir.resolve("out"));
+        assertEquals(2, p.exitValue(), out);
+        assertTrue(out.contains("--strict: serving the bootstrap root on " + here), out);
+    }
+
+    @Test
     void theHeaderSaysWhereTheWorldCameFrom(@TempDir final Path dir) throws Exception {
         final int port = freePort();
         final Process p1 = rank(1, port, dir, "--fabric", "tcp");
