@@ -109,6 +109,11 @@ public final class VisibilityCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "0", description = "Control port (0: any free port).")
     int port;
 
+    @Option(names = "--expect", paramLabel = "READBACK=pass|fail,...", split = ",",
+        description = "The outcome each readback mode must have, e.g. off=fail,on=pass: a row that differs makes the "
+            + "exit code 1 (for CI); without it the exit code says only whether the run itself worked.")
+    List<String> expect;
+
     @Option(names = "--listen", description = "With --fabric tcp: wait for `gdrkit visibility-sender --connect "
         + "HOST:PORT` started by hand (on another host) instead of starting the senders.")
     boolean listen;
@@ -165,6 +170,7 @@ public final class VisibilityCommand implements Callable<Integer> {
             // a bad option is a usage error (exit 2), said in one line before anything runs
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        final java.util.Map<Readback, Boolean> expected = expectations(spec.commandLine(), expect);
         // a cuda:N this host lacks: exit code 3, before any process starts
         checkCudaDevices(matrix);
         final ObjectMapper mapper = new ObjectMapper();
@@ -203,8 +209,59 @@ public final class VisibilityCommand implements Callable<Integer> {
                 ExperimentReports.visibility(report, lab.processes(), results);
                 ReportOutput.writeAndPrint(report, reportDir, json, out);
             }
+            final List<String> unmet = unmet(expected, results);
+            if (!unmet.isEmpty()) {
+                final PrintWriter err = spec.commandLine().getErr();
+                err.println("gdrkit visibility: --expect not met: " + String.join("; ", unmet));
+                err.flush();
+                return Main.EXIT_FAILURE;
+            }
         }
         return 0;
+    }
+
+    /** {@code --expect off=fail,on=pass} as a map; a malformed pair is a usage error naming it. */
+    static java.util.Map<Readback, Boolean> expectations(final CommandLine cl, final List<String> pairs) {
+        final java.util.Map<Readback, Boolean> m = new java.util.EnumMap<>(Readback.class);
+        if (pairs == null) {
+            return m;
+        }
+        for (final String p : pairs) {
+            final int eq = p.indexOf('=');
+            final String mode = eq < 0 ? "" : p.substring(0, eq).trim().toUpperCase(Locale.ROOT).replace('-', '_');
+            final String want = eq < 0 ? "" : p.substring(eq + 1).trim().toLowerCase(Locale.ROOT);
+            final Readback r;
+            try {
+                r = Readback.valueOf(mode);
+            } catch (final IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cl, "--expect '" + p + "': READBACK=pass|fail with "
+                    + "READBACK off, on, flush or flush-all");
+            }
+            if (!want.equals("pass") && !want.equals("fail")) {
+                throw new CommandLine.ParameterException(cl, "--expect '" + p + "': the outcome is pass or fail");
+            }
+            m.put(r, want.equals("pass"));
+        }
+        return m;
+    }
+
+    /** The rows whose outcome differs from what --expect says for their readback mode. */
+    static List<String> unmet(final java.util.Map<Readback, Boolean> expected, final List<VisResult> results) {
+        final List<String> out = new ArrayList<>();
+        for (final VisResult r : results) {
+            final Boolean want = expected.get(r.config().readback());
+            if (want != null && want != r.passed()) {
+                out.add("readback=" + low(r.config().readback()) + " gpu=" + r.config().gpu() + " expected "
+                    + (want ? "pass" : "fail") + ", got " + (r.passed() ? "pass" : "fail (" + r.failures()
+                    + " failing rounds)"));
+            }
+        }
+        for (final Readback r : expected.keySet()) {
+            if (results.stream().noneMatch(x -> x.config().readback() == r)) {
+                out.add("readback=" + low(r) + " expected but not run (add it to --readback)");
+            }
+        }
+        return out;
     }
 
     private void matrix(final List<VisConfig> matrix, final Set<String> skipped) {

@@ -16,6 +16,31 @@ import org.junit.jupiter.api.io.TempDir;
 
 class VisibilityCommandTest {
     @Test
+    void expectMakesTheOutcomeTheExitCode() {
+        final String[] run = {"visibility", "--gpu", "sim:v100", "--readback", "off,on", "--size", "8K", "--rounds",
+            "4", "--seed", "5", "--fabric", "jvm"};
+        final Cli met = Cli.run(concat(run, "--expect", "off=fail,on=pass"));
+        assertEquals(0, met.exitCode(), met.toString());
+        final Cli unmet = Cli.run(concat(run, "--expect", "off=pass"));
+        assertEquals(1, unmet.exitCode(), unmet.toString());
+        assertTrue(unmet.err().startsWith("gdrkit visibility: --expect not met: readback=off gpu=sim:v100 expected "
+            + "pass, got fail ("), unmet.toString());
+        final Cli notRun = Cli.run(concat(run, "--expect", "flush=pass"));
+        assertEquals(1, notRun.exitCode(), notRun.toString());
+        assertTrue(notRun.err().contains("readback=flush expected but not run (add it to --readback)"),
+            notRun.toString());
+        final Cli bad = Cli.run(concat(run, "--expect", "off=maybe"));
+        assertEquals(2, bad.exitCode(), bad.toString());
+        assertTrue(bad.err().contains("--expect 'off=maybe': the outcome is pass or fail"), bad.toString());
+    }
+
+    private static String[] concat(final String[] a, final String... b) {
+        final String[] r = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, r, a.length, b.length);
+        return r;
+    }
+
+    @Test
     void textSaysSimulatedOnEveryLineAndShowsTheFailableBaseline() {
         final Cli r = Cli.run("visibility", "--gpu", "sim:v100", "--readback", "off,on", "--size", "8K",
             "--rounds", "4", "--seed", "5", "--fabric", "jvm");

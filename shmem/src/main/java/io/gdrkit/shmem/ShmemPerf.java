@@ -196,7 +196,7 @@ public final class ShmemPerf {
         final long heapNeed = ShmemContext.RESERVED + 2 * maxBytes * (test == Test.PUT_BW || test == Test.MSG_RATE
             ? (long) blocks * threads : 1) + 4096;
         ctx.heapBytes(Math.max(ctx.heapBytes(), heapNeed + 4096));
-        ctx.conclude();
+        ctx.concludeOnce();
         final long[] landing = new long[iters];
         final List<Result> results = ShmemWorld.run(ctx, pe -> body(pe, test, minBytes, maxBytes, iters, blocks,
             threads, landing));

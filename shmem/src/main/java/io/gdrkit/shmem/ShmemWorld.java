@@ -37,7 +37,7 @@ public final class ShmemWorld {
      * @return each PE's result, indexed by PE number
      */
     public static <R> List<R> run(final ShmemContext ctx, final Function<ShmemPe, R> body) {
-        ctx.conclude();
+        ctx.concludeOnce();
         final int n = ctx.nPes();
         SimGpuSystem sims = null;
         final GpuDevice[] gpus = new GpuDevice[n];

@@ -1,5 +1,6 @@
 package io.gdrkit.gdr.gate;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.reg.RegCapabilities;
 import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.reg.RegMechanismDecision;
@@ -49,7 +50,7 @@ public final class GdrGate {
             if (s.gdrRead() == 0) {
                 ev.add(GdrSettings.GDR_READ + "=0: sends do not read GPU memory");
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
-                    + " / " + hca + " (NCCL_NET_GDR_READ=0)");
+                    + " / " + hca + " (" + GdrConfiguration.NET_GDR_READ.name() + "=0)");
             }
             if (s.gdrRead() < 0 && gpu.computeCap() < 80 && !gpu.nvlinkPeer() && !gpu.singleGpu()) {
                 ev.add("default read policy: compute capability " + gpu.computeCap()
@@ -57,7 +58,8 @@ public final class GdrGate {
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
                     + " / " + hca + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
             }
-            ev.add("read policy: " + (s.gdrRead() > 0 ? "NCCL_NET_GDR_READ=1" : "default, cc " + gpu.computeCap()
+            ev.add("read policy: " + (s.gdrRead() > 0 ? io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_READ.name()
+                + "=1" : "default, cc " + gpu.computeCap()
                 + (gpu.computeCap() >= 80 ? " >= 8.0" : gpu.nvlinkPeer() ? ", NVLink peer" : ", single GPU")));
         }
         // gate 4: distance

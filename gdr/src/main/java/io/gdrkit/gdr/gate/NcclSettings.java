@@ -3,7 +3,10 @@
  */
 package io.gdrkit.gdr.gate;
 
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.reg.NetMrCache;
 import io.gdrkit.gdr.reg.RegSettings;
@@ -24,20 +27,19 @@ import java.util.Map;
  * variable. A setting can only narrow what the hardware allows (C11): nothing here turns a capability on.
  */
 public final class NcclSettings {
-    public static final String NET_GDR_LEVEL = GdrLevel.ENV;
-    public static final String NET_GDR_READ = "NCCL_NET_GDR_READ";
-    public static final String NET_GDR_C2C = "NCCL_NET_GDR_C2C";
-    public static final String DMABUF_ENABLE = "NCCL_DMABUF_ENABLE";
-    public static final String GDRCOPY_ENABLE = "NCCL_GDRCOPY_ENABLE";
-    public static final String NET_FORCE_FLUSH = "NCCL_NET_FORCE_FLUSH";
-    public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
-    public static final String IB_DISABLE = "NCCL_IB_DISABLE";
-    public static final String NET = "NCCL_NET";
-    public static final String P2P_LEVEL = "NCCL_P2P_LEVEL";
+    public static final String NET_GDR_LEVEL = GdrConfiguration.NET_GDR_LEVEL.name();
+    public static final String NET_GDR_READ = GdrConfiguration.NET_GDR_READ.name();
+    public static final String NET_GDR_C2C = GdrConfiguration.NET_GDR_C2C.name();
+    public static final String DMABUF_ENABLE = GdrConfiguration.DMABUF_ENABLE.name();
+    public static final String GDRCOPY_ENABLE = GdrConfiguration.GDRCOPY_ENABLE.name();
+    public static final String NET_FORCE_FLUSH = GdrConfiguration.NET_FORCE_FLUSH.name();
+    public static final String LOCAL_REGISTER = GdrConfiguration.LOCAL_REGISTER.name();
+    public static final String IB_DISABLE = GdrConfiguration.IB_DISABLE.name();
+    public static final String NET = GdrConfiguration.NET.name();
+    public static final String P2P_LEVEL = GdrConfiguration.P2P_LEVEL.name();
 
     /** Every variable this component reads, in the order a settings table lists them. */
-    public static final List<String> NAMES = List.of(NET_GDR_LEVEL, NET_GDR_READ, NET_GDR_C2C, DMABUF_ENABLE,
-        GDRCOPY_ENABLE, NET_FORCE_FLUSH, LOCAL_REGISTER, IB_DISABLE, NET, P2P_LEVEL);
+    public static final List<String> NAMES = GdrConfiguration.CONTROL_PLANE.stream().map(SettingDef::name).toList();
 
     /** NCCL's defaults, nothing set. */
     public static final NcclSettings DEFAULTS = new Context().reader(SettingsReader.ofEnv(Map.of())).conclude();
@@ -61,9 +63,11 @@ public final class NcclSettings {
     public static final class Context {
         private SettingsReader reader;
         private final Map<String, String> overrides = new LinkedHashMap<>();
+        private final ContextFreeze freeze = new ContextFreeze("NcclSettings.Context");
 
         /** Reads from {@code reader} instead of the process's environment. */
         public Context reader(final SettingsReader reader) {
+            freeze.set("reader");
             this.reader = reader;
             return this;
         }
@@ -74,6 +78,7 @@ public final class NcclSettings {
          * @throws IllegalArgumentException when {@code name} is not one of {@link #NAMES}
          */
         public Context override(final String name, final String value) {
+            freeze.set("override");
             if (!NAMES.contains(name)) {
                 throw new IllegalArgumentException(name + " is not a setting gdrkit reads; known: "
                     + String.join(", ", NAMES));
@@ -82,49 +87,36 @@ public final class NcclSettings {
             return this;
         }
 
-        /** Reads and validates every variable once. */
+        /**
+         * Reads and validates every variable once; a concluded Context refuses setters and a second conclude().
+         */
         public NcclSettings conclude() {
+            freeze.checkConclude();
             final SettingsReader base = reader != null ? reader : SettingsReader.ofProcess();
-            return new NcclSettings(overrides.isEmpty() ? base : base.withOverrides(overrides));
+            final NcclSettings s = new NcclSettings(overrides.isEmpty() ? base : base.withOverrides(overrides));
+            freeze.concluded();
+            return s;
+        }
+
+        /** {@return whether {@link #conclude()} ran} */
+        public boolean isConcluded() {
+            return freeze.isConcluded();
         }
     }
 
     private NcclSettings(final SettingsReader r) {
-        gdrLevel = r.read(NET_GDR_LEVEL, GdrLevel.DEFAULT, v -> GdrLevel.parse(v, NET_GDR_LEVEL));
-        gdrRead = r.read(NET_GDR_READ, GdrSettings.GDR_READ_DEFAULT, v -> (int) Math.max(Integer.MIN_VALUE,
-            Math.min(Integer.MAX_VALUE, ncclInt(NET_GDR_READ, v))));
-        gdrC2c = r.read(NET_GDR_C2C, true, v -> ncclInt(NET_GDR_C2C, v) != 0);
-        dmabufEnable = r.read(DMABUF_ENABLE, true, v -> ncclInt(DMABUF_ENABLE, v) != 0);
-        gdrcopyEnable = r.read(GDRCOPY_ENABLE, false, v -> ncclInt(GDRCOPY_ENABLE, v) != 0);
-        forceFlush = r.read(NET_FORCE_FLUSH, false, v -> ncclInt(NET_FORCE_FLUSH, v) != 0);
-        localRegister = r.read(LOCAL_REGISTER, true, v -> ncclInt(LOCAL_REGISTER, v) != 0);
-        ibDisable = r.read(IB_DISABLE, false, v -> ncclInt(IB_DISABLE, v) != 0);
-        net = r.read(NET, "", NcclSettings::netName);
-        p2pLevel = r.read(P2P_LEVEL, null, v -> GdrLevel.parse(v, P2P_LEVEL).path());
+        gdrLevel = GdrConfiguration.NET_GDR_LEVEL.read(r);
+        gdrRead = GdrConfiguration.NET_GDR_READ.read(r);
+        gdrC2c = GdrConfiguration.NET_GDR_C2C.read(r);
+        dmabufEnable = GdrConfiguration.DMABUF_ENABLE.read(r);
+        gdrcopyEnable = GdrConfiguration.GDRCOPY_ENABLE.read(r);
+        forceFlush = GdrConfiguration.NET_FORCE_FLUSH.read(r);
+        localRegister = GdrConfiguration.LOCAL_REGISTER.read(r);
+        ibDisable = GdrConfiguration.IB_DISABLE.read(r);
+        net = GdrConfiguration.NET.read(r);
+        p2pLevel = GdrConfiguration.P2P_LEVEL.read(r);
         gdr = new GdrSettings(gdrLevel.value(), gdrRead.value(), dmabufEnable.value(), forceFlush.value(),
             localRegister.value());
-    }
-
-    /** NCCL reads its integer parameters with strtoll; gdrkit refuses text that is not an integer. */
-    private static long ncclInt(final String name, final String v) {
-        try {
-            return Long.parseLong(v.trim());
-        } catch (final NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + v + " is not an integer");
-        }
-    }
-
-    /** NCCL compares the plugin name case-insensitively with its built-in "IB" and "Socket" (or a plugin's). */
-    private static String netName(final String v) {
-        final String t = v.trim();
-        if (t.equalsIgnoreCase("IB")) {
-            return "IB";
-        }
-        if (t.equalsIgnoreCase("Socket")) {
-            return "Socket";
-        }
-        throw new IllegalArgumentException(NET + "=" + v + " names no network gdrkit knows (IB or Socket); NCCL "
-            + "would fail its init with 'Could not find network'");
     }
 
     /** Reads the process's environment. */

@@ -15,7 +15,7 @@ package io.gdrkit.gdr.topo;
 public record GdrLevel(PathType path, String origin)
 {
     /** The environment variable NCCL reads. */
-    public static final String ENV = "NCCL_NET_GDR_LEVEL";
+    public static final String ENV = io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_LEVEL_NAME;
     /** NCCL's default level, PXB. */
     public static final GdrLevel DEFAULT = new GdrLevel(PathType.PXB, "default");
 

@@ -1,5 +1,6 @@
 package io.gdrkit.gdr.topo;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -201,12 +202,12 @@ public final class TopoGdr
     {
         if (gdrRead == 0)
         {
-            evidence.add("read policy: NCCL_NET_GDR_READ=0: sends do not read GPU memory");
+            evidence.add("read policy: " + GdrConfiguration.NET_GDR_READ_NAME + "=0: sends do not read GPU memory");
             return Tri.NO;
         }
         if (gdrRead > 0)
         {
-            evidence.add("read policy: NCCL_NET_GDR_READ=" + gdrRead);
+            evidence.add("read policy: " + GdrConfiguration.NET_GDR_READ_NAME + "=" + gdrRead);
             return Tri.YES;
         }
         final List<TopoNode> gpus = paths.system().gpus();

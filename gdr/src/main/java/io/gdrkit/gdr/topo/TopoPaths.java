@@ -1,5 +1,6 @@
 package io.gdrkit.gdr.topo;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.util.List;
 import java.util.Map;
 
@@ -142,7 +143,8 @@ public final class TopoPaths
         // NCCL 2.30: the default level is P2C with NCCL_NET_GDR_C2C (on by default), PXB without it.
         final PathType effective = PathComputer.effectiveLevel(level, options.netGdrC2c());
         final GdrLevel used = effective == level.path() ? level :
-            new GdrLevel(effective, level.origin() + ", NCCL_NET_GDR_C2C=" + (options.netGdrC2c() ? 1 : 0));
+            new GdrLevel(effective, level.origin() + ", " + GdrConfiguration.NET_GDR_C2C_NAME + "="
+                + (options.netGdrC2c() ? 1 : 0));
         final boolean allowed = used.allows(distance);
         final TopoNode cpu = localCpu(effectiveGpu);
         final boolean pci = cpu != null && type(effectiveGpu, cpu) == PathType.C2C && distance != PathType.P2C;
