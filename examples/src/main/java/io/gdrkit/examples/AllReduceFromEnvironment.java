@@ -7,6 +7,7 @@ import io.gdrkit.comm.Comm;
 import io.gdrkit.comm.CommConfig;
 import io.gdrkit.comm.Fabric;
 import io.gdrkit.comm.RedOp;
+import io.gdrkit.comm.bootstrap.BootstrapContext;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -43,7 +44,8 @@ public final class AllReduceFromEnvironment {
         for (int r = 0; r < nranks; r++) {
             final ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
                 System.getProperty("java.class.path"), AllReduceFromEnvironment.class.getName(), "rank").inheritIO();
-            pb.environment().keySet().removeIf(k -> k.startsWith("GDRKIT_ID") || k.startsWith("PMIX_")
+            // this example plays the launcher: no other launcher's variables reach the copies
+            pb.environment().keySet().removeIf(k -> k.equals(BootstrapContext.ENV_ID) || k.startsWith("PMIX_")
                 || k.startsWith("SLURM_"));
             pb.environment().put("RANK", String.valueOf(r));
             pb.environment().put("WORLD_SIZE", String.valueOf(nranks));

@@ -10,6 +10,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.gdrkit.comm.bootstrap.BootstrapException.Reason;
+import io.gdrkit.comm.config.CommConfiguration;
+import io.gdrkit.core.config.SettingsReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -42,12 +44,10 @@ final class Pmix {
     private Pmix() {
     }
 
-    /** Property naming the library to load (default {@value #DEFAULT_LIBRARY}). */
-    static final String LIBRARY_PROPERTY = "gdrkit.pmix.library";
-    /** The library loaded by default. */
-    static final String DEFAULT_LIBRARY = "libpmix.so.2";
-    /** The key rank 0 puts its bootstrap id under. */
-    static final String ID_KEY = "gdrkit.bootstrap.id";
+    /** Property naming the library to load (default libpmix.so.2). */
+    static final String LIBRARY_PROPERTY = CommConfiguration.PMIX_LIBRARY.name();
+    /** The key rank 0 puts its bootstrap id under, in PMIx's store. */
+    static final String ID_KEY = "io.gdrkit:bootstrap-id";
 
     static final int NSPACE_BYTES = 256;
     static final long PROC_SIZE = 260;
@@ -85,7 +85,7 @@ final class Pmix {
     }
 
     private static Lib load() {
-        final String name = System.getProperty(LIBRARY_PROPERTY, DEFAULT_LIBRARY);
+        final String name = CommConfiguration.PMIX_LIBRARY.read(SettingsReader.ofProcess()).value();
         final SymbolLookup l;
         try {
             l = SymbolLookup.libraryLookup(name, Arena.global());

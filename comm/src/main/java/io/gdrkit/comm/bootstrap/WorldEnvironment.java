@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import io.gdrkit.comm.config.CommConfiguration;
 
 /**
  * Finds this process's world from what the launcher that started it put in the environment: a PMIx launcher
@@ -34,11 +35,11 @@ import java.util.Objects;
  *
  * <p><b>Meeting without a shared id.</b> With torchrun and Slurm variables no launcher hands the ranks a
  * {@link UniqueId}: rank 0 serves the bootstrap root on the fixed address ({@code MASTER_ADDR:MASTER_PORT}), and
- * every rank derives the same run id from what they all know: SHA-256 of the token ({@value #ENV_TOKEN}), the port
+ * every rank derives the same run id from what they all know: SHA-256 of the token ({@code GDRKIT_TOKEN}), the port
  * and the job's id ({@code TORCHELASTIC_RUN_ID}, or {@code SLURM_JOB_ID.SLURM_STEP_ID}). With a token, the run id
  * is as secret as the token, and the root also checks the token in every hello. Without a token the run id is not
  * a secret: anyone who can reach the port during the join can take a rank that has not joined yet; the network is
- * then the only protection (as for torch's own TCP store), so set {@value #ENV_TOKEN} on every rank (a Kubernetes
+ * then the only protection (as for torch's own TCP store), so set {@code GDRKIT_TOKEN} on every rank (a Kubernetes
  * Secret, or a value the batch script generates) wherever the port is reachable by others.
  */
 public final class WorldEnvironment {
@@ -67,15 +68,15 @@ public final class WorldEnvironment {
     /** The shared secret (the same variable as {@link BootstrapContext#ENV_TOKEN}). */
     public static final String ENV_TOKEN = BootstrapContext.ENV_TOKEN;
     /** The bootstrap root's host for torchrun and Slurm worlds; wins over {@code MASTER_ADDR} when both are set. */
-    public static final String ENV_MASTER_ADDR = "GDRKIT_MASTER_ADDR";
+    public static final String ENV_MASTER_ADDR = CommConfiguration.WORLD_MASTER_ADDR.name();
     /** The bootstrap root's port for torchrun and Slurm worlds; wins over {@code MASTER_PORT} when both are set. */
-    public static final String ENV_MASTER_PORT = "GDRKIT_MASTER_PORT";
+    public static final String ENV_MASTER_PORT = CommConfiguration.WORLD_MASTER_PORT.name();
     /**
      * The address rank 0 listens on for the bootstrap root (and, under PMIx, the address the other ranks are told);
      * default: {@code MASTER_ADDR} when it is an address of this host, else every interface (torchrun, Slurm), or
      * loopback when all ranks share this host, else this host's name (PMIx).
      */
-    public static final String ENV_BIND_ADDR = "GDRKIT_BOOTSTRAP_BIND";
+    public static final String ENV_BIND_ADDR = CommConfiguration.WORLD_BOOTSTRAP_BIND.name();
 
     private static final List<String> TORCH = List.of("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "MASTER_ADDR", "MASTER_PORT");
@@ -493,11 +494,11 @@ public final class WorldEnvironment {
 
     /**
      * Starts the bootstrap root of a world whose rank 0 serves it ({@link World#servesRoot()}): on
-     * {@value #ENV_BIND_ADDR} when set, else on the world's root address when it is an address of this host, else on
+     * {@code GDRKIT_BOOTSTRAP_BIND} when set, else on the world's root address when it is an address of this host, else on
      * every interface, at the world's port, with the world's derived run id; a world of one on loopback.
      *
      * @param world       the world, {@link World#servesRoot()} true
-     * @param env         the environment, read for {@value #ENV_BIND_ADDR}
+     * @param env         the environment, read for {@code GDRKIT_BOOTSTRAP_BIND}
      * @param joinTimeout how long the ranks have to join before the root aborts the run naming the missing ranks
      * @return the running root; the caller closes it after its own bootstrap
      * @throws IllegalArgumentException when this rank does not serve the root, or the bind address is unknown
