@@ -631,6 +631,13 @@ public final class CollWorld implements AutoCloseable {
     /** Closes the communicator, transport and NIC; each rank's fabric removes its own shared-memory files. */
     @Override
     public void close() {
+        try {
+            // every rank has finished its exchanges before any rank closes a connection: a socket closed with a
+            // peer's bytes still unread is reset, and the reset can take the peer's last unread data with it
+            bootstrap.barrier();
+        } catch (final RuntimeException ignored) {
+            // another rank is gone already: still release ours
+        }
         comm.close();
         if (gpu != null) {
             gpu.close();

@@ -26,7 +26,7 @@ class SoftNicContextTest {
         assertEquals("backoff", c.idleStrategy());
         assertEquals(4 << 20, c.linkCapacity());
         assertEquals(1.0, c.retransmitFactor());
-        assertEquals(5, c.retransmitBackoff());
+        assertEquals(2, c.retransmitBackoff(), "the IBA's bound: one expiry at most 4x the QP's timeout");
         assertEquals(64, c.ackReqInterval());
         assertEquals(512, c.window());
         assertEquals(32, c.burst());
@@ -180,7 +180,8 @@ class SoftNicContextTest {
         assertEquals(SoftNicContext.DEFAULT_UD_ONE_COPY_MIN, c.udOneCopyMin());
         assertEquals(SoftNicContext.DEFAULT_UD_REFERENCE_TIMEOUT_MS, c.udReferenceTimeoutMs());
         assertEquals(SoftNicContext.DEFAULT_COPY_THRESHOLD, c.copyThreshold());
-        assertEquals("gdrkit.nic.retransmit.backoff=6 is not an integer in [0, " + SoftQp.MAX_BACKOFF + "]",
+        assertEquals("gdrkit.nic.retransmit.backoff=" + (SoftQp.MAX_BACKOFF + 1) + " is not an integer in [0, "
+            + SoftQp.MAX_BACKOFF + "]",
             assertThrows(IllegalArgumentException.class, () -> new SoftNicContext().properties(none)
                 .retransmitBackoff(SoftQp.MAX_BACKOFF + 1).conclude()).getMessage());
         assertEquals("gdrkit.nic.ud.onecopy.min=4097 is not an integer in [1, " + UdEngine.MTU + "]",

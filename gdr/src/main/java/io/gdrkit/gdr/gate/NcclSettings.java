@@ -24,7 +24,7 @@ import java.util.Map;
  * (the gates, the connector, the registration cache, the path engine, the doctor) takes its view from here:
  * {@link #gdr()}, {@link #reg()}, {@link #pathOptions()}. Built with a {@link Context} and {@code conclude()}, which
  * parses and validates each value once; a malformed value is an {@link IllegalArgumentException} naming the
- * variable. A setting can only narrow what the hardware allows (C11): nothing here turns a capability on.
+ * variable. A setting can only narrow what the hardware allows: nothing here turns a capability on.
  */
 public final class NcclSettings {
     public static final String NET_GDR_LEVEL = GdrConfiguration.NET_GDR_LEVEL.name();

@@ -193,7 +193,7 @@ public final class LatRun {
         while (side.rcq.poll(wcs) == 0) {
             if (!lb.invoker) {
                 // own_device: polling b's CQ moves only b; this thread is also a's NIC, whose SEND must go out
-                // (without this the one-thread harness stalled: issue 15). Invoker polling already moves both.
+                // (without this the one-thread harness stalled). Invoker polling already moves both.
                 lb.progress();
             }
             if (cfg.events()) {

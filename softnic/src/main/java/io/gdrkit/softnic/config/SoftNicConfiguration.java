@@ -89,8 +89,9 @@ public final class SoftNicConfiguration {
         }).readBy("SoftNicContext");
     /** Most doublings of the retransmit timeout after consecutive timeouts without progress. */
     public static final SettingDef<Integer> RETRANSMIT_BACKOFF = SettingDef.integer("gdrkit.nic.retransmit.backoff",
-        5, 0, 5, "most doublings of the retransmit timeout after consecutive "
-            + "timeouts without progress (0: a fixed timeout)").readBy("SoftNicContext");
+        2, 0, 2, "most doublings of the retransmit timeout after consecutive "
+            + "timeouts without progress (0: a fixed timeout; at most 2, the IBA's 4x bound per expiry)")
+        .readBy("SoftNicContext");
     /** Packets after which the requester sets AckReq even inside a message. */
     public static final SettingDef<Integer> ACK_REQ_INTERVAL = SettingDef.integer("gdrkit.nic.ackreq.interval", 64, 1,
         Integer.MAX_VALUE, "packets after which the requester sets AckReq even inside a message").valid(">= 1")

@@ -1,9 +1,12 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
- *
- * Thread CPU time per message of the one invoker thread (issue 16's hot-path before/after on a loaded machine:
- * descheduled time does not count), and of a 1 MiB MemorySegment.copy in the same JVM. Run as a source file against a built jar:
- *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/CpuPerMsg.java LABEL
+ */
+package io.gdrkit.bench;
+
+/*
+ * Thread CPU time per message of the one invoker thread (a hot-path before/after that holds on a loaded machine:
+ * descheduled time does not count), and of a 1 MiB MemorySegment.copy in the same JVM. Run from the bench jar:
+ *   java --enable-native-access=ALL-UNNAMED -cp bench/target/gdrkit-bench.jar io.gdrkit.bench.CpuPerMsg LABEL
  */
 import io.gdrkit.labs.perf.*;
 import java.lang.foreign.Arena;

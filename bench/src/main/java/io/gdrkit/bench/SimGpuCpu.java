@@ -1,11 +1,14 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
- *
+ */
+package io.gdrkit.bench;
+
+/*
  * write_bw into host memory against write_bw into the simulated H200 (both buffers on the GPU, as perf --mem gpu),
  * measured as CPU time: every thread of the JVM that existed when the run started (the invoker that drives both
  * NICs, the simulated GPU's drainer and stream threads), so descheduled time on a loaded machine does not count.
- * Interleaved host, gpu, host, gpu ... in one JVM; one JSON line per trial. Run against a built jar:
- *   java --enable-native-access=ALL-UNNAMED -cp cli/target/gdrkit.jar bench/SimGpuCpu.java LABEL [TRIALS [BYTES...]]
+ * Interleaved host, gpu, host, gpu ... in one JVM; one JSON line per trial. Run from the bench jar:
+ *   java --enable-native-access=ALL-UNNAMED -cp bench/target/gdrkit-bench.jar io.gdrkit.bench.SimGpuCpu LABEL [TRIALS [BYTES...]]
  * (sizes 65536 1048576 4194304 unless given)
  */
 import io.gdrkit.gpu.GpuDevice;

@@ -1,7 +1,8 @@
 /*
  * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
  */
-import io.gdrkit.bench.UdVsRcSendBench;
+package io.gdrkit.bench;
+
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
@@ -16,7 +17,7 @@ import java.util.List;
  * warms up for half the iterations, then measures.
  *
  * <pre>
- * java --enable-native-access=ALL-UNNAMED -cp bench/target/gdrkit-bench.jar bench/UdRcCpuProbe.java \
+ * java --enable-native-access=ALL-UNNAMED -cp bench/target/gdrkit-bench.jar io.gdrkit.bench.UdRcCpuProbe \
  *     [rounds=3] [invocations=20000] [sizes=1024,4096]
  * </pre>
  * Each invocation is {@value UdVsRcSendBench#BATCH} messages. Prints every round and min/median/max of the UD/RC
