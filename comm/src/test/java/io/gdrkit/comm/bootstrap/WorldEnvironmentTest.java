@@ -203,6 +203,7 @@ class WorldEnvironmentTest {
                 final Exception e = assertThrows(Exception.class, () -> r.get(10, TimeUnit.SECONDS));
                 assertTrue(e.getCause() instanceof BootstrapException, String.valueOf(e.getCause()));
             }
+            assertTrue(root.await(Duration.ofSeconds(10)), "the root did not end"); // its failure is set as it ends
             assertTrue(root.failure() != null && root.failure().contains("rank(s) [2] of 3 never joined"),
                 root.failure());
         }
