@@ -271,6 +271,11 @@ public final class CommConfig {
         return this;
     }
 
+    /** {@return the address given to {@link #bind}, or null when none was} */
+    InetAddress bindAddress() {
+        return bind;
+    }
+
     /** {@return the run's id} */
     public UniqueId id() {
         return id;

@@ -19,6 +19,7 @@ import java.util.Locale;
 public final class CommConfiguration {
     private static final String COLL = "CollContext";
     private static final String BOOT = "BootstrapContext";
+    private static final String WORLD = "WorldEnvironment";
     /** The most ranks of a run (BootstrapWire.MAX_RANKS). */
     private static final int MAX_RANKS = 4096;
 
@@ -105,6 +106,23 @@ public final class CommConfiguration {
     public static final SettingDef<String> LAUNCH_ROOT_ID = SettingDef.text("GDRKIT_ROOT_ID", "",
         "the run's id a joining gdrkit launch (another host's ranks) joins instead of starting a root")
         .valid("host:port/runIdHex").readBy("LaunchCommand (cli)");
+    /** The bootstrap root's host for worlds from torchrun or Slurm variables. */
+    public static final SettingDef<String> WORLD_MASTER_ADDR = SettingDef.text("GDRKIT_MASTER_ADDR", "",
+        "the host of rank 0, where the bootstrap root of a torchrun or Slurm world listens; wins over MASTER_ADDR")
+        .defaultText("MASTER_ADDR").valid("a host name or address").readBy(WORLD);
+    /** The bootstrap root's port for worlds from torchrun or Slurm variables. */
+    public static final SettingDef<Integer> WORLD_MASTER_PORT = SettingDef.integer("GDRKIT_MASTER_PORT", 0, 0, 65535,
+        "the TCP port rank 0's bootstrap root of a torchrun or Slurm world listens on; wins over MASTER_PORT")
+        .defaultText("MASTER_PORT").valid("1..65535").readBy(WORLD);
+    /** Where rank 0 of a world from the environment listens for the bootstrap root. */
+    public static final SettingDef<String> WORLD_BOOTSTRAP_BIND = SettingDef.text("GDRKIT_BOOTSTRAP_BIND", "",
+        "the address rank 0 listens on for the bootstrap root of a world from the environment (and, under PMIx, "
+        + "tells the others)").defaultText("MASTER_ADDR if this host's, else every interface (torchrun, Slurm); "
+        + "loopback on one host, else this host's address (PMIx)").valid("an address of this host").readBy(WORLD);
+    /** The PMIx client library. */
+    public static final SettingDef<String> PMIX_LIBRARY = SettingDef.text("gdrkit.pmix.library", "libpmix.so.2",
+        "the PMIx client library loaded through FFM for worlds a PMIx launcher started (mpirun, srun --mpi=pmix)")
+        .valid("a library name or path").readBy("Pmix");
     /** The timeout of every bootstrap wait. */
     public static final SettingDef<Long> BOOTSTRAP_TIMEOUT_MS = SettingDef.longValue("gdrkit.bootstrap.timeout.ms",
         60_000, 1, 86_400_000, "the timeout of every bootstrap wait, in ms").readBy(BOOT);
@@ -113,7 +131,8 @@ public final class CommConfiguration {
     public static final List<SettingDef<?>> ALL = List.of(COLL_NICS, COLL_TIMEOUT_MS, COLL_EAGER_BYTES,
         COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
         COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
-        BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID);
+        BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID, WORLD_MASTER_ADDR, WORLD_MASTER_PORT,
+        WORLD_BOOTSTRAP_BIND, PMIX_LIBRARY);
 
     private CommConfiguration() {
     }
