@@ -275,6 +275,16 @@ final class PerfCommand implements Callable<Integer> {
         final PerfPrinter printer = new PerfPrinter(out, json, gbits);
         final PerfReport collected = reportDir == null ? null : new PerfReport(gbits);
         printer.collect(collected);
+        try {
+            return measure(test, first, sizes, faultConfig, kind, printer, collected, out);
+        } finally {
+            printer.endTable(); // notes that came after the column header follow the table
+        }
+    }
+
+    private int measure(final PerfKind test, final PerfConfig first, final int[] sizes,
+                        final FaultInjector.Config faultConfig, final ProviderKind kind, final PerfPrinter printer,
+                        final PerfReport collected, final PrintWriter out) {
         BaselineResult base = null;
         if (baseline) {
             base = runBaseline(printer, out);
@@ -330,6 +340,7 @@ final class PerfCommand implements Callable<Integer> {
      */
     private void writeReport(final PerfReport collected, final PerfPrinter printer, final PerfKind test,
                              final PerfConfig cfg, final BaselineResult base) {
+        printer.endTable();
         if (collected == null) {
             return;
         }
@@ -540,7 +551,7 @@ final class PerfCommand implements Callable<Integer> {
                 m.put("fabric", "injvm");
                 printer.jsonObject(m);
             }
-            printer.comment("# -b sum of both directions (perftest's -b figure):");
+            printer.comment("# -b: the table's row is the sum of both directions (perftest's -b figure)");
         }
         printer.bw(cfg, both.sum());
         return both.sum();
@@ -623,10 +634,10 @@ final class PerfCommand implements Callable<Integer> {
             printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
                 : host) + ":" + cmPort + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
                 + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
-            printer.header(test);
             if (faultConfig != null) {
                 printer.comment("# faults (client's sending links): " + faults);
             }
+            printer.header(test);
             RemotePerf.runClient(loopback ? "127.0.0.1" : host, cmPort, fabric, linkCapacity, first, sizes,
                 s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, crc, stripe, secret);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
