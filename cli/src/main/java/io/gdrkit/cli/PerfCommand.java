@@ -125,8 +125,17 @@ final class PerfCommand implements Callable<Integer> {
     Long iters;
 
     @Option(names = "--warmup", description = "Unreported warm-up iterations before each size "
-        + "(default: max(-n, 50000), at most 16 GiB of data).")
+        + "(default: max(-n, 50000), at most 16 GiB of data). Given alone, exactly this many: no --warmup-ms.")
     Long warmup;
+
+    /** What --warmup-ms is when neither it nor --warmup is given. */
+    static final long DEFAULT_WARMUP_MS = 300;
+
+    @Option(names = "--warmup-ms", description = "Before each size, repeat the warm-up (rounds of --warmup "
+        + "iterations, the same test) until this many milliseconds have passed, so the JIT has compiled the loop "
+        + "before measuring (default " + DEFAULT_WARMUP_MS + "; 0: off; with --warmup alone: off). The header says "
+        + "which warm-up ran.")
+    Long warmupMs;
 
     @Option(names = {"-q", "--qp"}, description = "Number of QPs; messages go round-robin (default "
         + PerfConfig.DEFAULT_QPS + ").")
@@ -313,7 +322,8 @@ final class PerfCommand implements Callable<Integer> {
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
             + "  inline: " + first.inlineSize() + (first.events() ? "  completions: events" : "")
             + (first.bidirectional() ? "  bidirectional (-b)" : "")
-            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters())
+            + warmupWords());
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         if (gpu != null) {
             printer.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
@@ -633,7 +643,8 @@ final class PerfCommand implements Callable<Integer> {
             printer.comment(RemotePerf.header(fabric));
             printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
                 : host) + ":" + cmPort + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
-                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters())
+                + warmupWords());
             if (faultConfig != null) {
                 printer.comment("# faults (client's sending links): " + faults);
             }
@@ -861,6 +872,7 @@ final class PerfCommand implements Callable<Integer> {
         if (warmup != null) {
             cfg.warmup(warmup);
         }
+        cfg.warmupMs(warmupMsOrDefault());
         if (inlineSize != null) {
             cfg.inlineSize(inlineSize);
         }
@@ -897,6 +909,22 @@ final class PerfCommand implements Callable<Integer> {
      * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
      * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
      */
+    /** --warmup-ms, or its default when neither it nor --warmup is given, or 0 with --warmup alone. */
+    private long warmupMsOrDefault() {
+        return warmupMs != null ? warmupMs : warmup != null ? 0 : DEFAULT_WARMUP_MS;
+    }
+
+    /** The header's words for the warm-up every size gets. */
+    private String warmupWords() {
+        final long ms = warmupMsOrDefault();
+        final String count = warmup != null ? warmup + " iterations" : "max(-n, 50000) iterations (<= 16 GiB)";
+        if (ms > 0) {
+            return "  warm-up: >= " + ms + " ms per size (rounds of " + (warmup != null
+                ? Math.max(io.gdrkit.labs.perf.Warmup.MIN_ROUND, warmup) + " iterations" : count) + ", unreported)";
+        }
+        return "  warm-up: " + (warmup != null && warmup == 0 ? "none" : count + " per size, unreported");
+    }
+
     private long warmupFor(final int s, final long n) {
         if (warmup != null) {
             return warmup;

@@ -195,6 +195,8 @@ final class PerfPrinter implements PerfListener {
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());
         m.put("mtu", cfg.mtu());
+        m.put("warmup_iters", cfg.warmup()); // per warm-up round
+        m.put("warmup_ms", cfg.warmupMs()); // rounds repeated until this long (0: one round)
         if (cfg.bidirectional()) {
             m.put("bidirectional", true); // the row is the sum of both directions, as perftest's -b prints it
         }

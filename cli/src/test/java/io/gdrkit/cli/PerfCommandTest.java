@@ -514,4 +514,25 @@ class PerfCommandTest {
             assertTrue(r.out().contains(fabric.equals("shm") ? "# shm_copy_mode" : "# tcp_settings"), r::toString);
         }
     }
+
+    /** perftest's iteration counts leave the JIT compiling: a time-based warm-up runs by default, and the header says it. */
+    @Test
+    void aTimeBasedWarmUpByDefaultNamedInTheHeader() throws Exception {
+        final Cli def = Cli.run("perf", "write_lat", "--loopback", "-n", "20", "-s", "8");
+        assertEquals(0, def.exitCode(), def::toString);
+        assertTrue(def.lines().get(1).contains("warm-up: >= " + PerfCommand.DEFAULT_WARMUP_MS
+            + " ms per size (rounds of max(-n, 50000) iterations"), def::toString);
+        final Cli count = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5");
+        assertTrue(count.lines().get(1).endsWith("warm-up: 5 iterations per size, unreported"), count::toString);
+        final Cli both = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5", "--warmup-ms", "10",
+            "--json");
+        final JsonNode j = json(both.lines().get(0));
+        assertEquals(10, j.path("warmup_ms").asLong(), both::toString);
+        assertEquals(5, j.path("warmup_iters").asLong(), both::toString);
+        final Cli none = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "-n", "20", "--warmup", "0");
+        assertEquals(0, none.exitCode(), none::toString);
+        assertTrue(none.lines().get(1).endsWith("warm-up: none"), none::toString);
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "--warmup-ms", "-1");
+        assertEquals(2, bad.exitCode(), bad::toString);
+    }
 }

@@ -116,9 +116,7 @@ public final class BwRun {
                 }
             }
         }
-        if (cfg.warmup() > 0) {
-            measure(cfg.warmup(), 0);
-        }
+        Warmup.run(cfg, n -> measure(n, 0));
         measure(cfg.iters(), cfg.timed() ? (long) (cfg.durationSeconds() * 1e9) : 0);
         final BwResult first = result(lanes[0]);
         if (lanes.length == 1) {

@@ -760,14 +760,17 @@ public final class RemotePerf {
         long max = 0;
         double sum = 0;
         double sumSq = 0;
-        // -D: after the warm-up, run for the duration instead of a count, as perftest does
-        final long total = cfg.timed() ? Long.MAX_VALUE : cfg.warmup() + cfg.iters();
+        // the warm-up: --warmup iterations, and with --warmup-ms at least that long (the server only echoes, so the
+        // client alone decides); then -n iterations or, with -D, the duration, as perftest does
+        final long warmIters = cfg.warmupMs() > 0 ? Math.max(Warmup.MIN_ROUND, cfg.warmup()) : cfg.warmup();
+        final long warmUntil = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
+        long total = Long.MAX_VALUE;
         long stopAt = Long.MAX_VALUE;
+        boolean warming = true;
         for (long i = 0; i < total; i++) {
-            if (cfg.timed() && i >= cfg.warmup() && System.nanoTime() >= stopAt) {
-                break;
-            }
-            if (i == cfg.warmup()) {
+            if (warming && i >= warmIters && (cfg.warmupMs() == 0 || System.nanoTime() - warmUntil >= 0)) {
+                warming = false;
+                total = cfg.timed() ? Long.MAX_VALUE : i + cfg.iters();
                 stopAt = cfg.timed() ? System.nanoTime() + (long) (cfg.durationSeconds() * 1e9) : Long.MAX_VALUE;
                 histogram.reset();
                 count = 0;
@@ -775,6 +778,9 @@ public final class RemotePerf {
                 max = 0;
                 sum = 0;
                 sumSq = 0;
+            }
+            if (!warming && System.nanoTime() >= stopAt) {
+                break; // -D: the duration is over
             }
             final byte v = (byte) (i % 255 + 1);
             final long t0 = System.nanoTime();

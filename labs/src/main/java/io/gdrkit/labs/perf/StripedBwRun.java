@@ -32,9 +32,7 @@ public final class StripedBwRun {
     }
 
     public BwResult run() {
-        if (cfg.warmup() > 0) {
-            measure(cfg.warmup());
-        }
+        Warmup.run(cfg, this::measure);
         return measure(cfg.iters());
     }
 
