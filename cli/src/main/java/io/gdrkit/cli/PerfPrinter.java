@@ -154,6 +154,23 @@ final class PerfPrinter implements PerfListener {
         }
     }
 
+    /** --check's verdict across processes: a note, and its JSON object. */
+    @Override
+    public void check(final PerfConfig cfg, final io.gdrkit.labs.perf.DataCheck.Result c) {
+        comment("# check: " + c.evidence() + " (by " + c.checkBy() + ")");
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("check", c.byteExact() ? "byte-exact" : "mismatch");
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("mismatch_at", c.mismatchAt());
+        m.put("evidence", c.evidence());
+        m.put("check_by", c.checkBy());
+        m.put("bidirectional", false);
+        m.put("simulated", simulated);
+        m.put("fabric", fabric);
+        jsonObject(m);
+    }
+
     /** A JSON object (any keys) or, in table mode, nothing: callers print their own table lines. */
     void jsonObject(final Map<String, Object> m) {
         if (json) {

@@ -140,9 +140,35 @@ class PerfCommandTest {
         final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "--check");
         assertEquals(2, atomic.exitCode(), atomic::toString);
         assertTrue(atomic.toString().contains("atomic_bw moves none"), atomic::toString);
-        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "--check");
-        assertEquals(2, remote.exitCode(), remote::toString);
-        assertTrue(remote.err().contains("--check works with bandwidth tests on the in-JVM fabric"), remote::toString);
+        final Cli lat = Cli.run("perf", "write_lat", "--fabric", "tcp", "--loopback", "--check");
+        assertEquals(2, lat.exitCode(), lat::toString);
+        assertTrue(lat.err().contains("--check works with bandwidth tests"), lat::toString);
+    }
+
+    /** --check across processes (it used to be refused): the server checks writes and sends, the client reads. */
+    @Test
+    void checkAcrossProcessesBothWays() throws Exception {
+        for (final String fabric : new String[] {"shm", "tcp"}) {
+            for (final String test : new String[] {"write_bw", "send_bw", "read_bw"}) {
+                final Cli r = Cli.run("perf", test, "--fabric", fabric, "--loopback", "-n", "30", "--warmup", "0",
+                    "-s", "10000", "--check", "--json");
+                assertEquals(0, r.exitCode(), r::toString);
+                final JsonNode c = r.lines().stream().map(PerfCommandTest::json).filter(j -> j.has("check"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no check object: " + r));
+                assertEquals("byte-exact", c.get("check").asText(), r::toString);
+                assertEquals(fabric, c.get("fabric").asText(), r::toString);
+                final boolean read = test.equals("read_bw");
+                assertTrue(c.get("evidence").asText().startsWith(read ? "byte-exact: server -> client"
+                    : "byte-exact: client -> server"), r::toString);
+                assertTrue(c.get("check_by").asText().startsWith(read ? "the client process" : "the server process"),
+                    r::toString);
+            }
+        }
+        final Cli table = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "-n", "30", "--warmup", "0",
+            "-s", "4096", "--check");
+        assertEquals(0, table.exitCode(), table::toString);
+        assertEquals(1, tableRows(table, BW).size(), table::toString);
+        assertTrue(table.out().contains("# check: byte-exact: client -> server"), table::toString);
     }
 
     @Test

@@ -43,6 +43,7 @@ public final class PerfConfig {
     private SoftNicContext.ProgressMode progress = SoftNicContext.ProgressMode.INVOKER;
     private boolean events;
     private boolean bidirectional;
+    private boolean check;
     private boolean concluded;
 
     /** A configuration of {@code test} with every default. */
@@ -67,6 +68,7 @@ public final class PerfConfig {
         progress = from.progress;
         events = from.events;
         bidirectional = from.bidirectional;
+        check = from.check;
     }
 
     /** The same configuration, concluded, for another message size and warm-up. */
@@ -187,6 +189,21 @@ public final class PerfConfig {
      * Both sides post at once (perftest's {@code -b}): A writes/reads/sends to B in the lower half of the buffers
      * and B to A in the upper half (default false). write_bw, read_bw and send_bw only.
      */
+    /**
+     * --check across processes: the data is validated after the run, the server checking what the client wrote
+     * (write_bw, send_bw) and the client what it read (read_bw). The in-JVM fabric checks in the CLI instead.
+     */
+    public PerfConfig check(final boolean on) {
+        open();
+        check = on;
+        return this;
+    }
+
+    public boolean check() {
+        concluded();
+        return check;
+    }
+
     public PerfConfig bidirectional(final boolean on) {
         open();
         bidirectional = on;
