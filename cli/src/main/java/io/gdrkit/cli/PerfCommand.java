@@ -966,7 +966,7 @@ final class PerfCommand implements Callable<Integer> {
         printer.simulated(false).fabric("native");
         printer.comment("# native provider (libibverbs through FFM): device " + device.name() + " guid 0x"
             + Long.toHexString(device.guid()) + "; loopback: two contexts on port 1"
-            + (rdmaCm ? "; -R: librdmacm on " + bind : ""));
+            + (rdmaCm ? "; -R: librdmacm on " + bind : "") + ";" + warmupWords().substring(1));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         boolean header = false;
         try {

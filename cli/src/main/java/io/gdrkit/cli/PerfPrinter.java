@@ -25,15 +25,16 @@ final class PerfPrinter implements PerfListener {
      * perftest's column headers, spacing included (its RESULT_FMT and RESULT_FMT_G); every value of a row starts
      * under its header's first character, so the table stays aligned for 7-digit sizes and large figures.
      */
-    static final String BW_HEADER = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]";
+    static final String BW_HEADER = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   "
+        + "MsgRate[Mpps]";
     static final String BW_HEADER_GBITS = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
         + "MsgRate[Mpps]";
     /**
      * perftest's RESULT_FMT_LAT with one more space after #bytes: perftest's own leaves 7 characters for the size,
      * so its 7-digit sizes (-a reaches 8388608) run into #iterations.
      */
-    static final String LAT_HEADER = " #bytes  #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
-        + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]";
+    static final String LAT_HEADER = " #bytes  #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
+        + "    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]";
     private static final String[] BW_COLS = {"#bytes", "#iterations", "BW peak[", "BW average[", "MsgRate[Mpps]"};
     private static final String[] LAT_COLS = {"#bytes", "#iterations", "t_min[usec]", "t_max[usec]",
         "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]"};
