@@ -591,6 +591,11 @@ public final class RemotePerf {
     static final long CHECK_DONE = 0x636865636b646f6eL;
     static final long CHECK_MARKER = 0x7665726469637421L;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    /**
+     * Tests only: added to the seed of the pattern the client writes (write_bw, send_bw) or expects (read_bw), so
+     * that a test can show the other side's check failing. 0 in every real run.
+     */
+    static volatile long clientPatternSkew;
 
     /**
      * --check, server side: every byte the client wrote (write_bw) or sent (send_bw) is compared with the seeded
@@ -615,7 +620,7 @@ public final class RemotePerf {
     private static DataCheck.Result remoteCheck(final Loopback.Side side, final PerfConfig cfg, final long remoteAddr,
                                                 final int remoteRkey, final long seed) {
         final int size = cfg.size();
-        final int pattern = DataCheck.remoteSeed(seed);
+        final int pattern = DataCheck.remoteSeed(seed + clientPatternSkew);
         if (cfg.test() == PerfKind.READ_BW) {
             final long at = DataCheck.firstMismatchHost(side.buf, size, pattern);
             return new DataCheck.Result(at == -1, at, size, (at == -1 ? "byte-exact: server -> client" : "MISMATCH: "
@@ -748,7 +753,7 @@ public final class RemotePerf {
             final Setup setup = new Setup(test, cfg.size(), cfg.numQps(), cfg.rxDepth(), cfg.mtu(), bufBytes,
                 side.mr.address(), side.mr.rkey(), false, Setup.newRun(), cfg.check() ? 0x5eedL + cfg.size() : 0);
             if (cfg.check() && test != PerfKind.READ_BW) {
-                DataCheck.fillHost(side.buf, cfg.size(), DataCheck.remoteSeed(setup.checkSeed())); // what goes out
+                DataCheck.fillHost(side.buf, cfg.size(), DataCheck.remoteSeed(setup.checkSeed() + clientPatternSkew));
             }
             final CmConnection[] conns = new CmConnection[cfg.numQps()];
             long remoteAddr = 0;
