@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 """min/median/max time per call of jar A and jar B per (ranks, fabric, size) from bench/ab-jars.sh's JSON lines,
 and the ratio of the medians B/A (above 1: B slower)."""
 import json, statistics, sys

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 """Per-variant table for a bench/coll-peers.sh directory: for each size and each gdrkit variant (gdrkit-<v>.jsonl),
 out-of-place busbw min / median / max over the runs, its ratio to OpenMPI's busbw inside each run (in run order),
 and to a base variant's inside each run; wrong elements summed. A ratio is taken only where both rows of a run exist.

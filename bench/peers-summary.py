@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 """Summarizes bench/peers.sh JSON lines: min / median / max per row, and the ratios the issues ask for."""
 import json, statistics, sys
 from collections import defaultdict

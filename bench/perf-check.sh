@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
-# Regression guard for the software NIC's per-packet paths (issue 16): runs the JMH PacketPathBench (ring
-# claim/commit, requester build, responder place into host memory and into a simulated GPU) and SoftNicWriteBench,
-# compares each score with bench/perf-baseline.json as a ratio, and fails (exit 1) when any falls more than
-# THRESHOLD (default 15 %) below its baseline. Not part of ./gdrkit test: timing on a shared machine is noisy, so
-# run it on a quiet machine before a performance change lands, and record a new baseline on that machine with
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+# Regression guard for the software NIC's per-packet paths: runs the JMH PacketPathBench (ring claim/commit,
+# requester build, responder place into host memory and into a simulated GPU) and SoftNicWriteBench, compares each
+# score with bench/perf-baseline.json as a ratio, and fails (exit 1) when any falls more than THRESHOLD (default
+# 15 %) below its baseline. Not part of ./gdrkit test: timing on a shared machine is noisy, so run it on a quiet
+# machine before a performance change lands, and record a new baseline on that machine with
 #   bench/perf-check.sh --record
-# Environment: JMH_ARGS (default "-wi 3 -w 1 -i 5 -r 1 -f 1"), THRESHOLD (0.15), BASELINE (bench/perf-baseline.json).
-set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$here"
-JAVA_HOME="${JAVA_HOME:-$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -n1)}"
-BASELINE="${BASELINE:-$here/bench/perf-baseline.json}"
+# Environment: JMH_ARGS (default "-wi 3 -w 1 -i 5 -r 1 -f 1"), THRESHOLD (0.15), BASELINE (bench/perf-baseline.json),
+# BENCH_JAR (a bench jar used as is; by default bench/target/gdrkit-bench.jar, built with Maven when missing or older
+# than the sources), OUT (JMH's JSON, default under ${TMPDIR:-/tmp}/gdrkit-bench), JAVA / JAVA_HOME (bench/lib.sh).
+# Exits non-zero when any step fails.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO"
+BASELINE="${BASELINE:-$REPO/bench/perf-baseline.json}"
 THRESHOLD="${THRESHOLD:-0.15}"
 JMH_ARGS="${JMH_ARGS:--wi 3 -w 1 -i 5 -r 1 -f 1}"
-out="$(mktemp -d)/jmh.json"
-mvn -B -q -ntp -pl bench -am package -DskipTests >&2
-"$JAVA_HOME/bin/java" -jar bench/target/gdrkit-bench.jar 'PacketPathBench|SoftNicWriteBench' $JMH_ARGS \
-  -rf json -rff "$out" >&2
+if [ -n "${BENCH_JAR:-}" ]; then [ -f "$BENCH_JAR" ] || die "BENCH_JAR='$BENCH_JAR' does not exist"; build=; else
+  BENCH_JAR="$REPO/bench/target/gdrkit-bench.jar"; build=1; fi
+[ -f "$BASELINE" ] || [ "${1:-}" = "--record" ] || die "no baseline $BASELINE (bench/perf-check.sh --record makes one)"
+need python3
+if [ -n "$build" ] && bench_stale "$BENCH_JAR"; then
+  need mvn
+  step "building $BENCH_JAR" mvn -B -q -ntp -pl bench -am package -DskipTests
+fi
+bench_out perf-check
+out="$OUT/jmh.json"
+step "JMH PacketPathBench and SoftNicWriteBench ($JMH_ARGS)" "$JAVA" -jar "$BENCH_JAR" 'PacketPathBench|SoftNicWriteBench' \
+  $JMH_ARGS -rf json -rff "$out"
 if [ "${1:-}" = "--record" ]; then
   cp "$out" "$BASELINE"
   echo "recorded $BASELINE ($(nproc) CPUs, $(date -u))"

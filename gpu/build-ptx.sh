@@ -1,4 +1,5 @@
 #!/bin/sh
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 # Regenerates the PTX shipped as resources from the .cu sources next to them, for each module (default: kernels
 # coll; MODULES="coll" builds one):
 #   <module>.ptx        compute_90 (Hopper), PTX ISA of the installed nvcc

@@ -1,4 +1,7 @@
 /*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+/*
  * Baseline for "a kernel launch through FFM costs <= 1.2x the same launch from C": launches the `noop` kernel of
  * kernels.ptx N times with cuLaunchKernel from C, timed like CudaReport does (host time per call, and per kernel
  * including the drain). Build and run on the GPU host:

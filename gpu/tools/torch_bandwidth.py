@@ -1,3 +1,4 @@
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 """PyTorch side of the pinned-copy comparison: the same sizes, iterations and event timing as CudaReport.
 
     python3 gpu/tools/torch_bandwidth.py [--bytes 268435456] [--iters 20] [out.json]

@@ -1,4 +1,7 @@
 /*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+/*
  * A test double of libcuda.so.1 for CudaFakeDriverTest: the driver API entry points gdrkit binds, implemented on
  * host memory, so that the FFM signatures, parameter marshalling (cuLaunchKernel's void** params) and error-name
  * mapping are exercised on a machine without a GPU. It is NOT a GPU: its device name says "fake".

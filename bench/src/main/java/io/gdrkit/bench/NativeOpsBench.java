@@ -83,8 +83,8 @@ public class NativeOpsBench {
 
     @Setup
     public void setup() throws Exception {
-        final Path src = Path.of(io.gdrkit.core.config.SettingsReader.ofProcess()
-            .text("gdrkit.stub.src", "ibverbs/src/test/c/stubverbs.c").value());
+        final Path src = Path.of(io.gdrkit.ibverbs.config.IbverbsConfiguration.STUB_SOURCE
+            .read(io.gdrkit.core.config.SettingsReader.ofProcess()).value());
         final Path dir = Files.createTempDirectory("gdrkit-stub");
         final Path lib = dir.resolve("libibverbs.so.1.14.0.0");
         final Process p = new ProcessBuilder("gcc", "-shared", "-fPIC", "-O2", "-o", lib.toString(), src.toString())

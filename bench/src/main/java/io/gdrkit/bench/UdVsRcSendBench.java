@@ -42,7 +42,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * UD against RC SEND bandwidth on the in-JVM fabric (issue 15's speed goal: UD send_bw at 0.8x or more of RC at
+ * UD against RC SEND bandwidth on the in-JVM fabric (the speed goal: UD send_bw at 0.8x or more of RC at
  * 64 B-4 KiB). Each invocation posts {@value #BATCH} receives, {@value #BATCH} sends (the last signaled) and drives the
  * two software NICs until every receive completed; the score is messages per second. Software NIC (simulated).
  */

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.comm.bootstrap.Bootstrap;
 import io.gdrkit.comm.bootstrap.BootstrapContext;
+import io.gdrkit.comm.bootstrap.WorldEnvironment;
 import io.gdrkit.comm.bootstrap.UniqueId;
 import io.gdrkit.comm.CollContext;
 import io.gdrkit.comm.CollLocal;
@@ -45,7 +46,9 @@ import picocli.CommandLine.Parameters;
         + "reduce-scatter, broadcast, reduce, alltoall, sendrecv. Every element is checked on every size; #wrong "
         + "counts the bad ones on all ranks.",
         "--fabric injvm runs the ranks as threads of this JVM; shm and tcp start --np processes (or, under "
-            + "`gdrkit launch`, this process is one rank). Software NICs (simulated) for --transport ib.",
+            + "`gdrkit launch`, or without --np under mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, "
+            + "MASTER_ADDR, MASTER_PORT) or Slurm, this process is one rank; docs/LAUNCHING.md). Software NICs "
+            + "(simulated) for --transport ib.",
         "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
             + "`gdrkit launch --hosts`).",
         "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
@@ -145,6 +148,31 @@ public final class CollCommand implements Callable<Integer> {
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
+    /**
+     * Rank 0 of a torchrun or Slurm world serves the bootstrap root on MASTER_ADDR: beyond loopback without a token,
+     * anyone who reaches the port during the join can take a rank. Warned, or refused with --strict, as for --bind.
+     */
+    private void exposure(final WorldEnvironment.World w) {
+        if (!w.servesRoot() || w.id() == null || !w.token().isEmpty()) {
+            return;
+        }
+        try {
+            if (InetAddress.getByName(w.id().host()).isLoopbackAddress()) {
+                return;
+            }
+        } catch (final java.net.UnknownHostException e) {
+            return; // resolving the world names it
+        }
+        final String why = "serving the bootstrap root on " + w.id().host() + ":" + w.id().port() + " without a "
+            + "token: anyone who reaches it during the join can take a rank (set GDRKIT_TOKEN on every rank; "
+            + "docs/LAUNCHING.md)";
+        if (endpoint.strict) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--strict: " + why);
+        }
+        spec.commandLine().getErr().println("gdrkit coll: warning: " + why);
+        spec.commandLine().getErr().flush();
+    }
+
     /** Every check on the command line, before any output or work: a bad one is a usage error (exit 2). */
     private CollRun.Config validate(final int ranks, final boolean launched) {
         final CommandLine cl = spec.commandLine();
@@ -209,8 +237,20 @@ public final class CollCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         final Map<String, String> env = System.getenv();
-        final boolean launched = BootstrapContext.launched(env);
-        final int ranks = launched ? Integer.parseInt(env.getOrDefault(BootstrapContext.ENV_NRANKS, "0")) : np;
+        // one rank of a world: started by gdrkit launch (GDRKIT_ID), or, over shm or tcp without --np, by
+        // mpirun/srun (PMIx), torchrun/Kubernetes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID
+        // and an address); injvm keeps its threads in this JVM (a Slurm batch script carries SLURM_PROCID too)
+        final boolean foreignWorld = !BootstrapContext.launched(env) && WorldEnvironment.present(env)
+            && !spec.commandLine().getParseResult().hasMatchedOption("--np");
+        final boolean overProcesses = fabricOption.require(spec.commandLine(), List.of(Choices.Fabric.INJVM,
+            Choices.Fabric.SHM, Choices.Fabric.TCP)) != Choices.Fabric.INJVM;
+        final boolean launched = BootstrapContext.launched(env) || (foreignWorld && overProcesses);
+        if (foreignWorld && !launched) {
+            spec.commandLine().getErr().println("# gdrkit coll: " + WorldEnvironment.sourceOf(env).label()
+                + " variables are set, but --fabric injvm runs every rank as a thread here; give --fabric shm or tcp "
+                + "to be one rank of that world");
+            spec.commandLine().getErr().flush();
+        }
         if (providerOption.require(spec.commandLine(), java.util.EnumSet.of(Choices.Provider.SOFT,
             Choices.Provider.NATIVE)) == Choices.Provider.NATIVE) {
             if (gpuOption.spec != null && !gpuOption.spec.cuda()) {
@@ -220,39 +260,66 @@ public final class CollCommand implements Callable<Integer> {
             return NativeOnly.run(spec.commandLine(), "coll", gpuOption.spec == null ? null
                 : gpuOption.spec.toString());
         }
-        final CollRun.Config cfg = validate(ranks, launched);
+        if (launched && !overProcesses) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--fabric injvm joins threads of one JVM; "
+                + "launched ranks need shm or tcp");
+        }
+        if (launched) {
+            exposure(WorldEnvironment.detect(env));
+        }
+        final WorldEnvironment.Resolved world = launched
+            ? WorldEnvironment.resolve(env, Duration.ofMillis(Math.max(1, timeoutMs))) : null;
+        final int ranks = launched ? world.world().size() : np;
+        final CollRun.Config cfg;
+        try {
+            cfg = validate(ranks, launched);
+        } catch (final RuntimeException e) {
+            if (world != null) {
+                world.finish(Duration.ZERO);
+            }
+            throw e;
+        }
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final CollWorld.TransportKind kind = transport;
         final String gpuSpec = gpuMem ? gpuOption.spec.toString() : null;
         final Duration timeout = Duration.ofMillis(timeoutMs);
         final SettingsReader settings = SettingsReader.ofProcess();
-        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(launched));
+        final CollContext coll = new CollContext().settings(settings).timeout(timeout).bind(bindAddress(world));
         final List<CollResult> rows = new ArrayList<>();
         if (!launched && !fabric.equals("injvm")) {
             return selfLaunch(err);
         }
-        final boolean printer = !launched || Integer.parseInt(env.get(BootstrapContext.ENV_RANK)) == 0;
+        final boolean printer = !launched || world.world().rank() == 0;
+        final String worldSource = launched ? world.world().source().label() : null;
         if (printer && !json) {
             header(out, cfg, ranks, kind, coll);
+            if (launched) {
+                out.println("# world: " + world.world().describe());
+                out.flush();
+            }
         }
         final Consumer<CollResult> row = r -> {
             rows.add(r);
             if (printer) {
-                out.println(json ? json(r) : line(r));
+                out.println(json ? json(r, worldSource) : line(r));
                 out.flush();
             }
         };
         if (launched) {
-            final Bootstrap b = Bootstrap.init(BootstrapContext.fromProcess());
-            try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).transport(kind)
-                .coll(coll).settings(settings).timeout(timeout).gpu(gpuSpec))) {
-                CollRun.run(w.communicator(), cfg, row);
-            } catch (final RuntimeException e) {
-                b.abort(String.valueOf(e.getMessage()));
-                throw e;
+            try {
+                final Bootstrap b = Bootstrap.init(world.context(timeout));
+                try (CollWorld w = CollWorld.open(b, new WorldContext().fabric(Fabric.parse(fabric)).transport(kind)
+                    .coll(coll).settings(settings).timeout(timeout).gpu(gpuSpec))) {
+                    CollRun.run(w.communicator(), cfg, row);
+                } catch (final RuntimeException e) {
+                    b.abort(String.valueOf(e.getMessage()));
+                    throw e;
+                }
+                b.close();
+            } finally {
+                world.finish(timeout); // rank 0 of a torchrun/Slurm world serves the root until the others leave
             }
-            b.close();
         } else {
             CollLocal.run(np, kind, cfg, coll, settings, timeout, row, (r, c) -> { }, gpuSpec);
         }
@@ -322,15 +389,15 @@ public final class CollCommand implements Callable<Integer> {
     }
 
     /** --bind's address; 'route': the local address of the route to the bootstrap root (no packet is sent). */
-    private InetAddress bindAddress(final boolean launched) throws java.io.IOException {
+    private InetAddress bindAddress(final WorldEnvironment.Resolved world) throws java.io.IOException {
         if (!bind.equals("route")) {
             return InetAddress.getByName(bind);
         }
-        if (!launched) {
+        if (world == null) {
             return InetAddress.getLoopbackAddress(); // every rank is on this host
         }
         try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
-            probe.connect(BootstrapContext.fromProcess().id().address());
+            probe.connect(world.id().address());
             return probe.getLocalAddress();
         }
     }
@@ -372,7 +439,15 @@ public final class CollCommand implements Callable<Integer> {
     }
 
     static String json(final CollResult r) {
+        return json(r, null);
+    }
+
+    /** One row as JSON; {@code world}: where a launched rank's world came from (pmix, torchrun, ...), or null. */
+    static String json(final CollResult r, final String world) {
         final ObjectNode o = MAPPER.createObjectNode();
+        if (world != null) {
+            o.put("world", world);
+        }
         o.put("op", r.op().testName());
         o.put("bytes", r.bytes());
         o.put("count", r.count());

@@ -196,7 +196,7 @@ final class DemoCommand implements Callable<Integer> {
             || p.path().equals("bounce")).count() == 2 && r.allByteExact(), "");
     }
 
-    /** Section 5: the failable visibility baseline (D6), the receiver here and the sender in another process. */
+    /** Section 5: the failable visibility baseline, the receiver here and the sender in another process. */
     private int visibility(final Report report) {
         out.println("== 5. visibility: the failable baseline ==");
         final List<VisResult> results = new ArrayList<>();
@@ -224,14 +224,14 @@ final class DemoCommand implements Callable<Integer> {
                     c.readback().name().toLowerCase(Locale.ROOT), v.passed() ? "PASS" : "FAIL " + v.failures() + "/"
                         + v.checks() + " " + v.what(), expectPass ? "pass" : "fail"), v.passed() == expectPass, "");
             }
-            ExperimentReports.visibility(report, lab.processes(), results);
+            ExperimentReports.visibility(report, "5. Visibility", lab.processes(), results);
         } catch (final RuntimeException e) {
             failed += expect("visibility experiment ran", false, e.getMessage());
         }
         return failed;
     }
 
-    /** Section 6: the ordering lab (D7). */
+    /** Section 6: the ordering lab. */
     private int ordering(final Report report) {
         out.println("== 6. ordering lab: put-then-flag under inter-QP reordering ==");
         final List<OrderingExperiment.Result> results = new ArrayList<>();
@@ -244,7 +244,7 @@ final class DemoCommand implements Callable<Integer> {
             failed += expect(String.format(Locale.ROOT, "%-13s corrupted reads %3d / %d -> %s", v.label(),
                 r.corruptedReads(), r.config().trials(), r.verdict()), ok, "");
         }
-        ExperimentReports.ordering(report, results);
+        ExperimentReports.ordering(report, "6. Ordering (put-then-flag)", results);
         return failed;
     }
 
@@ -378,7 +378,17 @@ final class DemoCommand implements Callable<Integer> {
             "busbw", "#wrong", "in-place", "busbw", "#wrong"));
         long wrong = 0;
         boolean shape = true;
+        final io.gdrkit.labs.report.LineChart chart = section.lineChart("allreduce busbw by message size (simulated)",
+            "bytes", "busbw (GB/s)").log2X().logY();
         for (final com.fasterxml.jackson.databind.JsonNode r : rows) {
+            // a log axis: a size that moved nothing measurable has no point rather than a zero
+            final double bytes = r.path("bytes").asDouble();
+            if (bytes > 0 && r.path("busbw_gbs").asDouble() > 0) {
+                chart.point("out-of-place", bytes, r.path("busbw_gbs").asDouble());
+            }
+            if (bytes > 0 && r.path("inplace_busbw_gbs").asDouble() > 0) {
+                chart.point("in-place", bytes, r.path("inplace_busbw_gbs").asDouble());
+            }
             wrong += r.path("wrong").asLong(-1) == 0 ? 0 : 1;
             wrong += r.path("inplace_wrong").asLong(-1) == 0 ? 0 : 1;
             shape &= r.path("np").asInt() == 2 && "shm".equals(r.path("fabric").asText())

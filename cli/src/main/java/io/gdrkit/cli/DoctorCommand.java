@@ -28,7 +28,7 @@ import picocli.CommandLine.Spec;
 /**
  * {@code doctor}: parses, asks the doctor lab for a report ({@link DoctorLab}: this machine, or the simulated host
  * probed through verbs and GPU calls), and prints its checks, the NCCL settings it honoured and the verdict, as text
- * or JSON. {@code --negative-controls} runs seed 001's negative controls ({@link NegativeControls}) and prints their
+ * or JSON. {@code --negative-controls} runs the negative controls ({@link NegativeControls}) and prints their
  * table.
  */
 @Command(name = "doctor", mixinStandardHelpOptions = true,

@@ -22,7 +22,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code gdrkit ordering}: put-then-flag under adaptive-routing-like reordering (D7). One line (or one JSON object)
+ * {@code gdrkit ordering}: put-then-flag under adaptive-routing-like reordering. One line (or one JSON object)
  * per variant with the corrupted reads the receiver measured.
  */
 @Command(name = "ordering", mixinStandardHelpOptions = true,
@@ -159,9 +159,10 @@ public final class OrderingCommand implements Callable<Integer> {
 
     static String line(final Result r) {
         final Config c = r.config();
-        return String.format(Locale.ROOT, "variant=%-12s trials=%d corrupted_reads=%d first_corrupted_trial=%d "
+        return String.format(Locale.ROOT, "variant=%-12s trials=%d corrupted_reads=%d first_corrupted_trial=%s "
                 + "stale=%d partial=%d reorder=%s reordered_packets=%d verdict=%s (%s) %s",
-            c.variant().label(), c.trials(), r.corruptedReads(), r.firstCorruptedTrial(), r.staleReads(),
+            c.variant().label(), c.trials(), r.corruptedReads(),
+            r.firstCorruptedTrial() < 0 ? "none" : String.valueOf(r.firstCorruptedTrial()), r.staleReads(),
             r.partialReads(), num(c.reorder()), r.reorderedPackets(), r.verdict(), c.variant().why(), SIM);
     }
 

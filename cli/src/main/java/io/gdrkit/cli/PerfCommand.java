@@ -125,8 +125,17 @@ final class PerfCommand implements Callable<Integer> {
     Long iters;
 
     @Option(names = "--warmup", description = "Unreported warm-up iterations before each size "
-        + "(default: max(-n, 50000), at most 16 GiB of data).")
+        + "(default: max(-n, 50000), at most 16 GiB of data). Given alone, exactly this many: no --warmup-ms.")
     Long warmup;
+
+    /** What --warmup-ms is when neither it nor --warmup is given. */
+    static final long DEFAULT_WARMUP_MS = 300;
+
+    @Option(names = "--warmup-ms", description = "Before each size, repeat the warm-up (rounds of --warmup "
+        + "iterations, the same test) until this many milliseconds have passed, so the JIT has compiled the loop "
+        + "before measuring (default " + DEFAULT_WARMUP_MS + "; 0: off; with --warmup alone: off). The header says "
+        + "which warm-up ran.")
+    Long warmupMs;
 
     @Option(names = {"-q", "--qp"}, description = "Number of QPs; messages go round-robin (default "
         + PerfConfig.DEFAULT_QPS + ").")
@@ -155,9 +164,10 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = {"-D", "--duration"}, description = "Run each size for this many seconds instead of -n.")
     Double duration;
 
-    @Option(names = "--check", description = "Bandwidth tests on the in-JVM fabric: validate the data after every "
-        + "run, as perftest's --data_validation (seeded pattern in the source, destination compared; in GPU memory by "
-        + "the vis_verify kernel on the GPU).")
+    @Option(names = "--check", description = "Bandwidth tests: validate the data after every run, as perftest's "
+        + "--data_validation (seeded pattern in the source, destination compared; in GPU memory by the vis_verify "
+        + "kernel on the GPU). With --fabric shm|tcp the server process checks what the client wrote or sent and the "
+        + "client what it read.")
     boolean check;
 
     @Option(names = {"-b", "--bidirectional"}, description = "write_bw, read_bw, send_bw on the in-JVM fabric: both "
@@ -275,6 +285,16 @@ final class PerfCommand implements Callable<Integer> {
         final PerfPrinter printer = new PerfPrinter(out, json, gbits);
         final PerfReport collected = reportDir == null ? null : new PerfReport(gbits);
         printer.collect(collected);
+        try {
+            return measure(test, first, sizes, faultConfig, kind, printer, collected, out);
+        } finally {
+            printer.endTable(); // notes that came after the column header follow the table
+        }
+    }
+
+    private int measure(final PerfKind test, final PerfConfig first, final int[] sizes,
+                        final FaultInjector.Config faultConfig, final ProviderKind kind, final PerfPrinter printer,
+                        final PerfReport collected, final PrintWriter out) {
         BaselineResult base = null;
         if (baseline) {
             base = runBaseline(printer, out);
@@ -303,7 +323,8 @@ final class PerfCommand implements Callable<Integer> {
             + "  mtu: " + first.mtu() + "  progress: " + first.progress().name().toLowerCase(Locale.ROOT)
             + "  inline: " + first.inlineSize() + (first.events() ? "  completions: events" : "")
             + (first.bidirectional() ? "  bidirectional (-b)" : "")
-            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
+            + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters())
+            + warmupWords());
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         if (gpu != null) {
             printer.comment("# memory: GPU " + gpu.describe() + (gpu.isSimulated() ? ""
@@ -330,6 +351,7 @@ final class PerfCommand implements Callable<Integer> {
      */
     private void writeReport(final PerfReport collected, final PerfPrinter printer, final PerfKind test,
                              final PerfConfig cfg, final BaselineResult base) {
+        printer.endTable();
         if (collected == null) {
             return;
         }
@@ -540,7 +562,7 @@ final class PerfCommand implements Callable<Integer> {
                 m.put("fabric", "injvm");
                 printer.jsonObject(m);
             }
-            printer.comment("# -b sum of both directions (perftest's -b figure):");
+            printer.comment("# -b: the table's row is the sum of both directions (perftest's -b figure)");
         }
         printer.bw(cfg, both.sum());
         return both.sum();
@@ -622,11 +644,12 @@ final class PerfCommand implements Callable<Integer> {
             printer.comment(RemotePerf.header(fabric));
             printer.comment("# test: " + test.id() + "  server: " + (loopback ? "127.0.0.1 (started by --loopback)"
                 : host) + ":" + cmPort + "  qps: " + first.numQps() + "  mtu: " + first.mtu()
-                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters()));
-            printer.header(test);
+                + (first.timed() ? "  duration: " + first.durationSeconds() + " s" : "  iterations: " + first.iters())
+                + warmupWords());
             if (faultConfig != null) {
                 printer.comment("# faults (client's sending links): " + faults);
             }
+            printer.header(test);
             RemotePerf.runClient(loopback ? "127.0.0.1" : host, cmPort, fabric, linkCapacity, first, sizes,
                 s -> warmupFor((int) s, first.iters()), printer, true, faultConfig, crc, stripe, secret);
             if (server != null && !server.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
@@ -776,8 +799,8 @@ final class PerfCommand implements Callable<Integer> {
         if (check && test.isAtomic()) {
             throw usage("--check validates moved bytes; atomic_bw moves none (it adds to one word)");
         }
-        if (check && (fabric != null || !test.bandwidth)) {
-            throw usage("--check works with bandwidth tests on the in-JVM fabric (--loopback without --fabric)");
+        if (check && !test.bandwidth) {
+            throw usage("--check works with bandwidth tests (write_bw, send_bw, read_bw)");
         }
         if (bidirectional && fabric != null) {
             throw usage("-b/--bidirectional runs on the in-JVM fabric (--loopback without --fabric) for now");
@@ -850,6 +873,8 @@ final class PerfCommand implements Callable<Integer> {
         if (warmup != null) {
             cfg.warmup(warmup);
         }
+        cfg.warmupMs(warmupMsOrDefault());
+        cfg.check(check && fabric != null); // across processes RemotePerf checks; in this JVM the command does
         if (inlineSize != null) {
             cfg.inlineSize(inlineSize);
         }
@@ -886,6 +911,22 @@ final class PerfCommand implements Callable<Integer> {
      * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
      * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
      */
+    /** --warmup-ms, or its default when neither it nor --warmup is given, or 0 with --warmup alone. */
+    private long warmupMsOrDefault() {
+        return warmupMs != null ? warmupMs : warmup != null ? 0 : DEFAULT_WARMUP_MS;
+    }
+
+    /** The header's words for the warm-up every size gets. */
+    private String warmupWords() {
+        final long ms = warmupMsOrDefault();
+        final String count = warmup != null ? warmup + " iterations" : "max(-n, 50000) iterations (<= 16 GiB)";
+        if (ms > 0) {
+            return "  warm-up: >= " + ms + " ms per size (rounds of " + (warmup != null
+                ? Math.max(io.gdrkit.labs.perf.Warmup.MIN_ROUND, warmup) + " iterations" : count) + ", unreported)";
+        }
+        return "  warm-up: " + (warmup != null && warmup == 0 ? "none" : count + " per size, unreported");
+    }
+
     private long warmupFor(final int s, final long n) {
         if (warmup != null) {
             return warmup;
@@ -925,7 +966,7 @@ final class PerfCommand implements Callable<Integer> {
         printer.simulated(false).fabric("native");
         printer.comment("# native provider (libibverbs through FFM): device " + device.name() + " guid 0x"
             + Long.toHexString(device.guid()) + "; loopback: two contexts on port 1"
-            + (rdmaCm ? "; -R: librdmacm on " + bind : ""));
+            + (rdmaCm ? "; -R: librdmacm on " + bind : "") + ";" + warmupWords().substring(1));
         final io.gdrkit.gpu.GpuDevice gpu = openGpu(test);
         boolean header = false;
         try {

@@ -21,12 +21,21 @@ import java.util.Map;
 
 /** Prints perf results as perftest's table (its exact column headers) or as one JSON object per row. */
 final class PerfPrinter implements PerfListener {
-    static final String BW_HEADER = "#bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]";
-    static final String BW_HEADER_GBITS = "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]";
-    static final String LAT_HEADER = "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]"
-        + " t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]";
-    private static final String[] BW_COLS = {"#bytes", "#iterations", "BW peak[MiB/sec]", "BW average[MiB/sec]",
-        "MsgRate[Mpps]"};
+    /**
+     * perftest's column headers, spacing included (its RESULT_FMT and RESULT_FMT_G); every value of a row starts
+     * under its header's first character, so the table stays aligned for 7-digit sizes and large figures.
+     */
+    static final String BW_HEADER = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   "
+        + "MsgRate[Mpps]";
+    static final String BW_HEADER_GBITS = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+        + "MsgRate[Mpps]";
+    /**
+     * perftest's RESULT_FMT_LAT with one more space after #bytes: perftest's own leaves 7 characters for the size,
+     * so its 7-digit sizes (-a reaches 8388608) run into #iterations.
+     */
+    static final String LAT_HEADER = " #bytes  #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
+        + "    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]";
+    private static final String[] BW_COLS = {"#bytes", "#iterations", "BW peak[", "BW average[", "MsgRate[Mpps]"};
     private static final String[] LAT_COLS = {"#bytes", "#iterations", "t_min[usec]", "t_max[usec]",
         "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]"};
 
@@ -54,17 +63,39 @@ final class PerfPrinter implements PerfListener {
         return this;
     }
 
-    /** A comment line ('#'); JSON output carries the same facts in its fields instead. */
+    /** The header printed and the table not yet ended: notes wait in {@link #deferred} so the rows stay together. */
+    private String tableHeader;
+    private final java.util.List<String> deferred = new java.util.ArrayList<>();
+
+    /**
+     * A comment line ('#'); JSON output carries the same facts in its fields instead. Before the column header it
+     * is printed at once; once the header is out it waits until {@link #endTable}, so nothing sits between the
+     * header and the rows or between two rows (perftest parsers read a contiguous table).
+     */
     void comment(final String line) {
         if (collector != null) {
             collector.note(line);
         }
-        printLine(line);
+        if (tableHeader != null && !json) {
+            deferred.add(line);
+        } else {
+            printLine(line);
+        }
     }
 
     /** The column header: a table line, not a note for the report. */
     void header(final PerfKind test) {
-        printLine(test.bandwidth ? (gbits ? BW_HEADER_GBITS : BW_HEADER) : LAT_HEADER);
+        tableHeader = test.bandwidth ? (gbits ? BW_HEADER_GBITS : BW_HEADER) : LAT_HEADER;
+        printLine(tableHeader);
+    }
+
+    /** Ends the table: the notes that came while it was printed follow it. Idempotent. */
+    void endTable() {
+        tableHeader = null;
+        for (final String l : deferred) {
+            printLine(l);
+        }
+        deferred.clear();
     }
 
     private void printLine(final String line) {
@@ -124,6 +155,23 @@ final class PerfPrinter implements PerfListener {
         }
     }
 
+    /** --check's verdict across processes: a note, and its JSON object. */
+    @Override
+    public void check(final PerfConfig cfg, final io.gdrkit.labs.perf.DataCheck.Result c) {
+        comment("# check: " + c.evidence() + " (by " + c.checkBy() + ")");
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("check", c.byteExact() ? "byte-exact" : "mismatch");
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("mismatch_at", c.mismatchAt());
+        m.put("evidence", c.evidence());
+        m.put("check_by", c.checkBy());
+        m.put("bidirectional", false);
+        m.put("simulated", simulated);
+        m.put("fabric", fabric);
+        jsonObject(m);
+    }
+
     /** A JSON object (any keys) or, in table mode, nothing: callers print their own table lines. */
     void jsonObject(final Map<String, Object> m) {
         if (json) {
@@ -165,6 +213,8 @@ final class PerfPrinter implements PerfListener {
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());
         m.put("mtu", cfg.mtu());
+        m.put("warmup_iters", cfg.warmup()); // per warm-up round
+        m.put("warmup_ms", cfg.warmupMs()); // rounds repeated until this long (0: one round)
         if (cfg.bidirectional()) {
             m.put("bidirectional", true); // the row is the sum of both directions, as perftest's -b prints it
         }
@@ -181,18 +231,32 @@ final class PerfPrinter implements PerfListener {
         out.flush();
     }
 
-    /** Values left-aligned under their column's header word, like perftest. */
+    /**
+     * Values left-aligned under their column's header (each starts where its header does, as perftest's rows
+     * do); a value wider than its column still gets one space before the next.
+     */
     private void row(final String[] cols, final String... values) {
-        final StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < values.length; i++) {
-            final String v = values[i];
-            sb.append(v);
-            if (i < values.length - 1) {
-                sb.append(" ".repeat(Math.max(1, cols[i].length() + 1 - v.length())));
-            }
-        }
-        out.println(sb);
+        final String header = tableHeader != null ? tableHeader : cols.length == BW_COLS.length
+            ? (gbits ? BW_HEADER_GBITS : BW_HEADER) : LAT_HEADER;
+        out.println(alignRow(header, cols, values));
         out.flush();
+    }
+
+    /** {@code values} placed at the start columns of {@code cols} in {@code header}. */
+    static String alignRow(final String header, final String[] cols, final String... values) {
+        final StringBuilder sb = new StringBuilder();
+        int from = 0;
+        for (int i = 0; i < values.length; i++) {
+            final int at = header.indexOf(cols[i], from);
+            from = at + cols[i].length();
+            if (sb.length() < at) {
+                sb.append(" ".repeat(at - sb.length()));
+            } else if (i > 0) {
+                sb.append(' ');
+            }
+            sb.append(values[i]);
+        }
+        return sb.toString();
     }
 
     static double toGbits(final double mibPerSec) {

@@ -20,7 +20,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code regtiming}: registration costs by page count (BRIEF C9), from {@link RegTimingLab}. */
+/** {@code regtiming}: registration costs by page count, from {@link RegTimingLab}. */
 @Command(name = "regtiming", mixinStandardHelpOptions = true,
     description = {"Registration timing by page count (1, 4, 16 ... up to --max-pages): cold register, cache hit, "
         + "contained hit and deregister through the NET MR cache and the communicator cache (in front of the "

@@ -33,6 +33,12 @@ final class Settings {
                 throw new CommandLine.TypeConversionException("'" + value + "' is not NAME=VALUE (e.g. "
                     + "NCCL_NET_GDR_LEVEL=PHB or gdrkit.coll.nics=2)");
             }
+            try {
+                // a setting no module reads, or a value outside its range, is refused here, before any work
+                io.gdrkit.core.config.Catalogues.validate(name, value.substring(eq + 1));
+            } catch (final IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
             return new AbstractMap.SimpleImmutableEntry<>(name, value.substring(eq + 1));
         }
     }

@@ -51,7 +51,19 @@ class DemoCommandTest {
         assertTrue(page.contains("<th>busbw(GB/s)</th><th>#wrong</th><th>in-place time(us)</th>"), page);
         assertTrue(page.contains("<td class=\"n\">2097152</td><td class=\"n\">524288</td><td>float</td><td>sum</td>"),
             page);
-        assertTrue(count(page, "<svg ") >= 4, "charts: visibility, ordering, GDR vs bounce, write_bw");
+        assertTrue(count(page, "<svg ") >= 5, "charts: visibility, ordering, GDR vs bounce, write_bw, allreduce busbw");
+        assertTrue(page.contains("allreduce busbw by message size"), "section 8 has its chart");
+        // the table of contents: every section numbered by its own name, once ("4. GDR ...", never "4. 4. GDR")
+        final String nav = page.substring(page.indexOf("<nav>"), page.indexOf("</nav>"));
+        assertFalse(nav.contains("<ol>"), nav);
+        for (final String n : List.of("1. ", "2-3. ", "2b. ", "4. ", "5. Visibility", "6. Ordering", "7. ", "8. ")) {
+            assertTrue(nav.contains("\">" + n), n + " in " + nav);
+        }
+        // numbers as fixed decimals (busbw of 8 B is tiny), "nothing failed" as none, not -1
+        final String tables = page.replaceAll("<svg[\\s\\S]*?</svg>", "").replaceAll("<style>[\\s\\S]*?</style>", "");
+        assertFalse(java.util.regex.Pattern.compile(">-?\\d+(\\.\\d+)?[eE][-+]?\\d+<").matcher(tables).find(), page);
+        assertFalse(tables.contains("<td class=\"n\">-1</td>"), page);
+        assertTrue(tables.contains("<td class=\"n\">none</td>"), page);
         assertTrue(Files.exists(dir.resolve("report.json")) && Files.exists(dir.resolve("report.md")));
         final String summary = lines.get(lines.size() - 1);
         assertTrue(summary.startsWith("summary: every check as expected"), summary);

@@ -30,6 +30,7 @@ class OrderingCommandTest {
             lines.get(1));
         for (final String l : lines.subList(2, 6)) {
             assertTrue(l.contains(" corrupted_reads=0 ") && l.contains("verdict=PASS"), l);
+            assertTrue(l.contains(" first_corrupted_trial=none "), "no corrupted trial reads none: " + l);
         }
     }
 
@@ -42,6 +43,9 @@ class OrderingCommandTest {
         final JsonNode rows = new ObjectMapper().readTree(Files.readString(dir.resolve("report.json")))
             .get("sections").get(0).get("rows");
         assertEquals(2, rows.size());
+        assertTrue(rows.get(1).get("first_corrupted_trial").isNull(), "one-qp has none: " + rows.get(1));
+        final String md = Files.readString(dir.resolve("report.md"));
+        assertTrue(md.contains("| none |") && !md.contains("| -1 |"), md);
         assertEquals("two-qp", rows.get(0).get("variant").asText());
         assertEquals(0, rows.get(1).get("corrupted_reads").asInt());
         assertTrue(Files.readString(dir.resolve("report.html")).contains("<svg"));

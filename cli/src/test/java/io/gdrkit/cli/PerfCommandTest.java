@@ -21,9 +21,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** perf with tiny iteration counts: output format and error handling only, never timing. */
 class PerfCommandTest {
-    private static final String BW = "#bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]";
-    private static final String LAT = "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]"
-        + " t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]";
+    private static final String BW = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]";
+    private static final String LAT = " #bytes  #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+        + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]";
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One line of --json output, parsed; a line that is not JSON fails the test naming it. */
@@ -96,8 +96,8 @@ class PerfCommandTest {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "40", "--warmup", "0", "-q", "3", "-t", "8",
             "-Q", "4", "--mtu", "65536", "-s", "200000", "--report_gbits");
         assertEquals(0, r.exitCode(), r::toString);
-        assertEquals("#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]", r.lines().get(2));
-        assertTrue(r.lines().get(3).startsWith("200000 40 "), r::toString);
+        assertEquals(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]", r.lines().get(2));
+        assertTrue(r.lines().get(3).trim().matches("200000 +40 .*"), r::toString);
     }
 
     @Test
@@ -140,9 +140,35 @@ class PerfCommandTest {
         final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "--check");
         assertEquals(2, atomic.exitCode(), atomic::toString);
         assertTrue(atomic.toString().contains("atomic_bw moves none"), atomic::toString);
-        final Cli remote = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "--check");
-        assertEquals(2, remote.exitCode(), remote::toString);
-        assertTrue(remote.err().contains("--check works with bandwidth tests on the in-JVM fabric"), remote::toString);
+        final Cli lat = Cli.run("perf", "write_lat", "--fabric", "tcp", "--loopback", "--check");
+        assertEquals(2, lat.exitCode(), lat::toString);
+        assertTrue(lat.err().contains("--check works with bandwidth tests"), lat::toString);
+    }
+
+    /** --check across processes (it used to be refused): the server checks writes and sends, the client reads. */
+    @Test
+    void checkAcrossProcessesBothWays() throws Exception {
+        for (final String fabric : new String[] {"shm", "tcp"}) {
+            for (final String test : new String[] {"write_bw", "send_bw", "read_bw"}) {
+                final Cli r = Cli.run("perf", test, "--fabric", fabric, "--loopback", "-n", "30", "--warmup", "0",
+                    "-s", "10000", "--check", "--json");
+                assertEquals(0, r.exitCode(), r::toString);
+                final JsonNode c = r.lines().stream().map(PerfCommandTest::json).filter(j -> j.has("check"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no check object: " + r));
+                assertEquals("byte-exact", c.get("check").asText(), r::toString);
+                assertEquals(fabric, c.get("fabric").asText(), r::toString);
+                final boolean read = test.equals("read_bw");
+                assertTrue(c.get("evidence").asText().startsWith(read ? "byte-exact: server -> client"
+                    : "byte-exact: client -> server"), r::toString);
+                assertTrue(c.get("check_by").asText().startsWith(read ? "the client process" : "the server process"),
+                    r::toString);
+            }
+        }
+        final Cli table = Cli.run("perf", "write_bw", "--fabric", "shm", "--loopback", "-n", "30", "--warmup", "0",
+            "-s", "4096", "--check");
+        assertEquals(0, table.exitCode(), table::toString);
+        assertEquals(1, tableRows(table, BW).size(), table::toString);
+        assertTrue(table.out().contains("# check: byte-exact: client -> server"), table::toString);
     }
 
     @Test
@@ -202,7 +228,7 @@ class PerfCommandTest {
         final Cli text = Cli.run("perf", "write_bw", "--loopback", "-b", "-n", "20", "--warmup", "0", "-s", "4096");
         assertEquals(0, text.exitCode(), text::toString);
         assertTrue(text.out().contains("bidirectional (-b)") && text.out().contains("# -b a to b: 20 messages")
-            && text.out().contains("# -b b to a: 20 messages") && text.out().contains("# -b sum of both"), text::toString);
+            && text.out().contains("# -b b to a: 20 messages") && text.out().contains("# -b: the table's row is the sum of both"), text::toString);
         final Cli atomic = Cli.run("perf", "atomic_bw", "--loopback", "-b");
         assertEquals(2, atomic.exitCode(), atomic::toString);
         assertTrue(atomic.err().contains("-b/--bidirectional applies to write_bw, read_bw and send_bw"), atomic::toString);
@@ -230,7 +256,7 @@ class PerfCommandTest {
                 "--progress", "own-device");
             assertEquals(0, r.exitCode(), r::toString);
             assertTrue(r.lines().get(1).contains("progress: own_device"), r::toString);
-            assertTrue(r.lines().get(r.lines().size() - 1).startsWith("8192 "), r::toString);
+            assertTrue(tableRows(r, BW).get(0).trim().startsWith("8192 "), r::toString);
         }
     }
 
@@ -262,7 +288,7 @@ class PerfCommandTest {
         final Cli table = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "-n", "200", "--warmup", "0", "-s", "70000", "-q", "2");
         assertEquals(0, table.exitCode(), table::toString);
         assertTrue(table.lines().get(0).contains("tcp fabric between processes"), table::toString);
-        assertTrue(table.lines().get(table.lines().size() - 1).startsWith("70000 "), table::toString);
+        assertTrue(tableRows(table, BW).get(0).trim().startsWith("70000 "), table::toString);
     }
 
     @Test
@@ -360,7 +386,7 @@ class PerfCommandTest {
         assertEquals(5, lines.size(), r::toString);
         assertEquals(Loopback.SIMULATED_HEADER, lines.get(0));
         assertEquals(BW, lines.get(2));
-        assertTrue(lines.get(3).startsWith("64 "), r::toString);
+        assertTrue(lines.get(3).trim().startsWith("64 "), r::toString);
         final Path html = dir.resolve("report.html").toAbsolutePath();
         assertEquals("# report: " + html, lines.get(4));
         final JsonNode j = JSON.readTree(dir.resolve("report.json").toFile());
@@ -457,5 +483,82 @@ class PerfCommandTest {
         assertTrue(r.err().contains(parts[1]), r::toString);
         assertFalse(r.err().contains("\tat "), r::toString);
         assertFalse(r.err().contains("Exception"), r::toString);
+    }
+
+    /**
+     * The rows under {@code header}: the table must be contiguous (perftest parsers read the header, then rows until
+     * the first other line), so every line after the first non-row is a note, never another row.
+     */
+    private static List<String> tableRows(final Cli r, final String header) {
+        final List<String> lines = r.lines();
+        final int h = lines.indexOf(header);
+        assertTrue(h >= 0, () -> "no header in " + r);
+        final List<String> rows = new java.util.ArrayList<>();
+        int i = h + 1;
+        while (i < lines.size() && !lines.get(i).startsWith("#")) {
+            rows.add(lines.get(i++));
+        }
+        for (; i < lines.size(); i++) {
+            assertTrue(lines.get(i).startsWith("#"), "a row after a note, the table is split: " + r);
+        }
+        assertTrue(!rows.isEmpty(), () -> "no row under the header: " + r);
+        return rows;
+    }
+
+    /** Every value starts where its column header does (perftest's spacing), 7-digit sizes included. */
+    private static void assertAligned(final String header, final String row, final String... cols) {
+        int from = 0;
+        int v = 0;
+        for (final String c : cols) {
+            final int at = header.indexOf(c, from);
+            from = at + c.length();
+            assertTrue(at < row.length() && row.charAt(at) != ' ' && (at == 0 || row.charAt(at - 1) == ' '),
+                () -> "value of '" + c + "' does not start at column " + at + ":\n" + header + "\n" + row);
+            v++;
+        }
+        assertEquals(cols.length, row.trim().split("\\s+").length, row);
+    }
+
+    @Test
+    void theTableIsContiguousAndAlignedForSevenDigitSizes() {
+        final Cli bw = Cli.run("perf", "write_bw", "--loopback", "-b", "-n", "8", "--warmup", "0", "-s", "1048576");
+        assertEquals(0, bw.exitCode(), bw::toString);
+        final List<String> rows = tableRows(bw, BW);
+        assertEquals(1, rows.size(), bw::toString);
+        assertAligned(BW, rows.get(0), "#bytes", "#iterations", "BW peak", "BW average", "MsgRate");
+        assertTrue(bw.out().indexOf("# -b a to b") > bw.out().indexOf(rows.get(0)), bw::toString);
+        final Cli lat = Cli.run("perf", "write_lat", "--loopback", "-n", "5", "--warmup", "0", "-s", "8388608");
+        assertEquals(0, lat.exitCode(), lat::toString);
+        assertAligned(LAT, tableRows(lat, LAT).get(0), "#bytes", "#iterations", "t_min", "t_max", "t_typical",
+            "t_avg", "t_stdev", "99%", "99.9%");
+        // across processes the fabric's facts (# shm_*, # tcp_settings) used to land between header and rows
+        for (final String fabric : new String[] {"shm", "tcp"}) {
+            final Cli r = Cli.run("perf", "write_bw", "--fabric", fabric, "--loopback", "-n", "50", "--warmup", "0",
+                "-s", "4096");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertEquals(1, tableRows(r, BW).size(), r::toString);
+            assertTrue(r.out().contains(fabric.equals("shm") ? "# shm_copy_mode" : "# tcp_settings"), r::toString);
+        }
+    }
+
+    /** perftest's iteration counts leave the JIT compiling: a time-based warm-up runs by default, and the header says it. */
+    @Test
+    void aTimeBasedWarmUpByDefaultNamedInTheHeader() throws Exception {
+        final Cli def = Cli.run("perf", "write_lat", "--loopback", "-n", "20", "-s", "8");
+        assertEquals(0, def.exitCode(), def::toString);
+        assertTrue(def.lines().get(1).contains("warm-up: >= " + PerfCommand.DEFAULT_WARMUP_MS
+            + " ms per size (rounds of max(-n, 50000) iterations"), def::toString);
+        final Cli count = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5");
+        assertTrue(count.lines().get(1).endsWith("warm-up: 5 iterations per size, unreported"), count::toString);
+        final Cli both = Cli.run("perf", "write_bw", "--loopback", "-n", "20", "--warmup", "5", "--warmup-ms", "10",
+            "--json");
+        final JsonNode j = json(both.lines().get(0));
+        assertEquals(10, j.path("warmup_ms").asLong(), both::toString);
+        assertEquals(5, j.path("warmup_iters").asLong(), both::toString);
+        final Cli none = Cli.run("perf", "write_bw", "--fabric", "tcp", "--loopback", "-n", "20", "--warmup", "0");
+        assertEquals(0, none.exitCode(), none::toString);
+        assertTrue(none.lines().get(1).endsWith("warm-up: none"), none::toString);
+        final Cli bad = Cli.run("perf", "write_bw", "--loopback", "--warmup-ms", "-1");
+        assertEquals(2, bad.exitCode(), bad::toString);
     }
 }

@@ -62,6 +62,18 @@ class SetFlagTest {
         assertEquals("", r.out());
     }
 
+    @Test
+    void anUnknownSettingOrAValueOutOfItsRangeIsRefusedBeforeAnyWork() {
+        final Cli unknown = Cli.run("coll", "allreduce", "--set", "gdrkit.coll.nicz=3");
+        assertEquals(Main.EXIT_USAGE, unknown.exitCode(), unknown.toString());
+        assertTrue(unknown.err().lines().findFirst().orElseThrow().contains("unknown setting gdrkit.coll.nicz: no "
+            + "module's catalogue lists it"), unknown.toString());
+        final Cli range = Cli.run("perf", "write_bw", "--loopback", "--set", "gdrkit.coll.nics=99");
+        assertEquals(Main.EXIT_USAGE, range.exitCode(), range.toString());
+        assertTrue(range.err().contains("gdrkit.coll.nics=99"), range.toString());
+        assertEquals("", range.out(), "nothing ran");
+    }
+
     /**
      * The ranks of {@code coll --fabric shm} are processes; rank 0 writes the report: its rows say 3 NICs per rank
      * (a property) and GDR off because of NCCL_NET_GDR_LEVEL=LOC (an environment name), both from --set.

@@ -3,8 +3,13 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.core.config.Source;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -157,7 +162,7 @@ public final class CollContext {
     private Integer reduceThreadsSet;
     private Integer parallelBytes;
     private final List<Setting<?>> recorded = new ArrayList<>();
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("CollContext");
     private java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
 
     /**
@@ -168,6 +173,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext bind(final java.net.InetAddress address) {
+        freeze.set("bind");
         this.bind = Objects.requireNonNull(address, "bind address");
         return this;
     }
@@ -184,6 +190,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext settings(final SettingsReader r) {
+        freeze.set("settings");
         this.settings = Objects.requireNonNull(r, "settings");
         return this;
     }
@@ -195,6 +202,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext buffSize(final int b) {
+        freeze.set("buffSize");
         this.buffSize = b;
         return this;
     }
@@ -206,6 +214,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext steps(final int s) {
+        freeze.set("steps");
         this.steps = s;
         return this;
     }
@@ -217,6 +226,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext channels(final int c) {
+        freeze.set("channels");
         this.minChannels = c;
         return this;
     }
@@ -228,6 +238,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext algo(final Algo a) {
+        freeze.set("algo");
         this.algo = a;
         return this;
     }
@@ -239,6 +250,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext eagerBytes(final int b) {
+        freeze.set("eagerBytes");
         this.eagerBytes = b;
         return this;
     }
@@ -250,6 +262,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext directBytes(final int b) {
+        freeze.set("directBytes");
         this.directBytes = b;
         return this;
     }
@@ -261,6 +274,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext spinRounds(final int s) {
+        freeze.set("spinRounds");
         this.spinRounds = s;
         return this;
     }
@@ -277,6 +291,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext bindTo(final Bind b) {
+        freeze.set("bindTo");
         this.bindToSet = Objects.requireNonNull(b, "bind");
         return this;
     }
@@ -284,20 +299,13 @@ public final class CollContext {
     /** {@return {@code gdrkit.coll.bind}, with its source} */
     public Setting<Bind> bindTo() {
         if (bindTo == null) {
-            bindTo = bindToSet != null ? new Setting<>("gdrkit.coll.bind", bindToSet,
-                io.gdrkit.core.config.Source.FLAG, bindToSet.name().toLowerCase(Locale.ROOT))
-                : settings.read("gdrkit.coll.bind", Bind.NONE, CollContext::parseBind);
+            final Setting<String> b = bindToSet != null
+                ? CommConfiguration.COLL_BIND.given(bindToSet.name().toLowerCase(Locale.ROOT))
+                : CommConfiguration.COLL_BIND.read(settings);
+            bindTo = new Setting<>(b.name(), Bind.valueOf(b.value().toUpperCase(Locale.ROOT)), b.source(), b.raw());
             recorded.add(bindTo);
         }
         return bindTo;
-    }
-
-    private static Bind parseBind(final String s) {
-        return switch (s.trim().toLowerCase(Locale.ROOT)) {
-            case "none" -> Bind.NONE;
-            case "core" -> Bind.CORE;
-            default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not none or core");
-        };
     }
 
     /**
@@ -306,7 +314,7 @@ public final class CollContext {
      */
     public Setting<Boolean> spinPause() {
         if (spinPause == null) {
-            spinPause = settings.flag("gdrkit.coll.spin.pause", false);
+            spinPause = CommConfiguration.COLL_SPIN_PAUSE.read(settings);
             recorded.add(spinPause);
         }
         return spinPause;
@@ -319,6 +327,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext reduceThreads(final int t) {
+        freeze.set("reduceThreads");
         this.reduceThreadsSet = t;
         return this;
     }
@@ -330,6 +339,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext parallelBytes(final int b) {
+        freeze.set("parallelBytes");
         this.parallelBytes = b;
         return this;
     }
@@ -365,9 +375,7 @@ public final class CollContext {
      * 2940 with 1); 4 NICs over tcp, 1 best (4 MiB 1399 us with 1, 1712 with 2, 2844 with 4).
      */
     ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
-        if (!concluded) {
-            throw new IllegalStateException("conclude() the CollContext before choosing reduce threads");
-        }
+        freeze.requireConcluded("choosing reduce threads");
         if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
             throw new IllegalArgumentException("reduceThreads: " + localRanks + " ranks, " + cpus + " processors, "
                 + nicsPerRank + " NICs per rank");
@@ -428,7 +436,7 @@ public final class CollContext {
      */
     public Setting<Boolean> cudaGdr() {
         if (cudaGdr == null) {
-            cudaGdr = settings.flag("gdrkit.coll.cuda.gdr", true);
+            cudaGdr = CommConfiguration.COLL_CUDA_GDR.read(settings);
             recorded.add(cudaGdr);
         }
         return cudaGdr;
@@ -441,6 +449,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext shmDirect(final boolean on) {
+        freeze.set("shmDirect");
         this.shmDirectSet = on;
         return this;
     }
@@ -448,9 +457,8 @@ public final class CollContext {
     /** {@return {@code gdrkit.coll.shm.direct}, with its source} */
     public Setting<Boolean> shmDirect() {
         if (shmDirect == null) {
-            shmDirect = shmDirectSet != null ? new Setting<>("gdrkit.coll.shm.direct", shmDirectSet,
-                io.gdrkit.core.config.Source.FLAG, String.valueOf(shmDirectSet))
-                : settings.flag("gdrkit.coll.shm.direct", true);
+            shmDirect = shmDirectSet != null ? CommConfiguration.COLL_SHM_DIRECT.given(shmDirectSet)
+                : CommConfiguration.COLL_SHM_DIRECT.read(settings);
             recorded.add(shmDirect);
         }
         return shmDirect;
@@ -463,6 +471,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext timeout(final Duration d) {
+        freeze.set("timeout");
         this.timeoutMs = d.toMillis();
         return this;
     }
@@ -505,6 +514,7 @@ public final class CollContext {
      * @return this context
      */
     public CollContext nics(final int k) {
+        freeze.set("nics");
         this.nicsSet = k;
         return this;
     }
@@ -543,9 +553,7 @@ public final class CollContext {
      * @throws IllegalStateException unless {@code c} is concluded
      */
     public static CollContext copyOf(final CollContext c) {
-        if (!c.concluded) {
-            throw new IllegalStateException("conclude() the CollContext before copying it to the ranks");
-        }
+        c.freeze.requireConcluded("copying it to the ranks");
         final CollContext k = new CollContext();
         k.settings = c.settings;
         k.buffSize = c.buffSize;
@@ -569,51 +577,41 @@ public final class CollContext {
         k.parallelBytes = c.parallelBytes;
         k.bind = c.bind;
         k.recorded.addAll(c.recorded);
-        k.concluded = true;
+        k.freeze.concluded();
         return k;
     }
 
     /**
-     * Reads every setting not given here from the settings source, checks them all and records their sources; calling
-     * it again does nothing.
+     * Reads what no setter gave, checks everything once and freezes the context: afterwards a setter and a second
+     * {@code conclude()} throw {@link IllegalStateException} ({@link #isConcluded()} tells code that is handed a
+     * context whether to conclude it).
      *
      * @return this context
      * @throws IllegalArgumentException naming a malformed or inconsistent setting
      */
-    public CollContext conclude() {
-        if (concluded) {
-            return this;
-        }
-        buffSize = pick(buffSize, "NCCL_BUFFSIZE", 4 << 20, 4096, 1 << 30);
-        steps = pick(steps, "NCCL_STEPS", 8, 1, 32);
-        minChannels = pick(minChannels, "NCCL_MIN_NCHANNELS", 1, 1, 32);
-        maxChannels = pick(maxChannels, "NCCL_MAX_NCHANNELS", 16, 1, 32);
-        nics = pickAuto(nicsSet, "gdrkit.coll.nics", 16);
+    public synchronized CollContext conclude() {
+        freeze.checkConclude();
+        buffSize = pick(buffSize, GdrConfiguration.BUFFSIZE);
+        steps = pick(steps, GdrConfiguration.STEPS);
+        minChannels = pick(minChannels, GdrConfiguration.MIN_NCHANNELS);
+        maxChannels = pick(maxChannels, GdrConfiguration.MAX_NCHANNELS);
+        nics = pickSetting(nicsSet, CommConfiguration.COLL_NICS);
         if (minChannels > maxChannels) {
-            throw new IllegalArgumentException("NCCL_MIN_NCHANNELS=" + minChannels + " exceeds NCCL_MAX_NCHANNELS="
-                + maxChannels);
+            throw new IllegalArgumentException(GdrConfiguration.MIN_NCHANNELS.name() + "=" + minChannels
+                + " exceeds " + GdrConfiguration.MAX_NCHANNELS.name() + "=" + maxChannels);
         }
-        if (algo == null) {
-            final Setting<Algo> a = settings.read("NCCL_ALGO", Algo.RING, s -> switch (s.trim().toLowerCase(
-                Locale.ROOT)) {
-                case "ring" -> Algo.RING;
-                case "tree" -> Algo.TREE;
-                default -> throw new IllegalArgumentException("NCCL_ALGO=" + s + " is not ring or tree (gdrkit "
-                    + "implements those two)");
-            });
-            recorded.add(a);
-            algo = a.value();
-        } else {
-            recorded.add(new Setting<>("NCCL_ALGO", algo, io.gdrkit.core.config.Source.FLAG, algo.name()));
-        }
-        eagerBytes = pick(eagerBytes, "gdrkit.coll.eager.bytes", DEFAULT_EAGER, 0, 1 << 20);
+        final Setting<String> a = algo == null ? GdrConfiguration.ALGO.read(settings)
+            : GdrConfiguration.ALGO.given(algo.name().toLowerCase(Locale.ROOT));
+        algo = Algo.valueOf(a.value().toUpperCase(Locale.ROOT));
+        recorded.add(new Setting<>(a.name(), algo, a.source(), a.source() == Source.FLAG ? algo.name() : a.raw()));
+        eagerBytes = pick(eagerBytes, CommConfiguration.COLL_EAGER_BYTES);
         if (eagerBytes % 8 != 0) {
-            throw new IllegalArgumentException("gdrkit.coll.eager.bytes=" + eagerBytes + " is not a multiple of 8 "
-                + "in [0, 1048576]");
+            throw new IllegalArgumentException(CommConfiguration.COLL_EAGER_BYTES.name() + "=" + eagerBytes
+                + " is not a multiple of 8 in [0, 1048576]");
         }
-        directBytes = pick(directBytes, "gdrkit.coll.direct.bytes", DEFAULT_DIRECT, 0, 1 << 20);
-        directBytesDefault = recorded.get(recorded.size() - 1).source() == io.gdrkit.core.config.Source.DEFAULT;
-        spinRounds = pick(spinRounds, "gdrkit.coll.spin.rounds", DEFAULT_SPINS, 0, 10_000_000);
+        directBytes = pick(directBytes, CommConfiguration.COLL_DIRECT_BYTES);
+        directBytesDefault = recorded.get(recorded.size() - 1).source() == Source.DEFAULT;
+        spinRounds = pick(spinRounds, CommConfiguration.COLL_SPIN_ROUNDS);
         spinPause();
         bindTo();
         cudaGdr();
@@ -621,73 +619,41 @@ public final class CollContext {
         // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB allreduce
         // from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 + k - 1 processors per rank (k NICs) auto
         // is 1
-        reduceThreads = pickAuto(reduceThreadsSet, "gdrkit.coll.reduce.threads", 64);
-        parallelBytes = pick(parallelBytes, "gdrkit.coll.reduce.parallel.bytes", DEFAULT_PARALLEL_BYTES, 1024,
-            1 << 30);
-        if (timeoutMs == null) {
-            final Setting<Long> t = settings.longValue("gdrkit.coll.timeout.ms", 60_000, 1, 86_400_000);
-            recorded.add(t);
-            timeoutMs = t.value();
-        } else {
-            if (timeoutMs < 1 || timeoutMs > 86_400_000) {
-                throw new IllegalArgumentException("gdrkit.coll.timeout.ms=" + timeoutMs + " is not an integer in "
-                    + "[1, 86400000]");
-            }
-            recorded.add(new Setting<>("gdrkit.coll.timeout.ms", timeoutMs, io.gdrkit.core.config.Source.FLAG,
-                String.valueOf(timeoutMs)));
-        }
-        concluded = true;
+        reduceThreads = pickSetting(reduceThreadsSet, CommConfiguration.COLL_REDUCE_THREADS);
+        parallelBytes = pick(parallelBytes, CommConfiguration.COLL_PARALLEL_BYTES);
+        timeoutMs = pick(timeoutMs, CommConfiguration.COLL_TIMEOUT_MS);
+        freeze.concluded();
         return this;
     }
 
     /**
-     * A setting that is {@code auto} (0, the default) or an integer in [1, max]: a setter's value (range-checked,
-     * recorded as FLAG), else read once with its source; recorded either way.
+     * {@return whether {@link #conclude()} ran (or this is a {@link #copyOf} copy): then setters and conclude()
+     * throw}
      */
-    private Setting<Integer> pickAuto(final Integer set, final String name, final int max) {
-        final Setting<Integer> s;
-        if (set == null) {
-            s = settings.read(name, 0, v -> autoOr(name, v, max));
-        } else {
-            if (set < 0 || set > max) {
-                throw new IllegalArgumentException(name + "=" + set + " is not auto (0) or an integer in [1, " + max
-                    + "]");
-            }
-            s = new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, set == 0 ? "auto" : String.valueOf(set));
-        }
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized CollContext concludeOnce() {
+        return isConcluded() ? this : conclude();
+    }
+
+    /**
+     * A setter's value (checked by the setting's rule, recorded as FLAG), else the setting read once with its source;
+     * recorded either way.
+     */
+    private <T> Setting<T> pickSetting(final T set, final SettingDef<T> def) {
+        final Setting<T> s = set != null ? def.given(set) : def.read(settings);
         recorded.add(s);
         return s;
     }
 
-    /** {@code auto} (0) or an integer in [1, max]; anything else is named. */
-    private static int autoOr(final String name, final String s, final int max) {
-        final String t = s.trim().toLowerCase(Locale.ROOT);
-        if (t.equals("auto")) {
-            return 0;
-        }
-        try {
-            final int v = Integer.parseInt(t);
-            if (v >= 1 && v <= max) {
-                return v;
-            }
-        } catch (final NumberFormatException e) {
-            // named below
-        }
-        throw new IllegalArgumentException(name + "=" + s + " is not auto or an integer in [1, " + max + "]");
-    }
-
-    /** A setter's value (range-checked, recorded as FLAG), else the setting read once with its source. */
-    private int pick(final Integer set, final String name, final int def, final int min, final int max) {
-        if (set != null) {
-            if (set < min || set > max) {
-                throw new IllegalArgumentException(name + "=" + set + " is not an integer in [" + min + ", " + max
-                    + "]");
-            }
-            recorded.add(new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
-            return set;
-        }
-        final Setting<Integer> read = settings.integer(name, def, min, max);
-        recorded.add(read);
-        return read.value();
+    /** {@link #pickSetting}'s value. */
+    private <T> T pick(final T set, final SettingDef<T> def) {
+        return pickSetting(set, def).value();
     }
 }

@@ -5,6 +5,7 @@ package io.gdrkit.comm;
 
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.doctor.SimulatedHostTopology;
 import io.gdrkit.gdr.gate.FlushPolicy;
 import io.gdrkit.gdr.gate.GdrDecision;
@@ -172,7 +173,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
 
     private static String noFlush(final NcclSettings s) {
         return "no flush: the NIC does not write GPU memory (host bounce)" + (s.forceFlush().value()
-            ? "; NCCL_NET_FORCE_FLUSH=1 has nothing to flush" : "");
+            ? "; " + GdrConfiguration.NET_FORCE_FLUSH.name() + "=1 has nothing to flush" : "");
     }
 
     /** The setting behind a gate that a setting narrowed, with its source. */
@@ -180,7 +181,7 @@ public record CollGdr(boolean on, boolean sendOn, String gate, String reason, Re
         final Setting<?> c = switch (d.failedGate()) {
             case "distance" -> s.gdrLevel();
             case "read policy" -> s.gdrRead();
-            case "NCCL_IB_HCA" -> s.ibHca();
+            case GdrConfiguration.IB_HCA_NAME -> s.ibHca();
             case "NET" -> s.dmabufEnable();
             default -> null;
         };

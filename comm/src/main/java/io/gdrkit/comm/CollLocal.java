@@ -63,7 +63,7 @@ public final class CollLocal {
         if (np < 1 || np > 64) {
             throw new IllegalArgumentException("--np " + np + " outside 1..64");
         }
-        coll.conclude();
+        coll.concludeOnce();
         final List<CollResult> rows = new ArrayList<>();
         final AtomicReference<Throwable> failure = new AtomicReference<>();
         // the ranks are threads of this JVM: all np on this host

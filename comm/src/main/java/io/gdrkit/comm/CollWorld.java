@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.auth.Token;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
@@ -194,7 +195,7 @@ public final class CollWorld implements AutoCloseable {
         final int local = hosts.localRanks(r);
         // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
         // shm they share the run's fabric with LIDs i*n + r + 1; NIC i of one rank talks only to NIC i of the others
-        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.conclude(), fabric, hosts, r)
+        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.concludeOnce(), fabric, hosts, r)
             : new NicChoice(1, "SocketTransport: no software NIC");
         final int k = nicChoice.count();
         final List<SoftNicDriver> drivers = new ArrayList<>();
@@ -280,7 +281,7 @@ public final class CollWorld implements AutoCloseable {
                     final io.gdrkit.core.config.Setting<Boolean> cudaGdr = coll.cudaGdr();
                     if (!gpu.isSimulated() && !cudaGdr.value()) {
                         gdr = gdr.heldBack("the software NIC's direct path into a real CUDA GPU is held back: "
-                            + "gdrkit.coll.cuda.gdr=" + cudaGdr.raw() + " ("
+                            + cudaGdr.name() + "=" + cudaGdr.raw() + " ("
                             + cudaGdr.source().name().toLowerCase(java.util.Locale.ROOT) + "); true lets the gates "
                             + "decide");
                     }
@@ -445,7 +446,7 @@ public final class CollWorld implements AutoCloseable {
             final String[] theirs = new String(addrs[p], StandardCharsets.US_ASCII).split(",", -1);
             if (theirs.length != drivers.size()) {
                 throw new CollException("rank " + p + " sent " + theirs.length + " fabric addresses, rank " + r
-                    + " has " + drivers.size() + " NICs (a different gdrkit.coll.nics?)");
+                    + " has " + drivers.size() + " NICs (a different " + CommConfiguration.COLL_NICS.name() + "?)");
             }
             for (int i = 0; i < drivers.size(); i++) {
                 ((TcpFabric) drivers.get(i).fabric()).connect(p + 1, parse(theirs[i].getBytes(
@@ -608,9 +609,10 @@ public final class CollWorld implements AutoCloseable {
 
     /** What {@code nic_mtu} says: the MTU the connections use, and the setting it came from. */
     static String describeMtu(final IbTransportContext ic, final String fabric) {
-        final String from = ic.recorded().stream().filter(s -> s.name().equals("gdrkit.ib.software.mtu"))
+        final String from = ic.recorded().stream().filter(s -> s.name().equals(CommConfiguration.IB_SOFTWARE_MTU.name()))
             .findFirst().map(s -> s.source() == io.gdrkit.core.config.Source.DEFAULT
-                ? "gdrkit.ib.software.mtu not set: " + (ic.softwareMtu() > 0 ? "the collectives' default on the "
+                ? CommConfiguration.IB_SOFTWARE_MTU.name() + " not set: "
+                    + (ic.softwareMtu() > 0 ? "the collectives' default on the "
                 + fabric + " fabric" : "the default") : s.describe())
             .orElse("unknown");
         return (ic.softwareMtu() > 0 ? ic.softwareMtu() + " B" : "the path MTU") + " (" + from + ")";
@@ -629,6 +631,13 @@ public final class CollWorld implements AutoCloseable {
     /** Closes the communicator, transport and NIC; each rank's fabric removes its own shared-memory files. */
     @Override
     public void close() {
+        try {
+            // every rank has finished its exchanges before any rank closes a connection: a socket closed with a
+            // peer's bytes still unread is reset, and the reset can take the peer's last unread data with it
+            bootstrap.barrier();
+        } catch (final RuntimeException ignored) {
+            // another rank is gone already: still release ours
+        }
         comm.close();
         if (gpu != null) {
             gpu.close();

@@ -5,6 +5,8 @@ package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
 import io.gdrkit.comm.bootstrap.BootstrapContext;
+import io.gdrkit.comm.bootstrap.BootstrapRoot;
+import io.gdrkit.comm.bootstrap.WorldEnvironment;
 import io.gdrkit.gpu.DeviceBuffer;
 import io.gdrkit.gpu.GpuDevice;
 import java.lang.foreign.Arena;
@@ -73,6 +75,10 @@ public final class Comm implements CommCalls, AutoCloseable {
     private final CollWorld world;
     private final Communicator engine;
     private final boolean sharedDriver;
+    /** Where the world came from: "config", or a {@link WorldEnvironment.Source} label. */
+    private volatile String worldSource = "config";
+    /** The bootstrap root this rank serves (rank 0 of a world from the environment), closed after the bootstrap. */
+    private volatile BootstrapRoot ownedRoot;
     private final ReentrantLock lock = new ReentrantLock();
     /** Registrations, staging and the calls' bodies. */
     private final CommData data;
@@ -118,9 +124,12 @@ public final class Comm implements CommCalls, AutoCloseable {
      * @param nicProgress who drives the software NICs
      * @param gpu         the GPU (describe()), or "none"
      * @param dataPath    GDR or host bounce for GPU buffers, or "host memory"
+     * @param worldSource where the world came from ({@link WorldEnvironment.Source#label()}: pmix, torchrun, slurm,
+     *                    gdrkit, none), or "config" for a communicator opened with an explicit id
      */
     public record Info(int rank, int nranks, Fabric fabric, CollWorld.TransportKind transport, boolean simulated,
-                       int nics, int channels, String directPath, String nicProgress, String gpu, String dataPath) {
+                       int nics, int channels, String directPath, String nicProgress, String gpu, String dataPath,
+                       String worldSource) {
     }
 
     private Comm(final CommConfig config, final Bootstrap bootstrap, final CollWorld world,
@@ -183,6 +192,84 @@ public final class Comm implements CommCalls, AutoCloseable {
         return open(c);
     }
 
+    /**
+     * Opens this rank's communicator from the world its launcher describes in this process's environment: a PMIx
+     * launcher ({@code mpirun}, {@code srun --mpi=pmix}), the torchrun / Kubernetes variables ({@code RANK},
+     * {@code WORLD_SIZE}, {@code MASTER_ADDR}, {@code MASTER_PORT}), Slurm's ({@code SLURM_PROCID},
+     * {@code SLURM_NTASKS} with {@code GDRKIT_MASTER_ADDR}/{@code GDRKIT_MASTER_PORT}), or {@code gdrkit launch}'s
+     * ({@code GDRKIT_ID}); with none of them, a world of one. {@link Info#worldSource()} says which was used; the
+     * order and the checks are {@link WorldEnvironment}'s. Every rank of the world must call it.
+     *
+     * @param base fabric, transport, timeout, GPU and tuning; id, rank, number of ranks and token come from the
+     *             environment
+     * @return the communicator
+     * @throws IllegalArgumentException naming a missing, malformed or contradictory variable
+     * @throws CollException            when the world cannot be joined or connected (naming why)
+     * @throws io.gdrkit.comm.bootstrap.BootstrapException when the root cannot be served or reached in time
+     */
+    public static Comm fromEnvironment(final CommConfig base) {
+        return fromEnvironment(base, System.getenv());
+    }
+
+    /**
+     * {@link #fromEnvironment(CommConfig)} with the environment given (tests, embedding).
+     *
+     * @param base fabric, transport, timeout, GPU and tuning
+     * @param env  the environment to read the world from
+     * @return the communicator
+     * @throws IllegalArgumentException naming a missing, malformed or contradictory variable
+     * @throws CollException            when the world cannot be joined or connected (naming why)
+     * @throws io.gdrkit.comm.bootstrap.BootstrapException when the root cannot be served or reached in time
+     */
+    public static Comm fromEnvironment(final CommConfig base, final Map<String, String> env) {
+        Objects.requireNonNull(base, "base");
+        final WorldEnvironment.Resolved w = WorldEnvironment.resolve(env, base.timeout());
+        try {
+            final CommConfig c = derived(base).id(w.id()).rank(w.world().rank()).nranks(w.world().size())
+                .localRank(w.world().localRank()).token(w.world().token());
+            return open(c, w.root(), w.world().source().label());
+        } catch (final RuntimeException e) {
+            if (w.root() != null) {
+                w.root().close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * A config with {@code base}'s fabric, transport, timeout, GPU, settings and bind address, for a world's id and
+     * rank.
+     *
+     * @param base the caller's config
+     * @return a fresh config
+     */
+    static CommConfig derived(final CommConfig base) {
+        final CommConfig c = new CommConfig().fabric(base.fabric()).transport(base.transport()).timeout(base.timeout())
+            .gpu(base.gpu());
+        if (base.settings() != null) {
+            c.settings(base.settings());
+        }
+        if (base.bindAddress() != null) {
+            c.bind(base.bindAddress()); // ranks on other hosts: the interface the others reach
+        }
+        return c;
+    }
+
+    /**
+     * Opens with {@code config}, holding {@code root} (closed after the bootstrap) and naming the world's source.
+     *
+     * @param config the config
+     * @param root   the root this rank serves, or null
+     * @param source where the world came from
+     * @return the communicator
+     */
+    static Comm open(final CommConfig config, final BootstrapRoot root, final String source) {
+        final Comm c = open(config);
+        c.ownedRoot = root;
+        c.worldSource = source;
+        return c;
+    }
+
     /** {@return this rank, {@code 0..size()-1}} */
     public int rank() {
         return engine.rank();
@@ -210,7 +297,7 @@ public final class Comm implements CommCalls, AutoCloseable {
         final GpuDevice g = gpu();
         return new Info(rank(), size(), config.fabric(), config.transport(), true, engine.devices(),
             engine.channels(), engine.directPath(), engine.nicProgress(), g == null ? "none" : g.describe(),
-            g == null ? "host memory" : engine.gdr().dataPath());
+            g == null ? "host memory" : engine.gdr().dataPath(), worldSource);
     }
 
     // ------------------------------------------------------------------------------------------------ ordering
@@ -695,6 +782,17 @@ public final class Comm implements CommCalls, AutoCloseable {
                 bootstrap.close();
                 if (sharedDriver) {
                     InJvmDrivers.release(config.id().runId());
+                }
+                final BootstrapRoot r = ownedRoot;
+                if (r != null) {
+                    // the other ranks say goodbye to the root this rank serves: wait for them, bounded
+                    try {
+                        r.await(config.timeout());
+                    } catch (final InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } finally {
+                        r.close();
+                    }
                 }
             }
         } finally {

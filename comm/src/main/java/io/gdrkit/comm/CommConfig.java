@@ -5,6 +5,7 @@ package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.BootstrapContext;
 import io.gdrkit.comm.bootstrap.UniqueId;
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.SettingsReader;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -39,7 +40,7 @@ public final class CommConfig {
     private InetAddress bind;
     private CollContext coll;
     private SettingsReader settings;
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("CommConfig");
 
     /** An empty config: give at least {@link #id}, {@link #rank} and {@link #nranks}. */
     public CommConfig() {
@@ -70,10 +71,8 @@ public final class CommConfig {
         return BootstrapContext.launched(env);
     }
 
-    private void open() {
-        if (concluded) {
-            throw new IllegalStateException("CommConfig is concluded: a setter after conclude() changes nothing");
-        }
+    private void open(final String setter) {
+        freeze.set(setter);
     }
 
     /**
@@ -83,7 +82,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig id(final UniqueId id) {
-        open();
+        open("id");
         this.id = Objects.requireNonNull(id, "id");
         return this;
     }
@@ -95,7 +94,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig rank(final int rank) {
-        open();
+        open("rank");
         this.rank = rank;
         return this;
     }
@@ -107,7 +106,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig nranks(final int nranks) {
-        open();
+        open("nranks");
         this.nranks = nranks;
         return this;
     }
@@ -120,7 +119,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig localRank(final int localRank) {
-        open();
+        open("localRank");
         this.localRank = localRank;
         return this;
     }
@@ -132,7 +131,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig token(final String token) {
-        open();
+        open("token");
         this.token = token == null ? "" : token;
         return this;
     }
@@ -144,7 +143,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig fabric(final Fabric fabric) {
-        open();
+        open("fabric");
         this.fabric = Objects.requireNonNull(fabric, "fabric");
         return this;
     }
@@ -157,7 +156,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig transport(final CollWorld.TransportKind transport) {
-        open();
+        open("transport");
         this.transport = Objects.requireNonNull(transport, "transport");
         return this;
     }
@@ -170,7 +169,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig timeout(final Duration timeout) {
-        open();
+        open("timeout");
         this.timeout = Objects.requireNonNull(timeout, "timeout");
         return this;
     }
@@ -184,7 +183,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig gpu(final String spec) {
-        open();
+        open("gpu");
         this.gpu = spec;
         return this;
     }
@@ -196,7 +195,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig bind(final InetAddress address) {
-        open();
+        open("bind");
         this.bind = address;
         return this;
     }
@@ -210,7 +209,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig coll(final CollContext coll) {
-        open();
+        open("coll");
         this.coll = coll;
         return this;
     }
@@ -222,7 +221,7 @@ public final class CommConfig {
      * @return this
      */
     public CommConfig settings(final SettingsReader settings) {
-        open();
+        open("settings");
         this.settings = settings;
         return this;
     }
@@ -235,9 +234,7 @@ public final class CommConfig {
      * @throws IllegalStateException    when called a second time
      */
     public CommConfig conclude() {
-        if (concluded) {
-            throw new IllegalStateException("CommConfig is already concluded");
-        }
+        freeze.checkConclude();
         if (id == null) {
             throw new IllegalArgumentException("no run id: start a CommRoot and give every rank its id()");
         }
@@ -266,12 +263,17 @@ public final class CommConfig {
                 coll.bind(bind);
             }
         }
-        coll.conclude();
+        coll.concludeOnce();
         if (localRank < 0) {
             localRank = fabric == Fabric.TCP ? 0 : rank;
         }
-        concluded = true;
+        freeze.concluded();
         return this;
+    }
+
+    /** {@return the address given to {@link #bind}, or null when none was} */
+    InetAddress bindAddress() {
+        return bind;
     }
 
     /** {@return the run's id} */
@@ -326,7 +328,7 @@ public final class CommConfig {
 
     /** {@return whether {@link #conclude()} ran} */
     public boolean concluded() {
-        return concluded;
+        return freeze.isConcluded();
     }
 
     /** The token, for the bootstrap only: never printed. */

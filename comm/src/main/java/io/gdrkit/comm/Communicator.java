@@ -104,7 +104,7 @@ public final class Communicator implements AutoCloseable {
                  final int cpus) {
         this.bootstrap = bootstrap;
         this.net = net;
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
         this.rank = bootstrap.rank();
         this.n = bootstrap.nranks();
         this.shmDirectBytes = ctx.shmDirectBytes(n);

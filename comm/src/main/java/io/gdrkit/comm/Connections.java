@@ -4,6 +4,7 @@
 package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.comm.transport.NetTransport;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -91,7 +92,7 @@ final class Connections {
             if (theirs != devs) {
                 throw new CollException("rank " + p + " has " + theirs + " network devices, rank " + rank + " has "
                     + devs + ": channels are spread over the devices alike on every rank (a different "
-                    + "gdrkit.coll.nics?)");
+                    + CommConfiguration.COLL_NICS.name() + "?)");
             }
             if (all[p].length != mine.length) {
                 throw new CollException("rank " + p + " sent " + all[p].length + " bytes of listen handles, expected "
@@ -104,7 +105,8 @@ final class Connections {
             for (int c = 0; c < cols; c++) {
                 if (p != rank) {
                     handles[p][c] = Arrays.copyOfRange(all[p], HANDLES_AT + (rank * cols + c)
-                        * NetTransport.HANDLE_MAXSIZE, HANDLES_AT + (rank * cols + c + 1) * NetTransport.HANDLE_MAXSIZE);
+                        * NetTransport.HANDLE_MAXSIZE, HANDLES_AT + (rank * cols + c
+                            + 1) * NetTransport.HANDLE_MAXSIZE);
                 }
             }
         }

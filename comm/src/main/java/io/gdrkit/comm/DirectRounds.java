@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.comm.transport.NetTransport;
 import java.lang.foreign.MemorySegment;
 
@@ -205,7 +206,8 @@ final class DirectRounds {
                             throw new CollException("rank " + rank + " direct round of " + recvBytes + " B: rank "
                                 + p + " sent " + got[0] + " bytes with header 0x" + Long.toHexString(head)
                                 + ", expected " + rLen + " with 0x" + Long.toHexString(what) + " (mismatched "
-                                + "operations, types, sizes or gdrkit.coll.direct.bytes across ranks?)");
+                                + "operations, types, sizes or " + CommConfiguration.COLL_DIRECT_BYTES.name()
+                                + " across ranks?)");
                         }
                     }
                 }

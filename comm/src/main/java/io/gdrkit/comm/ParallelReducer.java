@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.LockSupport;
 
@@ -368,7 +369,8 @@ public final class ParallelReducer implements AutoCloseable {
                 if (System.nanoTime() - deadline > 0) {
                     broken = "parallel reduction: part " + k + " of " + parts + " (elements " + bounds[k] + ".."
                         + bounds[k + 1] + " of " + count + ", " + type + " " + op + ") on " + w.thread.getName()
-                        + " not done after " + timeoutNanos / 1_000_000 + " ms (gdrkit.coll.timeout.ms); this "
+                        + " not done after " + timeoutNanos / 1_000_000 + " ms ("
+                        + CommConfiguration.COLL_TIMEOUT_MS.name() + "); this "
                         + "reducer takes no more work";
                     throw new CollException(broken);
                 }

@@ -4,6 +4,7 @@
 package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.softnic.fabric.ShmFabric;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -136,7 +137,7 @@ final class ShmDirect implements AutoCloseable {
         String why = null;
         for (int p = 0; p < n && why == null; p++) {
             if (all[p].length == 0 || all[p][0] != '1') {
-                why = "rank " + p + " has it off (gdrkit.coll.shm.direct)";
+                why = "rank " + p + " has it off (" + CommConfiguration.COLL_SHM_DIRECT.name() + ")";
             }
         }
         if (why == null) {
@@ -323,7 +324,7 @@ final class ShmDirect implements AutoCloseable {
             throw new CollException("rank " + rank + " direct round of " + bytes + " B in shared memory: rank " + p
                 + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
                 + " with 0x" + Long.toHexString(what) + " (mismatched operations, types, sizes or "
-                + "gdrkit.coll.direct.bytes across ranks?)");
+                + CommConfiguration.COLL_DIRECT_BYTES.name() + " across ranks?)");
         }
         return true;
     }

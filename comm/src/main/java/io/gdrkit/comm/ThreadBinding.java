@@ -19,7 +19,7 @@ final class ThreadBinding {
      * the scheduler puts it, and the description says why.
      */
     static String bind(final Setting<CollContext.Bind> how, final int localRank) {
-        final String setting = "gdrkit.coll.bind=" + (how.raw() != null ? how.raw() : how.value().name()
+        final String setting = how.name() + "=" + (how.raw() != null ? how.raw() : how.value().name()
             .toLowerCase(Locale.ROOT)) + " (" + how.source().name().toLowerCase(Locale.ROOT) + ")";
         if (how.value() == CollContext.Bind.NONE) {
             return "none (" + setting + ")";

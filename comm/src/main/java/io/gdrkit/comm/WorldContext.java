@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.softnic.SoftNicDriver;
 import java.time.Duration;
@@ -26,12 +27,10 @@ public final class WorldContext {
     private Duration timeout = CommConfig.DEFAULT_TIMEOUT;
     private String gpu;
     private SoftNicDriver sharedDriver;
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("WorldContext");
 
-    private WorldContext set() {
-        if (concluded) {
-            throw new IllegalStateException("WorldContext is concluded: a setter after conclude() changes nothing");
-        }
+    private WorldContext set(final String setter) {
+        freeze.set(setter);
         return this;
     }
 
@@ -42,7 +41,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext fabric(final Fabric f) {
-        set().fabric = Objects.requireNonNull(f, "fabric");
+        set("fabric").fabric = Objects.requireNonNull(f, "fabric");
         return this;
     }
 
@@ -53,7 +52,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext transport(final CollWorld.TransportKind t) {
-        set().transport = Objects.requireNonNull(t, "transport");
+        set("transport").transport = Objects.requireNonNull(t, "transport");
         return this;
     }
 
@@ -64,7 +63,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext coll(final CollContext c) {
-        set().coll = c;
+        set("coll").coll = c;
         return this;
     }
 
@@ -75,7 +74,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext settings(final SettingsReader s) {
-        set().settings = s;
+        set("settings").settings = s;
         return this;
     }
 
@@ -86,7 +85,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext timeout(final Duration t) {
-        set().timeout = Objects.requireNonNull(t, "timeout");
+        set("timeout").timeout = Objects.requireNonNull(t, "timeout");
         return this;
     }
 
@@ -98,7 +97,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext gpu(final String spec) {
-        set().gpu = spec;
+        set("gpu").gpu = spec;
         return this;
     }
 
@@ -110,7 +109,7 @@ public final class WorldContext {
      * @return this
      */
     public WorldContext sharedDriver(final SoftNicDriver d) {
-        set().sharedDriver = d;
+        set("sharedDriver").sharedDriver = d;
         return this;
     }
 
@@ -123,9 +122,7 @@ public final class WorldContext {
      * @throws IllegalStateException    when called a second time
      */
     public WorldContext conclude() {
-        if (concluded) {
-            throw new IllegalStateException("WorldContext is already concluded");
-        }
+        freeze.checkConclude();
         if (fabric == null) {
             throw new IllegalArgumentException("no fabric: injvm, shm or tcp");
         }
@@ -141,7 +138,7 @@ public final class WorldContext {
         if (coll == null) {
             coll = new CollContext().settings(settings).timeout(timeout);
         }
-        concluded = true;
+        freeze.concluded();
         return this;
     }
 
@@ -246,6 +243,6 @@ public final class WorldContext {
 
      */
     public boolean concluded() {
-        return concluded;
+        return freeze.isConcluded();
     }
 }

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * The communicator: NCCL's collectives and point-to-point calls among the ranks of a run, on Java data.
  *

@@ -5,6 +5,7 @@ package io.gdrkit.comm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -90,9 +91,14 @@ class CollContextCopyTest {
         final CollContext k = CollContext.copyOf(c);
         assertEquals(20, k.channels());
         assertEquals(c.recorded(), k.recorded());
-        assertEquals(c.recorded(), k.conclude().recorded(), "concluding a copy again reads and records nothing");
+        assertTrue(k.isConcluded());
+        assertEquals("CollContext is already concluded: conclude() runs once per context",
+            assertThrows(IllegalStateException.class, k::conclude).getMessage());
+        assertSame(k, k.concludeOnce());
+        assertEquals(c.recorded(), k.recorded(), "the code a copy is handed to reads and records nothing again");
         final IllegalStateException e = assertThrows(IllegalStateException.class,
             () -> CollContext.copyOf(new CollContext()));
-        assertTrue(e.getMessage().contains("conclude()"), e.getMessage());
+        assertEquals("CollContext is not concluded: conclude() it before copying it to the ranks",
+            e.getMessage());
     }
 }

@@ -357,10 +357,10 @@ class CommTest {
         final CommConfig c = new CommConfig().id(id).rank(1).nranks(2).fabric(Fabric.SHM).token("s3cret").conclude();
         assertEquals(1, c.localRank(), "on one host the local rank defaults to the rank");
         assertFalse(c.toString().contains("s3cret"), "the token is never printed");
-        assertEquals("CommConfig is concluded: a setter after conclude() changes nothing", assertThrows(
+        assertEquals("CommConfig is concluded: rank(...) is refused; configure a new CommConfig", assertThrows(
             IllegalStateException.class, () -> c.rank(0)).getMessage());
-        assertEquals("CommConfig is already concluded", assertThrows(IllegalStateException.class, c::conclude)
-            .getMessage());
+        assertEquals("CommConfig is already concluded: conclude() runs once per context", assertThrows(
+            IllegalStateException.class, c::conclude).getMessage());
         assertEquals(Fabric.SHM, Fabric.parse("SHM"));
         assertEquals("fabric 'ib' is not injvm, shm or tcp", assertThrows(IllegalArgumentException.class,
             () -> Fabric.parse("ib")).getMessage());
@@ -379,10 +379,10 @@ class CommTest {
         final WorldContext w = new WorldContext().fabric(Fabric.SHM).gpu("sim:h200").conclude();
         assertEquals(CollWorld.TransportKind.IB, w.transport(), "the default transport");
         assertEquals(Duration.ofSeconds(60), w.coll().timeout(), "the default tuning takes the world's timeout");
-        assertEquals("WorldContext is concluded: a setter after conclude() changes nothing", assertThrows(
+        assertEquals("WorldContext is concluded: fabric(...) is refused; configure a new WorldContext", assertThrows(
             IllegalStateException.class, () -> w.fabric(Fabric.TCP)).getMessage());
-        assertEquals("WorldContext is already concluded", assertThrows(IllegalStateException.class, w::conclude)
-            .getMessage());
+        assertEquals("WorldContext is already concluded: conclude() runs once per context", assertThrows(
+            IllegalStateException.class, w::conclude).getMessage());
     }
 
     @Test

@@ -230,7 +230,7 @@ class RailsTest {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> new CollContext().settings(props("gdrkit.coll.nics", v)).conclude());
         assertEquals("gdrkit.coll.nics=" + v + " is not auto or an integer in [1, 16]", e.getMessage());
-        assertEquals("gdrkit.coll.nics=17 is not auto (0) or an integer in [1, 16]", assertThrows(
+        assertEquals("gdrkit.coll.nics=17 is not auto or an integer in [1, 16]", assertThrows(
             IllegalArgumentException.class, () -> new CollContext().settings(NONE).nics(17).conclude()).getMessage());
         assertEquals(Source.PROPERTY, new CollContext().settings(props("gdrkit.coll.nics", "auto")).conclude()
             .nicsSetting().source());

@@ -11,6 +11,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.gdrkit.core.Errno;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.ibverbs.config.IbverbsConfiguration;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -37,9 +38,9 @@ import java.util.Optional;
  */
 public final class IbvLibrary {
     /** Property naming the library to load (tests point it at a stub). */
-    public static final String LIBRARY_PROPERTY = "gdrkit.ibverbs.library";
+    public static final String LIBRARY_PROPERTY = IbverbsConfiguration.LIBRARY.name();
     /** Property that lets a library with an unchecked ABI load anyway (at the user's risk, stated in evidence). */
-    public static final String ABI_OVERRIDE_PROPERTY = "gdrkit.ibverbs.abi.override";
+    public static final String ABI_OVERRIDE_PROPERTY = IbverbsConfiguration.ABI_OVERRIDE.name();
     /**
      * libibverbs ABI versions (soname major.minor) whose struct layouts AbiCheckTest compared with these FFM layouts:
      * 1.14 is rdma-core 37 to 5x (Debian 12's rdma-core 44 was checked here).
@@ -158,15 +159,15 @@ public final class IbvLibrary {
     }
 
     /**
-     * Reads {@value #LIBRARY_PROPERTY} and {@value #ABI_OVERRIDE_PROPERTY} through {@code settings} (the one place
+     * Reads {@link IbverbsConfiguration#LIBRARY} and {@link IbverbsConfiguration#ABI_OVERRIDE} through {@code settings} (the one place
      * they are read) and loads; a malformed value is a reason naming the property, like an absent library.
      */
     static Loaded load(final SettingsReader settings) {
         final Setting<String> library;
         final Setting<Boolean> override;
         try {
-            library = settings.text(LIBRARY_PROPERTY, "libibverbs.so.1");
-            override = settings.flag(ABI_OVERRIDE_PROPERTY, false);
+            library = IbverbsConfiguration.LIBRARY.read(settings);
+            override = IbverbsConfiguration.ABI_OVERRIDE.read(settings);
         } catch (final IllegalArgumentException e) {
             return new Loaded(null, "libibverbs not loaded: " + e.getMessage());
         }

@@ -141,7 +141,7 @@ final class NativeContext implements VerbsContext {
         return ctx.get(JAVA_INT, offset(CONTEXT, "num_comp_vectors"));
     }
 
-    /** Completion channels are not bound by the native provider yet (issue 15 covers the software NIC). */
+    /** Completion channels are not bound by the native provider yet (the software NIC has them). */
     @Override
     public CompletionChannel createCompChannel() {
         if (closed) {

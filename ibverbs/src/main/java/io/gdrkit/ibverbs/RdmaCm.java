@@ -10,6 +10,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.gdrkit.core.Errno;
+import io.gdrkit.ibverbs.config.IbverbsConfiguration;
 import io.gdrkit.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -109,13 +110,13 @@ public final class RdmaCm {
     }
 
     /** Property naming the librdmacm to load (tests point it at a stub). */
-    public static final String LIBRARY_PROPERTY = "gdrkit.rdmacm.library";
+    public static final String LIBRARY_PROPERTY = IbverbsConfiguration.RDMACM_LIBRARY.name();
 
-    /** librdmacm ({@value #LIBRARY_PROPERTY}, default librdmacm.so.1), or a named reason it is absent. */
+    /** librdmacm ({@link IbverbsConfiguration#RDMACM_LIBRARY}, default librdmacm.so.1), or a named reason it is absent. */
     public static RdmaCm load() {
         final String name;
         try {
-            name = io.gdrkit.core.config.SettingsReader.ofProcess().text(LIBRARY_PROPERTY, "librdmacm.so.1").value();
+            name = IbverbsConfiguration.RDMACM_LIBRARY.read(io.gdrkit.core.config.SettingsReader.ofProcess()).value();
         } catch (final IllegalArgumentException e) {
             throw new VerbsException(Errno.EINVAL, "librdmacm not loaded: " + e.getMessage());
         }

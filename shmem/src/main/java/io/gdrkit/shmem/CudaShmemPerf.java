@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import io.gdrkit.gpu.DeviceBuffer;
@@ -67,7 +70,7 @@ public final class CudaShmemPerf {
         final long slots = bw ? (long) blocks * threads : 1;
         ctx.nPes(Math.max(2, ctx.nPes())).stamps(true);
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + 2 * maxB * slots + 16384));
-        ctx.conclude();
+        ctx.concludeOnce();
         final long[] landing = new long[iters];
         final List<ShmemPerf.Result> rs = ShmemWorld.run(ctx, pe -> body(pe, test, minB, maxB, iters, blocks, threads,
             variant, slots, landing));

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import java.lang.foreign.MemorySegment;
@@ -56,7 +59,7 @@ public final class MoeRun {
         final int n = ctx.nPes();
         ctx.heapBytes(Math.max(ctx.heapBytes(), ShmemContext.RESERVED + (long) (n + 2) * tokens * bytes + 64L * n
             + 8192));
-        ctx.conclude();
+        ctx.concludeOnce();
         final java.util.concurrent.atomic.AtomicReference<String> device = new java.util.concurrent.atomic.AtomicReference<>();
         final List<long[]> per = ShmemWorld.run(ctx, pe -> {
             if (pe.myPe() == 0) {

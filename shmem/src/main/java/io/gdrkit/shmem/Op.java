@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 /** Operation codes of a device request, shared by the proxy ring, the Java device API and the PTX. */

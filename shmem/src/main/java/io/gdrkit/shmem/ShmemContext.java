@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import java.time.Duration;
@@ -22,7 +25,8 @@ public final class ShmemContext {
     private Duration timeout = Duration.ofSeconds(20);
     private boolean stamps;
     private String idle = "backoff";
-    private boolean concluded;
+    private final io.gdrkit.core.config.ContextFreeze freeze = new io.gdrkit.core.config.ContextFreeze(
+        "ShmemContext");
 
     /**
      * Sets the number of PEs (default 2).
@@ -31,6 +35,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext nPes(final int v) {
+        freeze.set("nPes");
         nPes = v;
         return this;
     }
@@ -42,6 +47,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext gpu(final String v) {
+        freeze.set("gpu");
         gpu = v;
         return this;
     }
@@ -53,6 +59,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext mode(final ShmemMode v) {
+        freeze.set("mode");
         mode = v;
         return this;
     }
@@ -65,6 +72,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext heapBytes(final long v) {
+        freeze.set("heapBytes");
         heapBytes = v;
         return this;
     }
@@ -76,6 +84,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext sqDepth(final int v) {
+        freeze.set("sqDepth");
         sqDepth = v;
         return this;
     }
@@ -87,6 +96,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext proxyDepth(final int v) {
+        freeze.set("proxyDepth");
         proxyDepth = v;
         return this;
     }
@@ -100,6 +110,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext wqeFence(final boolean v) {
+        freeze.set("wqeFence");
         wqeFence = v;
         return this;
     }
@@ -112,6 +123,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext staleProbability(final double v) {
+        freeze.set("staleProbability");
         staleProbability = v;
         return this;
     }
@@ -123,6 +135,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext seed(final long v) {
+        freeze.set("seed");
         seed = v;
         return this;
     }
@@ -134,6 +147,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext timeout(final Duration v) {
+        freeze.set("timeout");
         timeout = v;
         return this;
     }
@@ -145,6 +159,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext stamps(final boolean v) {
+        freeze.set("stamps");
         stamps = v;
         return this;
     }
@@ -156,6 +171,7 @@ public final class ShmemContext {
      * @return this context
      */
     public ShmemContext idle(final String v) {
+        freeze.set("idle");
         idle = v;
         return this;
     }
@@ -221,15 +237,15 @@ public final class ShmemContext {
     }
 
     /**
-     * Validates the settings; once they pass, calling it again does nothing.
+     * Validates once and freezes the context: afterwards a setter and a second {@code conclude()} throw
+     * {@link IllegalStateException} ({@link #isConcluded()} tells code that is handed a context whether to conclude
+     * it).
      *
      * @return this context
      * @throws ShmemException naming the setting, for a bad value
      */
-    public ShmemContext conclude() {
-        if (concluded) {
-            return this;
-        }
+    public synchronized ShmemContext conclude() {
+        freeze.checkConclude();
         bad(nPes < 1 || nPes > 64, "nPes " + nPes + " is not in 1..64");
         bad(gpu == null || gpu.isBlank(), "no GPU spec");
         bad(mode == null, "no mode");
@@ -248,8 +264,21 @@ public final class ShmemContext {
             bad(true, "idle strategy: " + e.getMessage());
         }
         bad(timeout == null || timeout.isNegative() || timeout.isZero(), "timeout must be positive");
-        concluded = true;
+        freeze.concluded();
         return this;
+    }
+
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized ShmemContext concludeOnce() {
+        return isConcluded() ? this : conclude();
     }
 
     private static void bad(final boolean cond, final String what) {

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 /** A named shmem failure: bad input from a host or device call, a timed-out wait, or a failed operation. */

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import io.gdrkit.core.agent.AgentRunner;
@@ -184,7 +187,7 @@ public final class ShmemPe implements AutoCloseable {
      */
     public static ShmemPe init(final ShmemContext ctx, final UniqueId id, final int rank, final GpuDevice gpu,
                                final SoftDevice nic) {
-        ctx.conclude();
+        ctx.concludeOnce();
         final Bootstrap boot;
         try {
             boot = Bootstrap.init(new BootstrapContext().id(id).rank(rank).nranks(ctx.nPes()).timeout(ctx.timeout()));
@@ -207,7 +210,7 @@ public final class ShmemPe implements AutoCloseable {
      */
     public static ShmemPe init(final ShmemContext ctx, final Bootstrap boot, final GpuDevice gpu,
                                final SoftDevice nic) {
-        ctx.conclude();
+        ctx.concludeOnce();
         if (ctx.nPes() != boot.nranks()) {
             boot.close();
             throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "the context says " + ctx.nPes()

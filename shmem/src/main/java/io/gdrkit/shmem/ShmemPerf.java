@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import java.lang.foreign.MemorySegment;
@@ -196,7 +199,7 @@ public final class ShmemPerf {
         final long heapNeed = ShmemContext.RESERVED + 2 * maxBytes * (test == Test.PUT_BW || test == Test.MSG_RATE
             ? (long) blocks * threads : 1) + 4096;
         ctx.heapBytes(Math.max(ctx.heapBytes(), heapNeed + 4096));
-        ctx.conclude();
+        ctx.concludeOnce();
         final long[] landing = new long[iters];
         final List<Result> results = ShmemWorld.run(ctx, pe -> body(pe, test, minBytes, maxBytes, iters, blocks,
             threads, landing));

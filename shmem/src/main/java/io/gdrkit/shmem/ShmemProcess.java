@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
@@ -37,7 +40,12 @@ public final class ShmemProcess {
      * @return what {@code body} returned
      */
     public static <R> R run(final ShmemContext ctx, final Bootstrap boot, final Function<ShmemPe, R> body) {
-        ctx.nPes(boot.nranks()).conclude();
+        synchronized (ctx) {
+            if (!ctx.isConcluded()) {
+                ctx.nPes(boot.nranks());
+            }
+            ctx.concludeOnce();
+        }
         final int rank = boot.rank();
         // each process's fabric removes its own files when it closes, the last one out the directory: no process
         // removes another's (rank 0 walking the directory at its end raced the peers' own removal, and a file gone

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.shmem;
 
 import io.gdrkit.comm.bootstrap.BootstrapRoot;
@@ -37,7 +40,7 @@ public final class ShmemWorld {
      * @return each PE's result, indexed by PE number
      */
     public static <R> List<R> run(final ShmemContext ctx, final Function<ShmemPe, R> body) {
-        ctx.conclude();
+        ctx.concludeOnce();
         final int n = ctx.nPes();
         SimGpuSystem sims = null;
         final GpuDevice[] gpus = new GpuDevice[n];

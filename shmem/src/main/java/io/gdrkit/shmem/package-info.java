@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * PGAS in the style of NVSHMEM over the software NIC: a symmetric heap on every PE's GPU, put, get, put-with-signal
  * and atomics from the host and from GPU kernels.

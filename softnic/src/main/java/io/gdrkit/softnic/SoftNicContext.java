@@ -1,9 +1,14 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.softnic;
 
 import io.gdrkit.core.agent.IdleStrategy;
 import io.gdrkit.core.agent.NanoClock;
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.softnic.config.SoftNicConfiguration;
 import io.gdrkit.softnic.fabric.FaultInjector;
 import io.gdrkit.softnic.fabric.LinkHook;
 import java.util.LinkedHashMap;
@@ -24,40 +29,40 @@ public final class SoftNicContext {
      * thread polling one NIC's CQ never moves another NIC: a single thread that waits on one peer's CQ at a time
      * stalls (the other side retries until RETRY_EXC_ERR); poll each side in turn, or use invoker.
      */
-    public static final String PROGRESS_PROP = "gdrkit.nic.progress";
+    public static final String PROGRESS_PROP = SoftNicConfiguration.PROGRESS.name();
     /** spin | yield | backoff | sleep:&lt;micros&gt; (dedicated threads). */
-    public static final String IDLE_STRATEGY_PROP = "gdrkit.nic.idle";
+    public static final String IDLE_STRATEGY_PROP = SoftNicConfiguration.IDLE.name();
     /**
      * Microseconds (0 = off, the default): with own_device, a backstop thread per device also steps the NIC once
      * per period, so a NIC whose host thread is busy computing (reducing a large chunk) still acknowledges and
      * answers before the peer's retransmission timer runs out, while the polling thread keeps the fast path
      * (no hand-off between threads). Ignored in the other modes.
      */
-    public static final String BACKSTOP_PROP = "gdrkit.nic.backstop.us";
+    public static final String BACKSTOP_PROP = SoftNicConfiguration.BACKSTOP_US.name();
     /** Bytes of ring per directed link (power of two). */
-    public static final String LINK_CAPACITY_PROP = "gdrkit.nic.link.capacity";
+    public static final String LINK_CAPACITY_PROP = SoftNicConfiguration.LINK_CAPACITY.name();
     /** Multiplier on the IB retransmit timeout 4.096 us * 2^timeout. */
-    public static final String RETRANSMIT_FACTOR_PROP = "gdrkit.nic.retransmit.factor";
+    public static final String RETRANSMIT_FACTOR_PROP = SoftNicConfiguration.RETRANSMIT_FACTOR.name();
     /** Most doublings of the retransmit timeout after consecutive timeouts (0 turns backoff off; default 5). */
-    public static final String RETRANSMIT_BACKOFF_PROP = "gdrkit.nic.retransmit.backoff";
+    public static final String RETRANSMIT_BACKOFF_PROP = SoftNicConfiguration.RETRANSMIT_BACKOFF.name();
     /** Packets after which the requester sets AckReq even inside a message. */
-    public static final String ACK_REQ_INTERVAL_PROP = "gdrkit.nic.ackreq.interval";
+    public static final String ACK_REQ_INTERVAL_PROP = SoftNicConfiguration.ACK_REQ_INTERVAL.name();
     /** true: every packet carries a CRC32C checked on receipt (an ICRC); corrupted packets are dropped. */
-    public static final String LINK_CRC_PROP = "gdrkit.nic.link.crc";
+    public static final String LINK_CRC_PROP = SoftNicConfiguration.LINK_CRC.name();
     /** Most PSNs a QP may have unacknowledged; bounds what go-back-N resends after a loss. */
-    public static final String WINDOW_PROP = "gdrkit.nic.window";
+    public static final String WINDOW_PROP = SoftNicConfiguration.WINDOW.name();
     /** Packets one agent handles per duty cycle, per QP or link. */
-    public static final String BURST_PROP = "gdrkit.nic.burst";
+    public static final String BURST_PROP = SoftNicConfiguration.BURST.name();
     /**
      * true | false (default true): the provider registers DMA-BUF file descriptors (ibv_reg_dmabuf_mr). Off, it
      * answers EOPNOTSUPP as a provider or kernel without DMA-BUF support does, so NCCL's fd = -1 probe says no.
      */
-    public static final String DMABUF_PROP = "gdrkit.nic.dmabuf";
+    public static final String DMABUF_PROP = SoftNicConfiguration.DMABUF_NAME;
     /**
      * true | false (default true): a peer-memory client (the nvidia-peermem analogue) lets ibv_reg_mr register
      * GPU memory by its address. Off, registering GPU memory by pointer fails with EFAULT, as without the module.
      */
-    public static final String PEERMEM_PROP = "gdrkit.nic.peermem";
+    public static final String PEERMEM_PROP = SoftNicConfiguration.PEERMEM_NAME;
     /**
      * true | false (default true): on the in-JVM fabric, a SEND or WRITE packet from registered host memory carries
      * a reference to the sender's bytes instead of the bytes, and the responder copies them straight from the
@@ -65,21 +70,21 @@ public final class SoftNicContext {
      * bytes travel as before with a link CRC ({@link #LINK_CRC_PROP}), a link hook that may look at payloads
      * (fault injection), DMA (GPU) or thread-confined source memory, inline data, and on other fabrics.
      */
-    public static final String ONE_COPY_PROP = "gdrkit.nic.onecopy";
+    public static final String ONE_COPY_PROP = SoftNicConfiguration.ONE_COPY.name();
     /**
      * Smallest message (bytes, default {@value #DEFAULT_ONE_COPY_MIN}) whose payload travels as a reference on the
      * single-copy path; smaller ones are copied into the packet. Referencing costs an SGE walk on the sender and a
      * lookup on the receiver, more than copying a short payload: on the H200 host 64 B WRITEs ran at 3.2-4.1 M msg/s
      * referenced and 4.9-5.1 copied (docs/PERFORMANCE.md).
      */
-    public static final String ONE_COPY_MIN_PROP = "gdrkit.nic.onecopy.min";
+    public static final String ONE_COPY_MIN_PROP = SoftNicConfiguration.ONE_COPY_MIN.name();
     /** The default of {@link #ONE_COPY_MIN_PROP}. */
     public static final int DEFAULT_ONE_COPY_MIN = 1024;
     /**
      * true | false (default true): idle QPs leave the engines' scan (ScanSet) until work comes back, at the price of
      * a full fence in every post (the wake-up handshake); false keeps every QP in the scan and posts without it.
      */
-    public static final String SCAN_PARK_PROP = "gdrkit.nic.scan.park";
+    public static final String SCAN_PARK_PROP = SoftNicConfiguration.SCAN_PARK.name();
     /**
      * true | false (default true): on the shared-memory fabric, a SEND or WRITE packet of at least
      * {@link #SHM_CMA_THRESHOLD_PROP} payload bytes carries the sender's address instead of its bytes, and the
@@ -88,19 +93,19 @@ public final class SoftNicContext {
      * it may read this process (ptrace permission); otherwise the bytes travel through the ring and the fabric's
      * copy mode says why. Off, this process neither sends references nor grants reads of its peers.
      */
-    public static final String SHM_CMA_PROP = "gdrkit.nic.shm.cma";
+    public static final String SHM_CMA_PROP = SoftNicConfiguration.SHM_CMA.name();
     /**
      * Smallest packet payload in bytes that travels as a cross-process reference (default 4096): below it a system
      * call costs more than copying the bytes through the ring twice.
      */
-    public static final String SHM_CMA_THRESHOLD_PROP = "gdrkit.nic.shm.cma.threshold";
+    public static final String SHM_CMA_THRESHOLD_PROP = SoftNicConfiguration.SHM_CMA_THRESHOLD.name();
     /**
      * true | false (default false): segment offload ({@link #BATCH_PROP}) across processes too, on shm links where
      * cma was granted: one reference record for up to {@code batch} packets of a SEND/WRITE. Off by default: on the
      * 2-vCPU VM, quiet, 2-rank allreduces of 4-16 MiB ran at 0.7-1.1x (median 0.9) of one record per packet
      * (docs/PERFORMANCE.md, "Issue 12: large allreduce over shm"); the quiet many-core host decides.
      */
-    public static final String SHM_BATCH_PROP = "gdrkit.nic.shm.batch";
+    public static final String SHM_BATCH_PROP = SoftNicConfiguration.SHM_BATCH.name();
     /**
      * auto | 1..{@value io.gdrkit.softnic.fabric.CopyEngines#MAX_ENGINES} (default auto): copy engines of a NIC on the
      * shm fabric. A cross-process pull (cma) of at least {@link #COPY_THRESHOLD_PROP} bytes is split into this many
@@ -110,13 +115,13 @@ public final class SoftNicContext {
      * min(4, processors / 4) (a quarter of the cores per NIC leaves the rest to 2-4 ranks' own threads; past 4 kernel
      * copies a rank's pulls meet the memory bandwidth, not the threads). See {@link #defaultCopyEngines(int)}.
      */
-    public static final String COPY_ENGINES_PROP = "gdrkit.nic.copy.engines";
+    public static final String COPY_ENGINES_PROP = SoftNicConfiguration.COPY_ENGINES.name();
     /**
      * Smallest cross-process pull in bytes split over the copy engines (default {@value #DEFAULT_COPY_THRESHOLD},
      * 4096..2^30): below it waking threads costs more than the copy. A WRITE pulls up to 1 MiB of its message at once,
      * a SEND span or one packet of a 64 KiB software MTU its payload.
      */
-    public static final String COPY_THRESHOLD_PROP = "gdrkit.nic.copy.threshold";
+    public static final String COPY_THRESHOLD_PROP = SoftNicConfiguration.COPY_THRESHOLD.name();
     /** The default of {@link #COPY_THRESHOLD_PROP}. */
     public static final int DEFAULT_COPY_THRESHOLD = 256 * 1024;
     /**
@@ -127,7 +132,7 @@ public final class SoftNicContext {
      * ({@link #ONE_COPY_PROP}; across processes on the shm fabric only with {@link #SHM_BATCH_PROP}) and the link
      * hook takes whole spans (not with fault injection).
      */
-    public static final String BATCH_PROP = "gdrkit.nic.batch";
+    public static final String BATCH_PROP = SoftNicConfiguration.BATCH.name();
     /** The largest {@link #BATCH_PROP}. */
     public static final int MAX_BATCH = 1024;
     /**
@@ -135,7 +140,7 @@ public final class SoftNicContext {
      * reference on the in-JVM single-copy path: below it a copy into the packet costs less than the ticket and the
      * in-order wait for the receiver (measured with UdVsRcSendBench, docs/PERFORMANCE.md).
      */
-    public static final String UD_ONE_COPY_MIN_PROP = "gdrkit.nic.ud.onecopy.min";
+    public static final String UD_ONE_COPY_MIN_PROP = SoftNicConfiguration.UD_ONE_COPY_MIN.name();
     /** The default of {@link #UD_ONE_COPY_MIN_PROP}. */
     public static final int DEFAULT_UD_ONE_COPY_MIN = 2048;
     /**
@@ -143,11 +148,11 @@ public final class SoftNicContext {
      * or released may hold its send's completion back before the sender gives it up (the datagram is then lost, as
      * UD allows).
      */
-    public static final String UD_REFERENCE_TIMEOUT_PROP = "gdrkit.nic.ud.reference.timeout.ms";
+    public static final String UD_REFERENCE_TIMEOUT_PROP = SoftNicConfiguration.UD_REFERENCE_TIMEOUT_MS.name();
     /** The default of {@link #UD_REFERENCE_TIMEOUT_PROP}. */
     public static final int DEFAULT_UD_REFERENCE_TIMEOUT_MS = 1000;
     /** Most QPs one device holds at a time (ibv_device_attr.max_qp); creating one more fails with ENOMEM. */
-    public static final String MAX_QP_PROP = "gdrkit.nic.max.qp";
+    public static final String MAX_QP_PROP = SoftNicConfiguration.MAX_QP.name();
     /** The largest {@link #MAX_QP_PROP} a device supports (and the default). */
     public static final int MAX_QP_LIMIT = SoftDevice.MAX_QP - SoftDevice.QPN_BASE;
 
@@ -184,7 +189,7 @@ public final class SoftNicContext {
     private Map<String, String> properties;
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("SoftNicContext");
     /** A lab's defaults ({@link #defaultProgress}): the progress mode, and the backstop that goes with it. */
     private ProgressMode defaultProgress = ProgressMode.INVOKER;
     private int defaultBackstopMicros;
@@ -219,13 +224,13 @@ public final class SoftNicContext {
 
     /** Reads {@code gdrkit.nic.*} from {@code props} instead of the system properties (tests, a child's view). */
     public SoftNicContext properties(final Map<String, String> props) {
-        unconcluded();
+        freeze.set("properties");
         properties = Map.copyOf(props);
         return this;
     }
 
     public SoftNicContext progressMode(final ProgressMode mode) {
-        return set(PROGRESS_PROP, Objects.requireNonNull(mode, "progress mode").name());
+        return set("progressMode", PROGRESS_PROP, Objects.requireNonNull(mode, "progress mode").name());
     }
 
     /**
@@ -243,7 +248,7 @@ public final class SoftNicContext {
      * {@link #IDLE_STRATEGY_PROP}, only while the mode is this default), recorded as DEFAULT too.
      */
     public SoftNicContext defaultProgress(final ProgressMode mode, final int backstopMicros, final String idle) {
-        unconcluded();
+        freeze.set("defaultProgress");
         if (backstopMicros < 0 || backstopMicros > 1_000_000) {
             throw new IllegalArgumentException("default backstop " + backstopMicros + " us outside 0..1000000");
         }
@@ -261,7 +266,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext idleStrategy(final String spec) {
-        return set(IDLE_STRATEGY_PROP, Objects.requireNonNull(spec, "idle strategy"));
+        return set("idleStrategy", IDLE_STRATEGY_PROP, Objects.requireNonNull(spec, "idle strategy"));
     }
 
     /** Idle strategy of dedicated threads (default {@code backoff}). */
@@ -272,7 +277,7 @@ public final class SoftNicContext {
 
     /** With own_device: step each NIC from a backstop thread every {@code micros} (0: no backstop). */
     public SoftNicContext backstopMicros(final int micros) {
-        return set(BACKSTOP_PROP, Integer.toString(micros));
+        return set("backstopMicros", BACKSTOP_PROP, Integer.toString(micros));
     }
 
     /** The own_device backstop period in microseconds ({@link #BACKSTOP_PROP}, default 0: none). */
@@ -282,7 +287,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext linkCapacity(final int bytes) {
-        return set(LINK_CAPACITY_PROP, Integer.toString(bytes));
+        return set("linkCapacity", LINK_CAPACITY_PROP, Integer.toString(bytes));
     }
 
     /** Bytes of ring per directed link (default 4 MiB). */
@@ -292,11 +297,11 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext retransmitFactor(final double f) {
-        return set(RETRANSMIT_FACTOR_PROP, Double.toString(f));
+        return set("retransmitFactor", RETRANSMIT_FACTOR_PROP, Double.toString(f));
     }
 
     public SoftNicContext retransmitBackoff(final int maxDoublings) {
-        return set(RETRANSMIT_BACKOFF_PROP, Integer.toString(maxDoublings));
+        return set("retransmitBackoff", RETRANSMIT_BACKOFF_PROP, Integer.toString(maxDoublings));
     }
 
     /** Most doublings of the retransmit timeout after consecutive timeouts without progress (0..5, default 5). */
@@ -312,7 +317,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext ackReqInterval(final int packets) {
-        return set(ACK_REQ_INTERVAL_PROP, Integer.toString(packets));
+        return set("ackReqInterval", ACK_REQ_INTERVAL_PROP, Integer.toString(packets));
     }
 
     /** Packets between AckReq bits inside a message (default 64). */
@@ -322,7 +327,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext window(final int packets) {
-        return set(WINDOW_PROP, Integer.toString(packets));
+        return set("window", WINDOW_PROP, Integer.toString(packets));
     }
 
     /** Most unacknowledged PSNs per QP (default 512). */
@@ -332,7 +337,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext burst(final int packets) {
-        return set(BURST_PROP, Integer.toString(packets));
+        return set("burst", BURST_PROP, Integer.toString(packets));
     }
 
     /** Packets per agent duty cycle (default 32). */
@@ -342,7 +347,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext linkCrc(final boolean on) {
-        return set(LINK_CRC_PROP, Boolean.toString(on));
+        return set("linkCrc", LINK_CRC_PROP, Boolean.toString(on));
     }
 
     /** Every packet carries a CRC32C (default off). */
@@ -352,7 +357,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext dmaBuf(final boolean on) {
-        return set(DMABUF_PROP, Boolean.toString(on));
+        return set("dmaBuf", DMABUF_PROP, Boolean.toString(on));
     }
 
     /** The provider registers DMA-BUF ({@link #DMABUF_PROP}, default on). */
@@ -362,7 +367,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext peermem(final boolean on) {
-        return set(PEERMEM_PROP, Boolean.toString(on));
+        return set("peermem", PEERMEM_PROP, Boolean.toString(on));
     }
 
     /** The provider registers GPU memory by pointer ({@link #PEERMEM_PROP}, default on). */
@@ -372,7 +377,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext oneCopy(final boolean on) {
-        return set(ONE_COPY_PROP, Boolean.toString(on));
+        return set("oneCopy", ONE_COPY_PROP, Boolean.toString(on));
     }
 
     /** The single-copy path may be used where safe ({@link #ONE_COPY_PROP}, default on). */
@@ -388,7 +393,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext oneCopyMin(final int bytes) {
-        return set(ONE_COPY_MIN_PROP, Integer.toString(bytes));
+        return set("oneCopyMin", ONE_COPY_MIN_PROP, Integer.toString(bytes));
     }
 
     /** Smallest referenced UD send ({@link #UD_ONE_COPY_MIN_PROP}, default {@value #DEFAULT_UD_ONE_COPY_MIN}). */
@@ -398,7 +403,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext udOneCopyMin(final int bytes) {
-        return set(UD_ONE_COPY_MIN_PROP, Integer.toString(bytes));
+        return set("udOneCopyMin", UD_ONE_COPY_MIN_PROP, Integer.toString(bytes));
     }
 
     /** How long a referenced UD datagram may hold its send back ({@link #UD_REFERENCE_TIMEOUT_PROP}), in ms. */
@@ -408,7 +413,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext udReferenceTimeoutMs(final int ms) {
-        return set(UD_REFERENCE_TIMEOUT_PROP, Integer.toString(ms));
+        return set("udReferenceTimeoutMs", UD_REFERENCE_TIMEOUT_PROP, Integer.toString(ms));
     }
 
     /** Whether idle QPs are parked out of the scan ({@link #SCAN_PARK_PROP}, default true). */
@@ -418,15 +423,15 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext scanPark(final boolean on) {
-        return set(SCAN_PARK_PROP, Boolean.toString(on));
+        return set("scanPark", SCAN_PARK_PROP, Boolean.toString(on));
     }
 
     public SoftNicContext shmCma(final boolean on) {
-        return set(SHM_CMA_PROP, Boolean.toString(on));
+        return set("shmCma", SHM_CMA_PROP, Boolean.toString(on));
     }
 
     public SoftNicContext shmBatch(final boolean on) {
-        return set(SHM_BATCH_PROP, Boolean.toString(on));
+        return set("shmBatch", SHM_BATCH_PROP, Boolean.toString(on));
     }
 
     /** Segment offload across processes on granted shm links ({@link #SHM_BATCH_PROP}, default off). */
@@ -442,7 +447,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext shmCmaThreshold(final int bytes) {
-        return set(SHM_CMA_THRESHOLD_PROP, Integer.toString(bytes));
+        return set("shmCmaThreshold", SHM_CMA_THRESHOLD_PROP, Integer.toString(bytes));
     }
 
     /** Smallest payload pulled across processes ({@link #SHM_CMA_THRESHOLD_PROP}, default 4096). */
@@ -452,7 +457,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext copyEngines(final int engines) {
-        return set(COPY_ENGINES_PROP, Integer.toString(engines));
+        return set("copyEngines", COPY_ENGINES_PROP, Integer.toString(engines));
     }
 
     /** Copy engines per NIC on the shm fabric ({@link #COPY_ENGINES_PROP}; 1 = the NIC thread alone). */
@@ -462,7 +467,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext copyThreshold(final int bytes) {
-        return set(COPY_THRESHOLD_PROP, Integer.toString(bytes));
+        return set("copyThreshold", COPY_THRESHOLD_PROP, Integer.toString(bytes));
     }
 
     /** Smallest pull split over the copy engines ({@link #COPY_THRESHOLD_PROP}). */
@@ -473,11 +478,11 @@ public final class SoftNicContext {
 
     /** {@link #COPY_ENGINES_PROP}'s auto value on a host with {@code processors}: see there why. */
     public static int defaultCopyEngines(final int processors) {
-        return processors < 8 ? 1 : Math.min(4, processors / 4);
+        return SoftNicConfiguration.defaultCopyEngines(processors);
     }
 
     public SoftNicContext batch(final int packets) {
-        return set(BATCH_PROP, Integer.toString(packets));
+        return set("batch", BATCH_PROP, Integer.toString(packets));
     }
 
     /** Packets per segment-offload record ({@link #BATCH_PROP}, default 16, 1 = one record per packet). */
@@ -487,7 +492,7 @@ public final class SoftNicContext {
     }
 
     public SoftNicContext maxQp(final int qps) {
-        return set(MAX_QP_PROP, Integer.toString(qps));
+        return set("maxQp", MAX_QP_PROP, Integer.toString(qps));
     }
 
     /** Most QPs per device (default {@link #MAX_QP_LIMIT}). */
@@ -498,7 +503,7 @@ public final class SoftNicContext {
 
     /** Time source of retransmit timers (not a property: code sets it, tests a ManualClock). */
     public SoftNicContext clock(final NanoClock clock) {
-        unconcluded();
+        freeze.set("clock");
         this.clock = Objects.requireNonNull(clock, "clock");
         return this;
     }
@@ -509,7 +514,7 @@ public final class SoftNicContext {
 
     /** What every link does to packets (not a property: fault injection, link models). */
     public SoftNicContext linkHook(final LinkHook hook) {
-        unconcluded();
+        freeze.set("linkHook");
         linkHook = Objects.requireNonNull(hook, "link hook");
         return this;
     }
@@ -529,112 +534,62 @@ public final class SoftNicContext {
      * problem names the property. A context is concluded once, by the driver that owns it.
      */
     public SoftNicContext conclude() {
-        unconcluded();
-        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : SettingsReader.systemProperties("gdrkit.nic."),
-            overrides);
-        final Setting<ProgressMode> progress = r.choice(PROGRESS_PROP, defaultProgress, ProgressMode.class);
-        progressMode = progress.value();
-        idleStrategy = r.read(IDLE_STRATEGY_PROP, progress.source() == io.gdrkit.core.config.Source.DEFAULT
-            ? defaultIdle : "backoff", s -> {
-            final String spec = s.trim();
-            try {
-                IdleStrategy.parse(spec);
-            } catch (final IllegalArgumentException e) {
-                throw new IllegalArgumentException(IDLE_STRATEGY_PROP + "=" + s + " is not spin, yield, backoff or "
-                    + "sleep:<micros>");
-            }
-            return spec;
-        }).value();
-        backstopMicros = r.integer(BACKSTOP_PROP, progress.source() == io.gdrkit.core.config.Source.DEFAULT
-            ? defaultBackstopMicros : 0, 0, 1_000_000).value();
-        linkCapacity = r.read(LINK_CAPACITY_PROP, 4 << 20, s -> {
-            final int v = parseInt(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
-            if (v < 64 * 1024 || Integer.bitCount(v) != 1 || v > (1 << 30)) {
-                throw bad(LINK_CAPACITY_PROP, s, "a power of two from 64 KiB to 1 GiB");
-            }
-            return v;
-        }).value();
-        retransmitFactor = r.read(RETRANSMIT_FACTOR_PROP, 1.0, s -> {
-            final double v;
-            try {
-                v = Double.parseDouble(s.trim());
-            } catch (final NumberFormatException e) {
-                throw bad(RETRANSMIT_FACTOR_PROP, s, "a number > 0 and <= 1e6");
-            }
-            if (!(v > 0) || v > 1e6) {
-                throw bad(RETRANSMIT_FACTOR_PROP, s, "a number > 0 and <= 1e6");
-            }
-            return v;
-        }).value();
-        retransmitBackoff = r.integer(RETRANSMIT_BACKOFF_PROP, SoftQp.MAX_BACKOFF, 0, SoftQp.MAX_BACKOFF).value();
-        ackReqInterval = r.integer(ACK_REQ_INTERVAL_PROP, 64, 1, Integer.MAX_VALUE).value();
-        window = r.integer(WINDOW_PROP, 512, 1, 1 << 22).value();
-        burst = r.integer(BURST_PROP, 32, 1, Integer.MAX_VALUE).value();
-        linkCrc = r.flag(LINK_CRC_PROP, false).value();
-        dmaBuf = r.flag(DMABUF_PROP, true).value();
-        peermem = r.flag(PEERMEM_PROP, true).value();
-        oneCopy = r.flag(ONE_COPY_PROP, true).value();
-        oneCopyMin = r.integer(ONE_COPY_MIN_PROP, DEFAULT_ONE_COPY_MIN, 1, 1 << 30).value();
-        scanPark = r.flag(SCAN_PARK_PROP, true).value();
-        udOneCopyMin = r.integer(UD_ONE_COPY_MIN_PROP, DEFAULT_UD_ONE_COPY_MIN, 1, UdEngine.MTU).value();
-        udReferenceTimeoutMs = r.integer(UD_REFERENCE_TIMEOUT_PROP, DEFAULT_UD_REFERENCE_TIMEOUT_MS, 1, 3_600_000)
+        freeze.checkConclude();
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties
+            : SettingsReader.systemProperties("gdrkit.nic."), overrides);
+        final Setting<String> progress = SoftNicConfiguration.PROGRESS.read(r,
+            defaultProgress.name().toLowerCase(java.util.Locale.ROOT));
+        progressMode = ProgressMode.valueOf(progress.value().toUpperCase(java.util.Locale.ROOT));
+        final boolean labDefaults = progress.source() == io.gdrkit.core.config.Source.DEFAULT;
+        idleStrategy = SoftNicConfiguration.IDLE.read(r, labDefaults ? defaultIdle : SoftNicConfiguration.IDLE.defaultValue()).value();
+        backstopMicros = SoftNicConfiguration.BACKSTOP_US.read(r, labDefaults ? defaultBackstopMicros : SoftNicConfiguration.BACKSTOP_US.defaultValue())
             .value();
-        batch = r.integer(BATCH_PROP, 16, 1, MAX_BATCH).value();
-        shmCma = r.flag(SHM_CMA_PROP, true).value();
-        shmCmaThreshold = r.integer(SHM_CMA_THRESHOLD_PROP, 4096, 1, 1 << 30).value();
-        shmBatch = r.flag(SHM_BATCH_PROP, false).value();
-        final int autoEngines = defaultCopyEngines(Runtime.getRuntime().availableProcessors());
+        linkCapacity = SoftNicConfiguration.LINK_CAPACITY.read(r).value();
+        retransmitFactor = SoftNicConfiguration.RETRANSMIT_FACTOR.read(r).value();
+        retransmitBackoff = SoftNicConfiguration.RETRANSMIT_BACKOFF.read(r).value();
+        ackReqInterval = SoftNicConfiguration.ACK_REQ_INTERVAL.read(r).value();
+        window = SoftNicConfiguration.WINDOW.read(r).value();
+        burst = SoftNicConfiguration.BURST.read(r).value();
+        linkCrc = SoftNicConfiguration.LINK_CRC.read(r).value();
+        dmaBuf = SoftNicConfiguration.DMABUF.read(r).value();
+        peermem = SoftNicConfiguration.PEERMEM.read(r).value();
+        oneCopy = SoftNicConfiguration.ONE_COPY.read(r).value();
+        oneCopyMin = SoftNicConfiguration.ONE_COPY_MIN.read(r).value();
+        scanPark = SoftNicConfiguration.SCAN_PARK.read(r).value();
+        udOneCopyMin = SoftNicConfiguration.UD_ONE_COPY_MIN.read(r).value();
+        udReferenceTimeoutMs = SoftNicConfiguration.UD_REFERENCE_TIMEOUT_MS.read(r).value();
+        batch = SoftNicConfiguration.BATCH.read(r).value();
+        shmCma = SoftNicConfiguration.SHM_CMA.read(r).value();
+        shmCmaThreshold = SoftNicConfiguration.SHM_CMA_THRESHOLD.read(r).value();
+        shmBatch = SoftNicConfiguration.SHM_BATCH.read(r).value();
         // default 1: the engines are correct (tested) but their gain on a many-core host is not measured yet;
         // "auto" asks for the processor-based choice
-        copyEngines = r.read(COPY_ENGINES_PROP, 1, s -> {
-            if (s.trim().equalsIgnoreCase("auto")) {
-                return autoEngines;
-            }
-            final String want = "auto or an integer in [1, " + io.gdrkit.softnic.fabric.CopyEngines.MAX_ENGINES + "]";
-            final int v = parseInt(COPY_ENGINES_PROP, s, want);
-            if (v < 1 || v > io.gdrkit.softnic.fabric.CopyEngines.MAX_ENGINES) {
-                throw bad(COPY_ENGINES_PROP, s, want);
-            }
-            return v;
-        }).value();
-        copyThreshold = r.integer(COPY_THRESHOLD_PROP, DEFAULT_COPY_THRESHOLD, 4096, 1 << 30).value();
-        maxQp = r.integer(MAX_QP_PROP, MAX_QP_LIMIT, 1, MAX_QP_LIMIT).value();
+        copyEngines = SoftNicConfiguration.COPY_ENGINES.read(r).value();
+        copyThreshold = SoftNicConfiguration.COPY_THRESHOLD.read(r).value();
+        maxQp = SoftNicConfiguration.MAX_QP.read(r).value();
         if (linkHook instanceof FaultInjector fi && fi.config().corrupt() > 0 && !linkCrc) {
             throw new IllegalArgumentException("fault injection corrupts packets but " + LINK_CRC_PROP
                 + " is off: corruption would go undetected; turn the link CRC on");
         }
-        settings = List.copyOf(r.recorded());
-        concluded = true;
+        // the progress mode is recorded as the enum constant it names
+        settings = r.recorded().stream().map(s -> s == progress ? new Setting<>(s.name(), progressMode, s.source(),
+            s.raw()) : s).toList();
+        freeze.concluded();
         return this;
     }
 
-    private SoftNicContext set(final String property, final String value) {
-        unconcluded();
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    private SoftNicContext set(final String setter, final String property, final String value) {
+        freeze.set(setter);
         overrides.put(property, value);
         return this;
     }
 
-    private void unconcluded() {
-        if (concluded) {
-            throw new IllegalStateException("SoftNicContext already concluded; use a new one per driver");
-        }
-    }
-
     private void concluded() {
-        if (!concluded) {
-            throw new IllegalStateException("SoftNicContext not concluded: SoftNicDriver.launch concludes it");
-        }
-    }
-
-    private static int parseInt(final String name, final String s, final String want) {
-        try {
-            return Integer.parseInt(s.trim());
-        } catch (final NumberFormatException e) {
-            throw bad(name, s, want);
-        }
-    }
-
-    private static IllegalArgumentException bad(final String name, final String text, final String want) {
-        return new IllegalArgumentException(name + "=" + text + " is not " + want);
+        freeze.requireConcluded("reading its values (SoftNicDriver.launch concludes it)");
     }
 }

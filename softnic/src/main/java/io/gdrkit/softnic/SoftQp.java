@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.softnic;
 
 import io.gdrkit.softnic.queue.RecvQueue;
@@ -233,10 +236,12 @@ final class SoftQp implements QueuePair {
     }
 
     /**
-     * Most doublings of the retransmit timeout after consecutive timeouts. With retry_cnt 7 the whole retry
-     * budget is then at most 1+2+4+8+16+32+32+32 = 127 base timeouts ({@link #retryBudgetNanos}).
+     * Most doublings of the retransmit timeout after consecutive timeouts: 2, since the IBA lets one expiry of the
+     * local ACK timer take at most 4x 4.096 us x 2^timeout, so an application's timeout means what it means on
+     * hardware. With retry_cnt 7 the whole retry budget is then at most 1+2+4+4+4+4+4+4 = 27 base timeouts
+     * ({@link #retryBudgetNanos}).
      */
-    static final int MAX_BACKOFF = 5;
+    static final int MAX_BACKOFF = 2;
 
     /**
      * Retransmit timeout: 4.096 us * 2^(timeout + backoff) * factor, the exponent capped at 31 as the IB timeout

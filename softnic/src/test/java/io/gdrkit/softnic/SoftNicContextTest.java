@@ -26,7 +26,7 @@ class SoftNicContextTest {
         assertEquals("backoff", c.idleStrategy());
         assertEquals(4 << 20, c.linkCapacity());
         assertEquals(1.0, c.retransmitFactor());
-        assertEquals(5, c.retransmitBackoff());
+        assertEquals(2, c.retransmitBackoff(), "the IBA's bound: one expiry at most 4x the QP's timeout");
         assertEquals(64, c.ackReqInterval());
         assertEquals(512, c.window());
         assertEquals(32, c.burst());
@@ -158,11 +158,37 @@ class SoftNicContextTest {
     void concludedOnceAndReadOnlyAfter() {
         final SoftNicContext fresh = new SoftNicContext();
         final IllegalStateException before = assertThrows(IllegalStateException.class, fresh::window);
-        assertEquals("SoftNicContext not concluded: SoftNicDriver.launch concludes it", before.getMessage());
+        assertEquals("SoftNicContext is not concluded: conclude() it before reading its values (SoftNicDriver.launch "
+            + "concludes it)", before.getMessage());
         fresh.properties(Map.of()).conclude();
-        assertThrows(IllegalStateException.class, fresh::conclude);
+        assertEquals("SoftNicContext is already concluded: conclude() runs once per context",
+            assertThrows(IllegalStateException.class, fresh::conclude).getMessage());
         final IllegalStateException after = assertThrows(IllegalStateException.class, () -> fresh.burst(2));
-        assertEquals("SoftNicContext already concluded; use a new one per driver", after.getMessage());
+        assertEquals("SoftNicContext is concluded: burst(...) is refused; configure a new SoftNicContext",
+            after.getMessage());
         assertThrows(NullPointerException.class, () -> new SoftNicContext().progressMode(null));
+    }
+
+    @Test
+    void theCataloguesLimitsAreTheEnginesOwn() {
+        final Map<String, String> none = Map.of();
+        final SoftNicContext c = new SoftNicContext().properties(none).conclude();
+        assertEquals(SoftNicContext.MAX_QP_LIMIT, io.gdrkit.softnic.config.SoftNicConfiguration.MAX_QP_LIMIT);
+        assertEquals(SoftNicContext.MAX_QP_LIMIT, c.maxQp());
+        assertEquals(SoftQp.MAX_BACKOFF, c.retransmitBackoff());
+        assertEquals(SoftNicContext.DEFAULT_ONE_COPY_MIN, c.oneCopyMin());
+        assertEquals(SoftNicContext.DEFAULT_UD_ONE_COPY_MIN, c.udOneCopyMin());
+        assertEquals(SoftNicContext.DEFAULT_UD_REFERENCE_TIMEOUT_MS, c.udReferenceTimeoutMs());
+        assertEquals(SoftNicContext.DEFAULT_COPY_THRESHOLD, c.copyThreshold());
+        assertEquals("gdrkit.nic.retransmit.backoff=" + (SoftQp.MAX_BACKOFF + 1) + " is not an integer in [0, "
+            + SoftQp.MAX_BACKOFF + "]",
+            assertThrows(IllegalArgumentException.class, () -> new SoftNicContext().properties(none)
+                .retransmitBackoff(SoftQp.MAX_BACKOFF + 1).conclude()).getMessage());
+        assertEquals("gdrkit.nic.ud.onecopy.min=4097 is not an integer in [1, " + UdEngine.MTU + "]",
+            assertThrows(IllegalArgumentException.class, () -> new SoftNicContext().properties(none)
+                .udOneCopyMin(UdEngine.MTU + 1).conclude()).getMessage());
+        assertEquals("gdrkit.nic.batch=1025 is not an integer in [1, " + SoftNicContext.MAX_BATCH + "]",
+            assertThrows(IllegalArgumentException.class, () -> new SoftNicContext().properties(none)
+                .batch(SoftNicContext.MAX_BATCH + 1).conclude()).getMessage());
     }
 }

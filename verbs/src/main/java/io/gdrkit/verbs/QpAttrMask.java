@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.verbs;
 
 /** Attribute mask bits for modify_qp; values equal libibverbs' {@code enum ibv_qp_attr_mask}. */

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.verbs;
 
 /** A receive work request (ibv_recv_wr); mutable and reusable, chained with {@link #next}. */

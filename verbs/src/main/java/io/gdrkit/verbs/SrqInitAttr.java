@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.verbs;
 
 /** SRQ creation attributes (ibv_srq_init_attr): the queue's size and the limit armed at creation (0: none). */

@@ -61,7 +61,7 @@ public final class Bootstrap implements AutoCloseable {
      *                            REJECTED when the root refuses this rank, PROTOCOL for a root that is not one
      */
     public static Bootstrap init(final BootstrapContext context) {
-        final BootstrapContext ctx = context.conclude();
+        final BootstrapContext ctx = context.concludeOnce();
         final long deadline = System.nanoTime() + ctx.timeout().toNanos();
         final UniqueId id = ctx.id();
         Socket s = null;

@@ -3,7 +3,11 @@
  */
 package io.gdrkit.comm.bootstrap;
 
+import io.gdrkit.comm.config.CommConfiguration;
+import io.gdrkit.core.config.CoreConfiguration;
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.core.config.Source;
 import java.time.Duration;
@@ -22,20 +26,20 @@ public final class BootstrapContext {
     }
 
     /** The unique id ({@code host:port/runIdHex}) in a rank's environment. */
-    public static final String ENV_ID = "GDRKIT_ID";
+    public static final String ENV_ID = CommConfiguration.BOOTSTRAP_ID.name();
     /** This rank, 0-based. */
-    public static final String ENV_RANK = "GDRKIT_RANK";
+    public static final String ENV_RANK = CommConfiguration.BOOTSTRAP_RANK.name();
     /** The number of ranks of the run. */
-    public static final String ENV_NRANKS = "GDRKIT_NRANKS";
+    public static final String ENV_NRANKS = CommConfiguration.BOOTSTRAP_NRANKS.name();
     /** The rank's index among the ranks of its host (which GPU it takes). */
-    public static final String ENV_LOCAL_RANK = "GDRKIT_LOCAL_RANK";
+    public static final String ENV_LOCAL_RANK = CommConfiguration.BOOTSTRAP_LOCAL_RANK.name();
     /**
      * The shared secret the root checks in every hello (the launcher passes it in the environment, never on a
      * command line). Empty: no token.
      */
-    public static final String ENV_TOKEN = "GDRKIT_TOKEN";
+    public static final String ENV_TOKEN = CoreConfiguration.TOKEN_ENV.name();
     /** The timeout of every bootstrap wait, in milliseconds (property). */
-    public static final String TIMEOUT_PROP = "gdrkit.bootstrap.timeout.ms";
+    public static final String TIMEOUT_PROP = CommConfiguration.BOOTSTRAP_TIMEOUT_MS.name();
 
     private UniqueId id;
     private int rank = -1;
@@ -44,7 +48,7 @@ public final class BootstrapContext {
     private String token = "";
     private Duration timeout;
     private final List<Setting<?>> settings = new ArrayList<>();
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("BootstrapContext");
 
     /**
      * Sets the run's unique id, from the root.
@@ -53,6 +57,7 @@ public final class BootstrapContext {
      * @return this context
      */
     public BootstrapContext id(final UniqueId id) {
+        freeze.set("id");
         this.id = id;
         return this;
     }
@@ -64,6 +69,7 @@ public final class BootstrapContext {
      * @return this context
      */
     public BootstrapContext rank(final int rank) {
+        freeze.set("rank");
         this.rank = rank;
         return this;
     }
@@ -75,6 +81,7 @@ public final class BootstrapContext {
      * @return this context
      */
     public BootstrapContext nranks(final int nranks) {
+        freeze.set("nranks");
         this.nranks = nranks;
         return this;
     }
@@ -86,6 +93,7 @@ public final class BootstrapContext {
      * @return this context
      */
     public BootstrapContext localRank(final int localRank) {
+        freeze.set("localRank");
         this.localRank = localRank;
         return this;
     }
@@ -97,17 +105,19 @@ public final class BootstrapContext {
      * @return this context
      */
     public BootstrapContext token(final String token) {
+        freeze.set("token");
         this.token = token == null ? "" : token;
         return this;
     }
 
     /**
-     * Sets the timeout of every bootstrap wait; unset, {@value #TIMEOUT_PROP} or a default applies.
+     * Sets the timeout of every bootstrap wait; unset, {@code gdrkit.bootstrap.timeout.ms} or a default applies.
      *
      * @param timeout the timeout
      * @return this context
      */
     public BootstrapContext timeout(final Duration timeout) {
+        freeze.set("timeout");
         this.timeout = timeout;
         return this;
     }
@@ -163,27 +173,26 @@ public final class BootstrapContext {
      * {@link #ENV_LOCAL_RANK}, {@link #ENV_TOKEN}); the timeout from {@code props}.
      *
      * @param env   the environment, such as {@link System#getenv()}
-     * @param props the system properties, read for {@value #TIMEOUT_PROP}
+     * @param props the system properties, read for {@code gdrkit.bootstrap.timeout.ms}
      * @return the rank's context
      * @throws IllegalArgumentException naming a missing or malformed variable
      */
     public static BootstrapContext fromEnvironment(final Map<String, String> env, final Map<String, String> props) {
         final BootstrapContext c = new BootstrapContext();
-        final String idText = required(env, ENV_ID);
-        c.id = UniqueId.parse(idText);
-        c.settings.add(new Setting<>(ENV_ID, c.id.encode(), Source.ENVIRONMENT, idText));
-        c.nranks = number(env, ENV_NRANKS, required(env, ENV_NRANKS), 1, BootstrapWire.MAX_RANKS, c.settings);
-        c.rank = number(env, ENV_RANK, required(env, ENV_RANK), 0, c.nranks - 1, c.settings);
-        final String lr = env.get(ENV_LOCAL_RANK);
-        c.localRank = lr == null ? 0 : number(env, ENV_LOCAL_RANK, lr, 0, c.nranks - 1, c.settings);
-        final String tok = env.get(ENV_TOKEN);
+        final SettingsReader r = new SettingsReader(env, props, Map.of());
+        final Setting<String> idText = required(CommConfiguration.BOOTSTRAP_ID.read(r));
+        c.id = UniqueId.parse(idText.value());
+        c.settings.add(new Setting<>(ENV_ID, c.id.encode(), Source.ENVIRONMENT, idText.raw()));
+        c.nranks = number(r, CommConfiguration.BOOTSTRAP_NRANKS, true, 1, BootstrapWire.MAX_RANKS, c.settings);
+        c.rank = number(r, CommConfiguration.BOOTSTRAP_RANK, true, 0, c.nranks - 1, c.settings);
+        c.localRank = number(r, CommConfiguration.BOOTSTRAP_LOCAL_RANK, false, 0, c.nranks - 1, c.settings);
+        final String tok = CoreConfiguration.TOKEN_ENV.read(r).raw();
         if (tok != null && !tok.isEmpty()) {
             c.token = tok;
             c.settings.add(new Setting<>(ENV_TOKEN, "(set, " + tok.length() + " characters)", Source.ENVIRONMENT,
                 "(hidden)"));
         }
-        final Setting<Long> t = new SettingsReader(Map.of(), props, Map.of()).longValue(TIMEOUT_PROP, 60_000, 1,
-            86_400_000);
+        final Setting<Long> t = CommConfiguration.BOOTSTRAP_TIMEOUT_MS.read(r);
         c.settings.add(t);
         c.timeout = Duration.ofMillis(t.value());
         return c;
@@ -194,28 +203,35 @@ public final class BootstrapContext {
         return fromEnvironment(System.getenv(), SettingsReader.systemProperties("gdrkit.bootstrap."));
     }
 
-    private static String required(final Map<String, String> env, final String name) {
-        final String v = env.get(name);
-        if (v == null || v.isBlank()) {
-            throw new IllegalArgumentException(name + " is not set: start ranks with `gdrkit launch`, or set "
+    private static <T> Setting<T> required(final Setting<T> s) {
+        if (s.source() == Source.DEFAULT) {
+            throw new IllegalArgumentException(s.name() + " is not set: start ranks with `gdrkit launch`, or set "
                 + ENV_ID + ", " + ENV_RANK + " and " + ENV_NRANKS);
         }
-        return v;
+        return s;
     }
 
-    private static int number(final Map<String, String> env, final String name, final String text, final int min,
-                              final int max, final List<Setting<?>> settings) {
-        final int v;
+    /** A launcher's integer, in the setting's range and then in {@code [min, max]} (which depends on the run). */
+    private static int number(final SettingsReader r, final SettingDef<Integer> def, final boolean required,
+                              final int min, final int max, final List<Setting<?>> settings) {
+        final Setting<Integer> s;
         try {
-            v = Integer.parseInt(text.trim());
-        } catch (final NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + text + " is not an integer in [" + min + ", " + max + "]");
+            s = def.read(r);
+        } catch (final IllegalArgumentException e) {
+            throw new IllegalArgumentException(e.getMessage().replaceFirst("\\[-?\\d+, -?\\d+\\]$",
+                "[" + min + ", " + max + "]"), e);
         }
-        if (v < min || v > max) {
-            throw new IllegalArgumentException(name + "=" + text + " is not an integer in [" + min + ", " + max + "]");
+        if (s.source() == Source.DEFAULT) {
+            if (required) {
+                required(s);
+            }
+            return 0;
         }
-        settings.add(new Setting<>(name, v, Source.ENVIRONMENT, text));
-        return v;
+        if (s.value() < min || s.value() > max) {
+            throw def.bad(s.raw(), "an integer in [" + min + ", " + max + "]");
+        }
+        settings.add(s);
+        return s.value();
     }
 
     /**
@@ -224,10 +240,8 @@ public final class BootstrapContext {
      * @return this context
      * @throws IllegalArgumentException for a missing id, a rank outside {@code 0..nranks-1} or a bad timeout
      */
-    public BootstrapContext conclude() {
-        if (concluded) {
-            return this;
-        }
+    public synchronized BootstrapContext conclude() {
+        freeze.checkConclude();
         if (id == null) {
             throw new IllegalArgumentException("bootstrap: no unique id");
         }
@@ -241,13 +255,27 @@ public final class BootstrapContext {
             throw new IllegalArgumentException("bootstrap: token longer than " + BootstrapWire.MAX_TOKEN + " bytes");
         }
         if (timeout == null) {
-            timeout = Duration.ofSeconds(60);
-            settings.add(new Setting<>(TIMEOUT_PROP, 60_000L, Source.DEFAULT, null));
+            final long ms = CommConfiguration.BOOTSTRAP_TIMEOUT_MS.defaultValue();
+            timeout = Duration.ofMillis(ms);
+            settings.add(new Setting<>(TIMEOUT_PROP, ms, Source.DEFAULT, null));
         }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("bootstrap: timeout " + timeout + " must be positive");
         }
-        concluded = true;
+        freeze.concluded();
         return this;
+    }
+
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized BootstrapContext concludeOnce() {
+        return isConcluded() ? this : conclude();
     }
 }

@@ -105,6 +105,22 @@ public final class BootstrapRoot implements AutoCloseable {
      */
     public static BootstrapRoot start(final InetSocketAddress bind, final int nranks, final String token,
                                       final Duration joinTimeout) {
+        return start(bind, nranks, token, joinTimeout, new SecureRandom().nextLong());
+    }
+
+    /**
+     * Starts a root listening on {@code bind} with a run id every rank already knows (derived alike on every rank,
+     * as {@link WorldEnvironment} does for worlds whose launcher hands out no id).
+     *
+     * @param bind        the address and port to listen on
+     * @param nranks      the number of ranks of the run
+     * @param token       the shared secret every rank must present (null or empty: none)
+     * @param joinTimeout how long every rank has to join before the root aborts the run naming the missing ranks
+     * @param runId       the run id the ranks present in their hellos
+     * @return the running root
+     */
+    public static BootstrapRoot start(final InetSocketAddress bind, final int nranks, final String token,
+                                      final Duration joinTimeout, final long runId) {
         if (nranks < 1 || nranks > BootstrapWire.MAX_RANKS) {
             throw new IllegalArgumentException("nranks " + nranks + " outside 1.." + BootstrapWire.MAX_RANKS);
         }
@@ -123,7 +139,7 @@ public final class BootstrapRoot implements AutoCloseable {
         }
         final String host = bind.getAddress() == null || bind.getAddress().isAnyLocalAddress()
             ? "127.0.0.1" : bind.getAddress().getHostAddress();
-        return new BootstrapRoot(s, host, nranks, new SecureRandom().nextLong(), tok, joinTimeout);
+        return new BootstrapRoot(s, host, nranks, runId, tok, joinTimeout);
     }
 
     /**

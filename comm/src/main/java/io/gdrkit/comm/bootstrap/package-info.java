@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * Rank rendezvous, like NCCL's bootstrap (ncclGetUniqueId, ncclCommInitRank): a {@link
  * io.gdrkit.comm.bootstrap.BootstrapRoot} (started by the launcher or by one rank) accepts the ranks of one run,

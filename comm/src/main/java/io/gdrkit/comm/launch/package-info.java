@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * Starting the rank processes of a run, like {@code mpirun} or {@code torchrun}.
  *

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm.transport;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.gdr.net.NetNic;
 import io.gdrkit.comm.transport.NetTransportException.Reason;
@@ -112,7 +113,7 @@ public final class IbTransport implements NetTransport {
      * @throws IllegalArgumentException naming a malformed setting
      */
     public IbTransport(final IbTransportContext context) {
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
         this.nics = ctx.nics().toArray(new NetNic[0]);
         final QpAttr a = QpBringUp.rcDefaults().timeout(ctx.ibTimeout()).retryCnt(ctx.ibRetryCnt());
         this.qpAttr = ctx.softwareMtu() > 0 ? a.softwareMtu(ctx.softwareMtu()) : a;
@@ -518,7 +519,7 @@ public final class IbTransport implements NetTransport {
      */
     private String mtuMismatch(final String peer, final int theirs) {
         return peer + " uses software MTU " + describeMtu(theirs) + ", this end " + describeMtu(ctx.softwareMtu())
-            + ": both ends of a connection need the same gdrkit.ib.software.mtu";
+            + ": both ends of a connection need the same " + CommConfiguration.IB_SOFTWARE_MTU.name();
     }
 
     private static String describeMtu(final int mtu) {

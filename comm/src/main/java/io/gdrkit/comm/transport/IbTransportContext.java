@@ -3,8 +3,12 @@
  */
 package io.gdrkit.comm.transport;
 
+import io.gdrkit.comm.config.CommConfiguration;
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.net.NetNic;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -57,7 +61,7 @@ public final class IbTransportContext {
     private Duration timeout = Duration.ofSeconds(30);
     private InetAddress bind = InetAddress.getLoopbackAddress();
     private final List<Setting<?>> recorded = new ArrayList<>();
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("IbTransportContext");
 
     /**
      * Adds a NET device (the transport's device index is the order of addition). The caller owns it.
@@ -66,6 +70,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext nic(final NetNic nic) {
+        freeze.set("nic");
         nics.add(Objects.requireNonNull(nic, "nic"));
         return this;
     }
@@ -77,6 +82,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext settings(final SettingsReader reader) {
+        freeze.set("settings");
         this.settings = Objects.requireNonNull(reader, "reader");
         return this;
     }
@@ -88,6 +94,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext qpsPerConnection(final int n) {
+        freeze.set("qpsPerConnection");
         this.qpsPerConnection = n;
         return this;
     }
@@ -99,6 +106,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext splitDataOnQps(final boolean on) {
+        freeze.set("splitDataOnQps");
         this.splitDataOnQps = on;
         return this;
     }
@@ -110,6 +118,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext arThreshold(final int bytes) {
+        freeze.set("arThreshold");
         this.arThreshold = bytes;
         return this;
     }
@@ -121,6 +130,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext softwareMtu(final int bytes) {
+        freeze.set("softwareMtu");
         this.softwareMtu = bytes;
         return this;
     }
@@ -132,6 +142,8 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext softwareMtuDefault(final int bytes) {
+        freeze.set("softwareMtuDefault");
+        CommConfiguration.IB_SOFTWARE_MTU.validate(Integer.toString(bytes));
         this.softwareMtuDefault = bytes;
         return this;
     }
@@ -145,6 +157,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext flush(final boolean on, final String evidence) {
+        freeze.set("flush");
         this.flush = on;
         this.flushEvidence = Objects.requireNonNull(evidence, "evidence");
         return this;
@@ -157,6 +170,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext timeout(final Duration t) {
+        freeze.set("timeout");
         this.timeout = Objects.requireNonNull(t, "timeout");
         return this;
     }
@@ -168,6 +182,7 @@ public final class IbTransportContext {
      * @return this context
      */
     public IbTransportContext bind(final InetAddress address) {
+        freeze.set("bind");
         this.bind = Objects.requireNonNull(address, "address");
         return this;
     }
@@ -233,52 +248,46 @@ public final class IbTransportContext {
     }
 
     /**
-     * Reads what no setter gave and checks everything once.
+     * Reads what no setter gave, checks everything once and freezes the context: afterwards a setter and a second
+     * {@code conclude()} throw {@link IllegalStateException}.
      *
      * @return this context
      * @throws IllegalArgumentException naming a malformed variable, or when no NIC was added
      */
-    public IbTransportContext conclude() {
-        if (concluded) {
-            return this;
-        }
+    public synchronized IbTransportContext conclude() {
+        freeze.checkConclude();
         if (nics.isEmpty()) {
             throw new IllegalArgumentException("IbTransport: no NET device added");
         }
-        qpsPerConnection = value(qpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION",
-            () -> settings.integer("NCCL_IB_QPS_PER_CONNECTION", 1, 1, MAX_QPS));
-        if (qpsPerConnection < 1 || qpsPerConnection > MAX_QPS) {
-            throw new IllegalArgumentException("NCCL_IB_QPS_PER_CONNECTION=" + qpsPerConnection + " is not an integer "
-                + "in [1, " + MAX_QPS + "]");
-        }
-        splitDataOnQps = value(splitDataOnQps, "NCCL_IB_SPLIT_DATA_ON_QPS",
-            () -> settings.flag("NCCL_IB_SPLIT_DATA_ON_QPS", false));
-        arThreshold = value(arThreshold, "NCCL_IB_AR_THRESHOLD",
-            () -> settings.integer("NCCL_IB_AR_THRESHOLD", 8192, 0, Integer.MAX_VALUE));
-        if (arThreshold < 0) {
-            throw new IllegalArgumentException("NCCL_IB_AR_THRESHOLD=" + arThreshold + " is negative");
-        }
-        ibTimeout = value(ibTimeout, "NCCL_IB_TIMEOUT", () -> settings.integer("NCCL_IB_TIMEOUT", 14, 1, 31));
-        ibRetryCnt = value(ibRetryCnt, "NCCL_IB_RETRY_CNT", () -> settings.integer("NCCL_IB_RETRY_CNT", 7, 0, 7));
-        softwareMtu = value(softwareMtu, "gdrkit.ib.software.mtu",
-            () -> settings.integer("gdrkit.ib.software.mtu", softwareMtuDefault, 0, 1 << 20));
-        if (softwareMtu != 0 && (softwareMtu < 256 || softwareMtu > 1 << 20 || Integer.bitCount(softwareMtu) != 1)) {
-            throw new IllegalArgumentException("gdrkit.ib.software.mtu=" + softwareMtu + " is not 0 or a power of "
-                + "two from 256 to 1048576");
-        }
+        qpsPerConnection = value(qpsPerConnection, GdrConfiguration.IB_QPS_PER_CONNECTION, null);
+        splitDataOnQps = value(splitDataOnQps, GdrConfiguration.IB_SPLIT_DATA_ON_QPS, null);
+        arThreshold = value(arThreshold, GdrConfiguration.IB_AR_THRESHOLD, null);
+        ibTimeout = value(ibTimeout, GdrConfiguration.IB_TIMEOUT, null);
+        ibRetryCnt = value(ibRetryCnt, GdrConfiguration.IB_RETRY_CNT, null);
+        softwareMtu = value(softwareMtu, CommConfiguration.IB_SOFTWARE_MTU, softwareMtuDefault);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("IbTransport timeout " + timeout + " must be positive");
         }
-        concluded = true;
+        freeze.concluded();
         return this;
     }
 
-    private <T> T value(final T set, final String name, final java.util.function.Supplier<Setting<T>> read) {
-        if (set != null) {
-            recorded.add(new Setting<>(name, set, io.gdrkit.core.config.Source.FLAG, String.valueOf(set)));
-            return set;
-        }
-        final Setting<T> s = read.get();
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized IbTransportContext concludeOnce() {
+        return isConcluded() ? this : conclude();
+    }
+
+    /** A setter's value checked by the setting's rule (recorded as FLAG), else the setting read with its source. */
+    private <T> T value(final T set, final SettingDef<T> def, final T dflt) {
+        final Setting<T> s = set != null ? def.given(set) : dflt != null ? def.read(settings, dflt) : def.read(settings);
         recorded.add(s);
         return s.value();
     }

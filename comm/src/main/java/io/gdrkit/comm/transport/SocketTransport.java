@@ -5,6 +5,7 @@ package io.gdrkit.comm.transport;
 
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.comm.transport.NetTransportException.Reason;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -51,7 +52,7 @@ public final class SocketTransport implements NetTransport {
      * @throws IllegalArgumentException naming a malformed setting
      */
     public SocketTransport(final SocketTransportContext context) {
-        this.ctx = context.conclude();
+        this.ctx = context.concludeOnce();
     }
 
     /** {@return the concluded context this transport runs with} */
@@ -228,7 +229,8 @@ public final class SocketTransport implements NetTransport {
             if (n != nsocks()) {
                 h.close();
                 throw new NetTransportException(Reason.REMOTE, "the sender uses " + n + " data sockets, this side "
-                    + nsocks() + " (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD must match)");
+                    + nsocks() + " (" + GdrConfiguration.SOCKET_NTHREADS.name() + " x "
+                    + GdrConfiguration.NSOCKS_PERTHREAD.name() + " must match)");
             }
             final Handshake[] group = l.partial.computeIfAbsent(conn, k -> new Handshake[n + 1]);
             if (group[idx] != null) {

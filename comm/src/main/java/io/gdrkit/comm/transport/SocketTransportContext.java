@@ -3,9 +3,11 @@
  */
 package io.gdrkit.comm.transport;
 
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
 import io.gdrkit.core.config.SettingsReader;
-import io.gdrkit.core.config.Source;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +38,7 @@ public final class SocketTransportContext {
     private Duration timeout = Duration.ofSeconds(30);
     private InetAddress bind = InetAddress.getLoopbackAddress();
     private final List<Setting<?>> recorded = new ArrayList<>();
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("SocketTransportContext");
 
     /**
      * Sets where the NCCL_* settings are read from (the process's environment and properties by default).
@@ -45,6 +47,7 @@ public final class SocketTransportContext {
      * @return this context
      */
     public SocketTransportContext settings(final SettingsReader reader) {
+        freeze.set("settings");
         this.settings = Objects.requireNonNull(reader, "reader");
         return this;
     }
@@ -56,6 +59,7 @@ public final class SocketTransportContext {
      * @return this context
      */
     public SocketTransportContext nThreads(final int n) {
+        freeze.set("nThreads");
         this.nThreads = n;
         return this;
     }
@@ -67,6 +71,7 @@ public final class SocketTransportContext {
      * @return this context
      */
     public SocketTransportContext nSocksPerThread(final int n) {
+        freeze.set("nSocksPerThread");
         this.nSocksPerThread = n;
         return this;
     }
@@ -78,6 +83,7 @@ public final class SocketTransportContext {
      * @return this context
      */
     public SocketTransportContext timeout(final Duration t) {
+        freeze.set("timeout");
         this.timeout = Objects.requireNonNull(t, "timeout");
         return this;
     }
@@ -89,6 +95,7 @@ public final class SocketTransportContext {
      * @return this context
      */
     public SocketTransportContext bind(final InetAddress a) {
+        freeze.set("bind");
         this.bind = Objects.requireNonNull(a, "bind");
         return this;
     }
@@ -119,39 +126,43 @@ public final class SocketTransportContext {
     }
 
     /**
-     * Reads the settings not set here from the settings source, checks them, and freezes them; calling it again does
-     * nothing.
-     *
+     * Reads what no setter gave, checks everything once and freezes the context: afterwards a setter and a second
+     * {@code conclude()} throw {@link IllegalStateException}.
      *
      * @return this context
      * @throws IllegalArgumentException naming a malformed variable or a product over {@value #MAX_SOCKS}
      */
-    public SocketTransportContext conclude() {
-        if (concluded) {
-            return this;
-        }
-        nThreads = pick(nThreads, "NCCL_SOCKET_NTHREADS", 16);
-        nSocksPerThread = pick(nSocksPerThread, "NCCL_NSOCKS_PERTHREAD", MAX_SOCKS);
+    public synchronized SocketTransportContext conclude() {
+        freeze.checkConclude();
+        nThreads = pick(nThreads, GdrConfiguration.SOCKET_NTHREADS);
+        nSocksPerThread = pick(nSocksPerThread, GdrConfiguration.NSOCKS_PERTHREAD);
         if (nThreads * nSocksPerThread > MAX_SOCKS) {
-            throw new IllegalArgumentException("NCCL_SOCKET_NTHREADS (" + nThreads + ") x NCCL_NSOCKS_PERTHREAD ("
-                + nSocksPerThread + ") = " + nThreads * nSocksPerThread + " sockets exceeds " + MAX_SOCKS);
+            throw new IllegalArgumentException(GdrConfiguration.SOCKET_NTHREADS.name() + " (" + nThreads + ") x "
+                + GdrConfiguration.NSOCKS_PERTHREAD.name() + " (" + nSocksPerThread + ") = "
+                + nThreads * nSocksPerThread + " sockets exceeds " + MAX_SOCKS);
         }
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("SocketTransport timeout " + timeout + " must be positive");
         }
-        concluded = true;
+        freeze.concluded();
         return this;
     }
 
-    private int pick(final Integer set, final String name, final int max) {
-        if (set != null) {
-            if (set < 1 || set > max) {
-                throw new IllegalArgumentException(name + "=" + set + " is not an integer in [1, " + max + "]");
-            }
-            recorded.add(new Setting<>(name, set, Source.FLAG, String.valueOf(set)));
-            return set;
-        }
-        final Setting<Integer> s = settings.integer(name, 1, 1, max);
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
+    }
+
+    /**
+     * {@link #conclude()} unless it ran, atomically: for the code a context is handed to, which may find it concluded
+     * by its caller (or by another rank's thread sharing it).
+     */
+    synchronized SocketTransportContext concludeOnce() {
+        return isConcluded() ? this : conclude();
+    }
+
+    private int pick(final Integer set, final SettingDef<Integer> def) {
+        final Setting<Integer> s = set != null ? def.given(set) : def.read(settings);
         recorded.add(s);
         return s.value();
     }

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.core.auth;
 
+import io.gdrkit.core.config.CoreConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
@@ -18,14 +19,14 @@ import javax.crypto.spec.SecretKeySpec;
  * wire, and an answer is useless for any other nonce (no replay). Nothing is encrypted: the token authenticates,
  * it does not hide traffic (see docs/SECURITY.md).
  *
- * <p>Set by {@code --token}, the environment variable {@value #ENV} or the property {@value #PROPERTY} (a launcher
+ * <p>Set by {@code --token}, the environment variable {@code GDRKIT_TOKEN} or the property {@code gdrkit.token} (a launcher
  * sets the environment variable for the ranks it starts). {@link #NONE}: no check, any peer is accepted.
  */
 public final class Token {
     /** Environment variable a launcher sets for its ranks. */
-    public static final String ENV = "GDRKIT_TOKEN";
+    public static final String ENV = CoreConfiguration.TOKEN_ENV.name();
     /** System property (tests, or an embedding application). */
-    public static final String PROPERTY = "gdrkit.token";
+    public static final String PROPERTY = CoreConfiguration.TOKEN.name();
     /** Bytes of a nonce. */
     public static final int NONCE_LENGTH = 16;
     /** Bytes of an answer (HMAC-SHA256). */
@@ -55,15 +56,15 @@ public final class Token {
     }
 
     /**
-     * The process's token: {@value #PROPERTY} if set, else {@value #ENV}, else {@link #NONE}. Read once, in this
+     * The process's token: {@link CoreConfiguration#TOKEN} if set, else {@link CoreConfiguration#TOKEN_ENV}, else {@link #NONE}. Read once, in this
      * one place.
      */
     public static Token fromProcess() {
         Token t = process;
         if (t == null) {
             final SettingsReader settings = SettingsReader.ofProcess();
-            final String p = settings.text(PROPERTY, "").value();
-            t = of(p.isBlank() ? settings.text(ENV, "").value() : p);
+            final String p = CoreConfiguration.TOKEN.read(settings).value();
+            t = of(p.isBlank() ? CoreConfiguration.TOKEN_ENV.read(settings).value() : p);
             process = t;
         }
         return t;

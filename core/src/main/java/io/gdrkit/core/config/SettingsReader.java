@@ -71,7 +71,7 @@ public final class SettingsReader {
     public static List<String> processOverrideFlags() {
         final List<String> out = new ArrayList<>();
         new java.util.TreeMap<>(PROCESS_OVERRIDES).forEach((k, v) -> {
-            if (!isEnvName(k)) {
+            if (!isEnvironmentName(k)) {
                 out.add("-D" + k + "=" + v);
             }
         });
@@ -82,7 +82,7 @@ public final class SettingsReader {
     public static Map<String, String> processOverrideEnvironment() {
         final Map<String, String> out = new java.util.TreeMap<>();
         PROCESS_OVERRIDES.forEach((k, v) -> {
-            if (isEnvName(k)) {
+            if (isEnvironmentName(k)) {
                 out.put(k, v);
             }
         });
@@ -182,9 +182,9 @@ public final class SettingsReader {
         final Setting<T> s;
         if (overrides.containsKey(name)) {
             s = new Setting<>(name, parse.apply(overrides.get(name)), Source.FLAG, overrides.get(name));
-        } else if (isEnvName(name) && present(env.get(name))) {
+        } else if (isEnvironmentName(name) && present(env.get(name))) {
             s = new Setting<>(name, parse.apply(env.get(name)), Source.ENVIRONMENT, env.get(name));
-        } else if (!isEnvName(name) && present(props.get(name))) {
+        } else if (!isEnvironmentName(name) && present(props.get(name))) {
             s = new Setting<>(name, parse.apply(props.get(name)), Source.PROPERTY, props.get(name));
         } else {
             s = new Setting<>(name, dflt, Source.DEFAULT, null);
@@ -200,8 +200,11 @@ public final class SettingsReader {
         }
     }
 
-    /** {@code NCCL_*} and {@code GDRKIT_*} names are environment variables; the rest are properties. */
-    private static boolean isEnvName(final String name) {
+    /**
+     * Whether {@code name} is read from the environment: {@code NCCL_*} and {@code GDRKIT_*} names are environment
+     * variables; the rest are system properties.
+     */
+    public static boolean isEnvironmentName(final String name) {
         return name.startsWith("NCCL_") || name.startsWith("GDRKIT_");
     }
 

@@ -3,7 +3,7 @@
  */
 package io.gdrkit.gdr.doctor;
 
-/** The outcome of one doctor check (C12). */
+/** The outcome of one doctor check. */
 public enum Status {
     /** Present and working, with the evidence that proves it. */
     PASS,

@@ -1,4 +1,9 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.gate;
+
+import io.gdrkit.gdr.config.GdrConfiguration;
 
 /**
  * Whether received data needs a flush before the GPU may consume it (NCCL's ncclTopoNeedFlush and the IB
@@ -16,10 +21,10 @@ public final class FlushPolicy {
     public static Decision decide(final GpuCaps gpu, final GdrDecision receive, final GdrSettings s) {
         if (!receive.enabled()) {
             return new Decision(false, "no flush: the NIC does not write GPU memory on this connection (host bounce)"
-                + (s.forceFlush() ? "; NCCL_NET_FORCE_FLUSH=1 has nothing to flush" : ""));
+                + (s.forceFlush() ? "; " + GdrConfiguration.NET_FORCE_FLUSH.name() + "=1 has nothing to flush" : ""));
         }
         if (s.forceFlush()) {
-            return new Decision(true, "flush: NCCL_NET_FORCE_FLUSH=1");
+            return new Decision(true, "flush: " + GdrConfiguration.NET_FORCE_FLUSH.name() + "=1");
         }
         if (gpu.computeCap() < 90) {
             return new Decision(true, "flush: compute capability " + gpu.computeCap() + " < 9.0");

@@ -1,5 +1,9 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.gate;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.gdr.reg.RegCapabilities;
 import io.gdrkit.gdr.reg.RegMechanism;
 import io.gdrkit.gdr.reg.RegMechanismDecision;
@@ -37,12 +41,12 @@ public final class GdrGate {
         // gate 0: NCCL_IB_HCA selects the HCAs the IB transport uses at all
         final IbHcaFilter filter = s.ibHca() == null ? IbHcaFilter.ALL : s.ibHca();
         if (!filter.accepts(net.name(), -1)) {
-            ev.add("NCCL_IB_HCA: " + net.name() + " is not used: " + filter.describe());
+            ev.add(IbHcaFilter.ENV + ": " + net.name() + " is not used: " + filter.describe());
             return off(gpu, net, read, ev, IbHcaFilter.ENV, "HCA " + net.dev() + " '" + net.name()
                 + "' not used: " + filter.describe());
         }
         if (!filter.selectsAll()) {
-            ev.add("NCCL_IB_HCA: " + net.name() + " selected by " + filter.describe());
+            ev.add(IbHcaFilter.ENV + ": " + net.name() + " selected by " + filter.describe());
         }
         // gate 1: the GPU
         ev.add("GPU " + gpu.ordinal() + " attribute 116 (GPU_DIRECT_RDMA_SUPPORTED) = " + (gpu.gdrSupported() ? 1 : 0)
@@ -62,7 +66,7 @@ public final class GdrGate {
             if (s.gdrRead() == 0) {
                 ev.add(GdrSettings.GDR_READ + "=0: sends do not read GPU memory");
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
-                    + " / " + hca + " (NCCL_NET_GDR_READ=0)");
+                    + " / " + hca + " (" + GdrConfiguration.NET_GDR_READ.name() + "=0)");
             }
             if (s.gdrRead() < 0 && gpu.computeCap() < 80 && !gpu.nvlinkPeer() && !gpu.singleGpu()) {
                 ev.add("default read policy: compute capability " + gpu.computeCap()
@@ -70,7 +74,8 @@ public final class GdrGate {
                 return off(gpu, net, true, ev, "read policy", "GPU Direct RDMA Disabled for GPU " + gpu.ordinal()
                     + " / " + hca + " (read, cc " + gpu.computeCap() + " < 80 without NVLink peer)");
             }
-            ev.add("read policy: " + (s.gdrRead() > 0 ? "NCCL_NET_GDR_READ=1" : "default, cc " + gpu.computeCap()
+            ev.add("read policy: " + (s.gdrRead() > 0 ? io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_READ.name()
+                + "=1" : "default, cc " + gpu.computeCap()
                 + (gpu.computeCap() >= 80 ? " >= 8.0" : gpu.nvlinkPeer() ? ", NVLink peer" : ", single GPU")));
         }
         // gate 4: distance

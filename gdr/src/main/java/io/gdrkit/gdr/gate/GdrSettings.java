@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.gate;
 
 import io.gdrkit.gdr.topo.GdrLevel;
@@ -20,10 +23,10 @@ import java.util.Map;
  */
 public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, boolean forceFlush,
                           boolean localRegister, IbHcaFilter ibHca) {
-    public static final String GDR_READ = "NCCL_NET_GDR_READ";
-    public static final String DMABUF_ENABLE = "NCCL_DMABUF_ENABLE";
-    public static final String FORCE_FLUSH = "NCCL_NET_FORCE_FLUSH";
-    public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
+    public static final String GDR_READ = io.gdrkit.gdr.config.GdrConfiguration.NET_GDR_READ.name();
+    public static final String DMABUF_ENABLE = io.gdrkit.gdr.config.GdrConfiguration.DMABUF_ENABLE.name();
+    public static final String FORCE_FLUSH = io.gdrkit.gdr.config.GdrConfiguration.NET_FORCE_FLUSH.name();
+    public static final String LOCAL_REGISTER = io.gdrkit.gdr.config.GdrConfiguration.LOCAL_REGISTER.name();
     public static final int GDR_READ_DEFAULT = -2;
 
     public static final GdrSettings DEFAULTS = new GdrSettings(GdrLevel.NCCL_DEFAULT, GDR_READ_DEFAULT, true, false, true,
@@ -39,8 +42,7 @@ public record GdrSettings(GdrLevel gdrLevel, int gdrRead, boolean dmabufEnable, 
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "NCCL_NET_GDR_LEVEL=%s NCCL_NET_GDR_READ=%d NCCL_DMABUF_ENABLE=%d "
-            + "NCCL_NET_FORCE_FLUSH=%d NCCL_LOCAL_REGISTER=%d", gdrLevel, gdrRead, dmabufEnable ? 1 : 0,
-            forceFlush ? 1 : 0, localRegister ? 1 : 0);
+        return String.format(Locale.ROOT, "%s=%s %s=%d %s=%d %s=%d %s=%d", GdrLevel.ENV, gdrLevel, GDR_READ, gdrRead,
+            DMABUF_ENABLE, dmabufEnable ? 1 : 0, FORCE_FLUSH, forceFlush ? 1 : 0, LOCAL_REGISTER, localRegister ? 1 : 0);
     }
 }

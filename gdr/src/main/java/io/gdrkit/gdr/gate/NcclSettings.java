@@ -3,7 +3,10 @@
  */
 package io.gdrkit.gdr.gate;
 
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.core.config.SettingDef;
+import io.gdrkit.gdr.config.GdrConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.gdr.reg.NetMrCache;
 import io.gdrkit.gdr.reg.RegSettings;
@@ -22,24 +25,23 @@ import java.util.Map;
  * (the gates, the connector, the registration cache, the path engine, the doctor) takes its view from here:
  * {@link #gdr()}, {@link #reg()}, {@link #pathOptions()}. Built with a {@link Context} and {@code conclude()}, which
  * parses and validates each value once; a malformed value is an {@link IllegalArgumentException} naming the
- * variable. A setting can only narrow what the hardware allows (C11): nothing here turns a capability on.
+ * variable. A setting can only narrow what the hardware allows: nothing here turns a capability on.
  */
 public final class NcclSettings {
-    public static final String NET_GDR_LEVEL = GdrLevel.ENV;
-    public static final String NET_GDR_READ = "NCCL_NET_GDR_READ";
-    public static final String NET_GDR_C2C = "NCCL_NET_GDR_C2C";
-    public static final String DMABUF_ENABLE = "NCCL_DMABUF_ENABLE";
-    public static final String GDRCOPY_ENABLE = "NCCL_GDRCOPY_ENABLE";
-    public static final String NET_FORCE_FLUSH = "NCCL_NET_FORCE_FLUSH";
-    public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
-    public static final String IB_DISABLE = "NCCL_IB_DISABLE";
-    public static final String NET = "NCCL_NET";
-    public static final String P2P_LEVEL = "NCCL_P2P_LEVEL";
-    public static final String IB_HCA = IbHcaFilter.ENV;
+    public static final String NET_GDR_LEVEL = GdrConfiguration.NET_GDR_LEVEL.name();
+    public static final String NET_GDR_READ = GdrConfiguration.NET_GDR_READ.name();
+    public static final String NET_GDR_C2C = GdrConfiguration.NET_GDR_C2C.name();
+    public static final String DMABUF_ENABLE = GdrConfiguration.DMABUF_ENABLE.name();
+    public static final String GDRCOPY_ENABLE = GdrConfiguration.GDRCOPY_ENABLE.name();
+    public static final String NET_FORCE_FLUSH = GdrConfiguration.NET_FORCE_FLUSH.name();
+    public static final String LOCAL_REGISTER = GdrConfiguration.LOCAL_REGISTER.name();
+    public static final String IB_DISABLE = GdrConfiguration.IB_DISABLE.name();
+    public static final String NET = GdrConfiguration.NET.name();
+    public static final String P2P_LEVEL = GdrConfiguration.P2P_LEVEL.name();
+    public static final String IB_HCA = GdrConfiguration.IB_HCA.name();
 
     /** Every variable this component reads, in the order a settings table lists them. */
-    public static final List<String> NAMES = List.of(NET_GDR_LEVEL, NET_GDR_READ, NET_GDR_C2C, DMABUF_ENABLE,
-        GDRCOPY_ENABLE, NET_FORCE_FLUSH, LOCAL_REGISTER, IB_DISABLE, NET, P2P_LEVEL, IB_HCA);
+    public static final List<String> NAMES = GdrConfiguration.CONTROL_PLANE.stream().map(SettingDef::name).toList();
 
     /** NCCL's defaults, nothing set. */
     public static final NcclSettings DEFAULTS = new Context().reader(SettingsReader.ofEnv(Map.of())).conclude();
@@ -64,9 +66,11 @@ public final class NcclSettings {
     public static final class Context {
         private SettingsReader reader;
         private final Map<String, String> overrides = new LinkedHashMap<>();
+        private final ContextFreeze freeze = new ContextFreeze("NcclSettings.Context");
 
         /** Reads from {@code reader} instead of the process's environment. */
         public Context reader(final SettingsReader reader) {
+            freeze.set("reader");
             this.reader = reader;
             return this;
         }
@@ -77,6 +81,7 @@ public final class NcclSettings {
          * @throws IllegalArgumentException when {@code name} is not one of {@link #NAMES}
          */
         public Context override(final String name, final String value) {
+            freeze.set("override");
             if (!NAMES.contains(name)) {
                 throw new IllegalArgumentException(name + " is not a setting gdrkit reads; known: "
                     + String.join(", ", NAMES));
@@ -85,53 +90,55 @@ public final class NcclSettings {
             return this;
         }
 
-        /** Reads and validates every variable once. */
+        /**
+         * Reads and validates every variable once; a concluded Context refuses setters and a second conclude().
+         */
         public NcclSettings conclude() {
+            freeze.checkConclude();
             final SettingsReader base = reader != null ? reader : SettingsReader.ofProcess();
-            return new NcclSettings(overrides.isEmpty() ? base : base.withOverrides(overrides));
+            final NcclSettings s = new NcclSettings(overrides.isEmpty() ? base : base.withOverrides(overrides));
+            freeze.concluded();
+            return s;
+        }
+
+        /** {@return whether {@link #conclude()} ran} */
+        public boolean isConcluded() {
+            return freeze.isConcluded();
         }
     }
 
     private NcclSettings(final SettingsReader r) {
-        gdrC2c = r.read(NET_GDR_C2C, true, v -> ncclInt(NET_GDR_C2C, v) != 0);
+        gdrC2c = GdrConfiguration.NET_GDR_C2C.read(r);
         // NCCL 2.30's rule, in one place (GdrLevel.effective): unset means P2C with NCCL_NET_GDR_C2C, else PXB.
         final boolean c2c = gdrC2c.value();
-        gdrLevel = r.read(NET_GDR_LEVEL, GdrLevel.effective(GdrLevel.DEFAULT, c2c),
-            v -> GdrLevel.parse(v, NET_GDR_LEVEL, GdrLevel.fallback(c2c)));
-        gdrRead = r.read(NET_GDR_READ, GdrSettings.GDR_READ_DEFAULT, v -> (int) Math.max(Integer.MIN_VALUE,
-            Math.min(Integer.MAX_VALUE, ncclInt(NET_GDR_READ, v))));
-        dmabufEnable = r.read(DMABUF_ENABLE, true, v -> ncclInt(DMABUF_ENABLE, v) != 0);
-        gdrcopyEnable = r.read(GDRCOPY_ENABLE, false, v -> ncclInt(GDRCOPY_ENABLE, v) != 0);
-        forceFlush = r.read(NET_FORCE_FLUSH, false, v -> ncclInt(NET_FORCE_FLUSH, v) != 0);
-        localRegister = r.read(LOCAL_REGISTER, true, v -> ncclInt(LOCAL_REGISTER, v) != 0);
-        ibDisable = r.read(IB_DISABLE, false, v -> ncclInt(IB_DISABLE, v) != 0);
-        net = r.read(NET, "", NcclSettings::netName);
-        p2pLevel = r.read(P2P_LEVEL, null, v -> GdrLevel.parse(v, P2P_LEVEL).path());
-        ibHca = r.read(IB_HCA, IbHcaFilter.ALL, IbHcaFilter::parse);
+        gdrLevel = readLevel(r, c2c);
+        gdrRead = GdrConfiguration.NET_GDR_READ.read(r);
+        dmabufEnable = GdrConfiguration.DMABUF_ENABLE.read(r);
+        gdrcopyEnable = GdrConfiguration.GDRCOPY_ENABLE.read(r);
+        forceFlush = GdrConfiguration.NET_FORCE_FLUSH.read(r);
+        localRegister = GdrConfiguration.LOCAL_REGISTER.read(r);
+        ibDisable = GdrConfiguration.IB_DISABLE.read(r);
+        net = GdrConfiguration.NET.read(r);
+        p2pLevel = GdrConfiguration.P2P_LEVEL.read(r);
+        ibHca = GdrConfiguration.IB_HCA.read(r);
         gdr = new GdrSettings(gdrLevel.value(), gdrRead.value(), dmabufEnable.value(), forceFlush.value(),
             localRegister.value(), ibHca.value());
     }
 
-    /** NCCL reads its integer parameters with strtoll; gdrkit refuses text that is not an integer. */
-    private static long ncclInt(final String name, final String v) {
+    /**
+     * NCCL_NET_GDR_LEVEL through its descriptor, unset resolved by {@link GdrLevel#effective} against
+     * NCCL_NET_GDR_C2C; a value NCCL would not understand is refused naming the level NCCL would fall back to.
+     */
+    private static Setting<GdrLevel> readLevel(final SettingsReader r, final boolean c2c) {
         try {
-            return Long.parseLong(v.trim());
-        } catch (final NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + v + " is not an integer");
+            return GdrConfiguration.NET_GDR_LEVEL.read(r, GdrLevel.effective(GdrLevel.DEFAULT, c2c));
+        } catch (final IllegalArgumentException e) {
+            final String msg = e.getMessage();
+            if (c2c || msg == null || !msg.contains(GdrLevel.fallback(true))) {
+                throw e;
+            }
+            throw new IllegalArgumentException(msg.replace(GdrLevel.fallback(true), GdrLevel.fallback(false)), e);
         }
-    }
-
-    /** NCCL compares the plugin name case-insensitively with its built-in "IB" and "Socket" (or a plugin's). */
-    private static String netName(final String v) {
-        final String t = v.trim();
-        if (t.equalsIgnoreCase("IB")) {
-            return "IB";
-        }
-        if (t.equalsIgnoreCase("Socket")) {
-            return "Socket";
-        }
-        throw new IllegalArgumentException(NET + "=" + v + " names no network gdrkit knows (IB or Socket); NCCL "
-            + "would fail its init with 'Could not find network'");
     }
 
     /** Reads the process's environment. */

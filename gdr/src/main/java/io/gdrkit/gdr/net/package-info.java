@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 /**
  * A small NET connector with NCCL's setup semantics (src/transport/net.cc): per direction it decides GDR through
  * the gates, places and registers the buffers through the NIC's MR cache with the mechanism the device offers,

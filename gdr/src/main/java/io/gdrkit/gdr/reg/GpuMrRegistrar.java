@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.reg;
 
 import io.gdrkit.gpu.DeviceBuffer;
@@ -13,7 +16,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Registers GPU memory with one NIC (one PD) by the branch {@link RegMechanismDecision} chose (C6), as NCCL's
+ * Registers GPU memory with one NIC (one PD) by the branch {@link RegMechanismDecision} chose, as NCCL's
  * connector does before it calls the NET plugin:
  * <ul>
  *   <li>{@link RegMechanism#DMABUF_FD}: export the allocation holding the range as a DMA-BUF

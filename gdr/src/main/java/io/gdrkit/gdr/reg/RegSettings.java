@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.reg;
 
 /**
@@ -10,7 +13,7 @@ package io.gdrkit.gdr.reg;
  */
 public record RegSettings(boolean localRegister, long pageSize) {
     /** The NCCL variable that switches local registration. */
-    public static final String LOCAL_REGISTER = "NCCL_LOCAL_REGISTER";
+    public static final String LOCAL_REGISTER = io.gdrkit.gdr.config.GdrConfiguration.LOCAL_REGISTER.name();
 
     public RegSettings {
         PageRange.checkPageSize(pageSize);

@@ -1,4 +1,9 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.topo;
+
+import io.gdrkit.gdr.config.GdrConfiguration;
 
 /**
  * The GDR level: the farthest GPU-NIC path type for which GPUDirect RDMA is used (NCCL_NET_GDR_LEVEL).
@@ -18,7 +23,7 @@ package io.gdrkit.gdr.topo;
 public record GdrLevel(PathType path, String origin)
 {
     /** The environment variable NCCL reads. */
-    public static final String ENV = "NCCL_NET_GDR_LEVEL";
+    public static final String ENV = GdrConfiguration.NET_GDR_LEVEL_NAME;
     /**
      * NCCL_NET_GDR_LEVEL unset: NCCL's default, still to be resolved against NCCL_NET_GDR_C2C by {@link #effective}
      * (P2C here, NCCL_NET_GDR_C2C's default being 1).
@@ -42,7 +47,7 @@ public record GdrLevel(PathType path, String origin)
             return level;
         }
         return new GdrLevel(netGdrC2c ? PathType.P2C : PathType.PXB,
-            "default, NCCL_NET_GDR_C2C=" + (netGdrC2c ? 1 : 0));
+            "default, " + GdrConfiguration.NET_GDR_C2C_NAME + "=" + (netGdrC2c ? 1 : 0));
     }
 
     /**
@@ -60,8 +65,9 @@ public record GdrLevel(PathType path, String origin)
      */
     public static String fallback(final boolean netGdrC2c)
     {
+        final String c2c = GdrConfiguration.NET_GDR_C2C_NAME;
         return "NCCL would ignore this value and use its default level, " + (netGdrC2c ?
-            "P2C (NCCL_NET_GDR_C2C=1, its default; PXB with NCCL_NET_GDR_C2C=0)" : "PXB (NCCL_NET_GDR_C2C=0)");
+            "P2C (" + c2c + "=1, its default; PXB with " + c2c + "=0)" : "PXB (" + c2c + "=0)");
     }
 
     // NCCL paths.cc levelsOldToNew: index = old level number.

@@ -20,7 +20,7 @@ import java.util.List;
 public record IbHcaFilter(String raw, boolean exclude, boolean exact, List<Entry> entries)
 {
     /** The environment variable. */
-    public static final String ENV = "NCCL_IB_HCA";
+    public static final String ENV = io.gdrkit.gdr.config.GdrConfiguration.IB_HCA_NAME;
     /** Unset: every device and port. */
     public static final IbHcaFilter ALL = new IbHcaFilter(null, false, false, List.of());
     /** NCCL's MAX_IB_DEVS: entries past this many are ignored. */

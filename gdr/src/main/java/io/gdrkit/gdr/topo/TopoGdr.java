@@ -1,5 +1,9 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.topo;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -147,13 +151,13 @@ public final class TopoGdr
         final IbHcaFilter hca = paths.options().ibHca();
         if (!hca.accepts(nic))
         {
-            evidence.add("NCCL_IB_HCA: " + nic.id() + " is not used: " + hca.describe());
+            evidence.add(IbHcaFilter.ENV + ": " + nic.id() + " is not used: " + hca.describe());
             return off(gpu, nic, read, IbHcaFilter.ENV, dist, evidence, who + " (not selected by " + hca.describe() +
                 ")");
         }
         if (!hca.selectsAll() && nic.attributes().containsKey("#bare"))
         {
-            unknown.add("NCCL_IB_HCA=" + hca.raw() + " matches device names, and this bare NIC has none in the file");
+            unknown.add(IbHcaFilter.ENV + "=" + hca.raw() + " matches device names, and this bare NIC has none in the file");
         }
         final Support nicSup = nicSupport(nic);
         evidence.add("NIC: " + nicSup.value() + " [" + nicSup.evidence() + "]");
@@ -230,12 +234,12 @@ public final class TopoGdr
     {
         if (gdrRead == 0)
         {
-            evidence.add("read policy: NCCL_NET_GDR_READ=0: sends do not read GPU memory");
+            evidence.add("read policy: " + GdrConfiguration.NET_GDR_READ_NAME + "=0: sends do not read GPU memory");
             return Tri.NO;
         }
         if (gdrRead > 0)
         {
-            evidence.add("read policy: NCCL_NET_GDR_READ=" + gdrRead);
+            evidence.add("read policy: " + GdrConfiguration.NET_GDR_READ_NAME + "=" + gdrRead);
             return Tri.YES;
         }
         final String sm = gpu.attributes().get("sm");

@@ -1,5 +1,9 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.topo;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
 import java.util.List;
 import java.util.Map;
 

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gpu.cuda;
 
 import io.gdrkit.core.config.Setting;
@@ -34,7 +37,7 @@ public final class CudaDriver {
      * System property naming another library file to load instead (a path): for drivers installed outside the
      * loader's path, and for the test double that checks these bindings without a GPU.
      */
-    public static final String LIBRARY_PROPERTY = "gdrkit.cuda.library";
+    public static final String LIBRARY_PROPERTY = io.gdrkit.gpu.config.GpuConfiguration.CUDA_LIBRARY.name();
 
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
     static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG;
@@ -188,13 +191,13 @@ public final class CudaDriver {
         }
     }
 
-    /** The library {@link #load()} opens: {@value #LIBRARY} unless {@value #LIBRARY_PROPERTY} names another. */
+    /** The library {@link #load()} opens: {@value #LIBRARY} unless {@link io.gdrkit.gpu.config.GpuConfiguration#CUDA_LIBRARY} names another. */
     public static String library() {
         return librarySetting().value();
     }
 
     /**
-     * {@value #LIBRARY_PROPERTY} with its source: read once per JVM through {@link SettingsReader}, the one place it
+     * {@link io.gdrkit.gpu.config.GpuConfiguration#CUDA_LIBRARY} with its source: read once per JVM through {@link SettingsReader}, the one place it
      * is read, so the library loaded and the one reported cannot differ.
      */
     public static Setting<String> librarySetting() {
@@ -203,7 +206,7 @@ public final class CudaDriver {
 
     /** Holder: the property is read on first use (a test's -D is in place by then), and only once. */
     private static final class LibrarySetting {
-        static final Setting<String> VALUE = SettingsReader.ofProcess().text(LIBRARY_PROPERTY, LIBRARY);
+        static final Setting<String> VALUE = io.gdrkit.gpu.config.GpuConfiguration.CUDA_LIBRARY.read(SettingsReader.ofProcess());
     }
 
     /** Why {@link #load()} found no driver, or null. */

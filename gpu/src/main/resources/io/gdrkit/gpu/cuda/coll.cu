@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 // The collectives' reduction kernel (io.gdrkit.gpu.ReduceKernel): dst[i] = op(dst[i], src[i]) over count elements.
 // Type and op codes are ReduceKernel's. Half and bfloat16 compute in float and round to nearest even, as NCCL's
 // kernels do. Built into coll.ptx / coll_sm75.ptx by gpu/build-ptx.sh.

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 // gdrkit GPU kernels (module "kernels"). Compiled to PTX by gpu/build-ptx.sh; loaded at run time with
 // cuModuleLoadData. io.gdrkit.gpu.sim.SimKernels holds Java twins with the same names and parameters, and
 // io.gdrkit.gpu.Pattern the same pattern function: keep the three in step.

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 // gdrkit shmem device functions (IBGDA and IBRC), included by kernels.cu (nvcc) and by the CPU test double of
 // libcuda (cli/src/test/c/fakecuda.c, cc), so the same code is exercised on a machine without a GPU. The Java twins
 // are io.gdrkit.labs.shmem.GdaQueue (IBGDA) and ShmemDevice/ProxyRing (IBRC); the layouts are io.gdrkit.verbs.

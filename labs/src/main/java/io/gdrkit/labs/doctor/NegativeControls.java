@@ -15,7 +15,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Seed 001's negative controls (C11): the baseline and six settings (NCCL_NET_GDR_LEVEL=LOC / SYS,
+ * The negative controls (no setting creates a capability): the baseline and six settings (NCCL_NET_GDR_LEVEL=LOC / SYS,
  * NCCL_NET_GDR_READ=0 / 1, NCCL_DMABUF_ENABLE=0 / 1), each set before and after the communicator-like setup, on
  * this host and on simulated hosts with and without the hardware for GDR. A row records what the doctor decided per
  * direction; the control passes when no row uses GDR on a host whose hardware does not allow it.
@@ -25,7 +25,7 @@ import java.util.Map;
  * value set afterwards changes nothing, and the row shows the communicator's decision as it stands.
  */
 public final class NegativeControls {
-    /** The seven configurations of seed 001, in its order. */
+    /** The seven negative-control configurations, in their order. */
     public static final List<Map<String, String>> CONFIGS = List.of(Map.of(),
         Map.of(NcclSettings.NET_GDR_LEVEL, "LOC"), Map.of(NcclSettings.NET_GDR_LEVEL, "SYS"),
         Map.of(NcclSettings.NET_GDR_READ, "0"), Map.of(NcclSettings.NET_GDR_READ, "1"),

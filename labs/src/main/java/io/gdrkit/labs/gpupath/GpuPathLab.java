@@ -23,10 +23,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * GDR versus host bounce (B5): RDMA WRITEs from host memory into GPU memory over two software NICs, by the GDR path
+ * GDR versus host bounce: RDMA WRITEs from host memory into GPU memory over two software NICs, by the GDR path
  * (the NIC writes the GPU's memory itself, an MR over {@link GpuDmaMemory}) and by the host-bounce path (the NIC
  * writes a pinned staging buffer, then a GPU copy), each checked byte by byte with a copy back, and timed; with a
- * source GPU, also GPU to GPU (B6). Returns records; the CLI prints them.
+ * source GPU, also GPU to GPU. Returns records; the CLI prints them.
  */
 public final class GpuPathLab {
     /** Seed of the source bytes. */

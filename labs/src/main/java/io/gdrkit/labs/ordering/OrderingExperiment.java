@@ -35,7 +35,7 @@ import java.util.Locale;
 import java.util.stream.Collectors;
 
 /**
- * The put-then-flag ordering lab (D7), measured on two software NICs (simulated) on an in-JVM fabric whose links
+ * The put-then-flag ordering lab, measured on two software NICs (simulated) on an in-JVM fabric whose links
  * reorder packets between QPs the way adaptive routing does ({@link FaultInjector}). Per trial the sender RDMA-WRITEs
  * a trial- and position-dependent pattern ({@link Pattern}) into the receiver's host memory and then publishes the
  * trial number (a flag WRITE, or the immediate of a WRITE_WITH_IMM); the receiver, on seeing it, reads the data and

@@ -19,9 +19,6 @@ import io.gdrkit.verbs.WorkCompletion;
  * {@link WorkCompletion} array are reused for every message.
  */
 public final class BwRun {
-    /** Peak bandwidth is the best of this many equal slices of the run. */
-    private static final int PEAK_SLICES = 10;
-
     /**
      * A bidirectional run (perftest's {@code -b}): both sides posted at once, each direction's figures and their sum
      * (perftest prints the sum).
@@ -47,9 +44,8 @@ public final class BwRun {
         long end;
         boolean stopping;
         boolean done;
-        long markTime;
-        long markCount;
-        double peakMsgsPerNs;
+        /** perftest's BW peak: the best full cycle from a post to a completion (see {@link PeakMeter}). */
+        PeakMeter peak;
 
         Lane(final Loopback.Side src, final Loopback.Side dst, final long remoteAddr, final int remoteRkey,
              final long offset) {
@@ -120,9 +116,7 @@ public final class BwRun {
                 }
             }
         }
-        if (cfg.warmup() > 0) {
-            measure(cfg.warmup(), 0);
-        }
+        Warmup.run(cfg, n -> measure(n, 0));
         measure(cfg.iters(), cfg.timed() ? (long) (cfg.durationSeconds() * 1e9) : 0);
         final BwResult first = result(lanes[0]);
         if (lanes.length == 1) {
@@ -139,7 +133,7 @@ public final class BwRun {
         final long msgs = l.tracker.completedTotal();
         final double secs = (l.end - l.start) / 1e9;
         final double avgMsgsPerSec = msgs / secs;
-        final double peakMsgsPerSec = Math.max(l.peakMsgsPerNs * 1e9, avgMsgsPerSec);
+        final double peakMsgsPerSec = l.peak.peakMsgsPerSec(avgMsgsPerSec);
         return new BwResult(size, msgs, peakMsgsPerSec * size / (1 << 20), avgMsgsPerSec * size / (1 << 20),
             avgMsgsPerSec / 1e6);
     }
@@ -161,8 +155,10 @@ public final class BwRun {
             l.postTarget = target;
             l.stopping = false;
             l.done = false;
-            l.peakMsgsPerNs = 0;
-            l.markCount = 0;
+            if (l.peak == null) {
+                l.peak = new PeakMeter(cfg.txDepth() * numQps);
+            }
+            l.peak.reset();
         }
         final long[] recvTarget0 = new long[lanes.length];
         for (int i = 0; i < lanes.length; i++) {
@@ -171,12 +167,9 @@ public final class BwRun {
         final Deadline deadline = new Deadline();
         final long start = System.nanoTime();
         final long stopAt = durationNs > 0 ? start + durationNs : Long.MAX_VALUE;
-        final long sliceMsgs = durationNs > 0 ? Long.MAX_VALUE : Math.max(1, iters / PEAK_SLICES);
-        final long sliceNs = durationNs > 0 ? Math.max(1, durationNs / PEAK_SLICES) : Long.MAX_VALUE;
         for (final Lane l : lanes) {
             l.start = start;
             l.end = start;
-            l.markTime = start;
         }
         int running = lanes.length;
 
@@ -189,7 +182,9 @@ public final class BwRun {
                 final SendTracker tracker = l.tracker;
                 final QueuePair[] qps = l.src.qps;
                 final SendWorkRequest wr = l.wr;
-                // Post round-robin while the next QP in turn has room.
+                // Post round-robin while the next QP in turn has room; one time stamp, taken before the first post,
+                // stands for the batch (earlier than each post: a peak interval can only grow).
+                long postedAt = 0;
                 while (tracker.postedTotal() < l.postTarget) {
                     final int q = (int) (tracker.postedTotal() % numQps);
                     if (!tracker.hasRoom(q)) {
@@ -200,6 +195,10 @@ public final class BwRun {
                     if (inline) {
                         flags |= SendFlags.INLINE;
                     }
+                    if (postedAt == 0) {
+                        postedAt = System.nanoTime();
+                    }
+                    l.peak.posted(tracker.postedTotal(), postedAt);
                     wr.wrId = tracker.nextWrId(q);
                     wr.sendFlags = flags;
                     qps[q].postSend(wr);
@@ -212,18 +211,11 @@ public final class BwRun {
                 if (got > 0) {
                     any = true;
                     final long done = tracker.completedTotal();
-                    if (done - l.markCount >= sliceMsgs || durationNs > 0) {
-                        final long now = System.nanoTime();
-                        if (done - l.markCount >= sliceMsgs || now - l.markTime >= sliceNs) {
-                            l.peakMsgsPerNs = Math.max(l.peakMsgsPerNs, (double) (done - l.markCount)
-                                / (now - l.markTime));
-                            l.markTime = now;
-                            l.markCount = done;
-                        }
-                        if (!l.stopping && now >= stopAt) {
-                            l.stopping = true;
-                            l.postTarget = stopBoundary(tracker);
-                        }
+                    final long now = System.nanoTime();
+                    l.peak.completed(done, now);
+                    if (durationNs > 0 && !l.stopping && now >= stopAt) {
+                        l.stopping = true;
+                        l.postTarget = stopBoundary(tracker);
                     }
                     if (done >= l.postTarget) {
                         l.end = System.nanoTime();

@@ -63,6 +63,21 @@ public final class DataCheck {
         return (int) (seed * 0x9E3779B97F4A7C15L >>> 32) + region;
     }
 
+    /** The seed of region 0 for a run's {@code seed}: the pattern both processes of a --fabric run agree on. */
+    public static int remoteSeed(final long seed) {
+        return seedOf(seed, 0);
+    }
+
+    /** Fills {@code [0, size)} of host memory with the pattern of {@link #remoteSeed}'s value. */
+    public static void fillHost(final MemorySegment buf, final int size, final int patternSeed) {
+        Pattern.fill(buf, 0, size, 0, ROUND, patternSeed);
+    }
+
+    /** The first byte of {@code [0, size)} that differs from the pattern, or -1. */
+    public static long firstMismatchHost(final MemorySegment buf, final int size, final int patternSeed) {
+        return Pattern.firstMismatch(buf, 0, size, 0, ROUND, patternSeed);
+    }
+
     /** Fills each source region with the pattern of {@code seed} and zeroes each destination region. */
     public static void prepare(final Loopback lb, final PerfConfig cfg, final long seed) {
         final int size = cfg.size();

@@ -59,6 +59,9 @@ public final class LatRun {
         this.recvWaitB = "a receive completion on " + lb.b.name;
     }
 
+    /** The ping-pong sequence, across every round. */
+    private long seq;
+
     /** How long one getCqEvent waits before the deadline is checked again. */
     private static final long EVENT_WAIT_NS = 100_000_000L;
 
@@ -71,9 +74,7 @@ public final class LatRun {
         }
         final SendTracker trackerA = new SendTracker(1, cfg.txDepth(), cfg.cqMod());
         final SendTracker trackerB = new SendTracker(1, cfg.txDepth(), cfg.cqMod());
-        if (cfg.warmup() > 0) {
-            measure(cfg.warmup(), 0, trackerA, trackerB);
-        }
+        Warmup.run(cfg, n -> measure(n, 0, trackerA, trackerB));
         histogram.reset();
         return measure(cfg.iters(), cfg.timed() ? (long) (cfg.durationSeconds() * 1e9) : 0, trackerA, trackerB);
     }
@@ -100,7 +101,9 @@ public final class LatRun {
         double sumSq = 0;
         final Deadline deadline = new Deadline();
         for (long i = 0; i < n; i++) {
-            final byte v = (byte) (i % 255 + 1);
+            // the ping-pong byte runs on across warm-up rounds and the measured run: restarting at 1 could meet a
+            // 1 still in the buffer and take it for the echo
+            final byte v = (byte) (seq++ % 255 + 1);
             final long t0 = System.nanoTime();
             if (pingPong) {
                 if (test.isSend()) {
@@ -193,7 +196,7 @@ public final class LatRun {
         while (side.rcq.poll(wcs) == 0) {
             if (!lb.invoker) {
                 // own_device: polling b's CQ moves only b; this thread is also a's NIC, whose SEND must go out
-                // (without this the one-thread harness stalled: issue 15). Invoker polling already moves both.
+                // (without this the one-thread harness stalled). Invoker polling already moves both.
                 lb.progress();
             }
             if (cfg.events()) {

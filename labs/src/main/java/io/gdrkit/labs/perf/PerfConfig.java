@@ -31,6 +31,7 @@ public final class PerfConfig {
     private Integer size;
     private Long iters;
     private long warmup;
+    private long warmupMs;
     private int numQps = DEFAULT_QPS;
     private int txDepth = DEFAULT_TX_DEPTH;
     private int rxDepth = DEFAULT_RX_DEPTH;
@@ -42,6 +43,7 @@ public final class PerfConfig {
     private SoftNicContext.ProgressMode progress = SoftNicContext.ProgressMode.INVOKER;
     private boolean events;
     private boolean bidirectional;
+    private boolean check;
     private boolean concluded;
 
     /** A configuration of {@code test} with every default. */
@@ -54,6 +56,7 @@ public final class PerfConfig {
         size = from.size;
         iters = from.iters;
         warmup = from.warmup;
+        warmupMs = from.warmupMs;
         numQps = from.numQps;
         txDepth = from.txDepth;
         rxDepth = from.rxDepth;
@@ -65,6 +68,7 @@ public final class PerfConfig {
         progress = from.progress;
         events = from.events;
         bidirectional = from.bidirectional;
+        check = from.check;
     }
 
     /** The same configuration, concluded, for another message size and warm-up. */
@@ -84,6 +88,21 @@ public final class PerfConfig {
         open();
         iters = n;
         return this;
+    }
+
+    /**
+     * Time-based warm-up (default 0: off): rounds of {@link #warmup()} iterations (at least 1000) are repeated,
+     * unreported, until this many milliseconds have passed, so the JIT has compiled the loop before measuring.
+     */
+    public PerfConfig warmupMs(final long ms) {
+        open();
+        warmupMs = ms;
+        return this;
+    }
+
+    public long warmupMs() {
+        concluded();
+        return warmupMs;
     }
 
     /** Unreported iterations before measuring (default 0). */
@@ -170,6 +189,21 @@ public final class PerfConfig {
      * Both sides post at once (perftest's {@code -b}): A writes/reads/sends to B in the lower half of the buffers
      * and B to A in the upper half (default false). write_bw, read_bw and send_bw only.
      */
+    /**
+     * --check across processes: the data is validated after the run, the server checking what the client wrote
+     * (write_bw, send_bw) and the client what it read (read_bw). The in-JVM fabric checks in the CLI instead.
+     */
+    public PerfConfig check(final boolean on) {
+        open();
+        check = on;
+        return this;
+    }
+
+    public boolean check() {
+        concluded();
+        return check;
+    }
+
     public PerfConfig bidirectional(final boolean on) {
         open();
         bidirectional = on;
@@ -206,6 +240,9 @@ public final class PerfConfig {
         iters = n;
         if (warmup < 0) {
             throw new IllegalArgumentException("--warmup " + warmup + " must not be negative");
+        }
+        if (warmupMs < 0 || warmupMs > 600_000) {
+            throw new IllegalArgumentException("--warmup-ms " + warmupMs + " must be 0 .. 600000");
         }
         if (numQps < 1 || numQps > 1024) {
             throw new IllegalArgumentException("-q/--qp " + numQps + " must be 1 .. 1024");
@@ -345,6 +382,7 @@ public final class PerfConfig {
     @Override
     public String toString() {
         return "PerfConfig[test=" + test.id() + ", size=" + size + ", iters=" + iters + ", warmup=" + warmup
+            + (warmupMs > 0 ? ", warmupMs=" + warmupMs : "")
             + ", numQps=" + numQps + ", txDepth=" + txDepth + ", rxDepth=" + rxDepth + ", cqMod=" + cqMod + ", mtu="
             + mtu + ", inlineSize=" + inlineSize + ", durationSeconds=" + durationSeconds + ", bufferBytes="
             + bufferBytes + ", progress=" + progress + (events ? ", events=true" : "")

@@ -17,4 +17,8 @@ public interface PerfListener {
      */
     default void fact(final String key, final Object value) {
     }
+
+    /** --check's verdict for the size just reported (across processes). Default: ignored. */
+    default void check(final PerfConfig cfg, final DataCheck.Result r) {
+    }
 }

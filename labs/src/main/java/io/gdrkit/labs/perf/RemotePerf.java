@@ -78,8 +78,8 @@ public final class RemotePerf {
     }
 
     public record Setup(PerfKind test, int size, int numQps, int rxDepth, int mtu, long bufBytes, long clientAddr,
-                 int clientRkey, boolean quit, long run) {
-        static final int LENGTH = 50;
+                 int clientRkey, boolean quit, long run, long checkSeed) {
+        static final int LENGTH = 58;
 
         /** A setup with run nonce 0 (tests; QUIT). */
         public Setup(final PerfKind test, final int size, final int numQps, final int rxDepth, final int mtu,
@@ -87,10 +87,17 @@ public final class RemotePerf {
             this(test, size, numQps, rxDepth, mtu, bufBytes, clientAddr, clientRkey, quit, 0);
         }
 
+        /** A setup without --check (checkSeed 0). */
+        public Setup(final PerfKind test, final int size, final int numQps, final int rxDepth, final int mtu,
+                     final long bufBytes, final long clientAddr, final int clientRkey, final boolean quit,
+                     final long run) {
+            this(test, size, numQps, rxDepth, mtu, bufBytes, clientAddr, clientRkey, quit, run, 0);
+        }
+
         byte[] encode() {
             return ByteBuffer.allocate(LENGTH).put((byte) test.ordinal()).putInt(size).putInt(numQps)
                 .putInt(rxDepth).putInt(mtu).putLong(bufBytes).putLong(clientAddr).putInt(clientRkey)
-                .put((byte) (quit ? 1 : 0)).putLong(run).array();
+                .put((byte) (quit ? 1 : 0)).putLong(run).putLong(checkSeed).array();
         }
 
         /** A fresh unpredictable run nonce. */
@@ -119,7 +126,12 @@ public final class RemotePerf {
                 throw new IllegalArgumentException("unknown perf test " + t);
             }
             final Setup s = new Setup(PerfKind.values()[t], bb.getInt(), bb.getInt(), bb.getInt(), bb.getInt(),
-                bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0, bb.getLong());
+                bb.getLong(), bb.getLong(), bb.getInt(), bb.get() != 0, bb.getLong(), bb.getLong());
+            if (s.checkSeed() != 0 && !(s.test() == PerfKind.WRITE_BW || s.test() == PerfKind.SEND_BW
+                || s.test() == PerfKind.READ_BW)) {
+                throw new IllegalArgumentException("--check is for write_bw, send_bw and read_bw, not "
+                    + s.test().id());
+            }
             if (s.quit()) {
                 return s;
             }
@@ -395,7 +407,10 @@ public final class RemotePerf {
                                  final CmListener.Request first, final Setup s, final PrintWriter out) {
         final SoftDevice dev = side.dev;
         {
-            side.buf = arena.allocate(Math.max(s.bufBytes(), 64), 4096);
+            side.buf = arena.allocate(Math.max(s.bufBytes(), 64), 4096); // zeroed: a --check destination starts clean
+            if (s.checkSeed() != 0 && s.test() == PerfKind.READ_BW) {
+                DataCheck.fillHost(side.buf, s.size(), DataCheck.remoteSeed(s.checkSeed())); // what the client reads
+            }
             side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final CmConnection[] conns = new CmConnection[s.numQps()];
             try {
@@ -527,7 +542,14 @@ public final class RemotePerf {
         final int inline = s.size() <= 220 ? SendFlags.INLINE : 0;
         byte seen = 0;
         long posted = 0;
+        final boolean checkWrites = s.checkSeed() != 0 && s.test() != PerfKind.READ_BW;
+        boolean verdictSent = false;
+        final long flagOff = side.buf.byteSize() - CHECK_FLAG_FROM_END;
         while (!done.get()) {
+            if (checkWrites && !verdictSent && (long) LONG.getAcquire(side.buf, flagOff) == CHECK_DONE) {
+                sendVerdict(side, s);
+                verdictSent = true;
+            }
             boolean echo = false;
             if (s.test().isSend()) {
                 final int n = side.rcq.poll(wcs);
@@ -560,6 +582,76 @@ public final class RemotePerf {
             }
             side.scq.poll(wcs);
         }
+    }
+
+    /** --check: the client's "all written" flag, 8 bytes this far from the end of the server's buffer. */
+    static final long CHECK_FLAG_FROM_END = 8;
+    /** --check: the server's verdict lands in the last 16 bytes of the client's buffer: bad position + 2, marker. */
+    static final long CHECK_VERDICT_FROM_END = 16;
+    static final long CHECK_DONE = 0x636865636b646f6eL;
+    static final long CHECK_MARKER = 0x7665726469637421L;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    /**
+     * Tests only: added to the seed of the pattern the client writes (write_bw, send_bw) or expects (read_bw), so
+     * that a test can show the other side's check failing. 0 in every real run.
+     */
+    static volatile long clientPatternSkew;
+
+    /**
+     * --check, server side: every byte the client wrote (write_bw) or sent (send_bw) is compared with the seeded
+     * pattern by this process, and the verdict (first bad byte, or none) is written into the client's buffer.
+     */
+    private static void sendVerdict(final Loopback.Side side, final Setup s) {
+        final long at = DataCheck.firstMismatchHost(side.buf, s.size(), DataCheck.remoteSeed(s.checkSeed()));
+        final long stage = side.buf.byteSize() - 64;
+        side.buf.set(ValueLayout.JAVA_LONG_UNALIGNED, stage, at + 2);
+        side.buf.set(ValueLayout.JAVA_LONG_UNALIGNED, stage + 8, CHECK_MARKER);
+        final SendWorkRequest v = new SendWorkRequest(1).opcode(io.gdrkit.verbs.WrOpcode.RDMA_WRITE)
+            .flags(SendFlags.SIGNALED).wrId(-7);
+        v.sge(side.mr, stage, 16).remote(s.clientAddr() + s.bufBytes() - CHECK_VERDICT_FROM_END, s.clientRkey());
+        side.qps[0].postSend(v);
+    }
+
+    /**
+     * --check, client side, after the measured run: read_bw's bytes are compared here; for write_bw and send_bw
+     * the client tells the server all is written (every send completion has arrived, so every byte is placed) and
+     * waits for the server's verdict.
+     */
+    private static DataCheck.Result remoteCheck(final Loopback.Side side, final PerfConfig cfg, final long remoteAddr,
+                                                final int remoteRkey, final long seed) {
+        final int size = cfg.size();
+        final int pattern = DataCheck.remoteSeed(seed + clientPatternSkew);
+        if (cfg.test() == PerfKind.READ_BW) {
+            final long at = DataCheck.firstMismatchHost(side.buf, size, pattern);
+            return new DataCheck.Result(at == -1, at, size, (at == -1 ? "byte-exact: server -> client" : "MISMATCH: "
+                + "server -> client first bad byte " + at) + ": the " + size + " bytes read compared after the run "
+                + "with the seeded pattern the server process wrote", "the client process's CPU: host memory "
+                + "compared byte by byte");
+        }
+        final long end = side.buf.byteSize();
+        final long flagSrc = end - 64;
+        side.buf.set(ValueLayout.JAVA_LONG_UNALIGNED, flagSrc, CHECK_DONE);
+        final SendWorkRequest w = new SendWorkRequest(1).opcode(io.gdrkit.verbs.WrOpcode.RDMA_WRITE)
+            .flags(SendFlags.SIGNALED).wrId(-7);
+        w.sge(side.mr, flagSrc, 8).remote(remoteAddr + end - CHECK_FLAG_FROM_END, remoteRkey);
+        side.qps[0].postSend(w);
+        final WorkCompletion[] wcs = {new WorkCompletion()};
+        final Deadline d = new Deadline();
+        while (side.scq.poll(wcs, 1) == 0) {
+            side.dev.doWork();
+            d.check("the completion of --check's done flag", 0, 1);
+        }
+        check(wcs[0], -1);
+        final long verdictOff = end - CHECK_VERDICT_FROM_END;
+        while ((long) LONG.getAcquire(side.buf, verdictOff + 8) != CHECK_MARKER) {
+            side.dev.doWork();
+            d.check("the server's --check verdict", 0, 1);
+        }
+        final long at = (long) LONG.getAcquire(side.buf, verdictOff) - 2;
+        return new DataCheck.Result(at == -1, at, size, (at == -1 ? "byte-exact: client -> server" : "MISMATCH: "
+            + "client -> server first bad byte " + at) + ": the " + size + " bytes " + (cfg.test().isSend() ? "sent"
+            : "written") + " compared after the run with the seeded pattern by the server process",
+            "the server process's CPU: host memory compared byte by byte");
     }
 
     /** Setup only, not on the hot path. */
@@ -659,7 +751,10 @@ public final class RemotePerf {
             side.buf = arena.allocate(bufBytes, 4096);
             side.mr = side.pd.registerMr(side.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final Setup setup = new Setup(test, cfg.size(), cfg.numQps(), cfg.rxDepth(), cfg.mtu(), bufBytes,
-                side.mr.address(), side.mr.rkey(), false, Setup.newRun());
+                side.mr.address(), side.mr.rkey(), false, Setup.newRun(), cfg.check() ? 0x5eedL + cfg.size() : 0);
+            if (cfg.check() && test != PerfKind.READ_BW) {
+                DataCheck.fillHost(side.buf, cfg.size(), DataCheck.remoteSeed(setup.checkSeed() + clientPatternSkew));
+            }
             final CmConnection[] conns = new CmConnection[cfg.numQps()];
             long remoteAddr = 0;
             int remoteRkey = 0;
@@ -694,6 +789,13 @@ public final class RemotePerf {
                     final LatResult r = latency(side, cfg, remoteAddr, remoteRkey);
                     copyMode(fabric, dev, printer);
                     printer.lat(cfg, r);
+                }
+                if (test.bandwidth && cfg.check()) {
+                    final DataCheck.Result c = remoteCheck(side, cfg, remoteAddr, remoteRkey, setup.checkSeed());
+                    printer.check(cfg, c);
+                    if (!c.byteExact()) {
+                        throw new IllegalStateException("--check failed: " + c.evidence());
+                    }
                 }
             } catch (final RuntimeException e) {
                 failed = e;
@@ -760,14 +862,17 @@ public final class RemotePerf {
         long max = 0;
         double sum = 0;
         double sumSq = 0;
-        // -D: after the warm-up, run for the duration instead of a count, as perftest does
-        final long total = cfg.timed() ? Long.MAX_VALUE : cfg.warmup() + cfg.iters();
+        // the warm-up: --warmup iterations, and with --warmup-ms at least that long (the server only echoes, so the
+        // client alone decides); then -n iterations or, with -D, the duration, as perftest does
+        final long warmIters = cfg.warmupMs() > 0 ? Math.max(Warmup.MIN_ROUND, cfg.warmup()) : cfg.warmup();
+        final long warmUntil = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
+        long total = Long.MAX_VALUE;
         long stopAt = Long.MAX_VALUE;
+        boolean warming = true;
         for (long i = 0; i < total; i++) {
-            if (cfg.timed() && i >= cfg.warmup() && System.nanoTime() >= stopAt) {
-                break;
-            }
-            if (i == cfg.warmup()) {
+            if (warming && i >= warmIters && (cfg.warmupMs() == 0 || System.nanoTime() - warmUntil >= 0)) {
+                warming = false;
+                total = cfg.timed() ? Long.MAX_VALUE : i + cfg.iters();
                 stopAt = cfg.timed() ? System.nanoTime() + (long) (cfg.durationSeconds() * 1e9) : Long.MAX_VALUE;
                 histogram.reset();
                 count = 0;
@@ -775,6 +880,9 @@ public final class RemotePerf {
                 max = 0;
                 sum = 0;
                 sumSq = 0;
+            }
+            if (!warming && System.nanoTime() >= stopAt) {
+                break; // -D: the duration is over
             }
             final byte v = (byte) (i % 255 + 1);
             final long t0 = System.nanoTime();

@@ -12,7 +12,6 @@ import io.gdrkit.verbs.WorkCompletion;
  * {@code slots} messages are in flight; nothing is allocated per message.
  */
 public final class StripedBwRun {
-    private static final int PEAK_SLICES = 10;
     private final Loopback.Side a;
     private final long remoteAddr;
     private final int remoteRkey;
@@ -33,25 +32,25 @@ public final class StripedBwRun {
     }
 
     public BwResult run() {
-        if (cfg.warmup() > 0) {
-            measure(cfg.warmup());
-        }
+        Warmup.run(cfg, this::measure);
         return measure(cfg.iters());
     }
 
     private BwResult measure(final long iters) {
         final Striper striper = new Striper(a.qps, 4096, slots);
         final Deadline deadline = new Deadline();
-        final long sliceMsgs = Math.max(1, iters / PEAK_SLICES);
+        final PeakMeter peak = new PeakMeter(slots);
         long posted = 0;
         long completed = 0;
         int inFlight = 0;
         final long start = System.nanoTime();
-        long markTime = start;
-        long markCount = 0;
-        double peak = 0;
         while (completed < iters) {
+            long postedAt = 0;
             while (posted < iters && inFlight < slots) {
+                if (postedAt == 0) {
+                    postedAt = System.nanoTime();
+                }
+                peak.posted(posted, postedAt);
                 striper.postWrite(posted, a.mr, 0, cfg.size(), remoteAddr, remoteRkey, null);
                 posted++;
                 inFlight++;
@@ -65,19 +64,14 @@ public final class StripedBwRun {
             }
             if (n > 0) {
                 deadline.rearm();
-                if (completed - markCount >= sliceMsgs) {
-                    final long now = System.nanoTime();
-                    peak = Math.max(peak, (double) (completed - markCount) / (now - markTime));
-                    markTime = now;
-                    markCount = completed;
-                }
+                peak.completed(completed, System.nanoTime());
             } else {
                 deadline.check("the stripes of striped write_bw", completed, iters);
             }
         }
         final double secs = (System.nanoTime() - start) / 1e9;
         final double avg = completed / secs;
-        final double peakPerSec = Math.max(peak * 1e9, avg);
+        final double peakPerSec = peak.peakMsgsPerSec(avg);
         return new BwResult(cfg.size(), completed, peakPerSec * cfg.size() / (1 << 20),
             avg * cfg.size() / (1 << 20), avg / 1e6);
     }

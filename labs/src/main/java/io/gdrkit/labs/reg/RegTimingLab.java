@@ -30,7 +30,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Registration timing (BRIEF C9), by page count: the NET MR cache and the communicator cache in front of the
+ * Registration timing, by page count: the NET MR cache and the communicator cache in front of the
  * software NIC's real MR registration, that registration alone, and on a real GPU the CUDA driver's costs
  * ({@code cuMemHostRegister}, {@code cuMemAlloc}, DMA-BUF export through {@code cuMemGetHandleForAddressRange}).
  * Every call is timed alone with {@link System#nanoTime()}; a row gives min, median, p99 and max over its samples.

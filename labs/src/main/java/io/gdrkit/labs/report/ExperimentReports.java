@@ -11,14 +11,20 @@ import io.gdrkit.labs.visibility.VisResult;
 import java.util.List;
 import java.util.Locale;
 
-/** The report sections (D8) of the experiments: one row per configuration, failures per configuration as bars. */
+/** The report sections of the experiments: one row per configuration, failures per configuration as bars. */
 public final class ExperimentReports {
     private ExperimentReports() {
     }
 
     /** The visibility results as a section: table of every configuration and a failures-per-configuration chart. */
     public static void visibility(final Report report, final String processes, final List<VisResult> results) {
-        final Section s = report.section("Visibility").text("One row per configuration. A check is one (round, "
+        visibility(report, "Visibility", processes, results);
+    }
+
+    /** As {@link #visibility(Report, String, List)}, the section named {@code title} ("5. Visibility" in the demo). */
+    public static void visibility(final Report report, final String title, final String processes,
+                                  final List<VisResult> results) {
+        final Section s = report.section(title).text("One row per configuration. A check is one (round, "
             + "sender) verification on the device; failures are checks that did not see exactly the round's data "
             + "(stale, partial, reordered, corrupt) or could not run (timeout, launch-failed, error-completion). "
             + "Times are medians of the receiver's wall clock per round (on a simulated GPU they time the "
@@ -31,8 +37,8 @@ public final class ExperimentReports {
             final VisConfig c = r.config();
             s.row(c.gpu(), r.ordering(), low(c.consumer()), c.peerConsumer() ? "peer" : "same", low(c.flag()),
                 low(c.readback()), c.simulated() ? "acquire" : low(c.poll()), c.wrSplit(), c.size(), c.senders(),
-                c.syncMemops() ? 1 : 0, low(c.source()), r.rounds(), r.checks(), r.failures(), r.firstFailingRound(),
-                r.firstFailingPosition(), r.what(), r.roundMicrosMedian(), r.readbackMicrosMedian(),
+                c.syncMemops() ? 1 : 0, low(c.source()), r.rounds(), r.checks(), r.failures(), orNone(r.firstFailingRound()),
+                orNone(r.firstFailingPosition()), r.what(), r.roundMicrosMedian(), r.readbackMicrosMedian(),
                 r.passed() ? "PASS" : "FAIL");
             bars.bar(label(c), r.failures());
         }
@@ -40,7 +46,13 @@ public final class ExperimentReports {
 
     /** The ordering lab's results as a section. */
     public static void ordering(final Report report, final List<OrderingExperiment.Result> results) {
-        final Section s = report.section("Ordering (put-then-flag)").text("Corrupted reads: the receiver saw the flag"
+        ordering(report, "Ordering (put-then-flag)", results);
+    }
+
+    /** As {@link #ordering(Report, List)}, the section named {@code title}. */
+    public static void ordering(final Report report, final String title,
+                                final List<OrderingExperiment.Result> results) {
+        final Section s = report.section(title).text("Corrupted reads: the receiver saw the flag"
             + " and then read data that was not all of this trial's. Measured on the software NIC (simulated) under"
             + " the fabric's reordering, replayed from the seed.")
             .table("variant", "how", "trials", "corrupted_reads", "first_corrupted_trial", "stale", "partial",
@@ -48,7 +60,7 @@ public final class ExperimentReports {
         final BarChart bars = s.barChart("Corrupted reads per variant", "corrupted reads");
         for (final OrderingExperiment.Result r : results) {
             final OrderingExperiment.Config c = r.config();
-            s.row(c.variant().label(), c.variant().how(), c.trials(), r.corruptedReads(), r.firstCorruptedTrial(),
+            s.row(c.variant().label(), c.variant().how(), c.trials(), r.corruptedReads(), orNone(r.firstCorruptedTrial()),
                 r.staleReads(), r.partialReads(), c.reorder(), r.reorderedPackets(), r.verdict().name());
             bars.bar(c.variant().label(), r.corruptedReads());
         }
@@ -113,5 +125,10 @@ public final class ExperimentReports {
 
     private static String low(final Enum<?> e) {
         return e.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /** A "first failing ..." index: -1 (nothing failed) reads {@link Section#NONE}. */
+    static Object orNone(final long index) {
+        return index < 0 ? Section.NONE : (Object) index;
     }
 }

@@ -5,6 +5,7 @@ package io.gdrkit.labs.report;
 
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /**
  * report.html: one page that needs nothing else (no scripts, fonts or stylesheets from anywhere), readable with
@@ -29,8 +30,12 @@ final class HtmlWriter {
         td.st{font-weight:600;white-space:nowrap}td.st-pass{background:#dafbe1;color:#116329}\
         td.st-fail{background:#ffebe9;color:#a40e26}td.st-warn{background:#fff8c5;color:#7d4e00}\
         td.st-unknown{background:#eef1f4;color:#57606a}
-        nav ol{margin:.3rem 0}footer{margin-top:3rem;color:#57606a;font-size:.8rem}
+        nav ol,nav ul{margin:.3rem 0}nav ul.numbered{list-style:none;padding-left:1.2rem}
+        table.facts td{overflow-wrap:anywhere}footer{margin-top:3rem;color:#57606a;font-size:.8rem}
         """;
+
+    /** A section name that starts with its own number: "4. ", "2-3. ", "2b. ". */
+    static final Pattern OWN_NUMBER = Pattern.compile("\\d+[a-z]?(-\\d+[a-z]?)?[.)]\\s");
 
     private HtmlWriter() {
     }
@@ -46,20 +51,22 @@ final class HtmlWriter {
         sb.append("<p class=\"sim sim-").append(r.isSimulated()).append("\"><strong>")
             .append(r.isSimulated() ? "Simulated" : "Not simulated").append("</strong>")
             .append(r.simulatedWhat().isBlank() ? "" : ": " + Text.html(r.simulatedWhat())).append("</p>\n");
-        sb.append("<table class=\"facts\">\n");
+        sb.append("<div class=\"scroll\"><table class=\"facts\">\n");
         for (final Map.Entry<String, String> f : r.header().entrySet()) {
             sb.append("<tr><th>").append(Text.html(f.getKey())).append("</th><td>").append(Text.html(f.getValue()))
                 .append("</td></tr>\n");
         }
-        sb.append("</table>\n</header>\n");
+        sb.append("</table></div>\n</header>\n");
         final List<Section> sections = r.sections();
         if (sections.size() > 2) {
-            sb.append("<nav><ol>\n");
+            // sections named with their own numbers ("4. GDR ...") get a plain list, so the number shows once
+            final boolean numbered = sections.stream().anyMatch(s -> OWN_NUMBER.matcher(s.name()).lookingAt());
+            sb.append(numbered ? "<nav><ul class=\"numbered\">\n" : "<nav><ol>\n");
             for (int i = 0; i < sections.size(); i++) {
                 sb.append("<li><a href=\"#s").append(i + 1).append("\">").append(Text.html(sections.get(i).name()))
                     .append("</a></li>\n");
             }
-            sb.append("</ol></nav>\n");
+            sb.append(numbered ? "</ul></nav>\n" : "</ol></nav>\n");
         }
         for (int i = 0; i < sections.size(); i++) {
             section(sb, sections.get(i), i + 1);

@@ -97,10 +97,14 @@ final class JsonWriter {
         }
     }
 
-    /** Numbers stay numbers; NaN and infinities become null because JSON has no spelling for them. */
+    /**
+     * Numbers stay numbers; NaN and infinities become null because JSON has no spelling for them, and so does
+     * {@link Section#NONE} (a numeric column's "no such value").
+     */
     private static void put(final ObjectNode o, final String key, final Object v) {
         switch (v) {
             case null -> o.putNull(key);
+            case String s when s.equals(Section.NONE) -> o.putNull(key);
             case Boolean b -> o.put(key, b);
             case Integer i -> o.put(key, i);
             case Long l -> o.put(key, l);

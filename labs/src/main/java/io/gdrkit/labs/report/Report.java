@@ -34,7 +34,7 @@ import java.util.Map;
  * }</pre>
  *
  * <p>{@link #command} and {@link #simulated} are required before writing: the header always says how the run was
- * started and what in it was simulated (BRIEF: simulated hardware says so everywhere it prints). The date and host
+ * started and what in it was simulated (simulated hardware says so everywhere it prints). The date and host
  * default to now and this machine. Not thread-safe: build it on one thread, then write it.
  */
 public final class Report {

@@ -19,6 +19,12 @@ import java.util.Set;
  * {@code toString()}.
  */
 public final class Section {
+    /**
+     * The cell for "no such value" in a numeric column (a first failing trial when none failed): shown as
+     * {@code none}, and the column stays numeric (right-aligned).
+     */
+    public static final String NONE = "none";
+
     private final String name;
     private final List<String> paragraphs = new ArrayList<>();
     private List<String> columns;
@@ -165,10 +171,13 @@ public final class Section {
         boolean any = false;
         for (final List<Object> row : rows) {
             final Object v = row.get(col);
-            if (v != null && !(v instanceof Number)) {
+            if (v == null || NONE.equals(v)) {
+                continue;
+            }
+            if (!(v instanceof Number)) {
                 return false;
             }
-            any |= v != null;
+            any = true;
         }
         return any;
     }

@@ -5,8 +5,8 @@ package io.gdrkit.labs.report;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.math.MathContext;
 import java.math.RoundingMode;
-import java.util.Locale;
 
 /** Escaping and number formatting shared by the Markdown, HTML and SVG writers. */
 final class Text {
@@ -69,8 +69,9 @@ final class Text {
     }
 
     /**
-     * A cell or axis value as people read it: integers in full, other numbers rounded to three decimals without
-     * trailing zeros (tiny ones to three significant digits), non-finite ones as {@code n/a}.
+     * A cell or axis value as people read it: integers in full, other numbers in fixed decimals, rounded to three
+     * decimals without trailing zeros (tiny ones to three significant digits, {@code 0.0000742}, never an exponent),
+     * non-finite ones as {@code n/a}.
      */
     static String number(final Number n) {
         if (n instanceof Integer || n instanceof Long || n instanceof Short || n instanceof Byte
@@ -85,7 +86,8 @@ final class Text {
             return "n/a";
         }
         if (d != 0 && Math.abs(d) < 1e-3) {
-            return String.format(Locale.ROOT, "%.3g", d);
+            return new BigDecimal(d).round(new MathContext(3, RoundingMode.HALF_EVEN)).stripTrailingZeros()
+                .toPlainString();
         }
         final String s = BigDecimal.valueOf(d).setScale(3, RoundingMode.HALF_EVEN).stripTrailingZeros()
             .toPlainString();

@@ -21,7 +21,7 @@ import java.util.Objects;
  * the last signaled (1, 16 or 256; 1), {@code size} bytes per round and sender (64 KiB), {@code rounds} (20),
  * {@code senders} each writing its own buffer (1..128; 1), {@code syncMemops} CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
  * the receive buffers (false), {@code source} (host), {@code poll} (acquire), {@code seed} of the simulated GPU model
- * and the pattern (1), {@code inject} a negative control (D4; none), {@code peerConsumer} the consumer runs on a
+ * and the pattern (1), {@code inject} a negative control (none), {@code peerConsumer} the consumer runs on a
  * second GPU and reads the NIC-written GPU's memory through peer access, the case TO_ALL_DEVICES exists for (false).
  */
 public final class VisConfig {
@@ -266,7 +266,7 @@ public final class VisConfig {
         return this;
     }
 
-    /** A negative control (D4). */
+    /** A negative control. */
     public Injection inject() {
         return inject;
     }

@@ -12,7 +12,7 @@ package io.gdrkit.labs.visibility;
  * @param firstFailingPosition first bad byte of the first failure, -1 when none or unknown
  * @param what                 what was wrong first: stale, partial, reordered, corrupt, timeout, launch-failed,
  *                             error-completion; "none" when nothing failed
- * @param failuresToldSenders  failures the receiver reported back to the senders (D4)
+ * @param failuresToldSenders  failures the receiver reported back to the senders
  * @param aborted              why the configuration stopped early, or null
  * @param roundMicrosMedian    median wall time of a round at the receiver (grant to results sent); NaN if none ran
  * @param readbackMicrosMedian median wall time of the readback step (OFF: nothing; ON: the READs; FLUSH: the call)

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.labs.visibility;
 
+import io.gdrkit.core.config.CoreConfiguration;
 import io.gdrkit.core.auth.Token;
 import io.gdrkit.softnic.fabric.Fabric;
 import io.gdrkit.softnic.fabric.InJvmFabric;
@@ -208,7 +209,8 @@ public final class VisibilityLab implements AutoCloseable {
                     unproven = "no whole HELLO (" + e.getMessage() + ")";
                 }
                 if (unproven == null && !token.verify(proof, nonce, Control.HELLO_PROOF)) {
-                    unproven = "its HELLO does not prove the receiver's token (set GDRKIT_TOKEN as on the receiver)";
+                    unproven = "its HELLO does not prove the receiver's token (set "
+                        + CoreConfiguration.TOKEN_ENV.name() + " as on the receiver)";
                 }
                 if (unproven != null) {
                     // a stranger (or a sender without this run's GDRKIT_TOKEN): told if it still listens, dropped

@@ -49,6 +49,15 @@ class RemoteSetupTest {
         assertEquals(quit, Setup.decode(quit.encode()));
     }
 
+    /** --check's seed travels in the setup; a latency run cannot ask the server to check. */
+    @Test
+    void theCheckSeedRoundTripsAndOnlyBandwidthRunsCarryIt() {
+        final Setup s = new Setup(PerfKind.READ_BW, 4096, 1, 1, 4096, 1L << 21, 0x1000L, 7, false, 99, 0x5eedL);
+        assertEquals(0x5eedL, Setup.decode(s.encode()).checkSeed());
+        assertEquals("--check is for write_bw, send_bw and read_bw, not write_lat", refused(new Setup(
+            PerfKind.WRITE_LAT, 2, 1, 1, 4096, 1L << 21, 0x1000L, 7, false, 99, 0x5eedL)));
+    }
+
     @Test
     void outOfRangeSetupsAreNamed() {
         assertEquals("-q/--qp 100000 must be 1 .. 1024",

@@ -49,7 +49,7 @@ class RegTimingLabTest {
         final RegTimingLab.Result cuda = RegTimingLab.run(new RegTimingLab.Config(1, 3, 4096, "cuda:0"));
         if (cuda.rows().stream().noneMatch(x -> x.layer().equals("CUDA"))) {
             // this CI machine has no GPU: the reason is the probe's, not an exception
-            assertTrue(cuda.notes().stream().anyMatch(n -> n.startsWith("CUDA rows skipped: --gpu cuda:0: no CUDA "
+            assertTrue(cuda.notes().stream().anyMatch(n -> n.startsWith("CUDA rows skipped: GPU cuda:0: no CUDA "
                 + "GPU here")), cuda.notes().toString());
         } else {
             assertTrue(cuda.rows().stream().anyMatch(x -> x.operation().equals("cuMemHostRegister")

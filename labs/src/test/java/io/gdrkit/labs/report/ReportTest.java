@@ -267,7 +267,8 @@ class ReportTest {
         assertEquals("3", Text.number(3));
         assertEquals("2.5", Text.number(2.5));
         assertEquals("0.333", Text.number(1.0 / 3));
-        assertEquals("1.23e-05", Text.number(0.0000123));
+        assertEquals("0.0000123", Text.number(0.0000123));
+        assertEquals("0.0000742", Text.number(7.42e-05));
         assertEquals("n/a", Text.number(Double.POSITIVE_INFINITY));
         assertEquals("0", Text.number(-0.0));
         assertEquals("1Ki", Svg.pow2Label(10));
@@ -282,6 +283,74 @@ class ReportTest {
         assertEquals("plain-arg_1.2=x,y", Report.shellQuote("plain-arg_1.2=x,y"));
         assertEquals("'it'\\''s here'", Report.shellQuote("it's here"));
         assertEquals("''", Report.shellQuote(""));
+    }
+
+    @Test
+    void tinyNumbersAreFixedDecimalsInEveryTable() {
+        final Report r = new Report("coll").command("gdrkit").simulated(true, "software NICs");
+        r.section("8. Collectives").table("size", "busbw(GB/s)").row(8, 7.42e-05).row(2097152, 1.5);
+        final String html = r.html();
+        final String table = html.substring(html.indexOf("<table class=\"data\">"), html.lastIndexOf("</table>"));
+        final String md = r.markdown().lines().filter(l -> l.startsWith("|")).reduce("", (a, b) -> a + b + "\n");
+        for (final String text : List.of(table, md)) {
+            assertTrue(text.contains("0.0000742"), text);
+            assertFalse(Pattern.compile("\\d[eE][-+]?\\d").matcher(text).find(), "no exponent in the table: " + text);
+        }
+    }
+
+    @Test
+    void tableOfContentsNumbersSectionsOnce() {
+        final Report own = new Report("demo").command("gdrkit demo").simulated(true, "everything");
+        own.section("1. Verbs").text("a");
+        own.section("2-3. Doctor").text("b");
+        own.section("2b. NCCL settings").text("c");
+        own.section("4. GDR and host bounce").text("d");
+        final String html = own.html();
+        final String nav = html.substring(html.indexOf("<nav>"), html.indexOf("</nav>"));
+        assertFalse(nav.contains("<ol>"), "names carry their numbers: no second numbering " + nav);
+        assertTrue(nav.contains(">4. GDR and host bounce</a>"), nav);
+        assertEquals(1, count(html, "4. GDR and host bounce</a>"), html);
+
+        final Report plain = new Report("plain").command("gdrkit").simulated(false, "");
+        plain.section("Alpha").text("a");
+        plain.section("Beta").text("b");
+        plain.section("Gamma").text("c");
+        final String p = plain.html();
+        assertTrue(p.substring(p.indexOf("<nav>"), p.indexOf("</nav>")).contains("<ol>"), "unnumbered names: numbered list");
+    }
+
+    @Test
+    void noneReadsNoneAndKeepsTheColumnNumeric() throws IOException {
+        final Report r = new Report("ordering").command("gdrkit ordering").simulated(true, "software NICs");
+        r.section("Ordering").table("variant", "first_corrupted_trial").row("one-qp", Section.NONE).row("two-qp", 17);
+        final String html = r.html();
+        assertTrue(html.contains("<td class=\"n\">none</td>"), html);
+        assertTrue(html.contains("<td class=\"n\">17</td>"), html);
+        assertFalse(html.contains(">-1<"), html);
+        final String md = r.markdown();
+        assertTrue(md.contains("| one-qp | none |"), md);
+        assertTrue(md.contains(" ---: |"), md);
+        final JsonNode row = JSON.readTree(r.json()).get("sections").get(0).get("rows").get(0);
+        assertTrue(row.get("first_corrupted_trial").isNull(), row.toString());
+    }
+
+    @Test
+    void orderingSectionSaysNoneForNoCorruptedTrial() {
+        final Report r = new Report("ordering").command("gdrkit ordering").simulated(true, "software NICs");
+        final var cfg = new io.gdrkit.labs.ordering.OrderingExperiment.Config(
+            io.gdrkit.labs.ordering.OrderingExperiment.Variant.ONE_QP).trials(10).conclude();
+        ExperimentReports.ordering(r, List.of(new io.gdrkit.labs.ordering.OrderingExperiment.Result(cfg, 0, -1, -1,
+            0, 0, 0, 0, 0, io.gdrkit.labs.ordering.OrderingExperiment.Verdict.PASS)));
+        final String md = r.markdown();
+        assertTrue(md.contains("| 10 | 0 | none |"), md);
+        assertFalse(md.contains("| -1 |"), md);
+    }
+
+    @Test
+    void wideTablesScrollInsideThePage() {
+        final String html = visibility().html();
+        assertTrue(html.contains(".scroll{overflow-x:auto"), "the wrapper scrolls sideways");
+        assertEquals(count(html, "<table"), count(html, "<div class=\"scroll\"><table"), "every table is wrapped");
     }
 
     private static List<Double> boxed(final double[] v) {

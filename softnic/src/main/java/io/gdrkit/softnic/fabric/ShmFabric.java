@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.softnic.fabric;
 
 import java.io.IOException;
@@ -683,7 +686,8 @@ public final class ShmFabric implements Fabric {
 
         /** The sender's view of its link to {@code dlid}. */
         CopyMode copyMode(final int dlid) {
-            final String local = !cma ? "gdrkit.nic.shm.cma (or gdrkit.nic.onecopy) is off in this process"
+            final String local = !cma ? io.gdrkit.softnic.config.SoftNicConfiguration.SHM_CMA.name() + " (or "
+                + io.gdrkit.softnic.config.SoftNicConfiguration.ONE_COPY.name() + ") is off in this process"
                 : crc ? "the link CRC is on (it would cover the reference, not the bytes)"
                 : !hook.passesReferences() ? "the link hook (fault injection) looks at payloads"
                 : null;
@@ -716,7 +720,7 @@ public final class ShmFabric implements Fabric {
 
         private static String verdictText(final long verdict, final String who) {
             if (verdict == OFF_AT_PEER) {
-                return "gdrkit.nic.shm.cma is off in " + who;
+                return io.gdrkit.softnic.config.SoftNicConfiguration.SHM_CMA.name() + " is off in " + who;
             }
             if (verdict == NOT_LID_OWNER) {
                 return who + " found the hello's pid is not the owner of the sender's LID claim";

@@ -1,6 +1,11 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.softnic.fabric;
 
+import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
+import io.gdrkit.softnic.config.SoftNicConfiguration;
 import io.gdrkit.core.config.SettingsReader;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,18 +24,18 @@ import java.util.Map;
  */
 public final class TcpFabricContext {
     /** SO_SNDBUF of each connection in bytes; 0: the kernel's default (autotuned). */
-    public static final String SEND_BUFFER_PROP = "gdrkit.tcp.sndbuf";
+    public static final String SEND_BUFFER_PROP = SoftNicConfiguration.TCP_SEND_BUFFER.name();
     /** SO_RCVBUF of each connection in bytes; 0: the kernel's default (autotuned). */
-    public static final String RECEIVE_BUFFER_PROP = "gdrkit.tcp.rcvbuf";
+    public static final String RECEIVE_BUFFER_PROP = SoftNicConfiguration.TCP_RECEIVE_BUFFER.name();
     /** Longest wait in the selector per idle duty cycle, milliseconds; 0: never wait (busy-poll). */
-    public static final String PARK_PROP = "gdrkit.tcp.park.ms";
+    public static final String PARK_PROP = SoftNicConfiguration.TCP_PARK_MS.name();
     /** Microseconds of idle duty cycles before the port waits in its selector. */
-    public static final String SPIN_PROP = "gdrkit.tcp.spin.us";
+    public static final String SPIN_PROP = SoftNicConfiguration.TCP_SPIN_US.name();
 
     private final Map<String, String> overrides = new LinkedHashMap<>();
     private Map<String, String> properties;
     private int defaultParkMillis;
-    private boolean concluded;
+    private final ContextFreeze freeze = new ContextFreeze("TcpFabricContext");
     private int sendBuffer;
     private int receiveBuffer;
     private int parkMillis;
@@ -44,21 +49,21 @@ public final class TcpFabricContext {
 
     /** Reads {@code gdrkit.tcp.*} from {@code props} instead of the system properties (tests, a child's view). */
     public TcpFabricContext properties(final Map<String, String> props) {
-        unconcluded();
+        freeze.set("properties");
         properties = Map.copyOf(props);
         return this;
     }
 
     public TcpFabricContext sendBuffer(final int bytes) {
-        return set(SEND_BUFFER_PROP, Integer.toString(bytes));
+        return set("sendBuffer", SEND_BUFFER_PROP, Integer.toString(bytes));
     }
 
     public TcpFabricContext receiveBuffer(final int bytes) {
-        return set(RECEIVE_BUFFER_PROP, Integer.toString(bytes));
+        return set("receiveBuffer", RECEIVE_BUFFER_PROP, Integer.toString(bytes));
     }
 
     public TcpFabricContext parkMillis(final int millis) {
-        return set(PARK_PROP, Integer.toString(millis));
+        return set("parkMillis", PARK_PROP, Integer.toString(millis));
     }
 
     /**
@@ -66,13 +71,13 @@ public final class TcpFabricContext {
      * turns parking on this way and a property still overrides it.
      */
     public TcpFabricContext defaultParkMillis(final int millis) {
-        unconcluded();
+        freeze.set("defaultParkMillis");
         defaultParkMillis = millis;
         return this;
     }
 
     public TcpFabricContext spinMicros(final int micros) {
-        return set(SPIN_PROP, Integer.toString(micros));
+        return set("spinMicros", SPIN_PROP, Integer.toString(micros));
     }
 
     /** SO_SNDBUF in bytes, 0 for the kernel's default. */
@@ -112,36 +117,33 @@ public final class TcpFabricContext {
 
     /** Reads the properties once, validates each value and freezes the context. */
     public TcpFabricContext conclude() {
-        unconcluded();
-        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties : SettingsReader.systemProperties("gdrkit.tcp."),
-            overrides);
-        sendBuffer = r.integer(SEND_BUFFER_PROP, 0, 0, 1 << 30).value();
-        receiveBuffer = r.integer(RECEIVE_BUFFER_PROP, 0, 0, 1 << 30).value();
+        freeze.checkConclude();
+        final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties
+            : SettingsReader.systemProperties("gdrkit.tcp."), overrides);
+        sendBuffer = SoftNicConfiguration.TCP_SEND_BUFFER.read(r).value();
+        receiveBuffer = SoftNicConfiguration.TCP_RECEIVE_BUFFER.read(r).value();
         if (defaultParkMillis < 0 || defaultParkMillis > 1000) {
             throw new IllegalArgumentException("default park " + defaultParkMillis + " ms outside 0..1000");
         }
-        parkMillis = r.integer(PARK_PROP, defaultParkMillis, 0, 1000).value();
-        spinMicros = r.integer(SPIN_PROP, 50, 0, 1_000_000).value();
+        parkMillis = SoftNicConfiguration.TCP_PARK_MS.read(r, defaultParkMillis).value();
+        spinMicros = SoftNicConfiguration.TCP_SPIN_US.read(r).value();
         settings = List.copyOf(r.recorded());
-        concluded = true;
+        freeze.concluded();
         return this;
     }
 
-    private TcpFabricContext set(final String name, final String value) {
-        unconcluded();
+    private TcpFabricContext set(final String setter, final String name, final String value) {
+        freeze.set(setter);
         overrides.put(name, value);
         return this;
     }
 
-    private void unconcluded() {
-        if (concluded) {
-            throw new IllegalStateException("this TcpFabricContext is concluded; make a new one");
-        }
+    /** {@return whether {@link #conclude()} ran (then setters and a second conclude() throw)} */
+    public boolean isConcluded() {
+        return freeze.isConcluded();
     }
 
     private void concluded() {
-        if (!concluded) {
-            throw new IllegalStateException("conclude() the TcpFabricContext first");
-        }
+        freeze.requireConcluded("reading its values");
     }
 }

@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.softnic.wire;
 
 /** RC transport opcodes of the Base Transport Header (IB spec vol. 1, table 38; RC = 0b000 prefix). */

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+# The GPU data paths on a host with a CUDA GPU (or a simulated one, GPU=sim:h200), RUNS runs each; the NIC is
+# software, the GPU, its copies and kernels are real. PARTS picks what runs (default "perf path coll check"):
+#   perf   perf write_bw / read_bw with both buffers on the GPU, SIZES      -> $OUT/perf-gpu.jsonl
+#   path   gpu-path: GDR against host bounce and the pinned-copy limit    -> $OUT/gpu-path.jsonl
+#          (gdrkit model crossover --input $OUT/gpu-path.jsonl fits the crossover to these lines)
+#   coll   coll allreduce --mem gpu, 2 ranks: GDR as the gates decide, forced host bounce (NCCL_NET_GDR_LEVEL=LOC),
+#          GDR with a flush per chunk (NCCL_NET_FORCE_FLUSH=1), rank r on GPU r when GPUS >= 2, and host buffers
+#                                                                          -> $OUT/coll-gpu.jsonl
+#   check  perf --check (the data verified on the GPU) for write/read/send_bw, once -> $OUT/check.jsonl
+#   GPU=cuda:0 bench/gpu-paths.sh                   output under ${TMPDIR:-/tmp}/gdrkit-bench/gpu-paths-<time>
+#   GPU=sim:h200 RUNS=1 PARTS="perf coll" bench/gpu-paths.sh
+# Environment: GPU (cuda:0), GPUS (count, from nvidia-smi), RUNS (3), SIZES ("65536 1048576 4194304 67108864"),
+# MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), FABRIC (shm), LIMIT (150 s per call), JOPTS (extra JVM
+# options), OUT, JAR, JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+GPU="${GPU:-cuda:0}"; RUNS="${RUNS:-3}"; PARTS="${PARTS:-perf path coll check}"
+SIZES="${SIZES:-65536 1048576 4194304 67108864}"
+MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
+LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
+case "$GPU" in
+  cuda:*) need nvidia-smi; GPUS="${GPUS:-$(nvidia-smi -L | grep -c '^GPU ' || true)}"
+    [ "$GPUS" -ge 1 ] || die "GPU=$GPU but nvidia-smi lists no GPU (GPU=sim:h200 runs on a simulated one)" ;;
+  sim:*) GPUS="${GPUS:-1}" ;;
+  *) die "GPU must be cuda:N or sim:<model>, not '$GPU'" ;;
+esac
+has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+bench_jar
+bench_out gpu-paths
+{ date -u; nproc; uptime; [ "${GPU#sim:}" != "$GPU" ] || nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current \
+    --format=csv; "$JAVA" -version 2>&1; echo "gpu: $GPU  gpus: $GPUS  parts: $PARTS  sizes: $SIZES  runs: $RUNS"; } > "$OUT/env.txt" 2>&1
+
+# g [VAR=VALUE...] ARGS...: a gdrkit command with JOPTS, under the time limit; leading settings go to its environment
+g() {
+  local envs=()
+  while [ $# -gt 0 ] && [[ "$1" == NCCL_*=* || "$1" == GDRKIT_*=* ]]; do envs+=("$1"); shift; done
+  timeout "$LIMIT" env ${envs[@]+"${envs[@]}"} "$JAVA" --enable-native-access=ALL-UNNAMED ${JOPTS:-} -jar "$JAR" "$@"
+}
+# row FILE LABEL RUN ARGS...: the JSON lines of a gdrkit command, tagged with label and run, appended to $OUT/FILE
+row() {
+  local file=$1 label=$2 run=$3; shift 3
+  g "$@" --json 2>> "$OUT/err.txt" | grep '^{' | sed "s/^{/{\"label\":\"$label\",\"run\":$run,/" >> "$OUT/$file"
+}
+iters() { case "$1" in 65536) echo 2000;; 1048576) echo 400;; 4194304) echo 100;; *) echo 12;; esac; }
+# coll_row LABEL RUN [VAR=VALUE...] [OPTIONS...]: one allreduce sweep, 2 ranks
+coll_row() {
+  local label=$1 run=$2; shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [[ "$1" == NCCL_*=* ]]; do envs+=("$1"); shift; done
+  row coll-gpu.jsonl "$label" "$run" ${envs[@]+"${envs[@]}"} coll allreduce --np 2 --fabric "$FABRIC" -b "$MIN" -e "$MAX" \
+    -f "$F" -n "$ITERS" -w "$WARM" "$@"
+}
+
+for run in $(seq 1 "$RUNS"); do
+  for s in $SIZES; do
+    n=$(iters "$s"); buf=$((2 * s > 8388608 ? 2 * s : 8388608))
+    if has perf; then
+      for t in write_bw read_bw; do
+        step "run $run/$RUNS: perf $t --mem gpu $s B" row perf-gpu.jsonl "${t}_gpu_$s" "$run" \
+          perf "$t" --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+      done
+    fi
+    if has path; then
+      step "run $run/$RUNS: gpu-path $s B" row gpu-path.jsonl "gpu_path_$s" "$run" gpu-path --gpu "$GPU" -s "$s" -n "$n"
+    fi
+  done
+  if has coll; then
+    step "run $run/$RUNS: coll allreduce, GPU buffers, GDR" coll_row 1gpu-2ranks-gdr "$run" --mem gpu --gpu "$GPU"
+    step "run $run/$RUNS: coll allreduce, GPU buffers, host bounce" coll_row 1gpu-2ranks-bounce "$run" \
+      NCCL_NET_GDR_LEVEL=LOC --mem gpu --gpu "$GPU"
+    step "run $run/$RUNS: coll allreduce, GPU buffers, GDR with flush" coll_row 1gpu-2ranks-gdr-flush "$run" \
+      NCCL_NET_FORCE_FLUSH=1 --mem gpu --gpu "$GPU"
+    if [ "$GPUS" -ge 2 ] && [ "${GPU#cuda:}" != "$GPU" ]; then
+      step "run $run/$RUNS: coll allreduce, rank r on cuda:r" coll_row 2gpu-rank-r-on-cuda-r "$run" --mem gpu --gpu cuda:rank
+    fi
+    step "run $run/$RUNS: coll allreduce, host buffers" coll_row host-buffers "$run"
+  fi
+done
+if has check; then
+  for t in write_bw read_bw send_bw; do
+    step "perf $t --check on the GPU" row check.jsonl "check_gpu_$t" 1 \
+      perf "$t" --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check
+  done
+fi
+say "done: $(cat "$OUT"/*.jsonl 2>/dev/null | wc -l) rows under $OUT"
