@@ -1,3 +1,6 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
 package io.gdrkit.gdr.topo;
 
 import java.util.ArrayList;
