@@ -83,7 +83,8 @@ final class RegTimingCommand implements Callable<Integer> {
                 m.put("samples", r.samples());
                 m.put("min_ns", r.minNs());
                 m.put("median_ns", r.medianNs());
-                m.put("p99_ns", r.p99Ns());
+                // null with fewer samples than a 99th percentile needs: it would only repeat the max
+                m.put("p99_ns", r.p99Ns() >= 0 ? r.p99Ns() : null);
                 m.put("max_ns", r.maxNs());
                 m.put("simulated", r.simulated());
                 rows.add(m);
@@ -105,9 +106,13 @@ final class RegTimingCommand implements Callable<Integer> {
         out.println(String.format(Locale.ROOT, "%-13s %-48s %7s %12s %4s %11s %11s %11s %11s", "layer", "operation",
             "pages", "bytes", "n", "min us", "median us", "p99 us", "max us"));
         for (final RegTimingLab.Row r : result.rows()) {
-            out.println(String.format(Locale.ROOT, "%-13s %-48s %7d %12d %4d %11.2f %11.2f %11.2f %11.2f",
+            out.println(String.format(Locale.ROOT, "%-13s %-48s %7d %12d %4d %11.2f %11.2f %11s %11.2f",
                 r.layer(), r.operation(), r.pages(), r.bytes(), r.samples(), r.minNs() / 1e3, r.medianNs() / 1e3,
-                r.p99Ns() / 1e3, r.maxNs() / 1e3));
+                r.p99Ns() >= 0 ? String.format(Locale.ROOT, "%.2f", r.p99Ns() / 1e3) : "-", r.maxNs() / 1e3));
+        }
+        if (result.rows().stream().anyMatch(r -> r.p99Ns() < 0)) {
+            out.println("# p99 '-': fewer than " + RegTimingLab.P99_SAMPLES + " samples, where it would only repeat "
+                + "the max");
         }
         out.flush();
         return 0;

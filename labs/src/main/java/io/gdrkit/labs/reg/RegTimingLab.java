@@ -77,7 +77,8 @@ public final class RegTimingLab {
      * @param samples   calls timed
      * @param minNs     fastest call
      * @param medianNs  median call
-     * @param p99Ns     99th percentile (nearest rank; the maximum below 100 samples)
+     * @param p99Ns     99th percentile (nearest rank), or -1 below {@link #P99_SAMPLES} samples, where the nearest
+     *                  rank is the maximum and would only repeat it
      * @param maxNs     slowest call
      * @param simulated true when the time includes a simulated device (the software NIC)
      */
@@ -334,6 +335,9 @@ public final class RegTimingLab {
         }
     }
 
+    /** The fewest samples that have a 99th percentile of their own (below, the nearest rank is the maximum). */
+    public static final int P99_SAMPLES = 100;
+
     static Row row(final String layer, final String op, final long pages, final long bytes, final long[] samples,
                    final boolean simulated) {
         final long[] s = samples.clone();
@@ -341,6 +345,7 @@ public final class RegTimingLab {
         final int n = s.length;
         final long median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
         final int p99 = (int) Math.ceil(0.99 * n) - 1;
-        return new Row(layer, op, pages, bytes, n, s[0], median, s[Math.max(0, p99)], s[n - 1], simulated);
+        return new Row(layer, op, pages, bytes, n, s[0], median, n >= P99_SAMPLES ? s[Math.max(0, p99)] : -1,
+            s[n - 1], simulated);
     }
 }
