@@ -117,7 +117,7 @@ public final class Comm implements CommCalls, AutoCloseable {
      * @param nranks      the number of ranks
      * @param fabric      where the NICs meet
      * @param transport   the transport behind the NET seam
-     * @param simulated   true when the NICs are software NICs (always, today) or the GPU is simulated
+     * @param simulated   true when the data moves through software NICs (the IB transport) or a simulated GPU
      * @param nics        network devices (NICs) per rank
      * @param channels    channels per peer
      * @param directPath  how small collectives travel between ranks of this host
@@ -281,6 +281,11 @@ public final class Comm implements CommCalls, AutoCloseable {
         return engine.nranks();
     }
 
+    /** Native segments registered with the NIC so far (tests: the registration cache reuses them). */
+    long registrationsMade() {
+        return data.registrationsMade();
+    }
+
     /** {@return the concluded config this communicator was opened with} */
     public CommConfig config() {
         return config;
@@ -295,7 +300,9 @@ public final class Comm implements CommCalls, AutoCloseable {
     /** {@return what the engine chose for this rank} */
     public Info info() {
         final GpuDevice g = gpu();
-        return new Info(rank(), size(), config.fabric(), config.transport(), true, engine.devices(),
+        // simulated hardware: the software NICs behind IbTransport, or a simulated GPU; SocketTransport's TCP is real
+        final boolean simulated = config.transport() == CollWorld.TransportKind.IB || (g != null && g.isSimulated());
+        return new Info(rank(), size(), config.fabric(), config.transport(), simulated, engine.devices(),
             engine.channels(), engine.directPath(), engine.nicProgress(), g == null ? "none" : g.describe(),
             g == null ? "host memory" : engine.gdr().dataPath(), worldSource);
     }

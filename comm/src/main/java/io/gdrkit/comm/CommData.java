@@ -46,6 +46,14 @@ final class CommData {
     private record Stage(Arena arena, RegisteredBuffer buf, long capacity) {
     }
 
+    /** Native segments registered so far (each cache miss). */
+    private long registrations;
+
+    /** {@return native segments registered so far} */
+    long registrationsMade() {
+        return registrations;
+    }
+
     CommData(final Communicator engine) {
         this.engine = engine;
     }
@@ -202,6 +210,7 @@ final class CommData {
             engine.deregister(r.buf());
         }
         final RegisteredBuffer b = engine.register(seg);
+        registrations++;
         regs.put(k, new Reg(seg, b));
         if (regs.size() > REGISTRATION_CACHE) {
             final Iterator<Map.Entry<Key, Reg>> it = regs.entrySet().iterator();

@@ -142,10 +142,15 @@ class CommTest {
                         assertEquals(sum(n, i) + n * round, out.getAtIndex(ValueLayout.JAVA_INT, i));
                     }
                 }
+                assertEquals(2, c.registrationsMade(), "three rounds on the same two segments register them once");
                 final MemorySegment heap = MemorySegment.ofArray(new long[16]);
                 heap.setAtIndex(ValueLayout.JAVA_LONG, 5, c.rank());
                 c.allReduce(heap, heap, 16, DataType.INT64, RedOp.SUM);
                 assertEquals(n * (n - 1) / 2, heap.getAtIndex(ValueLayout.JAVA_LONG, 5));
+                assertEquals(2, c.registrationsMade(), "heap data goes through staging, not a new registration");
+                c.deregister(in);
+                c.allReduce(in, out, 4096, DataType.INT32, RedOp.SUM);
+                assertEquals(3, c.registrationsMade(), "a dropped registration is made again on the next use");
                 c.deregister(in);
                 c.deregister(out);
             }
@@ -326,6 +331,7 @@ class CommTest {
             final Comm.Info info = c.info();
             assertEquals(Fabric.INJVM, info.fabric());
             assertTrue(info.simulated(), "software NICs are simulated hardware");
+            assertEquals(CollWorld.TransportKind.IB, info.transport());
             assertEquals("host memory", info.dataPath());
         });
     }
