@@ -336,23 +336,44 @@ public final class Launcher {
         final int n = procs.size();
         final Integer[] codes = new Integer[n];
         final boolean[] killed = new boolean[n];
+        // when each process ended, as the JDK's process reaper saw it: several ranks may be found dead in one
+        // polling sweep (the one that failed first and those ended by the abort it caused), and the first failure
+        // is the earliest of them, not the lowest index
+        final java.util.concurrent.atomic.AtomicLongArray endedAt = new java.util.concurrent.atomic.AtomicLongArray(n);
+        final List<java.util.concurrent.CompletableFuture<Void>> stamped = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            final int r = i;
+            stamped.add(procs.get(i).onExit().thenRun(() -> endedAt.compareAndSet(r, 0, System.nanoTime())));
+        }
         long failedAt = 0;
         String firstFailure = null;
         int done = 0;
         while (done < n) {
+            int first = -1;
             for (int i = 0; i < n; i++) {
                 if (codes[i] == null && !procs.get(i).isAlive()) {
                     codes[i] = procs.get(i).exitValue();
                     done++;
-                    if (codes[i] != 0 && failedAt == 0) {
-                        failedAt = System.nanoTime();
-                        firstFailure = "rank " + (spec.firstRank() + i) + (where.get(i) == null ? ""
-                            : " on " + where.get(i)) + " exited with " + codes[i] + (where.get(i) != null
-                            && codes[i] == 255 ? " (ssh's own failure code: the host unreachable or refused?)"
-                            : "");
-                        listener.rankFailed(spec.firstRank() + i, codes[i]);
+                    // dead, so onExit has completed or is completing: wait for its stamp (a bounded wait)
+                    try {
+                        stamped.get(i).get(1, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (final java.util.concurrent.ExecutionException
+                        | java.util.concurrent.TimeoutException ignored) {
+                        // no stamp: ended() counts it as now
+                    } catch (final InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    if (codes[i] != 0 && failedAt == 0 && (first < 0 || ended(endedAt, i) < ended(endedAt, first))) {
+                        first = i;
                     }
                 }
+            }
+            if (first >= 0) {
+                failedAt = System.nanoTime();
+                firstFailure = "rank " + (spec.firstRank() + first) + (where.get(first) == null ? ""
+                    : " on " + where.get(first)) + " exited with " + codes[first] + (where.get(first) != null
+                    && codes[first] == 255 ? " (ssh's own failure code: the host unreachable or refused?)" : "");
+                listener.rankFailed(spec.firstRank() + first, codes[first]);
             }
             if (failedAt != 0 && System.nanoTime() - failedAt > spec.grace().toNanos()) {
                 for (int i = 0; i < n; i++) {
@@ -392,6 +413,12 @@ public final class Launcher {
             }
         }
         return new Result(code, exits, rootFailure, firstFailure);
+    }
+
+    /** When rank index {@code i} ended; a reaper that has not yet run counts as now (it ended no earlier). */
+    private static long ended(final java.util.concurrent.atomic.AtomicLongArray endedAt, final int i) {
+        final long t = endedAt.get(i);
+        return t != 0 ? t : System.nanoTime();
     }
 
     private static void kill(final Process p) {
