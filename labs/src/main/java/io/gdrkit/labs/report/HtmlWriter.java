@@ -13,7 +13,7 @@ import java.util.regex.Pattern;
  */
 final class HtmlWriter {
     private static final String STYLE = """
-        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:72rem;\
+        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:86rem;\
         padding:0 1rem;color:#1b1f24;line-height:1.45}
         h1{font-size:1.6rem;margin-bottom:.4rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de;\
         padding-bottom:.2rem}
@@ -23,6 +23,7 @@ final class HtmlWriter {
         th,td{border:1px solid #d0d7de;padding:.25rem .55rem;text-align:left;vertical-align:top}
         thead th{background:#f3f5f7;position:sticky;top:0}
         td.n{text-align:right;font-variant-numeric:tabular-nums}
+        p.same{font-size:.85rem;color:#57606a;margin:.3rem 0}p.same code{color:#1b1f24}
         table.facts th{background:#f3f5f7;font-weight:600;white-space:nowrap}
         table.facts td{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
         .scroll{overflow-x:auto;max-width:100%}
@@ -103,18 +104,46 @@ final class HtmlWriter {
         };
     }
 
+    /**
+     * A table this wide does not fit a 1400 px window; its columns that hold one value in every row are said once
+     * above it instead (the data are unchanged in report.json and report.md).
+     */
+    static final int WIDE_COLUMNS = 12;
+
     private static void table(final StringBuilder sb, final Section s) {
         final List<String> cols = s.columns();
         final boolean[] numeric = new boolean[cols.size()];
+        final boolean[] shown = new boolean[cols.size()];
+        java.util.Arrays.fill(shown, true);
+        if (cols.size() > WIDE_COLUMNS && s.rows().size() > 1) {
+            final StringBuilder same = new StringBuilder();
+            for (int i = 0; i < cols.size(); i++) {
+                if (i != s.statusColumn() && constant(s.rows(), i)) {
+                    shown[i] = false;
+                    same.append(same.isEmpty() ? "" : ", ").append(Text.html(cols.get(i))).append(" <code>")
+                        .append(Text.html(Text.cell(s.rows().get(0).get(i)))).append("</code>");
+                }
+            }
+            if (!same.isEmpty()) {
+                sb.append("<p class=\"same\">The same in every row: ").append(same).append(".</p>\n");
+            }
+        }
+        int visible = 0;
         sb.append("<div class=\"scroll\"><table class=\"data\">\n<thead><tr>");
         for (int i = 0; i < cols.size(); i++) {
             numeric[i] = s.numeric(i);
-            sb.append("<th>").append(Text.html(cols.get(i))).append("</th>");
+            if (shown[i]) {
+                visible++;
+                sb.append("<th>").append(Text.html(cols.get(i))).append("</th>");
+            }
         }
         sb.append("</tr></thead>\n<tbody>\n");
         for (final List<Object> row : s.rows()) {
             sb.append("<tr>");
             for (int i = 0; i < row.size(); i++) {
+                if (i < shown.length && !shown[i]) {
+                    continue;
+                }
                 final String cls = i == s.statusColumn() ? "st " + statusClass(row.get(i)) : numeric[i] ? "n" : "";
                 sb.append(cls.isEmpty() ? "<td>" : "<td class=\"" + cls + "\">")
                     .append(Text.html(Text.cell(row.get(i)))).append("</td>");
@@ -122,8 +151,19 @@ final class HtmlWriter {
             sb.append("</tr>\n");
         }
         if (s.rows().isEmpty()) {
-            sb.append("<tr><td colspan=\"").append(cols.size()).append("\">(no rows)</td></tr>\n");
+            sb.append("<tr><td colspan=\"").append(visible).append("\">(no rows)</td></tr>\n");
         }
         sb.append("</tbody>\n</table></div>\n");
+    }
+
+    /** Whether column {@code i} holds one value (as printed) in every row. */
+    private static boolean constant(final List<List<Object>> rows, final int i) {
+        final String first = rows.get(0).size() > i ? Text.cell(rows.get(0).get(i)) : null;
+        for (final List<Object> row : rows) {
+            if (row.size() <= i || !Text.cell(row.get(i)).equals(first)) {
+                return false;
+            }
+        }
+        return true;
     }
 }

@@ -353,6 +353,38 @@ class ReportTest {
         assertEquals(count(html, "<table"), count(html, "<div class=\"scroll\"><table"), "every table is wrapped");
     }
 
+    @Test
+    void aWideTableSaysItsConstantColumnsOnceAboveItInHtmlOnly() {
+        final Report r = new Report("t").command("gdrkit").simulated(true, "x");
+        final String[] cols = new String[HtmlWriter.WIDE_COLUMNS + 2];
+        for (int i = 0; i < cols.length; i++) {
+            cols[i] = "c" + i;
+        }
+        final Section s = r.section("wide").table(cols).statusColumn("c1");
+        final Object[] a = new Object[cols.length];
+        final Object[] b = new Object[cols.length];
+        for (int i = 0; i < cols.length; i++) {
+            a[i] = i % 2 == 0 ? "same" + i : "a" + i;
+            b[i] = i % 2 == 0 ? "same" + i : "b" + i;
+        }
+        a[1] = "PASS";
+        b[1] = "PASS"; // the status column stays a column even when every row agrees
+        s.row(a).row(b);
+        final String html = r.html();
+        assertTrue(html.contains("<p class=\"same\">The same in every row: c0 <code>same0</code>, c2 <code>same2</code>"),
+            html);
+        assertTrue(html.contains("<thead><tr><th>c1</th><th>c3</th><th>c5</th>"), html);
+        assertFalse(html.contains("<th>c0</th>"), html);
+        assertTrue(html.contains("<tr><td class=\"st st-pass\">PASS</td><td>a3</td><td>a5</td>"), html);
+        // markdown and JSON keep every column
+        assertTrue(r.markdown().contains("| same0 | PASS | same2 | a3 |"), r::markdown);
+        // a narrow table keeps its constant columns
+        final Report n = new Report("t").command("gdrkit").simulated(true, "x");
+        n.section("narrow").table("a", "b").row("x", 1).row("x", 2);
+        assertTrue(n.html().contains("<thead><tr><th>a</th><th>b</th></tr></thead>"), n::html);
+        assertFalse(n.html().contains("The same in every row"), n::html);
+    }
+
     private static List<Double> boxed(final double[] v) {
         return java.util.Arrays.stream(v).map(d -> Math.round(d * 1e9) / 1e9).boxed().toList();
     }
