@@ -70,7 +70,7 @@ public final class ModelCommand implements Runnable {
         CommandSpec spec;
 
         @Option(names = "--input", paramLabel = "FILE", description = "perf --json lines (qps, bw_avg_mib_s) instead "
-            + "of measuring, e.g. docs/results/qp-scaling-2026-11-29.jsonl.")
+            + "of measuring, e.g. docs/results/qp-scaling.jsonl.")
         Path input;
 
         /** With --input: only lines of this fabric. */
@@ -162,7 +162,7 @@ public final class ModelCommand implements Runnable {
         CommandSpec spec;
 
         @Option(names = "--input", paramLabel = "FILE", description = "gpu-path --json lines or gpu-path's text "
-            + "output (gdr, bounce, pinned rows), e.g. docs/results/issue16-h200/call2/gpu-path.txt, instead of "
+            + "output (gdr, bounce, pinned rows), e.g. docs/results/h200-gpu-paths/gpu-path.txt, instead of "
             + "measuring.")
         Path input;
 
