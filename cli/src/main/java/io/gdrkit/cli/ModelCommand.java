@@ -134,26 +134,57 @@ public final class ModelCommand implements Runnable {
                 o.put("formula", "1/bw(q) = a + b/q + c*q  (bw in MiB/s, time per MiB in s)");
                 o.set("inputs", inputs(in));
                 o.set("fit", fit(m.fit()));
-                o.put("best_qps", finite(m.bestQps()));
-                o.put("best_mib_s", finite(m.bestMibS()));
-                o.put("half_qps", finite(m.halfQps()));
+                // the model's best only where it fits and agrees with the measurements; null otherwise
+                final boolean recommend = m.fits() && m.bestAgrees();
+                o.put("fits", m.fits());
+                o.put("best_agrees", m.bestAgrees());
+                o.put("best_qps", recommend ? finite(m.bestQps()) : null);
+                o.put("best_mib_s", recommend ? finite(m.bestMibS()) : null);
+                o.put("half_qps", m.fits() ? finite(m.halfQps()) : null);
+                o.put("measured_best_qps", m.measuredBest().x());
+                o.put("measured_best_mib_s", r3(m.measuredBest().mibS()));
                 o.set("held_back", held(m.heldBack()));
+                o.put("verdict", qpsVerdict(m));
                 out.println(o);
                 return 0;
             }
             out.println("# model qps: 1/bw(q) = a + b/q + c*q, fitted to write_bw (software NICs, simulated)");
             printInputs(out, "QPs", in);
             printFit(out, m.fit());
-            if (m.c() > 0) {
-                out.printf(Locale.ROOT, "best: %.2f QPs, %.1f MiB/s (where more QPs start to cost more than they "
-                    + "hide)%n", m.bestQps(), m.bestMibS());
-            } else {
-                out.printf(Locale.ROOT, "saturates at %s MiB/s (1/a); %s%n", num(m.bestMibS()), m.b() > 0
-                    ? "half of it at " + num(m.halfQps()) + " QPs (b/a)" : "flat: QPs neither help nor cost (b = c = 0)");
-            }
             printHeld(out, "QPs", m.heldBack());
+            if (m.fits() && m.bestAgrees()) {
+                if (m.c() > 0) {
+                    out.printf(Locale.ROOT, "best: %.2f QPs, %.1f MiB/s (where more QPs start to cost more than "
+                        + "they hide)%n", m.bestQps(), m.bestMibS());
+                } else {
+                    out.printf(Locale.ROOT, "saturates at %s MiB/s (1/a); %s%n", num(m.bestMibS()), m.b() > 0
+                        ? "half of it at " + num(m.halfQps()) + " QPs (b/a)"
+                        : "flat: QPs neither help nor cost (b = c = 0)");
+                }
+            }
+            out.println(qpsVerdict(m));
             return 0;
         }
+    }
+
+    /**
+     * The line that says what to use: the model's best where it fits and agrees with the measurements, otherwise
+     * the measured best, with the reason the model is not followed.
+     */
+    static String qpsVerdict(final SaturationModel m) {
+        final Measurement best = m.measuredBest();
+        final String measured = String.format(Locale.ROOT, "measured best: %s QPs, %.1f MiB/s", num(best.x()),
+            best.mibS());
+        if (!m.fits()) {
+            return String.format(Locale.ROOT, "does not fit: held-back error %+.1f %% exceeds %.0f %%, so the model "
+                + "recommends nothing; %s", pct(m.heldBack().relativeError()), 100 * HeldBack.FIT_LIMIT, measured);
+        }
+        if (!m.bestAgrees()) {
+            return measured + " (the model's best, " + (Double.isInfinite(m.bestQps()) ? "more QPs always"
+                : String.format(Locale.ROOT, "%.2f QPs", m.bestQps())) + ", disagrees with the measurements: "
+                + "use the measured count)";
+        }
+        return measured;
     }
 
     /** Options shared by crossover and topology: where the per-path measurements come from. */
@@ -237,6 +268,11 @@ public final class ModelCommand implements Runnable {
                 out.println("## pinned host-to-device copy (the link's limit, not modelled)");
                 printInputs(out, "bytes", m.pinned());
             }
+            if (!m.fits()) {
+                out.println("does not fit: " + m.misfit() + ", so the model recommends no crossover and no hybrid "
+                    + "threshold");
+                return 0;
+            }
             final double s = m.crossoverBytes();
             out.println("crossover: " + (Double.isNaN(s) ? "none at a positive size" : String.format(Locale.ROOT,
                 "%.0f B", s)));
@@ -281,7 +317,7 @@ public final class ModelCommand implements Runnable {
                     po.put("data_path", p.dataPath());
                     po.put("link_binds", p.linkBinds());
                     final ArrayNode pr = po.putArray("predicted");
-                    for (int i = 0; i < m.sizes().size(); i++) {
+                    for (int i = 0; c.fits() && i < m.sizes().size(); i++) {
                         pr.addObject().put("bytes", m.sizes().get(i)).put("mib_s", r3(p.mibS().get(i)));
                     }
                 }
@@ -298,6 +334,11 @@ public final class ModelCommand implements Runnable {
                     p.name(), p.path().type(), p.path().hops().size(), p.path().bandwidth(), p.gdr().logLine(),
                     p.dataPath(), p.linkBinds() ? "binds (slower than the fitted path)" : "does not bind (the fitted "
                         + p.dataPath() + " path is slower than it)");
+            }
+            if (!c.fits()) {
+                out.println("does not fit: the crossover fit's " + c.misfit() + ", so the model prices no "
+                    + "placement; the topology part: unknown (no cross-socket measurement exists)");
+                return 0;
             }
             out.println("#bytes       same switch MiB/s   across sockets MiB/s   cost (same / across)");
             for (int i = 0; i < m.sizes().size(); i++) {
@@ -329,13 +370,19 @@ public final class ModelCommand implements Runnable {
         if (!m.pinned().isEmpty()) {
             o.set("pinned_inputs", inputs(m.pinned()));
         }
+        o.put("fits", m.fits());
         final double s = m.crossoverBytes();
-        if (Double.isNaN(s)) {
+        if (Double.isNaN(s) || !m.fits()) {
             o.putNull("crossover_bytes");
         } else {
             o.put("crossover_bytes", Math.round(s));
         }
-        o.put("hybrid", m.hybridRule());
+        if (m.fits()) {
+            o.put("hybrid", m.hybridRule());
+        } else {
+            o.putNull("hybrid");
+            o.put("verdict", "does not fit: " + m.misfit());
+        }
         return o;
     }
 

@@ -69,6 +69,12 @@ public final class OrderingCommand implements Callable<Integer> {
             + Config.DEFAULT_SEED + ").")
     Long seed;
 
+    @Option(names = "--expect", paramLabel = "VARIANT=corrupt|clean,...", split = ",",
+        description = "The outcome each variant must have, e.g. two-qp=corrupt,one-qp=clean (corrupt: at least one "
+            + "corrupted read; clean: none): a variant that differs makes the exit code 1 (for CI); without it the "
+            + "exit code is 1 only when an ordered variant read corrupted data.")
+    List<String> expect;
+
     /** report.html with corrupted reads per variant. */
     @CommandLine.Mixin
     Mixins.Report reportOption;
@@ -124,6 +130,7 @@ public final class OrderingCommand implements Callable<Integer> {
             // a bad option is a usage error (exit 2), said in one line before anything runs
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        final java.util.Map<Variant, Boolean> expected = expectations(spec.commandLine(), expect);
         final ObjectMapper mapper = new ObjectMapper();
         if (!json) {
             final Config c = configs.get(0); // every variant has the same values
@@ -154,7 +161,54 @@ public final class OrderingCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("gdrkit ordering: a variant that orders the flag after the data "
                 + "read corrupted data (verdict FAIL): the software NIC broke an ordering it must keep");
         }
-        return failed ? Main.EXIT_FAILURE : 0;
+        final List<String> unmet = unmet(expected, results);
+        if (!unmet.isEmpty()) {
+            spec.commandLine().getErr().println("gdrkit ordering: --expect not met: " + String.join("; ", unmet));
+        }
+        return failed || !unmet.isEmpty() ? Main.EXIT_FAILURE : 0;
+    }
+
+    /** {@code --expect two-qp=corrupt,one-qp=clean} as a map (true: corrupt); a malformed pair is a usage error. */
+    static java.util.Map<Variant, Boolean> expectations(final CommandLine cl, final List<String> pairs) {
+        final java.util.Map<Variant, Boolean> m = new java.util.EnumMap<>(Variant.class);
+        if (pairs == null) {
+            return m;
+        }
+        for (final String p : pairs) {
+            final int eq = p.indexOf('=');
+            final Variant v;
+            try {
+                v = Variant.parse(eq < 0 ? p : p.substring(0, eq));
+            } catch (final IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cl, "--expect '" + p + "': VARIANT=corrupt|clean with "
+                    + "VARIANT one of " + Variant.labels());
+            }
+            final String want = eq < 0 ? "" : p.substring(eq + 1).trim().toLowerCase(Locale.ROOT);
+            if (!want.equals("corrupt") && !want.equals("clean")) {
+                throw new CommandLine.ParameterException(cl, "--expect '" + p + "': the outcome is corrupt or clean");
+            }
+            m.put(v, want.equals("corrupt"));
+        }
+        return m;
+    }
+
+    /** The variants whose outcome differs from what --expect says, and expected variants that did not run. */
+    static List<String> unmet(final java.util.Map<Variant, Boolean> expected, final List<Result> results) {
+        final List<String> out = new ArrayList<>();
+        for (final Result r : results) {
+            final Boolean corrupt = expected.get(r.config().variant());
+            if (corrupt != null && corrupt != (r.corruptedReads() > 0)) {
+                out.add(r.config().variant().label() + " expected " + (corrupt ? "corrupt" : "clean") + ", got "
+                    + (r.corruptedReads() > 0 ? "corrupt (" + r.corruptedReads() + " corrupted reads)"
+                    : "clean (0 corrupted reads in " + r.config().trials() + " trials)"));
+            }
+        }
+        for (final Variant v : expected.keySet()) {
+            if (results.stream().noneMatch(x -> x.config().variant() == v)) {
+                out.add(v.label() + " expected but not run (add it to --variants)");
+            }
+        }
+        return out;
     }
 
     static String line(final Result r) {

@@ -190,6 +190,22 @@ final class PerfCommand implements Callable<Integer> {
         + "(reqNotifyCq, getCqEvent, ackCqEvents) instead of polling the CQ, as perftest's -e.")
     boolean events;
 
+    @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", description = "Connection type, as perftest's "
+        + "-c (default RC). The tests here run on RC QPs; UC is refused by name (the software NIC creates RC and UD "
+        + "QPs only), and so is UD (perf's UD datagram tests are not built).")
+    String connection = "RC";
+
+    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEVICE", description = "The RDMA device, as perftest's -d: "
+        + "with --provider native a device libibverbs lists (default: the first); with the software NICs the "
+        + "in-JVM pair's soft0 or soft1, or perf-server / perf-client with --fabric. Another name is an error that "
+        + "lists the devices.")
+    String ibDev;
+
+    @Option(names = {"-i", "--ib-port"}, paramLabel = "PORT", description = "The device's port, as perftest's -i "
+        + "(default 1). The software NICs have port 1 only; a native device's ports are checked against its "
+        + "phys_port_cnt, and the loopback runs on port 1.")
+    int ibPort = 1;
+
     @picocli.CommandLine.Mixin
     Mixins.Json jsonOption;
 
@@ -259,6 +275,7 @@ final class PerfCommand implements Callable<Integer> {
         }
         reportOption.check(spec.commandLine());
         final ProviderKind kind = ProviderKind.parse(provider);
+        connectionChecks(kind);
         // every check before any output or work: a bad value is a usage error, absent hardware exit code 3
         PerfConfig first = null;
         int[] sizes = null;
@@ -948,6 +965,59 @@ final class PerfCommand implements Callable<Integer> {
      * memory (--mem gpu:N, registered through DMA-BUF, else peermem, with the reason), measured as on the
      * software NICs. The JSON says "simulated": false.
      */
+    /**
+     * -c, -d and -i, as perftest takes them, before any output: RC runs; UC and UD are named refusals; a device or
+     * port this run does not have is a usage error naming those it has (a native device's name and ports are
+     * checked where the device is found, in {@link #nativeDevice}).
+     */
+    private void connectionChecks(final ProviderKind kind) {
+        final String c = connection.toUpperCase(Locale.ROOT);
+        switch (c) {
+            case "RC" -> { }
+            case "UC" -> throw usage("-c UC: the software NIC creates RC and UD QPs only (ibv_create_qp with "
+                + "IBV_QPT_UC fails with EOPNOTSUPP); perf runs RC");
+            case "UD" -> throw usage("-c UD: perf's UD datagram tests (send_bw/send_lat over address handles) are "
+                + "not built; perf runs RC");
+            default -> throw usage("-c must be RC, UC or UD, not '" + connection + "'");
+        }
+        if (ibPort < 1) {
+            throw usage("-i must be a port number from 1, not " + ibPort);
+        }
+        if (kind == ProviderKind.NATIVE) {
+            return;
+        }
+        final List<String> devices = fabric == null ? List.of("soft0", "soft1") : List.of("perf-server",
+            "perf-client");
+        if (ibDev != null && !devices.contains(ibDev)) {
+            throw usage("-d " + ibDev + ": no such device in this run (the software NICs here are "
+                + String.join(", ", devices) + ")");
+        }
+        if (ibPort != 1) {
+            throw usage("-i " + ibPort + ": the software NIC " + (ibDev != null ? ibDev : devices.get(0))
+                + " has port 1 only (phys_port_cnt 1)");
+        }
+    }
+
+    /** --provider native: the device -d names (default the first), with -i checked against its ports. */
+    private io.gdrkit.verbs.Device nativeDevice(final String what) {
+        final io.gdrkit.verbs.Device device;
+        try {
+            device = Providers.requireNative(what, ibDev);
+        } catch (final Providers.UnknownDeviceException e) {
+            throw usage("-d " + ibDev + ": " + e.getMessage());
+        }
+        if (ibPort != 1) {
+            final int ports;
+            try (io.gdrkit.verbs.VerbsContext ctx = device.open()) {
+                ports = ctx.queryDevice().physPortCnt();
+            }
+            throw usage("-i " + ibPort + ": " + (ibPort > ports ? "device " + device.name() + " has ports 1.."
+                + ports : "the native loopback pair runs on port 1 only; port " + ibPort + " of "
+                + device.name() + " is not supported here"));
+        }
+        return device;
+    }
+
     /** --provider native's limits, before any output. */
     private void nativeChecks() {
         if (fabric != null || faults != null || progress != null || events || trials > 1 || stripe) {
@@ -961,7 +1031,7 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     private int nativeRun(final PerfKind test, final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
-        final io.gdrkit.verbs.Device device = Providers.requireNative("perf " + test.id()); // ends here without one
+        final io.gdrkit.verbs.Device device = nativeDevice("perf " + test.id()); // ends here without one
         onNative = true;
         printer.simulated(false).fabric("native");
         printer.comment("# native provider (libibverbs through FFM): device " + device.name() + " guid 0x"

@@ -30,6 +30,12 @@ class DemoCommandTest {
             assertTrue(lines.stream().anyMatch(l -> l.startsWith(section)), () -> section + " missing: " + r);
         }
         assertEquals(10, lines.stream().filter(l -> l.startsWith("[ok]")).count(), r::toString);
+        // the demo's sentences about CQ events are the capabilities the tour observed (VerbsTourTest: both), and no
+        // stale "not modelled" line survives beside them
+        final int passed = lines.indexOf("verbs: 10/10 steps passed");
+        assertEquals(new io.gdrkit.labs.demo.VerbsTour.Capabilities(true, true).claims().stream()
+            .map(c -> "verbs: " + c).toList(), lines.subList(passed + 1, passed + 3), r::toString);
+        assertTrue(lines.stream().noneMatch(l -> l.contains("event notification is not modelled")), r::toString);
         assertTrue(lines.stream().noneMatch(l -> l.startsWith("[FAIL]") || l.startsWith("  FAIL   ")), r::toString);
         assertTrue(lines.stream().filter(l -> l.startsWith("  PASS   ")).count() >= 15, r::toString);
         final String report = lines.stream().filter(l -> l.startsWith("report: ")).findFirst().orElseThrow();

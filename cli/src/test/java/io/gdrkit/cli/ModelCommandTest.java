@@ -4,6 +4,7 @@
 package io.gdrkit.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -67,6 +68,63 @@ class ModelCommandTest {
         assertEquals("SYS", o.get("placements").get(1).get("path_type").asText());
         assertEquals("bounce", o.get("placements").get(1).get("data_path").asText());
         assertEquals(93334, o.get("crossover").get("crossover_bytes").asLong(), 1);
+    }
+
+    /** The project's recorded inputs: the files docs/MODELS.md's commands read. */
+    private static final Path QP_SCALING = Path.of("../docs/results/qp-scaling.jsonl");
+    private static final Path H200_PATHS = Path.of("../docs/results/h200-perf/gpu-path.jsonl");
+
+    @Test
+    void aModelThatMissesItsHeldBackPointByMoreThanAQuarterRecommendsNothing() throws IOException {
+        // tcp: the model's best is 4 QPs, 16 measured highest, and the held-back 16 is missed by -46.3 %
+        final Cli r = Cli.run("model", "qps", "--input", QP_SCALING.toString(), "--fabric", "tcp");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.out().contains("held back: QPs 16 measured 2487.6 MiB/s, predicted 1335.3 MiB/s, error -46.3 %"),
+            r::toString);
+        assertTrue(r.out().contains("does not fit: held-back error -46.3 % exceeds 25 %, so the model recommends "
+            + "nothing; measured best: 16 QPs, 2487.6 MiB/s\n"), r::toString);
+        assertFalse(r.out().contains("best: 4.00 QPs"), r::toString);
+        final JsonNode o = new ObjectMapper().readTree(Cli.run("model", "qps", "--input", QP_SCALING.toString(),
+            "--fabric", "tcp", "--json").out());
+        assertFalse(o.get("fits").asBoolean());
+        assertTrue(o.get("best_qps").isNull(), o::toString);
+        assertEquals(16, o.get("measured_best_qps").asInt());
+        assertEquals(2487.6, o.get("measured_best_mib_s").asDouble(), 0.05);
+        // injvm and shm miss by +49.2 % and +43.6 %: the same verdict, each with its own measured best
+        assertTrue(Cli.run("model", "qps", "--input", QP_SCALING.toString(), "--fabric", "injvm").out().contains(
+            "does not fit: held-back error +49.2 % exceeds 25 %, so the model recommends nothing; measured best: 1 QPs"));
+        assertTrue(Cli.run("model", "qps", "--input", QP_SCALING.toString(), "--fabric", "shm").out().contains(
+            "does not fit: held-back error +43.6 % exceeds 25 %, so the model recommends nothing; measured best: 8 QPs"));
+    }
+
+    @Test
+    void crossoverAndTopologyThatDoNotFitPriceNothing() throws IOException {
+        // the H200's recorded paths: bounce's held-back 64 MiB is missed by +37.5 %
+        final Cli r = Cli.run("model", "crossover", "--input", H200_PATHS.toString());
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.out().endsWith("does not fit: bounce held-back error +37.5 % exceeds 25 %, so the model "
+            + "recommends no crossover and no hybrid threshold\n"), r::toString);
+        assertTrue(r.lines().stream().noneMatch(l -> l.startsWith("hybrid threshold:") || l.startsWith("crossover:")),
+            r::toString);
+        final JsonNode j = new ObjectMapper().readTree(Cli.run("model", "crossover", "--input", H200_PATHS.toString(),
+            "--json").out());
+        assertFalse(j.get("fits").asBoolean());
+        assertTrue(j.get("hybrid").isNull() && j.get("crossover_bytes").isNull(), j::toString);
+        assertEquals("does not fit: bounce held-back error +37.5 % exceeds 25 %", j.get("verdict").asText());
+        // held back at 1 MiB both paths are within 25 % (+9.2 %, -12.9 %): the model recommends
+        final Cli h = Cli.run("model", "crossover", "--input", H200_PATHS.toString(), "--hold-back", "1048576");
+        assertTrue(h.out().contains("hybrid threshold: no crossover: bounce is faster at every size in the model; "
+            + "use bounce always"), h::toString);
+        final Cli t = Cli.run("model", "topology", "--input", H200_PATHS.toString());
+        assertEquals(0, t.exitCode(), t::toString);
+        assertTrue(t.out().contains("does not fit: the crossover fit's bounce held-back error +37.5 % exceeds 25 %, "
+            + "so the model prices no placement"), t::toString);
+        assertFalse(t.out().contains("#bytes"), t::toString);
+        final JsonNode tj = new ObjectMapper().readTree(Cli.run("model", "topology", "--input", H200_PATHS.toString(),
+            "--json").out());
+        assertEquals(0, tj.get("placements").get(0).get("predicted").size());
+        assertTrue(Cli.run("model", "topology", "--input", H200_PATHS.toString(), "--hold-back", "1048576").out()
+            .contains("#bytes       same switch MiB/s"));
     }
 
     @Test

@@ -35,6 +35,35 @@ class OrderingCommandTest {
     }
 
     @Test
+    void expectMakesTheOutcomeCheckableExitOneOnAMismatch() {
+        // seed 3, 200 trials: two-qp reads corrupted data, one-qp none (as oneLinePerVariantEachSayingSimulated shows)
+        final String[] base = {"ordering", "--variants", "two-qp,one-qp", "--trials", "200", "--seed", "3"};
+        final Cli met = Cli.run(concat(base, "--expect", "two-qp=corrupt,one-qp=clean"));
+        assertEquals(0, met.exitCode(), met::toString);
+        assertEquals("", met.err(), met::toString);
+        final Cli unmet = Cli.run(concat(base, "--expect", "two-qp=clean,one-qp=clean,imm=clean"));
+        assertEquals(1, unmet.exitCode(), unmet::toString);
+        assertEquals(3, unmet.lines().size(), "every row still printed: " + unmet);
+        assertTrue(unmet.err().matches("gdrkit ordering: --expect not met: two-qp expected clean, got corrupt \\(\\d+ "
+            + "corrupted reads\\); imm expected but not run \\(add it to --variants\\)\n"), unmet::toString);
+        final Cli bad = Cli.run(concat(base, "--expect", "two-qp=maybe"));
+        assertEquals(2, bad.exitCode(), bad::toString);
+        assertTrue(bad.err().startsWith("gdrkit ordering: --expect 'two-qp=maybe': the outcome is corrupt or clean\n"),
+            bad::toString);
+        final Cli badVariant = Cli.run(concat(base, "--expect", "three-qp=clean"));
+        assertEquals(2, badVariant.exitCode(), badVariant::toString);
+        assertTrue(badVariant.err().startsWith("gdrkit ordering: --expect 'three-qp=clean': VARIANT=corrupt|clean "
+            + "with VARIANT one of two-qp, "), badVariant::toString);
+        assertEquals("", bad.out() + badVariant.out(), "a usage error runs nothing");
+    }
+
+    private static String[] concat(final String[] a, final String... b) {
+        final String[] r = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, r, a.length, b.length);
+        return r;
+    }
+
+    @Test
     void reportFolderHasOneRowPerVariant(@TempDir final Path dir) throws Exception {
         final Cli r = Cli.run("ordering", "--variants", "two-qp,one-qp", "--trials", "100", "--report",
             dir.toString());

@@ -92,6 +92,44 @@ class PerfCommandTest {
     }
 
     @Test
+    void connectionTypeDeviceAndPortAsPerftestTakesThem() {
+        // RC, the named device and port 1 run as without them
+        for (final String[] extra : new String[][] {{"-c", "RC"}, {"-c", "rc"}, {"-d", "soft0"}, {"-d", "soft1"},
+            {"-i", "1"}, {"--connection=RC", "--ib-dev=soft0", "--ib-port=1"}}) {
+            final List<String> args = new java.util.ArrayList<>(List.of("perf", "write_bw", "--loopback", "-n", "20",
+                "--warmup", "0", "-s", "4096"));
+            args.addAll(List.of(extra));
+            final Cli r = Cli.run(args.toArray(String[]::new));
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.lines().stream().anyMatch(l -> l.trim().startsWith("4096 ")), r::toString);
+        }
+        // each refusal is one named line on stderr, exit 2, before any output
+        final String[][] bad = {
+            {"-c", "UC"}, {"-c", "UD"}, {"-c", "XRC"}, {"-d", "mlx5_0"}, {"-i", "2"}, {"-i", "0"},
+            {"--fabric", "shm", "-d", "soft0"}};
+        final String[] why = {
+            "-c UC: the software NIC creates RC and UD QPs only (ibv_create_qp with IBV_QPT_UC fails with EOPNOTSUPP); "
+                + "perf runs RC",
+            "-c UD: perf's UD datagram tests (send_bw/send_lat over address handles) are not built; perf runs RC",
+            "-c must be RC, UC or UD, not 'XRC'",
+            "-d mlx5_0: no such device in this run (the software NICs here are soft0, soft1)",
+            "-i 2: the software NIC soft0 has port 1 only (phys_port_cnt 1)",
+            "-i must be a port number from 1, not 0",
+            "-d soft0: no such device in this run (the software NICs here are perf-server, perf-client)"};
+        for (int i = 0; i < bad.length; i++) {
+            final List<String> args = new java.util.ArrayList<>(List.of("perf", "write_bw", "-n", "20"));
+            if (!List.of(bad[i]).contains("--fabric")) {
+                args.add("--loopback");
+            }
+            args.addAll(List.of(bad[i]));
+            final Cli r = Cli.run(args.toArray(String[]::new));
+            assertEquals(2, r.exitCode(), r::toString);
+            assertEquals("", r.out(), r::toString);
+            assertTrue(r.err().startsWith("gdrkit perf: " + why[i] + "\n"), r::toString);
+        }
+    }
+
+    @Test
     void multipleQpsSoftwareMtuAndGbits() {
         final Cli r = Cli.run("perf", "write_bw", "--loopback", "-n", "40", "--warmup", "0", "-q", "3", "-t", "8",
             "-Q", "4", "--mtu", "65536", "-s", "200000", "--report_gbits");

@@ -39,12 +39,35 @@ public final class VerbsTour {
     }
 
     /**
+     * What the tour showed the NICs do, each flag set only when a step observed it (never assumed): the demo's
+     * sentences about CQ events come from here, so they cannot outlive the behaviour they describe.
+     *
+     * @param completionEvents a CQ armed with reqNotifyCq raised one event on its completion channel, returned by
+     *                         getCqEvent and acknowledged
+     * @param solicitedEvents  a CQ armed for solicited completions only stayed silent for an unsolicited SEND and
+     *                         raised its event for a SOLICITED one
+     */
+    public record Capabilities(boolean completionEvents, boolean solicitedEvents) {
+        /** The sentences the demo prints about CQ events, one per capability, true to the flags. */
+        public List<String> claims() {
+            return List.of(
+                completionEvents
+                    ? "CQ events: reqNotifyCq arms a CQ, its completion channel reports it (getCqEvent, ackCqEvents)"
+                    : "CQ events: no completion-channel event was observed",
+                solicitedEvents
+                    ? "solicited events: a CQ armed for solicited completions wakes on SOLICITED only"
+                    : "solicited events: no solicited-only event was observed");
+        }
+    }
+
+    /**
      * The tour's outcome.
      *
-     * @param setup the two NICs and QPs, as set up
-     * @param steps each step in order
+     * @param setup        the two NICs and QPs, as set up
+     * @param steps        each step in order
+     * @param capabilities what the steps observed about CQ events
      */
-    public record Result(String setup, List<Step> steps) {
+    public record Result(String setup, List<Step> steps, Capabilities capabilities) {
         public long passed() {
             return steps.stream().filter(Step::ok).count();
         }
@@ -71,6 +94,8 @@ public final class VerbsTour {
     private Loopback lb;
     private final WorkCompletion[] wcs = {new WorkCompletion()};
     private long nextWrId = 1;
+    private boolean sawCompletionEvent;
+    private boolean sawSolicitedEvent;
 
     private VerbsTour() {
     }
@@ -100,8 +125,9 @@ public final class VerbsTour {
                 {"RDMA_WRITE 48 B, INLINE|SIGNALED", (Body) this::writeInline},
                 {"RDMA_WRITE unsignaled + RDMA_WRITE SIGNALED", (Body) this::unsignaled},
                 {"RDMA_WRITE_WITH_IMM 5000 B", (Body) this::writeWithImm},
-                {"SEND 5000 B", (Body) this::send},
-                {"SEND_WITH_IMM 100 B, SOLICITED", (Body) this::sendImmSolicited},
+                {"SEND 5000 B, completion-channel event", (Body) this::send},
+                {"SEND, then SEND_WITH_IMM 100 B, SOLICITED, on a CQ armed for solicited events",
+                    (Body) this::sendImmSolicited},
                 {"RDMA_READ 300000 B", (Body) this::read},
                 {"RDMA_READ then RDMA_WRITE|FENCE on the same bytes", (Body) this::fence},
                 {"ATOMIC_FETCH_AND_ADD", (Body) this::fetchAdd},
@@ -120,7 +146,7 @@ public final class VerbsTour {
                     each.accept(step);
                 }
             }
-            return new Result(setup, List.copyOf(steps));
+            return new Result(setup, List.copyOf(steps), new Capabilities(sawCompletionEvent, sawSolicitedEvent));
         }
     }
 
@@ -185,29 +211,60 @@ public final class VerbsTour {
         final int n = 5000;
         lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(601).sge(lb.b.mr, 500_000, 8192));
         fill(lb.a.buf.asSlice(0, n), 5);
+        // armed before the SEND: an event reports completions added after reqNotifyCq only
+        lb.b.rcq.reqNotifyCq(false);
         final long id = post(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
             .sge(lb.a.mr, 0, n));
         final String wc = expect(lb.a.scq, id, WcOpcode.SEND, "SEND completion");
+        final String event = awaitEvent("B's completion event");
         final WorkCompletion r = await(lb.b.rcq, "B's RECV completion");
         check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RECV && r.wrId == 601 && r.byteLen == n
             && !r.hasImm(), "B's completion " + r);
         same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(500_000, n), "B's receive buffer");
-        return wc + "; B: " + desc(r) + "; " + n + " bytes verified in the receive buffer";
+        sawCompletionEvent = true;
+        return wc + "; B: " + event + ", then " + desc(r) + "; " + n + " bytes verified in the receive buffer";
     }
 
     private String sendImmSolicited() {
         final int n = 100;
+        lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(700).sge(lb.b.mr, 516_000, 4096));
         lb.b.qps[0].postRecv(new RecvWorkRequest().wrId(701).sge(lb.b.mr, 520_000, 4096));
+        lb.b.rcq.reqNotifyCq(true);
+        // an unsolicited SEND first: its completion must not wake a CQ armed for solicited completions
+        fill(lb.a.buf.asSlice(0, n), 16);
+        final long plain = post(new SendWorkRequest().opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
+            .sge(lb.a.mr, 0, n));
+        expect(lb.a.scq, plain, WcOpcode.SEND, "unsolicited SEND completion");
+        final WorkCompletion quiet = await(lb.b.rcq, "B's RECV completion of the unsolicited SEND");
+        check(quiet.status == WcStatus.SUCCESS && quiet.wrId == 700, "B's completion " + quiet);
+        final io.gdrkit.verbs.CompletionQueue early = lb.b.channel.getCqEvent(0);
+        if (early != null) {
+            early.ackCqEvents(1);
+            throw new CheckFailed("a completion event for the unsolicited SEND on a CQ armed for solicited only");
+        }
         fill(lb.a.buf.asSlice(0, n), 6);
         final long id = post(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM)
             .flags(SendFlags.SIGNALED | SendFlags.SOLICITED).imm(0xCAFEBABE).sge(lb.a.mr, 0, n));
         final String wc = expect(lb.a.scq, id, WcOpcode.SEND, "SEND_WITH_IMM completion");
+        final String event = awaitEvent("B's solicited completion event");
         final WorkCompletion r = await(lb.b.rcq, "B's RECV completion");
         check(r.status == WcStatus.SUCCESS && r.opcode == WcOpcode.RECV && r.wrId == 701 && r.byteLen == n
             && r.hasImm() && r.immData == 0xCAFEBABE, "B's completion " + r);
         same(lb.a.buf.asSlice(0, n), lb.b.buf.asSlice(520_000, n), "B's receive buffer");
-        return wc + "; B: " + desc(r) + " imm=0xcafebabe; " + n + " bytes verified (SOLICITED carried in the "
-            + "BTH; CQ event notification is not modelled)";
+        sawSolicitedEvent = true;
+        return "unsolicited SEND: B's completion (wr_id=700) raised no event; " + wc + "; B: " + event + ", then "
+            + desc(r) + " imm=0xcafebabe; " + n + " bytes verified";
+    }
+
+    /** Waits on B's completion channel for its receive CQ's event and acknowledges it. */
+    private String awaitEvent(final String what) {
+        final io.gdrkit.verbs.CompletionQueue cq = lb.b.channel.getCqEvent(TIMEOUT_NS);
+        if (cq == null) {
+            throw new Deadline.TimeoutError("timed out after 10 s waiting for " + what);
+        }
+        cq.ackCqEvents(1);
+        check(cq == lb.b.rcq, what + ": the event names another CQ");
+        return "getCqEvent returned the receive CQ (event acknowledged)";
     }
 
     private String read() {

@@ -103,6 +103,25 @@ public record CrossoverModel(String source, Path gdr, Path bounce, List<Measurem
         return new Path(name, in, f, new HeldBack(held.x(), held.mibS(), p.mibS(held.x())));
     }
 
+    /** Both paths' held-back errors are within {@link HeldBack#FIT_LIMIT}: only then are the crossover and the
+     *  hybrid threshold recommendations. */
+    public boolean fits() {
+        return gdr.heldBack().fits() && bounce.heldBack().fits();
+    }
+
+    /** Why the model does not fit (the paths whose held-back error exceeds the limit), or null when it fits. */
+    public String misfit() {
+        final List<String> bad = new java.util.ArrayList<>();
+        for (final Path p : List.of(gdr, bounce)) {
+            if (!p.heldBack().fits()) {
+                bad.add(String.format(java.util.Locale.ROOT, "%s held-back error %+.1f %%", p.name(),
+                    100 * p.heldBack().relativeError()));
+            }
+        }
+        return bad.isEmpty() ? null : String.join(", ", bad) + String.format(java.util.Locale.ROOT,
+            " exceeds %.0f %%", 100 * HeldBack.FIT_LIMIT);
+    }
+
     /** The size where both paths take equal time, or NaN when the lines do not meet at a positive size. */
     public double crossoverBytes() {
         final double dg = gdr.fit.coefficients()[1] - bounce.fit.coefficients()[1];

@@ -60,6 +60,36 @@ public record SaturationModel(List<Measurement> inputs, CostFit fit, HeldBack he
         return new SaturationModel(inputs, f, new HeldBack(held.x(), held.mibS(), 1 / f.cost(TERMS, held.x())));
     }
 
+    /** The model recommends only when its held-back error is within {@link HeldBack#FIT_LIMIT}. */
+    public boolean fits() {
+        return heldBack.fits();
+    }
+
+    /** The measurement with the highest bandwidth (the first of equals), held-back point included. */
+    public Measurement measuredBest() {
+        Measurement best = inputs.get(0);
+        for (final Measurement m : inputs) {
+            if (m.mibS() > best.mibS()) {
+                best = m;
+            }
+        }
+        return best;
+    }
+
+    /**
+     * The model's best QP count agrees with the measurements: it lies within a factor of 2 of the measured best
+     * count (QP counts are usually measured in powers of 2, so a neighbour of the measured best agrees). A
+     * saturating model (no best count) agrees when the measured best is the largest count measured.
+     */
+    public boolean bestAgrees() {
+        final double measured = measuredBest().x();
+        final double model = bestQps();
+        if (Double.isInfinite(model)) {
+            return measured == inputs.stream().mapToDouble(Measurement::x).max().orElseThrow();
+        }
+        return model >= measured / 2 && model <= measured * 2;
+    }
+
     /** Predicted MiB/s at {@code q} QPs. */
     public double predict(final double q) {
         return 1 / fit.cost(TERMS, q);

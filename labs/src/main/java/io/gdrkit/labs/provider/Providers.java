@@ -37,6 +37,30 @@ public final class Providers {
      *
      * @param what what the device is for, named in the error ("perf write_bw", "visibility", ...)
      */
+    public static Device requireNative(final String what, final String name) {
+        final Device first = requireNative(what);
+        if (name == null) {
+            return first;
+        }
+        final List<Device> devices = find(ProviderKind.NATIVE).devices();
+        for (final Device d : devices) {
+            if (d.name().equals(name)) {
+                return d;
+            }
+        }
+        throw new UnknownDeviceException(name, devices.stream().map(Device::name).toList());
+    }
+
+    /** A device named by the user that the provider does not list; the message names those it lists. */
+    public static final class UnknownDeviceException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        public UnknownDeviceException(final String name, final List<String> have) {
+            super("no RDMA device '" + name + "' (the provider lists " + (have.isEmpty() ? "none"
+                : String.join(", ", have)) + ")");
+        }
+    }
+
     public static Device requireNative(final String what) {
         final VerbsProvider p = find(ProviderKind.NATIVE);
         final List<Device> devices = p.devices();

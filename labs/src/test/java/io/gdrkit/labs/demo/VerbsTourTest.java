@@ -4,6 +4,7 @@
 package io.gdrkit.labs.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -32,5 +33,33 @@ class VerbsTourTest {
         final VerbsTour.Step atomic = r.steps().get(8);
         assertEquals("ATOMIC_FETCH_AND_ADD", atomic.name());
         assertTrue(atomic.detail().endsWith("fetched 40, remote 40 -> 42"), atomic.detail());
+        // CQ events: a completion-channel wait, and a solicited-only arm that ignores an unsolicited SEND
+        final VerbsTour.Step send = r.steps().get(4);
+        assertEquals("SEND 5000 B, completion-channel event", send.name());
+        assertTrue(send.detail().contains("B: getCqEvent returned the receive CQ (event acknowledged), then wc "
+            + "SUCCESS/RECV wr_id=601 byte_len=5000"), send.detail());
+        final VerbsTour.Step solicited = r.steps().get(5);
+        assertTrue(solicited.detail().startsWith("unsolicited SEND: B's completion (wr_id=700) raised no event; "),
+            solicited.detail());
+        assertTrue(solicited.detail().contains("B: getCqEvent returned the receive CQ (event acknowledged), then wc "
+            + "SUCCESS/RECV wr_id=701 byte_len=100 imm=0xcafebabe"), solicited.detail());
+        assertEquals(new VerbsTour.Capabilities(true, true), r.capabilities());
+        // no step says a capability is missing that the tour just showed
+        for (final VerbsTour.Step s : r.steps()) {
+            assertFalse(s.detail().contains("not modelled"), s::toString);
+        }
+    }
+
+    @Test
+    void claimsFollowTheCapabilitiesNeverAFixedSentence() {
+        assertEquals(List.of(
+            "CQ events: reqNotifyCq arms a CQ, its completion channel reports it (getCqEvent, ackCqEvents)",
+            "solicited events: a CQ armed for solicited completions wakes on SOLICITED only"),
+            new VerbsTour.Capabilities(true, true).claims());
+        assertEquals(List.of("CQ events: no completion-channel event was observed",
+            "solicited events: no solicited-only event was observed"), new VerbsTour.Capabilities(false, false).claims());
+        assertEquals(List.of(
+            "CQ events: reqNotifyCq arms a CQ, its completion channel reports it (getCqEvent, ackCqEvents)",
+            "solicited events: no solicited-only event was observed"), new VerbsTour.Capabilities(true, false).claims());
     }
 }

@@ -37,6 +37,30 @@ class ModelTest {
     }
 
     @Test
+    void aModelFitsOnlyWithinAQuarterOfItsHeldBackPointAndTheMeasuredBestWinsADisagreement() {
+        assertTrue(new HeldBack(8, 100, 125).fits());
+        assertTrue(new HeldBack(8, 100, 75).fits());
+        assertFalse(new HeldBack(8, 100, 125.01).fits());
+        assertFalse(new HeldBack(8, 100, 74.99).fits());
+        // a curve that peaks at 4 QPs (1/bw = 1e-4 + 4e-4/q + 2.5e-5*q) fitted to 1, 2, 4, 8, with 16 measured highest
+        final List<Measurement> in = new ArrayList<>();
+        for (final int q : new int[] {1, 2, 4, 8}) {
+            in.add(new Measurement(q, 1 / (1e-4 + 4e-4 / q + 2.5e-5 * q), 1, "synthetic"));
+        }
+        in.add(new Measurement(16, 10_000, 1, "synthetic"));
+        final SaturationModel m = SaturationModel.fit(in, 16.0);
+        assertEquals(4.0, m.bestQps(), 1e-6);
+        assertEquals(16, m.measuredBest().x());
+        assertFalse(m.bestAgrees());
+        assertFalse(m.fits(), "16 QPs: predicted " + m.heldBack().predicted());
+        // without the outlier, 8 held back is on the curve: it fits, and the best (4) is the measured best
+        final SaturationModel onCurve = SaturationModel.fit(in.subList(0, 4), 8.0);
+        assertTrue(onCurve.fits());
+        assertEquals(4, onCurve.measuredBest().x());
+        assertTrue(onCurve.bestAgrees());
+    }
+
+    @Test
     void saturationRecoversAllThreeParameters() {
         final double a = 1 / 20000.0;
         final double b = 3 / 20000.0;
