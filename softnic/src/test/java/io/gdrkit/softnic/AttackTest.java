@@ -596,6 +596,51 @@ class AttackTest {
         }
     }
 
+    /**
+     * Out of file descriptors, the fabric's blocking accept fails with EMFILE at once, over and over (Linux takes the
+     * descriptor before it looks at the backlog): the acceptor backs off instead of spinning or ending, and a real
+     * peer joins once descriptors are free.
+     */
+    @Test
+    void tcpFabricAcceptOutOfDescriptorsBacksOffAndAPeerJoinsAfter() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.gdrkit.core.host.FileDescriptorLimit.unavailable().isEmpty(),
+            "no RLIMIT_NOFILE here");
+        final int cap = 1 << 16;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric good = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE)) {
+            server.attach(1);
+            good.attach(2);
+            final var b = server.acceptBackoff();
+            final List<java.nio.channels.SocketChannel> probes = new ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    probes.add(java.nio.channels.SocketChannel.open()); // their descriptors now, connected later
+                }
+                try (var x = io.gdrkit.core.host.FileDescriptorLimit.exhaust()) {
+                    // a connection waits in the backlog while accept has no descriptor for it; one closed late
+                    // elsewhere in the JVM may still take a probe: then the next one
+                    for (int i = 0; i < probes.size() && b.failures() < 3; i++) {
+                        x.refill();
+                        probes.get(i).connect(server.localAddress());
+                        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                        while (b.failures() < 3 && System.nanoTime() < deadline) {
+                            Thread.sleep(1);
+                        }
+                    }
+                }
+            } finally {
+                for (final java.nio.channels.SocketChannel p : probes) {
+                    p.close();
+                }
+            }
+            assertTrue(b.failures() >= 3, "accept failed and was retried: " + b.failures());
+            assertTrue(b.lastError().contains("Too many open files"), b::lastError);
+            good.connect(1, server.localAddress());
+            awaitTrue(() -> server.lidInUse(2), "the real peer joined");
+            assertEquals(0, b.delayNanos(), "the pause ended with the next accept");
+        }
+    }
+
     // ------------------------------------------------------------------ API misuse
 
     @Test
