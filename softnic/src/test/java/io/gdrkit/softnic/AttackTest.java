@@ -164,7 +164,7 @@ class AttackTest {
                     s.connect(listener.localAddress(), 5000);
                     stray.add(s);
                 }
-                awaitTrue(() -> listener.refusedOverCap() > 0, "connections over the cap refused");
+                awaitTrue(() -> listener.evictedSilent() > 0, "silent connections over the cap closed");
                 awaitTrue(() -> listener.lastError().contains("handshake timeout"), "the truncated REQ timed out");
             } finally {
                 for (final Socket s : stray) {
@@ -174,10 +174,139 @@ class AttackTest {
             // the strays cost nothing lasting: once they are gone (closed or timed out) a real client is served;
             // each of the 21 ends refused over the cap or as a handshake error, and until all have, some may still
             // be in the kernel's accept backlog (pending 0 for a moment) and fill the cap again when the client comes
-            awaitTrue(() -> listener.refusedOverCap() + listener.protocolErrors() >= stray.size(),
+            awaitTrue(() -> listener.refusedOverCap() + listener.evictedSilent() + listener.protocolErrors()
+                >= stray.size(),
                 "every stray connection accounted for");
             awaitTrue(() -> listener.pendingConnections() == 0, "no connection pending");
             realClientIsServed(f, listener, Token.NONE);
+        }
+    }
+
+    /**
+     * 16 silent connections, each renewed as soon as the listener closes it (at its handshake timeout, or to make
+     * room), hold the CM's pending cap full all the time; real clients arriving meanwhile must still be served: at
+     * the cap the oldest connection that has sent nothing is closed for the newcomer, so the silent ones churn among
+     * themselves. Before, every newcomer over the cap was closed at once and the real clients were locked out for
+     * as long as the attack went on.
+     */
+    @Test
+    void cmSilentConnectionsRenewedAtThePendingCapNeverLockOutRealClients() throws Exception {
+        final int cap = CmListener.DEFAULT_MAX_PENDING;
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), Token.NONE,
+                 Duration.ofSeconds(3), cap)) {
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            final AtomicLong renewed = new AtomicLong();
+            final Thread attacker = Thread.ofPlatform().daemon(true).name("silent-renewer").start(() -> {
+                final Socket[] silent = new Socket[cap];
+                try {
+                    while (!stop.get()) {
+                        for (int i = 0; i < cap; i++) {
+                            if (silent[i] == null || closedByPeer(silent[i])) {
+                                if (silent[i] != null) {
+                                    silent[i].close();
+                                    renewed.incrementAndGet();
+                                }
+                                silent[i] = new Socket();
+                                silent[i].connect(listener.localAddress(), 5000);
+                                silent[i].setSoTimeout(1);
+                            }
+                        }
+                        Thread.sleep(50);
+                    }
+                } catch (final IOException | InterruptedException e) {
+                    throw new IllegalStateException("the attacker itself failed", e);
+                } finally {
+                    for (final Socket s : silent) {
+                        try {
+                            if (s != null) {
+                                s.close();
+                            }
+                        } catch (final IOException ignored) {
+                            // closing anyway
+                        }
+                    }
+                }
+            });
+            try {
+                awaitTrue(() -> listener.pendingConnections() >= cap, "the pending cap full of silent connections");
+                for (int i = 0; i < 3; i++) {
+                    realClientIsServed(f, listener, Token.NONE);
+                    assertTrue(attacker.isAlive(), "the attacker still runs");
+                }
+                assertTrue(listener.evictedSilent() > 0, "silent connections made room");
+                assertEquals(0, listener.refusedOverCap(), "no newcomer refused while silent ones were pending");
+            } finally {
+                stop.set(true);
+                attacker.join(20_000);
+            }
+        }
+    }
+
+    /**
+     * Out of file descriptors (EMFILE), {@code accept} fails at once while the connection stays in the backlog; the
+     * CM's acceptor must neither spin on it nor die: it counts the failure, backs off (the pause doubles), and
+     * serves the waiting connection as soon as descriptors are free again.
+     */
+    @Test
+    void cmAcceptOutOfDescriptorsBacksOffAndServesAgain() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.gdrkit.core.host.FileDescriptorLimit.unavailable().isEmpty(),
+            "no RLIMIT_NOFILE here");
+        try (Fixture f = new Fixture(new SoftNicContext(), 4096);
+             CmListener listener = new CmListener(new InetSocketAddress(LO, 0), Token.NONE, T, 8)) {
+            realClientIsServed(f, listener, Token.NONE); // loads what the listener runs: no class file opens later
+            final List<java.nio.channels.SocketChannel> probes = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                probes.add(java.nio.channels.SocketChannel.open()); // their descriptors now, connected later
+            }
+            java.nio.channels.SocketChannel waiting = null;
+            try {
+                try (var x = io.gdrkit.core.host.FileDescriptorLimit.exhaust()) {
+                    // a descriptor closed late elsewhere in the JVM (a socket's deferred close) may still free up
+                    // and take one connection: then take it up and try the next, until accept fails for want of one
+                    for (final java.nio.channels.SocketChannel p : probes) {
+                        x.refill();
+                        final long failures = listener.acceptBackoff().failures();
+                        final int pending = listener.pendingConnections();
+                        p.connect(listener.localAddress()); // completes into the backlog
+                        awaitTrue(() -> listener.acceptBackoff().failures() >= failures + 3
+                            || listener.pendingConnections() > pending, "accept failed and retried, or accepted");
+                        if (listener.pendingConnections() == pending) {
+                            waiting = p;
+                            break;
+                        }
+                    }
+                    assertNotNull(waiting, "accept still found a descriptor after 4 refills");
+                }
+                final var b = listener.acceptBackoff();
+                assertTrue(b.lastError().contains("Too many open files"), b::lastError);
+                // the listener serves the connection that waited in the backlog: its CHAL comes
+                waiting.socket().setSoTimeout(20_000);
+                new DataInputStream(waiting.socket().getInputStream()).readFully(new byte[72]);
+                assertEquals(0, b.delayNanos(), "the pause ends with the next accept");
+            } finally {
+                for (final java.nio.channels.SocketChannel p : probes) {
+                    p.close();
+                }
+            }
+            try {
+                realClientIsServed(f, listener, Token.NONE);
+            } catch (final RuntimeException e) {
+                throw new AssertionError("a real client after the exhaustion failed; the listener's last error: "
+                    + listener.lastError() + ", evicted " + listener.evictedSilent() + ", refused "
+                    + listener.refusedOverCap(), e);
+            }
+        }
+    }
+
+    /** True when the far side closed {@code s} (its SO_TIMEOUT is short: a read that times out is still open). */
+    private static boolean closedByPeer(final Socket s) {
+        try {
+            return s.getInputStream().read() < 0;
+        } catch (final java.net.SocketTimeoutException e) {
+            return false;
+        } catch (final IOException e) {
+            return true;
         }
     }
 
@@ -464,6 +593,51 @@ class AttackTest {
                     s.close();
                 }
             }
+        }
+    }
+
+    /**
+     * Out of file descriptors, the fabric's blocking accept fails with EMFILE at once, over and over (Linux takes the
+     * descriptor before it looks at the backlog): the acceptor backs off instead of spinning or ending, and a real
+     * peer joins once descriptors are free.
+     */
+    @Test
+    void tcpFabricAcceptOutOfDescriptorsBacksOffAndAPeerJoinsAfter() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.gdrkit.core.host.FileDescriptorLimit.unavailable().isEmpty(),
+            "no RLIMIT_NOFILE here");
+        final int cap = 1 << 16;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE);
+             TcpFabric good = new TcpFabric(new InetSocketAddress(LO, 0), cap, null, false, 1, Token.NONE)) {
+            server.attach(1);
+            good.attach(2);
+            final var b = server.acceptBackoff();
+            final List<java.nio.channels.SocketChannel> probes = new ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    probes.add(java.nio.channels.SocketChannel.open()); // their descriptors now, connected later
+                }
+                try (var x = io.gdrkit.core.host.FileDescriptorLimit.exhaust()) {
+                    // a connection waits in the backlog while accept has no descriptor for it; one closed late
+                    // elsewhere in the JVM may still take a probe: then the next one
+                    for (int i = 0; i < probes.size() && b.failures() < 3; i++) {
+                        x.refill();
+                        probes.get(i).connect(server.localAddress());
+                        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                        while (b.failures() < 3 && System.nanoTime() < deadline) {
+                            Thread.sleep(1);
+                        }
+                    }
+                }
+            } finally {
+                for (final java.nio.channels.SocketChannel p : probes) {
+                    p.close();
+                }
+            }
+            assertTrue(b.failures() >= 3, "accept failed and was retried: " + b.failures());
+            assertTrue(b.lastError().contains("Too many open files"), b::lastError);
+            good.connect(1, server.localAddress());
+            awaitTrue(() -> server.lidInUse(2), "the real peer joined");
+            assertEquals(0, b.delayNanos(), "the pause ended with the next accept");
         }
     }
 

@@ -65,6 +65,7 @@ public final class BootstrapRoot implements AutoCloseable {
     private int joined;
     private boolean sealed;
     private final java.util.concurrent.Semaphore admissionSlots = new java.util.concurrent.Semaphore(MAX_PENDING);
+    private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
     private final java.util.concurrent.atomic.AtomicLong refusedConnections =
         new java.util.concurrent.atomic.AtomicLong();
     private volatile String lastRefusal = "";
@@ -170,6 +171,11 @@ public final class BootstrapRoot implements AutoCloseable {
         return refusedConnections.get();
     }
 
+    /** {@return how accept failures (EMFILE and the like) were met: counted, remembered, backed off} */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff() {
+        return acceptBackoff;
+    }
+
     /** {@return why the last connection was refused before joining ("" if none)} */
     public String lastRefusal() {
         return lastRefusal;
@@ -264,12 +270,19 @@ public final class BootstrapRoot implements AutoCloseable {
             final Socket s;
             try {
                 s = server.accept();
+                acceptBackoff.succeeded();
             } catch (final IOException e) {
                 admissionSlots.release();
                 if (closed || server.isClosed()) {
                     return;
                 }
-                continue; // a peer that reset during accept affects nobody else
+                // out of descriptors (EMFILE) fails at once while the rank waits in the backlog: back off instead
+                // of spinning; a peer that reset during accept affects nobody else
+                acceptBackoff.failed(e);
+                if (!acceptBackoff.pause()) {
+                    return;
+                }
+                continue;
             }
             Thread.ofVirtual().name("bootstrap-root-admit").start(() -> {
                 try {

@@ -170,6 +170,8 @@ public final class IbTransport implements NetTransport {
         final long id;
         /** Connections whose setup is under way, each at its own pace (a silent one holds up no other). */
         final java.util.ArrayList<Accepting> pending = new java.util.ArrayList<>();
+        /** Accept failures (EMFILE): the listener skips accepting for a pause, serving what is in setup meanwhile. */
+        final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
         boolean closed;
 
         Listen(final int dev, final ServerSocketChannel server, final long id) {
@@ -326,15 +328,21 @@ public final class IbTransport implements NetTransport {
     @Override
     public RecvComm accept(final ListenComm listenComm) {
         final Listen l = listen(listenComm);
-        while (true) {
+        while (l.acceptBackoff.mayTry()) {
             final SocketChannel ch;
             try {
                 ch = l.server.accept();
                 if (ch == null) {
                     break;
                 }
-            } catch (final java.io.IOException e) {
+                l.acceptBackoff.succeeded();
+            } catch (final java.nio.channels.ClosedChannelException e) {
                 throw new NetTransportException(Reason.SYSTEM, "accept: " + e.getMessage(), e);
+            } catch (final java.io.IOException e) {
+                // out of descriptors (EMFILE) the connection stays in the backlog: pause accepting (the caller's
+                // deadline still runs) rather than fail the communicator or spin
+                l.acceptBackoff.failed(e);
+                break;
             }
             if (l.pending.size() >= MAX_PENDING_ACCEPTS && !evictStranger(l)) {
                 // every slot holds a sender of this run: the newest waits no longer
@@ -414,6 +422,16 @@ public final class IbTransport implements NetTransport {
         } catch (final java.io.IOException ignored) {
             // a stranger's socket: nothing to report
         }
+    }
+
+    /**
+     * How {@code listenComm}'s accept failures (EMFILE and the like) were met: counted, remembered, backed off.
+     *
+     * @param listenComm a listener of this transport
+     * @return its backoff
+     */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff(final ListenComm listenComm) {
+        return listen(listenComm).acceptBackoff;
     }
 
     /**

@@ -188,6 +188,35 @@ class IbTransportListenerAttackTest {
         aRealSenderIsServed();
     }
 
+    /**
+     * Out of file descriptors, accept fails with EMFILE (Linux takes the descriptor before it looks at the backlog):
+     * the listener pauses accepting and says nothing to the caller, whose deadline still runs; before, the
+     * communicator's setup failed with SYSTEM "accept: Too many open files". Once descriptors are free, a real
+     * sender is served.
+     */
+    @Test
+    void acceptOutOfDescriptorsBacksOffAndARealSenderIsServedAfter() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.gdrkit.core.host.FileDescriptorLimit.unavailable().isEmpty(),
+            "no RLIMIT_NOFILE here");
+        aRealSenderIsServed(); // loads what accept runs: no class file opens while no descriptor is free
+        final io.gdrkit.core.net.AcceptBackoff b = rx.acceptBackoff(listen);
+        try (SocketChannel waiting = SocketChannel.open()) {
+            try (var x = io.gdrkit.core.host.FileDescriptorLimit.exhaust()) {
+                waiting.connect(target.address()); // into the backlog
+                final long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                while (b.failures() < 3 && System.nanoTime() < deadline) {
+                    x.refill(); // any descriptor closed late elsewhere in the JVM
+                    assertNull(rx.accept(listen), "no comm while no descriptor is free");
+                    Thread.sleep(1);
+                }
+            }
+            assertTrue(b.failures() >= 3, "accept failed and was retried: " + b.failures());
+            assertTrue(b.lastError().contains("Too many open files"), b::lastError);
+        }
+        aRealSenderIsServed();
+        assertEquals(0, b.delayNanos(), "the pause ended with the next accept");
+    }
+
     @Test
     void moreStrangersThanSetupSlotsAreClosedAndARealSenderIsStillServed() throws IOException {
         final java.util.List<SocketChannel> held = new java.util.ArrayList<>();

@@ -97,6 +97,7 @@ public final class TcpFabric implements Fabric {
     private final java.util.concurrent.atomic.AtomicInteger pending = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong spoofed = new java.util.concurrent.atomic.AtomicLong();
+    private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
     private volatile String lastError = "";
     private volatile boolean parkingOn = true;
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
@@ -234,6 +235,11 @@ public final class TcpFabric implements Fabric {
         return p == null ? 0 : p.parks();
     }
 
+    /** How accept failures (EMFILE and the like) were met: counted, remembered, backed off. */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff() {
+        return acceptBackoff;
+    }
+
     /** Why the last connection was refused or closed for a protocol error ("" if none). */
     public String lastError() {
         return lastError;
@@ -244,11 +250,18 @@ public final class TcpFabric implements Fabric {
             final SocketChannel ch;
             try {
                 ch = server.accept();
+                acceptBackoff.succeeded();
             } catch (final IOException e) {
                 if (closed) {
                     return;
                 }
-                continue; // a client that reset during accept affects nobody else
+                // out of descriptors (EMFILE) fails at once while the connection waits in the backlog: back off
+                // instead of spinning; a client that reset during accept affects nobody else
+                acceptBackoff.failed(e);
+                if (!acceptBackoff.pause()) {
+                    return;
+                }
+                continue;
             }
             if (pending.incrementAndGet() > MAX_PENDING) {
                 pending.decrementAndGet();

@@ -48,6 +48,11 @@ public final class CmListener implements AutoCloseable {
     private final AtomicInteger pending = new AtomicInteger();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
+    private final AtomicLong evicted = new AtomicLong();
+    /** Connections in their handshake, oldest first: the oldest silent one makes room when the cap is reached. */
+    private final java.util.concurrent.ConcurrentLinkedDeque<Pending> inHandshake =
+        new java.util.concurrent.ConcurrentLinkedDeque<>();
+    private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
     private volatile String lastError = "";
     private volatile java.util.function.Supplier<byte[]> info = () -> new byte[0];
     private final BlockingQueue<Request> ready;
@@ -112,9 +117,77 @@ public final class CmListener implements AutoCloseable {
         return pending.get();
     }
 
-    /** Connections closed at once because {@link #maxPending} were already pending. */
+    /**
+     * Connections closed at once because {@link #maxPending} were already pending and none of them was silent (all
+     * had started their REQ).
+     */
     public long refusedOverCap() {
         return refused.get();
+    }
+
+    /**
+     * Pending connections that had sent nothing, closed to make room for a newer one when {@link #maxPending} were
+     * pending: silent connections churn among themselves and never lock a real client out.
+     */
+    public long evictedSilent() {
+        return evicted.get();
+    }
+
+    /** How accept failures (EMFILE and the like) were met: counted, remembered, backed off. */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff() {
+        return acceptBackoff;
+    }
+
+    /** One connection between TCP accept and a complete request; {@code spoke} once a byte of it arrived. */
+    private static final class Pending {
+        final Socket socket;
+        volatile boolean spoke;
+        volatile boolean evicted;
+
+        Pending(final Socket socket) {
+            this.socket = socket;
+        }
+    }
+
+    /** Marks its connection as having spoken at the first byte read. */
+    private static final class SpokeInputStream extends java.io.FilterInputStream {
+        private final Pending p;
+
+        SpokeInputStream(final java.io.InputStream in, final Pending p) {
+            super(in);
+            this.p = p;
+        }
+
+        @Override
+        public int read() throws IOException {
+            final int b = super.read();
+            if (b >= 0) {
+                p.spoke = true;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(final byte[] b, final int off, final int len) throws IOException {
+            final int n = super.read(b, off, len);
+            if (n > 0) {
+                p.spoke = true;
+            }
+            return n;
+        }
+    }
+
+    /** Closes the oldest pending connection that has sent nothing; false when every pending one has spoken. */
+    private boolean evictOldestSilent() {
+        for (final Pending p : inHandshake) {
+            if (!p.spoke && inHandshake.remove(p)) {
+                p.evicted = true;
+                evicted.incrementAndGet();
+                ConnectionManager.close(p.socket);
+                return true;
+            }
+        }
+        return false;
     }
 
     /** What the last bad connection did wrong ("" if none). */
@@ -127,31 +200,41 @@ public final class CmListener implements AutoCloseable {
             final Socket s;
             try {
                 s = server.accept();
+                acceptBackoff.succeeded();
             } catch (final IOException e) {
                 if (closed) {
                     return;
                 }
-                continue; // a client that reset during accept affects nobody else
+                // out of descriptors (EMFILE) fails at once while the connection waits in the backlog: back off
+                // instead of spinning; a client that reset during accept affects nobody else
+                acceptBackoff.failed(e);
+                if (!acceptBackoff.pause()) {
+                    return;
+                }
+                continue;
             }
-            if (pending.incrementAndGet() > maxPending) {
-                pending.decrementAndGet();
+            if (pending.get() >= maxPending && !evictOldestSilent()) {
                 refused.incrementAndGet();
                 ConnectionManager.close(s);
                 continue;
             }
-            Thread.ofVirtual().name("cm-handshake").start(() -> handshake(s));
+            pending.incrementAndGet();
+            final Pending p = new Pending(s);
+            inHandshake.add(p);
+            Thread.ofVirtual().name("cm-handshake").start(() -> handshake(p));
         }
     }
 
     /** Runs one connection's CHAL / REQ exchange; only a valid request reaches the queue. */
-    private void handshake(final Socket s) {
+    private void handshake(final Pending p) {
+        final Socket s = p.socket;
         boolean queued = false;
         final InetSocketAddress peer = (InetSocketAddress) s.getRemoteSocketAddress();
         try {
             s.setTcpNoDelay(true);
             // one deadline from accept for the whole handshake: a peer dripping a byte at a time cannot hold it
             final DeadlineInputStream din = new DeadlineInputStream(s, Duration.ofMillis(handshakeMs));
-            final DataInputStream in = new DataInputStream(din);
+            final DataInputStream in = new DataInputStream(new SpokeInputStream(din, p));
             final DataOutputStream out = new DataOutputStream(s.getOutputStream());
             final byte[] nonce = Token.nonce();
             new CmMessage(CmMessage.CHAL, 0, 0, 0, 0, nonce).write(out);
@@ -185,8 +268,11 @@ public final class CmListener implements AutoCloseable {
         } catch (final CmException e) {
             error(peer, e.getMessage());
         } catch (final IOException | RuntimeException e) {
-            error(peer, e.toString());
+            if (!p.evicted) { // an evicted one is counted as such: closing it made the read fail
+                error(peer, e.toString());
+            }
         } finally {
+            inHandshake.remove(p);
             pending.decrementAndGet();
             if (!queued) {
                 ConnectionManager.close(s);
