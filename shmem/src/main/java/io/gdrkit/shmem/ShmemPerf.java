@@ -224,8 +224,11 @@ public final class ShmemPerf {
         final List<long[]> stamps = new ArrayList<>();
         long signalBase = 0;
         pe.barrierAll();
-        for (long size = min; size <= max; size = size * 2) {
-            final long len = size;
+        // pass -1 is the warm-up: the smallest size, run in full but not reported, so that the first reported size
+        // does not pay for the first run of each kernel and of the path (JIT, the first WQE, doorbell, pick-up)
+        for (int pass = -1; (min << Math.max(pass, 0)) <= max; pass++) {
+            final long len = min << Math.max(pass, 0);
+            final boolean warmUp = pass < 0;
             final double[] t = new double[iters];
             final long[] bwTime = new long[1];
             final long[] answer = new long[iters];
@@ -317,12 +320,12 @@ public final class ShmemPerf {
                         }
                     }
                 }
-            } else if (pe.myPe() == 1 && pe.readLong(ctr) != iters) {
+            } else if (pe.myPe() == 1 && pe.readLong(ctr) != (long) iters * (pass + 2)) {
                 throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, "atomic_lat: the counter on PE 1 is "
-                    + pe.readLong(ctr) + " after " + iters + " fetch-adds of 1");
+                    + pe.readLong(ctr) + " after " + (long) iters * (pass + 2) + " fetch-adds of 1 (warm-up included)");
             }
             pe.barrierAll();
-            if (pe.myPe() == 0) {
+            if (pe.myPe() == 0 && !warmUp) {
                 if (bw) {
                     final int per = Math.max(1, iters / (blocks * threads));
                     final long ops = (long) per * blocks * threads;
