@@ -185,10 +185,20 @@ final class ShmemPerfCommand implements Callable<Integer> {
             + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + (r.simulatedGpu() ? " (simulated kernels)"
             : " (CUDA kernels)")
             + (r.wqeFence() ? "" : ", NO fence before the doorbell"));
+        final boolean halfRtt = ShmemPerf.HALF_RTT.equals(r.rows().get(0).latency());
         out.println(r.rows().get(0).mibPerSec() > 0 ? "#bytes     ops      threads  MiB/s        Mops"
+            : halfRtt ? "#bytes     iters    half_rtt_min[us] half_rtt_med[us] half_rtt_max[us]"
             : "#bytes     iters    t_min[us]  t_med[us]  t_max[us]");
         for (final ShmemPerf.Row row : r.rows()) {
             out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
+        }
+        if (r.rows().get(0).split() != null) {
+            out.println("# time split per size, us per operation (total = kernel + comm + cpu-wait"
+                + (halfRtt ? "; comm is the full round trip, twice half_rtt" : "") + "):");
+            for (final ShmemPerf.Row row : r.rows()) {
+                out.println("#   " + ShmemPerf.formatSplit(row));
+            }
+            out.println("# measured: " + r.rows().get(0).split().method());
         }
         out.println("# device: " + r.device());
         if (r.breakdown().samples() > 0) {

@@ -244,6 +244,18 @@ class CudaFakeDriverTest {
                 .orElseThrow(() -> new AssertionError("no JSON: " + out))).path("result").path("rows");
             assertEquals(3, rows.size(), "the warm-up pass is not a row: " + rows);
             assertEquals(8, rows.get(0).path("bytes").asInt(-1), rows.toString());
+            // each size's time split: its parts add up to the total; the proxy's share on IBRC only, with the
+            // clock pairing's error (its pick-up is a host stamp, the issue a kernel one)
+            for (final JsonNode row : rows) {
+                final JsonNode x = row.path("split");
+                final double total = x.path("totalUs").asDouble(-1);
+                assertTrue(total > 0 && x.path("commUs").asDouble(-1) > 0, row.toString());
+                assertEquals(total, x.path("kernelUs").asDouble() + x.path("commUs").asDouble()
+                    + x.path("cpuWaitUs").asDouble(), 1e-9 * total, row.toString());
+                assertEquals(t[1].equals("ibrc"), !x.path("proxyUs").isNull(), row.toString());
+                assertEquals(t[0].equals("put_signal_lat") ? "half_rtt" : "op", row.path("latency").asText());
+                assertTrue(x.path("method").asText().contains("%globaltimer"), row.toString());
+            }
         }
     }
 
