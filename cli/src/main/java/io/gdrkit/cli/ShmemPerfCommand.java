@@ -25,7 +25,9 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code shmem-perf}: NVSHMEM-perftest-shaped device-API measurements over the IBRC or the IBGDA path. */
 @Command(name = "shmem-perf", mixinStandardHelpOptions = true,
     description = "GPU-initiated communication (symmetric heap, device put/get/signal/atomics) over the CPU-proxy "
-        + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown. "
+        + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown and, "
+        + "per size, a time split (kernel, communication, CPU wait, IBRC proxy) after an untimed warm-up pass. "
+        + "put_signal_lat reports half round trips (half_rtt), its split's communication full ones. "
         + "Simulated kernels on sim:* GPUs (docs/SHMEM.md).")
 final class ShmemPerfCommand implements Callable<Integer> {
     @Spec
