@@ -25,7 +25,9 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code shmem-perf}: NVSHMEM-perftest-shaped device-API measurements over the IBRC or the IBGDA path. */
 @Command(name = "shmem-perf", mixinStandardHelpOptions = true,
     description = "GPU-initiated communication (symmetric heap, device put/get/signal/atomics) over the CPU-proxy "
-        + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown. "
+        + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown and, "
+        + "per size, a time split (kernel, communication, CPU wait, IBRC proxy) after an untimed warm-up pass. "
+        + "put_signal_lat reports half round trips (half_rtt), its split's communication full ones. "
         + "Simulated kernels on sim:* GPUs (docs/SHMEM.md).")
 final class ShmemPerfCommand implements Callable<Integer> {
     @Spec
@@ -185,10 +187,20 @@ final class ShmemPerfCommand implements Callable<Integer> {
             + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + (r.simulatedGpu() ? " (simulated kernels)"
             : " (CUDA kernels)")
             + (r.wqeFence() ? "" : ", NO fence before the doorbell"));
+        final boolean halfRtt = ShmemPerf.HALF_RTT.equals(r.rows().get(0).latency());
         out.println(r.rows().get(0).mibPerSec() > 0 ? "#bytes     ops      threads  MiB/s        Mops"
+            : halfRtt ? "#bytes     iters    half_rtt_min[us] half_rtt_med[us] half_rtt_max[us]"
             : "#bytes     iters    t_min[us]  t_med[us]  t_max[us]");
         for (final ShmemPerf.Row row : r.rows()) {
             out.println(ShmemPerf.format(row) + (row.verified() ? "" : "  BYTE CHECK FAILED"));
+        }
+        if (r.rows().get(0).split() != null) {
+            out.println("# time split per size, us per operation (total = kernel + comm + cpu-wait"
+                + (halfRtt ? "; comm is the full round trip, twice half_rtt" : "") + "):");
+            for (final ShmemPerf.Row row : r.rows()) {
+                out.println("#   " + ShmemPerf.formatSplit(row));
+            }
+            out.println("# measured: " + r.rows().get(0).split().method());
         }
         out.println("# device: " + r.device());
         if (r.breakdown().samples() > 0) {

@@ -204,6 +204,62 @@ class CudaFakeDriverTest {
     }
 
     /**
+     * The warm-up: every kernel of a shmem-perf sweep is launched once, at the smallest size, before the first
+     * timed launch, and that pass is not reported. Read from the libcuda double's launch log (FAKECUDA_LAUNCH_LOG:
+     * one line per launch, kernel and message size, in launch order).
+     */
+    @Test
+    void everyKernelIsLaunchedOnceBeforeTheFirstTimedSize() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-warm.so");
+        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-warm.log")) == 0,
+            "no C compiler to build the libcuda test double");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String[] t : new String[][] {{"put_lat", "ibgda", "shmem_lat"},
+            {"put_signal_lat", "ibrc", "shmem_pingpong"}}) {
+            final Path log = dir.resolve("warm-" + t[0] + ".log");
+            final Path launches = dir.resolve("warm-" + t[0] + ".launches");
+            Files.deleteIfExists(launches);
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf", t[0],
+                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "32", "-n", "10", "--json"), log,
+                Map.of("FAKECUDA_LAUNCH_LOG", launches.toString()));
+            final String out = Files.readString(log);
+            assertEquals(0, rc, t[0] + ": " + out);
+            final List<String> seen = Files.readAllLines(launches);
+            // the ping-pong's two PEs each launch the kernel once per pass
+            final int perPass = t[0].equals("put_signal_lat") ? 2 : 1;
+            final List<String> measured = seen.stream().filter(l -> l.startsWith(t[2] + " ")).toList();
+            final List<String> expected = new java.util.ArrayList<>();
+            for (final int bytes : new int[] {8, 8, 16, 32}) {
+                for (int i = 0; i < perPass; i++) {
+                    expected.add(t[2] + " " + bytes);
+                }
+            }
+            assertEquals(expected, measured, t[0] + ": " + seen);
+            // the clock pairing's kernel ran before the warm-up, so before the first timed launch too
+            assertTrue(seen.indexOf("shmem_clock_sync 0") < seen.indexOf(t[2] + " 8"), seen.toString());
+            final JsonNode rows = JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst()
+                .orElseThrow(() -> new AssertionError("no JSON: " + out))).path("result").path("rows");
+            assertEquals(3, rows.size(), "the warm-up pass is not a row: " + rows);
+            assertEquals(8, rows.get(0).path("bytes").asInt(-1), rows.toString());
+            // each size's time split: its parts add up to the total; the proxy's share on IBRC only, with the
+            // clock pairing's error (its pick-up is a host stamp, the issue a kernel one)
+            for (final JsonNode row : rows) {
+                final JsonNode x = row.path("split");
+                final double total = x.path("totalUs").asDouble(-1);
+                assertTrue(total > 0 && x.path("commUs").asDouble(-1) > 0, row.toString());
+                assertEquals(total, x.path("kernelUs").asDouble() + x.path("commUs").asDouble()
+                    + x.path("cpuWaitUs").asDouble(), 1e-9 * total, row.toString());
+                assertEquals(t[1].equals("ibrc"), !x.path("proxyUs").isNull(), row.toString());
+                assertEquals(t[0].equals("put_signal_lat") ? "half_rtt" : "op", row.path("latency").asText());
+                assertTrue(x.path("method").asText().contains("%globaltimer"), row.toString());
+            }
+        }
+    }
+
+    /**
      * shmem-moe --json whose kernel reports a timed-out wait (FAKECUDA_MOE_WAIT_TIMEOUT=7 in the double, as PE 3's
      * wait site 7 on the H200): one JSON object with the named error on stdout, not a "# FAILED:" text line that
      * breaks a JSON-lines file; without --json the text line stays.

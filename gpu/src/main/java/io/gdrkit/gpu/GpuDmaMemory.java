@@ -54,6 +54,20 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         mapping.read(offset, dst, dstOffset, length);
     }
 
+    /**
+     * Where the CPU can address the GPU's device memory (a simulated GPU): the buffer itself, read after
+     * {@link #readFence}; null for a real GPU.
+     */
+    @Override
+    public MemorySegment cpuView() {
+        return gpu.dmaTarget().nicCpuView(mapping);
+    }
+
+    @Override
+    public boolean readFence() {
+        return gpu.dmaTarget().nicReadFence(mapping);
+    }
+
     @Override
     public void completionFence() {
         gpu.dmaTarget().nicCompletionFence();

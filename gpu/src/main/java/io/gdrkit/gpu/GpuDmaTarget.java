@@ -33,6 +33,22 @@ public interface GpuDmaTarget {
      */
     void nicRead(NicMapping mapping, long offset, MemorySegment dst, long dstOffset, long len);
 
+    /**
+     * The mapped buffer's bytes as a segment a NIC thread may copy from after {@link #nicReadFence}: a read without
+     * a copy into a packet first. Null (the default) when the CPU cannot address device memory (a real GPU).
+     */
+    default MemorySegment nicCpuView(final NicMapping mapping) {
+        return null;
+    }
+
+    /**
+     * The ordering half of {@link #nicRead}: every write posted before this call lands, so a read of
+     * {@link #nicCpuView} that follows sees it, exactly as {@link #nicRead} would. False when the mapping is closed.
+     */
+    default boolean nicReadFence(final NicMapping mapping) {
+        return mapping.isOpen();
+    }
+
     /** Called by the NIC just before it reports a completion for writes into this GPU. */
     void nicCompletionFence();
 

@@ -107,12 +107,19 @@ public final class CudaShmemPerf {
         final GpuFunction sync = pe.myPe() == 0 ? gpu.function("kernels", "shmem_clock_sync") : null;
         final ClockPair before = pe.myPe() == 0 ? clockPair(gpu, stream, ctx, sync) : null;
         final List<ShmemPerf.Row> rows = new ArrayList<>();
+        final List<Sized> sized = new ArrayList<>();
         long[] lastTimes = null;
         long lastReqBase = 0;
         long base = 0;
         pe.barrierAll();
         try {
-            for (long len = min; len <= max; len *= 2) {
+            // pass -1 is the warm-up: the smallest size, run in full but not reported, so that the first reported
+            // size does not pay for the first launch of the kernel (module load, JIT of its PTX, the context's first
+            // work), nor the path's first WQE, doorbell and proxy pick-up; then the sizes, doubling
+            for (int pass = -1; (min << Math.max(pass, 0)) <= max; pass++) {
+                final long len = min << Math.max(pass, 0);
+                final boolean warmUp = pass < 0;
+                long wall = 0;
                 final int per = Math.max(1, iters / (blocks * threads));
                 final long reqBase = pe.myPe() != 0 ? 0 : ctx.mode() == ShmemMode.IBGDA
                     ? longs(gpu, state, 128 + 128 + 88, 1)[0] : pe.proxyRing().get(ProxyRing.TAIL);
@@ -133,8 +140,10 @@ public final class CudaShmemPerf {
                         a.ptr(state).u32(op).u32(1).u64(test == ShmemPerf.Test.ATOMIC_LAT ? ctr : dst).u64(src)
                             .u32((int) len).u32(iters).ptr(times);
                     }
+                    final long launched = System.nanoTime();
                     gpu.launch(kernel, grid, block, stream, a);
                     gpu.synchronize(stream, ctx.timeout().multipliedBy(4));
+                    wall = System.nanoTime() - launched;
                     checkError(pe, state, name);
                     if (pingpong && pe.myPe() == 1) {
                         final long[] t = longs(gpu, times, 0, 2 * iters);
@@ -147,7 +156,7 @@ public final class CudaShmemPerf {
                 pe.barrierAll();
                 verify(pe, test, dst, ctr, len, slots, pattern.length, iters);
                 pe.barrierAll();
-                if (pe.myPe() == 0) {
+                if (pe.myPe() == 0 && !warmUp) {
                     if (bw) {
                         final long[] t = longs(gpu, times, 0, blocks);
                         final long ns = Arrays.stream(t).max().orElse(1);
@@ -155,16 +164,22 @@ public final class CudaShmemPerf {
                             ? (long) blocks * ((threads + 31) / 32) : blocks);
                         final long bytes = (long) per * blocks * threads * len;
                         rows.add(new ShmemPerf.Row(len, (int) ops, blocks * threads, 0, 0, 0,
-                            bytes / (ns / 1e9) / (1 << 20), ops / (ns / 1e9) / 1e6, true));
+                            bytes / (ns / 1e9) / (1 << 20), ops / (ns / 1e9) / 1e6, true, ShmemPerf.NONE, null));
                     } else {
                         final long[] t = longs(gpu, times, 0, 2 * iters);
-                        final double[] lat = new double[iters];
-                        for (int i = 0; i < iters; i++) {
-                            lat[i] = (t[2 * i + 1] - t[2 * i]) / (pingpong ? 2e3 : 1e3);
+                        // the proxy's pick-up stamps of this size's last requests, before the next size reuses the
+                        // ring's slots; mapped onto the GPU's clock after the run, when the second pairing is known
+                        long[] pickups = null;
+                        int pickFrom = iters;
+                        if (ctx.mode() == ShmemMode.IBRC) {
+                            final int depth = pe.proxyRing().depth;
+                            pickFrom = breakdownFrom(iters, wqesPerOp(pingpong), depth, pe.direct(1).sqDepth());
+                            pickups = new long[iters - pickFrom];
+                            for (int i = pickFrom; i < iters; i++) {
+                                pickups[i - pickFrom] = pe.proxy().pickupNanos[(int) ((reqBase + i) & (depth - 1))];
+                            }
                         }
-                        final double[] s = lat.clone();
-                        Arrays.sort(s);
-                        rows.add(new ShmemPerf.Row(len, iters, 1, s[0], s[iters / 2], s[iters - 1], 0, 0, true));
+                        sized.add(new Sized(len, t, wall, pickups, pickFrom));
                         lastTimes = t;
                         lastReqBase = reqBase;
                     }
@@ -180,6 +195,9 @@ public final class CudaShmemPerf {
                 if (lastTimes != null) {
                     breakdown = breakdown(pe, lastTimes, iters, map, lastReqBase, pingpong ? landing : null);
                 }
+                for (final Sized z : sized) {
+                    rows.add(latencyRow(z, iters, pingpong, map));
+                }
             }
             pe.barrierAll();
             if (pe.myPe() != 0) {
@@ -193,6 +211,50 @@ public final class CudaShmemPerf {
             gpu.free(times);
             gpu.free(state);
         }
+    }
+
+    /**
+     * One latency size's raw measurements: the kernel's stamps (issue, completion per operation, GPU clock), the
+     * host's wall time of the launch and synchronize, and on IBRC the proxy's pick-up stamps (host clock) of
+     * operations {@code pickFrom..iters-1}.
+     */
+    private record Sized(long len, long[] t, long wallNs, long[] pickups, int pickFrom) {
+    }
+
+    /** A latency row and its time split; proxy stamps mapped onto the GPU's clock by {@code map}. */
+    private static ShmemPerf.Row latencyRow(final Sized z, final int iters, final boolean pingpong,
+                                            final ClockMap map) {
+        final long[] t = z.t();
+        final double[] lat = new double[iters];
+        long comm = 0;
+        for (int i = 0; i < iters; i++) {
+            comm += t[2 * i + 1] - t[2 * i];
+            lat[i] = (t[2 * i + 1] - t[2 * i]) / (pingpong ? 2e3 : 1e3); // the ping-pong: half the round trip
+        }
+        double proxyNs = 0;
+        int proxyN = -1;
+        if (z.pickups() != null) {
+            proxyN = 0;
+            for (int i = z.pickFrom(); i < iters; i++) {
+                final long pick = z.pickups()[i - z.pickFrom()];
+                if (pick != 0) {
+                    proxyNs += map.toGpu(pick) - t[2 * i];
+                    proxyN++;
+                }
+            }
+        }
+        final double[] s = lat.clone();
+        Arrays.sort(s);
+        final ShmemPerf.Split split = ShmemPerf.Split.of(z.wallNs(), t[2 * iters - 1] - t[0], comm, iters, pingpong,
+            proxyNs, proxyN, proxyN > 0 ? map.errorNs() : 0, "total: System.nanoTime from before cuLaunchKernel to "
+            + "cuStreamSynchronize's return; kernel span and comm: the kernel's %globaltimer stamps (first issue to "
+            + "last completion; the sum of issue to completion" + (pingpong ? ", completion = the answer seen: full "
+            + "round trips" : "") + "); cpu-wait: total less the span (two durations, each on its own clock)"
+            + (proxyN >= 0 ? "; proxy: the proxy's pick-up (System.nanoTime) mapped onto %globaltimer by the "
+            + "shmem_clock_sync pairings before and after the run, less the issue, over the last operations whose "
+            + "stamps the ring still held" : ""));
+        return new ShmemPerf.Row(z.len(), iters, 1, s[0], s[iters / 2], s[iters - 1], 0, 0, true,
+            pingpong ? ShmemPerf.HALF_RTT : ShmemPerf.OP, split);
     }
 
     /** The kernel's state block (layout in shmem_device.cuh), copied into GPU memory. */

@@ -54,21 +54,97 @@ public final class ShmemPerf {
         }
     }
 
+    /** {@link Row#latency}: min/median/max are one blocking operation's time, issue to completion. */
+    public static final String OP = "op";
+    /** {@link Row#latency}: min/median/max are half a ping-pong's round trip (put_signal_lat). */
+    public static final String HALF_RTT = "half_rtt";
+    /** {@link Row#latency}: a bandwidth test, no latency. */
+    public static final String NONE = "none";
+
     /**
      * One size: latency per operation (min/median/max over iterations, microseconds) or throughput.
      *
      * @param bytes     the message size in bytes
      * @param iters     the operations timed
      * @param threads   the GPU threads that issued them
-     * @param minUs     the fastest operation, in microseconds (latency tests)
-     * @param medianUs  the median operation, in microseconds (latency tests)
-     * @param maxUs     the slowest operation, in microseconds (latency tests)
+     * @param minUs     the fastest operation, in microseconds (latency tests; what {@code latency} names)
+     * @param medianUs  the median operation, in microseconds (latency tests; what {@code latency} names)
+     * @param maxUs     the slowest operation, in microseconds (latency tests; what {@code latency} names)
      * @param mibPerSec the throughput in MiB/s (bandwidth tests)
      * @param mops      the operation rate in millions per second (message-rate test)
      * @param verified  true when the data was checked byte for byte and was right
+     * @param latency   what min/median/max measure: {@link #OP}, {@link #HALF_RTT} or {@link #NONE}
+     * @param split     where the size's time went (latency tests), or null
      */
     public record Row(long bytes, int iters, int threads, double minUs, double medianUs, double maxUs,
-                      double mibPerSec, double mops, boolean verified) {
+                      double mibPerSec, double mops, boolean verified, String latency, Split split) {
+    }
+
+    /**
+     * Where one size's time went: means per operation over the size's operations, microseconds. The parts add up:
+     * {@code totalUs = kernelUs + commUs + cpuWaitUs}; {@code proxyUs} is the share of {@code commUs} before the
+     * proxy picked the request up (IBRC; null on IBGDA).
+     *
+     * @param totalUs             the host's wall time of the size's pass (launch to the kernel's end seen by the
+     *                            host, System.nanoTime), per operation
+     * @param kernelUs            the kernel's span (first issue to last completion, on the kernel's clock) less the
+     *                            communication, per operation: the kernel's own work between operations
+     * @param commUs              issue to completion, mean per operation, on the kernel's clock; for
+     *                            put_signal_lat the full round trip (issue to the answer seen)
+     * @param rttUs               the same as {@code commUs} for put_signal_lat, null otherwise: the full round trip,
+     *                            twice the rows' half_rtt
+     * @param cpuWaitUs           the wall time outside the kernel's span, per operation: the host's launch and its
+     *                            wait for the kernel to start and to be seen finished (a difference of two
+     *                            durations, each on its own clock: no pairing)
+     * @param proxyUs             issue (kernel clock) to the proxy's pick-up (host clock mapped onto the kernel's),
+     *                            mean over {@code proxySamples} operations; null without a proxy
+     * @param proxySamples        the operations {@code proxyUs} is the mean of (those whose pick-up stamp is still
+     *                            held)
+     * @param clockPairingErrorUs the error of {@code proxyUs}: the bound of the kernel-to-host clock pairing (0: one
+     *                            clock)
+     * @param method              how the parts were measured, in words
+     */
+    public record Split(double totalUs, double kernelUs, double commUs, Double rttUs, double cpuWaitUs,
+                        Double proxyUs, int proxySamples, double clockPairingErrorUs, String method) {
+        /**
+         * From sums over one size's {@code ops} operations, in nanoseconds.
+         *
+         * @param wallNs      the host's wall time of the pass
+         * @param spanNs      the kernel's span, first issue to last completion
+         * @param commNs      the sum of issue-to-completion over the operations
+         * @param ops         the operations
+         * @param roundTrip   whether completion is the answer of a ping-pong (full round trip)
+         * @param proxyNs     the sum of issue-to-pick-up over {@code proxyN} operations (0 with no proxy)
+         * @param proxyN      the operations with a pick-up stamp; -1 when the path has no proxy
+         * @param pairErrorNs the clock pairing's error bound (0: one clock)
+         * @param method      how it was measured
+         * @return the split
+         */
+        static Split of(final long wallNs, final long spanNs, final long commNs, final int ops, final boolean roundTrip,
+                        final double proxyNs, final int proxyN, final double pairErrorNs, final String method) {
+            final double n = Math.max(1, ops) * 1e3;
+            final double comm = commNs / n;
+            return new Split(wallNs / n, (spanNs - commNs) / n, comm, roundTrip ? comm : null, (wallNs - spanNs) / n,
+                proxyN > 0 ? proxyNs / proxyN / 1e3 : null, Math.max(proxyN, 0), pairErrorNs / 1e3, method);
+        }
+    }
+
+    /**
+     * One size's split as one line of text.
+     *
+     * @param r the row
+     * @return the line, or "" when the row has no split
+     */
+    public static String formatSplit(final Row r) {
+        final Split x = r.split();
+        if (x == null) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "%d B: total %.2f = kernel %.2f + comm %.2f%s + cpu-wait %.2f%s",
+            r.bytes(), x.totalUs(), x.kernelUs(), x.commUs(), x.rttUs() != null ? " (full round trips)" : "",
+            x.cpuWaitUs(), x.proxyUs() == null ? "" : String.format(Locale.ROOT, "; proxy %.2f%s of comm (%d ops)",
+                x.proxyUs(), x.clockPairingErrorUs() > 0 ? String.format(Locale.ROOT, " ±%.2f",
+                    x.clockPairingErrorUs()) : "", x.proxySamples()));
     }
 
     /**
@@ -224,44 +300,51 @@ public final class ShmemPerf {
         final List<long[]> stamps = new ArrayList<>();
         long signalBase = 0;
         pe.barrierAll();
-        for (long size = min; size <= max; size = size * 2) {
-            final long len = size;
+        // pass -1 is the warm-up: the smallest size, run in full but not reported, so that the first reported size
+        // does not pay for the first run of each kernel and of the path (JIT, the first WQE, doorbell, pick-up)
+        for (int pass = -1; (min << Math.max(pass, 0)) <= max; pass++) {
+            final long len = min << Math.max(pass, 0);
+            final boolean warmUp = pass < 0;
             final double[] t = new double[iters];
             final long[] bwTime = new long[1];
             final long[] answer = new long[iters];
+            final long[] issue = new long[iters];
             final long base = signalBase;
+            long wall = 0;
+            long proxyNs = 0;
+            int proxyN = -1;
             if (pe.myPe() == 0) {
                 d.drainStamps();
+                final long launched = System.nanoTime();
                 pe.launchSim(test.label, bw ? blocks : 1, bw ? threads : 1, k -> {
                     switch (test) {
                         case PUT_LAT -> {
                             for (int i = 0; i < iters; i++) {
-                                final long t0 = System.nanoTime();
+                                issue[i] = System.nanoTime();
                                 d.put(k, dst, src, len, 1);
-                                t[i] = (System.nanoTime() - t0) / 1e3;
+                                answer[i] = System.nanoTime();
                             }
                         }
                         case GET_LAT -> {
                             for (int i = 0; i < iters; i++) {
-                                final long t0 = System.nanoTime();
+                                issue[i] = System.nanoTime();
                                 d.get(k, dst, src, len, 1);
-                                t[i] = (System.nanoTime() - t0) / 1e3;
+                                answer[i] = System.nanoTime();
                             }
                         }
                         case ATOMIC_LAT -> {
                             for (int i = 0; i < iters; i++) {
-                                final long t0 = System.nanoTime();
+                                issue[i] = System.nanoTime();
                                 d.fetchAdd(k, ctr, 1, 1);
-                                t[i] = (System.nanoTime() - t0) / 1e3;
+                                answer[i] = System.nanoTime();
                             }
                         }
                         case PUT_SIGNAL_LAT -> {
                             for (int i = 0; i < iters; i++) {
-                                final long t0 = System.nanoTime();
+                                issue[i] = System.nanoTime();
                                 d.putSignal(k, dst, src, len, sig, 1, SignalOp.ADD, 1);
                                 d.signalWaitUntil(k, sig, Cmp.GE, base + i + 1);
                                 answer[i] = System.nanoTime();
-                                t[i] = (answer[i] - t0) / 2e3; // half the round trip
                             }
                         }
                         default -> {
@@ -281,7 +364,14 @@ public final class ShmemPerf {
                         }
                     }
                 });
+                wall = System.nanoTime() - launched;
                 final List<long[]> got = d.drainStamps();
+                for (final long[] st : got) {
+                    if (st[2] != 0) { // IBRC: the proxy's pick-up, on the same clock as the issue
+                        proxyN = Math.max(proxyN, 0) + 1;
+                        proxyNs += st[2] - st[1];
+                    }
+                }
                 if (test == Test.PUT_SIGNAL_LAT) {
                     // the ping-pong's end is the answer seen, not the put's own completion (which may come first:
                     // the ACK can be back before the target's kernel polls the signal)
@@ -317,22 +407,34 @@ public final class ShmemPerf {
                         }
                     }
                 }
-            } else if (pe.myPe() == 1 && pe.readLong(ctr) != iters) {
+            } else if (pe.myPe() == 1 && pe.readLong(ctr) != (long) iters * (pass + 2)) {
                 throw new ShmemException(ShmemException.Reason.OPERATION_FAILED, "atomic_lat: the counter on PE 1 is "
-                    + pe.readLong(ctr) + " after " + iters + " fetch-adds of 1");
+                    + pe.readLong(ctr) + " after " + (long) iters * (pass + 2) + " fetch-adds of 1 (warm-up included)");
             }
             pe.barrierAll();
-            if (pe.myPe() == 0) {
+            if (pe.myPe() == 0 && !warmUp) {
                 if (bw) {
                     final int per = Math.max(1, iters / (blocks * threads));
                     final long ops = (long) per * blocks * threads;
                     final double secs = bwTime[0] / 1e9;
                     rows.add(new Row(len, (int) ops, blocks * threads, 0, 0, 0, ops * len / secs / (1 << 20),
-                        ops / secs / 1e6, ok));
+                        ops / secs / 1e6, ok, NONE, null));
                 } else {
+                    final boolean pingpong = test == Test.PUT_SIGNAL_LAT;
+                    long comm = 0;
+                    for (int i = 0; i < iters; i++) {
+                        comm += answer[i] - issue[i];
+                        t[i] = (answer[i] - issue[i]) / (pingpong ? 2e3 : 1e3); // the ping-pong: half the round trip
+                    }
                     final double[] s = t.clone();
                     Arrays.sort(s);
-                    rows.add(new Row(len, iters, 1, s[0], s[s.length / 2], s[s.length - 1], 0, 0, ok));
+                    final Split split = Split.of(wall, answer[iters - 1] - issue[0], comm, iters, pingpong, proxyNs,
+                        proxyN, 0, "one clock (System.nanoTime, the simulator's): total from the launch to the "
+                        + "stream's synchronize returning, kernel span from the first issue to the last completion, "
+                        + "comm the sum of issue to completion" + (pingpong ? " (answer seen: full round trips)" : "")
+                        + (proxyN > 0 ? ", proxy the sum of issue to the proxy's pick-up stamp" : ""));
+                    rows.add(new Row(len, iters, 1, s[0], s[s.length / 2], s[s.length - 1], 0, 0, ok,
+                        pingpong ? HALF_RTT : OP, split));
                 }
             }
         }

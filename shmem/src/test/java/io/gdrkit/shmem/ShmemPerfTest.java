@@ -44,6 +44,28 @@ class ShmemPerfTest {
             }
             assertTrue(b.totalUs() > 0);
         }
+        // the time split: every latency size has one, its parts are non-negative and add up to the total
+        final boolean lat = !test.equals("put_bw") && !test.equals("msg_rate");
+        final boolean pingpong = test.equals("put_signal_lat");
+        for (final ShmemPerf.Row row : r.rows()) {
+            assertEquals(lat ? pingpong ? ShmemPerf.HALF_RTT : ShmemPerf.OP : ShmemPerf.NONE, row.latency());
+            final ShmemPerf.Split x = row.split();
+            if (!lat) {
+                assertEquals(null, x, "no split for a bandwidth test");
+                continue;
+            }
+            final String what = row.bytes() + " B: " + x;
+            assertTrue(x.totalUs() > 0 && x.kernelUs() >= 0 && x.commUs() > 0 && x.cpuWaitUs() >= 0, what);
+            assertEquals(x.totalUs(), x.kernelUs() + x.commUs() + x.cpuWaitUs(), 1e-9 * x.totalUs(), what);
+            assertEquals(pingpong ? x.commUs() : null, x.rttUs(), "rtt only for the ping-pong, the full round trip");
+            assertEquals(mode == ShmemMode.IBRC, x.proxyUs() != null, "proxy time only on IBRC: " + what);
+            if (x.proxyUs() != null) {
+                assertTrue(x.proxyUs() >= 0 && x.proxyUs() <= x.commUs() && x.proxySamples() > 0, what);
+            }
+            assertEquals(0, x.clockPairingErrorUs(), "the simulator has one clock");
+            assertTrue(x.method().contains("one clock"), x.method());
+            assertTrue(ShmemPerf.formatSplit(row).startsWith(row.bytes() + " B: total "), ShmemPerf.formatSplit(row));
+        }
     }
 
     /** A step is never reported negative: within the pairing error it is a bound, beyond it a named clock fault. */

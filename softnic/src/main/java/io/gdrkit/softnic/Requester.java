@@ -189,6 +189,7 @@ final class Requester implements Agent {
             if (packets > 1) {
                 payload = (int) Math.min((long) packets * mtu, remaining);
             }
+            refScratch.dmaViews = !dev.port.pullsReferences();
             refs = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
             if (refs == 0 && packets > 1) {
                 packets = 1; // not referable: the bytes travel, a packet at a time (the copy path reports errors)

@@ -15,6 +15,7 @@ import io.gdrkit.verbs.QpState;
 import io.gdrkit.verbs.WcOpcode;
 import io.gdrkit.verbs.WcStatus;
 import io.gdrkit.verbs.WorkCompletion;
+import java.lang.foreign.MemorySegment;
 
 /**
  * Executes incoming requests and answers them (rxe_resp.c): PSN checks (duplicates, sequence errors), opcode
@@ -383,15 +384,22 @@ final class Responder implements Agent {
                 final int len = (int) (whole - skipLeft);
                 skipLeft = 0;
                 final SoftMr from = src.device.mrs.lookup(p.refLkey(i));
-                if (from == null || from.window || !from.referable || from.pd != src.pd || !from.contains(va, len)) {
+                if (from == null || from.window || !(from.referable || from.dmaView != null) || from.pd != src.pd
+                    || !from.contains(va, len)) {
+                    unresolved++;
+                    return UNRESOLVED;
+                }
+                // DMA memory with a CPU view: the source NIC's read, done here; its fence first, as dmaRead's
+                final MemorySegment bytes = from.referable ? from.segment : from.dmaView;
+                if (!from.referable && !from.dma.readFence()) {
                     unresolved++;
                     return UNRESOLVED;
                 }
                 if (writeMr != null) {
-                    writeMr.copyIn(from.segment, va - from.address, qp.writeVa + done, len);
+                    writeMr.copyIn(bytes, va - from.address, qp.writeVa + done, len);
                 } else {
                     final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,
-                        from.segment, va - from.address, len);
+                        bytes, va - from.address, len);
                     if (status != WcStatus.SUCCESS) {
                         return status;
                     }

@@ -110,6 +110,11 @@ final class Sgl {
         final long[] va = new long[SoftDevice.MAX_SGE];
         final int[] lkey = new int[SoftDevice.MAX_SGE];
         final int[] length = new int[SoftDevice.MAX_SGE];
+        /**
+         * Whether DMA memory with a CPU view ({@link SoftMr#dmaView}) may be referenced: set by an RC requester
+         * whose port does not pull references from another process (where a reference must be a host address).
+         */
+        boolean dmaViews;
 
         /** Writes the first {@code n} collected references into {@code pkt} (a reference packet of n segments). */
         void writeInto(final Packet pkt, final int n) {
@@ -161,7 +166,7 @@ final class Sgl {
                     qp.noteDmaWrite(mr);
                 }
                 default -> {
-                    if (!mr.referable) {
+                    if (!mr.referable && (mr.dmaView == null || !into.dmaViews)) {
                         return 0;
                     }
                     into.va[segments] = addr;

@@ -28,6 +28,12 @@ final class SoftMr implements MemoryRegion {
      */
     final boolean referable;
     /**
+     * DMA memory the CPU can address ({@link DmaMemory#cpuView}, a simulated GPU's), or null: a packet of this
+     * process may reference it too, and the peer copies from this view after {@link DmaMemory#readFence}, the
+     * ordering half of a NIC read. Never across processes: a reference there names a host address.
+     */
+    final MemorySegment dmaView;
+    /**
      * {@link DmaMemory#prefersBulkReads()}, asked once here rather than per packet (an interface call on the hot
      * path): read a work request's span at once and cut packets from it. False for host memory.
      */
@@ -73,6 +79,7 @@ final class SoftMr implements MemoryRegion {
         this.key = key;
         this.release = null;
         this.referable = segment.isAccessibleBy(NOBODY);
+        this.dmaView = null;
         this.bulkReads = false;
     }
 
@@ -95,6 +102,8 @@ final class SoftMr implements MemoryRegion {
         this.key = key;
         this.release = release;
         this.referable = false;
+        final MemorySegment view = dma.cpuView();
+        this.dmaView = view != null && view.byteSize() == length && view.isAccessibleBy(NOBODY) ? view : null;
         this.bulkReads = dma.prefersBulkReads();
     }
 

@@ -4,6 +4,7 @@
 package io.gdrkit.softnic;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -129,6 +130,42 @@ class GdrDataPathTest {
                 final MemorySegment w = f.arena.allocate(8);
                 gpu.copyDtoH(w, 0, src, 64, 8);
                 assertEquals(before + 5, w.get(ValueLayout.JAVA_LONG, 0));
+            }
+        }
+    }
+
+    /**
+     * A WRITE whose source is simulated GPU memory goes by reference (one copy, by the responder, out of the
+     * buffer's CPU view), and that read is still a NIC read on the GPU's path: NIC writes posted into the buffer
+     * before it land first, so the bytes that leave are the new ones. The copy path gives the same bytes.
+     */
+    @Test
+    void aWriteFromSimulatedGpuMemoryIsReferencedAndReadsBehindPostedWrites() {
+        for (final boolean oneCopy : new boolean[] {true, false}) {
+            try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).oneCopy(oneCopy), 2L * SIZE);
+                 SimGpu gpu = gpu(SimPreset.V100, 13)) {
+                final DeviceBuffer buf = gpu.alloc(SIZE);
+                final GpuDmaMemory dma = new GpuDmaMemory(gpu, buf);
+                final MemorySegment view = dma.cpuView();
+                assertEquals(((SimDeviceBuffer) buf).memory().address(), view.address());
+                assertEquals(SIZE, view.byteSize());
+                final MemoryRegion into = f.b.pd.registerMr(dma, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+                final MemoryRegion from = f.a.pd.registerMr(dma, AccessFlags.LOCAL_WRITE);
+                Fixture.fill(f.a.buf.asSlice(0, SIZE), 21);
+                write(f, f.a.buf, f.a.mr, 0, into.address(), into.rkey(), SIZE);
+                // ordering NONE, no drain: the bytes are still posted, device memory holds zeros
+                assertTrue(gpu.postedWrites().pendingLanding() > 0, "writes posted");
+                final long before = f.b.dev.responder.referencedPackets();
+                write(f, view, from, 0, f.b.mr.address() + SIZE, f.b.mr.rkey(), SIZE);
+                assertEquals(0, gpu.postedWrites().pendingLanding(), "the read landed every earlier write");
+                Fixture.assertBytes(f.a.buf.asSlice(0, SIZE), f.b.buf.asSlice(SIZE, SIZE), "GPU -> host, oneCopy "
+                    + oneCopy);
+                final long referenced = f.b.dev.responder.referencedPackets() - before;
+                assertEquals(oneCopy, referenced > 0, "packets referenced: " + referenced);
+                into.deregister();
+                from.deregister();
+                dma.close();
+                assertFalse(dma.readFence(), "a closed mapping cannot be read");
             }
         }
     }

@@ -74,6 +74,26 @@ public interface DmaMemory {
     }
 
     /**
+     * The memory's bytes as a segment that a NIC thread of this process may copy from directly, after
+     * {@link #readFence}: one copy where {@link #dmaRead} into a packet and a write out of it would take two. Byte
+     * 0 of the segment is byte 0 of this memory and it spans {@link #byteSize}. Null (the default) when the CPU cannot
+     * address the memory (a real GPU's device memory): every read goes through {@link #dmaRead}.
+     */
+    default MemorySegment cpuView() {
+        return null;
+    }
+
+    /**
+     * What {@link #dmaRead} does before it reads, without the read: every write posted before this call becomes
+     * visible to a read of {@link #cpuView} (a read does not pass posted writes on the same path). Returns false
+     * when the memory can no longer be read (its mapping was closed); the caller then reads nothing. The default:
+     * nothing to fence.
+     */
+    default boolean readFence() {
+        return true;
+    }
+
+    /**
      * An 8-byte RDMA atomic executed by the memory's side of the link.
      *
      * @param compareAndSwap true: CMP_AND_SWP(compare = operand, swap); false: FETCH_AND_ADD(add = operand)

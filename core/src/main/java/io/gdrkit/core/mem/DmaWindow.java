@@ -74,6 +74,17 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public MemorySegment cpuView() {
+        final MemorySegment whole = memory.cpuView();
+        return whole == null ? null : whole.asSlice(offset, length);
+    }
+
+    @Override
+    public boolean readFence() {
+        return memory.readFence();
+    }
+
+    @Override
     public long dmaAtomic(final long off, final boolean compareAndSwap, final long operand, final long swap) {
         return memory.dmaAtomic(offset + off, compareAndSwap, operand, swap);
     }

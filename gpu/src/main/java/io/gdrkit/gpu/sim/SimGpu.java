@@ -574,6 +574,22 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         MemorySegment.copy(((SimDeviceBuffer) mapping.buffer()).memory(), offset, dst, dstOffset, len);
     }
 
+    /** Device memory is native memory here: a NIC thread reads it directly after {@link #nicReadFence}. */
+    @Override
+    public MemorySegment nicCpuView(final NicMapping mapping) {
+        return ((SimDeviceBuffer) mapping.buffer()).memory();
+    }
+
+    /** {@link #nicRead} without its copy: the posted writes land first, so a read of the view sees them. */
+    @Override
+    public boolean nicReadFence(final NicMapping mapping) {
+        if (!mapping.isOpen()) {
+            return false;
+        }
+        queue.landAll();
+        return true;
+    }
+
     @Override
     public void nicCompletionFence() {
         if (attributes.writesOrdering() != WritesOrdering.NONE) {

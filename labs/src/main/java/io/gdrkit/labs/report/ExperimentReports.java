@@ -88,13 +88,16 @@ public final class ExperimentReports {
             }
             c.log2X();
         } else {
-            rows.table("bytes", "iters", "min_us", "median_us", "max_us", "verified");
-            final LineChart c = rows.lineChart(r.test() + " " + mode + " (median)", "bytes", "us");
+            final String l = ShmemPerf.HALF_RTT.equals(r.rows().get(0).latency()) ? "half_rtt_" : "";
+            rows.table("bytes", "iters", l + "min_us", l + "median_us", l + "max_us", "verified");
+            final LineChart c = rows.lineChart(r.test() + " " + mode + " (median" + (l.isEmpty() ? "" : ", half "
+                + "round trip") + ")", "bytes", "us");
             for (final ShmemPerf.Row row : r.rows()) {
                 rows.row(row.bytes(), row.iters(), row.minUs(), row.medianUs(), row.maxUs(), row.verified());
                 c.point(mode, row.bytes(), row.medianUs());
             }
             c.log2X();
+            splitSection(report, r, !l.isEmpty());
         }
         final ShmemPerf.Breakdown b = r.breakdown();
         if (b.samples() > 0) {
@@ -115,6 +118,47 @@ public final class ExperimentReports {
             + "owns: IBGDA); WQEs refused because the doorbell overtook them (stale).")
             .table("cpu_doorbells", "gpu_doorbells", "stale_wqes")
             .row(r.cpuDoorbells(), r.gpuDoorbells(), r.staleWqes());
+    }
+
+    /**
+     * The time split per size: total, kernel, communication and CPU-wait per operation (and the proxy's share of the
+     * communication on IBRC), with how each was measured, as a table and a chart of the parts against the size.
+     */
+    private static void splitSection(final Report report, final ShmemPerf.Result r, final boolean roundTrip) {
+        if (r.rows().isEmpty() || r.rows().get(0).split() == null) {
+            return;
+        }
+        final ShmemPerf.Split first = r.rows().get(0).split();
+        final boolean proxy = first.proxyUs() != null;
+        final Section s = report.section("Time split per size").text("Means per operation, microseconds, over "
+            + "every operation of the size: total = kernel + comm + cpu_wait" + (roundTrip ? "; comm is the full "
+            + "round trip (rtt_us), twice the half_rtt above" : "") + (proxy ? "; proxy is the part of comm before "
+            + "the proxy's pick-up, over the last operations whose stamps were held, ± the clock pairing's error"
+            : "") + ". Measured: " + first.method() + ".");
+        if (proxy) {
+            s.table("bytes", "total_us", "kernel_us", roundTrip ? "comm_rtt_us" : "comm_us", "cpu_wait_us",
+                "proxy_us", "proxy_error_us", "proxy_samples");
+        } else {
+            s.table("bytes", "total_us", "kernel_us", roundTrip ? "comm_rtt_us" : "comm_us", "cpu_wait_us");
+        }
+        final LineChart c = s.lineChart("time split per operation", "bytes", "us");
+        for (final ShmemPerf.Row row : r.rows()) {
+            final ShmemPerf.Split x = row.split();
+            if (proxy) {
+                s.row(row.bytes(), x.totalUs(), x.kernelUs(), x.commUs(), x.cpuWaitUs(),
+                    x.proxyUs() == null ? "" : x.proxyUs(), x.clockPairingErrorUs(), x.proxySamples());
+            } else {
+                s.row(row.bytes(), x.totalUs(), x.kernelUs(), x.commUs(), x.cpuWaitUs());
+            }
+            c.point("total", row.bytes(), x.totalUs());
+            c.point("kernel", row.bytes(), x.kernelUs());
+            c.point(roundTrip ? "comm (rtt)" : "comm", row.bytes(), x.commUs());
+            c.point("cpu-wait", row.bytes(), x.cpuWaitUs());
+            if (proxy && x.proxyUs() != null) {
+                c.point("proxy", row.bytes(), x.proxyUs());
+            }
+        }
+        c.log2X();
     }
 
     private static String label(final VisConfig c) {
