@@ -17,6 +17,8 @@
 // complete when every block has finished its part: the block that finishes last (a counter per slot) publishes its
 // seq in device memory (done_seq, for FENCE) and, after __threadfence_system, in the slot's completion word. As each
 // block finishes descriptors in order, that block's seq being published means every earlier one is complete too.
+// A restarted agent continues the numbering (first = the last seq + 1): each slot then holds the seq one lap before
+// the one expected in it, or 0, exactly as in an agent that never stopped, and done_seq stays valid for FENCE.
 
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -66,7 +68,7 @@ __device__ __forceinline__ void copy_range(unsigned char *d, const unsigned char
     }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 state, u32 slots) {
+extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 state, u32 slots, u64 first) {
     u64 *hdr = reinterpret_cast<u64 *>(ring);
     u64 *done = reinterpret_cast<u64 *>(ring + 64u);
     u64 *descs = reinterpret_cast<u64 *>(ring + 64u + 8u * (u64) slots);
@@ -75,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 st
     __shared__ u64 s_dst, s_src, s_len, s_ce;
     __shared__ u32 s_flags, s_fault;
     const u32 nb = gridDim.x;
-    for (u64 seq = 1;; seq++) {
+    for (u64 seq = first;; seq++) {
         const u32 slot = (u32) ((seq - 1u) & (u64) (slots - 1u));
         u64 *desc = descs + 8u * slot;
         if (threadIdx.x == 0) {
