@@ -62,6 +62,8 @@ final class CudaAgent {
     private long posted;
     private long completed;
     private long lastHealth;
+    /** When {@link #completed} last advanced. */
+    private long progressNanos;
     private long starts;
 
     CudaAgent(final CudaGpu gpu, final CudaDriver d, final int blocks, final long stallMillis) {
@@ -173,6 +175,7 @@ final class CudaAgent {
         }
         if (word >= seq) {
             completed = Math.max(completed, word);
+            progressNanos = System.nanoTime();
             return true;
         }
         final long fault = ring.fault();
@@ -180,8 +183,17 @@ final class CudaAgent {
             throw fail(faultOf(fault));
         }
         final long now = System.nanoTime();
-        if (now - postNanos[slot] > stallNanos) {
-            throw fail(new GpuException("GDRKIT_AGENT_STALLED", -1, "delivery " + seq + " not complete after "
+        // a stall is no progress: the oldest pending delivery has waited the stall time since it was posted or since
+        // the one before it completed (a long backlog behind a working agent is not a stall)
+        final long next = completed + 1;
+        final long nextWord = ring.done(ring.slot(next));
+        if (nextWord >= next && ring.plausible(ring.slot(next), nextWord, posted)) {
+            completed = nextWord;
+            progressNanos = now;
+            return nextWord >= seq;
+        }
+        if (now - Math.max(progressNanos, postNanos[ring.slot(next)]) > stallNanos) {
+            throw fail(new GpuException("GDRKIT_AGENT_STALLED", -1, "delivery " + next + " not complete after "
                 + stallNanos / 1_000_000 + " ms (" + io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_STALL_MS.name()
                 + "); last complete " + completed + ", " + (posted - completed) + " pending on CUDA device "
                 + gpu.ordinal()));
