@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     memset(rh, 0, rb);
     ring = rh;
     CK(cuMemHostGetDevicePointer(&ring_dev, rh, 0));
-    CK(cuMemAlloc(&state_dev, 64 + 4 * SLOTS)); CK(cuMemsetD8(state_dev, 0, 64 + 4 * SLOTS));
+    CK(cuMemAlloc(&state_dev, 64 + 36 * SLOTS)); CK(cuMemsetD8(state_dev, 0, 64 + 36 * SLOTS));
     CK(cuMemHostAlloc(&stage_h, STAGE, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     u64 stage_d; CK(cuMemHostGetDevicePointer(&stage_d, stage_h, 0));
     CUdeviceptr dst; CK(cuMemAlloc(&dst, DEVB)); CK(cuMemsetD8(dst, 0, DEVB));

@@ -36,8 +36,11 @@ final class CudaAgent {
     static final int THREADS = 256;
     /** Descriptors in the ring. */
     static final int SLOTS = 1024;
-    /** Device-memory state: done_seq (u64) at 0, one u32 counter per slot from 64. */
-    private static final long STATE_BYTES = 64 + 4L * SLOTS;
+    /**
+     * Device-memory state: done_seq (u64) at 0, mirror_seq (u64) at 8, one u32 counter per slot from 64, then a
+     * 32-byte mirror of each descriptor (block 0 reads the ring and mirrors it for the other blocks).
+     */
+    private static final long STATE_BYTES = 64 + 4L * SLOTS + 32L * SLOTS;
     /** How often a waiting NIC asks the driver whether the kernel still runs. */
     private static final long HEALTH_NANOS = 1_000_000;
     /** {@code CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP}. */

@@ -10,7 +10,13 @@
 //   header  [0, 64):  magic u64 | slots u32 | blocks u32 | fault u64 | ce_done u64 | (reserved)
 //   done    [64, 64 + 8 * slots): one completion word per slot: the seq last completed in that slot
 //   descs   [64 + 8 * slots, + 64 * slots): seq u64 | dst u64 | src u64 | len u32 | flags u32 | ce_wait u64 | pad
-// Device-memory state (zeroed by the host): done_seq u64 at 0, one u32 counter per slot from 64.
+// Device-memory state (zeroed by the host): done_seq u64 at 0, mirror_seq u64 at 8, one u32 counter per slot from
+// 64, then one 32-byte mirror per slot (dst, src, len | flags << 32, ce_wait).
+//
+// Only block 0 reads the ring in host memory: it polls the next descriptor, checks it, meets its FENCE and WAIT_CE,
+// copies it into the device-memory mirror and publishes mirror_seq; the other blocks poll mirror_seq in device
+// memory. Many blocks polling host memory would flood PCIe with reads (on the H200, 64 polling blocks cut even a
+// copy-engine copy beside them to a tenth).
 //
 // Work split: a byte at device address a is always copied by block (a / GRANULE) % gridDim.x, and every block takes
 // the descriptors in ring order, so two writes of the same byte land in the order they were posted. A descriptor is
@@ -44,6 +50,16 @@ __device__ __forceinline__ void st_release_sys(u64 *p, u64 v) {
     asm volatile("st.release.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ u64 ld_acquire_gpu(const u64 *p) {
+    u64 v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_gpu(u64 *p, u64 v) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+
 __device__ __forceinline__ void backoff(u32 &spins) {
     // spin tight for a while (latency), then sleep a little per poll so an idle agent costs the GPU almost nothing
     if (++spins > 4096u) {
@@ -73,54 +89,85 @@ extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 st
     u64 *done = reinterpret_cast<u64 *>(ring + 64u);
     u64 *descs = reinterpret_cast<u64 *>(ring + 64u + 8u * (u64) slots);
     u64 *done_seq = reinterpret_cast<u64 *>(state);
+    u64 *mirror_seq = reinterpret_cast<u64 *>(state + 8u);
     u32 *counters = reinterpret_cast<u32 *>(state + 64u);
-    __shared__ u64 s_dst, s_src, s_len, s_ce;
+    u64 *mirror = reinterpret_cast<u64 *>(state + 64u + 4u * (u64) slots);
+    __shared__ u64 s_dst, s_src, s_len;
     __shared__ u32 s_flags, s_fault;
     const u32 nb = gridDim.x;
     for (u64 seq = first;; seq++) {
         const u32 slot = (u32) ((seq - 1u) & (u64) (slots - 1u));
-        u64 *desc = descs + 8u * slot;
+        u64 *m = mirror + 4u * slot;
         if (threadIdx.x == 0) {
             s_fault = 0;
             u32 spins = 0;
-            for (;;) {
-                u64 v = ld_acquire_sys(desc);
-                if (v == seq) break;
-                // before its turn a slot holds 0 (never used) or the seq one lap earlier; anything else is corrupt
-                if (v != 0 && v != seq - slots) {
-                    s_fault = 1;
-                    if (blockIdx.x == 0) hdr[2] = (FAULT_BAD_SEQ << 56) | seq;
-                    break;
+            if (blockIdx.x == 0) {
+                u64 *desc = descs + 8u * slot;
+                u64 lf = 0, dst = 0, src = 0, ce = 0;
+                for (;;) {
+                    const u64 v = ld_acquire_sys(desc);
+                    if (v == seq) break;
+                    // before its turn a slot holds 0 (never used) or the seq one lap earlier; anything else is corrupt
+                    if (v != 0 && v != seq - slots) {
+                        s_fault = 1;
+                        hdr[2] = (FAULT_BAD_SEQ << 56) | seq;
+                        break;
+                    }
+                    backoff(spins);
                 }
-                backoff(spins);
+                if (!s_fault) {
+                    const volatile u64 *vd = desc;
+                    dst = vd[1];
+                    src = vd[2];
+                    lf = vd[3];
+                    ce = vd[4];
+                    const u32 flags = (u32) (lf >> 32);
+                    const u64 len = lf & 0xffffffffull;
+                    const bool halt = (flags & F_STOP) != 0;
+                    if ((flags & ~F_ALL) != 0 || len > MAX_LEN || (!halt && (len == 0 || dst == 0 || src == 0))) {
+                        s_fault = 1;
+                        hdr[2] = (FAULT_BAD_DESC << 56) | seq;
+                    }
+                }
+                if (!s_fault && ((lf >> 32) & F_WAIT_CE)) {
+                    spins = 0;
+                    while (ld_acquire_sys(hdr + 3) < ce) backoff(spins);
+                }
+                if (!s_fault && ((lf >> 32) & F_FENCE)) {
+                    spins = 0;
+                    while (*(volatile u64 *) done_seq < seq - 1u) backoff(spins);
+                }
+                if (s_fault) {
+                    __threadfence_system();
+                    st_release_gpu(mirror_seq, ~0ull); // the other blocks end too
+                } else {
+                    m[0] = dst;
+                    m[1] = src;
+                    m[2] = lf;
+                    st_release_gpu(mirror_seq, seq);
+                }
+            } else {
+                for (;;) {
+                    const u64 v = ld_acquire_gpu(mirror_seq);
+                    if (v == ~0ull) {
+                        s_fault = 1;
+                        break;
+                    }
+                    if (v >= seq) break;
+                    backoff(spins);
+                }
             }
             if (!s_fault) {
-                const volatile u64 *vd = desc;
-                s_dst = vd[1];
-                s_src = vd[2];
-                const u64 lf = vd[3];
+                const volatile u64 *vm = m;
+                s_dst = vm[0];
+                s_src = vm[1];
+                const u64 lf = vm[2];
                 s_len = lf & 0xffffffffull;
                 s_flags = (u32) (lf >> 32);
-                s_ce = vd[4];
-                const bool halt = (s_flags & F_STOP) != 0;
-                if ((s_flags & ~F_ALL) != 0 || s_len > MAX_LEN || (!halt && (s_len == 0 || s_dst == 0 || s_src == 0))) {
-                    s_fault = 1;
-                    if (blockIdx.x == 0) hdr[2] = (FAULT_BAD_DESC << 56) | seq;
-                }
-            }
-            if (!s_fault && (s_flags & F_WAIT_CE)) {
-                spins = 0;
-                while (ld_acquire_sys(hdr + 3) < s_ce) backoff(spins);
-            }
-            if (!s_fault && (s_flags & F_FENCE)) {
-                spins = 0;
-                while (*(volatile u64 *) done_seq < seq - 1u) backoff(spins);
-                __threadfence();
             }
         }
         __syncthreads();
         if (s_fault) {
-            __threadfence_system();
             return;
         }
         const u64 dst = s_dst, src = s_src, len = s_len;
