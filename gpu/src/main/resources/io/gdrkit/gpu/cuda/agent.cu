@@ -60,6 +60,10 @@ __device__ __forceinline__ void st_release_gpu(u64 *p, u64 v) {
     asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ void ld_volatile_v2(const u64 *p, u64 &a, u64 &b) {
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+
 __device__ __forceinline__ void backoff(u32 &spins) {
     // spin tight for a while (latency), then sleep a little per poll so an idle agent costs the GPU almost nothing
     if (++spins > 4096u) {
@@ -116,11 +120,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 st
                     backoff(spins);
                 }
                 if (!s_fault) {
-                    const volatile u64 *vd = desc;
-                    dst = vd[1];
-                    src = vd[2];
-                    lf = vd[3];
-                    ce = vd[4];
+                    // 16-byte reads where the layout allows: each read is a PCIe round trip
+                    u64 again;
+                    ld_volatile_v2(desc, again, dst);
+                    ld_volatile_v2(desc + 2, src, lf);
+                    if ((lf >> 32) & F_WAIT_CE) ce = ((const volatile u64 *) desc)[4];
                     const u32 flags = (u32) (lf >> 32);
                     const u64 len = lf & 0xffffffffull;
                     const bool halt = (flags & F_STOP) != 0;
