@@ -75,15 +75,12 @@ agent_table() {
       n[l]++; vals[l, n[l]] = v
     }
     END {
-      printf "perf write_bw --loopback --mem gpu --gpu %s: medians of %s runs, GB/s; pinned = gpu-path pinned HtoD copy
-", gpu, runs
-      printf "%-10s %10s %10s %12s %8s %11s %10s
-", "bytes", "agent off", "agent on", "pinned HtoD", "on/off", "off/pinned", "on/pinned"
+      printf "perf write_bw --loopback --mem gpu --gpu %s: medians of %s runs, GB/s; pinned = gpu-path pinned HtoD copy\n", gpu, runs
+      printf "%-10s %10s %10s %12s %8s %11s %10s\n", "bytes", "agent off", "agent on", "pinned HtoD", "on/off", "off/pinned", "on/pinned"
       split(sizes, S, " ")
       for (k = 1; k in S; k++) {
         s = S[k]; off = median("agent_off_" s); on = median("agent_on_" s); p = median("pinned_" s)
-        printf "%-10s %10s %10s %12s %8s %11s %10s
-", s, gb(off), gb(on), gb(p), ratio(on, off), ratio(off, p), ratio(on, p)
+        printf "%-10s %10s %10s %12s %8s %11s %10s\n", s, gb(off), gb(on), gb(p), ratio(on, off), ratio(off, p), ratio(on, p)
       }
     }' "$OUT/agent.jsonl"
 }
