@@ -9,14 +9,21 @@
 #          GDR with a flush per chunk (NCCL_NET_FORCE_FLUSH=1), rank r on GPU r when GPUS >= 2, and host buffers
 #                                                                          -> $OUT/coll-gpu.jsonl
 #   check  perf --check (the data verified on the GPU) for write/read/send_bw, once -> $OUT/check.jsonl
+#   agent  the software NIC's delivery agent (docs/GPU.md, "The delivery agent"): perf write_bw --mem gpu at
+#          AGENT_SIZES with --set gdrkit.cuda.agent=off and =on, beside gpu-path's pinned host-to-device copy of the
+#          same run; then perf --check with the agent on         -> $OUT/agent.jsonl, $OUT/agent-table.txt (medians)
+#   GPU=cuda:0 PARTS=agent RUNS=3 bench/gpu-paths.sh
 #   GPU=cuda:0 bench/gpu-paths.sh                   output under ${TMPDIR:-/tmp}/gdrkit-bench/gpu-paths-<time>
 #   GPU=sim:h200 RUNS=1 PARTS="perf coll" bench/gpu-paths.sh
 # Environment: GPU (cuda:0), GPUS (count, from nvidia-smi), RUNS (3), SIZES ("65536 1048576 4194304 67108864"),
+# AGENT_SIZES ("65536 1048576 16777216"), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
+# "gdrkit.cuda.agent.blocks=32"),
 # MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), FABRIC (shm), LIMIT (150 s per call), JOPTS (extra JVM
 # options), OUT, JAR, JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 GPU="${GPU:-cuda:0}"; RUNS="${RUNS:-3}"; PARTS="${PARTS:-perf path coll check}"
 SIZES="${SIZES:-65536 1048576 4194304 67108864}"
+AGENT_SIZES="${AGENT_SIZES:-65536 1048576 16777216}"; AGENT_SET="${AGENT_SET:-}"
 MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
 LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
 case "$GPU" in
@@ -42,7 +49,41 @@ row() {
   local file=$1 label=$2 run=$3; shift 3
   g "$@" --json 2>> "$OUT/err.txt" | grep '^{' | sed "s/^{/{\"label\":\"$label\",\"run\":$run,/" >> "$OUT/$file"
 }
-iters() { case "$1" in 65536) echo 2000;; 1048576) echo 400;; 4194304) echo 100;; *) echo 12;; esac; }
+iters() { case "$1" in 65536) echo 2000;; 1048576) echo 400;; 4194304) echo 100;; 16777216) echo 40;; *) echo 12;; esac; }
+# agent_sets: the --set flags of the agent-on runs
+agent_sets() { echo "--set gdrkit.cuda.agent=on"; for kv in $AGENT_SET; do echo "--set $kv"; done; }
+# agent_table: medians over the runs of agent.jsonl, GB/s (10^9 B/s), and the ratios the agent is judged by
+agent_table() {
+  awk -v sizes="$AGENT_SIZES" -v runs="$RUNS" -v gpu="$GPU" '
+    function val(line, key,   m) {
+      if (!match(line, "\"" key "\":[-0-9.eE]+")) return ""
+      m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m
+    }
+    function median(l,   i, j, t, a, c) {
+      c = n[l]; if (!c) return -1
+      for (i = 1; i <= c; i++) a[i] = vals[l, i] + 0
+      for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+    }
+    function gb(m) { return m < 0 ? "-" : sprintf("%.2f", m * 1048576 / 1e9) }
+    function ratio(a, b) { return a < 0 || b <= 0 ? "-" : sprintf("%.2fx", a / b) }
+    {
+      if (!match($0, /"label":"[^"]*"/)) next
+      l = substr($0, RSTART + 9, RLENGTH - 10)
+      if (l ~ /^pinned_/) { if ($0 !~ /"path":"pinned"/) next; v = val($0, "mib_s") } else v = val($0, "bw_avg_mib_s")
+      if (v == "") next
+      n[l]++; vals[l, n[l]] = v
+    }
+    END {
+      printf "perf write_bw --loopback --mem gpu --gpu %s: medians of %s runs, GB/s; pinned = gpu-path pinned HtoD copy\n", gpu, runs
+      printf "%-10s %10s %10s %12s %8s %11s %10s\n", "bytes", "agent off", "agent on", "pinned HtoD", "on/off", "off/pinned", "on/pinned"
+      split(sizes, S, " ")
+      for (k = 1; k in S; k++) {
+        s = S[k]; off = median("agent_off_" s); on = median("agent_on_" s); p = median("pinned_" s)
+        printf "%-10s %10s %10s %12s %8s %11s %10s\n", s, gb(off), gb(on), gb(p), ratio(on, off), ratio(off, p), ratio(on, p)
+      }
+    }' "$OUT/agent.jsonl"
+}
 # coll_row LABEL RUN [VAR=VALUE...] [OPTIONS...]: one allreduce sweep, 2 ranks
 coll_row() {
   local label=$1 run=$2; shift 2
@@ -65,6 +106,18 @@ for run in $(seq 1 "$RUNS"); do
       step "run $run/$RUNS: gpu-path $s B" row gpu-path.jsonl "gpu_path_$s" "$run" gpu-path --gpu "$GPU" -s "$s" -n "$n"
     fi
   done
+  if has agent; then
+    for s in $AGENT_SIZES; do
+      n=$(iters "$s"); buf=$((2 * s > 8388608 ? 2 * s : 8388608))
+      step "run $run/$RUNS: perf write_bw --mem gpu $s B, agent off" row agent.jsonl "agent_off_$s" "$run" \
+        --set gdrkit.cuda.agent=off perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+      # shellcheck disable=SC2046 # agent_sets is a list of words
+      step "run $run/$RUNS: perf write_bw --mem gpu $s B, agent on" row agent.jsonl "agent_on_$s" "$run" \
+        $(agent_sets) perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+      step "run $run/$RUNS: gpu-path $s B (the pinned copy)" row agent.jsonl "pinned_$s" "$run" \
+        gpu-path --gpu "$GPU" -s "$s" -n "$n"
+    done
+  fi
   if has coll; then
     step "run $run/$RUNS: coll allreduce, GPU buffers, GDR" coll_row 1gpu-2ranks-gdr "$run" --mem gpu --gpu "$GPU"
     step "run $run/$RUNS: coll allreduce, GPU buffers, host bounce" coll_row 1gpu-2ranks-bounce "$run" \
@@ -82,5 +135,12 @@ if has check; then
     step "perf $t --check on the GPU" row check.jsonl "check_gpu_$t" 1 \
       perf "$t" --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check
   done
+fi
+if has agent; then
+  # shellcheck disable=SC2046
+  step "perf write_bw --check on the GPU, agent on" row agent.jsonl "agent_on_check" 1 \
+    $(agent_sets) perf write_bw --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check
+  step "agent table" agent_table > "$OUT/agent-table.txt"
+  cat "$OUT/agent-table.txt" >&2
 fi
 say "done: $(cat "$OUT"/*.jsonl 2>/dev/null | wc -l) rows under $OUT"

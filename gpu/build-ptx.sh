@@ -1,7 +1,7 @@
 #!/bin/sh
 # Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
 # Regenerates the PTX shipped as resources from the .cu sources next to them, for each module (default: kernels
-# coll; MODULES="coll" builds one):
+# coll agent; MODULES="coll" builds one):
 #   <module>.ptx        compute_90 (Hopper), PTX ISA of the installed nvcc
 #   <module>_sm75.ptx   compute_75 with PTX ISA 7.0 declared: loads on older drivers (CUDA 11.0+) and GPUs (sm_75+)
 # The driver JIT-compiles PTX to the GPU it runs on; a driver older than the PTX ISA refuses it with
@@ -13,7 +13,7 @@ DEST=${DEST:-.}
 "$NVCC" --version | tail -1
 PTXAS=${PTXAS:-$(dirname "$(command -v "$NVCC")")/ptxas}
 [ -x "$PTXAS" ] || PTXAS=/usr/local/cuda/bin/ptxas
-for m in ${MODULES:-kernels coll}; do
+for m in ${MODULES:-kernels coll agent}; do
   "$NVCC" -ptx -arch=compute_90 -O3 "$m.cu" -o "$DEST/$m.ptx"
   "$NVCC" -ptx -arch=compute_75 -O3 "$m.cu" -o "$DEST/${m}_sm75.ptx"
   # The kernels use no instruction newer than PTX ISA 7.0 (CUDA 11.0), so declare that ISA in the compat module,

@@ -24,6 +24,8 @@
  * taken too. One queue for all streams: it is in order, as one stream is.
  */
 struct pending { unsigned long long d; const void *s; size_t n; };
+/* a queued stream write of a 64-bit value (cuStreamWriteValue64): s is this marker, d the address, n the value */
+static const char write_value_marker;
 static struct pending *queue;
 static size_t queued, queue_cap;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,7 +37,10 @@ static int deferring(void) {
 }
 static void run_queue(void) {
     pthread_mutex_lock(&queue_lock);
-    for (size_t i = 0; i < queued; i++) memcpy((void *)queue[i].d, queue[i].s, queue[i].n);
+    for (size_t i = 0; i < queued; i++) {
+        if (queue[i].s == &write_value_marker) __atomic_store_n((unsigned long long *)queue[i].d, (unsigned long long)queue[i].n, __ATOMIC_RELEASE);
+        else memcpy((void *)queue[i].d, queue[i].s, queue[i].n);
+    }
     queued = 0;
     pthread_mutex_unlock(&queue_lock);
 }
@@ -175,6 +180,10 @@ CUresult cuMemFree_v2(unsigned long long p) {
     free((void *)p);
     return 0;
 }
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int flags) {
+    if (flags & ~7u) return 1;
+    *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2;
+}
 CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
 CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
@@ -250,9 +259,42 @@ CUresult cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t
     if (orders_with_legacy(st)) run_legacy();
     run_queue(); memmove((void *)d, (void *)s, n); return 0;
 }
-CUresult cuStreamCreate(void **s, unsigned int flags) { *s = malloc(8); if (!*s) return 2; *(unsigned int *)*s = flags; return 0; }
-CUresult cuStreamQuery(void *s) { if (orders_with_legacy(s)) run_legacy(); run_queue(); return 0; }
-CUresult cuStreamSynchronize(void *s) { if (orders_with_legacy(s)) run_legacy(); run_queue(); return 0; }
+/* a stream handle: its creation flags, then what runs on it: 0 nothing, -1 the agent kernel, > 0 the error it
+   ended with (sticky, as a failed kernel's stream reports it) */
+CUresult cuStreamCreate(void **s, unsigned int flags) { *s = calloc(2, 4); if (!*s) return 2; *(unsigned int *)*s = flags; return 0; }
+static int stream_state(void *s) { return s ? __atomic_load_n((int *)s + 1, __ATOMIC_ACQUIRE) : 0; }
+CUresult cuStreamQuery(void *s) {
+    int st = stream_state(s);
+    if (st < 0) return 600; /* NOT_READY: a kernel runs */
+    if (st > 0) return st;
+    if (orders_with_legacy(s)) run_legacy();
+    run_queue();
+    return 0;
+}
+CUresult cuStreamSynchronize(void *s) {
+    while (stream_state(s) < 0) sched_yield();
+    if (stream_state(s) > 0) return stream_state(s);
+    if (orders_with_legacy(s)) run_legacy();
+    run_queue();
+    return 0;
+}
+/* stream memory operations: a write lands in stream order (queued behind deferred copies); a wait is made at the
+   call, which orders everything after it behind the value (stricter than a real stream, never looser) */
+CUresult cuStreamWriteValue64_v2(void *st, unsigned long long addr, unsigned long long value, unsigned int flags) {
+    if (flags != 0) return 1;
+    if (deferring()) return enqueue(addr, &write_value_marker, (size_t)value);
+    run_queue();
+    __atomic_store_n((unsigned long long *)addr, value, __ATOMIC_RELEASE);
+    return 0;
+}
+CUresult cuStreamWaitValue64_v2(void *st, unsigned long long addr, unsigned long long value, unsigned int flags) {
+    if (flags != 0) return 1; /* GEQ only */
+    for (long i = 0; __atomic_load_n((unsigned long long *)addr, __ATOMIC_ACQUIRE) < value; i++) {
+        if (i > 20000000) return 999; /* CUDA_ERROR_UNKNOWN rather than a hang */
+        sched_yield();
+    }
+    return 0;
+}
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 static long long fake_clock;
 /* an event: its fake timestamp, then whether it was queried since its record (FAKECUDA_DEFER) */
@@ -338,9 +380,82 @@ static CUresult fake_shmem(void *f, unsigned gx, unsigned bx, void **params) {
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) { return p && n && (flags & 2) ? 0 : 1; }
 CUresult cuMemHostUnregister(void *p) { return 0; }
 
+/*
+ * The delivery agent (agent.cu's nic_agent) played by a host thread over the same ring layout (AgentRing): it takes
+ * descriptors in order, checks them as the kernel does, copies, and writes the slot's completion word. One thread
+ * copies in ring order, so a FENCE is met by construction; counters of what it saw are read by the tests through
+ * fakecuda_agent_count. FAKECUDA_AGENT picks a misbehaviour at the first data descriptor: stall (takes it and never
+ * completes it), fault (writes the fault word and ends), corrupt (writes a completion word of another slot and
+ * goes on), die (ends with CUDA_ERROR_ILLEGAL_ADDRESS, 700, and no fault word). FAKECUDA_AGENT_DELAY_US=N sleeps
+ * before each copy, so a completion raised before the agent's shows up as a mismatch.
+ */
+struct agent_args { unsigned long long ring, state, first; unsigned int slots; int *stream_state; };
+static long long agent_counts[8]; /* 0 descriptors, 1 FENCE, 2 WAIT_CE, 3 STOP, 4 launches, 5 bytes, 6 threads */
+long long fakecuda_agent_count(int which) { return which >= 0 && which < 8 ? __atomic_load_n(&agent_counts[which], __ATOMIC_ACQUIRE) : -1; }
+static void agent_end(struct agent_args *a, int state) {
+    __atomic_store_n(a->stream_state, state, __ATOMIC_RELEASE);
+    free(a);
+}
+static void *fake_agent(void *arg) {
+    struct agent_args *a = arg;
+    unsigned long long *hdr = (unsigned long long *)a->ring, *done = hdr + 8, *descs = done + a->slots;
+    const char *mode = getenv("FAKECUDA_AGENT");
+    mode = mode ? mode : "";
+    const char *delay = getenv("FAKECUDA_AGENT_DELAY_US"); /* a slow agent: completions must wait for it */
+    long delay_us = delay ? atol(delay) : 0;
+    unsigned long polls = 0;
+    for (unsigned long long seq = a->first;; seq++) {
+        unsigned int slot = (unsigned int)((seq - 1) & (a->slots - 1));
+        unsigned long long *d = descs + 8 * slot, v;
+        while ((v = __atomic_load_n(d, __ATOMIC_ACQUIRE)) != seq) {
+            if (v != 0 && v != seq - a->slots) { hdr[2] = (1ull << 56) | seq; agent_end(a, 0); return 0; }
+            if (++polls % 64 == 0) run_queue(); /* the copy engine runs on its own while a kernel runs */
+            sched_yield();
+        }
+        unsigned long long dst = d[1], src = d[2], lf = d[3], ce = d[4];
+        unsigned int len = (unsigned int)lf, flags = (unsigned int)(lf >> 32);
+        int stop = (flags & 2) != 0;
+        if ((flags & ~7u) || (!stop && (len == 0 || dst == 0 || src == 0))) {
+            __atomic_store_n(&hdr[2], (2ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0;
+        }
+        if (!stop && !strcmp(mode, "stall")) { for (;;) pause(); }
+        if (!stop && !strcmp(mode, "fault")) { __atomic_store_n(&hdr[2], (2ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0; }
+        if (!stop && !strcmp(mode, "die")) { agent_end(a, 700); return 0; }
+        while ((flags & 4) && __atomic_load_n(&hdr[3], __ATOMIC_ACQUIRE) < ce) { run_queue(); sched_yield(); }
+        if (delay_us > 0 && len) usleep((useconds_t)delay_us);
+        if (len) memcpy((void *)dst, (const void *)src, len);
+        __atomic_add_fetch(&agent_counts[0], 1, __ATOMIC_ACQ_REL);
+        if (flags & 1) __atomic_add_fetch(&agent_counts[1], 1, __ATOMIC_ACQ_REL);
+        if (flags & 4) __atomic_add_fetch(&agent_counts[2], 1, __ATOMIC_ACQ_REL);
+        if (stop) __atomic_add_fetch(&agent_counts[3], 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&agent_counts[5], len, __ATOMIC_ACQ_REL);
+        *(unsigned long long *)a->state = seq; /* done_seq */
+        if (!stop && !strcmp(mode, "corrupt")) {
+            __atomic_store_n(&done[slot], seq + 1, __ATOMIC_RELEASE); /* seq + 1 belongs to the next slot */
+            continue;
+        }
+        __atomic_store_n(&done[slot], seq, __ATOMIC_RELEASE);
+        if (stop) { agent_end(a, 0); return 0; }
+    }
+}
+static CUresult fake_agent_launch(unsigned gx, unsigned bx, void *stream, void **params) {
+    if (bx != 256 || stream == NULL || stream_state(stream) != 0) return 1;
+    struct agent_args *a = malloc(sizeof *a);
+    if (!a) return 2;
+    a->ring = P64(0); a->state = P64(1); a->slots = P32(2); a->first = P64(3); a->stream_state = (int *)stream + 1;
+    if (a->slots < 2 || (a->slots & (a->slots - 1)) || a->first == 0) { free(a); return 1; }
+    __atomic_store_n(a->stream_state, -1, __ATOMIC_RELEASE);
+    pthread_t t;
+    if (pthread_create(&t, NULL, fake_agent, a)) { __atomic_store_n(a->stream_state, 0, __ATOMIC_RELEASE); free(a); return 2; }
+    pthread_detach(t);
+    __atomic_add_fetch(&agent_counts[4], 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+
 CUresult cuModuleLoadData(void **m, const void *image) {
     lazy_load_waits();
     if (strstr((const char *)image, ".entry coll_reduce")) { *m = (void *)0x2; return 0; } /* module coll */
+    if (strstr((const char *)image, ".entry nic_agent")) { *m = (void *)0x3; return 0; } /* module agent */
     if (!strstr((const char *)image, ".entry fill_pattern")) return 218;
     *m = (void *)0x1; return 0;
 }
@@ -385,6 +500,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     else if (!strcmp(name, "shmem_clock_sync")) *f = (void *)9;
     else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
     else if (!strcmp(name, "coll_reduce") && m == (void *)0x2) *f = (void *)11;
+    else if (!strcmp(name, "nic_agent") && m == (void *)0x3) *f = (void *)12;
     else return 500;
     return 0;
 }
@@ -434,6 +550,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         if (!shmem_moe_body((u64 *)P64(0), P64(1), P32(2), P32(3), P64(4), P64(5), P64(6), P64(7), P64(8)))
             *(u64 *)P64(9) = shd_now() - t0;
         __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
+    } else if (f == (void *)12) {
+        return fake_agent_launch(gx, bx, stream, params);
     } else if (f == (void *)11) {
         run_queue();
         return coll_reduce_host(params);
@@ -468,6 +586,7 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
         case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
         case 400: *s = "CUDA_ERROR_INVALID_HANDLE"; return 0;
         case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
+        case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
         default: *s = 0; return 1;
     }
 }

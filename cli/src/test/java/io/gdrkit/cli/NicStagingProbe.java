@@ -149,7 +149,7 @@ public final class NicStagingProbe {
     }
 
     /** WRITEs of several sizes, then 24 x 1 MiB in flight at once (the 16 MiB staging ring wraps). */
-    private static int writes(final Loopback lb) {
+    static int writes(final Loopback lb) {
         int failures = 0;
         final long[] sizes = {17, 4096, 4097, 300_000, MIB, 3 * MIB + 5};
         long seed = 1;
@@ -178,7 +178,7 @@ public final class NicStagingProbe {
         return failures;
     }
 
-    private static int reads(final Loopback lb) {
+    static int reads(final Loopback lb) {
         int failures = 0;
         final long[] sizes = {8, 4096, MIB + 3, 2 * MIB};
         long seed = 50;
@@ -193,7 +193,7 @@ public final class NicStagingProbe {
         return failures;
     }
 
-    private static int sends(final Loopback lb) {
+    static int sends(final Loopback lb) {
         final int size = 200_000;
         fill(raw(lb.a.mr.address(), size), 77);
         raw(lb.b.mr.address(), size).fill((byte) 0);
@@ -207,7 +207,7 @@ public final class NicStagingProbe {
         return await(lb, lb.a, 1, "SEND") ? failures : failures + 1;
     }
 
-    private static void post(final Loopback lb, final int opcode, final long wrId, final long off, final long size,
+    static void post(final Loopback lb, final int opcode, final long wrId, final long off, final long size,
                              final long remote, final int rkey, final boolean signaled) {
         final SendWorkRequest w = new SendWorkRequest().opcode(opcode).wrId(wrId)
             .flags(signaled ? SendFlags.SIGNALED : 0).sge(lb.a.mr, off, (int) size);
@@ -218,7 +218,7 @@ public final class NicStagingProbe {
     }
 
     /** Progresses until {@code n} completions arrived on the side's CQ (send CQ for a, receive CQ for b). */
-    private static boolean await(final Loopback lb, final Loopback.Side side, final int n, final String what) {
+    static boolean await(final Loopback lb, final Loopback.Side side, final int n, final String what) {
         final WorkCompletion[] wc = {new WorkCompletion()};
         final long deadline = System.nanoTime() + 60_000_000_000L;
         int got = 0;
@@ -238,19 +238,19 @@ public final class NicStagingProbe {
         return true;
     }
 
-    private static int check(final String what, final MemorySegment expected, final MemorySegment actual) {
+    static int check(final String what, final MemorySegment expected, final MemorySegment actual) {
         final long at = expected.mismatch(actual);
         System.out.println(what + ": " + (at == -1 ? "byte-exact at completion" : "MISMATCH at byte " + at));
         return at == -1 ? 0 : 1;
     }
 
     @SuppressWarnings("restricted")
-    private static MemorySegment raw(final long address, final long size) {
+    static MemorySegment raw(final long address, final long size) {
         // the fake's device memory is host memory: read it without asking the driver (which would land copies)
         return MemorySegment.ofAddress(address).reinterpret(size);
     }
 
-    private static void fill(final MemorySegment seg, final long seed) {
+    static void fill(final MemorySegment seg, final long seed) {
         long x = seed;
         for (long i = 0; i < seg.byteSize(); i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;

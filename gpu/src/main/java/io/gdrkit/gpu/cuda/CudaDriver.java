@@ -101,6 +101,14 @@ public final class CudaDriver {
     /** cuMemHostRegister_v2 / cuMemHostUnregister (CUDA 4.0+); optional so that a stub driver still loads. */
     final Optional<MethodHandle> cuMemHostRegister;
     final Optional<MethodHandle> cuMemHostUnregister;
+    /** cuMemHostAlloc (CUDA 2.2+): pinned host memory with flags (DEVICEMAP); optional, cuMemAllocHost stands in. */
+    final Optional<MethodHandle> cuMemHostAlloc;
+    /**
+     * Stream memory operations (cuStreamWriteValue64_v2 / cuStreamWaitValue64_v2, CUDA 11.7+, else the CUDA 9 names):
+     * the copy engine's completions signalled in mapped memory. Optional: without them the agent takes every span.
+     */
+    final Optional<MethodHandle> cuStreamWriteValue64;
+    final Optional<MethodHandle> cuStreamWaitValue64;
 
     private CudaDriver(final SymbolLookup lookup) {
         this.lookup = lookup;
@@ -151,6 +159,11 @@ public final class CudaDriver {
         cuFlushGPUDirectRDMAWrites = optional("cuFlushGPUDirectRDMAWrites", INT, INT);
         cuMemHostRegister = optional("cuMemHostRegister_v2", PTR, LONG, INT);
         cuMemHostUnregister = optional("cuMemHostUnregister", PTR);
+        cuMemHostAlloc = optional("cuMemHostAlloc", PTR, LONG, INT);
+        cuStreamWriteValue64 = optional("cuStreamWriteValue64_v2", PTR, LONG, LONG, INT)
+            .or(() -> optional("cuStreamWriteValue64", PTR, LONG, LONG, INT));
+        cuStreamWaitValue64 = optional("cuStreamWaitValue64_v2", PTR, LONG, LONG, INT)
+            .or(() -> optional("cuStreamWaitValue64", PTR, LONG, LONG, INT));
     }
 
     private MethodHandle h(final String name, final MemoryLayout... args) {

@@ -323,6 +323,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         final CudaBuffer b = own(buffer);
         makeCurrent();
         nicStaging.fence(); // NIC writes still staged for this buffer land before it goes, never after
+        nicStaging.pauseAgent(); // cuMemFree may wait for every running kernel: the agent must not be one
         try {
             d.check((int) d.cuMemFree.invokeExact(b.address()), "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
         } catch (final Throwable t) {
@@ -364,6 +365,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "0x" + Long.toHexString(host.address())
                 + " was not allocated by cuMemAllocHost on this device");
         }
+        nicStaging.pauseAgent(); // cuMemFreeHost may wait for every running kernel
         makeCurrent();
         try {
             d.check((int) d.cuMemFreeHost.invokeExact(host), "cuMemFreeHost");
@@ -403,6 +405,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
             "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
+        nicStaging.pauseAgent();
         makeCurrent();
         final long first = host.address() & ~4095L;
         final long end = (host.address() + Math.max(1, host.byteSize()) + 4095) & ~4095L;
@@ -750,6 +753,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     }
 
     private CudaFunction resolve(final String module, final String name) {
+        // loading a module or a function waits for every running kernel (see function): the agent pauses meanwhile
+        nicStaging.pauseAgent();
         final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
@@ -872,6 +877,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         if (d.cuMemHostRegister.isEmpty()) {
             GpuDevice.super.hostRegister(host);
         }
+        nicStaging.pauseAgent(); // registering host memory may wait for every running kernel
         makeCurrent();
         try {
             d.check((int) d.cuMemHostRegister.get().invokeExact(host, host.byteSize(), 0),
@@ -886,6 +892,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         if (d.cuMemHostUnregister.isEmpty()) {
             GpuDevice.super.hostUnregister(host);
         }
+        nicStaging.pauseAgent();
         makeCurrent();
         try {
             d.check((int) d.cuMemHostUnregister.get().invokeExact(host),
@@ -1091,10 +1098,10 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         closed = true;
         try {
             makeCurrent();
+            nicStaging.close(); // first: it stops the agent kernel, which unloading its module would wait for
             for (final MemorySegment m : modules.values()) {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
             }
-            nicStaging.close();
             if (d.cuMemHostUnregister.isPresent()) {
                 for (final long page : registeredPages) {
                     final int ignoredUnreg = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(page));

@@ -3,6 +3,8 @@
  */
 package io.gdrkit.gpu.cuda;
 
+import io.gdrkit.gpu.GpuException;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,6 +28,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * after the last copy out of it; a chunk is reused only once its event has completed. Allocated on first use, so
  * a device that never serves a NIC pins nothing. Callable from any thread (one lock; NIC threads of several QPs may
  * share the device).
+ *
+ * <p>With the delivery agent ({@link CudaAgent}, setting {@code gdrkit.cuda.agent}) a span shorter than the crossover
+ * is not a copy but a descriptor in the agent's ring: the agent kernel copies it with SM loads and stores and writes a
+ * completion word the NIC polls; longer spans still go to the copy engine, each followed by a stream write of the
+ * ring's {@code ce_done} word, and a copy posted after agent deliveries waits (a stream wait on their completion word)
+ * until they are complete, so neither path overtakes the other. Fences, chunk reuse and reads then wait on those
+ * words instead of events. A span that does not continue the packet before it (another place or another buffer)
+ * carries the FENCE flag: it starts only once every earlier delivery is complete, so a flag written after its data
+ * never becomes visible before the data, as with the single in-order copy-engine stream. A new span starts at a
+ * staging offset congruent to its device address modulo 16, so the agent copies it with 16-byte vectors.
  */
 @SuppressWarnings("restricted")
 final class NicStaging {
@@ -49,6 +61,33 @@ final class NicStaging {
     private final CudaGpu gpu;
     private final MemorySegment stream;
     private final ReentrantLock lock = new ReentrantLock();
+    /** {@code CU_STREAM_WAIT_VALUE_GEQ}. */
+    private static final int WAIT_GEQ = 0;
+
+    private final io.gdrkit.gpu.config.GpuConfiguration.AgentMode agentMode;
+    private final long crossover;
+    private final int agentBlocks;
+    private final long stallMillis;
+    /** The agent while it is in use (null: off, not yet started, or auto fell back); why auto fell back. */
+    private CudaAgent agent;
+    private String agentNote = "";
+    /** Staging's device address, and whether stream memory operations order the two paths (else no copy engine). */
+    private long stagingDev;
+    private boolean memOps;
+    /** Large copies issued under the agent (each followed by a ce_done write), the last one's time. */
+    private long ceSeq;
+    private long ceNanos;
+    private long lastAgentSeq;
+    private final long[] chunkAgentSeq = new long[CHUNKS];
+    private final long[] chunkCeSeq = new long[CHUNKS];
+    private final long[] fenceAgentSeq = new long[FENCES];
+    private final long[] fenceCeSeq = new long[FENCES];
+    /** Whether the staged span continues the packet before it, and where that packet ended. */
+    private boolean spanFence;
+    private long lastBase;
+    private long lastEnd;
+    private long agentSpans;
+    private long copySpans;
 
     private MemorySegment staging;
     private MemorySegment readStaging;
@@ -77,6 +116,11 @@ final class NicStaging {
         this.gpu = gpu;
         this.d = d;
         this.stream = stream;
+        final io.gdrkit.core.config.SettingsReader r = io.gdrkit.core.config.SettingsReader.ofProcess();
+        this.agentMode = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT.read(r).value();
+        this.crossover = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_CROSSOVER.read(r).value();
+        this.agentBlocks = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_BLOCKS.read(r).value();
+        this.stallMillis = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_STALL_MS.read(r).value();
     }
 
     /**
@@ -94,18 +138,32 @@ final class NicStaging {
                 if (fill == CHUNK) {
                     nextChunk();
                 }
+                long stage = (long) chunk * CHUNK + fill;
+                final boolean continues = spanLen > 0 && spanBase == base && spanDev + spanLen == dptr
+                    && spanStage + spanLen == stage;
+                if (!continues && agent != null) {
+                    // the agent copies 16-byte vectors where source and destination agree modulo 16
+                    final int pad = (int) ((dptr - stage) & 15);
+                    if (fill + pad >= CHUNK) {
+                        nextChunk();
+                    }
+                    fill += (int) ((dptr - ((long) chunk * CHUNK + fill)) & 15);
+                    stage = (long) chunk * CHUNK + fill;
+                }
                 final int n = (int) Math.min(len, CHUNK - fill);
-                final long stage = (long) chunk * CHUNK + fill;
                 MemorySegment.copy(src, srcOffset, staging, stage, n);
-                if (spanLen > 0 && spanBase == base && spanDev + spanLen == dptr && spanStage + spanLen == stage) {
+                if (continues) {
                     spanLen += n;
                 } else {
                     issueSpan();
+                    spanFence = !(base == lastBase && dptr == lastEnd);
                     spanBase = base;
                     spanDev = dptr;
                     spanStage = stage;
                     spanLen = n;
                 }
+                lastBase = base;
+                lastEnd = dptr + n;
                 if (spanLen >= ISSUE_BYTES) {
                     issueSpan();
                 }
@@ -145,6 +203,9 @@ final class NicStaging {
         try {
             ensureAllocated();
             issueSpan();
+            if (agent != null && lastAgentSeq > 0) {
+                agent.await(lastAgentSeq); // the copy engine reads below: the agent's writes land first
+            }
             if (len > 0 && gpu.isPinned(dst.address() + dstOffset, len)) {
                 // pinned already: the copy engine writes the NIC's buffer itself, one copy and one wait
                 d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, stream),
@@ -175,7 +236,9 @@ final class NicStaging {
     String stats() {
         lock.lock();
         try {
-            return "NIC reads: " + pinnedReads + " into pinned memory, " + stagedReads + " through staging";
+            return "NIC reads: " + pinnedReads + " into pinned memory, " + stagedReads + " through staging"
+                + (agent != null ? "; NIC writes: " + agentSpans + " spans by the " + agent.describe() + ", "
+                    + copySpans + " by the copy engine" : "") + agentNote;
         } finally {
             lock.unlock();
         }
@@ -194,6 +257,15 @@ final class NicStaging {
             issueSpan();
             final long token = fenceIssued + 1;
             final int slot = (int) (token % FENCES);
+            if (agent != null) {
+                // no event: the agent's completion word and ce_done say when these writes have landed
+                fenceAgentSeq[slot] = lastAgentSeq;
+                fenceCeSeq[slot] = ceSeq;
+                fenceTokenOf[slot] = token;
+                fenceIssued = token;
+                fencedWrites = writes;
+                return token;
+            }
             d.check((int) d.cuEventRecord.invokeExact(fenceEvents[slot], stream), "cuEventRecord (NIC fence)");
             fenceTokenOf[slot] = token;
             fenceIssued = token;
@@ -214,6 +286,13 @@ final class NicStaging {
         lock.lock();
         try {
             final int slot = (int) (token % FENCES);
+            if (agent != null) {
+                if (!agent.isDone(fenceAgentSeq[slot]) || !ceLanded(fenceCeSeq[slot])) {
+                    return false;
+                }
+                fenceCompleted = Math.max(fenceCompleted, fenceTokenOf[slot]);
+                return true;
+            }
             final int rc = (int) d.cuEventQuery.invokeExact(fenceEvents[slot]);
             if (rc == CudaDriver.CUDA_ERROR_NOT_READY) {
                 return false;
@@ -238,6 +317,12 @@ final class NicStaging {
         lock.lock();
         try {
             final int slot = (int) (token % FENCES);
+            if (agent != null) {
+                agent.await(fenceAgentSeq[slot]);
+                agent.awaitCe(fenceCeSeq[slot]);
+                fenceCompleted = Math.max(fenceCompleted, fenceTokenOf[slot]);
+                return;
+            }
             d.check((int) d.cuEventSynchronize.invokeExact(fenceEvents[slot]), "cuEventSynchronize (NIC fence)");
             fenceCompleted = Math.max(fenceCompleted, fenceTokenOf[slot]);
         } catch (final Throwable t) {
@@ -257,6 +342,10 @@ final class NicStaging {
             // a span still staged is dropped, not issued: its buffer may be freed already (a NIC reset loses
             // posted writes that no completion covered); free() fences before it frees
             spanLen = 0;
+            if (agent != null) {
+                agent.close();
+                agent = null;
+            }
             final int ignoredSync = (int) d.cuStreamSynchronize.invokeExact(stream);
             for (final MemorySegment e : chunkEvents) {
                 final int ignored = (int) d.cuEventDestroy.invokeExact(e);
@@ -278,18 +367,87 @@ final class NicStaging {
         if (spanLen == 0) {
             return;
         }
+        final int spanChunk = (int) (spanStage / CHUNK);
+        if (agent != null && (spanLen < crossover || !memOps)) {
+            int flags = spanFence && lastAgentSeq + ceSeq > 0 ? AgentRing.FENCE : 0;
+            long ceWait = 0;
+            if (ceSeq > 0 && !agent.ceDone(ceSeq)) {
+                flags |= AgentRing.WAIT_CE;
+                ceWait = ceSeq;
+            }
+            final int len = (int) spanLen;
+            spanLen = 0; // before posting: a failed post must not leave the span to be posted again
+            lastAgentSeq = agent.post(spanDev, stagingDev + spanStage, len, flags, ceWait);
+            chunkAgentSeq[spanChunk] = lastAgentSeq;
+            agentSpans++;
+            return;
+        }
         try {
+            if (agent != null && lastAgentSeq > 0 && !agent.isDone(lastAgentSeq)) {
+                // the copy must not overtake agent deliveries before it: the stream waits for their completion word
+                final long word = agent.ringDevice() + AgentRing.HEADER + 8L * agent.ring().slot(lastAgentSeq);
+                d.check((int) d.cuStreamWaitValue64.orElseThrow().invokeExact(stream, word, lastAgentSeq, WAIT_GEQ),
+                    "cuStreamWaitValue64 (NIC write behind the agent)");
+            }
             d.check((int) d.cuMemcpyHtoDAsync.invokeExact(spanDev, staging.asSlice(spanStage, spanLen), spanLen,
                 stream), "cuMemcpyHtoDAsync_v2 (NIC write)");
+            if (agent != null) {
+                ceSeq++;
+                ceNanos = System.nanoTime();
+                d.check((int) d.cuStreamWriteValue64.orElseThrow().invokeExact(stream, agent.ringDevice()
+                    + agent.ring().ceDoneOffset(), ceSeq, 0), "cuStreamWriteValue64 (NIC write done)");
+                chunkCeSeq[spanChunk] = ceSeq;
+                copySpans++;
+            }
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyHtoDAsync_v2", t);
         }
         spanLen = 0;
     }
 
+    /** Whether large copy {@code seq} has landed; a copy not signalled within the stall time is a named error. */
+    private boolean ceLanded(final long seq) {
+        if (agent.ceDone(seq)) {
+            return true;
+        }
+        if (System.nanoTime() - ceNanos > stallMillis * 1_000_000L) {
+            agent.awaitCe(seq); // throws GDRKIT_AGENT_STALLED (or returns if it landed meanwhile)
+        }
+        return agent.ceDone(seq);
+    }
+
+    /**
+     * Ends the agent kernel, with everything posted to it complete, for a CUDA call that waits for every running
+     * kernel (freeing, loading a module, registering host memory); the next write starts it again.
+     */
+    void pauseAgent() {
+        lock.lock();
+        try {
+            if (agent != null) {
+                agent.pause();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Closes the current chunk (its copies are issued, an event behind them) and waits until the next is free. */
     private void nextChunk() {
         issueSpan();
+        if (agent != null) {
+            chunk = (chunk + 1) % CHUNKS;
+            // the chunk is reused once the agent and the copy engine are done with what was staged in it
+            if (chunkAgentSeq[chunk] > 0) {
+                agent.await(chunkAgentSeq[chunk]);
+                chunkAgentSeq[chunk] = 0;
+            }
+            if (chunkCeSeq[chunk] > 0) {
+                agent.awaitCe(chunkCeSeq[chunk]);
+                chunkCeSeq[chunk] = 0;
+            }
+            fill = 0;
+            return;
+        }
         try {
             d.check((int) d.cuEventRecord.invokeExact(chunkEvents[chunk], stream), "cuEventRecord (NIC staging)");
             chunkPending[chunk] = true;
@@ -322,6 +480,23 @@ final class NicStaging {
             }
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuEventCreate", t);
+        }
+        if (agentMode != io.gdrkit.gpu.config.GpuConfiguration.AgentMode.OFF) {
+            final CudaAgent a = new CudaAgent(gpu, d, agentBlocks, stallMillis);
+            agent = a;
+            stagingDev = gpu.devicePointer(staging);
+            memOps = d.cuStreamWriteValue64.isPresent() && d.cuStreamWaitValue64.isPresent();
+            try {
+                a.start();
+                agentNote = memOps ? "" : "; no stream memory operations in this driver: the agent takes every span";
+            } catch (final GpuException e) {
+                if (agentMode == io.gdrkit.gpu.config.GpuConfiguration.AgentMode.ON) {
+                    throw e; // sticky in the agent: every later write fails with it too
+                }
+                agent = null;
+                a.close();
+                agentNote = "; gdrkit.cuda.agent=auto: the copy engine alone (" + e.getMessage() + ")";
+            }
         }
     }
 }
