@@ -122,6 +122,8 @@ for run in $(seq 1 "$RUNS"); do
   if [ $((run % 2)) = 1 ]; then attempt "$m" mpi_run "$run"; attempt "$g" gdrkit_run "$run"
   else attempt "$g" gdrkit_run "$run"; attempt "$m" mpi_run "$run"; fi
   echo "run $run end: $(uptime)" >> "$OUT/host.txt"
+  # the veth's counters show that the ranks' bytes crossed it
+  [ -z "$NS" ] || echo "veth ${VETH}a after run $run: rx $(cat "/sys/class/net/${VETH}a/statistics/rx_bytes") B, tx $(cat "/sys/class/net/${VETH}a/statistics/tx_bytes") B" >> "$OUT/host.txt"
 done
 rc=0
 python3 "$REPO/bench/coll-vs-mpi-table.py" "$OUT" > "$OUT/table.md" || rc=$?
