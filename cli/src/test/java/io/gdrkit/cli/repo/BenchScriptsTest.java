@@ -35,7 +35,7 @@ class BenchScriptsTest {
     @Test
     void theKeptScriptsAreThere() throws IOException {
         final List<String> names = scripts().stream().map(p -> p.getFileName().toString()).toList();
-        assertEquals(List.of("ab-jars.sh", "coll-peers.sh", "gpu-paths.sh", "peers.sh", "perf-check.sh"), names,
+        assertEquals(List.of("ab-jars.sh", "coll-peers.sh", "coll-vs-mpi.sh", "gpu-paths.sh", "peers.sh", "perf-check.sh"), names,
             "bench/'s scripts changed: add the new one to this list once it sources lib.sh and fails loudly");
     }
 

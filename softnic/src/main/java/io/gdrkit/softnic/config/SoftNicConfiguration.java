@@ -179,11 +179,12 @@ public final class SoftNicConfiguration {
 
     /** SO_SNDBUF of each TCP fabric connection. */
     public static final SettingDef<Integer> TCP_SEND_BUFFER = SettingDef.integer("gdrkit.tcp.sndbuf", 0, 0, 1 << 30,
-        "SO_SNDBUF of each TCP fabric connection in bytes (0: the kernel's, autotuned)").readBy("TcpFabricContext");
+        "SO_SNDBUF of each TCP fabric connection in bytes (0: the kernel's, autotuned)")
+        .defaultText("4194304 where net.core.wmem_max allows it, else 0").readBy("TcpFabricContext");
     /** SO_RCVBUF of each TCP fabric connection. */
     public static final SettingDef<Integer> TCP_RECEIVE_BUFFER = SettingDef.integer("gdrkit.tcp.rcvbuf", 0, 0,
         1 << 30, "SO_RCVBUF of each TCP fabric connection in bytes, set before connect/listen (0: the kernel's)")
-        .readBy("TcpFabricContext");
+        .defaultText("4194304 where net.core.rmem_max allows it, else 0").readBy("TcpFabricContext");
     /** Longest selector wait per idle duty cycle. */
     public static final SettingDef<Integer> TCP_PARK_MS = SettingDef.integer("gdrkit.tcp.park.ms", 0, 0, 1000,
         "after spin.us of idle cycles a TCP port waits up to this many ms in a selector on its sockets (0: busy-poll; "

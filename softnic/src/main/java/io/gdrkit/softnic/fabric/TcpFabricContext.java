@@ -7,6 +7,9 @@ import io.gdrkit.core.config.ContextFreeze;
 import io.gdrkit.core.config.Setting;
 import io.gdrkit.softnic.config.SoftNicConfiguration;
 import io.gdrkit.core.config.SettingsReader;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,16 +24,28 @@ import java.util.Map;
  * default (0): a NIC thread that other threads post to must not sleep where a post cannot wake it. A process whose
  * NIC is moved by the very thread that waits on it (perf's client and server) turns it on: on a loaded machine a
  * spinning process takes the CPU its peer and the kernel's TCP work need.
+ *
+ * <p>Socket buffers: where no property or setter sizes them, each connection asks for {@link #AUTO_BUFFER} bytes
+ * each way when the kernel grants that much ({@code net.core.wmem_max} / {@code rmem_max} at least that large), and
+ * keeps the kernel's autotuning otherwise (a fixed buffer smaller than what autotuning reaches would only slow it).
+ * Autotuned buffers start at tcp_wmem's and tcp_rmem's middle values (16 KiB and 128 KiB by default), so a 1 MiB
+ * WRITE crosses in many short non-blocking writes, each a duty cycle that finds the socket full and may park; with
+ * 4 MiB each way it goes in a few (docs/PERFORMANCE.md, the TCP rows, has the before and after).
  */
 public final class TcpFabricContext {
-    /** SO_SNDBUF of each connection in bytes; 0: the kernel's default (autotuned). */
+    /** SO_SNDBUF of each connection in bytes; 0: the kernel's default (autotuned); default {@link #AUTO_BUFFER}. */
     public static final String SEND_BUFFER_PROP = SoftNicConfiguration.TCP_SEND_BUFFER.name();
-    /** SO_RCVBUF of each connection in bytes; 0: the kernel's default (autotuned). */
+    /** SO_RCVBUF of each connection in bytes; 0: the kernel's default (autotuned); default {@link #AUTO_BUFFER}. */
     public static final String RECEIVE_BUFFER_PROP = SoftNicConfiguration.TCP_RECEIVE_BUFFER.name();
     /** Longest wait in the selector per idle duty cycle, milliseconds; 0: never wait (busy-poll). */
     public static final String PARK_PROP = SoftNicConfiguration.TCP_PARK_MS.name();
     /** Microseconds of idle duty cycles before the port waits in its selector. */
     public static final String SPIN_PROP = SoftNicConfiguration.TCP_SPIN_US.name();
+
+    /** The socket buffer each connection asks for by default, where the kernel allows it. */
+    public static final int AUTO_BUFFER = 4 << 20;
+    /** Where the kernel says how large a buffer a socket may ask for ({@code wmem_max}, {@code rmem_max}). */
+    static final Path KERNEL_LIMITS = Path.of("/proc/sys/net/core");
 
     private final Map<String, String> overrides = new LinkedHashMap<>();
     private Map<String, String> properties;
@@ -41,6 +56,7 @@ public final class TcpFabricContext {
     private int parkMillis;
     private int spinMicros;
     private List<Setting<?>> settings = List.of();
+    private Path kernelLimits = KERNEL_LIMITS;
 
     /** The values with no property and no setter (tests, callers that take the defaults). */
     public static TcpFabricContext defaults() {
@@ -52,6 +68,28 @@ public final class TcpFabricContext {
         freeze.set("properties");
         properties = Map.copyOf(props);
         return this;
+    }
+
+    /**
+     * Reads the kernel's socket buffer limits ({@code wmem_max}, {@code rmem_max}) from {@code dir} instead of
+     * {@code /proc/sys/net/core} (tests).
+     */
+    public TcpFabricContext kernelLimits(final Path dir) {
+        freeze.set("kernelLimits");
+        kernelLimits = java.util.Objects.requireNonNull(dir, "dir");
+        return this;
+    }
+
+    /**
+     * The default size of a socket buffer whose kernel limit is in {@code limitFile}: {@link #AUTO_BUFFER} when the
+     * limit is at least that, else 0 (the kernel's autotuning); 0 too when the file is missing or unreadable.
+     */
+    static int autoBuffer(final Path limitFile) {
+        try {
+            return Long.parseLong(Files.readString(limitFile).trim()) >= AUTO_BUFFER ? AUTO_BUFFER : 0;
+        } catch (final IOException | NumberFormatException | SecurityException e) {
+            return 0;
+        }
     }
 
     public TcpFabricContext sendBuffer(final int bytes) {
@@ -120,8 +158,9 @@ public final class TcpFabricContext {
         freeze.checkConclude();
         final SettingsReader r = new SettingsReader(Map.of(), properties != null ? properties
             : SettingsReader.systemProperties("gdrkit.tcp."), overrides);
-        sendBuffer = SoftNicConfiguration.TCP_SEND_BUFFER.read(r).value();
-        receiveBuffer = SoftNicConfiguration.TCP_RECEIVE_BUFFER.read(r).value();
+        sendBuffer = SoftNicConfiguration.TCP_SEND_BUFFER.read(r, autoBuffer(kernelLimits.resolve("wmem_max"))).value();
+        receiveBuffer = SoftNicConfiguration.TCP_RECEIVE_BUFFER.read(r, autoBuffer(kernelLimits.resolve("rmem_max")))
+            .value();
         if (defaultParkMillis < 0 || defaultParkMillis > 1000) {
             throw new IllegalArgumentException("default park " + defaultParkMillis + " ms outside 0..1000");
         }

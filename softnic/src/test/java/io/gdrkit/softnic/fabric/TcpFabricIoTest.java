@@ -22,6 +22,8 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The TCP fabric's socket I/O at the port level, byte by byte: gathering writes that straddle the ring's wrap,
@@ -342,16 +345,46 @@ class TcpFabricIoTest {
     }
 
     @Test
+    void socketBuffersDefaultTo4MiBWhereTheKernelAllowsItElseToAutotuning(@TempDir final Path dir) throws Exception {
+        final Path big = Files.createDirectories(dir.resolve("big"));
+        Files.writeString(big.resolve("wmem_max"), "4194304\n");
+        Files.writeString(big.resolve("rmem_max"), "33554432\n");
+        final TcpFabricContext b = new TcpFabricContext().properties(Map.of()).kernelLimits(big).conclude();
+        assertEquals(TcpFabricContext.AUTO_BUFFER, b.sendBuffer());
+        assertEquals(TcpFabricContext.AUTO_BUFFER, b.receiveBuffer());
+        assertEquals(List.of("gdrkit.tcp.sndbuf=4194304 (default)", "gdrkit.tcp.rcvbuf=4194304 (default)"),
+            b.describe().subList(0, 2));
+        // a kernel that grants less: a fixed buffer below what autotuning reaches would slow it, so 0 (autotuned)
+        final Path small = Files.createDirectories(dir.resolve("small"));
+        Files.writeString(small.resolve("wmem_max"), "212992\n");
+        Files.writeString(small.resolve("rmem_max"), "4194303");
+        final TcpFabricContext s = new TcpFabricContext().properties(Map.of()).kernelLimits(small).conclude();
+        assertEquals(0, s.sendBuffer());
+        assertEquals(0, s.receiveBuffer());
+        // missing or unreadable limits: autotuning
+        Files.writeString(small.resolve("wmem_max"), "lots");
+        assertEquals(0, TcpFabricContext.autoBuffer(small.resolve("wmem_max")));
+        assertEquals(0, TcpFabricContext.autoBuffer(dir.resolve("none")));
+        // a property wins over the default, 0 included
+        final TcpFabricContext p = new TcpFabricContext().properties(Map.of(TcpFabricContext.SEND_BUFFER_PROP, "0",
+            TcpFabricContext.RECEIVE_BUFFER_PROP, "65536")).kernelLimits(big).conclude();
+        assertEquals(0, p.sendBuffer());
+        assertEquals(65536, p.receiveBuffer());
+        assertThrows(IllegalStateException.class, () -> b.kernelLimits(big), "frozen after conclude()");
+    }
+
+    @Test
     void contextReadsPropertiesRecordsSourcesAndNamesBadValues() {
         final TcpFabricContext d = TcpFabricContext.defaults();
-        assertEquals(0, d.sendBuffer());
-        assertEquals(0, d.receiveBuffer());
+        assertEquals(TcpFabricContext.autoBuffer(TcpFabricContext.KERNEL_LIMITS.resolve("wmem_max")), d.sendBuffer());
+        assertEquals(TcpFabricContext.autoBuffer(TcpFabricContext.KERNEL_LIMITS.resolve("rmem_max")),
+            d.receiveBuffer());
         assertEquals(0, d.parkMillis());
         assertEquals(50, d.spinMicros());
         assertTrue(d.settings().stream().allMatch(s -> s.source() == Source.DEFAULT));
         final TcpFabricContext c = new TcpFabricContext().properties(Map.of(TcpFabricContext.SEND_BUFFER_PROP,
             "1048576", TcpFabricContext.PARK_PROP, "0", TcpFabricContext.SPIN_PROP, "7"))
-            .defaultParkMillis(1).spinMicros(9).conclude();
+            .kernelLimits(Path.of("/nonexistent")).defaultParkMillis(1).spinMicros(9).conclude();
         assertEquals(1 << 20, c.sendBuffer());
         assertEquals(0, c.parkMillis(), "the property wins over a lab's default");
         assertEquals(9, c.spinMicros(), "a setter wins over the property");
