@@ -51,7 +51,11 @@ import picocli.CommandLine.Parameters;
             + "(simulated) for --transport ib.",
         "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
             + "`gdrkit launch --hosts`).",
-        "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
+        "When every rank is on one host, every collective of host buffers goes through shared memory (path shm, no "
+            + "NIC); a tuning table picks algo (direct, rsag, ring, tree) and proto (LL, Simple) per size, and each "
+            + "row says algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the "
+            + "transport (path net).",
+        "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
 public final class CollCommand implements Callable<Integer> {
     @CommandLine.Spec

@@ -113,8 +113,9 @@ public final class GdrConfiguration {
         "most channels per peer pair; MIN must not exceed it").readBy(COLL);
     /** The collectives' algorithm (auto: the tuning table). */
     public static final SettingDef<String> ALGO = SettingDef.of("NCCL_ALGO", "auto", "auto, ring, tree, direct, rsag",
-        "the collectives' algorithm; auto lets the tuning table choose by operation, size, ranks and ranks per host "
-            + "(ring or tree force the network path)", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
+        "the collectives' algorithm; auto lets the tuning table choose by operation, size, ranks and ranks per host; "
+            + "ring or tree take the exchanges over the transport (ring keeps its direct rounds), direct or rsag the "
+            + "shared memory of one host", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
             case "auto" -> "auto";
             case "ring" -> "ring";
             case "tree" -> "tree";
