@@ -51,7 +51,11 @@ import picocli.CommandLine.Parameters;
             + "(simulated) for --transport ib.",
         "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
             + "`gdrkit launch --hosts`).",
-        "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_IB_*, "
+        "When every rank is on one host, every collective of host buffers goes through shared memory (path shm, no "
+            + "NIC); a tuning table picks algo (direct, rsag, ring, tree) and proto (LL, Simple) per size, and each "
+            + "row says algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the "
+            + "transport (path net).",
+        "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
 public final class CollCommand implements Callable<Integer> {
     @CommandLine.Spec
@@ -341,6 +345,17 @@ public final class CollCommand implements Callable<Integer> {
                 out.println("# NICs x channels (rank 0): " + rows.get(rows.size() - 1).nics() + " x "
                     + rows.get(rows.size() - 1).channels());
                 out.println("# direct rounds (rank 0): " + rows.get(rows.size() - 1).directPath());
+                out.println("# paths used (rank 0): " + rows.stream().map(x -> x.tuning().path()).distinct()
+                    .collect(java.util.stream.Collectors.joining(", ")));
+                String last = null;
+                for (final CollResult x : rows) {
+                    final String k = x.tuning().algo() + "/" + x.tuning().proto() + "/" + x.tuning().path() + ": "
+                        + x.tuning().why();
+                    if (!k.equals(last)) {
+                        out.println("# from " + x.bytes() + " B (rank 0): " + k);
+                        last = k;
+                    }
+                }
                 out.println("# rank thread (rank 0): " + rows.get(rows.size() - 1).binding());
                 out.println("# Reduce threads (rank 0): " + rows.get(rows.size() - 1).reduceThreads().describe());
                 for (final String l : sharingLines(rows.get(rows.size() - 1).placement())) {
@@ -408,10 +423,10 @@ public final class CollCommand implements Callable<Integer> {
                 + "iters: %d validation: %d%n", c.op().testName(), n, c.minBytes(), c.maxBytes(),
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
-        out.println("# transport " + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), "
-            + fabric + " fabric" : "NET/Socket over TCP loopback") + (gpuMem ? "" : "; sizes up to the direct-round "
-            + "limit go as one direct round instead (shared memory when every rank is on this host; '# direct "
-            + "rounds' below the table)") + "; " + (gpuMem ? "buffers on GPU "
+        out.println("# paths: shm (shared memory between the ranks of one host, no NIC; host buffers), net ("
+            + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), " + fabric + " fabric"
+            : "NET/Socket over TCP") + "); each row's algo, proto and path, the paths used and why below the table; "
+            + (gpuMem ? "buffers on GPU "
             + gpuOption.spec + (gpuOption.spec.simulated() ? " (simulated; reductions on its SM workers)" : " (reductions in the "
             + "coll_reduce kernel)") + "; GDR or host bounce as the gates decide (summary below the table)"
             : "buffers in host memory"));
@@ -419,18 +434,18 @@ public final class CollCommand implements Callable<Integer> {
         out.println("#                                                              out-of-place                       "
             + "in-place          ");
         out.println("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
-            + "algbw   busbw #wrong");
+            + "algbw   busbw #wrong    algo  proto path");
         out.println("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
-            + "(GB/s)  (GB/s)       ");
+            + "(GB/s)  (GB/s)                           ");
         out.flush();
     }
 
     /** One row in nccl-tests' format. */
     static String line(final CollResult r) {
-        return String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5d  %7s  %6.2f  %6.2f  %5d",
-            r.bytes(), r.count(), r.type().ncclName(), r.redop(), r.root(), time(r.timeUs()), r.algBwGbs(),
-            r.busBwGbs(), r.wrong(), time(r.inPlaceTimeUs()), r.inPlaceAlgBwGbs(), r.inPlaceBusBwGbs(),
-            r.inPlaceWrong());
+        return String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5d  %7s  %6.2f  %6.2f  %5d"
+            + "  %6s %6s %4s", r.bytes(), r.count(), r.type().ncclName(), r.redop(), r.root(), time(r.timeUs()),
+            r.algBwGbs(), r.busBwGbs(), r.wrong(), time(r.inPlaceTimeUs()), r.inPlaceAlgBwGbs(), r.inPlaceBusBwGbs(),
+            r.inPlaceWrong(), r.tuning().algo(), r.tuning().proto(), r.tuning().path());
     }
 
     private static String time(final double us) {
@@ -471,6 +486,10 @@ public final class CollCommand implements Callable<Integer> {
         o.put("nics", r.nics());
         o.put("channels", r.channels());
         o.put("direct_path", r.directPath());
+        o.put("algo", r.tuning().algo());
+        o.put("proto", r.tuning().proto());
+        o.put("path", r.tuning().path());
+        o.put("algo_why", r.tuning().why());
         o.put("binding", r.binding());
         o.put("reduce_threads", r.reduceThreads().threads());
         o.put("reduce_parallel_bytes", r.reduceThreads().minBytes());

@@ -29,9 +29,16 @@ class CollCommandTest {
         assertTrue(r[1].contains("#       size         count      type   redop    root     time   algbw   busbw "
             + "#wrong     time   algbw   busbw #wrong"), r[1]);
         assertTrue(r[1].contains("software NICs (simulated)"), r[1]);
-        // small sizes do not go over NET/IB: the header says where they go, and the summary names the limit
-        assertTrue(r[1].contains("sizes up to the direct-round limit go as one direct round instead"), r[1]);
+        // every rank on one host: no row goes over NET/IB; the header names both paths, each row its own, and the
+        // summary the paths used with the tuning's reasons
+        assertTrue(r[1].contains("# paths: shm (shared memory between the ranks of one host, no NIC; host buffers), "
+            + "net (NET/IB over software NICs (simulated), injvm fabric)"), r[1]);
+        assertTrue(r[1].contains("#wrong    algo  proto path"), r[1]);
         assertTrue(r[1].contains("# direct rounds (rank 0): "), r[1]);
+        assertTrue(r[1].contains("# paths used (rank 0): shm\n"), r[1]);
+        assertTrue(r[1].contains("# from 8 B (rank 0): direct/LL/shm: auto: "), r[1]);
+        r[1].lines().filter(l -> l.matches("\\s+\\d+\\s+\\d+\\s+float.*")).forEach(l ->
+            assertTrue(l.endsWith("  direct     LL  shm"), l));
         assertTrue(r[1].contains("# Out of bounds values : 0 OK"), r[1]);
         // the in-JVM fabric keeps the path MTU unless gdrkit.ib.software.mtu says otherwise
         assertTrue(r[1].contains("# NIC MTU (rank 0): the path MTU (gdrkit.ib.software.mtu not set: the default)\n"),
@@ -72,6 +79,11 @@ class CollCommandTest {
         assertEquals(want.threads(), o.get("reduce_threads").asInt(), o.toString());
         assertEquals(want.minBytes(), o.get("reduce_parallel_bytes").asInt(), o.toString());
         assertEquals(want.reason(), o.get("reduce_threads_why").asText(), o.toString());
+        // the tuning's choice: every rank on one host, so the shm path, whatever the transport
+        assertEquals("direct", o.get("algo").asText(), o.toString());
+        assertEquals("LL", o.get("proto").asText(), o.toString());
+        assertEquals("shm", o.get("path").asText(), o.toString());
+        assertTrue(o.get("algo_why").asText().startsWith("auto: data moves in direct rounds"), o.toString());
     }
 
     @Test

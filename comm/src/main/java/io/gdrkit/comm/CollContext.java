@@ -29,7 +29,10 @@ import java.util.Objects;
  * Channel c uses NIC c mod nics, as NCCL spreads its channels over a node's NICs, so at least this many channels
  * are opened (NCCL_MIN_NCHANNELS is raised to it, up to NCCL_MAX_NCHANNELS). Auto chooses by fabric and
  * processors ({@link CollWorld#chooseNics}). Every rank must use the same count.</li>
- * <li>{@code NCCL_ALGO} (ring): allreduce's algorithm, ring or tree.</li>
+ * <li>{@code NCCL_ALGO} (auto): the collectives' algorithm: auto ({@link CollTuning}'s table), ring or tree (the
+ * network path: exchanges over the transport), direct or rsag (shared memory when every rank is on this host).</li>
+ * <li>{@code NCCL_PROTO} (auto): LL (rounds of at most {@value CollTuning#LL_BYTES} bytes), Simple (whole slots),
+ * or auto ({@link CollTuning}).</li>
  * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
  * <li>{@code gdrkit.coll.eager.bytes} (8192, 0..1 MiB, a multiple of 8; 0: off): the head of every exchange, up to
  * this many bytes (and at most one chunk), goes over the pair's eager connection into receives posted ahead
@@ -77,12 +80,28 @@ public final class CollContext {
     public CollContext() {
     }
 
-    /** allreduce algorithms. */
+    /** The collectives' algorithms ({@code NCCL_ALGO}). */
     public enum Algo {
+        /** The tuning table chooses ({@link CollTuning}). */
+        AUTO,
+        /** One round in which every rank reads every input it needs from where its writer published it. */
+        DIRECT,
+        /** Reduce-scatter then all-gather through shared memory: each rank reduces 1/n of every chunk. */
+        RSAG,
         /** Reduce-scatter then allgather around a ring of the ranks. */
         RING,
         /** Reduce up a binomial tree to rank 0, then broadcast down the same tree. */
         TREE
+    }
+
+    /** The collectives' protocols ({@code NCCL_PROTO}). */
+    public enum Proto {
+        /** The tuning table chooses ({@link CollTuning}). */
+        AUTO,
+        /** Low latency: small rounds, the data beside its flag. */
+        LL,
+        /** Bandwidth: whole slots or chunks per round. */
+        SIMPLE
     }
 
     /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
@@ -145,6 +164,7 @@ public final class CollContext {
     private Integer nicsSet;
     private Setting<Integer> nics;
     private Algo algo;
+    private Proto proto;
     private Long timeoutMs;
     private Integer eagerBytes;
     private Integer directBytes;
@@ -232,7 +252,24 @@ public final class CollContext {
     }
 
     /**
-     * Sets allreduce's algorithm, overriding NCCL_ALGO.
+     * Sets the collectives' protocol, overriding NCCL_PROTO.
+     *
+     * @param p the protocol
+     * @return this context
+     */
+    public CollContext proto(final Proto p) {
+        freeze.set("proto");
+        this.proto = p;
+        return this;
+    }
+
+    /** {@return the collectives' protocol} */
+    public Proto proto() {
+        return proto;
+    }
+
+    /**
+     * Sets the collectives' algorithm, overriding NCCL_ALGO.
      *
      * @param a the algorithm
      * @return this context
@@ -519,7 +556,7 @@ public final class CollContext {
         return this;
     }
 
-    /** {@return allreduce's algorithm} */
+    /** {@return the collectives' algorithm} */
     public Algo algo() {
         return algo;
     }
@@ -563,6 +600,7 @@ public final class CollContext {
         k.nicsSet = c.nicsSet;
         k.nics = c.nics;
         k.algo = c.algo;
+        k.proto = c.proto;
         k.timeoutMs = c.timeoutMs;
         k.eagerBytes = c.eagerBytes;
         k.directBytes = c.directBytes;
@@ -604,6 +642,11 @@ public final class CollContext {
             : GdrConfiguration.ALGO.given(algo.name().toLowerCase(Locale.ROOT));
         algo = Algo.valueOf(a.value().toUpperCase(Locale.ROOT));
         recorded.add(new Setting<>(a.name(), algo, a.source(), a.source() == Source.FLAG ? algo.name() : a.raw()));
+        final Setting<String> pr = proto == null ? GdrConfiguration.PROTO.read(settings)
+            : GdrConfiguration.PROTO.given(proto.name().toLowerCase(Locale.ROOT));
+        proto = Proto.valueOf(pr.value().toUpperCase(Locale.ROOT));
+        recorded.add(new Setting<>(pr.name(), proto, pr.source(), pr.source() == Source.FLAG ? proto.name()
+            : pr.raw()));
         eagerBytes = pick(eagerBytes, CommConfiguration.COLL_EAGER_BYTES);
         if (eagerBytes % 8 != 0) {
             throw new IllegalArgumentException(CommConfiguration.COLL_EAGER_BYTES.name() + "=" + eagerBytes

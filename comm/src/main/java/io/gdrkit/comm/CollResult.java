@@ -35,6 +35,8 @@ package io.gdrkit.comm;
  * @param nics            the network devices each rank's channels are spread over ({@code gdrkit.coll.nics} software
  *     NICs with IbTransport, 1 with SocketTransport)
  * @param channels        the channels: connections per pair of peers
+ * @param tuning          what rank 0's tuning table chose for this size: algorithm, protocol, path ({@code shm}
+ *     or {@code net}) and why ({@link CollTuning})
  */
 public record CollResult(CollOp op, long bytes, long count, DataType type, String redop, int root, int np,
                          String transport, String fabric, boolean simulated,
@@ -42,7 +44,7 @@ public record CollResult(CollOp op, long bytes, long count, DataType type, Strin
                          double inPlaceTimeUs, double inPlaceAlgBwGbs, double inPlaceBusBwGbs, long inPlaceWrong,
                          Placement placement, String nicProgress, String directPath,
                          ParallelReducer.Choice reduceThreads, String binding, String nicMtu, int nics,
-                         int channels) {
+                         int channels, CollTuning.Choice tuning) {
     /**
      * Where the buffers and the reduction were, and what was real.
      *

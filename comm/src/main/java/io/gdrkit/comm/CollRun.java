@@ -165,7 +165,7 @@ public final class CollRun {
                         cfg.transport(), cfg.fabric(), cfg.simulated() || (gpu != null && gpu.isSimulated()), oop[0],
                         alg, alg * cfg.op().busFactor(n), (long) oop[1], ip[0], ipAlg, ipAlg * cfg.op().busFactor(n),
                         (long) ip[1], where, comm.nicProgress(), comm.directPath(), comm.reduceThreads(),
-                        comm.binding(), comm.nicMtu(), comm.devices(), comm.channels());
+                        comm.binding(), comm.nicMtu(), comm.devices(), comm.channels(), comm.choose(cfg.op(), bytes));
                     rows.add(r);
                     row.accept(r);
                 }

@@ -195,8 +195,12 @@ public final class CollWorld implements AutoCloseable {
         final int local = hosts.localRanks(r);
         // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
         // shm they share the run's fabric with LIDs i*n + r + 1; NIC i of one rank talks only to NIC i of the others
-        final NicChoice nicChoice = kind == TransportKind.IB ? chooseNics(coll.concludeOnce(), fabric, hosts, r)
-            : new NicChoice(1, "SocketTransport: no software NIC");
+        // every rank on this host with host buffers: the shm path carries every collective (ShmCollectives), the NIC
+        // only sets up and stands by, so it gets no thread that spins and no extra rails
+        final boolean shmServes = shmServes(coll.concludeOnce(), hosts, gpuSpecGiven(gpu));
+        final NicChoice nicChoice = kind != TransportKind.IB ? new NicChoice(1, "SocketTransport: no software NIC")
+            : shmServes && coll.nicsSetting().value() == 0 ? new NicChoice(1, "auto: " + SHM_SERVES)
+            : chooseNics(coll.concludeOnce(), fabric, hosts, r);
         final int k = nicChoice.count();
         final List<SoftNicDriver> drivers = new ArrayList<>();
         final List<SoftDevice> sharedDevices = new ArrayList<>();
@@ -226,7 +230,8 @@ public final class CollWorld implements AutoCloseable {
                         ShmFabric.sweepStaleDirectories(ShmFabric.defaultBase(), "gdrkit-coll-");
                         final String run = Long.toHexString(b.context().id().runId());
                         final Path dir = ShmFabric.defaultBase().resolve("gdrkit-coll-" + run);
-                        final NicProgress p = nicProgress(local, k, here.cpus());
+                        final NicProgress p = shmServes ? standBy(local, k, here.cpus())
+                            : nicProgress(local, k, here.cpus());
                         progress = p.description();
                         final SoftNicDriver d = SoftNicDriver.launch(p.context(), new ShmFabric(dir, LINK_CAPACITY,
                             n * k, null, false));
@@ -238,7 +243,8 @@ public final class CollWorld implements AutoCloseable {
                     case "tcp" -> {
                         for (int i = 0; i < k; i++) {
                             // a context per driver (a driver concludes its own)
-                            final NicProgress p = nicProgress(local, k, here.cpus());
+                            final NicProgress p = shmServes ? standBy(local, k, here.cpus())
+                            : nicProgress(local, k, here.cpus());
                             progress = p.description();
                             final TcpFabric tf = new TcpFabric(new InetSocketAddress(coll.bind(), 0),
                                 LINK_CAPACITY, null, false, 1, fabricToken(b));
@@ -467,6 +473,37 @@ public final class CollWorld implements AutoCloseable {
             }
         }
         b.barrier();
+    }
+
+    /** Why a rank's NIC stands by: the shm path carries the collectives. */
+    static final String SHM_SERVES = "every rank on one host: the shm path carries every collective of host buffers";
+
+    private static boolean gpuSpecGiven(final io.gdrkit.gpu.GpuDevice gpu) {
+        return gpu != null;
+    }
+
+    /**
+     * Whether the shm path will carry every collective: every rank on one host, host buffers, the shared rounds on
+     * ({@code gdrkit.coll.shm.direct}) and no {@code NCCL_ALGO} that forces the transport (ring, tree). Rank
+     * threads and reduce workers are then the only threads that spin on this host.
+     */
+    static boolean shmServes(final CollContext coll, final HostRanks hosts, final boolean gpu) {
+        return hosts.hosts() == 1 && !gpu && coll.shmDirect().value() && coll.algo() != CollContext.Algo.RING
+            && coll.algo() != CollContext.Algo.TREE;
+    }
+
+    /**
+     * The NIC's progress when the shm path carries the collectives: the rank's own polling drives it, with the
+     * backstop thread (which parks between steps) as the only NIC thread, unless {@code gdrkit.nic.progress} says
+     * otherwise.
+     */
+    static NicProgress standBy(final int localRanks, final int nicsPerRank, final int cpus) {
+        final NicProgress auto = nicProgress(localRanks, nicsPerRank, cpus);
+        if (!auto.description().contains("(auto:")) {
+            return auto; // gdrkit.nic.progress was given
+        }
+        return new NicProgress(nicContext(), "own_device, backstop " + BACKSTOP_MICROS + " us (auto: " + SHM_SERVES
+            + "; no NIC thread spins)");
     }
 
     /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */

@@ -24,6 +24,8 @@ import java.lang.foreign.MemorySegment;
  * combine the n inputs in rank order, ((in0 op in1) op in2) ..., on every rank, so every rank holds the same bits,
  * floats included (the ring's order differs per block: for n > 2 its float results may differ from the direct
  * round's in the last bits, as NCCL's algorithms differ from one another).</li>
+ * <li>shared memory: when every rank is on this host and the buffers are host memory, every operation at every
+ * size goes through {@link ShmCollectives} instead (no NIC); {@link CollTuning} chooses, and says why.</li>
  * </ul>
  */
 public final class Collectives {
@@ -74,8 +76,19 @@ public final class Collectives {
     public static void allReduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final RedOp op) {
         final int n = c.nranks();
-        final boolean tree = c.context().algo() == CollContext.Algo.TREE;
-        if (!tree && direct(c, count * t.size())) {
+        final CollTuning.Choice ch = c.choose(CollOp.ALLREDUCE, count * t.size());
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, -1, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
+        final boolean tree = ch.kind() == CollTuning.NET_TREE;
+        if (ch.kind() == CollTuning.NET_DIRECT) {
             final int bytes = (int) (count * t.size());
             c.directRound(send, 0, bytes, bytes, header(CollOp.ALLREDUCE, t, op, 0), Communicator.ALL,
                 Communicator.ALL);
@@ -169,8 +182,19 @@ public final class Collectives {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
+        final CollTuning.Choice ch = c.choose(CollOp.ALLGATHER, bb * n);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.allGather(send.seg(), recv.seg(), bb, t, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
         RegisteredBuffer.copy(send, 0, recv, r * bb, bb);
-        if (direct(c, bb * n)) {
+        if (ch.kind() == CollTuning.NET_DIRECT) {
             c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
                 Communicator.ALL);
             for (int p = 0; p < n; p++) {
@@ -207,6 +231,17 @@ public final class Collectives {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
+        final CollTuning.Choice ch = c.choose(CollOp.REDUCE_SCATTER, bb * n);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.blocks(send.seg(), recv.seg(), bb, t, op, true, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
         if (n > 1 && c.deviceReducer() == null) {
             // host: scratch[b] = op(send[b], received), the last step straight into recv; no copies
             final int next = (r + 1) % n;
@@ -247,7 +282,18 @@ public final class Collectives {
         final int r = c.rank();
         final long bytes = count * t.size();
         final int pos = Math.floorMod(r - root, n);
-        if (direct(c, bytes)) {
+        final CollTuning.Choice ch = c.choose(CollOp.BROADCAST, bytes);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.broadcast(send.seg(), recv.seg(), bytes, t, root, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
+        if (ch.kind() == CollTuning.NET_DIRECT) {
             if (pos == 0) {
                 RegisteredBuffer.copy(send, 0, recv, 0, bytes);
                 c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
@@ -287,7 +333,18 @@ public final class Collectives {
         final int r = c.rank();
         final long bytes = count * t.size();
         final int pos = Math.floorMod(r - root - 1, n); // root+1 is first, root last
-        if (direct(c, bytes)) {
+        final CollTuning.Choice ch = c.choose(CollOp.REDUCE, bytes);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
+        if (ch.kind() == CollTuning.NET_DIRECT) {
             final long h = header(CollOp.REDUCE, t, op, root);
             if (r == root) {
                 c.directRound(send, 0, (int) bytes, (int) bytes, h, Communicator.NONE, Communicator.ALL);
@@ -321,6 +378,17 @@ public final class Collectives {
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
+        final CollTuning.Choice ch = c.choose(CollOp.ALLTOALL, bb * n);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.blocks(send.seg(), recv.seg(), bb, t, null, false, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
+            return;
+        }
         RegisteredBuffer.copy(send, r * bb, recv, r * bb, bb);
         for (int s = 1; s < n; s++) {
             final int to = (r + s) % n;
@@ -345,6 +413,17 @@ public final class Collectives {
         final long bytes = count * t.size();
         if (n == 1) {
             RegisteredBuffer.copy(send, 0, recv, 0, bytes);
+            return;
+        }
+        final CollTuning.Choice ch = c.choose(CollOp.SENDRECV, bytes);
+        if (ch.round() > 0) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.sendRecv(send.seg(), recv.seg(), bytes, t, ch.round());
+            } catch (final RuntimeException e) {
+                c.shmFailed(e);
+                throw e;
+            }
             return;
         }
         c.exchange((r + 1) % n, send, 0, bytes, Math.floorMod(r - 1, n), recv, 0, bytes, null, t);

@@ -53,6 +53,12 @@ public final class Communicator implements AutoCloseable {
     private final ShmDirect shm;
     /** Where direct rounds go and why ({@link #directPath()}). */
     private final String directPath;
+    /** Every collective through shared memory when every rank is on this host (null: not open). */
+    private final ShmCollectives shmColl;
+    /** The tuning table: algorithm, protocol and path per operation and size. */
+    private final CollTuning tuning;
+    /** How the ranks' waits spin, and why ({@link #spinning()}). */
+    private final String spinning;
     private final String binding;
     private final NetTransport.SendComm[][] send;
     private final NetTransport.RecvComm[][] recv;
@@ -119,7 +125,18 @@ public final class Communicator implements AutoCloseable {
         // its threads start with the first split reduction: a communicator that never reduces much has none
         this.hostReducer = new ParallelReducer(reduceChoice.threads(), reduceChoice.minBytes(),
             ParallelReducer.DEFAULT_COLD_ALONE_BYTES, timeoutNanos, "gdrkit-coll-reduce-r" + rank);
-        this.pace = new Pacer(bootstrap, rank, ctx.timeout(), ctx.spinRounds(), ctx.spinPause().value());
+        // the spinning threads of every rank of this host (each rank's own, and its reduce threads that spin between
+        // parts) count against its processors: over them, a spinning waiter takes the CPU its peer needs to make the
+        // progress it waits for, so the default spin is cut to a few polls before yielding
+        final int spinners = localRanks * Math.max(1, reduceChoice.threads());
+        final boolean spinDefault = ctx.recorded().stream().anyMatch(x -> x.name().equals(
+            io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name()) && x.source()
+            == io.gdrkit.core.config.Source.DEFAULT);
+        final int spins = spinDefault && spinners > cpus ? OVERSUBSCRIBED_SPINS : ctx.spinRounds();
+        this.spinning = spins + " polls, then yield, then park (" + (spinDefault ? spinners + " spinning threads on "
+            + cpus + " processors" + (spinners > cpus ? ": oversubscribed, cut from " + ctx.spinRounds() : "")
+            : io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name() + " set") + ")";
+        this.pace = new Pacer(bootstrap, rank, ctx.timeout(), spins, ctx.spinPause().value());
         this.sendSeq = new int[n];
         this.sentTo = new long[n];
         this.receivedFrom = new long[n];
@@ -142,14 +159,21 @@ public final class Communicator implements AutoCloseable {
         eg = new EagerPath(net, n > 1 ? anyComm() : null, recv, channels, rank, n, eager, arena, pace, timeoutNanos);
         if (n > 1) {
             // collective, on every rank alike, whatever its own setting: see ShmDirect.open
-            final boolean wanted = ctx.shmDirect().value() && shmDirectBytes > 0;
-            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(8, shmDirectBytes));
+            // the slots carry every collective's rounds (ShmCollectives), not only the direct ones
+            final boolean wanted = ctx.shmDirect().value();
+            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(SHM_SLOT_BYTES, shmDirectBytes),
+                shmDirectBytes);
             shm = o.direct();
             directPath = shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + ")"
                 : "nic, up to " + (eager > 0 ? ctx.directBytes() : 0) + " B (" + o.why() + ")";
+            shmColl = shm == null ? null : new ShmCollectives(shm, rank, n, pace, timeoutNanos, hostReducer);
+            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, shm == null ? 0 : shm.slotBytes(), o.why(),
+                shmDirectBytes);
         } else {
             shm = null;
             directPath = "none (one rank)";
+            shmColl = null;
+            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0);
         }
         direct = new DirectRounds(rank, n, channels, net, send, eg, shm, pace, timeoutNanos, sendSeq, recvSeq,
             sentTo, receivedFrom);
@@ -182,6 +206,50 @@ public final class Communicator implements AutoCloseable {
      */
     public String directPath() {
         return directPath;
+    }
+
+    /** The shared-memory slots' data bytes at least: every collective's round through shared memory is one. */
+    static final int SHM_SLOT_BYTES = 256 * 1024;
+
+    /** The spin before yielding when the host's spinning threads outnumber its processors (default spin only). */
+    static final int OVERSUBSCRIBED_SPINS = 64;
+
+    /**
+     * How this rank's waits spin before they yield and park, and why ({@code gdrkit.coll.spin.rounds}; cut when the
+     * spinning threads of this host's ranks outnumber its processors).
+     *
+     * @return the spin and why
+     */
+    public String spinning() {
+        return spinning;
+    }
+
+    /**
+     * What a collective of {@code op} and {@code bytes} takes here: algorithm, protocol, path and why
+     * ({@link CollTuning}).
+     *
+     * @param op    the operation
+     * @param bytes its size, as nccl-tests counts it
+     * @return the choice
+     */
+    public CollTuning.Choice choose(final CollOp op, final long bytes) {
+        return tuning.choose(op, bytes, deviceReducer == null, directBytes());
+    }
+
+    /** {@return whether every collective of host buffers may go through shared memory (every rank on this host)} */
+    public boolean shmPathOpen() {
+        return tuning.shmOpen();
+    }
+
+    /** The shm path's collectives, refused by name after an earlier failure. */
+    ShmCollectives shmColl() {
+        usable();
+        return shmColl;
+    }
+
+    /** An shm collective failed: later calls are refused with its error. */
+    void shmFailed(final RuntimeException e) {
+        failed(e);
     }
 
     /** The shared-memory rounds (null: not used), for tests that play a hostile peer's file. */

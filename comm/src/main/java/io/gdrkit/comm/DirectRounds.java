@@ -80,7 +80,7 @@ final class DirectRounds {
         // the deadline is read from the clock only once a wait outlasts its spins: a round that finds its inputs
         // there costs no clock read (this path is a few hundred nanoseconds)
         long deadline = 0;
-        final long d = ++directRounds;
+        final long d = shm.nextRound();
         if (bytes > 0) {
             int idle = 0;
             while (!shm.slotFree(d)) {
@@ -238,7 +238,7 @@ final class DirectRounds {
     /** The offset of rank {@code p}'s data of the last direct round in {@link #seg(int)}. */
     long at(final int p) {
         if (shm != null) {
-            return shm.dataAt(directRounds);
+            return shm.dataAt(shm.lastRound());
         }
         return (p == rank ? eg.slot(rank, directRounds) : eg.slot(p, eg.recvCount[p]))
             + CollContext.DIRECT_HEADER;
@@ -247,7 +247,7 @@ final class DirectRounds {
     /** After a direct round's data was read: posts the next receives into the slots it used. */
     void done(final int recvFrom) {
         if (shm != null) {
-            shm.done(directRounds);
+            shm.done(shm.lastRound());
             return;
         }
         for (int p = 0; p < n; p++) {

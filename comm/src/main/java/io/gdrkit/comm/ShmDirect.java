@@ -47,6 +47,7 @@ import java.util.Set;
  *   [0, 8)        magic "GDRKSHD1"
  *   [8, 16)       nonce: rank 0's random, the same in every rank's file
  *   [16, 20)      rank        [20, 24) ranks     [24, 28) slot data bytes     [28, 32) depth
+ *   [32, 40)      the settings every rank must share (the direct limit): ranks that differ keep the NIC
  *   [64, 72)      done: the last round whose inputs this rank finished reading (its own cache line)
  *   [128 + s * stride, ...)  slot s:
  *       +0   round number, published last (release)
@@ -75,6 +76,8 @@ final class ShmDirect implements AutoCloseable {
     private final MemorySegment own;
     /** Each peer's done word as last read: re-read only when it no longer shows a slot free (a cache miss saved). */
     private final long[] peerDone;
+    /** Rounds so far: the direct rounds and {@link ShmCollectives}' rounds share the slots, so they share the count. */
+    private long rounds;
 
     private ShmDirect(final int rank, final int n, final int slotBytes, final Arena arena,
                       final MemorySegment[] files) {
@@ -111,12 +114,22 @@ final class ShmDirect implements AutoCloseable {
      * @param wanted    this rank's {@code gdrkit.coll.shm.direct}
      * @param slotBytes the largest direct round's data
      */
-    static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes) {
-        return open(b, wanted, slotBytes, ShmFabric.defaultBase());
+    static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes, final long config) {
+        return open(b, wanted, slotBytes, ShmFabric.defaultBase(), config);
     }
 
     /** As above, under {@code base} (tests give ranks different bases, as ranks on different hosts have). */
     static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes, final Path base) {
+        return open(b, wanted, slotBytes, base, 0);
+    }
+
+    /**
+     * As above, with {@code config}: the settings every rank must share to use the shared rounds (the direct
+     * limit); a rank whose peer's file says another keeps every rank on the NIC, whose exchanges then name the
+     * mismatch.
+     */
+    static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes, final Path base,
+                       final long config) {
         final int rank = b.rank();
         final int n = b.nranks();
         Path dir = null;
@@ -163,6 +176,7 @@ final class ShmDirect implements AutoCloseable {
                 files[rank].set(ValueLayout.JAVA_INT, 20, n);
                 files[rank].set(ValueLayout.JAVA_INT, 24, slotBytes);
                 files[rank].set(ValueLayout.JAVA_INT, 28, DEPTH);
+                files[rank].set(ValueLayout.JAVA_LONG, 32, config);
             } catch (final RuntimeException e) {
                 local = "rank " + rank + " cannot make its file in rank 0's shared directory (another host, or a "
                     + "full /dev/shm?): " + e.getMessage();
@@ -176,6 +190,11 @@ final class ShmDirect implements AutoCloseable {
                     try {
                         files[p] = map(dir.resolve("rank-" + p), arena, slotBytes);
                         check(files[p], nonce, p, n, slotBytes);
+                        if (files[p].get(ValueLayout.JAVA_LONG, 32) != config) {
+                            throw new IllegalStateException("its settings word 0x" + Long.toHexString(files[p].get(
+                                ValueLayout.JAVA_LONG, 32)) + " is not this rank's 0x" + Long.toHexString(config)
+                                + " (another " + CommConfiguration.COLL_DIRECT_BYTES.name() + "?)");
+                        }
                     } catch (final RuntimeException e) {
                         local = "rank " + rank + " cannot use rank " + p + "'s file: " + e.getMessage();
                     }
@@ -289,6 +308,32 @@ final class ShmDirect implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /** {@return the next round's number (counted once for every rank's rounds, which all ranks run alike)} */
+    long nextRound() {
+        return ++rounds;
+    }
+
+    /** {@return the last round's number} */
+    long lastRound() {
+        return rounds;
+    }
+
+    /** {@return this rank's own file, writable: a round's data may be written at {@link #dataAt} before it is published} */
+    MemorySegment own() {
+        return own;
+    }
+
+    /**
+     * Publishes round {@code d} whose {@code bytes} of data the caller already wrote into its own slot (the slot was
+     * free, {@link #slotFree}): the header, then the round number with a release store.
+     */
+    void publishWritten(final long d, final long what, final int bytes) {
+        final long s = slot(d);
+        own.set(ValueLayout.JAVA_LONG, s + 8, what);
+        own.set(ValueLayout.JAVA_INT, s + 16, bytes);
+        LONG.setRelease(own, s, d);
     }
 
     /** Writes round {@code d}'s input and header, then publishes the round (release: the data is visible first). */

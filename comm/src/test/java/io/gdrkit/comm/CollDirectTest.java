@@ -43,7 +43,8 @@ class CollDirectTest {
     /** As above; {@code shm} false keeps the direct rounds on the NIC's eager connections (ShmDirect off). */
     private static Throwable[] ranks(final int np, final CollWorld.TransportKind kind, final int[] direct,
                                      final boolean shm, final ThreadRanks.Body body) throws Exception {
-        return ThreadRanks.run(np, kind, rank -> new CollContext().buffSize(8192).steps(2).channels(1)
+        return ThreadRanks.run(np, kind, rank -> new CollContext().algo(CollContext.Algo.RING)
+            .buffSize(8192).steps(2).channels(1)
             .directBytes(direct[rank]).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
             Duration.ofSeconds(120), body);
     }
@@ -81,7 +82,7 @@ class CollDirectTest {
     private static void sweep(final int np, final CollWorld.TransportKind kind, final int direct, final boolean shm,
                               final Map<String, byte[]> out) throws Exception {
         assertNoErrors(ranks(np, kind, all(np, direct), shm, (rank, c, a) -> {
-            assertEquals(shm && direct > 0, c.shmDirect() != null, c.directPath());
+            assertEquals(shm, c.shmDirect() != null, c.directPath());
             final MemorySegment in = a.allocate(8 * 256, 64);
             final MemorySegment keep = a.allocate(8 * 256, 64);
             final RegisteredBuffer s = c.register(in);
@@ -214,7 +215,8 @@ class CollDirectTest {
         // 0..16384 bytes, factor 4: 0, 1, 4, 16, ... 4096 (rounded to whole elements; direct up to 4096) and 16384
         final CollRun.Config cfg = new CollRun.Config(op, DataType.INT32, op == CollOp.REDUCE ? RedOp.MAX : RedOp.SUM,
             1, 0, 16_384, 4, 0, 2, 1, true, "ib", "injvm", true);
-        final List<CollResult> rows = CollLocal.run(np, CollWorld.TransportKind.IB, cfg, new CollContext()
+        final List<CollResult> rows = CollLocal.run(np, CollWorld.TransportKind.IB, cfg, new CollContext().algo(CollContext.Algo.RING)
+            
             .buffSize(65536).steps(4).channels(1).directBytes(4096).settings(NONE), NONE, Duration.ofSeconds(30),
             r -> { }, (rank, c) -> {
                 for (int p = 0; p < np; p++) {

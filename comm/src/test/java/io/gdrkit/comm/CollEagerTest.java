@@ -43,7 +43,8 @@ class CollEagerTest {
         // round off, or the small sizes would take it instead of the head
         final CollRun.Config cfg = new CollRun.Config(o, DataType.INT32, RedOp.SUM, np - 1, 0, 40_000, 4, 0, 2, 1,
             true, kind.name().toLowerCase(), "injvm", true);
-        final List<CollResult> rows = CollLocal.run(np, kind, cfg, new CollContext().buffSize(4096).steps(4)
+        final List<CollResult> rows = CollLocal.run(np, kind, cfg, new CollContext().algo(CollContext.Algo.RING)
+            .buffSize(4096).steps(4)
             .channels(2).eagerBytes(eager).directBytes(0).settings(NONE), NONE, Duration.ofSeconds(20), r -> { });
         assertFalse(rows.isEmpty());
         for (final CollResult r : rows) {
@@ -74,7 +75,8 @@ class CollEagerTest {
      */
     private static Throwable[] twoRanks(final CollWorld.TransportKind kind, final int[] eager,
                                         final ThreadRanks.Body body) throws Exception {
-        return ThreadRanks.run(2, kind, rank -> new CollContext().buffSize(4096).steps(4).channels(1)
+        return ThreadRanks.run(2, kind, rank -> new CollContext().algo(CollContext.Algo.RING)
+            .buffSize(4096).steps(4).channels(1)
             .eagerBytes(eager[rank]).directBytes(0).timeout(Duration.ofSeconds(5)).settings(NONE), NONE,
             Duration.ofSeconds(90), body);
     }

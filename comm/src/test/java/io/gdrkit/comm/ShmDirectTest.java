@@ -39,7 +39,8 @@ class ShmDirectTest {
     private static final SettingsReader NONE = SettingsReader.ofEnv(Map.of());
 
     private static Throwable[] ranks(final int np, final ThreadRanks.Body body) throws Exception {
-        return ThreadRanks.run(np, CollWorld.TransportKind.IB, rank -> new CollContext().buffSize(8192).steps(2)
+        return ThreadRanks.run(np, CollWorld.TransportKind.IB, rank -> new CollContext().algo(CollContext.Algo.RING)
+            .buffSize(8192).steps(2)
             .channels(1).timeout(Duration.ofSeconds(5)).settings(NONE), NONE, Duration.ofSeconds(60), body);
     }
 

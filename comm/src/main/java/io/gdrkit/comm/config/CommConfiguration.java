@@ -42,7 +42,8 @@ public final class CommConfiguration {
             + "at least 65536; 0: off)").defaultText("4096 (NIC), 262144 / (ranks - 1) >= 65536 (shm)").readBy(COLL);
     /** Direct rounds through shared memory when every rank is on one host. */
     public static final SettingDef<Boolean> COLL_SHM_DIRECT = SettingDef.flag("gdrkit.coll.shm.direct", true,
-        "direct rounds go through shared memory when every rank is on this host (every rank must want it)")
+        "when every rank is on this host, every collective of host buffers goes through shared memory (the shm "
+            + "path) and the direct rounds too; false keeps them on the transport (every rank must want it)")
         .readBy(COLL);
     /** Idle polls before a waiting rank yields. */
     public static final SettingDef<Integer> COLL_SPIN_ROUNDS = SettingDef.integer("gdrkit.coll.spin.rounds",

@@ -111,20 +111,35 @@ public final class GdrConfiguration {
     /** Channels opened per peer pair, at most. */
     public static final SettingDef<Integer> MAX_NCHANNELS = SettingDef.integer("NCCL_MAX_NCHANNELS", 16, 1, 32,
         "most channels per peer pair; MIN must not exceed it").readBy(COLL);
-    /** allreduce's algorithm. */
-    public static final SettingDef<String> ALGO = SettingDef.of("NCCL_ALGO", "ring", "ring, tree",
-        "allreduce's algorithm", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
+    /** The collectives' algorithm (auto: the tuning table). */
+    public static final SettingDef<String> ALGO = SettingDef.of("NCCL_ALGO", "auto", "auto, ring, tree, direct, rsag",
+        "the collectives' algorithm; auto lets the tuning table choose by operation, size, ranks and ranks per host; "
+            + "ring or tree take the exchanges over the transport (ring keeps its direct rounds), direct or rsag the "
+            + "shared memory of one host", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "auto" -> "auto";
             case "ring" -> "ring";
             case "tree" -> "tree";
-            default -> throw new IllegalArgumentException("NCCL_ALGO=" + v + " is not ring or tree (gdrkit "
-                + "implements those two)");
+            case "direct" -> "direct";
+            case "rsag" -> "rsag";
+            default -> throw new IllegalArgumentException("NCCL_ALGO=" + v + " is not one of auto, ring, tree, "
+                + "direct, rsag (gdrkit implements those)");
+        }).readBy(COLL);
+    /** The collectives' protocol (auto: the tuning table). */
+    public static final SettingDef<String> PROTO = SettingDef.of("NCCL_PROTO", "auto", "auto, LL, Simple",
+        "the collectives' protocol: LL moves rounds of at most 8 KiB (latency), Simple whole slots or chunks "
+            + "(bandwidth); auto chooses by size", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "auto" -> "auto";
+            case "ll" -> "ll";
+            case "simple" -> "simple";
+            default -> throw new IllegalArgumentException("NCCL_PROTO=" + v + " is not one of auto, LL, Simple "
+                + "(gdrkit implements those)");
         }).readBy(COLL);
 
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(NET_GDR_LEVEL, NET_GDR_READ, NET_GDR_C2C, DMABUF_ENABLE,
         GDRCOPY_ENABLE, NET_FORCE_FLUSH, LOCAL_REGISTER, IB_DISABLE, NET, P2P_LEVEL, IB_HCA, IB_QPS_PER_CONNECTION,
         IB_SPLIT_DATA_ON_QPS, IB_AR_THRESHOLD, IB_TIMEOUT, IB_RETRY_CNT, SOCKET_NTHREADS, NSOCKS_PERTHREAD, BUFFSIZE,
-        STEPS, MIN_NCHANNELS, MAX_NCHANNELS, ALGO);
+        STEPS, MIN_NCHANNELS, MAX_NCHANNELS, ALGO, PROTO);
 
     /** The GPUDirect control plane's variables ({@link io.gdrkit.gdr.gate.NcclSettings}), in its order. */
     public static final List<SettingDef<?>> CONTROL_PLANE = List.of(NET_GDR_LEVEL, NET_GDR_READ, NET_GDR_C2C,

@@ -55,7 +55,7 @@ class CataloguesTest {
             total += declared.size();
         }
         assertEquals(total, Catalogues.byName().size(), "a name catalogued twice");
-        assertEquals(86, total, "settings catalogued");
+        assertEquals(88, total, "settings catalogued");
     }
 
     @Test
@@ -98,8 +98,11 @@ class CataloguesTest {
         assertEquals("gdrkit.nic.link.capacity=65537 is not a power of two from 64 KiB to 1 GiB", assertThrows(
             IllegalArgumentException.class, () -> Catalogues.validate("gdrkit.nic.link.capacity", "65537"))
             .getMessage());
-        assertEquals("NCCL_ALGO=collnet is not ring or tree (gdrkit implements those two)", assertThrows(
-            IllegalArgumentException.class, () -> Catalogues.validate("NCCL_ALGO", "collnet")).getMessage());
+        assertEquals("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag (gdrkit implements those)",
+            assertThrows(IllegalArgumentException.class, () -> Catalogues.validate("NCCL_ALGO", "collnet"))
+                .getMessage());
+        assertEquals("NCCL_PROTO=LL128 is not one of auto, LL, Simple (gdrkit implements those)", assertThrows(
+            IllegalArgumentException.class, () -> Catalogues.validate("NCCL_PROTO", "LL128")).getMessage());
         assertSame(SoftNicConfiguration.WINDOW, Catalogues.validate("gdrkit.nic.window", "4096"));
         assertSame(SoftNicConfiguration.PROGRESS, Catalogues.validate("gdrkit.nic.progress", "own-device"));
         assertEquals(0, CommConfiguration.COLL_NICS.validate("auto"));

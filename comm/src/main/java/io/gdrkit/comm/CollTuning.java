@@ -1,0 +1,182 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+/**
+ * The collectives' tuning table: which algorithm, protocol and path a collective takes, by operation, size, rank
+ * count and ranks per host, and why. Anchored on NCCL's tuning model (an algorithm and a protocol per operation
+ * and size; {@code NCCL_ALGO} and {@code NCCL_PROTO} override the choice) and on Open MPI's decision functions
+ * (coll/tuned's fixed rules pick by communicator size and message size; vader carries every message between
+ * processes of one node through shared memory):
+ *
+ * <ul>
+ * <li>every rank on this host and host buffers ({@link ShmCollectives}, path {@code shm}): allreduce and reduce
+ * up to the direct limit ({@link CollContext#shmDirectBytes(int)}: 256 KiB / (ranks - 1), at least 64 KiB) as
+ * direct rounds, every rank reading every input in place (one trip; each rank reduces everything), above it as
+ * reduce-scatter + all-gather ({@code rsag}: two trips, the reduction split over every rank); every other operation
+ * as direct rounds (it moves data only). Protocol LL up to {@value #LL_BYTES} bytes (one round, the data beside
+ * its flag), Simple above (rounds of a whole slot).</li>
+ * <li>otherwise (ranks on several hosts, a GPU attached, {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO}
+ * ring or tree; path {@code net}): the exchanges over the transport: allreduce as a direct round over the eager
+ * connections (through the shared slots when they are open: path {@code shm}) up to the direct limit, then ring
+ * (tree with {@code NCCL_ALGO=tree}, which has no direct round); broadcast and
+ * reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall pairwise; sendrecv one
+ * exchange. Protocol LL for the eager direct rounds, Simple for the chunked exchanges.</li>
+ * </ul>
+ *
+ * <p>{@code NCCL_ALGO=direct} or {@code rsag} forces that algorithm on the shm path (rsag applies to allreduce and
+ * reduce; other operations stay direct) and falls back to the net path, saying so, where the shm path is not open;
+ * {@code NCCL_ALGO=ring} or {@code tree} forces the exchanges over the transport (ring keeps its direct rounds
+ * below the limit, tree has none; {@code gdrkit.coll.shm.direct=false} keeps those off the shared slots too). {@code NCCL_PROTO=LL} limits
+ * shm rounds to {@value #LL_BYTES} bytes, {@code Simple} uses whole slots; the net path's protocol follows its
+ * algorithm. Choices are made once per kind and kept, so choosing allocates nothing.
+ */
+public final class CollTuning {
+    /** The largest round of the LL protocol, and auto's LL limit. */
+    public static final int LL_BYTES = 8192;
+
+    /** What a collective takes. */
+    static final int SHM_DIRECT = 0;
+    static final int SHM_RSAG = 1;
+    static final int NET_DIRECT = 2;
+    static final int NET_RING = 3;
+    static final int NET_TREE = 4;
+    static final int NET_CHAIN = 5;
+    static final int NET_PAIRWISE = 6;
+    static final int NET_P2P = 7;
+    private static final int KINDS = 8;
+    private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p"};
+
+    /**
+     * One choice of the table.
+     *
+     * @param algo  the algorithm: direct, rsag, ring, tree, chain (broadcast and reduce on the net path), pairwise
+     *     (alltoall) or p2p (sendrecv)
+     * @param proto {@code LL} or {@code Simple}
+     * @param path  {@code shm} (shared memory only) or {@code net} (the transport)
+     * @param why   why: the rule of the table, or the override
+     * @param kind  the internal kind
+     * @param round the largest round on the shm path, in bytes (0 on the net path)
+     */
+    public record Choice(String algo, String proto, String path, String why, int kind, int round) {
+    }
+
+    private final CollContext.Algo algo;
+    private final CollContext.Proto proto;
+    private final int n;
+    /** The shm path's round (a slot), 0 when the shm path is not open. */
+    private final int shmSlot;
+    /** Why the shm path is not open (null when it is). */
+    private final String noShm;
+    private final int shmDirect;
+    private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
+
+    /**
+     * @param algo      NCCL_ALGO
+     * @param proto     NCCL_PROTO
+     * @param n         the ranks
+     * @param shmSlot   the shm path's slot bytes, 0 when it is not open
+     * @param noShm     why the shm path is not open (ignored when it is)
+     * @param shmDirect allreduce's and reduce's direct limit on the shm path
+     */
+    CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
+               final String noShm, final int shmDirect) {
+        this.algo = algo;
+        this.proto = proto;
+        this.n = n;
+        this.shmSlot = shmSlot;
+        this.noShm = shmSlot > 0 ? null : noShm;
+        this.shmDirect = shmDirect;
+    }
+
+    /** {@return whether the shm path is open: every rank on this host, each mapping every rank's segment} */
+    public boolean shmOpen() {
+        return shmSlot > 0;
+    }
+
+    /**
+     * The choice for a collective.
+     *
+     * @param op          the operation
+     * @param bytes       its size as nccl-tests counts it (allgather, reduce-scatter, alltoall: the whole buffer)
+     * @param host        whether the buffers are host memory (a GPU's take the net path)
+     * @param netDirect   the net path's direct limit now ({@link Communicator#directBytes()})
+     * @return the choice, the same object for the same kind
+     */
+    Choice choose(final CollOp op, final long bytes, final boolean host, final int netDirect) {
+        final boolean shm = shmOpen() && host && algo != CollContext.Algo.RING && algo != CollContext.Algo.TREE;
+        final int kind;
+        boolean ll = false;
+        if (shm) {
+            final boolean reduction = op == CollOp.ALLREDUCE || op == CollOp.REDUCE;
+            kind = reduction && (algo == CollContext.Algo.RSAG || algo == CollContext.Algo.AUTO && bytes > shmDirect)
+                ? SHM_RSAG : SHM_DIRECT;
+            ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
+        } else {
+            // ring keeps the direct rounds below the limit, as NCCL's ring has its LL protocol; tree has none
+            final boolean direct = algo != CollContext.Algo.TREE && bytes > 0 && n > 1 && bytes <= netDirect;
+            kind = switch (op) {
+                case ALLREDUCE -> algo == CollContext.Algo.TREE ? NET_TREE : direct ? NET_DIRECT : NET_RING;
+                case BROADCAST, REDUCE -> direct ? NET_DIRECT : NET_CHAIN;
+                case ALLGATHER -> direct ? NET_DIRECT : NET_RING;
+                case REDUCE_SCATTER -> NET_RING;
+                case ALLTOALL -> NET_PAIRWISE;
+                case SENDRECV -> NET_P2P;
+            };
+            ll = kind == NET_DIRECT;
+        }
+        // a direct round of the net path goes through the shared slots when they are open (DirectRounds)
+        final boolean viaShm = !shm && kind == NET_DIRECT && shmOpen() && host;
+        final int i = (op.ordinal() * KINDS + kind) * 2 + (ll ? 1 : 0);
+        Choice c = cache[i];
+        if (c == null) {
+            c = make(op, kind, ll, viaShm);
+            cache[i] = c;
+        }
+        return c;
+    }
+
+    private Choice make(final CollOp op, final int kind, final boolean ll, final boolean viaShm) {
+        final String p = ll ? "LL" : "Simple";
+        final String why;
+        final String protoWhy = proto == CollContext.Proto.AUTO ? (ll ? "LL up to " + LL_BYTES + " B"
+            : "Simple above " + LL_BYTES + " B") : "NCCL_PROTO=" + p;
+        if (kind == SHM_DIRECT || kind == SHM_RSAG) {
+            final String a;
+            if (algo == CollContext.Algo.AUTO) {
+                a = kind == SHM_RSAG ? "auto: above the direct limit of " + shmDirect + " B, reduce-scatter + "
+                    + "all-gather split the reduction over the " + n + " ranks"
+                    : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to the direct limit of " + shmDirect
+                    + " B, one round, each rank reads every input in place" : "auto: data moves in direct rounds";
+            } else if (algo == CollContext.Algo.RSAG && kind == SHM_DIRECT) {
+                a = "NCCL_ALGO=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
+            } else {
+                a = "NCCL_ALGO=" + ALGO[kind];
+            }
+            return new Choice(ALGO[kind], p, "shm", a + "; every rank on one host, shared memory, no NIC; "
+                + protoWhy, kind, ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);
+        }
+        final StringBuilder w = new StringBuilder();
+        if (algo == CollContext.Algo.RING || algo == CollContext.Algo.TREE) {
+            w.append("NCCL_ALGO=").append(algo.name().toLowerCase(java.util.Locale.ROOT))
+                .append(" takes the exchanges over the transport");
+            if (kind == NET_DIRECT) {
+                w.append(" (below the direct limit, one direct round").append(viaShm ? " through shared memory)"
+                    : " over the eager connections)");
+            } else if (kind != NET_RING && kind != NET_TREE) {
+                w.append(" (").append(op.testName()).append(" has no ").append(algo.name()
+                    .toLowerCase(java.util.Locale.ROOT)).append(": ").append(ALGO[kind]).append(')');
+            }
+        } else {
+            w.append(algo == CollContext.Algo.AUTO ? "auto" : "NCCL_ALGO=" + algo.name().toLowerCase(
+                java.util.Locale.ROOT) + " needs the shm path, which is not open").append(": ")
+                .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm + ")");
+            w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
+        }
+        if (proto != CollContext.Proto.AUTO) {
+            w.append("; NCCL_PROTO applies to the shm path");
+        }
+        return new Choice(ALGO[kind], p, viaShm ? "shm" : "net", w.toString(), kind, 0);
+    }
+}

@@ -1,0 +1,304 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.comm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.gdrkit.core.config.SettingsReader;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.IntFunction;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every collective through shared memory ({@link ShmCollectives}) when every rank is on one host: every operation
+ * at 2, 3 and 4 ranks, sizes across the LL, direct and slot boundaries with odd element counts, every element of
+ * every rank checked, in place and out of place; the tuning's choice and its overrides (NCCL_ALGO, NCCL_PROTO, bad
+ * values named); a peer that dies or stalls, or writes a round that is not this one, ends the others with a named
+ * error within the timeout and leaves nothing in /dev/shm.
+ */
+class ShmCollectivesTest {
+    private static final SettingsReader NONE = SettingsReader.ofEnv(Map.of());
+    private static final Path SHM = Path.of("/dev/shm");
+
+    /** Element counts: one, odd small ones, across LL (8 KiB), the direct limit and the 256 KiB slot. */
+    private static final long[] COUNTS = {1, 3, 2047, 2049, 21_847, 65_537, 150_001};
+
+    private static Throwable[] ranks(final int np, final IntFunction<CollContext> ctx, final ThreadRanks.Body body)
+        throws Exception {
+        return ThreadRanks.run(np, CollWorld.TransportKind.IB, ctx, NONE, Duration.ofSeconds(120), body);
+    }
+
+    private static CollContext ctx() {
+        return new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(NONE);
+    }
+
+    private static void assertNoErrors(final Throwable[] err) {
+        for (int r = 0; r < err.length; r++) {
+            if (err[r] != null) {
+                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
+            }
+        }
+    }
+
+    /** Rank r's element i: small integers, exact in int32 sums over 4 ranks. */
+    private static int in(final int r, final long i) {
+        return (int) ((r * 7919L + i * 31L) % 100_003L) - 50_000;
+    }
+
+    private static void fill(final MemorySegment m, final int r, final long count) {
+        for (long i = 0; i < count; i++) {
+            m.setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, in(r, i));
+        }
+    }
+
+    private static int at(final MemorySegment m, final long i) {
+        return m.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i);
+    }
+
+    private static int sum(final int np, final long i) {
+        int s = 0;
+        for (int p = 0; p < np; p++) {
+            s += in(p, i);
+        }
+        return s;
+    }
+
+    /** Runs every operation at every count on np ranks (through the tuning's choice) and checks every element. */
+    private static void everyOp(final int np, final IntFunction<CollContext> ctx, final long[] counts,
+                                final String path) throws Exception {
+        assertNoErrors(ranks(np, ctx, (rank, c, a) -> {
+            final long max = counts[counts.length - 1] * np;
+            final MemorySegment sm = a.allocate(max * 4, 64);
+            final MemorySegment rm = a.allocate(max * 4, 64);
+            final RegisteredBuffer s = c.register(sm);
+            final RegisteredBuffer d = c.register(rm);
+            final RegisteredBuffer scratch = c.register(a.allocate(max * 4, 64));
+            for (final long n : counts) {
+                for (final boolean inPlace : new boolean[] {false, true}) {
+                    final String what = np + " ranks, " + n + " elements" + (inPlace ? ", in place" : "");
+                    assertEquals(path, c.choose(CollOp.ALLREDUCE, n * 4).path(), what);
+                    // allreduce
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    Collectives.allReduce(c, s, inPlace ? s : d, n, DataType.INT32, RedOp.SUM);
+                    final MemorySegment ar = inPlace ? sm : rm;
+                    for (long i = 0; i < n; i++) {
+                        if (at(ar, i) != sum(np, i)) {
+                            throw new AssertionError("allreduce " + what + ": element " + i);
+                        }
+                    }
+                    // reduce to the last rank
+                    final int root = np - 1;
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    Collectives.reduce(c, s, inPlace ? s : d, n, DataType.INT32, RedOp.SUM, root);
+                    if (rank == root) {
+                        for (long i = 0; i < n; i++) {
+                            if (at(inPlace ? sm : rm, i) != sum(np, i)) {
+                                throw new AssertionError("reduce " + what + ": element " + i);
+                            }
+                        }
+                    }
+                    // broadcast from rank 1
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    Collectives.broadcast(c, s, inPlace ? s : d, n, DataType.INT32, 1);
+                    for (long i = 0; i < n; i++) {
+                        if (at(inPlace ? sm : rm, i) != in(1, i)) {
+                            throw new AssertionError("broadcast " + what + ": element " + i);
+                        }
+                    }
+                    // sendrecv: from rank - 1 (in place on the shm path only, as alltoall below)
+                    final boolean srInPlace = inPlace && path.equals("shm");
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    Collectives.sendRecv(c, s, srInPlace ? s : d, n, DataType.INT32);
+                    for (long i = 0; i < n; i++) {
+                        if (at(srInPlace ? sm : rm, i) != in(Math.floorMod(rank - 1, np), i)) {
+                            throw new AssertionError("sendrecv " + what + ": element " + i);
+                        }
+                    }
+                    // allgather: n elements per rank
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    if (inPlace) {
+                        MemorySegment.copy(sm, 0, rm, rank * n * 4, n * 4);
+                        Collectives.allGather(c, c.register(rm.asSlice(rank * n * 4, n * 4)), d, n, DataType.INT32);
+                    } else {
+                        Collectives.allGather(c, s, d, n, DataType.INT32);
+                    }
+                    for (int p = 0; p < np; p++) {
+                        for (long i = 0; i < n; i++) {
+                            if (at(rm, p * n + i) != in(p, i)) {
+                                throw new AssertionError("allgather " + what + ": block " + p + " element " + i);
+                            }
+                        }
+                    }
+                    // reduce-scatter: np blocks of n; rank r gets block r; rank p's block b element i is in(p, b*n+i)
+                    fill(sm, rank, n * np);
+                    rm.fill((byte) 0x5a);
+                    Collectives.reduceScatter(c, s, scratch, d, n, DataType.INT32, RedOp.SUM);
+                    for (long i = 0; i < n; i++) {
+                        if (at(rm, i) != sum(np, rank * n + i)) {
+                            throw new AssertionError("reduce_scatter " + what + ": element " + i);
+                        }
+                    }
+                    // alltoall: rank p's block b goes to rank b's block p (in place on the shm path only: the
+                    // network path's pairwise steps, as NCCL's alltoall, take separate buffers)
+                    final boolean a2aInPlace = inPlace && path.equals("shm");
+                    fill(sm, rank, n * np);
+                    rm.fill((byte) 0x5a);
+                    Collectives.allToAll(c, s, a2aInPlace ? s : d, n, DataType.INT32);
+                    for (int p = 0; p < np; p++) {
+                        for (long i = 0; i < n; i++) {
+                            if (at(a2aInPlace ? sm : rm, p * n + i) != in(p, rank * n + i)) {
+                                throw new AssertionError("alltoall " + what + ": block " + p + " element " + i);
+                            }
+                        }
+                    }
+                }
+            }
+        }));
+    }
+
+    @Test
+    void everyOperationAtTwoRanks() throws Exception {
+        everyOp(2, r -> ctx(), COUNTS, "shm");
+    }
+
+    @Test
+    void everyOperationAtThreeRanks() throws Exception {
+        everyOp(3, r -> ctx(), COUNTS, "shm");
+    }
+
+    @Test
+    void everyOperationAtFourRanks() throws Exception {
+        everyOp(4, r -> ctx(), COUNTS, "shm");
+    }
+
+    @Test
+    void forcedAlgorithmsAndProtocolsGiveTheSameElements() throws Exception {
+        final long[] counts = {5, 70_001};
+        everyOp(3, r -> ctx().algo(CollContext.Algo.RSAG), counts, "shm");
+        everyOp(3, r -> ctx().algo(CollContext.Algo.DIRECT).proto(CollContext.Proto.LL), counts, "shm");
+        everyOp(2, r -> ctx().proto(CollContext.Proto.SIMPLE), counts, "shm");
+        // ring takes the exchanges over the transport (its direct rounds off here): the same elements over the NIC
+        everyOp(3, r -> ctx().algo(CollContext.Algo.RING).directBytes(0), new long[] {5, 3001}, "net");
+        everyOp(2, r -> ctx().shmDirect(false), new long[] {5, 3001}, "net");
+    }
+
+    @Test
+    void theTuningSaysWhatItChoseAndWhy() throws Exception {
+        assertNoErrors(ranks(4, r -> ctx(), (rank, c, a) -> {
+            final CollTuning.Choice small = c.choose(CollOp.ALLREDUCE, 8);
+            assertEquals("direct", small.algo());
+            assertEquals("LL", small.proto());
+            assertEquals("shm", small.path());
+            final CollTuning.Choice mid = c.choose(CollOp.ALLREDUCE, 65536);
+            assertEquals("direct/Simple", mid.algo() + "/" + mid.proto());
+            final CollTuning.Choice big = c.choose(CollOp.ALLREDUCE, 1 << 20);
+            assertEquals("rsag/Simple/shm", big.algo() + "/" + big.proto() + "/" + big.path());
+            assertTrue(big.why().contains("above the direct limit"), big.why());
+            assertEquals("direct", c.choose(CollOp.ALLTOALL, 1 << 24).algo());
+            // the same object for the same kind: choosing allocates nothing
+            assertTrue(big == c.choose(CollOp.ALLREDUCE, 1 << 24));
+        }));
+        assertNoErrors(ranks(2, r -> ctx().algo(CollContext.Algo.TREE), (rank, c, a) -> {
+            final CollTuning.Choice t = c.choose(CollOp.ALLREDUCE, 8);
+            assertEquals("tree/Simple/net", t.algo() + "/" + t.proto() + "/" + t.path());
+            assertTrue(t.why().startsWith("NCCL_ALGO=tree takes the exchanges over the transport"), t.why());
+        }));
+    }
+
+    @Test
+    void ncclAlgoAndProtoFromTheEnvironmentAndBadValuesNamed() {
+        final CollContext ok = new CollContext().settings(SettingsReader.ofEnv(Map.of("NCCL_ALGO", "RSAG",
+            "NCCL_PROTO", "ll"))).conclude();
+        assertEquals(CollContext.Algo.RSAG, ok.algo());
+        assertEquals(CollContext.Proto.LL, ok.proto());
+        final IllegalArgumentException a = assertThrows(IllegalArgumentException.class, () -> new CollContext()
+            .settings(SettingsReader.ofEnv(Map.of("NCCL_ALGO", "collnet"))).conclude());
+        assertTrue(a.getMessage().contains("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag"),
+            a.getMessage());
+        final IllegalArgumentException p = assertThrows(IllegalArgumentException.class, () -> new CollContext()
+            .settings(SettingsReader.ofEnv(Map.of("NCCL_PROTO", "LL128"))).conclude());
+        assertTrue(p.getMessage().contains("NCCL_PROTO=LL128 is not one of auto, LL, Simple"), p.getMessage());
+    }
+
+    private static Set<String> shmRunFiles() throws IOException {
+        final Set<String> out = new HashSet<>();
+        if (Files.isDirectory(SHM)) {
+            try (Stream<Path> s = Files.list(SHM)) {
+                s.map(x -> x.getFileName().toString()).filter(x -> x.startsWith("gdrkit-colld-")).forEach(out::add);
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void aPeerThatDiesEndsTheOthersWithANamedErrorAndLeavesNoFile() throws Exception {
+        final Set<String> before = shmRunFiles();
+        final Throwable[] err = ranks(3, r -> ctx(), (rank, c, a) -> {
+            final RegisteredBuffer s = c.register(a.allocate(1 << 20, 64));
+            Collectives.allReduce(c, s, s, 1000, DataType.INT32, RedOp.SUM);
+            if (rank == 2) {
+                throw new IllegalStateException("rank 2 dies");
+            }
+            Collectives.allReduce(c, s, s, 200_000, DataType.INT32, RedOp.SUM);
+        });
+        assertNotNull(err[2]);
+        for (int r = 0; r < 2; r++) {
+            assertTrue(err[r] instanceof CollException, "rank " + r + ": " + err[r]);
+            assertTrue(err[r].getMessage().contains("stopped waiting for"), err[r].getMessage());
+        }
+        final Set<String> after = shmRunFiles();
+        after.removeAll(before);
+        assertEquals(Set.of(), after, "files left in /dev/shm");
+    }
+
+    @Test
+    void aPeerThatStallsEndsTheOthersWithinTheTimeout() throws Exception {
+        final Throwable[] err = ranks(2, r -> ctx().timeout(Duration.ofMillis(800)), (rank, c, a) -> {
+            final RegisteredBuffer s = c.register(a.allocate(4096, 64));
+            if (rank == 1) {
+                Thread.sleep(3000);
+            }
+            Collectives.allGather(c, s, c.register(a.allocate(8192, 64)), 16, DataType.INT32);
+        });
+        assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
+        assertTrue(err[0].getMessage().contains("waited 800 ms for rank 1's shared-memory round"),
+            err[0].getMessage());
+    }
+
+    @Test
+    void aRoundThatIsNotThisOneIsNamed() throws Exception {
+        final Throwable[] err = ranks(2, r -> ctx(), (rank, c, a) -> {
+            final RegisteredBuffer s = c.register(a.allocate(4096, 64));
+            if (rank == 1) {
+                // a hostile rank 1 publishes a round of another operation and length in its own slot
+                final ShmDirect shm = c.shmDirect();
+                final long d = shm.nextRound();
+                shm.publishWritten(d, 0x1234L, 12);
+                Thread.sleep(2000);
+                throw new IllegalStateException("rank 1 played a hostile peer");
+            }
+            Collectives.allReduce(c, s, s, 16, DataType.INT32, RedOp.SUM);
+        });
+        assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
+        assertTrue(err[0].getMessage().contains("rank 1 wrote 12 bytes with header 0x1234"), err[0].getMessage());
+        assertNull(null);
+    }
+}
