@@ -1034,6 +1034,7 @@ final class PerfCommand implements Callable<Integer> {
      * with --check every datagram is compared with what was sent.
      */
     private int udRun(final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
+        printer.connection("UD");
         printer.comment(Loopback.SIMULATED_HEADER);
         printer.comment("# test: send_bw  connection: UD (one UD QP per side, an address handle, Q_Key 0x"
             + Integer.toHexString(io.gdrkit.labs.perf.UdSendBw.QKEY) + "; counted at the receiver, at most "

@@ -150,6 +150,7 @@ class PerfCommandTest {
         }
         assertEquals(10, rows.size(), a::toString); // 2, 4, .. 1024
         assertEquals(1024, rows.get(9).get("bytes").asInt());
+        assertEquals("UD", rows.get(0).get("connection").asText(), "JSON says the QP type when it is not RC");
         // without -s: one MTU, as perftest's UD
         final Cli d = Cli.run("perf", "send_bw", "--loopback", "-c", "UD", "-n", "20", "--warmup", "0");
         assertEquals(0, d.exitCode(), d::toString);
