@@ -296,7 +296,8 @@ final class PerfCommand implements Callable<Integer> {
                     throw usage("-c UD: a datagram is one packet: -s must be at most the MTU (" + mtu + "), not "
                         + first.size());
                 }
-                sizes = java.util.Arrays.stream(sizes).filter(x -> x <= mtu).toArray(); // -a: up to the MTU, as perftest
+                // -a: sizes up to the MTU, as perftest's UD
+                sizes = java.util.Arrays.stream(sizes).filter(x -> x <= mtu).toArray();
             }
             try {
                 faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
