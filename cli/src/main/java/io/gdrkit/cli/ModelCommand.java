@@ -173,8 +173,8 @@ public final class ModelCommand implements Runnable {
      */
     static String qpsVerdict(final SaturationModel m) {
         final Measurement best = m.measuredBest();
-        final String measured = String.format(Locale.ROOT, "measured best: %s QPs, %.1f MiB/s", num(best.x()),
-            best.mibS());
+        final String measured = String.format(Locale.ROOT, "measured best: %s %s, %.1f MiB/s", num(best.x()),
+            best.x() == 1 ? "QP" : "QPs", best.mibS());
         if (!m.fits()) {
             return String.format(Locale.ROOT, "does not fit: held-back error %+.1f %% exceeds %.0f %%, so the model "
                 + "recommends nothing; %s", pct(m.heldBack().relativeError()), 100 * HeldBack.FIT_LIMIT, measured);

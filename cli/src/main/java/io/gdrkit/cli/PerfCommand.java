@@ -191,9 +191,12 @@ final class PerfCommand implements Callable<Integer> {
     boolean events;
 
     @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", description = "Connection type, as perftest's "
-        + "-c (default RC). The tests here run on RC QPs; UC is refused by name (the software NIC creates RC and UD "
-        + "QPs only), and so is UD (perf's UD datagram tests are not built).")
+        + "-c (default RC). UD: send_bw between the software NICs in this JVM (datagrams of at most one MTU, "
+        + "bandwidth counted at the receiver); UC is refused by name (the software NIC creates RC and UD QPs only).")
     String connection = "RC";
+
+    /** -c UD was given and accepted. */
+    private boolean ud;
 
     @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEVICE", description = "The RDMA device, as perftest's -d: "
         + "with --provider native a device libibverbs lists (default: the first); with the software NICs the "
@@ -275,7 +278,7 @@ final class PerfCommand implements Callable<Integer> {
         }
         reportOption.check(spec.commandLine());
         final ProviderKind kind = ProviderKind.parse(provider);
-        connectionChecks(kind);
+        connectionChecks(kind, test);
         // every check before any output or work: a bad value is a usage error, absent hardware exit code 3
         PerfConfig first = null;
         int[] sizes = null;
@@ -283,6 +286,19 @@ final class PerfCommand implements Callable<Integer> {
         if (test != null) {
             first = validate(test);
             sizes = sizes(test, first.size());
+            if (ud) {
+                final int mtu = first.mtu();
+                if (!all && size == null) {
+                    // perftest's UD without -s: the MTU (the bandwidth default, 64 KiB, is no datagram)
+                    first = first.withSize(mtu, first.warmup());
+                    sizes = new int[] {mtu};
+                } else if (!all && first.size() > mtu) {
+                    throw usage("-c UD: a datagram is one packet: -s must be at most the MTU (" + mtu + "), not "
+                        + first.size());
+                }
+                // -a: sizes up to the MTU, as perftest's UD
+                sizes = java.util.Arrays.stream(sizes).filter(x -> x <= mtu).toArray();
+            }
             try {
                 faultConfig = faults == null ? null : FaultInjector.Config.parse(faults);
             } catch (final IllegalArgumentException e) {
@@ -319,6 +335,9 @@ final class PerfCommand implements Callable<Integer> {
         if (test == null) {
             writeReport(collected, printer, null, null, base);
             return 0;
+        }
+        if (ud) {
+            return udRun(first, sizes, printer);
         }
         if (kind == ProviderKind.NATIVE) {
             final int rc = nativeRun(test, first, sizes, printer);
@@ -970,14 +989,22 @@ final class PerfCommand implements Callable<Integer> {
      * port this run does not have is a usage error naming those it has (a native device's name and ports are
      * checked where the device is found, in {@link #nativeDevice}).
      */
-    private void connectionChecks(final ProviderKind kind) {
+    private void connectionChecks(final ProviderKind kind, final PerfKind test) {
         final String c = connection.toUpperCase(Locale.ROOT);
         switch (c) {
             case "RC" -> { }
             case "UC" -> throw usage("-c UC: the software NIC creates RC and UD QPs only (ibv_create_qp with "
                 + "IBV_QPT_UC fails with EOPNOTSUPP); perf runs RC");
-            case "UD" -> throw usage("-c UD: perf's UD datagram tests (send_bw/send_lat over address handles) are "
-                + "not built; perf runs RC");
+            case "UD" -> {
+                // send_bw over UD on the in-JVM pair; everything else with UD is refused by name
+                if (test != PerfKind.SEND_BW || kind != ProviderKind.SOFT || fabric != null || bidirectional
+                    || (qps != null && qps != 1) || !"host".equals(mem) || faults != null || events || trials > 1
+                    || stripe || duration != null || loopbackOnlyOptionsForUd()) {
+                    throw usage("-c UD runs send_bw between the software NICs in this JVM, one QP, host memory "
+                        + "(no -b, -q, -D, --fabric, --mem gpu, --faults, -e, --trials, --stripe, --provider native)");
+                }
+                ud = true;
+            }
             default -> throw usage("-c must be RC, UC or UD, not '" + connection + "'");
         }
         if (ibPort < 1) {
@@ -996,6 +1023,64 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("-i " + ibPort + ": the software NIC " + (ibDev != null ? ibDev : devices.get(0))
                 + " has port 1 only (phys_port_cnt 1)");
         }
+    }
+
+    /** Options -c UD does not take that the check above does not list by field. */
+    private boolean loopbackOnlyOptionsForUd() {
+        return reportDir != null || baseline;
+    }
+
+    /**
+     * send_bw -c UD: per size a fresh pair of UD QPs (software NICs, this JVM), the warm-up, then the measured run;
+     * with --check every datagram is compared with what was sent.
+     */
+    private int udRun(final PerfConfig first, final int[] sizes, final PerfPrinter printer) {
+        printer.connection("UD");
+        printer.comment(Loopback.SIMULATED_HEADER);
+        printer.comment("# test: send_bw  connection: UD (one UD QP per side, an address handle, Q_Key 0x"
+            + Integer.toHexString(io.gdrkit.labs.perf.UdSendBw.QKEY) + "; counted at the receiver, at most "
+            + "min(tx-depth, rx-depth) datagrams ahead)  tx-depth: " + first.txDepth() + "  rx-depth: "
+            + first.rxDepth() + "  mtu: " + first.mtu() + "  iterations: " + first.iters() + warmupWords());
+        boolean header = false;
+        for (final int s : sizes) {
+            final PerfConfig cfg = first.withSize(s, warmupFor(s, first.iters()));
+            final io.gdrkit.labs.perf.UdSendBw pair = new io.gdrkit.labs.perf.UdSendBw(s, cfg.txDepth(),
+                cfg.rxDepth(), cfg.mtu());
+            try {
+                final long ms = warmupMsOrDefault();
+                final long start = System.nanoTime();
+                if (cfg.warmup() > 0) {
+                    do {
+                        pair.run(cfg.warmup(), false);
+                    } while ((System.nanoTime() - start) / 1_000_000 < ms);
+                }
+                final io.gdrkit.labs.perf.UdSendBw.Result r = pair.run(cfg.iters(), check);
+                if (!header) {
+                    printer.header(PerfKind.SEND_BW);
+                    header = true;
+                }
+                printer.bw(cfg, r.bw());
+                if (check) {
+                    final String evidence = r.checked() + " datagrams of " + s + " B compared byte for byte behind "
+                        + "the GRH area, " + r.bad() + " differed";
+                    printer.comment("# check: " + evidence + " (by the receiving JVM)");
+                    final Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("check", r.bad() == 0 ? "byte-exact" : "mismatch");
+                    m.put("test", "send_bw");
+                    m.put("connection", "UD");
+                    m.put("bytes", s);
+                    m.put("evidence", evidence);
+                    m.put("simulated", true);
+                    printer.jsonObject(m);
+                    if (r.bad() != 0) {
+                        throw new IllegalStateException("--check failed: " + evidence);
+                    }
+                }
+            } finally {
+                pair.close();
+            }
+        }
+        return 0;
     }
 
     /** --provider native: the device -d names (default the first), with -i checked against its ports. */

@@ -200,6 +200,14 @@ final class PerfPrinter implements PerfListener {
     /** False for a run on a native device: its JSON then says "simulated": false. */
     private boolean simulated = true;
 
+    /** The QP type the rows ran on (perftest's -c): JSON's "connection" field, said only when not RC. */
+    PerfPrinter connection(final String type) {
+        connection = type;
+        return this;
+    }
+
+    private String connection = "RC";
+
     PerfPrinter simulated(final boolean s) {
         simulated = s;
         return this;
@@ -212,6 +220,9 @@ final class PerfPrinter implements PerfListener {
         m.put("fabric", fabric);
         m.put("progress", cfg.progress().name().toLowerCase(Locale.ROOT));
         m.put("qps", cfg.numQps());
+        if (!"RC".equals(connection)) {
+            m.put("connection", connection);
+        }
         m.put("mtu", cfg.mtu());
         m.put("warmup_iters", cfg.warmup()); // per warm-up round
         m.put("warmup_ms", cfg.warmupMs()); // rounds repeated until this long (0: one round)

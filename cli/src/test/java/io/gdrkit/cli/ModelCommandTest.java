@@ -92,9 +92,11 @@ class ModelCommandTest {
         assertEquals(2487.6, o.get("measured_best_mib_s").asDouble(), 0.05);
         // injvm and shm miss by +49.2 % and +43.6 %: the same verdict, each with its own measured best
         assertTrue(Cli.run("model", "qps", "--input", QP_SCALING.toString(), "--fabric", "injvm").out().contains(
-            "does not fit: held-back error +49.2 % exceeds 25 %, so the model recommends nothing; measured best: 1 QPs"));
+            "does not fit: held-back error +49.2 % exceeds 25 %, so the model recommends nothing; measured best: 1 QP, "
+                + "16019.7 MiB/s"));
         assertTrue(Cli.run("model", "qps", "--input", QP_SCALING.toString(), "--fabric", "shm").out().contains(
-            "does not fit: held-back error +43.6 % exceeds 25 %, so the model recommends nothing; measured best: 8 QPs"));
+            "does not fit: held-back error +43.6 % exceeds 25 %, so the model recommends nothing; measured best: "
+                + "8 QPs"));
     }
 
     @Test

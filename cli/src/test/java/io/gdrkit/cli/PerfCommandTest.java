@@ -110,7 +110,8 @@ class PerfCommandTest {
         final String[] why = {
             "-c UC: the software NIC creates RC and UD QPs only (ibv_create_qp with IBV_QPT_UC fails with EOPNOTSUPP); "
                 + "perf runs RC",
-            "-c UD: perf's UD datagram tests (send_bw/send_lat over address handles) are not built; perf runs RC",
+            "-c UD runs send_bw between the software NICs in this JVM, one QP, host memory (no -b, -q, -D, --fabric, "
+                + "--mem gpu, --faults, -e, --trials, --stripe, --provider native)",
             "-c must be RC, UC or UD, not 'XRC'",
             "-d mlx5_0: no such device in this run (the software NICs here are soft0, soft1)",
             "-i 2: the software NIC soft0 has port 1 only (phys_port_cnt 1)",
@@ -127,6 +128,42 @@ class PerfCommandTest {
             assertEquals("", r.out(), r::toString);
             assertTrue(r.err().startsWith("gdrkit perf: " + why[i] + "\n"), r::toString);
         }
+    }
+
+    @Test
+    void sendBwOverUdChecksEveryDatagramAndStaysWithinTheMtu() throws Exception {
+        final Cli r = Cli.run("perf", "send_bw", "--loopback", "-c", "UD", "-n", "300", "--warmup", "0", "-s", "1000",
+            "--check");
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.lines().get(1).startsWith("# test: send_bw  connection: UD (one UD QP per side, an address "
+            + "handle, Q_Key 0x11111111;"), r::toString);
+        assertTrue(r.lines().stream().anyMatch(l -> l.startsWith(" 1000       300 ")), r::toString);
+        assertTrue(r.out().contains("# check: 300 datagrams of 1000 B compared byte for byte behind the GRH area, 0 "
+            + "differed (by the receiving JVM)\n"), r::toString);
+        // -a: sizes up to the MTU only, as perftest's UD
+        final Cli a = Cli.run("perf", "send_bw", "--loopback", "-c", "UD", "-n", "20", "--warmup", "0", "-a",
+            "--mtu", "1024", "--json");
+        assertEquals(0, a.exitCode(), a::toString);
+        final List<JsonNode> rows = new java.util.ArrayList<>();
+        for (final String l : a.lines()) {
+            rows.add(new ObjectMapper().readTree(l));
+        }
+        assertEquals(10, rows.size(), a::toString); // 2, 4, .. 1024
+        assertEquals(1024, rows.get(9).get("bytes").asInt());
+        assertEquals("UD", rows.get(0).get("connection").asText(), "JSON says the QP type when it is not RC");
+        // without -s: one MTU, as perftest's UD
+        final Cli d = Cli.run("perf", "send_bw", "--loopback", "-c", "UD", "-n", "20", "--warmup", "0");
+        assertEquals(0, d.exitCode(), d::toString);
+        assertTrue(d.lines().stream().anyMatch(l -> l.startsWith(" 4096       20 ")), d::toString);
+        // a datagram larger than the MTU, and UD for another test: named refusals
+        final Cli big = Cli.run("perf", "send_bw", "--loopback", "-c", "UD", "-s", "8192");
+        assertEquals(2, big.exitCode(), big::toString);
+        assertTrue(big.err().startsWith("gdrkit perf: -c UD: a datagram is one packet: -s must be at most the MTU "
+            + "(4096), not 8192\n"), big::toString);
+        final Cli lat = Cli.run("perf", "send_lat", "--loopback", "-c", "UD");
+        assertEquals(2, lat.exitCode(), lat::toString);
+        assertTrue(lat.err().startsWith("gdrkit perf: -c UD runs send_bw between the software NICs in this JVM"),
+            lat::toString);
     }
 
     @Test
