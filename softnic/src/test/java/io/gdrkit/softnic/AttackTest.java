@@ -212,7 +212,7 @@ class AttackTest {
                                 silent[i].setSoTimeout(1);
                             }
                         }
-                        Thread.sleep(50);
+                        Thread.sleep(200); // a sweep: each closed one renewed (a real client's REQ needs far less)
                     }
                 } catch (final IOException | InterruptedException e) {
                     throw new IllegalStateException("the attacker itself failed", e);
@@ -623,7 +623,7 @@ class AttackTest {
                                 silent[i].setSoTimeout(1);
                             }
                         }
-                        Thread.sleep(50);
+                        Thread.sleep(200); // a sweep: each closed one renewed (a real client's REQ needs far less)
                     }
                 } catch (final IOException | InterruptedException e) {
                     throw new IllegalStateException("the attacker itself failed", e);
