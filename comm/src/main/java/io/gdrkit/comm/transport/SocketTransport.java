@@ -178,6 +178,19 @@ public final class SocketTransport implements NetTransport {
     }
 
     /**
+     * How {@code listenComm}'s accept failures (EMFILE and the like) were met: counted, remembered, backed off.
+     *
+     * @param listenComm a listener of this transport
+     * @return its backoff
+     */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff(final ListenComm listenComm) {
+        if (!(listenComm instanceof Listen l)) {
+            throw new NetTransportException(Reason.INVALID_ARGUMENT, "not a NET/Socket listen comm");
+        }
+        return l.acceptBackoff;
+    }
+
+    /**
      * The next connection, or null when none is waiting or accepting pauses: out of descriptors (EMFILE) the
      * connection stays in the backlog and the caller's deadline still runs; failing the setup or spinning on it
      * would not free one.
