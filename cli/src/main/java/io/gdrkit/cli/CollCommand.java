@@ -206,6 +206,9 @@ public final class CollCommand implements Callable<Integer> {
                 ? "-w must be >= 0, not " + warmup : jitWarmupMs < 0 ? "--jit-warmup-ms must be >= 0" : "--timeout-ms "
                 + "must be >= 1");
         }
+        Counts.atMost(cl, "-n/--iters", iters, Counts.MAX_ITERS);
+        Counts.atMost(cl, "-w/--warmup_iters", warmup, Counts.MAX_ITERS);
+        Counts.atMost(cl, "--jit-warmup-ms", jitWarmupMs, Counts.MAX_SECONDS * 1000);
         if (check != 0 && check != 1) {
             throw new CommandLine.ParameterException(cl, "-c must be 1 or 0, not " + check);
         }

@@ -62,6 +62,7 @@ final class GpuPathCommand implements Callable<Integer> {
         if (iters < 1) {
             throw new ParameterException(spec.commandLine(), "-n must be >= 1");
         }
+        Counts.atMost(spec.commandLine(), "-n/--iters", iters, Counts.MAX_ITERS);
         if (!path.equals("gdr") && !path.equals("bounce") && !path.equals("both")) {
             throw new ParameterException(spec.commandLine(), "--path must be gdr, bounce or both, not '" + path + "'");
         }

@@ -118,6 +118,7 @@ public final class ModelCommand implements Runnable {
                 if (runs < 1 || runs > 100 || iters < 1 || Arrays.stream(qps).anyMatch(q -> q < 1 || q > 1024)) {
                     throw new ParameterException(spec.commandLine(), "--runs 1..100, -n >= 1, --qps each 1..1024");
                 }
+                Counts.atMost(spec.commandLine(), "-n/--iters", iters, Counts.MAX_ITERS);
                 final int s = size == null ? 65536 : size;
                 if (s < 1 || s > (64 << 20)) {
                     throw new ParameterException(spec.commandLine(), "-s must be 1 .. 67108864");

@@ -847,6 +847,18 @@ final class PerfCommand implements Callable<Integer> {
         if (bidirectional && !"soft".equals(provider)) {
             throw usage("-b/--bidirectional runs on the software NICs (--provider soft) for now");
         }
+        if (iters != null) {
+            Counts.atMost(spec.commandLine(), "-n/--iters", iters, Counts.MAX_ITERS);
+        }
+        if (warmup != null) {
+            Counts.atMost(spec.commandLine(), "--warmup", warmup, Counts.MAX_ITERS);
+        }
+        if (duration != null) {
+            Counts.atMost(spec.commandLine(), "-D/--duration", duration, Counts.MAX_SECONDS);
+        }
+        if (warmupMs != null) {
+            Counts.atMost(spec.commandLine(), "--warmup-ms", warmupMs, Counts.MAX_SECONDS * 1000);
+        }
         if (trials < 1 || trials > 1000) {
             throw usage("--trials must be 1 .. 1000, not " + trials);
         }

@@ -114,6 +114,7 @@ final class ShmemPerfCommand implements Callable<Integer> {
         if (iters < 1 || threads < 1 || blocks < 1) {
             throw new ParameterException(spec.commandLine(), "-n, --threads and --blocks must be >= 1");
         }
+        Counts.atMost(spec.commandLine(), "-n/--iters", iters, Counts.MAX_ITERS);
         if (!test.equals("ring_rtt")) {
             try {
                 ShmemPerf.Test.byLabel(test);

@@ -212,7 +212,7 @@ class AttackTest {
                                 silent[i].setSoTimeout(1);
                             }
                         }
-                        Thread.sleep(50);
+                        Thread.sleep(200); // a sweep: each closed one renewed (a real client's REQ needs far less)
                     }
                 } catch (final IOException | InterruptedException e) {
                     throw new IllegalStateException("the attacker itself failed", e);
@@ -583,7 +583,7 @@ class AttackTest {
                     s.connect(server.localAddress(), 5000);
                     silent.add(s);
                 }
-                awaitTrue(() -> server.lastError().contains("pending connections"), "connections over the cap");
+                awaitTrue(() -> server.evictedSilent() >= 40, "silent connections over the cap made room");
                 // the silent ones time out; then a real peer gets in
                 awaitTrue(() -> server.lastError().contains("no hello within"), "hello timeout");
                 good.connect(1, server.localAddress());
@@ -592,6 +592,62 @@ class AttackTest {
                 for (final Socket s : silent) {
                     s.close();
                 }
+            }
+        }
+    }
+
+    /**
+     * {@link TcpFabric#MAX_PENDING} silent connections, each renewed as soon as the fabric closes it, hold its
+     * hello cap full; a real peer arriving meanwhile still joins: at the cap the oldest connection that has sent
+     * nothing is closed for the newcomer. Before, the newcomer was closed at once for as long as the attack went on.
+     */
+    @Test
+    void tcpFabricSilentConnectionsRenewedAtThePendingCapNeverLockOutAPeer() throws Exception {
+        final int cap = TcpFabric.MAX_PENDING;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, false, 1, Token.NONE);
+             TcpFabric good = new TcpFabric(new InetSocketAddress(LO, 0), 1 << 16, null, false, 1, Token.NONE)) {
+            server.attach(1);
+            good.attach(2);
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            final Thread attacker = Thread.ofPlatform().daemon(true).name("silent-renewer").start(() -> {
+                final Socket[] silent = new Socket[cap];
+                try {
+                    while (!stop.get()) {
+                        for (int i = 0; i < cap; i++) {
+                            if (silent[i] == null || closedByPeer(silent[i])) {
+                                if (silent[i] != null) {
+                                    silent[i].close();
+                                }
+                                silent[i] = new Socket();
+                                silent[i].connect(server.localAddress(), 5000);
+                                silent[i].setSoTimeout(1);
+                            }
+                        }
+                        Thread.sleep(200); // a sweep: each closed one renewed (a real client's REQ needs far less)
+                    }
+                } catch (final IOException | InterruptedException e) {
+                    throw new IllegalStateException("the attacker itself failed", e);
+                } finally {
+                    for (final Socket s : silent) {
+                        try {
+                            if (s != null) {
+                                s.close();
+                            }
+                        } catch (final IOException ignored) {
+                            // closing anyway
+                        }
+                    }
+                }
+            });
+            try {
+                awaitTrue(() -> server.pendingConnections() >= cap, "the hello cap full of silent connections");
+                good.connect(1, server.localAddress());
+                awaitTrue(() -> server.lidInUse(2), "the real peer joined");
+                assertTrue(attacker.isAlive(), "the attacker still runs");
+                assertTrue(server.evictedSilent() > 0, "silent connections made room");
+            } finally {
+                stop.set(true);
+                attacker.join(20_000);
             }
         }
     }

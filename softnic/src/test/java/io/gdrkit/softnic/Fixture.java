@@ -58,9 +58,20 @@ final class Fixture implements AutoCloseable {
     /** {@code psnA}: a's sq_psn (= b's rq_psn); {@code psnB}: b's sq_psn (= a's rq_psn). */
     Fixture(final SoftNicContext ctx, final long bufBytes, final QpInitAttr init, final QpAttr attr, final int psnA,
             final int psnB) {
-        driver = SoftNicDriver.launch(ctx);
-        a = new Side(driver.addDevice("soft0"), 4096);
-        b = new Side(driver.addDevice("soft1"), 4096);
+        this(SoftNicDriver.launch(ctx), bufBytes, init, attr, psnA, psnB);
+    }
+
+    /** The two NICs on {@code fabric} (which the driver closes) instead of a new in-JVM one. */
+    Fixture(final SoftNicContext ctx, final io.gdrkit.softnic.fabric.Fabric fabric, final long bufBytes) {
+        this(SoftNicDriver.launch(ctx, fabric), bufBytes, new QpInitAttr(), QpBringUp.rcDefaults(), 100, 200);
+    }
+
+    private Fixture(final SoftNicDriver driver, final long bufBytes, final QpInitAttr init, final QpAttr attr,
+                    final int psnA, final int psnB) {
+        this.driver = driver;
+        final boolean shm = driver.fabric() instanceof io.gdrkit.softnic.fabric.ShmFabric; // ports need LIDs there
+        a = new Side(shm ? driver.addDevice("soft0", 1) : driver.addDevice("soft0"), 4096);
+        b = new Side(shm ? driver.addDevice("soft1", 2) : driver.addDevice("soft1"), 4096);
         for (final Side s : new Side[] {a, b}) {
             s.buf = arena.allocate(bufBytes, 4096);
             s.mr = s.pd.registerMr(s.buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);

@@ -21,6 +21,8 @@ import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import io.gdrkit.softnic.fabric.ShmFabric;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -32,10 +34,18 @@ import org.junit.jupiter.api.Test;
 class StrangerQpTest {
     private static final int LEN = 4096;
 
-    @Test
-    void aStrangersWriteAndReadToAConnectedQpAreDroppedAndCounted() {
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopy(false), 1 << 16)) {
-            final SoftDevice strangerDev = f.driver.addDevice("stranger");
+    /** On the in-JVM fabric and on the shm fabric (the stranger a third port of the same fabric directory). */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"jvm", "shm"})
+    void aStrangersWriteAndReadToAConnectedQpAreDroppedAndCounted(final String fabric,
+                                                                 @org.junit.jupiter.api.io.TempDir final Path tmp)
+        throws java.io.IOException {
+        final SoftNicContext ctx = new SoftNicContext().oneCopy(false);
+        try (Fixture f = fabric.equals("jvm") ? new Fixture(ctx, 1 << 16) : new Fixture(ctx,
+            new ShmFabric(ShmFabric.createPrivateDirectory(tmp, "gdrkit-stranger-"), 1 << 20, 4, null, false),
+            1 << 16)) {
+            final SoftDevice strangerDev = fabric.equals("jvm") ? f.driver.addDevice("stranger")
+                : f.driver.addDevice("stranger", 3);
             try (VerbsContext sctx = strangerDev.open()) {
                 final ProtectionDomain pd = sctx.allocPd();
                 final CompletionQueue cq = sctx.createCq(16);

@@ -524,6 +524,85 @@ class UdOneCopyTest {
         }
     }
 
+    /**
+     * A seeded fuzz of referenced UD datagrams (an attack on the one-copy path): 300 sends whose packets are
+     * rewritten in flight, 1 to 3 bytes of the BTH, DETH, payload-length or RefETH fields (count, span, token, each
+     * segment's address, key and length) flipped. Whatever a mutation makes of a datagram, no byte of the receiver's
+     * memory outside the posted receive buffer changes, the sender's memory is never written, every send completes
+     * (at the latest when its ticket is given up), nothing throws; afterwards a clean datagram is placed byte for
+     * byte.
+     */
+    @Test
+    void mutatedUdReferencesNeverReachOutsideTheReceiveBufferNorBreakTheNics() {
+        final java.util.Random rnd = new java.util.Random(0x5eed_0d01L);
+        final boolean[] mutate = {true};
+        final LinkHook fuzz = new LinkHook() {
+            private final io.gdrkit.softnic.wire.Packet pkt = new io.gdrkit.softnic.wire.Packet();
+
+            @Override
+            public int onPacket(final int srcLid, final int dstLid, final MemorySegment buffer, final long offset,
+                                final int length) {
+                if (mutate[0] && pkt.wrap(buffer, offset, length).isReference()
+                    && pkt.is(io.gdrkit.softnic.wire.BthOpcode.UD)) {
+                    final long ref = offset + length - io.gdrkit.softnic.wire.Packet.referenceLength(pkt.refCount());
+                    for (int k = 1 + rnd.nextInt(3); k > 0; k--) {
+                        // mostly the reference (where the peer names memory), else the headers after the LRH
+                        final long at = rnd.nextInt(4) != 0 ? ref + rnd.nextInt((int) (offset + length - ref))
+                            : offset + 8 + rnd.nextInt((int) (ref - offset - 8));
+                        buffer.set(ValueLayout.JAVA_BYTE, at, (byte) (buffer.get(ValueLayout.JAVA_BYTE, at)
+                            ^ (1 << rnd.nextInt(8))));
+                    }
+                }
+                return DELIVER;
+            }
+
+            @Override
+            public boolean passesReferences() {
+                return true;
+            }
+        };
+        try (Pair p = new Pair(new SoftNicContext().linkHook(fuzz).linkCrc(false))) {
+            final int bufLen = 40 + SIZE;
+            final MemorySegment a = p.ma.segment();
+            final MemorySegment b = p.mb.segment();
+            fill(a, 21);
+            final MemorySegment aBefore = copyOf(a);
+            fill(b, 22);
+            final MemorySegment bOutside = copyOf(b.asSlice(bufLen));
+            boolean posted = false;
+            int received = 0;
+            for (int i = 0; i < 300; i++) {
+                if (!posted) {
+                    p.qb.postRecv(new RecvWorkRequest().wrId(1000 + i).sge(p.mb, 0, bufLen));
+                    posted = true;
+                }
+                p.send(i, 1 + rnd.nextInt(SIZE));
+                p.stepSender();
+                if (p.poll(p.cqb) != null) {
+                    posted = false;
+                    received++;
+                }
+                p.clock.advance(SoftNicContext.DEFAULT_UD_REFERENCE_TIMEOUT_MS * 1_000_000L);
+                final int wr = i;
+                assertEquals(wr, p.await(p.cqa, "send " + wr).wrId);
+                assertEquals(-1, b.asSlice(bufLen).mismatch(bOutside), "receiver memory outside the buffer changed");
+                assertEquals(-1, a.mismatch(aBefore), "the sender's memory was written");
+            }
+            assertTrue(received > 0 && received < 300, "some mutations dropped datagrams, some left them whole: "
+                + received + " of 300 received");
+            mutate[0] = false;
+            if (!posted) {
+                p.qb.postRecv(new RecvWorkRequest().wrId(1).sge(p.mb, 0, bufLen));
+            }
+            final MemorySegment sent = copyOf(a.asSlice(0, SIZE));
+            p.send(9999, SIZE);
+            p.stepSender();
+            assertEquals(WcStatus.SUCCESS, p.await(p.cqb, "the clean datagram").status);
+            assertEquals(-1, b.asSlice(40, SIZE).mismatch(sent), "the clean datagram byte for byte");
+            assertEquals(9999, p.await(p.cqa, "its send").wrId);
+        }
+    }
+
     /** Where references may not travel, the bytes do: a hook that sees payloads, one-copy off, inline data. */
     @Test
     void theCopyPathWhereReferencesCannotTravel() {

@@ -109,6 +109,11 @@ public final class Bootstrap implements AutoCloseable {
                     throw new BootstrapException(Reason.PROTOCOL, "the root at " + id.host() + ":" + id.port()
                         + " sent a challenge of " + f.payload().length + " bytes");
                 }
+                if (f.rank() != ctx.rank() || f.seq() != 0) {
+                    throw new BootstrapException(Reason.PROTOCOL, "the root at " + id.host() + ":" + id.port()
+                        + " sent a challenge for rank " + f.rank() + " with sequence number " + f.seq() + " (this is "
+                        + "rank " + ctx.rank() + ", a challenge is 0)");
+                }
                 final byte[] rootNonce = new byte[BootstrapWire.NONCE];
                 final byte[] rootProof = new byte[BootstrapWire.MAC];
                 c.get(rootNonce).get(rootProof);

@@ -330,7 +330,9 @@ public final class BootstrapRoot implements AutoCloseable {
                 final int theirN = b.getInt();
                 final byte[] rankNonce = new byte[BootstrapWire.NONCE];
                 b.get(rankNonce);
-                if (theirN != nranks) {
+                if (f.seq() != 0) {
+                    why = from + ": a hello with sequence number " + f.seq() + " (a hello is 0)";
+                } else if (theirN != nranks) {
                     why = "rank " + f.rank() + " thinks the run has " + theirN + " ranks, the root has " + nranks;
                 } else if (f.rank() < 0 || f.rank() >= nranks) {
                     why = "rank " + f.rank() + " is outside 0.." + (nranks - 1);
@@ -391,7 +393,8 @@ public final class BootstrapRoot implements AutoCloseable {
             return "rank " + rank + " (" + from + ") closed the connection instead of proving the token (another "
                 + "token on either side?)";
         }
-        if (p.kind() != BootstrapWire.PROOF || p.rank() != rank || p.payload().length != BootstrapWire.MAC) {
+        if (p.kind() != BootstrapWire.PROOF || p.rank() != rank || p.seq() != 0
+            || p.payload().length != BootstrapWire.MAC) {
             return from + " sent " + BootstrapWire.kindName(p.kind()) + " instead of its proof";
         }
         if (!MessageDigest.isEqual(p.payload(), BootstrapWire.proof(token, "rank", runId, rank, nranks, rootNonce,

@@ -93,6 +93,8 @@ public final class SocketTransport implements NetTransport {
         final ServerSocketChannel server;
         final long id;
         final Map<Long, Handshake[]> partial = new HashMap<>();
+        /** Accept failures (EMFILE): the listener skips accepting for a pause, serving what is in setup meanwhile. */
+        final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
         final Map<Handshake, Long> started = new IdentityHashMap<>();
         final java.util.List<Handshake> hellos = new java.util.ArrayList<>();
         boolean closed;
@@ -175,6 +177,42 @@ public final class SocketTransport implements NetTransport {
         }
     }
 
+    /**
+     * How {@code listenComm}'s accept failures (EMFILE and the like) were met: counted, remembered, backed off.
+     *
+     * @param listenComm a listener of this transport
+     * @return its backoff
+     */
+    public io.gdrkit.core.net.AcceptBackoff acceptBackoff(final ListenComm listenComm) {
+        if (!(listenComm instanceof Listen l)) {
+            throw new NetTransportException(Reason.INVALID_ARGUMENT, "not a NET/Socket listen comm");
+        }
+        return l.acceptBackoff;
+    }
+
+    /**
+     * The next connection, or null when none is waiting or accepting pauses: out of descriptors (EMFILE) the
+     * connection stays in the backlog and the caller's deadline still runs; failing the setup or spinning on it
+     * would not free one.
+     */
+    private static SocketChannel acceptOrPause(final Listen l) throws IOException {
+        if (!l.acceptBackoff.mayTry()) {
+            return null;
+        }
+        try {
+            final SocketChannel ch = l.server.accept();
+            if (ch != null) {
+                l.acceptBackoff.succeeded();
+            }
+            return ch;
+        } catch (final java.nio.channels.ClosedChannelException e) {
+            throw e;
+        } catch (final IOException e) {
+            l.acceptBackoff.failed(e);
+            return null;
+        }
+    }
+
     @Override
     public RecvComm accept(final ListenComm listenComm) {
         if (!(listenComm instanceof Listen l)) {
@@ -185,7 +223,7 @@ public final class SocketTransport implements NetTransport {
         }
         try {
             SocketChannel ch;
-            while ((ch = l.server.accept()) != null) {
+            while ((ch = acceptOrPause(l)) != null) {
                 ch.configureBlocking(false);
                 ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
                 final Handshake h = new Handshake(ch, "NET/Socket sender " + ch.getRemoteAddress());

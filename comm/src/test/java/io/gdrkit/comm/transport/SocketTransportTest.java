@@ -64,6 +64,51 @@ class SocketTransportTest {
         assertTrue(e.getMessage().contains("did not complete within 300 ms"), e.getMessage());
     }
 
+    /**
+     * An attack on the listener through the process's descriptors: out of them, accept fails with EMFILE; the
+     * listener pauses accepting and returns no comm rather than failing the setup with SYSTEM, and a sender connects
+     * once descriptors are free.
+     */
+    @Test
+    void acceptOutOfDescriptorsBacksOffAndASenderConnectsAfter() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.gdrkit.core.host.FileDescriptorLimit.unavailable().isEmpty(),
+            "no RLIMIT_NOFILE here");
+        open(1, 1);
+        pair.connect(); // loads what accept runs: no class file opens while no descriptor is free
+        final byte[] handle = new byte[NetTransport.HANDLE_MAXSIZE];
+        final NetTransport.ListenComm l = rx.listen(0, handle);
+        try {
+            final io.gdrkit.core.net.AcceptBackoff b = rx.acceptBackoff(l);
+            try (var x = io.gdrkit.core.host.FileDescriptorLimit.exhaust()) {
+                final long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                while (b.failures() < 3 && System.nanoTime() < deadline) {
+                    x.refill(); // any descriptor closed late elsewhere in the JVM
+                    org.junit.jupiter.api.Assertions.assertNull(rx.accept(l), "no comm without a descriptor");
+                    Thread.sleep(1);
+                }
+            }
+            assertTrue(b.failures() >= 3, "accept failed and was retried: " + b.failures());
+            assertTrue(b.lastError().contains("Too many open files"), b::lastError);
+            NetTransport.SendComm send = null;
+            NetTransport.RecvComm recv = null;
+            final long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while ((send == null || recv == null) && System.nanoTime() < deadline) {
+                if (send == null) {
+                    send = tx.connect(0, handle);
+                }
+                if (recv == null) {
+                    recv = rx.accept(l);
+                }
+            }
+            assertTrue(send != null && recv != null, "a sender connected after the exhaustion");
+            assertEquals(0, b.delayNanos(), "the pause ended with the next accept");
+            tx.closeSend(send);
+            rx.closeRecv(recv);
+        } finally {
+            rx.closeListen(l);
+        }
+    }
+
     @AfterEach
     void close() {
         if (pair != null) {

@@ -53,6 +53,8 @@ public final class VisibilityLab implements AutoCloseable {
     }
 
     private static final Duration ACCEPT_TIMEOUT = Duration.ofSeconds(60);
+    /** Accept failures of the control listener (EMFILE and the like): counted and backed off within the deadline. */
+    private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
     private static final int LINK_CAPACITY = 1 << 22;
 
     private final Transport transport;
@@ -183,7 +185,22 @@ public final class VisibilityLab implements AutoCloseable {
                     throw new SocketTimeoutException("accept");
                 }
                 server.setSoTimeout((int) Math.max(1, left / 1_000_000));
-                final Socket s = server.accept();
+                final Socket s;
+                try {
+                    s = server.accept();
+                    acceptBackoff.succeeded();
+                } catch (final SocketTimeoutException e) {
+                    throw e;
+                } catch (final IOException e) {
+                    if (server.isClosed()) {
+                        throw e;
+                    }
+                    // out of descriptors (EMFILE): back off and try again within the one deadline, not spin or end
+                    acceptBackoff.failed(e);
+                    acceptBackoff.pause();
+                    i--;
+                    continue;
+                }
                 final Control ch = new Control(s, "sender host " + s.getRemoteSocketAddress());
                 hosts.add(ch);
                 final byte[] nonce = Token.nonce();

@@ -260,6 +260,18 @@ abstract class RingPort implements FabricPort {
                 // that link is dead from now on (it reads as empty); the others go on
                 corruptRings++;
                 lastRingError = e.getMessage();
+            } catch (final InternalError e) {
+                // the JVM reports a SIGBUS in a mapped segment as InternalError: a same-uid process truncated the
+                // link's file under this mapping. That link is dead from now on, as a corrupt one; the others go on
+                if (e.getMessage() == null || !e.getMessage().contains("unsafe memory access")) {
+                    throw e;
+                }
+                try {
+                    ring.refuse("its file was truncated under the mapping (" + e.getMessage() + ")");
+                } catch (final RingCorruptException c) {
+                    corruptRings++;
+                    lastRingError = c.getMessage();
+                }
             }
         }
         return n;
