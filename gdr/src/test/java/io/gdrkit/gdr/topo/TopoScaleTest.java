@@ -23,19 +23,30 @@ class TopoScaleTest
      */
     static String manyNics(final int nics)
     {
+        return manyNics(8, nics);
+    }
+
+    /**
+     * @param gpus GPUs in all, an even number: one switch each, half of them under each of the 2 CPUs.
+     * @param nics NICs in all, spread over the switches (switch s holds NICs nics*s/gpus up to nics*(s+1)/gpus).
+     * @return an NCCL topology with 2 CPUs and one switch per GPU (sm 90, gdr 1) with its NICs (gdr 1).
+     */
+    static String manyNics(final int gpus, final int nics)
+    {
         final StringBuilder sb = new StringBuilder("<system version=\"1\">\n");
         int dev = 0;
         for (int cpu = 0; cpu < 2; cpu++)
         {
             sb.append("<cpu numaid=\"").append(cpu).append("\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n");
-            for (int s = 0; s < 4; s++)
+            for (int s = 0; s < gpus / 2; s++)
             {
-                final int sw = cpu * 4 + s;
+                final int sw = cpu * (gpus / 2) + s;
                 sb.append(String.format("<pci busid=\"%04x:00:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\"" +
                     " link_width=\"16\">%n", sw + 1));
                 sb.append(String.format("<pci busid=\"%04x:01:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\"" +
                     " link_width=\"16\"><gpu dev=\"%d\" sm=\"90\" rank=\"%d\" gdr=\"1\"/></pci>%n", sw + 1, sw, sw));
-                for (int k = 0; k < nics / 8; k++)
+                final int count = (int) ((long) nics * (sw + 1) / gpus - (long) nics * sw / gpus);
+                for (int k = 0; k < count; k++)
                 {
                     sb.append(String.format("<pci busid=\"%04x:%02x:%02x.%x\" class=\"0x020700\" " +
                         "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"><nic><net name=\"mlx5_%d\" dev=\"%d\" " +
