@@ -173,7 +173,7 @@ final class TopoCommand implements Callable<Integer> {
                     gen.writeStartObject();
                     writeFields(gen, gpuNames);
                     writeFields(gen, nicNames.get(i));
-                    writeFields(gen, decisions(paths, decisions, g, n));
+                    writeDecisions(gen, paths, decisions, g, n);
                     gen.writeEndObject();
                 }
             }
@@ -248,6 +248,37 @@ final class TopoCommand implements Callable<Integer> {
         m.put("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none" : "unknown");
         m.put("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason() : w.reason());
         return m;
+    }
+
+    /** {@link #decisions}'s fields written straight to the generator: no map per pair. */
+    private static void writeDecisions(final com.fasterxml.jackson.core.JsonGenerator gen, final TopoPaths paths,
+                                       final TopoGdrPairs decisions, final TopoNode g, final TopoNode n)
+        throws IOException {
+        final TopoNode relay = paths.relay(g, n);
+        final TopoGdr.Decision w = decisions.decide(g, n, false);
+        final TopoGdr.Decision r = decisions.decide(g, n, true);
+        gen.writeStringField("path", paths.type(g, n).name());
+        gen.writeStringField("distance", w.distance().name());
+        if (relay == null) {
+            gen.writeNullField("relay");
+        } else {
+            gen.writeStringField("relay", relay.label());
+        }
+        writeTri(gen, "gdr_write", w.enabled());
+        writeTri(gen, "gdr_read", r.enabled());
+        gen.writeStringField("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none"
+            : "unknown");
+        gen.writeStringField("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason()
+            : w.reason());
+    }
+
+    private static void writeTri(final com.fasterxml.jackson.core.JsonGenerator gen, final String name,
+                                 final TopoGdr.Tri value) throws IOException {
+        if (value == TopoGdr.Tri.UNKNOWN) {
+            gen.writeStringField(name, "unknown");
+        } else {
+            gen.writeBooleanField(name, value == TopoGdr.Tri.YES);
+        }
     }
 
     /** Writes the fields as the mapper writes a map's, without the mapper's per-entry lookups. */

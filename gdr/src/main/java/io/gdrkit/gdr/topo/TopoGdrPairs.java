@@ -22,9 +22,16 @@ public final class TopoGdrPairs
     private final GdrLevel used;
     private final int gdrRead;
     private final IbHcaFilter hca;
-    private final Map<TopoNode, GpuFacts> gpus = new HashMap<>();
-    private final Map<TopoNode, NicFacts> nics = new HashMap<>();
+    // by node index: a GPU's and a NIC's facts are read once
+    private final GpuFacts[] gpus;
+    private final NicFacts[] nics;
     private final Map<Key, Template> classes = new HashMap<>();
+    private TopoNode lastGpu;
+    private TopoNode lastNic;
+    private TopoNode intermediate;
+    private PathType distance;
+    private TopoNode relay;
+    private PathType relayDistance;
 
     /**
      * @param paths   the paths.
@@ -38,6 +45,8 @@ public final class TopoGdrPairs
         this.used = GdrLevel.effective(level, paths.options().netGdrC2c());
         this.gdrRead = gdrRead;
         this.hca = paths.options().ibHca();
+        this.gpus = new GpuFacts[paths.system().nodes().size()];
+        this.nics = new NicFacts[paths.system().nodes().size()];
     }
 
     private record GpuFacts(TopoGdr.Support support, TopoGdr.Tri readPolicy, String readEvidence, String who)
@@ -72,16 +81,22 @@ public final class TopoGdrPairs
     {
         final GpuFacts g = gpuFacts(gpu);
         final NicFacts n = nicFacts(nic);
-        final TopoNode intermediate = paths.relay(gpu, nic);
-        final PathType pathType = paths.type(gpu, nic);
-        final TopoNode effective = pathType == PathType.PXN && intermediate != null ? intermediate : gpu;
-        final PathType distance = paths.type(effective, nic);
-        TopoNode relay = null;
-        PathType relayDistance = null;
-        if (n.accepts() && intermediate == null && !used.allows(distance))
+        if (gpu != lastGpu || nic != lastNic)
         {
-            relay = TopoGdr.nvmlPxnRelay(paths, gpu, nic, used);
-            relayDistance = relay == null ? null : paths.type(relay, nic);
+            // a pair's send and receive decisions are asked one after the other: its path facts are read once
+            lastGpu = gpu;
+            lastNic = nic;
+            intermediate = paths.relay(gpu, nic);
+            final PathType pathType = paths.type(gpu, nic);
+            final TopoNode effective = pathType == PathType.PXN && intermediate != null ? intermediate : gpu;
+            distance = paths.type(effective, nic);
+            relay = null;
+            relayDistance = null;
+            if (n.accepts() && intermediate == null && !used.allows(distance))
+            {
+                relay = TopoGdr.nvmlPxnRelay(paths, gpu, nic, used);
+                relayDistance = relay == null ? null : paths.type(relay, nic);
+            }
         }
         final Key key = new Key(read, n.accepts() ? null : nic, n.bareUnknown(), n.support(), g.support(),
             read ? g.readPolicy() : null, read ? g.readEvidence() : null, distance, intermediate, relay,
@@ -123,26 +138,26 @@ public final class TopoGdrPairs
 
     private GpuFacts gpuFacts(final TopoNode gpu)
     {
-        GpuFacts f = gpus.get(gpu);
+        GpuFacts f = gpus[gpu.index()];
         if (f == null)
         {
             final List<String> evidence = new ArrayList<>();
             final TopoGdr.Tri policy = TopoGdr.readPolicy(paths, gpu, gdrRead, evidence);
             f = new GpuFacts(TopoGdr.gpuSupport(gpu), policy, evidence.getLast(),
                 "GPU " + gpu.dev() + " (" + gpu.busId() + ") / HCA ");
-            gpus.put(gpu, f);
+            gpus[gpu.index()] = f;
         }
         return f;
     }
 
     private NicFacts nicFacts(final TopoNode nic)
     {
-        NicFacts f = nics.get(nic);
+        NicFacts f = nics[nic.index()];
         if (f == null)
         {
             f = new NicFacts(hca.accepts(nic), !hca.selectsAll() && nic.attributes().containsKey("#bare"),
                 TopoGdr.nicSupport(nic), nic.dev() + " '" + nic.id() + "'");
-            nics.put(nic, f);
+            nics[nic.index()] = f;
         }
         return f;
     }
