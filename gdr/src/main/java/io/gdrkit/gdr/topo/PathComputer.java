@@ -72,8 +72,44 @@ public final class PathComputer
         PathType type = PathType.DIS;
         double bw;
         int count;
-        List<TopoNode> hops = List.of();
         TopoNode relay;
+        private List<TopoNode> hops = List.of();
+        // Hops not yet listed: a search's predecessor array, the node the path starts from and, for a NIC that
+        // copies its twin's path, the node that replaces the last hop. Listing 1.3 million paths' hops eagerly is
+        // most of a 64-GPU, 10,000-NIC host's path time, and only a few are ever read.
+        private int[] pred;
+        private List<TopoNode> nodes;
+        private int from;
+        private TopoNode last;
+
+        List<TopoNode> hops()
+        {
+            if (pred != null)
+            {
+                final List<TopoNode> list = new ArrayList<>(count);
+                for (int at = pred[from]; at >= 0; at = pred[at])
+                {
+                    list.add(nodes.get(at));
+                }
+                if (last != null && !list.isEmpty())
+                {
+                    list.set(list.size() - 1, last);
+                }
+                hops = list;
+                pred = null;
+                nodes = null;
+                last = null;
+            }
+            return hops;
+        }
+
+        void hops(final List<TopoNode> list)
+        {
+            hops = list;
+            pred = null;
+            nodes = null;
+            last = null;
+        }
     }
 
     /**
@@ -275,11 +311,18 @@ public final class PathComputer
                 w.type = src.type;
                 w.bw = src.bw;
                 w.count = src.count;
-                if (!src.hops.isEmpty())
+                if (src.pred != null)
+                {
+                    w.pred = src.pred;
+                    w.nodes = src.nodes;
+                    w.from = src.from;
+                    w.last = base;
+                }
+                else if (!src.hops.isEmpty())
                 {
                     final List<TopoNode> hops = new ArrayList<>(src.hops);
                     hops.set(hops.size() - 1, base);
-                    w.hops = hops;
+                    w.hops(hops);
                 }
             }
             final Work self = work(base, base);
@@ -385,6 +428,7 @@ public final class PathComputer
                 }
                 frontier = next;
             }
+            int[] tree = null;
             for (final TopoNode from : nodes)
             {
                 if (!stored(from, base))
@@ -399,12 +443,14 @@ public final class PathComputer
                 w.count = count[f];
                 if (from != base && type[f] != PathType.DIS)
                 {
-                    final List<TopoNode> hops = new ArrayList<>(count[f]);
-                    for (int at = pred[f]; at >= 0; at = pred[at])
+                    if (tree == null)
                     {
-                        hops.add(nodes.get(at));
+                        tree = Arrays.copyOf(pred, pred.length);
                     }
-                    w.hops = hops;
+                    w.hops(List.of());
+                    w.pred = tree;
+                    w.nodes = nodes;
+                    w.from = f;
                 }
             }
         }
@@ -420,7 +466,7 @@ public final class PathComputer
                     {
                         final Work w = work(a, c);
                         w.type = PathType.NET;
-                        w.hops = List.of();
+                        w.hops(List.of());
                         w.bw = 0;
                         w.count = 0;
                     }
@@ -531,9 +577,9 @@ public final class PathComputer
             final Work first = work(src, inter);
             final Work second = work(inter, dst);
             final Work target = work(src, dst);
-            final List<TopoNode> hops = new ArrayList<>(first.hops);
-            hops.addAll(second.hops);
-            target.hops = hops;
+            final List<TopoNode> hops = new ArrayList<>(first.hops());
+            hops.addAll(second.hops());
+            target.hops(hops);
             target.count = hops.size();
             final PathType t = forced != null ? forced : merge(first.type, second.type);
             if (src.type() == NodeType.NIC)

@@ -74,7 +74,7 @@ public final class TopoPaths
                 ": paths are kept between CPUs, GPUs and NICs, and between two NICs only up to " +
                 PathComputer.NIC_PAIRS_UP_TO + " NICs");
         }
-        return new TopoPath(from, to, w.type, w.bw, List.copyOf(w.hops), w.relay);
+        return new TopoPath(from, to, w.type, w.bw, List.copyOf(w.hops()), w.relay);
     }
 
     /**
@@ -141,7 +141,7 @@ public final class TopoPaths
         for (final TopoNode cpu : system.cpus())
         {
             final PathComputer.Work w = paths.get(gpu, cpu);
-            final int hops = w == null ? 0 : w.hops.size();
+            final int hops = w == null ? 0 : w.hops().size();
             if (hops > 0 && hops < min)
             {
                 best = cpu;
