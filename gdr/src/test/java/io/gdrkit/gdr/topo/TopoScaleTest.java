@@ -114,6 +114,20 @@ class TopoScaleTest
         assertTrue(hashes.size() > 0.99 * keys.size(), hashes.size() + " distinct hashes for " + keys.size());
     }
 
+    /**
+     * Writes the 64-GPU, 10,000-NIC file measured in docs/TOPOLOGY.md when {@code -Dgdrkit.topo.scale.write=FILE}
+     * is given; skipped otherwise.
+     */
+    @Test
+    void writesTheScaleFileWhenAsked() throws java.io.IOException
+    {
+        final String target = System.getProperty("gdrkit.topo.scale.write");
+        org.junit.jupiter.api.Assumptions.assumeTrue(target != null,
+            "no -Dgdrkit.topo.scale.write=FILE: the scale file is written only when asked");
+        java.nio.file.Files.writeString(java.nio.file.Path.of(target), manyNics(64, 10_000));
+        assertEquals(64, NcclTopoXmlReader.read(java.nio.file.Path.of(target)).gpus().size());
+    }
+
     @Test
     void pastTheCapIsANamedError()
     {
