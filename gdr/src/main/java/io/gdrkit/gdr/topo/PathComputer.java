@@ -844,14 +844,4 @@ public final class PathComputer
     {
         return GdrLevel.effective(level, netGdrC2c).path();
     }
-
-    /**
-     * The paths map's key: (from, to) packed into a long and multiplied by an odd constant, a bijection on longs,
-     * so keys stay unique while Long.hashCode (high ^ low) spreads: packed keys alone hash to from ^ to, which puts
-     * thousands of pairs in one bucket on a 10,000-NIC host.
-     */
-    static long key(final TopoNode from, final TopoNode to)
-    {
-        return (((long)from.index() << 32) | (to.index() & 0xffffffffL)) * 0x9E3779B97F4A7C15L;
-    }
 }

@@ -89,29 +89,37 @@ class TopoScaleTest
     }
 
     /**
-     * The paths map is keyed by (from, to); packed as from << 32 | to, Long.hashCode is from ^ to and a 10,000-NIC
-     * host put thousands of pairs in one bucket (most of the 2.5 minutes of issue 34's 64-GPU case). The key is
-     * mixed by an odd multiplier: still one key per pair, and the hashes spread.
+     * Paths are kept in one array row per source (CPUs and GPUs first, then NICs): every GPU-NIC and NIC-GPU pair
+     * has its own path; past 1,024 NICs a NIC keeps no path to another NIC (a named error) but keeps its own.
      */
     @Test
-    void pathKeysAreUniqueAndSpread()
+    void everyPairHasItsOwnPath()
     {
-        final TopoSystem system = NcclTopoXmlReader.parse(manyNics(10_000), "10k.xml");
-        final java.util.Set<Long> keys = new java.util.HashSet<>();
-        final java.util.Set<Integer> hashes = new java.util.HashSet<>();
+        final TopoSystem system = NcclTopoXmlReader.parse(manyNics(16, 2_000), "16x2000.xml");
+        final TopoPaths paths = PathComputer.compute(system);
         for (final TopoNode gpu : system.gpus())
         {
             for (final TopoNode nic : system.nics())
             {
-                for (final long k : new long[] { PathComputer.key(gpu, nic), PathComputer.key(nic, gpu) })
-                {
-                    keys.add(k);
-                    hashes.add(Long.hashCode(k));
-                }
+                final TopoPath there = paths.path(gpu, nic);
+                final TopoPath back = paths.path(nic, gpu);
+                assertSame(gpu, there.from());
+                assertSame(nic, there.to());
+                assertSame(nic, back.from());
+                assertSame(gpu, back.to());
+                assertSame(nic, there.hops().getLast());
+                assertSame(gpu, back.hops().getLast());
+                assertEquals(there.hops().size(), back.hops().size());
+                final int sw = system.nics().indexOf(nic) / 125;
+                assertEquals(gpu.dev() == sw ? PathType.PIX : gpu.dev() / 8 == sw / 8 ? PathType.PHB : PathType.SYS,
+                    there.type(), gpu + " " + nic);
             }
         }
-        assertEquals(2 * 8 * 10_000, keys.size());
-        assertTrue(hashes.size() > 0.99 * keys.size(), hashes.size() + " distinct hashes for " + keys.size());
+        final TopoNode nic0 = system.nics().getFirst();
+        assertEquals(PathType.LOC, paths.type(nic0, nic0));
+        final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
+            () -> paths.path(nic0, system.nics().get(1)));
+        assertTrue(ex.getMessage().contains("between two NICs only up to 1024 NICs"), ex.getMessage());
     }
 
     /**
