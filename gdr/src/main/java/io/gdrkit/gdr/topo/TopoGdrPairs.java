@@ -14,6 +14,8 @@ import java.util.Map;
  * distance, the PXN relay, the level) get the same decision apart from the pair's own names, so each class is decided
  * once by {@link TopoGdr#decide} and its reason is kept as the text before and after the pair's names; a pair then
  * costs a path lookup, a map probe and one string. GPU and NIC facts are read once per device, not once per pair.
+ * A reason that does not hold the pair's names exactly once is not templated: such a pair is decided on its own.
+ * Not thread-safe: one instance per thread.
  */
 public final class TopoGdrPairs
 {
