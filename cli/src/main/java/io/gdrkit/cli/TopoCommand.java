@@ -14,8 +14,8 @@ import io.gdrkit.gdr.topo.PathType;
 import io.gdrkit.gdr.topo.SysfsScan;
 import io.gdrkit.gdr.topo.SysfsTopoReader;
 import io.gdrkit.gdr.topo.TopoGdr;
+import io.gdrkit.gdr.topo.TopoGdrPairs;
 import io.gdrkit.gdr.topo.TopoNode;
-import io.gdrkit.gdr.topo.TopoPath;
 import io.gdrkit.gdr.topo.TopoPaths;
 import io.gdrkit.gdr.topo.TopoSystem;
 import io.gdrkit.gdr.topo.TopologyParseException;
@@ -131,6 +131,7 @@ final class TopoCommand implements Callable<Integer> {
         final GdrLevel level = options.gdrLevel();
         final int gdrRead = options.gdrRead();
         final TopoPaths paths = PathComputer.compute(system, options);
+        final TopoGdrPairs decisions = new TopoGdrPairs(paths, level, gdrRead);
         final List<TopoNode> gpus = system.gpus();
         final List<Map<String, Object>> gpuGpu = new ArrayList<>();
         for (final TopoNode g : gpus) {
@@ -161,9 +162,19 @@ final class TopoCommand implements Callable<Integer> {
                 mapper.writeValue(gen, e.getValue());
             }
             gen.writeArrayFieldStart("gpu_nic");
+            final List<Map<String, Object>> nicNames = new ArrayList<>();
+            for (final TopoNode n : system.nics()) {
+                nicNames.add(names(n, "nic"));
+            }
             for (final TopoNode g : gpus) {
-                for (final TopoNode n : system.nics()) {
-                    mapper.writeValue(gen, gpuNicEntry(paths, g, n, level, gdrRead));
+                final Map<String, Object> gpuNames = names(g, "gpu");
+                for (int i = 0; i < system.nics().size(); i++) {
+                    final TopoNode n = system.nics().get(i);
+                    gen.writeStartObject();
+                    writeFields(gen, gpuNames);
+                    writeFields(gen, nicNames.get(i));
+                    writeDecisions(gen, paths, decisions, g, n);
+                    gen.writeEndObject();
                 }
             }
             gen.writeEndArray();
@@ -195,7 +206,7 @@ final class TopoCommand implements Callable<Integer> {
         out.println("GPU x NIC: path, GDR write (receive), GDR read (send), mechanism, reason");
         for (final TopoNode g : gpus) {
             for (final TopoNode n : system.nics()) {
-                final Map<String, Object> m = gpuNicEntry(paths, g, n, level, gdrRead);
+                final Map<String, Object> m = gpuNicEntry(paths, decisions, g, n);
                 out.println(String.format("%-6s %-13s NIC%-3s %-14s %-4s write=%-7s read=%-7s mechanism=%-7s %s",
                 m.get("gpu"), m.get("gpu_busid"), m.get("nic_dev"), m.get("nic"), m.get("path"),
                 m.get("gdr_write"), m.get("gdr_read"), m.get("mechanism"), m.get("reason")));
@@ -205,26 +216,84 @@ final class TopoCommand implements Callable<Integer> {
     }
 
     /** One GPU x NIC entry: path, both GDR decisions and the reason. */
-    private static Map<String, Object> gpuNicEntry(final TopoPaths paths, final TopoNode g, final TopoNode n,
-                                                   final GdrLevel level, final int gdrRead) {
-        final TopoPath path = paths.path(g, n);
-        final TopoGdr.Decision w = TopoGdr.decide(paths, g, n, false, level, gdrRead);
-        final TopoGdr.Decision r = TopoGdr.decide(paths, g, n, true, level, gdrRead);
+    private static Map<String, Object> gpuNicEntry(final TopoPaths paths, final TopoGdrPairs decisions,
+                                                   final TopoNode g, final TopoNode n) {
+        final Map<String, Object> m = names(g, "gpu");
+        m.putAll(names(n, "nic"));
+        m.putAll(decisions(paths, decisions, g, n));
+        return m;
+    }
+
+    /** An entry's names of a GPU (gpu, gpu_dev, gpu_busid) or a NIC (nic, nic_dev, nic_busid). */
+    private static Map<String, Object> names(final TopoNode node, final String prefix) {
         final Map<String, Object> m = new LinkedHashMap<>();
-        m.put("gpu", g.label());
-        m.put("gpu_dev", g.dev());
-        m.put("gpu_busid", g.busId());
-        m.put("nic", n.id());
-        m.put("nic_dev", n.dev());
-        m.put("nic_busid", n.busId());
-        m.put("path", path.type().name());
+        m.put(prefix, prefix.equals("gpu") ? node.label() : node.id());
+        m.put(prefix + "_dev", node.dev());
+        m.put(prefix + "_busid", node.busId());
+        return m;
+    }
+
+    /** An entry's fields after the names: path, distance, relay, both GDR decisions, mechanism and reason. */
+    private static Map<String, Object> decisions(final TopoPaths paths, final TopoGdrPairs decisions,
+                                                 final TopoNode g, final TopoNode n) {
+        final TopoNode relay = paths.relay(g, n);
+        final TopoGdr.Decision w = decisions.decide(g, n, false);
+        final TopoGdr.Decision r = decisions.decide(g, n, true);
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("path", paths.type(g, n).name());
         m.put("distance", w.distance().name());
-        m.put("relay", path.intermediate() == null ? null : path.intermediate().label());
+        m.put("relay", relay == null ? null : relay.label());
         m.put("gdr_write", w.enabled().json());
         m.put("gdr_read", r.enabled().json());
         m.put("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none" : "unknown");
         m.put("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason() : w.reason());
         return m;
+    }
+
+    /** {@link #decisions}'s fields written straight to the generator: no map per pair. */
+    private static void writeDecisions(final com.fasterxml.jackson.core.JsonGenerator gen, final TopoPaths paths,
+                                       final TopoGdrPairs decisions, final TopoNode g, final TopoNode n)
+        throws IOException {
+        final TopoNode relay = paths.relay(g, n);
+        final TopoGdr.Decision w = decisions.decide(g, n, false);
+        final TopoGdr.Decision r = decisions.decide(g, n, true);
+        gen.writeStringField("path", paths.type(g, n).name());
+        gen.writeStringField("distance", w.distance().name());
+        if (relay == null) {
+            gen.writeNullField("relay");
+        } else {
+            gen.writeStringField("relay", relay.label());
+        }
+        writeTri(gen, "gdr_write", w.enabled());
+        writeTri(gen, "gdr_read", r.enabled());
+        gen.writeStringField("mechanism", w.enabled() == TopoGdr.Tri.NO && r.enabled() == TopoGdr.Tri.NO ? "none"
+            : "unknown");
+        gen.writeStringField("reason", w.enabled() != r.enabled() ? w.reason() + " | send: " + r.reason()
+            : w.reason());
+    }
+
+    private static void writeTri(final com.fasterxml.jackson.core.JsonGenerator gen, final String name,
+                                 final TopoGdr.Tri value) throws IOException {
+        if (value == TopoGdr.Tri.UNKNOWN) {
+            gen.writeStringField(name, "unknown");
+        } else {
+            gen.writeBooleanField(name, value == TopoGdr.Tri.YES);
+        }
+    }
+
+    /** Writes the fields as the mapper writes a map's, without the mapper's per-entry lookups. */
+    private static void writeFields(final com.fasterxml.jackson.core.JsonGenerator gen, final Map<String, Object> m)
+        throws IOException {
+        for (final Map.Entry<String, Object> e : m.entrySet()) {
+            final Object v = e.getValue();
+            switch (v) {
+                case null -> gen.writeNullField(e.getKey());
+                case String text -> gen.writeStringField(e.getKey(), text);
+                case Integer i -> gen.writeNumberField(e.getKey(), i);
+                case Boolean b -> gen.writeBooleanField(e.getKey(), b);
+                default -> gen.writeObjectField(e.getKey(), v);
+            }
+        }
     }
 
     /** The root's fields before gpu_nic (source, level, gpus, nics); gpu_nic, gpu_gpu and notes are streamed. */

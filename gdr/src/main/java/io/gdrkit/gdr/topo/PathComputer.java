@@ -72,8 +72,129 @@ public final class PathComputer
         PathType type = PathType.DIS;
         double bw;
         int count;
-        List<TopoNode> hops = List.of();
         TopoNode relay;
+        private List<TopoNode> hops = List.of();
+        // Hops not yet listed: a search's predecessor array, the node the path starts from and, for a NIC that
+        // copies its twin's path, the node that replaces the last hop. Listing 1.3 million paths' hops eagerly is
+        // most of a 64-GPU, 10,000-NIC host's path time, and only a few are ever read.
+        private int[] pred;
+        private List<TopoNode> nodes;
+        private int from;
+        private TopoNode last;
+
+        List<TopoNode> hops()
+        {
+            if (pred != null)
+            {
+                final List<TopoNode> list = new ArrayList<>(count);
+                for (int at = pred[from]; at >= 0; at = pred[at])
+                {
+                    list.add(nodes.get(at));
+                }
+                if (last != null && !list.isEmpty())
+                {
+                    list.set(list.size() - 1, last);
+                }
+                hops = list;
+                pred = null;
+                nodes = null;
+                last = null;
+            }
+            return hops;
+        }
+
+        void hops(final List<TopoNode> list)
+        {
+            hops = list;
+            pred = null;
+            nodes = null;
+            last = null;
+        }
+    }
+
+    /**
+     * The kept paths, one array row per source: CPUs and GPUs come first, then NICs, so a lookup is two array reads
+     * instead of a hash probe (1.3 million paths on a 64-GPU, 10,000-NIC host). A NIC's row holds its paths to CPUs
+     * and GPUs, and to other NICs only up to {@link #NIC_PAIRS_UP_TO} NICs.
+     */
+    static final class Table
+    {
+        private final int[] slot;
+        private final int sources;
+        private final int ends;
+        private final boolean nicPairs;
+        private final Work[][] rows;
+
+        Table(final TopoSystem system)
+        {
+            final List<TopoNode> nodes = system.nodes();
+            slot = new int[nodes.size()];
+            Arrays.fill(slot, -1);
+            int next = 0;
+            for (final TopoNode node : nodes)
+            {
+                if (node.type() == NodeType.CPU || node.type() == NodeType.GPU)
+                {
+                    slot[node.index()] = next++;
+                }
+            }
+            sources = next;
+            for (final TopoNode node : nodes)
+            {
+                if (node.type() == NodeType.NIC)
+                {
+                    slot[node.index()] = next++;
+                }
+            }
+            ends = next;
+            nicPairs = system.nics().size() <= NIC_PAIRS_UP_TO;
+            rows = new Work[ends][];
+        }
+
+        Work get(final TopoNode from, final TopoNode to)
+        {
+            final int f = slot[from.index()];
+            final int t = column(f, slot[to.index()]);
+            if (f < 0 || t < 0)
+            {
+                return null;
+            }
+            final Work[] row = rows[f];
+            return row == null || t >= row.length ? null : row[t];
+        }
+
+        // past NIC_PAIRS_UP_TO, a NIC's row keeps only the NIC itself after the CPUs and GPUs
+        private int column(final int f, final int t)
+        {
+            if (nicPairs || f < sources || t < sources)
+            {
+                return t;
+            }
+            return t == f ? sources : -1;
+        }
+
+        Work work(final TopoNode from, final TopoNode to)
+        {
+            final int f = slot[from.index()];
+            final int t = column(f, slot[to.index()]);
+            if (f < 0 || t < 0)
+            {
+                throw new IllegalArgumentException("no path is kept from " + from + " to " + to);
+            }
+            Work[] row = rows[f];
+            if (row == null)
+            {
+                row = new Work[f < sources || nicPairs ? ends : sources + 1];
+                rows[f] = row;
+            }
+            Work w = row[t];
+            if (w == null)
+            {
+                w = new Work();
+                row[t] = w;
+            }
+            return w;
+        }
     }
 
     private static final class Run
@@ -82,7 +203,7 @@ public final class PathComputer
         private final PathOptions options;
         private final List<TopoNode> nodes;
         private final int n;
-        private final Map<Long, Work> paths = new HashMap<>();
+        private final Table paths;
         private final double[] netBw;
         // BFS scratch, reused for every base.
         private final PathType[] type;
@@ -108,6 +229,7 @@ public final class PathComputer
             this.options = options;
             this.nodes = system.nodes();
             this.n = nodes.size();
+            this.paths = new Table(system);
             this.netBw = new double[n];
             this.type = new PathType[n];
             this.bw = new double[n];
@@ -184,16 +306,23 @@ public final class PathComputer
         {
             for (final TopoNode from : sources)
             {
-                final Work src = paths.get(key(from, twin));
+                final Work src = paths.get(from, twin);
                 final Work w = work(from, base);
                 w.type = src.type;
                 w.bw = src.bw;
                 w.count = src.count;
-                if (!src.hops.isEmpty())
+                if (src.pred != null)
+                {
+                    w.pred = src.pred;
+                    w.nodes = src.nodes;
+                    w.from = src.from;
+                    w.last = base;
+                }
+                else if (!src.hops.isEmpty())
                 {
                     final List<TopoNode> hops = new ArrayList<>(src.hops);
                     hops.set(hops.size() - 1, base);
-                    w.hops = hops;
+                    w.hops(hops);
                 }
             }
             final Work self = work(base, base);
@@ -231,14 +360,9 @@ public final class PathComputer
             return !(f == NodeType.NIC && base.type() == NodeType.NIC) || system.nics().size() <= NIC_PAIRS_UP_TO;
         }
 
-        private static long key(final TopoNode from, final TopoNode to)
-        {
-            return PathComputer.key(from, to);
-        }
-
         Work work(final TopoNode from, final TopoNode to)
         {
-            return paths.computeIfAbsent(key(from, to), k -> new Work());
+            return paths.work(from, to);
         }
 
         // NCCL ncclTopoSetPaths: breadth-first from the base over every link, NCCL's replacement rule.
@@ -304,6 +428,7 @@ public final class PathComputer
                 }
                 frontier = next;
             }
+            int[] tree = null;
             for (final TopoNode from : nodes)
             {
                 if (!stored(from, base))
@@ -318,12 +443,14 @@ public final class PathComputer
                 w.count = count[f];
                 if (from != base && type[f] != PathType.DIS)
                 {
-                    final List<TopoNode> hops = new ArrayList<>(count[f]);
-                    for (int at = pred[f]; at >= 0; at = pred[at])
+                    if (tree == null)
                     {
-                        hops.add(nodes.get(at));
+                        tree = Arrays.copyOf(pred, pred.length);
                     }
-                    w.hops = hops;
+                    w.hops(List.of());
+                    w.pred = tree;
+                    w.nodes = nodes;
+                    w.from = f;
                 }
             }
         }
@@ -339,7 +466,7 @@ public final class PathComputer
                     {
                         final Work w = work(a, c);
                         w.type = PathType.NET;
-                        w.hops = List.of();
+                        w.hops(List.of());
                         w.bw = 0;
                         w.count = 0;
                     }
@@ -450,9 +577,9 @@ public final class PathComputer
             final Work first = work(src, inter);
             final Work second = work(inter, dst);
             final Work target = work(src, dst);
-            final List<TopoNode> hops = new ArrayList<>(first.hops);
-            hops.addAll(second.hops);
-            target.hops = hops;
+            final List<TopoNode> hops = new ArrayList<>(first.hops());
+            hops.addAll(second.hops());
+            target.hops(hops);
             target.count = hops.size();
             final PathType t = forced != null ? forced : merge(first.type, second.type);
             if (src.type() == NodeType.NIC)
@@ -716,15 +843,5 @@ public final class PathComputer
     static PathType effectiveLevel(final GdrLevel level, final boolean netGdrC2c)
     {
         return GdrLevel.effective(level, netGdrC2c).path();
-    }
-
-    /**
-     * The paths map's key: (from, to) packed into a long and multiplied by an odd constant, a bijection on longs,
-     * so keys stay unique while Long.hashCode (high ^ low) spreads: packed keys alone hash to from ^ to, which puts
-     * thousands of pairs in one bucket on a 10,000-NIC host.
-     */
-    static long key(final TopoNode from, final TopoNode to)
-    {
-        return (((long)from.index() << 32) | (to.index() & 0xffffffffL)) * 0x9E3779B97F4A7C15L;
     }
 }

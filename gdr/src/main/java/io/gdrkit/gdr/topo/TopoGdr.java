@@ -144,7 +144,7 @@ public final class TopoGdr
         final List<String> evidence = new ArrayList<>();
         final List<String> unknown = new ArrayList<>();
         final GdrDistanceCheck dist = paths.gdrDistance(gpu, nic, level);
-        final String who = "GPU " + gpu.dev() + " (" + gpu.busId() + ") / HCA " + nic.dev() + " '" + nic.id() + "'";
+        final String who = who(gpu, nic);
         final String name = who + ", distance " + dist.distance() +
             (dist.path().intermediate() != null ? " via GPU " + dist.path().intermediate().dev() + " (PXN)" : "");
 
@@ -229,7 +229,15 @@ public final class TopoGdr
             "DMA-BUF or peermem", List.copyOf(evidence));
     }
 
-    private static Tri readPolicy(
+    /**
+     * @return how a reason names the pair: {@code GPU 0 (0000:01:00.0) / HCA 3 'mlx5_3'}.
+     */
+    static String who(final TopoNode gpu, final TopoNode nic)
+    {
+        return "GPU " + gpu.dev() + " (" + gpu.busId() + ") / HCA " + nic.dev() + " '" + nic.id() + "'";
+    }
+
+    static Tri readPolicy(
         final TopoPaths paths, final TopoNode gpu, final int gdrRead, final List<String> evidence)
     {
         if (gdrRead == 0)
@@ -296,6 +304,12 @@ public final class TopoGdr
     private static TopoNode nvmlPxnRelay(
         final TopoPaths paths, final TopoNode gpu, final TopoNode nic, final GdrDistanceCheck dist)
     {
+        return nvmlPxnRelay(paths, gpu, nic, dist.level());
+    }
+
+    static TopoNode nvmlPxnRelay(
+        final TopoPaths paths, final TopoNode gpu, final TopoNode nic, final GdrLevel level)
+    {
         final PathOptions o = paths.options();
         final TopoNode peer = paths.localGpu(nic);
         if (o.pxnDisable() || peer == null || peer == gpu || peer.systemId() != gpu.systemId() ||
@@ -306,7 +320,7 @@ public final class TopoGdr
         final PathType peerToNic = paths.type(peer, nic);
         final PathType gpuToNic = paths.type(gpu, nic);
         final PathType pxnType = o.pxnC2c() ? PathType.P2C : PathType.PXB;
-        if (peerToNic.value() > pxnType.value() || !dist.level().allows(peerToNic) ||
+        if (peerToNic.value() > pxnType.value() || !level.allows(peerToNic) ||
             !(paths.bandwidth(peer, nic) > paths.bandwidth(gpu, nic) || gpuToNic.value() > PathType.PXN.value()))
         {
             return null;

@@ -13,13 +13,13 @@ import java.util.Map;
 public final class TopoPaths
 {
     private final TopoSystem system;
-    private final Map<Long, PathComputer.Work> paths;
+    private final PathComputer.Table paths;
     private final PathOptions options;
     private final Map<TopoNode, TopoNode> localGpu;
 
     TopoPaths(
         final TopoSystem system,
-        final Map<Long, PathComputer.Work> paths,
+        final PathComputer.Table paths,
         final PathOptions options,
         final Map<TopoNode, TopoNode> localGpu)
     {
@@ -63,7 +63,7 @@ public final class TopoPaths
      */
     public TopoPath path(final TopoNode from, final TopoNode to)
     {
-        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
+        final PathComputer.Work w = paths.get(from, to);
         if (w == null)
         {
             if (from == to)
@@ -74,7 +74,7 @@ public final class TopoPaths
                 ": paths are kept between CPUs, GPUs and NICs, and between two NICs only up to " +
                 PathComputer.NIC_PAIRS_UP_TO + " NICs");
         }
-        return new TopoPath(from, to, w.type, w.bw, List.copyOf(w.hops), w.relay);
+        return new TopoPath(from, to, w.type, w.bw, List.copyOf(w.hops()), w.relay);
     }
 
     /**
@@ -84,7 +84,7 @@ public final class TopoPaths
      */
     public PathType type(final TopoNode from, final TopoNode to)
     {
-        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
+        final PathComputer.Work w = paths.get(from, to);
         return w != null ? w.type : path(from, to).type();
     }
 
@@ -95,8 +95,19 @@ public final class TopoPaths
      */
     public double bandwidth(final TopoNode from, final TopoNode to)
     {
-        final PathComputer.Work w = paths.get(PathComputer.key(from, to));
+        final PathComputer.Work w = paths.get(from, to);
         return w != null ? w.bw : path(from, to).bandwidth();
+    }
+
+    /**
+     * @param from a CPU, GPU or NIC.
+     * @param to   a CPU, GPU or NIC.
+     * @return the path's PXN relay GPU ({@link TopoPath#intermediate()}), or null, without copying its hops.
+     */
+    public TopoNode relay(final TopoNode from, final TopoNode to)
+    {
+        final PathComputer.Work w = paths.get(from, to);
+        return w != null ? w.relay : path(from, to).intermediate();
     }
 
     /**
@@ -129,8 +140,8 @@ public final class TopoPaths
         int min = Integer.MAX_VALUE;
         for (final TopoNode cpu : system.cpus())
         {
-            final PathComputer.Work w = paths.get(PathComputer.key(gpu, cpu));
-            final int hops = w == null ? 0 : w.hops.size();
+            final PathComputer.Work w = paths.get(gpu, cpu);
+            final int hops = w == null ? 0 : w.hops().size();
             if (hops > 0 && hops < min)
             {
                 best = cpu;

@@ -23,19 +23,30 @@ class TopoScaleTest
      */
     static String manyNics(final int nics)
     {
+        return manyNics(8, nics);
+    }
+
+    /**
+     * @param gpus GPUs in all, an even number: one switch each, half of them under each of the 2 CPUs.
+     * @param nics NICs in all, spread over the switches (switch s holds NICs nics*s/gpus up to nics*(s+1)/gpus).
+     * @return an NCCL topology with 2 CPUs and one switch per GPU (sm 90, gdr 1) with its NICs (gdr 1).
+     */
+    static String manyNics(final int gpus, final int nics)
+    {
         final StringBuilder sb = new StringBuilder("<system version=\"1\">\n");
         int dev = 0;
         for (int cpu = 0; cpu < 2; cpu++)
         {
             sb.append("<cpu numaid=\"").append(cpu).append("\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n");
-            for (int s = 0; s < 4; s++)
+            for (int s = 0; s < gpus / 2; s++)
             {
-                final int sw = cpu * 4 + s;
+                final int sw = cpu * (gpus / 2) + s;
                 sb.append(String.format("<pci busid=\"%04x:00:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\"" +
                     " link_width=\"16\">%n", sw + 1));
                 sb.append(String.format("<pci busid=\"%04x:01:00.0\" class=\"0x030200\" link_speed=\"32.0 GT/s PCIe\"" +
                     " link_width=\"16\"><gpu dev=\"%d\" sm=\"90\" rank=\"%d\" gdr=\"1\"/></pci>%n", sw + 1, sw, sw));
-                for (int k = 0; k < nics / 8; k++)
+                final int count = (int) ((long) nics * (sw + 1) / gpus - (long) nics * sw / gpus);
+                for (int k = 0; k < count; k++)
                 {
                     sb.append(String.format("<pci busid=\"%04x:%02x:%02x.%x\" class=\"0x020700\" " +
                         "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"><nic><net name=\"mlx5_%d\" dev=\"%d\" " +
@@ -78,29 +89,51 @@ class TopoScaleTest
     }
 
     /**
-     * The paths map is keyed by (from, to); packed as from << 32 | to, Long.hashCode is from ^ to and a 10,000-NIC
-     * host put thousands of pairs in one bucket (most of the 2.5 minutes of issue 34's 64-GPU case). The key is
-     * mixed by an odd multiplier: still one key per pair, and the hashes spread.
+     * Paths are kept in one array row per source (CPUs and GPUs first, then NICs): every GPU-NIC and NIC-GPU pair
+     * has its own path; past 1,024 NICs a NIC keeps no path to another NIC (a named error) but keeps its own.
      */
     @Test
-    void pathKeysAreUniqueAndSpread()
+    void everyPairHasItsOwnPath()
     {
-        final TopoSystem system = NcclTopoXmlReader.parse(manyNics(10_000), "10k.xml");
-        final java.util.Set<Long> keys = new java.util.HashSet<>();
-        final java.util.Set<Integer> hashes = new java.util.HashSet<>();
+        final TopoSystem system = NcclTopoXmlReader.parse(manyNics(16, 2_000), "16x2000.xml");
+        final TopoPaths paths = PathComputer.compute(system);
         for (final TopoNode gpu : system.gpus())
         {
             for (final TopoNode nic : system.nics())
             {
-                for (final long k : new long[] { PathComputer.key(gpu, nic), PathComputer.key(nic, gpu) })
-                {
-                    keys.add(k);
-                    hashes.add(Long.hashCode(k));
-                }
+                final TopoPath there = paths.path(gpu, nic);
+                final TopoPath back = paths.path(nic, gpu);
+                assertSame(gpu, there.from());
+                assertSame(nic, there.to());
+                assertSame(nic, back.from());
+                assertSame(gpu, back.to());
+                assertSame(nic, there.hops().getLast());
+                assertSame(gpu, back.hops().getLast());
+                assertEquals(there.hops().size(), back.hops().size());
+                final int sw = system.nics().indexOf(nic) / 125;
+                assertEquals(gpu.dev() == sw ? PathType.PIX : gpu.dev() / 8 == sw / 8 ? PathType.PHB : PathType.SYS,
+                    there.type(), gpu + " " + nic);
             }
         }
-        assertEquals(2 * 8 * 10_000, keys.size());
-        assertTrue(hashes.size() > 0.99 * keys.size(), hashes.size() + " distinct hashes for " + keys.size());
+        final TopoNode nic0 = system.nics().getFirst();
+        assertEquals(PathType.LOC, paths.type(nic0, nic0));
+        final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
+            () -> paths.path(nic0, system.nics().get(1)));
+        assertTrue(ex.getMessage().contains("between two NICs only up to 1024 NICs"), ex.getMessage());
+    }
+
+    /**
+     * Writes the 64-GPU, 10,000-NIC file measured in docs/TOPOLOGY.md when {@code -Dgdrkit.topo.scale.write=FILE}
+     * is given; skipped otherwise.
+     */
+    @Test
+    void writesTheScaleFileWhenAsked() throws java.io.IOException
+    {
+        final String target = System.getProperty("gdrkit.topo.scale.write");
+        org.junit.jupiter.api.Assumptions.assumeTrue(target != null,
+            "no -Dgdrkit.topo.scale.write=FILE: the scale file is written only when asked");
+        java.nio.file.Files.writeString(java.nio.file.Path.of(target), manyNics(64, 10_000));
+        assertEquals(64, NcclTopoXmlReader.read(java.nio.file.Path.of(target)).gpus().size());
     }
 
     @Test
