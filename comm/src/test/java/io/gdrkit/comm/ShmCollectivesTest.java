@@ -242,7 +242,7 @@ class ShmCollectivesTest {
     private static String[] standBy(final CollContext.Algo algo) throws Exception {
         final String[] seen = new String[2];
         final Throwable[] err = ThreadRanks.worlds(2, (rank, b) -> CollWorld.open(b, new WorldContext()
-            .fabric(io.gdrkit.softnic.fabric.Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(ctx().algo(algo))
+            .fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(ctx().algo(algo))
             .settings(NONE).timeout(Duration.ofSeconds(20)), new CollWorld.Here(16, "boot:same")),
             Duration.ofSeconds(90), (rank, w, a) -> {
                 final Communicator c = w.communicator();
@@ -259,7 +259,8 @@ class ShmCollectivesTest {
         for (final String s : standBy(CollContext.Algo.AUTO)) {
             assertTrue(s.startsWith("1|own_device, backstop 200 us (auto: every rank on one host: the shm path "
                 + "carries every collective of host buffers; no NIC thread spins)"), s);
-            assertTrue(s.endsWith("|2000 polls, then yield, then park (2 spinning threads on 16 processors)"), s);
+            // 2 ranks with their reduce threads stay within 16 processors: the default spin stands
+            assertTrue(s.matches(".*\\|2000 polls, then yield, then park \\([2-8] spinning threads on 16 processors\\)"), s);
         }
         // NCCL_ALGO=ring keeps the transport: its NICs get threads of their own where the processors allow
         for (final String s : standBy(CollContext.Algo.RING)) {
