@@ -132,7 +132,8 @@ class HostRanksTest {
         final int np = here.length;
         final String[] seen = new String[np];
         final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext()
-            .fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(new CollContext().buffSize(65536).steps(4))
+            .fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(new CollContext()
+                .algo(CollContext.Algo.RING).buffSize(65536).steps(4))
             .settings(NONE).timeout(Duration.ofSeconds(20)), here[rank]), Duration.ofSeconds(90), (rank, w, a) -> {
                 final Communicator c = w.communicator();
                 final MemorySegment s = a.allocate(4096 * 4L, 64);

@@ -96,7 +96,7 @@ class RailsTest {
                 final int[] onDriver = new int[np];
                 final Throwable[] err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext()
                     .fabric(Fabric.INJVM).sharedDriver(driver).transport(CollWorld.TransportKind.IB)
-                    .coll(new CollContext().nics(2)).settings(NONE).timeout(Duration.ofSeconds(20))),
+                    .coll(new CollContext().algo(CollContext.Algo.RING).nics(2)).settings(NONE).timeout(Duration.ofSeconds(20))),
                     Duration.ofSeconds(120), (rank, w, a) -> {
                         allReduceAndGather(w.communicator(), rank, a, 4096);
                         onDriver[rank] = driver.devices().size();
@@ -123,7 +123,7 @@ class RailsTest {
                 return 0;
             });
             err = ThreadRanks.worlds(np, (rank, b) -> CollWorld.open(b, new WorldContext().fabric(Fabric.INJVM)
-                .sharedDriver(driver).transport(CollWorld.TransportKind.IB).coll(new CollContext().nics(2))
+                .sharedDriver(driver).transport(CollWorld.TransportKind.IB).coll(new CollContext().algo(CollContext.Algo.RING).nics(2))
                 .settings(NONE).timeout(Duration.ofSeconds(20))), Duration.ofSeconds(120), (rank, w, a) -> {
                     final Communicator c = w.communicator();
                     assertEquals(2, c.devices());

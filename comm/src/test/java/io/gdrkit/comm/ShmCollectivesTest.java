@@ -238,6 +238,36 @@ class ShmCollectivesTest {
         assertTrue(p.getMessage().contains("NCCL_PROTO=LL128 is not one of auto, LL, Simple"), p.getMessage());
     }
 
+    /** The NIC's progress and count on 2 ranks of one 16-processor host over the tcp fabric, with {@code algo}. */
+    private static String[] standBy(final CollContext.Algo algo) throws Exception {
+        final String[] seen = new String[2];
+        final Throwable[] err = ThreadRanks.worlds(2, (rank, b) -> CollWorld.open(b, new WorldContext()
+            .fabric(Fabric.TCP).transport(CollWorld.TransportKind.IB).coll(ctx().algo(algo))
+            .settings(NONE).timeout(Duration.ofSeconds(20)), new CollWorld.Here(16, "boot:same")),
+            Duration.ofSeconds(90), (rank, w, a) -> {
+                final Communicator c = w.communicator();
+                final RegisteredBuffer s = c.register(a.allocate(4096, 64));
+                Collectives.allReduce(c, s, s, 1024, DataType.INT32, RedOp.SUM);
+                seen[rank] = c.devices() + "|" + c.nicProgress() + "|" + c.spinning();
+            });
+        assertNoErrors(err);
+        return seen;
+    }
+
+    @Test
+    void whenTheShmPathCarriesEveryCollectiveNoNicThreadSpins() throws Exception {
+        for (final String s : standBy(CollContext.Algo.AUTO)) {
+            assertTrue(s.startsWith("1|own_device, backstop 200 us (auto: every rank on one host: the shm path "
+                + "carries every collective of host buffers; no NIC thread spins)"), s);
+            // 2 ranks with their reduce threads stay within 16 processors: the default spin stands
+            assertTrue(s.matches(".*\\|2000 polls, then yield, then park \\([2-8] spinning threads on 16 processors\\)"), s);
+        }
+        // NCCL_ALGO=ring keeps the transport: its NICs get threads of their own where the processors allow
+        for (final String s : standBy(CollContext.Algo.RING)) {
+            assertTrue(s.contains("|dedicated, idle spin (auto: "), s);
+        }
+    }
+
     private static Set<String> shmRunFiles() throws IOException {
         final Set<String> out = new HashSet<>();
         if (Files.isDirectory(SHM)) {
