@@ -110,10 +110,10 @@ for run in $(seq 1 "$RUNS"); do
     for s in $AGENT_SIZES; do
       n=$(iters "$s"); buf=$((2 * s > 8388608 ? 2 * s : 8388608))
       step "run $run/$RUNS: perf write_bw --mem gpu $s B, agent off" row agent.jsonl "agent_off_$s" "$run" \
-        --set gdrkit.cuda.agent=off perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+        perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf" --set gdrkit.cuda.agent=off
       # shellcheck disable=SC2046 # agent_sets is a list of words
       step "run $run/$RUNS: perf write_bw --mem gpu $s B, agent on" row agent.jsonl "agent_on_$s" "$run" \
-        $(agent_sets) perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+        perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf" $(agent_sets)
       step "run $run/$RUNS: gpu-path $s B (the pinned copy)" row agent.jsonl "pinned_$s" "$run" \
         gpu-path --gpu "$GPU" -s "$s" -n "$n"
     done
@@ -139,7 +139,7 @@ fi
 if has agent; then
   # shellcheck disable=SC2046
   step "perf write_bw --check on the GPU, agent on" row agent.jsonl "agent_on_check" 1 \
-    $(agent_sets) perf write_bw --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check
+    perf write_bw --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check $(agent_sets)
   step "agent table" agent_table > "$OUT/agent-table.txt"
   cat "$OUT/agent-table.txt" >&2
 fi

@@ -19,9 +19,10 @@ import java.lang.foreign.ValueLayout;
  * destination, staged source, length, flags) and later reads the slot's completion word; neither side makes a CUDA
  * call on that path. The kernel runs on its own non-blocking stream and is started on first use.
  *
- * <p>CUDA calls that wait for every running kernel (freeing memory, loading a module, registering host memory) would
- * wait for the agent forever, so {@link CudaGpu} {@link #pause pauses} it around them: a STOP descriptor, the
- * kernel ends once everything before it is complete, and the next post starts it again, continuing the sequence.
+ * <p>CUDA calls that wait for every running kernel (allocating or freeing memory, loading a module, registering host
+ * memory) would wait for the agent forever, so {@link CudaGpu} {@link #pause pauses} it around them: a STOP
+ * descriptor, the kernel ends once everything before it is complete, and the next post starts it again, continuing
+ * the sequence.
  *
  * <p>Faults are named {@link GpuException}s and sticky (every later call throws the same): a descriptor not complete
  * within the stall time is {@code GDRKIT_AGENT_STALLED}; a fault word written by the agent, or its kernel ending or

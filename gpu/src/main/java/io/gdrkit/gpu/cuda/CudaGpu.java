@@ -308,6 +308,9 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     @Override
     public DeviceBuffer alloc(final long bytes) {
+        // CUDA lists device and page-locked allocations among the calls that may serialize with running work: the
+        // agent kernel pauses around them (they are set-up calls, not per message)
+        nicStaging.pauseAgent();
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
@@ -333,6 +336,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     @Override
     public MemorySegment allocHost(final long bytes) {
+        nicStaging.pauseAgent();
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
