@@ -134,6 +134,8 @@ final class ShmemMoeCommand implements Callable<Integer> {
                     + "tokens/PE %d x %d B, tokens per expert %s, kernel %.1f ms on PE 0: %s%n", np, mode, tokens, bytes,
                 Arrays.toString(r.tokensPerExpert()), r.kernelMillis(), r.verified() ? "every byte right"
                     : r.mismatches() + " BYTES WRONG");
+            out.println("# time split on PE 0: " + io.gdrkit.shmem.MoeRun.format(r.split()));
+            out.println("# measured: " + r.split().method());
             out.println("# device: " + r.device());
         }
         return r.verified() ? 0 : Main.EXIT_FAILURE;

@@ -113,6 +113,8 @@ class CudaFakeDriverTest {
             final String out = Files.readString(log);
             assertEquals(0, rc, out);
             assertTrue(out.contains("\"verified\":true") && out.contains("\"mismatches\":0"), out);
+            // the CUDA kernel stamps only its span: the split says communication is inside the kernel's time
+            assertTrue(out.contains("\"commMs\":null") && out.contains("communication included"), out);
         }
     }
 

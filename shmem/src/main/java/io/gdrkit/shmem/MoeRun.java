@@ -27,9 +27,47 @@ public final class MoeRun {
      * @param tokensPerExpert how many tokens each expert (PE) received
      * @param simulated       true when the GPUs were simulated
      * @param device          the GPU's name
+     * @param split           where PE 0's time went
      */
     public record Result(int nPes, ShmemMode mode, int tokens, int bytes, boolean verified, long mismatches,
-                         double kernelMillis, int[] tokensPerExpert, boolean simulated, String device) {
+                         double kernelMillis, int[] tokensPerExpert, boolean simulated, String device, Split split) {
+    }
+
+    /**
+     * Where PE 0's time went, milliseconds: {@code totalMs = kernelMs + commMs + cpuWaitMs} where comm is
+     * measured; {@code commMs} null where the kernel does not stamp its communication (the CUDA kernel stamps only
+     * its span: kernel then includes it).
+     *
+     * @param totalMs   host wall time from the launch to the kernel's end seen by the host (System.nanoTime)
+     * @param kernelMs  the kernel's span (its own clock) less the communication
+     * @param commMs    the time the kernel spent issuing puts and waiting for signals and quiet, or null
+     * @param cpuWaitMs total less the kernel's span: the host's launch and its wait for the start and the end
+     * @param method    how each part was measured, in words
+     */
+    public record Split(double totalMs, double kernelMs, Double commMs, double cpuWaitMs, String method) {
+        static Split of(final long totalNs, final long spanNs, final long commNs) {
+            final boolean comm = commNs >= 0;
+            return new Split(totalNs / 1e6, (spanNs - Math.max(commNs, 0)) / 1e6, comm ? commNs / 1e6 : null,
+                (totalNs - spanNs) / 1e6, comm
+                    ? "one clock (System.nanoTime): total from the launch to the synchronize's return, the kernel's "
+                    + "span from its first to its last statement, comm the sum of its put issues, signal waits and "
+                    + "quiet; cpu-wait total less the span"
+                    : "total System.nanoTime from the launch to cuStreamSynchronize's return; kernel the span the "
+                    + "kernel stamps (%globaltimer), communication included (the kernel does not stamp it apart); "
+                    + "cpu-wait total less the span (two durations, each on its own clock)");
+        }
+    }
+
+    /**
+     * PE 0's split as one line of text.
+     *
+     * @param x the split
+     * @return the line
+     */
+    public static String format(final Split x) {
+        return String.format(java.util.Locale.ROOT, "total %.3f ms = kernel %.3f + comm %s + cpu-wait %.3f",
+            x.totalMs(), x.kernelMs(), x.commMs() == null ? "(in kernel)" : String.format(java.util.Locale.ROOT,
+                "%.3f", x.commMs()), x.cpuWaitMs());
     }
 
     private MoeRun() {
@@ -74,7 +112,7 @@ public final class MoeRun {
             load[p] = (int) per.get(p)[2];
         }
         return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad, per.get(0)[1] / 1e6, load,
-            ctx.gpu().startsWith("sim:"), device.get());
+            ctx.gpu().startsWith("sim:"), device.get(), Split.of(per.get(0)[3], per.get(0)[1], per.get(0)[4]));
     }
 
 
@@ -97,15 +135,15 @@ public final class MoeRun {
         return ShmemProcess.run(ctx, boot, pe -> {
             final String device = pe.gpu().describe();
             final long[] mine = body(pe, ctx.seed(), tokens, bytes);
-            final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(24).putLong(mine[0]).putLong(mine[1])
-                .putLong(mine[2]);
+            final java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(40).putLong(mine[0]).putLong(mine[1])
+                .putLong(mine[2]).putLong(mine[3]).putLong(mine[4]);
             final byte[][] all = pe.bootstrap().allGather(b.array());
             long bad = 0;
             final int[] load = new int[n];
             for (int p = 0; p < n; p++) {
-                if (all[p].length != 24) {
+                if (all[p].length != 40) {
                     throw new ShmemException(ShmemException.Reason.NOT_COLLECTIVE, "PE " + p + " sent a "
-                        + all[p].length + "-byte result, expected 24");
+                        + all[p].length + "-byte result, expected 40");
                 }
                 final java.nio.ByteBuffer r = java.nio.ByteBuffer.wrap(all[p]);
                 final long pBad = r.getLong();
@@ -118,9 +156,11 @@ public final class MoeRun {
                 bad += pBad;
                 load[p] = (int) pLoad;
             }
+            final java.nio.ByteBuffer pe0 = java.nio.ByteBuffer.wrap(all[0]);
             return new Result(n, ctx.mode(), tokens, bytes, bad == 0, bad,
-                java.nio.ByteBuffer.wrap(all[0]).getLong(8) / 1e6, load, pe.gpu().isSimulated(), device
-                    + "; PEs are " + n + " processes, software NICs on the shared-memory fabric");
+                pe0.getLong(8) / 1e6, load, pe.gpu().isSimulated(), device
+                    + "; PEs are " + n + " processes, software NICs on the shared-memory fabric",
+                Split.of(pe0.getLong(24), pe0.getLong(8), pe0.getLong(32)));
         });
     }
 
@@ -161,12 +201,15 @@ public final class MoeRun {
         // kernels already running (measured on the H200), and every PE's kernel waits for the others
         final CudaLaunch cuda = pe.gpu().isSimulated() ? null : new CudaLaunch(pe);
         pe.barrierAll();
-        final long[] wall = new long[1];
+        // wall: {the kernel's span, its communication (-1: not stamped)}; total: the host's launch to its end
+        final long[] wall = {0, -1};
+        final long launched = System.nanoTime();
         if (cuda != null) {
             wall[0] = cuda.run(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected);
         } else {
             simKernel(pe, seed, tokens, bytes, in, recv, out, recvSig, doneSig, expected, wall);
         }
+        final long total = System.nanoTime() - launched;
         final byte[] got = pe.read(out, tokens * bytes);
         long bad = 0;
         for (int t = 0; t < tokens; t++) {
@@ -185,7 +228,7 @@ public final class MoeRun {
         if (cuda != null) {
             cuda.close(pe);
         }
-        return new long[] {bad, wall[0], load};
+        return new long[] {bad, wall[0], load, total, wall[1]};
     }
 
     /** kernels.cu's shmem_moe (shmem_moe_body in shmem_device.cuh): the same steps in one CUDA thread. */
@@ -283,16 +326,21 @@ public final class MoeRun {
         final ShmemDevice d = pe.device();
         pe.launchSim("moe", 1, 1, k -> {
             final long t0 = System.nanoTime();
+            long comm = 0;
             // dispatch: token t to expert e, into e's slot [me][t], counted on e's recvSig[me]
             for (int t = 0; t < tokens; t++) {
                 final int e = route(seed, me, t, n);
+                final long c0 = System.nanoTime();
                 d.putSignalNbi(k, recv + ((long) me * tokens + t) * bytes, in + (long) t * bytes, bytes,
                     recvSig + 8L * me, 1, SignalOp.ADD, e);
+                comm += System.nanoTime() - c0;
             }
             // expert: wait for every source's tokens, apply, send each result home
             final var heap = k.view(pe.heapAddress(), pe.context().heapBytes());
             for (int src = 0; src < n; src++) {
+                long c0 = System.nanoTime();
                 d.signalWaitUntil(k, recvSig + 8L * src, Cmp.GE, expected[src]);
+                comm += System.nanoTime() - c0;
                 for (int t = 0; t < tokens; t++) {
                     if (route(seed, src, t, n) != me) {
                         continue;
@@ -301,13 +349,18 @@ public final class MoeRun {
                     for (int i = 0; i < bytes; i++) {
                         heap.putByte(slot + i, (byte) (heap.getByte(slot + i) + me + 1));
                     }
+                    c0 = System.nanoTime();
                     d.putSignalNbi(k, out + (long) t * bytes, slot, bytes, doneSig, 1, SignalOp.ADD, src);
+                    comm += System.nanoTime() - c0;
                 }
             }
             // combine: wait until all my tokens are back
+            final long c0 = System.nanoTime();
             d.signalWaitUntil(k, doneSig, Cmp.GE, tokens);
             d.quiet(k);
-            wall[0] = System.nanoTime() - t0;
+            final long end = System.nanoTime();
+            wall[0] = end - t0;
+            wall[1] = comm + end - c0;
         });
     }
 }

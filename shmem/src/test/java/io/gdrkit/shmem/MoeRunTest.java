@@ -23,6 +23,13 @@ class MoeRunTest {
         assertEquals(0, r.mismatches());
         assertEquals(n * 12, Arrays.stream(r.tokensPerExpert()).sum(), "every token went to exactly one expert");
         assertTrue(r.simulated());
+        // PE 0's time split: measured parts, non-negative, adding up to the total
+        final MoeRun.Split x = r.split();
+        assertTrue(x.totalMs() > 0 && x.kernelMs() >= 0 && x.commMs() != null && x.commMs() > 0
+            && x.cpuWaitMs() >= 0, x.toString());
+        assertEquals(x.totalMs(), x.kernelMs() + x.commMs() + x.cpuWaitMs(), 1e-9 * x.totalMs(), x.toString());
+        assertEquals(r.kernelMillis(), x.kernelMs() + x.commMs(), 1e-9 * x.totalMs(), "the span is kernel + comm");
+        assertTrue(x.method().startsWith("one clock") && MoeRun.format(x).startsWith("total "), x.toString());
     }
 
     @Test
