@@ -48,7 +48,7 @@ class DirectRoundArgsTest {
         assertEquals(CollRun.sizes(cfg, 2).size(), rows.size());
         for (int r = 0; r < 2; r++) {
             final String m = refused.get(r);
-            assertTrue(m.contains("a direct round of 1048576/1048576 bytes with " + (shm ? "shared slots of 4096"
+            assertTrue(m.contains("a direct round of 1048576/1048576 bytes with " + (shm ? "shared slots of " + Communicator.SHM_SLOT_BYTES
                 : "eager slots of 8192 (the 8-byte header included)")), m);
             assertTrue(m.contains("a direct round of -1/8 bytes"), m);
             assertTrue(m.contains("a direct round of 8/-8 bytes"), m);
