@@ -49,8 +49,9 @@ class SettingNamesTest {
     /** A setting-like name: a gdrkit property (not inside a package name) or an NCCL/GDRKIT variable. */
     private static final Pattern NAME = Pattern.compile(
         "(?<![\\w.])(gdrkit(?:\\.[a-z0-9]+)+|(?:NCCL|GDRKIT)_[A-Z0-9_]*[A-Z0-9])(?![\\w])(\\.?)");
-    /** GDRKIT_* identifiers that are error codes, not settings (GpuException). */
+    /** GDRKIT_* identifiers that are error codes, not settings (GpuException, the delivery agent's). */
     private static final Set<String> NOT_SETTINGS = Set.of("GDRKIT_TIMEOUT", "GDRKIT_FFM_ERROR",
+        "GDRKIT_AGENT_STALLED", "GDRKIT_AGENT_FAULT", "GDRKIT_AGENT_CORRUPT",
         "GDRKIT_CUDA_NOT_FOUND", "GDRKIT_INTERRUPTED",
         // NCCL's topology and graph file variables, named in messages about file formats; gdrkit reads none of them
         // (gdrkit topo takes the file as --topo-file)
