@@ -86,6 +86,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     private final AtomicInteger streamIds = new AtomicInteger();
     /** Synchronous copies into NIC-mapped buffers without SYNC_MEMOPS that have returned but not landed, in order. */
     private final List<DeferredCopy> deferred = new ArrayList<>();
+    private volatile boolean anyDeferred;
     private volatile boolean closing;
     private boolean ownsSystem;
 
@@ -237,10 +238,12 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         syncCopyPrologue("copyHtoD");
         if (config.deferUnsyncedCopies() && d.gpu() == this && d.nicMapped() && !d.syncMemops()) {
             // the source may be reused or freed once the call returns: the bytes are taken now, landed later
-            final byte[] bytes = new byte[Math.toIntExact(len)];
-            MemorySegment.copy(src, srcOffset, MemorySegment.ofArray(bytes), 0, len);
+            // (native memory the GC frees: a copy may be larger than a Java array)
+            final MemorySegment bytes = Arena.ofAuto().allocate(Math.max(len, 1));
+            MemorySegment.copy(src, srcOffset, bytes, 0, len);
             synchronized (deferred) {
-                deferred.add(new DeferredCopy(d, dstOffset, bytes));
+                deferred.add(new DeferredCopy(d, dstOffset, bytes, len));
+                anyDeferred = true;
             }
         } else {
             MemorySegment.copy(src, srcOffset, d.memory(), dstOffset, len);
@@ -248,23 +251,26 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     }
 
     /** A synchronous copy that returned before landing (no SYNC_MEMOPS on a NIC-mapped buffer). */
-    private record DeferredCopy(SimDeviceBuffer dst, long offset, byte[] bytes) { }
+    private record DeferredCopy(SimDeviceBuffer dst, long offset, MemorySegment bytes, long len) { }
 
     /**
      * Lands every synchronous copy held back for lack of {@code SYNC_MEMOPS}, in issue order; this GPU's
      * synchronizing calls do it first. Returns how many landed.
      */
     public int landDeferredCopies() {
+        if (!anyDeferred) {
+            return 0; // the common case: every call on the GPU comes here, and takes no lock
+        }
         synchronized (deferred) {
             int n = 0;
             for (final DeferredCopy c : deferred) {
                 if (!c.dst().isFreed()) {
-                    MemorySegment.copy(MemorySegment.ofArray(c.bytes()), 0, c.dst().memory(), c.offset(),
-                        c.bytes().length);
+                    MemorySegment.copy(c.bytes(), 0, c.dst().memory(), c.offset(), c.len());
                     n++;
                 }
             }
             deferred.clear();
+            anyDeferred = false;
             return n;
         }
     }
