@@ -88,6 +88,11 @@ public final class VisibilityCommand implements Callable<Integer> {
             + "through peer access), a list.")
     List<String> consumerGpus;
 
+    @Option(names = "--refill", description = "Before each round the receiver refills its buffers with the previous "
+        + "round's pattern by a synchronous cuMemcpyHtoD from pageable memory, which the NIC then overwrites: the step "
+        + "where --sync-memops 0 can fail (stale).")
+    boolean refill;
+
     @Option(names = "--rounds", description = "Rounds per configuration (default 20).")
     Integer rounds;
 
@@ -296,6 +301,7 @@ public final class VisibilityCommand implements Callable<Integer> {
                 if (rounds != null) {
                     c.rounds(rounds);
                 }
+                c.refill(refill);
                 if (seed != null) {
                     c.seed(seed);
                 }
@@ -373,7 +379,7 @@ public final class VisibilityCommand implements Callable<Integer> {
                 + "first_failing_position=%d what=%s%s%s round_us=%.1f readback_us=%.1f %s "
                 + "[%s; software NIC (simulated); %s]",
             c.gpu(), r.ordering(), low(c.consumer()), low(c.flag()), low(c.readback()), c.wrSplit(), c.size(),
-            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), c.peerConsumer() ? " consumer_gpu=peer" : "",
+            c.senders(), c.syncMemops() ? 1 : 0, low(c.source()), (c.peerConsumer() ? " consumer_gpu=peer" : "") + (c.refill() ? " refill=1" : ""),
             c.simulated() || c.consumer() == Consumer.LAUNCH ? "" : " poll=" + low(c.poll()),
             r.rounds(), r.failures(), r.firstFailingRound(), r.firstFailingPosition(), r.what(),
             counts(r), r.aborted() == null ? "" : " aborted=\"" + r.aborted() + "\"", r.roundMicrosMedian(),
@@ -404,7 +410,7 @@ public final class VisibilityCommand implements Callable<Integer> {
         o.put("gpu", c.gpu()).put("gpu_name", r.gpuName()).put("ordering", r.ordering())
             .put("consumer", low(c.consumer())).put("flag", low(c.flag())).put("readback", low(c.readback()))
             .put("wr_split", c.wrSplit()).put("size", c.size()).put("senders", c.senders())
-            .put("sync_memops", c.syncMemops() ? 1 : 0).put("source", low(c.source())).put("poll", low(c.poll()))
+            .put("sync_memops", c.syncMemops() ? 1 : 0).put("refill", c.refill() ? 1 : 0).put("source", low(c.source())).put("poll", low(c.poll()))
             .put("consumer_gpu", c.peerConsumer() ? "peer" : "same")
             .put("rounds", r.rounds()).put("checks", r.checks()).put("seed", c.seed())
             .put("inject", c.inject().toString()).put("failures", r.failures())

@@ -71,7 +71,7 @@ class VisibilityCommandTest {
             final JsonNode o = m.readTree(l);
             for (final String f : new String[] {"gpu", "ordering", "consumer", "flag", "readback", "wr_split", "size",
                 "senders", "rounds", "failures", "first_failing_round", "first_failing_position", "what",
-                "sync_memops", "source", "error_completions", "launch_failures", "processes", "round_us_median",
+                "sync_memops", "refill", "source", "error_completions", "launch_failures", "processes", "round_us_median",
                 "readback_us_median"}) {
                 assertTrue(o.has(f), f + " missing in " + l);
             }
@@ -96,6 +96,28 @@ class VisibilityCommandTest {
         assertEquals(3, o.get("first_failing_round").asInt());
         assertEquals("stale", o.get("what").asText());
         assertEquals(1, o.get("failures_told_senders").asInt());
+    }
+
+    @Test
+    void refillMakesTheSyncMemopsAxisDifferOnTheSimulatedGpu() throws Exception {
+        final Cli r = Cli.run("visibility", "--gpu", "sim:h200", "--consumer", "launch", "--readback", "off",
+            "--size", "4096", "--rounds", "3", "--sync-memops", "0,1", "--refill", "--fabric", "jvm", "--json");
+        assertEquals(0, r.exitCode(), r.toString());
+        assertEquals(2, r.lines().size(), r.toString());
+        final ObjectMapper m = new ObjectMapper();
+        final JsonNode off = m.readTree(r.lines().get(0));
+        final JsonNode on = m.readTree(r.lines().get(1));
+        assertEquals(0, off.get("sync_memops").asInt());
+        assertEquals(1, off.get("refill").asInt());
+        assertEquals(3, off.get("failures").asInt(), off.toString());
+        assertEquals("stale", off.get("what").asText());
+        assertEquals(1, off.get("first_failing_round").asInt());
+        assertEquals(1, on.get("sync_memops").asInt());
+        assertEquals(0, on.get("failures").asInt(), on.toString());
+        final Cli text = Cli.run("visibility", "--gpu", "sim:h200", "--consumer", "launch", "--size", "4096",
+            "--rounds", "2", "--refill", "--fabric", "jvm", "--no-progress");
+        assertTrue(text.lines().stream().anyMatch(l -> l.contains(" refill=1 ") && l.contains("what=stale")),
+            text.toString());
     }
 
     @Test

@@ -11,7 +11,8 @@ import java.lang.foreign.ValueLayout;
 /**
  * GPU memory as a NIC sees it (GPUDirect RDMA): a buffer mapped into the BAR1 aperture, written with posted
  * writes and read with reads that flush them, through the GPU's {@link GpuDmaTarget}. Register it with
- * {@code pd.registerMr(new GpuDmaMemory(gpu, buffer), access)}; closing it unmaps the aperture.
+ * {@code pd.registerMr(new GpuDmaMemory(gpu, buffer), access)}; closing it unmaps the aperture. Mapping sets
+ * {@code CU_POINTER_ATTRIBUTE_SYNC_MEMOPS} on the buffer.
  *
  * <p>RDMA atomics on GPU memory are executed as a read and a posted write of 8 bytes by the NIC, serialized with
  * the NIC's other accesses but not atomic with respect to kernels writing the same word at the same time (PCIe
@@ -27,6 +28,9 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     public GpuDmaMemory(final GpuDevice gpu, final DeviceBuffer buffer) {
         this.gpu = gpu;
         this.buffer = buffer;
+        // as NCCL does for buffers it registers with a NIC: synchronous memory operations on the buffer complete
+        // before returning, so a NIC reading it right after a cuMemcpy sees the copy (a caller may clear it after)
+        gpu.setSyncMemops(buffer, true);
         this.mapping = gpu.dmaTarget().mapForNic(buffer);
     }
 

@@ -9,6 +9,7 @@ import io.gdrkit.gpu.GpuException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /** Simulated device memory: native memory owned by the GPU, known to kernels and NICs by a synthetic address. */
 public final class SimDeviceBuffer implements DeviceBuffer {
@@ -18,6 +19,8 @@ public final class SimDeviceBuffer implements DeviceBuffer {
     private final Arena arena;
     private final MemorySegment memory;
     private volatile boolean syncMemops;
+    /** Open NIC mappings: a synchronous copy's early return is observable only while a NIC can reach the buffer. */
+    private final AtomicInteger nicMappings = new AtomicInteger();
     private volatile boolean freed;
 
     SimDeviceBuffer(final SimGpu gpu, final long address, final long size) {
@@ -63,6 +66,14 @@ public final class SimDeviceBuffer implements DeviceBuffer {
 
     void syncMemops(final boolean enabled) {
         syncMemops = enabled;
+    }
+
+    boolean nicMapped() {
+        return nicMappings.get() > 0;
+    }
+
+    void nicMapped(final boolean mapped) {
+        nicMappings.addAndGet(mapped ? 1 : -1);
     }
 
     void checkLive() {

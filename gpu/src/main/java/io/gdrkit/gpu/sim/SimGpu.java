@@ -27,6 +27,8 @@ import io.gdrkit.core.mem.DmaMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -52,8 +54,11 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>any work submission or synchronization from the CPU (launch, copy, stream or event synchronize): lands
  *       everything posted before the call, for the owner. A kernel already running gets no such guarantee.</li>
  * </ul>
- * {@code CU_POINTER_ATTRIBUTE_SYNC_MEMOPS} is recorded per buffer and reported back; it orders CPU-initiated
- * synchronous memory operations (which here always complete before returning) and has no effect on NIC writes.
+ * {@code CU_POINTER_ATTRIBUTE_SYNC_MEMOPS} is recorded per buffer. Without it, a synchronous host-to-device copy
+ * into a buffer a NIC has mapped ({@link #mapForNic}) is complete only with respect to CUDA's stream semantics: it
+ * is held and lands at this GPU's next synchronizing event (any work submission or copy, stream or event
+ * synchronize, {@link #landDeferredCopies}), so a NIC read in between sees the old bytes. With it, or with
+ * {@link SimGpuConfig#deferUnsyncedCopies} off, the copy lands before returning. It has no effect on NIC writes.
  */
 public final class SimGpu implements GpuDevice, GpuDmaTarget {
     /** BAR1 is mapped in 64 KiB pages ({@code nvidia_p2p_get_pages} granularity). */
@@ -79,6 +84,9 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     private final AtomicLong memUsed = new AtomicLong();
     private final AtomicLong bar1Mapped = new AtomicLong();
     private final AtomicInteger streamIds = new AtomicInteger();
+    /** Synchronous copies into NIC-mapped buffers without SYNC_MEMOPS that have returned but not landed, in order. */
+    private final List<DeferredCopy> deferred = new ArrayList<>();
+    private volatile boolean anyDeferred;
     private volatile boolean closing;
     private boolean ownsSystem;
 
@@ -185,6 +193,8 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     public void free(final DeviceBuffer buffer) {
         final SimDeviceBuffer b = own(buffer);
         b.checkLive();
+        // cuMemFree synchronizes: a copy still held for this buffer lands before the memory goes
+        landDeferredCopies();
         queue.quiesce(b);
         buffers.remove(b.address());
         memUsed.addAndGet(-b.size());
@@ -226,7 +236,43 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
         final SimDeviceBuffer d = any(dst);
         d.checkRange(dstOffset, len);
         syncCopyPrologue("copyHtoD");
-        MemorySegment.copy(src, srcOffset, d.memory(), dstOffset, len);
+        if (config.deferUnsyncedCopies() && d.gpu() == this && d.nicMapped() && !d.syncMemops()) {
+            // the source may be reused or freed once the call returns: the bytes are taken now, landed later
+            // (native memory the GC frees: a copy may be larger than a Java array)
+            final MemorySegment bytes = Arena.ofAuto().allocate(Math.max(len, 1));
+            MemorySegment.copy(src, srcOffset, bytes, 0, len);
+            synchronized (deferred) {
+                deferred.add(new DeferredCopy(d, dstOffset, bytes, len));
+                anyDeferred = true;
+            }
+        } else {
+            MemorySegment.copy(src, srcOffset, d.memory(), dstOffset, len);
+        }
+    }
+
+    /** A synchronous copy that returned before landing (no SYNC_MEMOPS on a NIC-mapped buffer). */
+    private record DeferredCopy(SimDeviceBuffer dst, long offset, MemorySegment bytes, long len) { }
+
+    /**
+     * Lands every synchronous copy held back for lack of {@code SYNC_MEMOPS}, in issue order; this GPU's
+     * synchronizing calls do it first. Returns how many landed.
+     */
+    public int landDeferredCopies() {
+        if (!anyDeferred) {
+            return 0; // the common case: every call on the GPU comes here, and takes no lock
+        }
+        synchronized (deferred) {
+            int n = 0;
+            for (final DeferredCopy c : deferred) {
+                if (!c.dst().isFreed()) {
+                    MemorySegment.copy(c.bytes(), 0, c.dst().memory(), c.offset(), c.len());
+                    n++;
+                }
+            }
+            deferred.clear();
+            anyDeferred = false;
+            return n;
+        }
     }
 
     @Override
@@ -324,6 +370,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public void synchronize(final GpuStream stream, final Duration timeout) {
         final SimStream s = stream(stream);
+        landDeferredCopies();
         queue.landAll();
         s.await(s.lastSubmitted(), timeout, "stream synchronize");
     }
@@ -356,6 +403,7 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public void synchronize(final GpuEvent event, final Duration timeout) {
         final SimEvent e = event(event);
+        landDeferredCopies();
         queue.landAll();
         final SimStream s = e.stream;
         if (s != null) {
@@ -555,7 +603,11 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
                 + attributes.bar1Bytes() + " bytes has " + (attributes.bar1Bytes() - (after - need))
                 + " bytes free (" + (after - need) + " mapped)");
         }
-        return new NicMapping(this, b, need, () -> bar1Mapped.addAndGet(-need));
+        b.nicMapped(true);
+        return new NicMapping(this, b, need, () -> {
+            bar1Mapped.addAndGet(-need);
+            b.nicMapped(false);
+        });
     }
 
     @Override
@@ -640,6 +692,8 @@ public final class SimGpu implements GpuDevice, GpuDmaTarget {
     private SimStream submitWork(final GpuStream stream) {
         checkOpen();
         final SimStream s = stream(stream);
+        // a copy that returned early is complete in stream order: the CPU's next call on this GPU lands it
+        landDeferredCopies();
         // work submitted by the CPU after it saw a completion sees the writes behind that completion
         queue.landAll();
         return s;

@@ -29,6 +29,7 @@ public final class SimGpuConfig {
     private int maxInFlight = 1 << 16;
     private boolean autoDrain = true;
     private boolean landUnobserved;
+    private boolean deferUnsyncedCopies = true;
     private Duration defaultTimeout = Duration.ofSeconds(30);
     private boolean concluded;
 
@@ -185,6 +186,23 @@ public final class SimGpuConfig {
         return this;
     }
 
+    /**
+     * Whether a synchronous host-to-device copy into a NIC-mapped buffer without {@code SYNC_MEMOPS} lands lazily
+     * (default on): it is held and applied at this GPU's next synchronizing event (any work submission, copy,
+     * stream or event synchronize, {@link SimGpu#landDeferredCopies}), so a NIC access in between sees the old
+     * bytes, as CUDA allows. Off: every synchronous copy lands before it returns. Buffers with the attribute, and
+     * buffers no NIC maps, are unaffected either way, since only a third-party device can tell the difference.
+     */
+    public boolean deferUnsyncedCopies() {
+        return deferUnsyncedCopies;
+    }
+
+    public SimGpuConfig deferUnsyncedCopies(final boolean on) {
+        open();
+        deferUnsyncedCopies = on;
+        return this;
+    }
+
     /** Timeout of waits that have no explicit one, e.g. stream threads waiting on SM workers (default 30 s). */
     public Duration defaultTimeout() {
         return defaultTimeout;
@@ -250,6 +268,7 @@ public final class SimGpuConfig {
         return "SimGpuConfig[memBytes=" + memBytes + ", smWorkers=" + smWorkers + ", seed=" + seed + ", clock="
             + clock + ", minDrainNanos=" + minDrainNanos + ", maxDrainNanos=" + maxDrainNanos + ", chunkBytes="
             + chunkBytes + ", stagingBytes=" + stagingBytes + ", maxInFlight=" + maxInFlight + ", autoDrain="
-            + autoDrain + ", landUnobserved=" + landUnobserved + ", defaultTimeout=" + defaultTimeout + "]";
+            + autoDrain + ", landUnobserved=" + landUnobserved + ", deferUnsyncedCopies=" + deferUnsyncedCopies
+            + ", defaultTimeout=" + defaultTimeout + "]";
     }
 }

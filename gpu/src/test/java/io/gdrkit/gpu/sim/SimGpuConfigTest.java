@@ -23,7 +23,7 @@ class SimGpuConfigTest {
         final SimGpuConfig d = SimGpuConfig.defaults(5);
         assertEquals("SimGpuConfig[memBytes=1073741824, smWorkers=4, seed=5, clock=" + NanoClock.SYSTEM
             + ", minDrainNanos=2000, maxDrainNanos=200000, chunkBytes=256, stagingBytes=16777216, maxInFlight=65536,"
-            + " autoDrain=true, landUnobserved=false, defaultTimeout=PT30S]", d.toString());
+            + " autoDrain=true, landUnobserved=false, deferUnsyncedCopies=true, defaultTimeout=PT30S]", d.toString());
         final SimGpuConfig t = SimGpuConfig.throughput(6);
         assertEquals(4096, t.chunkBytes());
         assertEquals(64 << 20, t.stagingBytes());

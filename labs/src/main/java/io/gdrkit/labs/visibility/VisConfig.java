@@ -22,7 +22,8 @@ import java.util.Objects;
  * {@code senders} each writing its own buffer (1..128; 1), {@code syncMemops} CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
  * the receive buffers (false), {@code source} (host), {@code poll} (acquire), {@code seed} of the simulated GPU model
  * and the pattern (1), {@code inject} a negative control (none), {@code peerConsumer} the consumer runs on a
- * second GPU and reads the NIC-written GPU's memory through peer access, the case TO_ALL_DEVICES exists for (false).
+ * second GPU and reads the NIC-written GPU's memory through peer access, the case TO_ALL_DEVICES exists for (false),
+ * {@code refill} the receiver refills the receive buffers with a synchronous copy before each round (false).
  */
 public final class VisConfig {
     /** Largest size per sender the simulated GPU is given (its memory is host memory of this process). */
@@ -128,6 +129,7 @@ public final class VisConfig {
     private long seed = 1;
     private Injection inject = Injection.NONE;
     private boolean peerConsumer;
+    private boolean refill;
     private boolean concluded;
 
     /** A configuration with every default; set what differs by name, then {@link #conclude()}. */
@@ -288,6 +290,21 @@ public final class VisConfig {
         return this;
     }
 
+    /**
+     * Before each round the receiver's CPU refills every receive buffer with the previous round's pattern by a
+     * synchronous host-to-device copy, which the NIC then overwrites: without SYNC_MEMOPS the copy may land after
+     * the NIC's writes, and the consumer sees the old round (stale).
+     */
+    public boolean refill() {
+        return refill;
+    }
+
+    public VisConfig refill(final boolean value) {
+        open();
+        refill = value;
+        return this;
+    }
+
     /** Validates every value and their combinations, naming the option, and freezes the configuration. */
     public VisConfig conclude() {
         if (concluded) {
@@ -387,6 +404,7 @@ public final class VisConfig {
         out.writeByte(inject.kind().ordinal());
         out.writeInt(inject.round());
         out.writeBoolean(peerConsumer);
+        out.writeBoolean(refill);
     }
 
     /** Reads what {@link #write} wrote, from a peer: every value is checked as if set by hand. */
@@ -398,7 +416,7 @@ public final class VisConfig {
                 .syncMemops(in.readBoolean()).source(at(Source.values(), in.readByte(), "source"))
                 .poll(at(Poll.values(), in.readByte(), "poll")).seed(in.readLong())
                 .inject(new Injection(at(Injection.Kind.values(), in.readByte(), "inject"), in.readInt()))
-                .peerConsumer(in.readBoolean()).conclude();
+                .peerConsumer(in.readBoolean()).refill(in.readBoolean()).conclude();
         } catch (final IllegalArgumentException e) {
             throw new IOException("bad configuration from the receiver: " + e.getMessage(), e);
         }
@@ -416,13 +434,13 @@ public final class VisConfig {
         return o instanceof VisConfig c && gpu.equals(c.gpu) && consumer == c.consumer && flag == c.flag
             && readback == c.readback && wrSplit == c.wrSplit && size == c.size && rounds == c.rounds
             && senders == c.senders && syncMemops == c.syncMemops && source == c.source && poll == c.poll
-            && seed == c.seed && inject.equals(c.inject) && peerConsumer == c.peerConsumer;
+            && seed == c.seed && inject.equals(c.inject) && peerConsumer == c.peerConsumer && refill == c.refill;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(gpu, consumer, flag, readback, wrSplit, size, rounds, senders, syncMemops, source, poll,
-            seed, inject, peerConsumer);
+            seed, inject, peerConsumer, refill);
     }
 
     @Override
@@ -430,6 +448,6 @@ public final class VisConfig {
         return "VisConfig[gpu=" + gpu + ", consumer=" + consumer + ", flag=" + flag + ", readback=" + readback
             + ", wrSplit=" + wrSplit + ", size=" + size + ", rounds=" + rounds + ", senders=" + senders
             + ", syncMemops=" + syncMemops + ", source=" + source + ", poll=" + poll + ", seed=" + seed
-            + ", inject=" + inject + ", peerConsumer=" + peerConsumer + "]";
+            + ", inject=" + inject + ", peerConsumer=" + peerConsumer + ", refill=" + refill + "]";
     }
 }

@@ -15,6 +15,7 @@ import io.gdrkit.gpu.GpuDmaMemory;
 import io.gdrkit.gpu.GpuException;
 import io.gdrkit.gpu.GpuStream;
 import io.gdrkit.gpu.KernelArgs;
+import io.gdrkit.gpu.Pattern;
 import io.gdrkit.gpu.VisKernels;
 import io.gdrkit.verbs.QpBringUp;
 import io.gdrkit.softnic.SoftDevice;
@@ -134,6 +135,8 @@ final class VisReceiver {
         private ReceiverGpu.Words results;
         private DeviceBuffer launchResult;
         private MemorySegment verifyHost;
+        /** The previous round's pattern, copied into every receive buffer before a round (refill only). */
+        private final MemorySegment refillHost;
 
         /** This round's outcome per sender: the error completion (null: none), then the consumer's verdict. */
         private final String[] status;
@@ -179,6 +182,8 @@ final class VisReceiver {
             for (int h = 0; h <= hosts.size(); h++) {
                 firstOf[h] = (int) ((long) n * h / hosts.size());
             }
+            // pageable host memory, as a plain cudaMemcpy from a CPU buffer uses
+            this.refillHost = c.refill() ? arena.allocate(c.size(), 256) : null;
             this.status = new String[n];
             this.bad = new long[n];
             this.first = new long[n];
@@ -188,10 +193,9 @@ final class VisReceiver {
         private void setUpSender(final int s) {
             data[s] = g.gpu.alloc(c.size());
             g.fill(data[s], 0, c.patternSeed());
-            if (c.syncMemops()) {
-                g.gpu.setSyncMemops(data[s], true);
-            }
             dma[s] = new GpuDmaMemory(g.gpu, data[s]);
+            // mapping sets SYNC_MEMOPS, as NCCL does; the experiment's axis decides what the buffer keeps
+            g.gpu.setSyncMemops(data[s], c.syncMemops());
             mr[s] = pd.registerMr(dma[s], AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             final QpInitAttr ia = new QpInitAttr().cqs(cq, cq);
             ia.cap.maxSendWr(4).maxRecvWr(4).maxInlineData(0);
@@ -299,6 +303,9 @@ final class VisReceiver {
 
         /** One round, steps 1 to 6; the results are back with the senders when it returns. */
         void runRound(final int round) throws IOException {
+            if (c.refill()) {
+                refill(round);
+            }
             final long start = System.nanoTime();
             grant(round);
             collectNotifications(round);
@@ -327,6 +334,19 @@ final class VisReceiver {
             count(round);
             sendResults(round);
             roundNanos[round - 1] = System.nanoTime() - start;
+        }
+
+        /**
+         * 0. (refill) the receiver's CPU puts the previous round's pattern back into every receive buffer with a
+         * synchronous copy; the senders' NICs overwrite it in this round. Without SYNC_MEMOPS the copy may still be
+         * landing when the NIC writes (CUDA promises it complete only in stream order), and then the consumer sees
+         * the previous round: stale.
+         */
+        private void refill(final int round) {
+            Pattern.fill(refillHost, 0, c.size(), 0, round - 1, c.patternSeed());
+            for (int s = 0; s < n; s++) {
+                g.gpu.copyHtoD(data[s], 0, refillHost, 0, c.size());
+            }
         }
 
         /** 1. grant the round to every host. */

@@ -29,13 +29,13 @@ class VisConfigTest {
     void defaultsAndValuesByName() {
         assertEquals("VisConfig[gpu=sim:v100, consumer=PERSISTENT, flag=RECEIVER, readback=OFF, wrSplit=1, "
             + "size=65536, rounds=20, senders=1, syncMemops=false, source=HOST, poll=ACQUIRE, seed=1, inject=none, "
-            + "peerConsumer=false]", new VisConfig().conclude().toString());
+            + "peerConsumer=false, refill=false]", new VisConfig().conclude().toString());
         final VisConfig c = new VisConfig().gpu("sim:h200").consumer(Consumer.PERSISTENT).flag(Flag.IMM)
             .readback(Readback.FLUSH_ALL).wrSplit(16).size(4096).rounds(9).senders(3).syncMemops(true)
-            .source(Source.GPU).seed(42).inject(Injection.parse("skip-write@2")).peerConsumer(true).conclude();
+            .source(Source.GPU).seed(42).inject(Injection.parse("skip-write@2")).peerConsumer(true).refill(true).conclude();
         assertEquals("VisConfig[gpu=sim:h200, consumer=PERSISTENT, flag=IMM, readback=FLUSH_ALL, wrSplit=16, "
             + "size=4096, rounds=9, senders=3, syncMemops=true, source=GPU, poll=ACQUIRE, seed=42, "
-            + "inject=skip-write@2, peerConsumer=true]", c.toString());
+            + "inject=skip-write@2, peerConsumer=true, refill=true]", c.toString());
         assertTrue(c.simulated());
         assertTrue(c.isConcluded());
     }
@@ -76,13 +76,17 @@ class VisConfigTest {
     void travelsToTheSendersByteForByteAndIsCheckedThere() throws IOException {
         final VisConfig c = new VisConfig().gpu("cuda:1").consumer(Consumer.PERSISTENT).flag(Flag.SENDER_SAME_QP)
             .readback(Readback.ON).wrSplit(256).size(1 << 20).rounds(7).senders(5).syncMemops(true)
-            .source(Source.GPU).poll(Poll.VOLATILE).seed(-3).inject(Injection.parse("bad-rkey@7")).conclude();
+            .source(Source.GPU).poll(Poll.VOLATILE).seed(-3).inject(Injection.parse("bad-rkey@7")).refill(true)
+            .conclude();
         final byte[] wire = write(c);
         final VisConfig back = VisConfig.read(new DataInputStream(new ByteArrayInputStream(wire)));
         assertEquals(c, back);
         assertEquals(c.hashCode(), back.hashCode());
         assertTrue(back.isConcluded());
         assertFalse(back.simulated());
+        assertTrue(back.refill());
+        assertFalse(VisConfig.read(new DataInputStream(new ByteArrayInputStream(write(new VisConfig().conclude()))))
+            .refill());
 
         // a peer's bad ordinal or bad combination is an IOException naming it, not an array index crash
         final byte[] badOrdinal = wire.clone();

@@ -119,6 +119,39 @@ class VisibilityLabTest {
         assertTrue(off.failures() > 0, off.toString());
     }
 
+    /**
+     * D2: the receiver refills its buffers with a synchronous copy before each round. Without SYNC_MEMOPS the
+     * simulated copy is complete only in stream order, so it lands over the NIC's data when the launched consumer is
+     * submitted: every round of the last-refilled sender is stale. With it the copy lands before returning: no
+     * failure. Without the refill step the axis changes nothing.
+     */
+    @Test
+    void d2RefillWithoutSyncMemopsIsStaleAndWithItPasses() {
+        for (final String gpu : new String[] {"sim:v100", "sim:h200"}) {
+            final VisConfig.Readback rb = gpu.equals("sim:v100") ? Readback.ON : Readback.OFF;
+            final VisResult off = lab.run(new VisConfig().gpu(gpu).consumer(Consumer.LAUNCH).readback(rb).wrSplit(16)
+                .size(16384).rounds(4).senders(2).seed(7).refill(true).conclude(), null);
+            assertEquals(8, off.checks(), off.toString());
+            assertEquals(4, off.failures(), gpu + ": " + off);
+            assertEquals(4, off.stale(), gpu + ": " + off);
+            assertEquals("stale", off.what(), off.toString());
+            assertEquals(1, off.firstFailingRound(), off.toString());
+            assertEquals(0, off.firstFailingPosition(), off.toString());
+            assertEquals(off.failures(), off.failuresToldSenders(), "every failure goes back to the sender");
+            final VisResult again = lab.run(new VisConfig().gpu(gpu).consumer(Consumer.LAUNCH).readback(rb)
+                .wrSplit(16).size(16384).rounds(4).senders(2).seed(7).refill(true).conclude(), null);
+            assertEquals(List.of(off.failures(), off.stale(), off.firstFailingPosition(), off.what()),
+                List.of(again.failures(), again.stale(), again.firstFailingPosition(), again.what()), "deterministic");
+            final VisResult on = lab.run(new VisConfig().gpu(gpu).consumer(Consumer.LAUNCH).readback(rb).wrSplit(16)
+                .size(16384).rounds(4).senders(2).seed(7).refill(true).syncMemops(true).conclude(), null);
+            assertTrue(on.passed(), gpu + ": " + on);
+            assertEquals(8, on.checks());
+            final VisResult noRefill = lab.run(new VisConfig().gpu(gpu).consumer(Consumer.LAUNCH).readback(rb)
+                .wrSplit(16).size(16384).rounds(4).senders(2).seed(7).conclude(), null);
+            assertTrue(noRefill.passed(), gpu + ": " + noRefill);
+        }
+    }
+
     @Test
     void aGpuSourceAndSyncMemopsAndLargeBuffersAreByteExact() {
         final VisResult gpuSrc = lab.run(new VisConfig().gpu("sim:h200").flag(Flag.SENDER_SAME_QP).wrSplit(256)
