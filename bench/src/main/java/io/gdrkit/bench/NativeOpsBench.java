@@ -147,7 +147,7 @@ public class NativeOpsBench {
         return got;
     }
 
-    /** One pair per invocation, as first measured (JMH's call overhead included). */
+    /** One pair per invocation (JMH's call overhead included). */
     @Benchmark
     public int ffmRawSingle() throws Throwable {
         final int rc = (int) POST_SEND.invokeExact(postSendFn, qpAddr, wrAddr, badWrAddr);

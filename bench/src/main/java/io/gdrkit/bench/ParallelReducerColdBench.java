@@ -30,9 +30,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * back to back ({@code gapMicros} 0: the workers spin between calls) or after a pause ({@code gapMicros} 1000: they
  * have parked). {@code coldAloneBytes} 0 always splits (a parked worker is unparked and waited for); up to the size,
  * a reduction that finds a worker parked runs on the caller alone (and wakes the workers when it came within their
- * spin time of the last one; measured when it always woke them, which changes nothing here:
- * the timed call runs alone either way). {@code threads} 1 is the
- * caller alone, the reference. The pause is in the invocation's setup, outside the measured time. Run:
+ * spin time of the last one; whether it wakes them changes nothing here: the timed call runs alone either way).
+ * {@code threads} 1 is the caller alone, the reference. The pause is in the invocation's setup, outside the
+ * measured time. Run:
  * {@code java -jar bench/target/gdrkit-bench.jar ParallelReducerColdBench -f 1 -wi 2 -i 3 -w 1 -r 1}.
  */
 @BenchmarkMode(Mode.AverageTime)

@@ -17,7 +17,10 @@ final class NativeOnly {
     private NativeOnly() {
     }
 
-    /** True when the command should run as before (soft); a usage error for anything but soft or native. */
+    /**
+     * True when the command should run on the software provider (soft); a usage error for anything but soft or
+     * native.
+     */
     static boolean soft(final CommandLine cl, final Mixins.Provider provider) {
         return provider.require(cl, java.util.EnumSet.of(Choices.Provider.SOFT, Choices.Provider.NATIVE))
             == Choices.Provider.SOFT;

@@ -957,7 +957,7 @@ final class PerfCommand implements Callable<Integer> {
     /**
      * Default warm-up: the JIT needs tens of thousands of iterations before the loop and the NIC run compiled,
      * so at least {@value #MIN_WARMUP} (or -n if larger), but no more than 16 GiB of data
-     * (a short run without enough warm-up measured a third of the warm bandwidth at 1 MiB).
+     * (a short run without enough warm-up measures about a third of the warm bandwidth at 1 MiB).
      */
     /** --warmup-ms, or its default when neither it nor --warmup is given, or 0 with --warmup alone. */
     private long warmupMsOrDefault() {

@@ -403,13 +403,14 @@ public final class CollContext {
      * the NIC's choice ({@link CollWorld#nicProgress(int)}): with at least {@value
      * CollWorld#CPUS_PER_RANK_FOR_DEDICATED} processors per rank, where each rank's NIC has a thread (a core) of its
      * own, the rank's remaining processors reduce, at most {@value #MAX_AUTO_REDUCE_THREADS} threads with the rank's
-     * own (min(4, processors / ranks - 1); 4 for 2 ranks on the 16-core H200 host); with fewer, the rank alone: a
+     * own (min(4, processors / ranks - 1); 4 for 2 ranks on 16 processors); with fewer, the rank alone: a
      * worker that must wait for a core costs more than it saves (docs/TRANSPORT.md). With k = {@code nicsPerRank}
      * NICs (gdrkit.coll.nics) the threshold is {@value CollWorld#CPUS_PER_RANK_FOR_DEDICATED} + k - 1 processors per
      * rank and the threads min(4, processors / ranks - (2k - 1)), at least 1: each NIC thread takes a processor, and
-     * past the first NIC each takes one more for the kernel work it causes (socket copies, process_vm_readv). Fitted
-     * to the 16-core H200 host, 2 ranks (docs/PERFORMANCE.md): 2 NICs over shm, 4 threads best (16 MiB 2134 us against
-     * 2940 with 1); 4 NICs over tcp, 1 best (4 MiB 1399 us with 1, 1712 with 2, 2844 with 4).
+     * past the first NIC each takes one more for the kernel work it causes (socket copies, process_vm_readv). The rule
+     * fits 2 ranks on 16 processors: with 2 NICs over shm 4 threads are fastest for large allreduces, with 4 NICs
+     * over tcp 1 thread is, since the NIC threads and their kernel work leave no core to reduce on (the measurement
+     * is in docs/PERFORMANCE.md, "Collectives against OpenMPI").
      */
     ParallelReducer.Choice chooseReduceThreads(final int localRanks, final int cpus, final int nicsPerRank) {
         freeze.requireConcluded("choosing reduce threads");
@@ -659,9 +660,9 @@ public final class CollContext {
         bindTo();
         cudaGdr();
         shmDirect();
-        // default auto: on the 16-core H200 host, with 2 NICs per rank over shm, 4 threads took the 16 MiB allreduce
-        // from 2940 to 2134 us (medians of 3, docs/PERFORMANCE.md); below 4 + k - 1 processors per rank (k NICs) auto
-        // is 1
+        // default auto: with a core per NIC thread to spare, reducing on up to 4 threads speeds up large
+        // allreduces (docs/PERFORMANCE.md, "Collectives against OpenMPI"); below 4 + k - 1 processors per rank
+        // (k NICs) auto is 1, since a worker that must wait for a core costs more than it saves
         reduceThreads = pickSetting(reduceThreadsSet, CommConfiguration.COLL_REDUCE_THREADS);
         parallelBytes = pick(parallelBytes, CommConfiguration.COLL_PARALLEL_BYTES);
         timeoutMs = pick(timeoutMs, CommConfiguration.COLL_TIMEOUT_MS);

@@ -185,11 +185,11 @@ public final class CollRun {
 
     /**
      * Runs the smallest and the largest size of the sweep before anything is timed, until the JIT has compiled the
-     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is 100x slower: on a loaded
-     * 2-core host the first thousands of 8-byte allreduces took 1.5 ms each, then 15 us. "Compiled" means this
-     * JVM's total compilation time did not grow during the last batch, on every rank (at least 3 batches per
-     * size). Ranks run batches of iterations and decide together through the bootstrap, so every rank runs the
-     * same number.
+     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is about 100x slower
+     * than compiled code, so a sweep timed from the start would time the interpreter for its first thousands of
+     * small calls. "Compiled" means this JVM's total compilation time did not grow during the last batch, on every
+     * rank (at least 3 batches per size). Ranks run batches of iterations and decide together through the
+     * bootstrap, so every rank runs the same number.
      */
     private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final RegisteredBuffer send,
                                   final RegisteredBuffer recv, final RegisteredBuffer scratch) {
@@ -204,8 +204,8 @@ public final class CollRun {
             .getCompilationMXBean();
         final boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
         // the smallest again last: the sweep times it first, and it is the one a recompilation for the largest
-        // size's branches would disturb most (8 B on the H200 came out up to 2x slower out-of-place, measured
-        // first, than in-place right after)
+        // size's branches would disturb most (its out-of-place row, timed first, would otherwise pay for that
+        // recompilation)
         final long[] pick = {small, sizes.get(sizes.size() - 1), small};
         final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
         for (final long bytes : pick) {
@@ -213,8 +213,8 @@ public final class CollRun {
             boolean more = true;
             while (more) {
                 // batches grow (the same on every rank): a compilation takes milliseconds and the total compilation
-                // time grows only when one ends, so a short batch looked quiet while C2 was still at work, and the
-                // first timed row ran the profiled code (8 B on the H200 up to 2x the in-place row timed after it)
+                // time grows only when one ends, so a short batch looks quiet while C2 is still at work, and the
+                // first timed row would run the profiled code
                 final int batch = bytes <= 65536 ? 500 << Math.min(batches, 6) : 4 << Math.min(batches, 3);
                 final long before = timed ? jit.getTotalCompilationTime() : 0;
                 loop(comm, cfg, bytes, send, recv, scratch, false, batch / 2);
@@ -272,8 +272,8 @@ public final class CollRun {
     /**
      * {@code count} calls. The warm-up, the JIT warm-up and the timed calls all loop here, so the loop the clock
      * times is one the JIT has already compiled (on-stack replacement keys compiled loops by method and bytecode
-     * index): with a loop of its own, the first size's out-of-place row timed the interpreter's loop and the OSR
-     * transition, up to 2x at 8 B on the H200 (0.5 against 1.2 us, in-place right after it at 0.5).
+     * index): with a loop of its own, the first size's out-of-place row would time the interpreter's loop and the OSR
+     * transition.
      */
     private static void loop(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
                              final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace, final int count) {

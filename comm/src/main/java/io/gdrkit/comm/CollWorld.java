@@ -383,8 +383,8 @@ public final class CollWorld implements AutoCloseable {
     /**
      * {@code gdrkit.coll.nics}: a value given is taken as is; auto gives a rank several software NICs only where each
      * gets a thread of its own, since NICs that share the rank's polling add work without adding a core: the
-     * fabric's preference ({@link #preferredNics}: on the 16-core H200 host 2 NICs over shm took the 16 MiB allreduce
-     * from 3164 to 2436 us and 4 over tcp from 8378 to 3516, medians of 3, docs/PERFORMANCE.md), lowered until
+     * fabric's preference ({@link #preferredNics}: 2 NICs over shm and 4 over tcp are faster for large allreduces than
+     * one, the measured effect is in docs/PERFORMANCE.md, "Collectives against OpenMPI"), lowered until
      * {@value #CPUS_PER_RANK_FOR_DEDICATED} + k - 1 processors per local rank are there (what {@link #nicProgress}
      * asks for dedicated NIC threads), else 1; 1 when {@code gdrkit.nic.progress} is set to another mode than
      * dedicated.
@@ -559,8 +559,8 @@ public final class CollWorld implements AutoCloseable {
 
     /**
      * With {@code nicsPerRank} NICs per rank each NIC past the first needs one more processor per rank: the rule
-     * is {@value #CPUS_PER_RANK_FOR_DEDICATED} + nicsPerRank - 1 processors per rank (4 NICs on the 16-core host
-     * for 2 ranks: 14).
+     * is {@value #CPUS_PER_RANK_FOR_DEDICATED} + nicsPerRank - 1 processors per rank (4 NICs for 2 ranks: 14
+     * processors).
      */
     static NicProgress nicProgress(final int localRanks, final int nicsPerRank, final int cpus) {
         if (localRanks < 1 || cpus < 1 || nicsPerRank < 1) {
@@ -630,9 +630,9 @@ public final class CollWorld implements AutoCloseable {
 
     /**
      * The software MTU the collectives give IbTransport when {@code gdrkit.ib.software.mtu} is not set: 64 KiB on the
-     * shm fabric, whose links carry packets that large (on the 16-core H200 host the 16 MiB allreduce's busbw went
-     * from 3.93 to 5.75 GB/s, medians of 3, docs/PERFORMANCE.md); elsewhere 0, the path MTU (4096 B), as on the tcp
-     * fabric, where 64 KiB gained nothing there.
+     * shm fabric, whose links carry packets that large and where fewer, larger packets raise a large allreduce's
+     * busbw (docs/PERFORMANCE.md, "Collectives against OpenMPI"); elsewhere 0, the path MTU (4096 B), as on the tcp
+     * fabric, where 64 KiB packets gain nothing.
      */
     static int softwareMtuDefault(final String fabric) {
         return "shm".equals(fabric) ? SHM_SOFTWARE_MTU : 0;

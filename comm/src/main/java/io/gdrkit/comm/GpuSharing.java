@@ -19,9 +19,9 @@ import java.util.stream.Collectors;
 /**
  * Which rank processes share this rank's GPU, and whether MPS is on for them. Rank processes on one GPU without
  * the CUDA Multi-Process Service each have their own context, and the GPU time-slices between contexts: a ring step
- * that needs GPU work from both ranks waits for a context switch (on an H200, 0.7-1.2 ms per small allreduce with 2
- * processes on one GPU, 0.10-0.13 ms with MPS in one run, about 0.1 ms as threads of one process: docs/TRANSPORT.md, "GPU
- * buffers").
+ * that needs GPU work from both ranks waits for a context switch, which makes a small allreduce several times slower
+ * than with MPS or with ranks as threads of one process (the measurement is in docs/TRANSPORT.md, "Several rank
+ * processes on one GPU: MPS").
  * Ranks that are threads of one process share that process's one (primary) context: no time-slicing between them.
  *
  * <p>Every rank sends one record through the bootstrap's allGather ({@link #record}), and each rank works out its

@@ -50,17 +50,16 @@ public final class ParallelReducer implements AutoCloseable {
 
     /**
      * How long a worker spins for its next part before it parks: about the gap between two 512 KiB chunks of a large
-     * exchange on the H200 host (2.2 GB/s busbw, docs/PERFORMANCE.md), so the next chunk finds it awake rather than
-     * paying an unpark; not measured yet.
+     * exchange at a busbw of a few GB/s (docs/TRANSPORT.md), so the next chunk finds it awake rather than paying an
+     * unpark; the spin itself is not tuned by measurement.
      */
     static final long SPIN_NANOS = 200_000;
 
     /**
-     * The communicator's cold threshold: up to 256 KiB a reduction that finds the workers parked runs alone. On the
-     * H200 host ({@code bench/.../ParallelReducerColdBench}, 4 threads, float sum, 1 ms between calls, averages of 3
-     * iterations with wide error bars; docs/PERFORMANCE.md) 64 KiB took 22 us alone against 56 split, 256 KiB 58
-     * against 82, but 1 MiB 202 against 108: from there the split pays for the wake. Back to back, where the workers
-     * spin, both ways split (within the noise).
+     * The communicator's cold threshold: up to 256 KiB a reduction that finds the workers parked runs alone: waking a
+     * parked worker costs more than splitting saves up to about this size, and from 1 MiB the split pays for the
+     * wake ({@code bench/.../ParallelReducerColdBench}; the measurement is in docs/TRANSPORT.md, "Cold workers").
+     * Back to back, where the workers spin, both ways are within the noise.
      */
     public static final long DEFAULT_COLD_ALONE_BYTES = 256 << 10;
     /** Polls of a caller between deadline checks (System.nanoTime). */

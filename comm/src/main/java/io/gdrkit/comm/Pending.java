@@ -8,8 +8,8 @@ import io.gdrkit.comm.transport.NetTransport;
 /**
  * A slot for one request in flight. The slots are objects and not an array of {@link NetTransport.Request}
  * because C2 types an array of an interface as {@code Object[]} when it speculates on the exact array class at a
- * store: every store site of the exchange loop trapped once and recompiled it (16 compilations of the loop in
- * one sweep on the 2-core machine, 4 with holders). A field store has no such check. Allocated up front, reused.
+ * store: every store site of the exchange loop traps once and recompiles it, so an array recompiles the loop once
+ * per site where holders compile it a few times. A field store has no such check. Allocated up front, reused.
  */
 final class Pending {
     NetTransport.Request req;

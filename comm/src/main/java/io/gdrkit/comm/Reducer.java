@@ -54,9 +54,9 @@ public final class Reducer {
 
     /**
      * Below this many elements, {@link #few}: code of its own, so that the bulk loops' profile is of bulk calls.
-     * C2 compiles a loop for the trip counts its profile shows; the bulk loops, first compiled while small
-     * collectives called them with 2 elements, stayed at a third of their speed for the ring's 128 Ki-element
-     * chunks (nothing made them recompile once every operand was the one segment).
+     * C2 compiles a loop for the trip counts its profile shows; bulk loops first compiled while small collectives
+     * call them with 2 elements stay at a third of their speed for the ring's 128 Ki-element chunks (nothing makes
+     * them recompile once every operand is the one segment).
      */
     static final int FEW = 32;
 

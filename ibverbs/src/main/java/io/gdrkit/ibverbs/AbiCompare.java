@@ -12,7 +12,7 @@ import java.util.Map;
 /**
  * Compares what the C ABI probe ({@code ibverbs/src/test/c/abi_probe.c}, compiled against a host's rdma-core headers)
  * printed with the FFM layouts. The test suite runs it on every build; {@code gdrkit abi-check FILE} runs it on a
- * host that has no build tools for Java, such as the GPU host.
+ * host that has no build tools for Java.
  */
 public final class AbiCompare {
     private AbiCompare() {

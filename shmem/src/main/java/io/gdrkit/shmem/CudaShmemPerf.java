@@ -540,7 +540,7 @@ public final class CudaShmemPerf {
                 Thread.currentThread().interrupt();
             } finally {
                 // the echo thread reads the pinned pages: it must be gone before they are freed (a launch that
-                // failed would otherwise leave it spinning on freed memory: a JVM crash, seen on the H200)
+                // failed would otherwise leave it reading freed memory, which crashes the JVM)
                 stop.set(true);
                 try {
                     echo.join(timeout.toMillis() + 1000);

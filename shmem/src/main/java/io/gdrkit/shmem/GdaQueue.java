@@ -109,7 +109,7 @@ final class GdaQueue {
             // ... and the NIC acts on it before the WQE's stores land. A schedule, not a race: the stores are held
             // back until the NIC has refused this WQE (or the QP failed on an earlier one, after which it reads
             // nothing more; or it completed the WQE: a NIC that does not check the stamp), however late the NIC's
-            // thread runs. A wait of fixed length (2 ms) let the stores win on a loaded machine: no stale WQE.
+            // thread runs. A wait of fixed length lets the stores win on a loaded machine, and then nothing is stale.
             final Spin nic = new Spin(timeoutNanos);
             while (dq.staleWqes() == refusedBefore && error == null && !isDone(idx)) {
                 reap();

@@ -198,7 +198,7 @@ public final class MoeRun {
             }
         }
         // CUDA: the kernel resolved and its buffers allocated before the barrier: loading a module waits for the
-        // kernels already running (measured on the H200), and every PE's kernel waits for the others
+        // kernels already running (docs/SHMEM.md, "H200"), and every PE's kernel waits for the others
         final CudaLaunch cuda = pe.gpu().isSimulated() ? null : new CudaLaunch(pe);
         pe.barrierAll();
         // wall: {the kernel's span, its communication (-1: not stamped)}; total: the host's launch to its end

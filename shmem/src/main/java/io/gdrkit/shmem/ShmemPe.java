@@ -94,8 +94,8 @@ public final class ShmemPe implements AutoCloseable {
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
         // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, and the CUDA
-        // guide lists a page-locked allocation among the implicit synchronizations (the H200's driver did not wait,
-        // docs/results/h200-lazy-load.txt); here no kernel runs yet
+        // guide lists a page-locked allocation among the implicit synchronizations (not every driver waits there:
+        // docs/SHMEM.md, "H200"); here no kernel runs yet, so none is waited for
         heapMem.dmaRead(0, hostScratch, 0, 8);
         this.hostCq = vctx.createCq(4 * ctx.sqDepth());
         this.recvCq = vctx.createCq(16);

@@ -59,7 +59,7 @@ public final class ShmemWorld {
                 }
             } else {
                 for (int i = 0; i < n; i++) {
-                    gpus[i] = GpuDevices.open(ctx.gpu()); // every PE on the same CUDA device: one H200 here
+                    gpus[i] = GpuDevices.open(ctx.gpu()); // every PE on the same CUDA device
                 }
             }
             final SoftDevice[] nics = new SoftDevice[n];

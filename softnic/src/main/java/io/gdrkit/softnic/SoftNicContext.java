@@ -67,15 +67,15 @@ public final class SoftNicContext {
      * true | false (default true): on the in-JVM fabric, a SEND or WRITE packet from registered host memory carries
      * a reference to the sender's bytes instead of the bytes, and the responder copies them straight from the
      * sender's MR into its own: one copy of every payload byte instead of two. Used only where it is safe; the
-     * bytes travel as before with a link CRC ({@link #LINK_CRC_PROP}), a link hook that may look at payloads
+     * bytes themselves travel with a link CRC ({@link #LINK_CRC_PROP}), a link hook that may look at payloads
      * (fault injection), DMA (GPU) or thread-confined source memory, inline data, and on other fabrics.
      */
     public static final String ONE_COPY_PROP = SoftNicConfiguration.ONE_COPY.name();
     /**
      * Smallest message (bytes, default {@value #DEFAULT_ONE_COPY_MIN}) whose payload travels as a reference on the
      * single-copy path; smaller ones are copied into the packet. Referencing costs an SGE walk on the sender and a
-     * lookup on the receiver, more than copying a short payload: on the H200 host 64 B WRITEs ran at 3.2-4.1 M msg/s
-     * referenced and 4.9-5.1 copied (docs/PERFORMANCE.md).
+     * lookup on the receiver, more than copying a short payload: 64 B WRITEs run at a lower message rate referenced
+     * than copied (docs/PERFORMANCE.md).
      */
     public static final String ONE_COPY_MIN_PROP = SoftNicConfiguration.ONE_COPY_MIN.name();
     /** The default of {@link #ONE_COPY_MIN_PROP}. */
@@ -101,9 +101,9 @@ public final class SoftNicContext {
     public static final String SHM_CMA_THRESHOLD_PROP = SoftNicConfiguration.SHM_CMA_THRESHOLD.name();
     /**
      * true | false (default false): segment offload ({@link #BATCH_PROP}) across processes too, on shm links where
-     * cma was granted: one reference record for up to {@code batch} packets of a SEND/WRITE. Off by default: on the
-     * 2-vCPU VM, quiet, 2-rank allreduces of 4-16 MiB ran at 0.7-1.1x (median 0.9) of one record per packet
-     * (docs/PERFORMANCE.md, "Issue 12: large allreduce over shm"); the quiet many-core host decides.
+     * cma was granted: one reference record for up to {@code batch} packets of a SEND/WRITE. Off by default: large
+     * 2-rank allreduces are no faster with it than with one record per packet, and slower where each rank has a NIC
+     * thread (docs/PERFORMANCE.md, "Collectives against OpenMPI").
      */
     public static final String SHM_BATCH_PROP = SoftNicConfiguration.SHM_BATCH.name();
     /**
@@ -128,7 +128,7 @@ public final class SoftNicContext {
      * Segment offload on the single-copy path (default 16; 1 turns it off): the most MTU-sized packets of one SEND
      * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
      * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
-     * the window, AckReq, ACK/NAK and go-back-N count packets as before. Used only where references are
+     * the window, AckReq, ACK/NAK and go-back-N still count single packets. Used only where references are
      * ({@link #ONE_COPY_PROP}; across processes on the shm fabric only with {@link #SHM_BATCH_PROP}) and the link
      * hook takes whole spans (not with fault injection).
      */

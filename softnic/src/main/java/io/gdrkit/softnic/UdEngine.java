@@ -44,7 +44,7 @@ import java.lang.invoke.VarHandle;
  * </ul>
  * A claim that fails (given up, or a duplicate) drops the datagram. Where references cannot travel (a link CRC, a
  * hook that looks at payloads, shm/TCP fabrics, an unknown LID, the port down, inline data, an MR that is not
- * referable) the datagram is copied as before.
+ * referable) the datagram's bytes are copied into it.
  */
 final class UdEngine implements Agent {
     /** The path MTU of UD messages: the port's active MTU (4096); a longer send is refused at post. */

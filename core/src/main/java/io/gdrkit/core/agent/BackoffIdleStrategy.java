@@ -7,7 +7,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Spins, then yields, then parks with exponential backoff up to a ceiling. The yield and park phases are what
- * keep several NIC threads from starving each other (or the application) on a 2-core machine.
+ * keep several NIC threads from starving each other (or the application) where there are fewer cores than
+ * busy threads.
  */
 public final class BackoffIdleStrategy implements IdleStrategy {
     private final long maxSpins;

@@ -89,7 +89,7 @@ public record NetCaps(int dev, String name, boolean peermem, String peermemEvide
                 return new NetCaps(dev, name, false, call + " = " + e.getMessage(), dmabuf, dmabufEvidence);
             }
         } catch (final GpuException e) {
-            // the GPU itself refused to map memory for a NIC (attribute 116 = 0, BAR1 full): the NIC was not asked
+            // the GPU itself refuses to map memory for a NIC (attribute 116 = 0, BAR1 full): the NIC is not asked
             return new NetCaps(dev, name, false, "not answered: GPU " + gpu.ordinal() + " cannot map memory for a "
                 + "NIC: " + e.getMessage(), dmabuf, dmabufEvidence);
         }

@@ -403,7 +403,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public synchronized long mapHost(final MemorySegment host) {
         // memory from cuMemAllocHost is pinned and mapped already: registering it again fails with
-        // CUDA_ERROR_INVALID_VALUE (seen on the H200), so ask for its device address directly
+        // CUDA_ERROR_INVALID_VALUE, so ask for its device address directly
         if (isPinned(host.address(), host.byteSize())) {
             return devicePointer(host);
         }
@@ -495,8 +495,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
      * {@code cuStreamSynchronize(NULL)}: waits for the legacy stream, where the "synchronous" copies run. CUDA does
      * not wait for a device-to-device copy (nor always for a pageable host-to-device one) before returning, and
      * work on a non-blocking stream (the NIC's copy engine path) is not ordered behind it: without this wait the
-     * NIC read a collective's output before its input had been copied there (wrong elements on the H200 after
-     * some hundreds of operations, once the Java side ran fast enough to overtake the copy).
+     * NIC can read a collective's output before its input has been copied there, whenever the Java side runs fast
+     * enough to overtake the copy (docs/TRANSPORT.md, "GDR on a real GPU").
      */
     private void landLegacyStream(final String after) {
         awaitQuery(d.cuStreamQuery, MemorySegment.NULL, LEGACY_COPY_TIMEOUT, "cuStreamQuery(legacy)",
@@ -744,8 +744,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public GpuFunction function(final String module, final String name) {
         // Resolve every kernel before launching one that waits for another (docs/SHMEM.md, "H200"): loading a module
-        // waits for every running kernel (cuModuleLoadData took 1.4 s beside a 1.5 s spin on the H200; the CUDA
-        // guide names the hazard under lazy loading). A PE loading its module while its peer's kernel spins waiting
+        // waits for every running kernel (cuModuleLoadData blocks until a spinning kernel ends; the CUDA guide names
+        // the hazard under lazy loading). A PE loading its module while its peer's kernel spins waiting
         // for it deadlocks until that kernel's timeout.
         final CudaFunction known = functions.get(module + "/" + name);
         if (known != null) {

@@ -12,8 +12,8 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The stand-in NIC's copy engine path into one CUDA device, batched: the software NIC hands over one packet at a
- * time, and each used to cost a pageable {@code cuMemcpyHtoDAsync} plus a {@code cuStreamSynchronize}. Here a
- * packet is copied into pinned staging (a plain memory copy), packets that land next to each other in device
+ * time, and copying each alone would cost a pageable {@code cuMemcpyHtoDAsync} plus a {@code cuStreamSynchronize}.
+ * Here a packet is copied into pinned staging (a plain memory copy), packets that land next to each other in device
  * memory are merged into one span, and a span becomes one {@code cuMemcpyHtoDAsync} on the NIC stream when it is
  * large, when the next packet does not continue it, when its staging chunk is full, or at a fence. Nothing waits
  * per packet. A span never crosses from one allocation into the next, even where the two are neighbours in device
@@ -43,8 +43,8 @@ import java.util.concurrent.locks.ReentrantLock;
 final class NicStaging {
     /**
      * 256 KiB chunks, 8 of them: 2 MiB of staging stays in the CPU's caches, so the copy into it runs at cache
-     * speed. A 16 MiB ring measured 1.3-1.9 GB/s on the H200 host (the profile showed the staging copy writing
-     * to DRAM); the copy engine empties a chunk (about 7 us at 35 GB/s) faster than the CPU fills the next.
+     * speed; a 16 MiB ring spills to DRAM, and the copy into it, bound by DRAM writes, becomes the
+     * path's limit. The copy engine empties a chunk (about 7 us at 35 GB/s) faster than the CPU fills the next.
      */
     static final int CHUNK = 256 << 10;
     static final int CHUNKS = 8;

@@ -22,7 +22,7 @@ import java.util.regex.Matcher;
 /**
  * Reads recorded measurements for the models: JSON lines as {@code perf --json} and {@code gpu-path --json} print
  * them (also with a {@code label}/{@code run} prefix, as the bench scripts tag them), and gpu-path's text table (the
- * form of the earlier H200 records). Repeated runs at one x become their median. Every problem is a
+ * form of the recorded H200 runs under docs/results). Repeated runs at one x become their median. Every problem is a
  * {@link ModelInputException} naming the file and line.
  */
 public final class ModelInputs {

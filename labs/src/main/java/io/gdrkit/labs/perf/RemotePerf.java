@@ -282,7 +282,7 @@ public final class RemotePerf {
     /**
      * The TCP fabric's settings for perf: idle parking on (1 ms), since each perf process moves its NIC from the
      * one thread that waits on it, so a post can never be stuck behind a park; {@code gdrkit.tcp.*} properties
-     * still override it ({@code -Dgdrkit.tcp.park.ms=0}: busy-poll as before). Bandwidth runs park; latency runs
+     * still override it ({@code -Dgdrkit.tcp.park.ms=0}: busy-poll). Bandwidth runs park; latency runs
      * busy-poll ({@link TcpFabric#idleParking}): on a loaded machine a parked thread's wake-up costs a ping-pong
      * tens of microseconds, while a streaming peer gains the CPU a spinning one would take.
      */

@@ -146,7 +146,7 @@ public final class SoftNicConfiguration {
         4096, 1, 1 << 30, "smallest packet payload (bytes) sent as a cross-process reference").readBy("SoftNicContext");
     /** Segment offload across processes on granted cma links. */
     public static final SettingDef<Boolean> SHM_BATCH = SettingDef.flag("gdrkit.nic.shm.batch", false,
-        "segment offload across processes on granted cma links (opt-in: not faster on the 2-vCPU VM, "
+        "segment offload across processes on granted cma links (opt-in: not faster than a record per packet, "
             + "docs/PERFORMANCE.md)").readBy("SoftNicContext");
     /** Copy engines per NIC on the shm fabric ({@code auto}: {@link #defaultCopyEngines}). */
     public static final SettingDef<Integer> COPY_ENGINES = SettingDef.of("gdrkit.nic.copy.engines", 1,

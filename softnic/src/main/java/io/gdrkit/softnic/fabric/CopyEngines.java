@@ -12,8 +12,8 @@ import java.util.concurrent.locks.LockSupport;
  * Several copy engines for one NIC's cross-process pulls (the shm fabric's cma path): a {@code process_vm_readv} of
  * at least {@link #threshold()} bytes is split into up to {@link #engines()} parts; {@code engines - 1} daemon threads
  * each take one part while the calling (NIC engine) thread reads the first, and the call returns only once every part
- * is in, so the NIC sees one read, as before: completion order, PSNs and ACKs do not change. Why: a 2-rank allreduce
- * on the 16-core host was bound by the one NIC thread per rank that does every pull (docs/PERFORMANCE.md), where
+ * is in, so the NIC sees one read, as with a single engine: completion order, PSNs and ACKs do not change. Why: with
+ * one NIC thread per rank doing every pull, that thread bounds a large 2-rank allreduce (docs/PERFORMANCE.md), where
  * SocketTransport copies on several kernel threads.
  *
  * <p>The answer is what one read of the whole range would have answered ({@link #read}): the bytes read up to the

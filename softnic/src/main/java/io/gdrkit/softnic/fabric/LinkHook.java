@@ -41,7 +41,7 @@ public interface LinkHook {
      * Whether a packet this hook sees may be a segment-offload record standing for several packets of one message
      * (see {@code Packet}, "extra packets"). Only for a hook that {@link #passesReferences() passes references} and
      * whose verdicts need not fall on single packets: a dropped record is all its packets lost. Default false, so
-     * fault injection and test hooks see (and drop, duplicate, delay) one packet at a time, as before.
+     * fault injection and test hooks see (and drop, duplicate, delay) one packet at a time.
      */
     default boolean passesBatches() {
         return false;

@@ -80,7 +80,8 @@ public final class ConnectionManager {
             final CmMessage rep = await(in, CmMessage.REP, "REP", remote, timeoutMs);
             bringUp(qp, template, rep, psn, Math.min(mtu, rep.mtu()));
             new CmMessage(CmMessage.RTU, qp.qpNum(), psn, localLid, mtu, new byte[0]).write(out);
-            // the handshake is over: later messages (DREQ) wait per read, as before
+            // the handshake is over, so its overall deadline ends: later messages (DREQ) wait per read (the socket
+            // timeout)
             din.clear();
             socket.setSoTimeout(timeoutMs);
             return new CmConnection(socket, in, out, qp, rep, timeoutMs);
