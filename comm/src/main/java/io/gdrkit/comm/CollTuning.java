@@ -33,6 +33,10 @@ package io.gdrkit.comm;
  * algorithm. Choices are made once per kind and kept, so choosing allocates nothing.
  */
 public final class CollTuning {
+    /** The override names, as catalogued (the reasons quote them). */
+    private static final String ALGO_NAME = GdrConfiguration.ALGO.name();
+    private static final String PROTO_NAME = GdrConfiguration.PROTO.name();
+
     /** The largest round of the LL protocol, and auto's LL limit. */
     public static final int LL_BYTES = 8192;
 
@@ -141,7 +145,7 @@ public final class CollTuning {
         final String p = ll ? "LL" : "Simple";
         final String why;
         final String protoWhy = proto == CollContext.Proto.AUTO ? (ll ? "LL up to " + LL_BYTES + " B"
-            : "Simple above " + LL_BYTES + " B") : "NCCL_PROTO=" + p;
+            : "Simple above " + LL_BYTES + " B") : PROTO_NAME + "=" + p;
         if (kind == SHM_DIRECT || kind == SHM_RSAG) {
             final String a;
             if (algo == CollContext.Algo.AUTO) {
@@ -150,16 +154,16 @@ public final class CollTuning {
                     : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to the direct limit of " + shmDirect
                     + " B, one round, each rank reads every input in place" : "auto: data moves in direct rounds";
             } else if (algo == CollContext.Algo.RSAG && kind == SHM_DIRECT) {
-                a = "NCCL_ALGO=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
+                a = ALGO_NAME + "=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
             } else {
-                a = "NCCL_ALGO=" + ALGO[kind];
+                a = ALGO_NAME + "=" + ALGO[kind];
             }
             return new Choice(ALGO[kind], p, "shm", a + "; every rank on one host, shared memory, no NIC; "
                 + protoWhy, kind, ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);
         }
         final StringBuilder w = new StringBuilder();
         if (algo == CollContext.Algo.RING || algo == CollContext.Algo.TREE) {
-            w.append("NCCL_ALGO=").append(algo.name().toLowerCase(java.util.Locale.ROOT))
+            w.append(ALGO_NAME).append('=').append(algo.name().toLowerCase(java.util.Locale.ROOT))
                 .append(" takes the exchanges over the transport");
             if (kind == NET_DIRECT) {
                 w.append(" (below the direct limit, one direct round").append(viaShm ? " through shared memory)"
@@ -169,13 +173,13 @@ public final class CollTuning {
                     .toLowerCase(java.util.Locale.ROOT)).append(": ").append(ALGO[kind]).append(')');
             }
         } else {
-            w.append(algo == CollContext.Algo.AUTO ? "auto" : "NCCL_ALGO=" + algo.name().toLowerCase(
+            w.append(algo == CollContext.Algo.AUTO ? "auto" : ALGO_NAME + "=" + algo.name().toLowerCase(
                 java.util.Locale.ROOT) + " needs the shm path, which is not open").append(": ")
                 .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm + ")");
             w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
         }
         if (proto != CollContext.Proto.AUTO) {
-            w.append("; NCCL_PROTO applies to the shm path");
+            w.append("; ").append(PROTO_NAME).append(" applies to the shm path");
         }
         return new Choice(ALGO[kind], p, viaShm ? "shm" : "net", w.toString(), kind, 0);
     }

@@ -4,6 +4,7 @@
 package io.gdrkit.gpu.cuda;
 
 import io.gdrkit.gpu.GpuException;
+import io.gdrkit.gpu.config.GpuConfiguration;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -495,7 +496,7 @@ final class NicStaging {
                 }
                 agent = null;
                 a.close();
-                agentNote = "; gdrkit.cuda.agent=auto: the copy engine alone (" + e.getMessage() + ")";
+                agentNote = "; " + GpuConfiguration.CUDA_AGENT.name() + "=auto: the copy engine alone (" + e.getMessage() + ")";
             }
         }
     }
