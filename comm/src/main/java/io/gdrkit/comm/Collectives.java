@@ -84,6 +84,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -190,6 +192,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -239,6 +243,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -290,6 +296,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -341,6 +349,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -386,6 +396,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -423,6 +435,8 @@ public final class Collectives {
             } catch (final RuntimeException e) {
                 c.shmFailed(e);
                 throw e;
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }

@@ -252,6 +252,18 @@ public final class Communicator implements AutoCloseable {
         failed(e);
     }
 
+    /**
+     * An shm collective met a fault on a mapped file (the JVM's InternalError for a SIGBUS: a file truncated under
+     * its mapping): a named error, naming the files that no longer hold their mapping; later calls are refused with it.
+     */
+    CollException shmFault(final InternalError e) {
+        final CollException c = new CollException("rank " + rank + " shared-memory collective: " + (shm == null
+            ? "a fault on a mapped access" : shm.faultWhy())
+            + " (" + e.getMessage() + ")", e);
+        failed(c);
+        return c;
+    }
+
     /** The shared-memory rounds (null: not used), for tests that play a hostile peer's file. */
     ShmDirect shmDirect() {
         return shm;
