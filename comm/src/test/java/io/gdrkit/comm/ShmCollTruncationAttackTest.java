@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * A same-user process that opened a rank's shared-memory file of the shm collectives before it was unlinked
  * truncates it while two ranks loop allreduce (to nothing, to its first page: the slots gone, to half of it), or
- * overwrites its rounds', headers' and done words with garbage. Every rank ends with a named {@link CollException}
+ * allgather with NCCL_ALGO=ring (the net path's direct round, whose slots are the same files), or overwrites its rounds', headers' and done words with garbage. Every rank ends with a named {@link CollException}
  * (a truncation names the file: "rank 1's file ... was truncated under the mapping"; garbage names the round rank 1's
  * slot holds, or what rank 1 wrote), never a hang or a SIGBUS death, and nothing is left in /dev/shm. Runs in a child
  * JVM ({@link ShmCollTruncationProbe}) so that a fault the JVM could not survive fails this test instead of the run.
@@ -26,12 +26,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmCollTruncationAttackTest {
     @ParameterizedTest
-    @ValueSource(longs = {0, 4096, 500_000, -1})
-    void aRankFileTruncatedOrOverwrittenWhileRanksRunIsNamedNeverAHangOrSigbus(final long size)
+    @ValueSource(strings = {"0", "4096", "500000", "-1", "0 ring", "4096 ring", "-1 ring"})
+    void aRankFileTruncatedOrOverwrittenWhileRanksRunIsNamedNeverAHangOrSigbus(final String attack)
         throws IOException, InterruptedException {
+        final String[] a = attack.split(" ");
+        final long size = Long.parseLong(a[0]);
         final Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
-            ShmCollTruncationProbe.class.getName(), Long.toString(size)).redirectErrorStream(true).start();
+            ShmCollTruncationProbe.class.getName(), a[0], a.length > 1 ? a[1] : "auto").redirectErrorStream(true)
+            .start();
         final boolean ended = p.waitFor(90, TimeUnit.SECONDS);
         if (!ended) {
             p.destroyForcibly();

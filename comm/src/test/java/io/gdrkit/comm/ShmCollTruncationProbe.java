@@ -46,6 +46,9 @@ public final class ShmCollTruncationProbe {
 
     public static void main(final String[] args) throws Exception {
         final long size = Long.parseLong(args[0]);
+        // "ring": NCCL_ALGO=ring keeps allreduce on the NIC, and a small allgather takes the direct round, whose
+        // slots are still these files; otherwise allreduce through the shm path
+        final boolean ring = args.length > 1 && args[1].equals("ring");
         final Set<String> before = shmRunFiles();
         final FileChannel[] victim = new FileChannel[1];
         ShmDirect.beforeUnlink = f -> {
@@ -95,15 +98,22 @@ public final class ShmCollTruncationProbe {
         });
         final SettingsReader none = SettingsReader.ofEnv(Map.of());
         final Throwable[] err = ThreadRanks.run(2, CollWorld.TransportKind.IB,
-            r -> new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(none), none,
+            r -> new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(none)
+                .algo(ring ? CollContext.Algo.RING : CollContext.Algo.AUTO), none,
             Duration.ofSeconds(40), (rank, c, a) -> {
                 final RegisteredBuffer s = c.register(a.allocate(1 << 16, 64));
-                if (!"shm".equals(c.choose(CollOp.ALLREDUCE, 4000).path())) {
-                    throw new IllegalStateException("not the shm path: " + c.choose(CollOp.ALLREDUCE, 4000));
+                final RegisteredBuffer g = c.register(a.allocate(1 << 17, 64));
+                final CollTuning.Choice ch = ring ? c.choose(CollOp.ALLGATHER, 8000) : c.choose(CollOp.ALLREDUCE, 4000);
+                if (!ch.path().equals("shm") || ring && ch.kind() != CollTuning.NET_DIRECT) {
+                    throw new IllegalStateException("not the path under test: " + ch);
                 }
                 // until the attack ends the run (or, bounded, until it is over and the ranks still ran)
                 for (long i = 0; i < 2_000_000; i++) {
-                    Collectives.allReduce(c, s, s, 1000 + (i % 2) * 8000, DataType.INT32, RedOp.SUM);
+                    if (ring) {
+                        Collectives.allGather(c, s, g, 1000, DataType.INT32);
+                    } else {
+                        Collectives.allReduce(c, s, s, 1000 + (i % 2) * 8000, DataType.INT32, RedOp.SUM);
+                    }
                     if (i == 50 && rank == 0) {
                         running.countDown();
                     }
