@@ -41,7 +41,9 @@ import java.util.function.Consumer;
  * through the bootstrap with a random nonce every file carries), are created O_EXCL|O_NOFOLLOW with mode 0600, and
  * are unlinked as soon as every rank mapped them: nothing is left in /dev/shm, even after kill -9, once the
  * communicator is up. Ranks on different hosts never see rank 0's directory (or see another with a wrong nonce):
- * they then keep the direct round over the NIC.
+ * they then keep the direct round over the NIC. A same-user process that opened a file before then can still
+ * truncate it under the mappings: the next access to a lost page is the JVM's InternalError (a SIGBUS), which the
+ * collectives turn into a {@link CollException} naming the truncated file ({@link #faultWhy}); the process lives on.
  *
  * <pre>
  * rank r's file (little-endian, as the host):
