@@ -82,8 +82,7 @@ public final class Collectives {
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, -1, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -194,8 +193,7 @@ public final class Collectives {
             try {
                 s.allGather(send.seg(), recv.seg(), bb, t, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -249,8 +247,7 @@ public final class Collectives {
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, op, true, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -302,8 +299,7 @@ public final class Collectives {
             try {
                 s.broadcast(send.seg(), recv.seg(), bytes, t, root, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -359,8 +355,7 @@ public final class Collectives {
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -410,8 +405,7 @@ public final class Collectives {
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, null, false, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }
@@ -449,8 +443,7 @@ public final class Collectives {
             try {
                 s.sendRecv(send.seg(), recv.seg(), bytes, t, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
             } catch (final InternalError e) {
                 throw c.shmFault(e);
             }

@@ -17,11 +17,13 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A same-user process that opened a rank's shared-memory file of the shm collectives before it was unlinked
- * truncates it while two ranks loop allreduce (to nothing, to its first page: the slots gone, to half of it), or
- * allgather with NCCL_ALGO=ring (the net path's direct round, whose slots are the same files), or overwrites its rounds', headers' and done words with garbage. Every rank ends with a named {@link CollException}
- * (a truncation names the file: "rank 1's file ... was truncated under the mapping"; garbage names the round rank 1's
- * slot holds, or what rank 1 wrote), never a hang or a SIGBUS death, and nothing is left in /dev/shm. Runs in a child
- * JVM ({@link ShmCollTruncationProbe}) so that a fault the JVM could not survive fails this test instead of the run.
+ * truncates it (to nothing, to its first page: the slots gone, to half of it) or overwrites its rounds', headers'
+ * and done words with garbage, while two ranks loop allreduce (small ones and ones split over the reduce threads),
+ * or allgather with NCCL_ALGO=ring (the net path's direct round, whose slots are the same files). Every rank ends
+ * with a named {@link CollException} (a truncation names the file: "rank 1's file ... was truncated under the
+ * mapping"; garbage names the round rank 1's slot holds, or what rank 1 wrote), never a hang or a SIGBUS death,
+ * and nothing is left in /dev/shm. Runs in a child JVM ({@link ShmCollTruncationProbe}) so that a fault the JVM
+ * could not survive fails this test instead of the run.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmCollTruncationAttackTest {

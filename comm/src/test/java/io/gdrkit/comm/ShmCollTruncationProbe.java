@@ -101,7 +101,7 @@ public final class ShmCollTruncationProbe {
             r -> new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(none)
                 .algo(ring ? CollContext.Algo.RING : CollContext.Algo.AUTO), none,
             Duration.ofSeconds(40), (rank, c, a) -> {
-                final RegisteredBuffer s = c.register(a.allocate(1 << 16, 64));
+                final RegisteredBuffer s = c.register(a.allocate(1 << 20, 64));
                 final RegisteredBuffer g = c.register(a.allocate(1 << 17, 64));
                 final CollTuning.Choice ch = ring ? c.choose(CollOp.ALLGATHER, 8000) : c.choose(CollOp.ALLREDUCE, 4000);
                 if (!ch.path().equals("shm") || ring && ch.kind() != CollTuning.NET_DIRECT) {
@@ -112,7 +112,9 @@ public final class ShmCollTruncationProbe {
                     if (ring) {
                         Collectives.allGather(c, s, g, 1000, DataType.INT32);
                     } else {
-                        Collectives.allReduce(c, s, s, 1000 + (i % 2) * 8000, DataType.INT32, RedOp.SUM);
+                        // a small one (direct) and one above the direct limit (reduce-scatter + allgather, the
+                        // reduction split over the reduce threads)
+                        Collectives.allReduce(c, s, s, i % 2 == 0 ? 1000 : 200_000, DataType.INT32, RedOp.SUM);
                     }
                     if (i == 50 && rank == 0) {
                         running.countDown();
