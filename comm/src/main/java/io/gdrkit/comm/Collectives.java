@@ -82,18 +82,23 @@ public final class Collectives {
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, -1, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
         final boolean tree = ch.kind() == CollTuning.NET_TREE;
         if (ch.kind() == CollTuning.NET_DIRECT) {
-            final int bytes = (int) (count * t.size());
-            c.directRound(send, 0, bytes, bytes, header(CollOp.ALLREDUCE, t, op, 0), Communicator.ALL,
-                Communicator.ALL);
-            reduceInRankOrder(c, recv, count, t, op);
-            c.directDone(Communicator.ALL);
+            try {
+                final int bytes = (int) (count * t.size());
+                c.directRound(send, 0, bytes, bytes, header(CollOp.ALLREDUCE, t, op, 0), Communicator.ALL,
+                    Communicator.ALL);
+                reduceInRankOrder(c, recv, count, t, op);
+                c.directDone(Communicator.ALL);
+            } catch (final InternalError e) {
+                throw c.shmFault(e); // the direct round's slots are shm files when every rank is on this host
+            }
             return;
         }
         // on the host the ring reads its input where it lies (recv[b] = op(send[b], received)): every block of recv
@@ -188,21 +193,26 @@ public final class Collectives {
             try {
                 s.allGather(send.seg(), recv.seg(), bb, t, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
         RegisteredBuffer.copy(send, 0, recv, r * bb, bb);
         if (ch.kind() == CollTuning.NET_DIRECT) {
-            c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
-                Communicator.ALL);
-            for (int p = 0; p < n; p++) {
-                if (p != r) {
-                    MemorySegment.copy(c.directSeg(p), c.directAt(p), recv.seg(), p * bb, bb);
+            try {
+                c.directRound(send, 0, (int) bb, (int) bb, header(CollOp.ALLGATHER, t, null, 0), Communicator.ALL,
+                    Communicator.ALL);
+                for (int p = 0; p < n; p++) {
+                    if (p != r) {
+                        MemorySegment.copy(c.directSeg(p), c.directAt(p), recv.seg(), p * bb, bb);
+                    }
                 }
+                c.directDone(Communicator.ALL);
+            } catch (final InternalError e) {
+                throw c.shmFault(e); // the direct round's slots are shm files when every rank is on this host
             }
-            c.directDone(Communicator.ALL);
             return;
         }
         final int next = (r + 1) % n;
@@ -237,8 +247,9 @@ public final class Collectives {
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, op, true, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -288,21 +299,26 @@ public final class Collectives {
             try {
                 s.broadcast(send.seg(), recv.seg(), bytes, t, root, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
         if (ch.kind() == CollTuning.NET_DIRECT) {
-            if (pos == 0) {
-                RegisteredBuffer.copy(send, 0, recv, 0, bytes);
-                c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
-                    Communicator.NONE);
-            } else {
-                c.directRound(send, 0, 0, (int) bytes, header(CollOp.BROADCAST, t, null, root), Communicator.NONE,
-                    root);
-                MemorySegment.copy(c.directSeg(root), c.directAt(root), recv.seg(), 0, bytes);
-                c.directDone(root);
+            try {
+                if (pos == 0) {
+                    RegisteredBuffer.copy(send, 0, recv, 0, bytes);
+                    c.directRound(send, 0, (int) bytes, 0, header(CollOp.BROADCAST, t, null, root), Communicator.ALL,
+                        Communicator.NONE);
+                } else {
+                    c.directRound(send, 0, 0, (int) bytes, header(CollOp.BROADCAST, t, null, root), Communicator.NONE,
+                        root);
+                    MemorySegment.copy(c.directSeg(root), c.directAt(root), recv.seg(), 0, bytes);
+                    c.directDone(root);
+                }
+            } catch (final InternalError e) {
+                throw c.shmFault(e); // the direct round's slots are shm files when every rank is on this host
             }
             return;
         }
@@ -339,19 +355,24 @@ public final class Collectives {
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
         if (ch.kind() == CollTuning.NET_DIRECT) {
-            final long h = header(CollOp.REDUCE, t, op, root);
-            if (r == root) {
-                c.directRound(send, 0, (int) bytes, (int) bytes, h, Communicator.NONE, Communicator.ALL);
-                reduceInRankOrder(c, recv, count, t, op);
-                c.directDone(Communicator.ALL);
-            } else {
-                c.directRound(send, 0, (int) bytes, 0, h, root, Communicator.NONE);
+            try {
+                final long h = header(CollOp.REDUCE, t, op, root);
+                if (r == root) {
+                    c.directRound(send, 0, (int) bytes, (int) bytes, h, Communicator.NONE, Communicator.ALL);
+                    reduceInRankOrder(c, recv, count, t, op);
+                    c.directDone(Communicator.ALL);
+                } else {
+                    c.directRound(send, 0, (int) bytes, 0, h, root, Communicator.NONE);
+                }
+            } catch (final InternalError e) {
+                throw c.shmFault(e); // the direct round's slots are shm files when every rank is on this host
             }
             return;
         }
@@ -384,8 +405,9 @@ public final class Collectives {
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, null, false, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }
@@ -421,8 +443,9 @@ public final class Collectives {
             try {
                 s.sendRecv(send.seg(), recv.seg(), bytes, t, ch.round());
             } catch (final RuntimeException e) {
-                c.shmFailed(e);
-                throw e;
+                throw c.shmFailed(e);
+            } catch (final InternalError e) {
+                throw c.shmFault(e);
             }
             return;
         }

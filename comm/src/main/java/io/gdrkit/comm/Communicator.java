@@ -247,9 +247,37 @@ public final class Communicator implements AutoCloseable {
         return shmColl;
     }
 
-    /** An shm collective failed: later calls are refused with its error. */
-    void shmFailed(final RuntimeException e) {
+    /**
+     * An shm collective failed: later calls are refused with its error, returned to be thrown. A failure caused by a
+     * fault on a mapped file (a reduce thread's part, whose InternalError comes wrapped) is named as {@link #shmFault}
+     * names it.
+     */
+    RuntimeException shmFailed(final RuntimeException e) {
+        Throwable t = e.getCause();
+        for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) { // bounded: a cause chain may loop
+            if (t instanceof InternalError ie) {
+                final CollException c = new CollException(faultMessage(ie), e);
+                failed(c);
+                return c;
+            }
+        }
         failed(e);
+        return e;
+    }
+
+    /**
+     * An shm collective met a fault on a mapped file (the JVM's InternalError for a SIGBUS: a file truncated under
+     * its mapping): a named error, naming the files that no longer hold their mapping; later calls are refused with it.
+     */
+    CollException shmFault(final InternalError e) {
+        final CollException c = new CollException(faultMessage(e), e);
+        failed(c);
+        return c;
+    }
+
+    private String faultMessage(final InternalError e) {
+        return "rank " + rank + " shared-memory collective: " + (shm == null ? "a fault on a mapped access"
+            : shm.faultWhy()) + " (" + e.getMessage() + ")";
     }
 
     /** The shared-memory rounds (null: not used), for tests that play a hostile peer's file. */

@@ -23,6 +23,7 @@ import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * Direct rounds through shared memory, for ranks that are all on one host: NCCL moves data between the GPUs of one
@@ -40,7 +41,9 @@ import java.util.Set;
  * through the bootstrap with a random nonce every file carries), are created O_EXCL|O_NOFOLLOW with mode 0600, and
  * are unlinked as soon as every rank mapped them: nothing is left in /dev/shm, even after kill -9, once the
  * communicator is up. Ranks on different hosts never see rank 0's directory (or see another with a wrong nonce):
- * they then keep the direct round over the NIC.
+ * they then keep the direct round over the NIC. A same-user process that opened a file before then can still
+ * truncate it under the mappings: the next access to a lost page is the JVM's InternalError (a SIGBUS), which the
+ * collectives turn into a {@link CollException} naming the truncated file ({@link #faultWhy}); the process lives on.
  *
  * <pre>
  * rank r's file (little-endian, as the host):
@@ -66,6 +69,11 @@ final class ShmDirect implements AutoCloseable {
     private static final String PREFIX = "gdrkit-colld-";
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final SecureRandom RANDOM = new SecureRandom();
+    /**
+     * Called with this rank's file just before it is unlinked: a test plays a same-user process that opened the file
+     * while it was still there (and later truncates or overwrites it under the ranks' mappings).
+     */
+    static volatile Consumer<Path> beforeUnlink = f -> { };
 
     private final int rank;
     private final int n;
@@ -204,6 +212,7 @@ final class ShmDirect implements AutoCloseable {
         // round 3: every rank mapped every file (or why not); then nothing stays on disk
         why = gatherWhy(b, why, local);
         if (mine != null) {
+            beforeUnlink.accept(mine);
             delete(mine);
         }
         b.barrier(); // every rank's file is gone: rank 0's directory is empty
@@ -286,6 +295,27 @@ final class ShmDirect implements AutoCloseable {
         } catch (final IOException ignored) {
             // best effort: the next run's sweep removes what is left
         }
+    }
+
+    /**
+     * Which files no longer hold their mapping in full, said after a fault on a mapped access: each file's first
+     * and last byte are touched, and a fault there (a SIGBUS, the JVM's InternalError) means that file was truncated
+     * under the mapping. Files are unlinked once mapped, so only a process that opened one before can do that.
+     */
+    String faultWhy() {
+        final StringBuilder b = new StringBuilder();
+        final long last = files[rank].byteSize() - 1;
+        for (int p = 0; p < n; p++) {
+            try {
+                files[p].get(ValueLayout.JAVA_BYTE, 0);
+                files[p].get(ValueLayout.JAVA_BYTE, last);
+            } catch (final InternalError e) {
+                b.append(b.isEmpty() ? "" : ", ").append(p == rank ? "this rank's own file (rank " + p + ")"
+                    : "rank " + p + "'s file");
+            }
+        }
+        return b.isEmpty() ? "a fault on a mapped shared-memory file, none of which is truncated now"
+            : b + " was truncated under the mapping (" + fileBytes(slotBytes) + " bytes mapped)";
     }
 
     /** The largest direct round's data. */
