@@ -3,6 +3,8 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.gdr.config.GdrConfiguration;
+
 /**
  * The collectives' tuning table: which algorithm, protocol and path a collective takes, by operation, size, rank
  * count and ranks per host, and why. Anchored on NCCL's tuning model (an algorithm and a protocol per operation
