@@ -3,36 +3,21 @@
  */
 package io.gdrkit.comm.transport;
 
-import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.core.mem.DmaMemory;
 import io.gdrkit.gdr.net.NetNic;
 import io.gdrkit.comm.transport.NetTransportException.Reason;
-import io.gdrkit.verbs.AccessFlags;
-import io.gdrkit.verbs.CompletionQueue;
 import io.gdrkit.verbs.MemoryRegion;
 import io.gdrkit.verbs.QpAttr;
 import io.gdrkit.verbs.QpBringUp;
-import io.gdrkit.verbs.QpInitAttr;
 import io.gdrkit.verbs.QueuePair;
-import io.gdrkit.verbs.RecvWorkRequest;
 import io.gdrkit.verbs.SendFlags;
 import io.gdrkit.verbs.SendWorkRequest;
 import io.gdrkit.verbs.VerbsException;
-import io.gdrkit.verbs.WcOpcode;
-import io.gdrkit.verbs.WcStatus;
-import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
-import java.util.IdentityHashMap;
-import java.util.Map;
 
 /**
  * NCCL's net_ib protocol over gdrkit verbs (any provider: the software NIC, or a real HCA through the native
@@ -68,42 +53,25 @@ import java.util.Map;
  */
 public final class IbTransport implements NetTransport {
     static final int HANDLE_MAGIC = 0x47494231; // "GIB1"
-    private static final int CONNECT_MAGIC = 0x47494243; // "GIBC"
-    private static final int ACCEPT_MAGIC = 0x47494241; // "GIBA"
-    private static final int READY_MAGIC = 0x47494252; // "GIBR"
-    /**
-     * The connect message's fixed part (big-endian), then nq QP numbers (u32 each); the accept answers alike without
-     * the listen id and with the sizes array's address and rkey, then nq QP numbers:
-     * <pre>
-     *  connect: 0 magic "GIBC" | 4 listen id (u64) | 12 LID (u16) | 14 nq (u8) | 15 PSN | 19 FIFO addr (u64)
-     *           | 27 FIFO rkey | 31 software MTU (0: path MTU) | 35
-     *  accept:  0 magic "GIBA" | 4 LID (u16) | 6 nq (u8) | 7 PSN | 11 sizes addr (u64) | 19 sizes rkey
-     *           | 23 software MTU | 27
-     * </pre>
-     * Every field is checked before use: magic, listen id, LID range, nq (1..MAX_QPS, and the sender's own count in
-     * the accept), QP numbers, and the MTU equal to this end's.
-     */
-    private static final int CONNECT_BYTES = 35;
-    /** The accept message's fixed part; see {@link #CONNECT_BYTES}. */
-    private static final int ACCEPT_BYTES = 27;
     static final int ENTRY = 32;
-    private static final int MAX_RECVS = IbTransportContext.MAX_RECVS;
-    private static final int SLOT_BYTES = MAX_RECVS * ENTRY;
+    static final int MAX_RECVS = IbTransportContext.MAX_RECVS;
+    static final int SLOT_BYTES = MAX_RECVS * ENTRY;
     private static final int CHUNK_ALIGN = 128;
-    private static final long KIND_FIFO = 1L << 56;
-    private static final long KIND_SEND = 2L << 56;
-    private static final long KIND_RECV = 3L << 56;
-    private static final long KIND_FLUSH = 4L << 56;
-    private static final long KIND_MASK = 0xffL << 56;
+    static final long KIND_FIFO = 1L << 56;
+    static final long KIND_SEND = 2L << 56;
+    static final long KIND_RECV = 3L << 56;
+    static final long KIND_FLUSH = 4L << 56;
+    static final long KIND_MASK = 0xffL << 56;
     private static final VarHandle SEQ = ValueLayout.JAVA_LONG.varHandle();
-    private static final long NOT_WAITED = Long.MIN_VALUE;
+    static final long NOT_WAITED = Long.MIN_VALUE;
 
-    private final IbTransportContext ctx;
-    private final SecureRandom random = new SecureRandom();
-    private final Map<byte[], Connecting> connecting = new IdentityHashMap<>();
-    private final QpAttr qpAttr;
+
+    final IbTransportContext ctx;
+    final SecureRandom random = new SecureRandom();
+    final QpAttr qpAttr;
     /** The devices, in {@code dev} order; a registration holds one MR per entry (see {@link #regMr}). */
     private final NetNic[] nics;
+    private final IbConnections connections = new IbConnections(this);
 
     /**
      * Creates the transport with a context's settings, concluding the context first
@@ -134,7 +102,7 @@ public final class IbTransport implements NetTransport {
         return nics.length;
     }
 
-    private NetNic nic(final int dev) {
+    NetNic nic(final int dev) {
         if (dev < 0 || dev >= nics.length) {
             throw new NetTransportException(Reason.INVALID_ARGUMENT, "NET/IB device " + dev + " outside 0.."
                 + (nics.length - 1));
@@ -143,7 +111,7 @@ public final class IbTransport implements NetTransport {
     }
 
     /** {@code nic}'s index in {@link #nics}. */
-    private int devOf(final NetNic nic) {
+    int devOf(final NetNic nic) {
         for (int d = 0; d < nics.length; d++) {
             if (nics[d] == nic) {
                 return d;
@@ -162,267 +130,25 @@ public final class IbTransport implements NetTransport {
             1, 0f, 65536, MAX_RECVS, NetProperties.NetDeviceType.HOST, n.context().device().isSimulated());
     }
 
-    // ------------------------------------------------------------------ connection setup
-
-    private static final class Listen implements ListenComm {
-        final int dev;
-        final ServerSocketChannel server;
-        final long id;
-        /** Connections whose setup is under way, each at its own pace (a silent one holds up no other). */
-        final java.util.ArrayList<Accepting> pending = new java.util.ArrayList<>();
-        /** Accept failures (EMFILE): the listener skips accepting for a pause, serving what is in setup meanwhile. */
-        final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
-        boolean closed;
-
-        Listen(final int dev, final ServerSocketChannel server, final long id) {
-            this.dev = dev;
-            this.server = server;
-            this.id = id;
-        }
-    }
-
-    private final class Connecting {
-        final int dev;
-        final Handshake.Listen target;
-        final SocketChannel ch;
-        final long started = System.nanoTime();
-        Handshake hs;
-        Send comm;
-        int stage;
-
-        Connecting(final int dev, final Handshake.Listen target) {
-            this.dev = dev;
-            this.target = target;
-            this.ch = Handshake.startConnect(target.address());
-        }
-    }
-
-    private static final class Accepting {
-        final long started = System.nanoTime();
-        /** The connect message named this listener (its magic and random id): from here on it is a real sender. */
-        boolean identified;
-        Handshake hs;
-        Recv comm;
-        int stage;
-        int nqps;
-        /** The sender's software MTU differs from ours: named once our accept (with our MTU) is on its way. */
-        String mtuMismatch;
-    }
+    // ------------------------------------------------------------------ connection setup (IbConnections)
 
     @Override
     public ListenComm listen(final int dev, final byte[] handle) {
-        nic(dev);
-        final ServerSocketChannel s = Handshake.listen(ctx.bind());
-        final long id = random.nextLong();
-        try {
-            Handshake.writeHandle(handle, HANDLE_MAGIC, (InetSocketAddress) s.getLocalAddress(), id);
-        } catch (final java.io.IOException e) {
-            throw new NetTransportException(Reason.SYSTEM, "listener address: " + e.getMessage(), e);
-        }
-        return new Listen(dev, s, id);
+        return connections.listen(dev, handle);
     }
 
     @Override
     public SendComm connect(final int dev, final byte[] handle) {
-        final NetNic nic = nic(dev);
-        Connecting c = connecting.get(handle);
-        if (c == null) {
-            final Handshake.Listen target = Handshake.readHandle(handle, HANDLE_MAGIC, "NET/IB");
-            c = new Connecting(dev, target);
-            connecting.put(handle, c);
-        }
-        try {
-            final Send s = stepConnect(c, nic);
-            if (s != null) {
-                connecting.remove(handle);
-            }
-            return s;
-        } catch (final RuntimeException e) {
-            connecting.remove(handle);
-            if (c.comm != null) {
-                c.comm.release();
-            }
-            try {
-                c.ch.close();
-            } catch (final java.io.IOException ignored) {
-                // failing anyway
-            }
-            throw e;
-        }
-    }
-
-    private Send stepConnect(final Connecting c, final NetNic nic) {
-        checkAge(c.started, "connect to " + c.target.address() + " (stage " + c.stage + ")");
-        switch (c.stage) {
-            case 0 -> {
-                if (!Handshake.finishConnect(c.ch, c.target.address())) {
-                    return null;
-                }
-                c.hs = new Handshake(c.ch, "NET/IB listener " + c.target.address());
-                c.comm = new Send(nic, ctx.qpsPerConnection());
-                final ByteBuffer m = ByteBuffer.allocate(CONNECT_BYTES + 4 * c.comm.qps.length)
-                    .putInt(CONNECT_MAGIC).putLong(c.target.id()).putShort((short) c.comm.lid)
-                    .put((byte) c.comm.qps.length).putInt(c.comm.psn).putLong(c.comm.fifoMr.address())
-                    .putInt(c.comm.fifoMr.rkey()).putInt(ctx.softwareMtu());
-                for (final QueuePair q : c.comm.qps) {
-                    m.putInt(q.qpNum());
-                }
-                c.hs.send(m);
-                c.stage = 1;
-            }
-            case 1, 2, 3 -> {
-            }
-            default -> throw new NetTransportException(Reason.INTERNAL, "connect stage " + c.stage);
-        }
-        if (c.stage == 1) {
-            if (!c.hs.flush()) {
-                return null;
-            }
-            c.stage = 2;
-        }
-        if (c.stage == 2) {
-            final int nq = c.comm.qps.length;
-            final ByteBuffer a = c.hs.read(ACCEPT_BYTES + 4 * nq);
-            if (a == null) {
-                return null;
-            }
-            if (a.getInt() != ACCEPT_MAGIC) {
-                throw new NetTransportException(Reason.REMOTE, "the NET/IB listener at " + c.target.address()
-                    + " answered with a message that is not an accept");
-            }
-            final int lid = a.getShort() & 0xffff;
-            final int theirQps = a.get() & 0xff;
-            final int psn = a.getInt();
-            final long sizesAddr = a.getLong();
-            final int sizesRkey = a.getInt();
-            final int theirMtu = a.getInt();
-            if (theirMtu != ctx.softwareMtu()) {
-                throw new NetTransportException(Reason.REMOTE, mtuMismatch("the receiver at "
-                    + c.target.address(), theirMtu));
-            }
-            if (theirQps != nq) {
-                throw new NetTransportException(Reason.REMOTE, "the receiver made " + theirQps + " QPs for "
-                    + nq);
-            }
-            checkLid(lid);
-            final int[] qpns = new int[nq];
-            for (int i = 0; i < nq; i++) {
-                qpns[i] = checkQpn(a.getInt());
-            }
-            c.comm.sizesAddr = sizesAddr;
-            c.comm.remLid = lid;
-            c.comm.sizesRkey = sizesRkey;
-            for (int i = 0; i < nq; i++) {
-                toRts(c.comm.qps[i], qpns[i], lid, c.comm.psn, psn & 0xffffff);
-            }
-            c.hs.send(ByteBuffer.allocate(4).putInt(READY_MAGIC));
-            c.stage = 3;
-        }
-        if (!c.hs.flush()) {
-            return null;
-        }
-        c.hs.close();
-        return c.comm;
+        return connections.connect(dev, handle);
     }
 
     @Override
     public RecvComm accept(final ListenComm listenComm) {
-        final Listen l = listen(listenComm);
-        while (l.acceptBackoff.mayTry()) {
-            final SocketChannel ch;
-            try {
-                ch = l.server.accept();
-                if (ch == null) {
-                    break;
-                }
-                l.acceptBackoff.succeeded();
-            } catch (final java.nio.channels.ClosedChannelException e) {
-                throw new NetTransportException(Reason.SYSTEM, "accept: " + e.getMessage(), e);
-            } catch (final java.io.IOException e) {
-                // out of descriptors (EMFILE) the connection stays in the backlog: pause accepting (the caller's
-                // deadline still runs) rather than fail the communicator or spin
-                l.acceptBackoff.failed(e);
-                break;
-            }
-            if (l.pending.size() >= MAX_PENDING_ACCEPTS && !evictStranger(l)) {
-                // every slot holds a sender of this run: the newest waits no longer
-                refuse("more than " + MAX_PENDING_ACCEPTS + " connections in setup at once; " + remote(ch)
-                    + " closed");
-                closeQuietly(ch);
-                continue;
-            }
-            try {
-                ch.configureBlocking(false);
-                ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
-            } catch (final java.io.IOException e) {
-                closeQuietly(ch);
-                continue; // gone already: nobody to serve
-            }
-            final Accepting a = new Accepting();
-            a.hs = new Handshake(ch, "NET/IB sender " + remote(ch));
-            l.pending.add(a);
-        }
-        for (int i = 0; i < l.pending.size(); i++) {
-            final Accepting a = l.pending.get(i);
-            try {
-                final Recv r = stepAccept(l, a);
-                if (r != null) {
-                    l.pending.remove(i);
-                    return r;
-                }
-            } catch (final RuntimeException e) {
-                l.pending.remove(i--);
-                a.hs.close();
-                if (a.comm != null) {
-                    a.comm.release();
-                }
-                if (a.identified) {
-                    throw e; // a sender of this run that failed its setup: its named error
-                }
-                // a stranger (garbage, another protocol, a wrong listener id, silence, a half-open socket): dropped
-                // and counted; the listener goes on waiting for its real senders until the caller's deadline
-                refuse(e.getMessage());
-            }
-        }
-        return null;
-    }
-
-    /**
-     * Makes room by closing the oldest connection that has not named this listener yet: a flood of strangers churns
-     * among themselves and a real sender, whose connect message comes at once, still gets a slot.
-     */
-    private boolean evictStranger(final Listen l) {
-        for (int i = 0; i < l.pending.size(); i++) {
-            final Accepting a = l.pending.get(i);
-            if (!a.identified) {
-                l.pending.remove(i);
-                a.hs.close();
-                refuse("more than " + MAX_PENDING_ACCEPTS + " connections in setup at once: the oldest that had "
-                    + "named no listener closed");
-                return true;
-            }
-        }
-        return false;
+        return connections.accept(listenComm);
     }
 
     /** Connections in setup a listener keeps at once; beyond them the oldest stranger is closed. */
     static final int MAX_PENDING_ACCEPTS = 16;
-
-    private long strangers;
-    private volatile String lastStranger;
-
-    private void refuse(final String why) {
-        strangers++;
-        lastStranger = why;
-    }
-
-    private static void closeQuietly(final SocketChannel ch) {
-        try {
-            ch.close();
-        } catch (final java.io.IOException ignored) {
-            // a stranger's socket: nothing to report
-        }
-    }
 
     /**
      * How {@code listenComm}'s accept failures (EMFILE and the like) were met: counted, remembered, backed off.
@@ -431,7 +157,7 @@ public final class IbTransport implements NetTransport {
      * @return its backoff
      */
     public io.gdrkit.core.net.AcceptBackoff acceptBackoff(final ListenComm listenComm) {
-        return listen(listenComm).acceptBackoff;
+        return connections.acceptBackoff(listenComm);
     }
 
     /**
@@ -442,7 +168,7 @@ public final class IbTransport implements NetTransport {
      * @return the count since the transport was made
      */
     public long strangersRefused() {
-        return strangers;
+        return connections.strangersRefused();
     }
 
     /**
@@ -451,532 +177,33 @@ public final class IbTransport implements NetTransport {
      * @return the reason, or null when none was
      */
     public String lastStrangerRefused() {
-        return lastStranger;
+        return connections.lastStrangerRefused();
     }
 
-    private Recv stepAccept(final Listen l, final Accepting a) {
-        checkAge(a.started, "accept of a NET/IB connection (stage " + a.stage + ")");
-        if (a.stage == 0) {
-            final ByteBuffer h = a.hs.read(CONNECT_BYTES);
-            if (h == null) {
-                return null;
-            }
-            if (h.getInt() != CONNECT_MAGIC) {
-                throw new NetTransportException(Reason.REMOTE, "a peer connected to the NET/IB listener with a "
-                    + "message that is not a connect");
-            }
-            if (h.getLong() != l.id) {
-                throw new NetTransportException(Reason.REMOTE, "a peer connected with the handle of another "
-                    + "listener (another run?)");
-            }
-            a.identified = true;
-            final int lid = h.getShort() & 0xffff;
-            final int nq = h.get() & 0xff;
-            final int psn = h.getInt();
-            final long fifoAddr = h.getLong();
-            final int fifoRkey = h.getInt();
-            final int theirMtu = h.getInt();
-            if (theirMtu != ctx.softwareMtu()) {
-                // answered first, with our MTU, so the sender names the mismatch too instead of a closed socket
-                a.mtuMismatch = mtuMismatch("the sender", theirMtu);
-            }
-            if (nq < 1 || nq > IbTransportContext.MAX_QPS) {
-                throw new NetTransportException(Reason.REMOTE, "the sender asks for " + nq + " QPs (1.."
-                    + IbTransportContext.MAX_QPS + ")");
-            }
-            checkLid(lid);
-            a.nqps = nq;
-            a.comm = new Recv(nic(l.dev), nq);
-            a.comm.remLid = lid;
-            a.comm.remPsn = psn & 0xffffff;
-            a.comm.fifoAddr = fifoAddr;
-            a.comm.fifoRkey = fifoRkey;
-            a.stage = 1;
-        }
-        if (a.stage == 1) {
-            final ByteBuffer q = a.hs.read(4 * a.nqps);
-            if (q == null) {
-                return null;
-            }
-            final Recv r = a.comm;
-            for (int i = 0; i < a.nqps; i++) {
-                toRts(r.qps[i], checkQpn(q.getInt()), r.remLid, r.psn, r.remPsn);
-            }
-            final ByteBuffer m = ByteBuffer.allocate(ACCEPT_BYTES + 4 * a.nqps).putInt(ACCEPT_MAGIC)
-                .putShort((short) r.lid).put((byte) a.nqps).putInt(r.psn).putLong(r.sizesMr.address())
-                .putInt(r.sizesMr.rkey()).putInt(ctx.softwareMtu());
-            for (final QueuePair qp : r.qps) {
-                m.putInt(qp.qpNum());
-            }
-            a.hs.send(m);
-            a.stage = 2;
-        }
-        if (a.stage == 2) {
-            if (!a.hs.flush()) {
-                return null;
-            }
-            a.stage = 3;
-            if (a.mtuMismatch != null) {
-                throw new NetTransportException(Reason.REMOTE, a.mtuMismatch);
-            }
-        }
-        final ByteBuffer ready = a.hs.read(4);
-        if (ready == null) {
-            return null;
-        }
-        if (ready.getInt() != READY_MAGIC || a.hs.buffered() != 0) {
-            throw new NetTransportException(Reason.REMOTE, "the sender's ready message is wrong");
-        }
-        a.hs.close();
-        return a.comm;
-    }
+    // ------------------------------------------------------------------ comms (IbComm, IbSend, IbRecv, IbRequest)
 
-    /**
-     * Both ends of a connection must cut packets alike: a responder checks every payload against its own QP's MTU,
-     * so a mismatch would show only later, as a NAK on the first packet larger than the smaller MTU.
-     */
-    private String mtuMismatch(final String peer, final int theirs) {
-        return peer + " uses software MTU " + describeMtu(theirs) + ", this end " + describeMtu(ctx.softwareMtu())
-            + ": both ends of a connection need the same " + CommConfiguration.IB_SOFTWARE_MTU.name();
-    }
-
-    private static String describeMtu(final int mtu) {
-        return mtu == 0 ? "0 (the path MTU)" : mtu + " B";
-    }
-
-    private static String remote(final SocketChannel ch) {
-        try {
-            return String.valueOf(ch.getRemoteAddress());
-        } catch (final java.io.IOException e) {
-            return "(unknown address)";
-        }
-    }
-
-    private void checkAge(final long started, final String what) {
-        if (System.nanoTime() - started > ctx.timeout().toNanos()) {
-            throw new NetTransportException(Reason.TIMEOUT, what + " did not finish within "
-                + ctx.timeout().toMillis() + " ms");
-        }
-    }
-
-    /** A unicast LID, as the connection manager requires (0 is reserved, 0xC000 and up are multicast/permissive). */
-    private static void checkLid(final int lid) {
-        if (lid < 1 || lid > 0xBFFF) {
-            throw new NetTransportException(Reason.REMOTE, "the peer sent LID " + lid + " (a unicast LID is 1..0xBFFF)");
-        }
-    }
-
-    /** QPs 0 and 1 are the special management QPs; QP numbers are 24 bits. */
-    private static int checkQpn(final int qpn) {
-        if (qpn < 2 || qpn > 0xffffff) {
-            throw new NetTransportException(Reason.REMOTE, "the peer sent QP number " + qpn);
-        }
-        return qpn;
-    }
-
-    private void toRts(final QueuePair qp, final int remoteQpn, final int lid, final int sqPsn, final int rqPsn) {
-        try {
-            QpBringUp.toRts(qp, remoteQpn, lid, sqPsn, rqPsn, qpAttr);
-        } catch (final VerbsException e) {
-            throw new NetTransportException(Reason.SYSTEM, "bringing QP " + qp.qpNum() + " to RTS: "
-                + e.getMessage(), e);
-        }
-    }
-
-    private static Listen listen(final ListenComm c) {
-        if (!(c instanceof Listen l)) {
-            throw new NetTransportException(Reason.INVALID_ARGUMENT, "not a NET/IB listen comm: " + c);
-        }
-        if (l.closed) {
-            throw new NetTransportException(Reason.INVALID_USAGE, "listen comm is closed");
-        }
-        return l;
-    }
-
-    // ------------------------------------------------------------------ comms
-
-    /** What both ends share: QPs, one CQ, the request pool and the first error. */
-    private abstract class Comm {
-        final NetNic nic;
-        /** {@link #nic}'s device index: which MR of a registration this comm's work requests name. */
-        final int dev;
-        final Arena arena = Arena.ofShared();
-        final CompletionQueue cq;
-        final QueuePair[] qps;
-        final int lid;
-        final int psn = random.nextInt(0x1000000);
-        final WorkCompletion[] wcs = new WorkCompletion[16];
-        final IbRequest[] pool;
-        /** Free requests in [0, pool.length - inFlight), taken from the top. */
-        final IbRequest[] freeList;
-        int inFlight;
-        long head;
-        String error;
-        Reason errorReason;
-        boolean closed;
-
-        Comm(final NetNic nic, final int nqps, final int poolSize) {
-            this.nic = nic;
-            this.dev = devOf(nic);
-            for (int i = 0; i < wcs.length; i++) {
-                wcs[i] = new WorkCompletion();
-            }
-            pool = new IbRequest[poolSize];
-            freeList = new IbRequest[poolSize];
-            for (int i = 0; i < poolSize; i++) {
-                pool[i] = new IbRequest(this, i);
-                freeList[i] = pool[i];
-            }
-            try {
-                this.lid = nic.context().queryPort(1).lid();
-                this.cq = nic.context().createCq(nqps * (MAX_REQUESTS * (MAX_RECVS + 3) + MAX_REQUESTS) + 64);
-                this.qps = new QueuePair[nqps];
-                for (int i = 0; i < nqps; i++) {
-                    final QpInitAttr init = new QpInitAttr().cqs(cq, cq);
-                    init.cap.maxSendWr(MAX_REQUESTS * (MAX_RECVS + 3)).maxRecvWr(MAX_REQUESTS).maxSendSge(1)
-                        .maxRecvSge(1).maxInlineData(0);
-                    qps[i] = nic.pd().createQp(init);
-                }
-            } catch (final VerbsException e) {
-                release();
-                throw new NetTransportException(Reason.SYSTEM, "creating the connection's CQ/QPs on " + nic + ": "
-                    + e.getMessage(), e);
-            }
-        }
-
-        IbRequest take(final int kind) {
-            if (inFlight >= pool.length) {
-                throw new NetTransportException(Reason.INVALID_USAGE, "more than " + pool.length
-                    + " requests in flight on one comm");
-            }
-            // a stack of free requests: O(1), where a scan of the pool grew with the requests in flight
-            final IbRequest r = freeList[pool.length - 1 - inFlight];
-            if (r.used) {
-                throw new NetTransportException(Reason.INTERNAL, "request pool accounting");
-            }
-            r.reset(kind);
-            inFlight++;
-            return r;
-        }
-
-        void free(final IbRequest r) {
-            if (!r.used) {
-                throw new NetTransportException(Reason.INTERNAL, "request freed twice");
-            }
-            r.used = false;
-            inFlight--;
-            freeList[pool.length - 1 - inFlight] = r;
-        }
-
-        void fail(final Reason reason, final String why) {
-            if (error == null) {
-                error = why;
-                errorReason = reason;
-            }
-        }
-
-        void check() {
-            if (closed) {
-                throw new NetTransportException(Reason.INVALID_USAGE, "comm is closed");
-            }
-        }
-
-        /** Polls the CQ once and applies what completed. */
-        void progress() {
-            final int n;
-            try {
-                n = cq.poll(wcs);
-            } catch (final VerbsException e) {
-                fail(Reason.SYSTEM, "polling the CQ: " + e.getMessage());
-                return;
-            }
-            for (int i = 0; i < n; i++) {
-                final WorkCompletion wc = wcs[i];
-                if (wc.status != WcStatus.SUCCESS) {
-                    fail(Reason.REMOTE, "QP " + wc.qpNum + ": completion " + WcStatus.name(wc.status)
-                        + " (vendor error " + wc.vendorErr + ") for a " + kindName(wc.wrId)
-                        + " on the connection to LID " + remoteLid());
-                    continue;
-                }
-                completed(wc);
-            }
-        }
-
-        abstract void completed(WorkCompletion wc);
-
-        abstract int remoteLid();
-
-        void release() {
-            if (qps != null) {
-                for (final QueuePair q : qps) {
-                    if (q != null) {
-                        closeQuietly(q);
-                    }
-                }
-            }
-            if (cq != null) {
-                closeQuietly(cq);
-            }
-            arena.close();
-        }
-    }
-
-    private static String kindName(final long wrId) {
-        final long k = wrId & KIND_MASK;
-        return k == KIND_FIFO ? "CTS FIFO write" : k == KIND_SEND ? "data write" : k == KIND_RECV ? "receive"
-            : k == KIND_FLUSH ? "flush read" : "work request";
-    }
-
-    private static void dereg(final MemoryRegion mr) {
-        if (mr != null) {
-            closeQuietly(mr::deregister);
-        }
-    }
-
-    private static void closeQuietly(final AutoCloseable c) {
-        try {
-            c.close();
-        } catch (final Exception ignored) {
-            // releasing after a failure: the first error is what matters
-        }
-    }
-
-    /** The sending end: its FIFO (written by the receiver), per-slot matching state and the WR chain. */
-    private final class Send extends Comm implements SendComm {
-        final MemorySegment fifo;
-        final MemoryRegion fifoMr;
-        final MemorySegment sizes;
-        final MemoryRegion sizesSrcMr;
-        long sizesAddr;
-        int sizesRkey;
-        int remLid;
-        int qpRound;
-        /** Per slot: the requests matched so far for entry i (null: not yet). */
-        final IbRequest[][] matched = new IbRequest[MAX_REQUESTS][MAX_RECVS];
-        final int[] matchedCount = new int[MAX_REQUESTS];
-        /** Per slot: the receive count n read at its first match (the peer's later rewrites are not used). */
-        final int[] slotN = new int[MAX_REQUESTS];
-        final int[] pendingQps = new int[MAX_REQUESTS];
-        final SendWorkRequest[] chain = new SendWorkRequest[MAX_RECVS + 2];
-        /** Per pending send request: its source address and lkey. */
-        final long[] src = new long[MAX_REQUESTS * MAX_RECVS];
-        final int[] key = new int[MAX_REQUESTS * MAX_RECVS];
-
-        Send(final NetNic nic, final int nqps) {
-            super(nic, nqps, MAX_REQUESTS * MAX_RECVS);
-            try {
-                fifo = arena.allocate((long) MAX_REQUESTS * SLOT_BYTES, 4096);
-                fifoMr = nic.pd().registerMr(fifo, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
-                sizes = arena.allocate((long) MAX_REQUESTS * MAX_RECVS * 4, 64);
-                sizesSrcMr = nic.pd().registerMr(sizes, AccessFlags.LOCAL_WRITE);
-            } catch (final VerbsException e) {
-                release();
-                throw new NetTransportException(Reason.SYSTEM, "registering the CTS FIFO: " + e.getMessage(), e);
-            }
-            for (int i = 0; i < chain.length; i++) {
-                chain[i] = new SendWorkRequest(1);
-            }
-        }
-
-        @Override
-        int remoteLid() {
-            return remLid;
-        }
-
-        @Override
-        void completed(final WorkCompletion wc) {
-            if ((wc.wrId & KIND_MASK) != KIND_SEND) {
-                return;
-            }
-            final int slot = (int) (wc.wrId & 0xffff);
-            if (--pendingQps[slot] == 0) {
-                for (int i = 0; i < MAX_RECVS; i++) {
-                    final IbRequest r = matched[slot][i];
-                    if (r != null) {
-                        r.done = true;
-                        matched[slot][i] = null;
-                    }
-                }
-                matchedCount[slot] = 0;
-            }
-        }
-
-        @Override
-        void release() {
-            dereg(fifoMr);
-            dereg(sizesSrcMr);
-            super.release();
-        }
-    }
-
-    /** The receiving end: FIFO staging, the sizes the sender writes, the flush QP. */
-    private final class Recv extends Comm implements RecvComm {
-        final MemorySegment staging;
-        final MemoryRegion stagingMr;
-        final MemorySegment sizes;
-        final MemoryRegion sizesMr;
-        final MemorySegment flushBuf;
-        final MemoryRegion flushMr;
-        final QueuePair flushQp;
-        int remLid;
-        int remPsn;
-        long fifoAddr;
-        int fifoRkey;
-        int qpRound;
-        final IbRequest[] slots = new IbRequest[MAX_REQUESTS];
-        final IbMr[] mrs = new IbMr[MAX_RECVS];
-        final SendWorkRequest wr = new SendWorkRequest(1);
-        final RecvWorkRequest rwr = new RecvWorkRequest(1);
-
-        Recv(final NetNic nic, final int nqps) {
-            super(nic, nqps, MAX_REQUESTS * 2);
-            try {
-                staging = arena.allocate((long) MAX_REQUESTS * SLOT_BYTES, 4096);
-                stagingMr = nic.pd().registerMr(staging, AccessFlags.LOCAL_WRITE);
-                sizes = arena.allocate((long) MAX_REQUESTS * MAX_RECVS * 4, 4096);
-                sizesMr = nic.pd().registerMr(sizes, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
-                flushBuf = arena.allocate(64, 64);
-                flushMr = nic.pd().registerMr(flushBuf, AccessFlags.LOCAL_WRITE);
-                if (ctx.flush()) {
-                    final QpInitAttr init = new QpInitAttr().cqs(cq, cq);
-                    init.cap.maxSendWr(MAX_REQUESTS).maxRecvWr(1).maxSendSge(1).maxInlineData(0);
-                    flushQp = nic.pd().createQp(init);
-                    // connected to itself: the READ takes the path the NIC's writes into the buffer took
-                    QpBringUp.toRts(flushQp, flushQp.qpNum(), lid, 0, 0, qpAttr);
-                } else {
-                    flushQp = null;
-                }
-            } catch (final VerbsException e) {
-                release();
-                throw new NetTransportException(Reason.SYSTEM, "setting up the receive side: " + e.getMessage(), e);
-            }
-        }
-
-        @Override
-        int remoteLid() {
-            return remLid;
-        }
-
-        @Override
-        void completed(final WorkCompletion wc) {
-            final long kind = wc.wrId & KIND_MASK;
-            if (kind == KIND_RECV) {
-                final IbRequest r = slots[(int) (wc.wrId & 0xffff)];
-                if (r == null || wc.opcode != WcOpcode.RECV_RDMA_WITH_IMM) {
-                    fail(Reason.REMOTE, "the sender completed a receive that was not posted (opcode " + wc.opcode
-                        + ")");
-                    return;
-                }
-                if (r.n == 1) {
-                    if (wc.immData < 0 || wc.immData > r.capacity[0]) {
-                        r.fail(Reason.REMOTE, "the sender reports " + Integer.toUnsignedString(wc.immData)
-                            + " bytes for a receive of " + r.capacity[0] + " (tag " + r.tags[0] + ")");
-                    } else {
-                        r.received[0] = wc.immData;
-                    }
-                }
-                if (++r.arrived == r.expected) {
-                    finishRecv(r);
-                }
-            } else if (kind == KIND_FLUSH) {
-                pool[(int) (wc.wrId & 0xffff)].done = true;
-            }
-        }
-
-        private void finishRecv(final IbRequest r) {
-            if (r.n > 1) {
-                final long base = (long) r.slot * MAX_RECVS * 4;
-                for (int i = 0; i < r.n; i++) {
-                    final int s = sizes.get(ValueLayout.JAVA_INT_UNALIGNED, base + 4L * i);
-                    if (s < 0 || s > r.capacity[i]) {
-                        r.fail(Reason.REMOTE, "the sender reports " + Integer.toUnsignedString(s) + " bytes for "
-                            + "receive " + i + " of " + r.capacity[i] + " (tag " + r.tags[i] + ")");
-                    }
-                    r.received[i] = s;
-                }
-            }
-            slots[r.slot] = null;
-            r.done = true;
-        }
-
-        @Override
-        void release() {
-            if (flushQp != null) {
-                closeQuietly(flushQp);
-            }
-            dereg(stagingMr);
-            dereg(sizesMr);
-            dereg(flushMr);
-            super.release();
-        }
-    }
-
-    /** One request; pooled per comm (no allocation per message). */
-    private static final class IbRequest implements Request {
-        final Comm comm;
-        final int index;
-        int kind;
-        boolean used;
-        boolean done;
-        int slot;
-        int n;
-        int expected;
-        int arrived;
-        int size;
-        /** When test() first saw it in flight ({@link #NOT_WAITED} before): the request's timeout runs from there. */
-        long waitingSince;
-        String error;
-        Reason errorReason;
-        final int[] capacity = new int[MAX_RECVS];
-        final int[] tags = new int[MAX_RECVS];
-        final int[] received = new int[MAX_RECVS];
-
-        IbRequest(final Comm comm, final int index) {
-            this.comm = comm;
-            this.index = index;
-        }
-
-        void reset(final int k) {
-            kind = k;
-            used = true;
-            done = false;
-            arrived = 0;
-            expected = 0;
-            error = null;
-            errorReason = null;
-            waitingSince = NOT_WAITED;
-        }
-
-        void fail(final Reason reason, final String why) {
-            if (error == null) {
-                error = why;
-                errorReason = reason;
-            }
-        }
-    }
-
-    private Send send(final SendComm c) {
-        if (!(c instanceof Send s)) {
+    private IbSend send(final SendComm c) {
+        if (!(c instanceof IbSend s)) {
             throw new NetTransportException(Reason.INVALID_ARGUMENT, "not a NET/IB send comm: " + c);
         }
         s.check();
         return s;
     }
 
-    private Recv recv(final RecvComm c) {
-        if (!(c instanceof Recv r)) {
+    private IbRecv recv(final RecvComm c) {
+        if (!(c instanceof IbRecv r)) {
             throw new NetTransportException(Reason.INVALID_ARGUMENT, "not a NET/IB receive comm: " + c);
         }
         r.check();
         return r;
     }
 
-    private Comm comm(final Object c) {
-        if (c instanceof Send s) {
+    private IbComm comm(final Object c) {
+        if (c instanceof IbSend s) {
             s.check();
             return s;
         }
-        if (c instanceof Recv r) {
+        if (c instanceof IbRecv r) {
             r.check();
             return r;
         }
@@ -990,7 +217,7 @@ public final class IbTransport implements NetTransport {
      * this transport may use it whatever its device (regIsGlobal), as NCCL's net_ib registers a merged device's
      * buffers on each of its NICs.
      */
-    private static final class IbMr implements MrHandle {
+    static final class IbMr implements MrHandle {
         final NetNic[] nics;
         final MemoryRegion[] byDev;
         /** byDev[0]: the range every entry covers. */
@@ -1079,7 +306,7 @@ public final class IbTransport implements NetTransport {
 
     @Override
     public void deregMr(final Object comm, final MrHandle mhandle) {
-        final Comm c = comm(comm);
+        final IbComm c = comm(comm);
         final IbMr m = mr(c, mhandle);
         m.released = true;
         for (final MemoryRegion r : m.byDev) {
@@ -1087,7 +314,7 @@ public final class IbTransport implements NetTransport {
         }
     }
 
-    private static IbMr mr(final Comm c, final MrHandle h) {
+    private static IbMr mr(final IbComm c, final MrHandle h) {
         if (!(h instanceof IbMr m)) {
             throw new NetTransportException(Reason.INVALID_USAGE, "not a NET/IB registration: " + h);
         }
@@ -1121,7 +348,7 @@ public final class IbTransport implements NetTransport {
     @Override
     public Request isend(final SendComm comm, final long data, final int size, final int tag,
                          final MrHandle mhandle) {
-        final Send s = send(comm);
+        final IbSend s = send(comm);
         if (s.error != null) {
             throw new NetTransportException(s.errorReason, s.error);
         }
@@ -1191,16 +418,16 @@ public final class IbTransport implements NetTransport {
 
     /** The CTS FIFO a receiver RDMA-writes into on this send side; tests play a hostile receiver with it. */
     static MemorySegment ctsFifo(final SendComm comm) {
-        return ((Send) comm).fifo;
+        return ((IbSend) comm).fifo;
     }
 
-    private NetTransportException failSend(final Send s, final Reason reason, final String why) {
+    private NetTransportException failSend(final IbSend s, final Reason reason, final String why) {
         s.fail(reason, why);
         return new NetTransportException(reason, why);
     }
 
     /** Posts the data, sizes and IMM writes of a fully matched slot. */
-    private void postSlot(final Send s, final int slot, final int n) {
+    private void postSlot(final IbSend s, final int slot, final int n) {
         final long base = (long) slot * SLOT_BYTES;
         long total = 0;
         for (int i = 0; i < n; i++) {
@@ -1268,7 +495,7 @@ public final class IbTransport implements NetTransport {
     @Override
     public Request irecv(final RecvComm comm, final int n, final long[] data, final int[] sizes, final int[] tags,
                          final MrHandle[] mhandles) {
-        final Recv r = recv(comm);
+        final IbRecv r = recv(comm);
         if (r.error != null) {
             throw new NetTransportException(r.errorReason, r.error);
         }
@@ -1337,7 +564,7 @@ public final class IbTransport implements NetTransport {
     @Override
     public Request iflush(final RecvComm comm, final int n, final long[] data, final int[] sizes,
                           final MrHandle[] mhandles) {
-        final Recv r = recv(comm);
+        final IbRecv r = recv(comm);
         if (!ctx.flush()) {
             return null;
         }
@@ -1370,7 +597,7 @@ public final class IbTransport implements NetTransport {
             throw new NetTransportException(Reason.INVALID_USAGE, "test of a request that is not in flight: "
                 + request);
         }
-        final Comm c = q.comm;
+        final IbComm c = q.comm;
         c.check();
         if (!q.done) {
             c.progress();
@@ -1412,48 +639,25 @@ public final class IbTransport implements NetTransport {
 
     @Override
     public void closeSend(final SendComm comm) {
-        final Send s = send(comm);
+        final IbSend s = send(comm);
         s.closed = true;
         s.release();
     }
 
     @Override
     public void closeRecv(final RecvComm comm) {
-        final Recv r = recv(comm);
+        final IbRecv r = recv(comm);
         r.closed = true;
         r.release();
     }
 
     @Override
     public void closeListen(final ListenComm comm) {
-        final Listen l = listen(comm);
-        l.closed = true;
-        for (final Accepting a : l.pending) {
-            a.hs.close();
-            if (a.comm != null) {
-                a.comm.release();
-            }
-        }
-        l.pending.clear();
-        try {
-            l.server.close();
-        } catch (final java.io.IOException ignored) {
-            // closing
-        }
+        connections.closeListen(comm);
     }
 
     @Override
     public void close() {
-        for (final Connecting c : connecting.values()) {
-            try {
-                c.ch.close();
-            } catch (final java.io.IOException ignored) {
-                // closing
-            }
-            if (c.comm != null) {
-                c.comm.release();
-            }
-        }
-        connecting.clear();
+        connections.close();
     }
 }
