@@ -4,7 +4,6 @@
 package io.gdrkit.comm;
 
 import io.gdrkit.comm.bootstrap.Bootstrap;
-import io.gdrkit.comm.bootstrap.BootstrapContext;
 import io.gdrkit.comm.bootstrap.BootstrapRoot;
 import io.gdrkit.comm.bootstrap.WorldEnvironment;
 import io.gdrkit.gpu.DeviceBuffer;
@@ -132,7 +131,7 @@ public final class Comm implements CommCalls, AutoCloseable {
                        String worldSource) {
     }
 
-    private Comm(final CommConfig config, final Bootstrap bootstrap, final CollWorld world,
+    Comm(final CommConfig config, final Bootstrap bootstrap, final CollWorld world,
                  final boolean sharedDriver) {
         this.config = config;
         this.bootstrap = bootstrap;
@@ -152,30 +151,7 @@ public final class Comm implements CommCalls, AutoCloseable {
      * @throws CollException            when the run cannot be joined or connected (naming why)
      */
     public static Comm open(final CommConfig config) {
-        Objects.requireNonNull(config, "config");
-        if (!config.concluded()) {
-            config.conclude();
-        }
-        final boolean injvm = config.fabric() == Fabric.INJVM;
-        final io.gdrkit.softnic.SoftNicDriver driver = injvm ? InJvmDrivers.acquire(config.id().runId()) : null;
-        Bootstrap b = null;
-        try {
-            b = Bootstrap.init(new BootstrapContext().id(config.id()).rank(config.rank()).nranks(config.nranks())
-                .localRank(config.localRank()).token(config.token()).timeout(config.timeout()));
-            final CollWorld w = CollWorld.open(b, new WorldContext().fabric(config.fabric()).sharedDriver(driver)
-                .transport(config.transport()).coll(config.coll()).settings(config.settings()).timeout(config.timeout())
-                .gpu(config.gpu()));
-            return new Comm(config, b, w, injvm);
-        } catch (final RuntimeException e) {
-            if (b != null) {
-                b.abort("rank " + config.rank() + " could not open its communicator: " + e.getMessage());
-                b.close();
-            }
-            if (injvm) {
-                InJvmDrivers.release(config.id().runId());
-            }
-            throw e;
-        }
+        return CommOpening.open(config);
     }
 
     /**
@@ -222,37 +198,7 @@ public final class Comm implements CommCalls, AutoCloseable {
      * @throws io.gdrkit.comm.bootstrap.BootstrapException when the root cannot be served or reached in time
      */
     public static Comm fromEnvironment(final CommConfig base, final Map<String, String> env) {
-        Objects.requireNonNull(base, "base");
-        final WorldEnvironment.Resolved w = WorldEnvironment.resolve(env, base.timeout());
-        try {
-            final CommConfig c = derived(base).id(w.id()).rank(w.world().rank()).nranks(w.world().size())
-                .localRank(w.world().localRank()).token(w.world().token());
-            return open(c, w.root(), w.world().source().label());
-        } catch (final RuntimeException e) {
-            if (w.root() != null) {
-                w.root().close();
-            }
-            throw e;
-        }
-    }
-
-    /**
-     * A config with {@code base}'s fabric, transport, timeout, GPU, settings and bind address, for a world's id and
-     * rank.
-     *
-     * @param base the caller's config
-     * @return a fresh config
-     */
-    static CommConfig derived(final CommConfig base) {
-        final CommConfig c = new CommConfig().fabric(base.fabric()).transport(base.transport()).timeout(base.timeout())
-            .gpu(base.gpu());
-        if (base.settings() != null) {
-            c.settings(base.settings());
-        }
-        if (base.bindAddress() != null) {
-            c.bind(base.bindAddress()); // ranks on other hosts: the interface the others reach
-        }
-        return c;
+        return CommOpening.fromEnvironment(base, env);
     }
 
     /**
