@@ -81,10 +81,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, -1, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -192,10 +190,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.allGather(send.seg(), recv.seg(), bb, t, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -246,10 +242,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, op, true, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -298,10 +292,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.broadcast(send.seg(), recv.seg(), bytes, t, root, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -354,10 +346,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -404,10 +394,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.blocks(send.seg(), recv.seg(), bb, t, null, false, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }
@@ -442,10 +430,8 @@ public final class Collectives {
             final ShmCollectives s = c.shmColl();
             try {
                 s.sendRecv(send.seg(), recv.seg(), bytes, t, ch.round());
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
-            } catch (final InternalError e) {
-                throw c.shmFault(e);
             }
             return;
         }

@@ -249,10 +249,15 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * An shm collective failed: later calls are refused with its error, returned to be thrown. A failure caused by a
-     * fault on a mapped file (a reduce thread's part, whose InternalError comes wrapped) is named as {@link #shmFault}
-     * names it.
+     * fault on a mapped file (the InternalError itself, or a reduce thread's part, whose InternalError comes wrapped)
+     * is named as {@link #shmFault} names it. {@code failure} is a RuntimeException or an InternalError, the two a
+     * shared-memory collective throws.
      */
-    RuntimeException shmFailed(final RuntimeException e) {
+    RuntimeException shmFailed(final Throwable failure) {
+        if (failure instanceof InternalError ie) {
+            return shmFault(ie);
+        }
+        final RuntimeException e = (RuntimeException) failure;
         Throwable t = e.getCause();
         for (int depth = 0; t != null && depth < 8; depth++, t = t.getCause()) { // bounded: a cause chain may loop
             if (t instanceof InternalError ie) {

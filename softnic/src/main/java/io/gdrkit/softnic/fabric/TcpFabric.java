@@ -98,21 +98,8 @@ public final class TcpFabric implements Fabric {
     private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong spoofed = new java.util.concurrent.atomic.AtomicLong();
     private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
-    /** Connections in their hello, oldest first: the oldest silent one makes room when the cap is reached. */
-    private final java.util.concurrent.ConcurrentLinkedDeque<PendingHello> inHello =
-        new java.util.concurrent.ConcurrentLinkedDeque<>();
-    private final java.util.concurrent.atomic.AtomicLong evicted = new java.util.concurrent.atomic.AtomicLong();
-
-    /** One connection between accept and its verdict; {@code spoke} once a byte of its hello arrived. */
-    private static final class PendingHello {
-        final SocketChannel ch;
-        volatile boolean spoke;
-        volatile boolean evicted;
-
-        PendingHello(final SocketChannel ch) {
-            this.ch = ch;
-        }
-    }
+    /** Connections in their hello: the oldest silent one makes room when the cap is reached. */
+    private final io.gdrkit.core.net.PendingHandshakes inHello = new io.gdrkit.core.net.PendingHandshakes();
     private volatile String lastError = "";
     private volatile boolean parkingOn = true;
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
@@ -255,29 +242,12 @@ public final class TcpFabric implements Fabric {
      * their hello: silent connections churn among themselves and never lock a real peer out.
      */
     public long evictedSilent() {
-        return evicted.get();
+        return inHello.evictedSilent();
     }
 
     /** Connections between accept and their verdict now. */
     public int pendingConnections() {
         return pending.get();
-    }
-
-    /** Closes the oldest connection in its hello that has sent nothing; false when every one has spoken. */
-    private boolean evictOldestSilent() {
-        for (final PendingHello p : inHello) {
-            if (!p.spoke && inHello.remove(p)) {
-                p.evicted = true;
-                evicted.incrementAndGet();
-                try {
-                    p.ch.close();
-                } catch (final IOException ignored) {
-                    // closing anyway: its handshake thread ends on the closed channel
-                }
-                return true;
-            }
-        }
-        return false;
     }
 
     /** How accept failures (EMFILE and the like) were met: counted, remembered, backed off. */
@@ -308,16 +278,15 @@ public final class TcpFabric implements Fabric {
                 }
                 continue;
             }
-            if (pending.get() >= MAX_PENDING && !evictOldestSilent()) {
+            if (pending.get() >= MAX_PENDING && !inHello.evictOldestSilent()) {
                 refuse(ch, "over the cap of " + MAX_PENDING + " pending connections, every one of them speaking");
                 continue;
             }
             pending.incrementAndGet();
-            final PendingHello p = new PendingHello(ch);
-            inHello.add(p);
+            final io.gdrkit.core.net.PendingHandshakes.Entry p = inHello.add(ch);
             Thread.ofVirtual().name("tcp-fabric-handshake").start(() -> {
                 try {
-                    handshake(p);
+                    handshake(ch, p);
                 } finally {
                     inHello.remove(p);
                     pending.decrementAndGet();
@@ -355,8 +324,7 @@ public final class TcpFabric implements Fabric {
     }
 
     /** Challenge, hello, verdict, on a blocking channel with timeouts; a good connection goes to the duty thread. */
-    private void handshake(final PendingHello p) {
-        final SocketChannel ch = p.ch;
+    private void handshake(final SocketChannel ch, final io.gdrkit.core.net.PendingHandshakes.Entry p) {
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             if (ctx.sendBuffer() > 0) {
@@ -369,15 +337,14 @@ public final class TcpFabric implements Fabric {
             final ByteBuffer chal = ByteBuffer.allocate(Challenge.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
             Challenge.write(chal, nonce);
             writeFully(ch, chal.flip());
+            // the first byte on its own: from then on the connection has spoken and is never evicted as silent
             final int first = in.read();
-            if (first >= 0) {
-                p.spoke = true;
-            }
-            final byte[] rest = readFully(in, first < 0 ? 0 : Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH - 1);
             if (first < 0) {
                 throw new IOException("connection closed after 0 of " + (Hello.LENGTH
                     + io.gdrkit.core.auth.Token.MAC_LENGTH) + " handshake bytes");
             }
+            p.spoke();
+            final byte[] rest = readFully(in, Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH - 1);
             final byte[] hello = new byte[Hello.LENGTH + io.gdrkit.core.auth.Token.MAC_LENGTH];
             hello[0] = (byte) first;
             System.arraycopy(rest, 0, hello, 1, rest.length);
@@ -408,7 +375,7 @@ public final class TcpFabric implements Fabric {
         } catch (final java.net.SocketTimeoutException e) {
             refuse(ch, "no hello within " + HELLO_TIMEOUT_MS + " ms of accept (one deadline for the whole hello)");
         } catch (final IOException | RuntimeException e) {
-            refuse(ch, p.evicted ? "closed to make room: silent while " + MAX_PENDING + " connections were in their "
+            refuse(ch, p.evicted() ? "closed to make room: silent while " + MAX_PENDING + " connections were in their "
                 + "hello" : "handshake failed: " + e.getMessage());
         }
     }

@@ -48,10 +48,8 @@ public final class CmListener implements AutoCloseable {
     private final AtomicInteger pending = new AtomicInteger();
     private final AtomicLong protocolErrors = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
-    private final AtomicLong evicted = new AtomicLong();
-    /** Connections in their handshake, oldest first: the oldest silent one makes room when the cap is reached. */
-    private final java.util.concurrent.ConcurrentLinkedDeque<Pending> inHandshake =
-        new java.util.concurrent.ConcurrentLinkedDeque<>();
+    /** Connections in their handshake: the oldest silent one makes room when the cap is reached. */
+    private final io.gdrkit.core.net.PendingHandshakes inHandshake = new io.gdrkit.core.net.PendingHandshakes();
     private final io.gdrkit.core.net.AcceptBackoff acceptBackoff = new io.gdrkit.core.net.AcceptBackoff();
     private volatile String lastError = "";
     private volatile java.util.function.Supplier<byte[]> info = () -> new byte[0];
@@ -130,7 +128,7 @@ public final class CmListener implements AutoCloseable {
      * pending: silent connections churn among themselves and never lock a real client out.
      */
     public long evictedSilent() {
-        return evicted.get();
+        return inHandshake.evictedSilent();
     }
 
     /** How accept failures (EMFILE and the like) were met: counted, remembered, backed off. */
@@ -138,22 +136,11 @@ public final class CmListener implements AutoCloseable {
         return acceptBackoff;
     }
 
-    /** One connection between TCP accept and a complete request; {@code spoke} once a byte of it arrived. */
-    private static final class Pending {
-        final Socket socket;
-        volatile boolean spoke;
-        volatile boolean evicted;
-
-        Pending(final Socket socket) {
-            this.socket = socket;
-        }
-    }
-
     /** Marks its connection as having spoken at the first byte read. */
     private static final class SpokeInputStream extends java.io.FilterInputStream {
-        private final Pending p;
+        private final io.gdrkit.core.net.PendingHandshakes.Entry p;
 
-        SpokeInputStream(final java.io.InputStream in, final Pending p) {
+        SpokeInputStream(final java.io.InputStream in, final io.gdrkit.core.net.PendingHandshakes.Entry p) {
             super(in);
             this.p = p;
         }
@@ -162,7 +149,7 @@ public final class CmListener implements AutoCloseable {
         public int read() throws IOException {
             final int b = super.read();
             if (b >= 0) {
-                p.spoke = true;
+                p.spoke();
             }
             return b;
         }
@@ -171,23 +158,10 @@ public final class CmListener implements AutoCloseable {
         public int read(final byte[] b, final int off, final int len) throws IOException {
             final int n = super.read(b, off, len);
             if (n > 0) {
-                p.spoke = true;
+                p.spoke();
             }
             return n;
         }
-    }
-
-    /** Closes the oldest pending connection that has sent nothing; false when every pending one has spoken. */
-    private boolean evictOldestSilent() {
-        for (final Pending p : inHandshake) {
-            if (!p.spoke && inHandshake.remove(p)) {
-                p.evicted = true;
-                evicted.incrementAndGet();
-                ConnectionManager.close(p.socket);
-                return true;
-            }
-        }
-        return false;
     }
 
     /** What the last bad connection did wrong ("" if none). */
@@ -213,21 +187,19 @@ public final class CmListener implements AutoCloseable {
                 }
                 continue;
             }
-            if (pending.get() >= maxPending && !evictOldestSilent()) {
+            if (pending.get() >= maxPending && !inHandshake.evictOldestSilent()) {
                 refused.incrementAndGet();
                 ConnectionManager.close(s);
                 continue;
             }
             pending.incrementAndGet();
-            final Pending p = new Pending(s);
-            inHandshake.add(p);
-            Thread.ofVirtual().name("cm-handshake").start(() -> handshake(p));
+            final io.gdrkit.core.net.PendingHandshakes.Entry p = inHandshake.add(s);
+            Thread.ofVirtual().name("cm-handshake").start(() -> handshake(s, p));
         }
     }
 
     /** Runs one connection's CHAL / REQ exchange; only a valid request reaches the queue. */
-    private void handshake(final Pending p) {
-        final Socket s = p.socket;
+    private void handshake(final Socket s, final io.gdrkit.core.net.PendingHandshakes.Entry p) {
         boolean queued = false;
         final InetSocketAddress peer = (InetSocketAddress) s.getRemoteSocketAddress();
         try {
@@ -268,7 +240,7 @@ public final class CmListener implements AutoCloseable {
         } catch (final CmException e) {
             error(peer, e.getMessage());
         } catch (final IOException | RuntimeException e) {
-            if (!p.evicted) { // an evicted one is counted as such: closing it made the read fail
+            if (!p.evicted()) { // an evicted one is counted as such: closing it made the read fail
                 error(peer, e.toString());
             }
         } finally {
