@@ -50,19 +50,27 @@ import java.util.Objects;
  * uses it.</li>
  * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
  * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
- * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core.</li>
+ * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core. The default is
+ * about half a millisecond of polling: a peer taken off its CPU for a moment (a JIT or GC thread, another process)
+ * is then waited for on the core, where a shorter spin parks the waiter, whose wake-up (a timer's slack, tens of
+ * microseconds) the peer then waits for in turn. When the host's spinning threads outnumber its processors the
+ * default is cut to {@link Communicator#OVERSUBSCRIBED_SPINS} (Open MPI yields when oversubscribed, too).</li>
  * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
  * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
  * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's
  * no-op idle strategy does, which shortens small collectives through shared memory (docs/PERFORMANCE.md); the spin
  * still ends after {@code gdrkit.coll.spin.rounds} polls, sooner without the pauses. True for hosts where
  * hyperthread siblings run other work.</li>
- * <li>{@code gdrkit.coll.bind} (none): {@code core} pins the thread that opens a rank's communicator (the one
+ * <li>{@code gdrkit.coll.bind} (auto): {@code core} pins the thread that opens a rank's communicator (the one
  * that then calls its collectives and waits on its peers) to one CPU, the local rank's in the list of CPUs the
  * thread may use (local rank 0 the first, 1 the second, ..., wrapping), as {@code mpirun --bind-to core} does for a
  * rank's process. Only that thread: the JIT, the GC and the NIC's threads still run anywhere, and helpers gdrkit
  * starts later (reduce threads) take the process's mask back first. Where affinity is unavailable the rank runs
- * unpinned and {@link Communicator#binding()} says why.</li>
+ * unpinned and {@link Communicator#binding()} says why. {@code auto} binds as {@code core} does when the rank is a
+ * process of its own, started by a launcher, and the ranks of its host are no more than the CPUs it may use, as
+ * {@code mpirun} binds its ranks by default: two ranks that spin on their flags and land on one CPU, which the
+ * scheduler does now and then, hand each other the CPU once per round (tens of microseconds) until it moves one
+ * away; ranks that are threads of one JVM, or more ranks than CPUs, stay unpinned. {@code none} never pins.</li>
  * <li>{@code gdrkit.coll.cuda.gdr} (true): let the gates put the software NIC straight onto a real CUDA GPU's
  * buffers. False holds their GDR verdict back and a CUDA GPU's collectives bounce through host memory (a kill
  * switch; see docs/TRANSPORT.md, "GDR on a real GPU"); simulated GPUs are not affected.</li>
@@ -106,6 +114,12 @@ public final class CollContext {
 
     /** Where a rank's collectives thread runs ({@code gdrkit.coll.bind}). */
     public enum Bind {
+        /**
+         * {@link #CORE} for a rank process started by a launcher (gdrkit's, mpirun, srun, torchrun) when the ranks of
+         * its host are no more than the CPUs it may use; {@link #NONE} otherwise (ranks that are threads of one JVM,
+         * or more ranks than CPUs).
+         */
+        AUTO,
         /** Where the scheduler puts it. */
         NONE,
         /** Pinned to one CPU, the local rank's. */
@@ -138,7 +152,7 @@ public final class CollContext {
     public static final int SHM_DIRECT_READ = 262144;
 
     /** Idle polls before a waiting rank yields, by default. */
-    public static final int DEFAULT_SPINS = 2000;
+    public static final int DEFAULT_SPINS = 200_000;
 
     /**
      * Host reductions from this many bytes are split over the reduce threads, by default: even at this size, reading

@@ -183,59 +183,76 @@ public final class CollRun {
         return rows;
     }
 
+    /** The most sizes of a sweep the JIT warm-up visits (spread over the sweep, first and last included). */
+    static final int WARM_SIZES = 64;
+
     /**
-     * Runs the smallest and the largest size of the sweep before anything is timed, until the JIT has compiled the
-     * hot path on every rank, or {@code warmupMs} has passed (the cap). The interpreter is about 100x slower
-     * than compiled code, so a sweep timed from the start would time the interpreter for its first thousands of
-     * small calls. "Compiled" means this JVM's total compilation time did not grow during the last batch, on every
-     * rank (at least 3 batches per size). Ranks run batches of iterations and decide together through the
-     * bootstrap, so every rank runs the same number.
+     * Runs every size of the sweep (up to {@value #WARM_SIZES} of them, spread over it) before anything is timed,
+     * round after round, until the JIT has compiled the hot path on every rank, or {@code warmupMs} has passed (the
+     * cap). The interpreter is about 100x slower than compiled code, and C2 compiles a loop for the branches its
+     * profile saw: warmed on the smallest and the largest size only, a size in between takes a branch the compiled
+     * code never saw (the reduction's bulk loop at a new trip count, another algorithm), the code is thrown away
+     * (an uncommon trap) and the next calls run in the interpreter until it is compiled again, which at 20 timed
+     * calls per size is the whole row. "Compiled" means this JVM's total compilation time did not grow during the
+     * last round, on every rank (at least 3 rounds). Ranks run the same rounds and decide together through the
+     * bootstrap, so every rank runs the same number of calls.
      */
     private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final RegisteredBuffer send,
                                   final RegisteredBuffer recv, final RegisteredBuffer scratch) {
-        long small = sizes.get(sizes.size() - 1);
-        for (final long b : sizes) {
-            if (b > 0) {
-                small = b;
-                break;
-            }
-        }
+        final List<Long> warm = warmSizes(sizes);
         final java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory
             .getCompilationMXBean();
         final boolean timed = jit != null && jit.isCompilationTimeMonitoringSupported();
-        // the smallest again last: the sweep times it first, and it is the one a recompilation for the largest
-        // size's branches would disturb most (its out-of-place row, timed first, would otherwise pay for that
-        // recompilation)
-        final long[] pick = {small, sizes.get(sizes.size() - 1), small};
         final long until = System.nanoTime() + cfg.warmupMs() * 1_000_000L;
-        for (final long bytes : pick) {
-            int batches = 0;
-            boolean more = true;
-            while (more) {
-                // batches grow (the same on every rank): a compilation takes milliseconds and the total compilation
-                // time grows only when one ends, so a short batch looks quiet while C2 is still at work, and the
-                // first timed row would run the profiled code
-                final int batch = bytes <= 65536 ? 500 << Math.min(batches, 6) : 4 << Math.min(batches, 3);
-                final long before = timed ? jit.getTotalCompilationTime() : 0;
+        int rounds = 0;
+        boolean more = true;
+        while (more) {
+            final long before = timed ? jit.getTotalCompilationTime() : 0;
+            for (final long bytes : warm) {
+                // batches grow from round to round (the same on every rank): a compilation takes milliseconds and
+                // the total compilation time grows only when one ends, so a short round looks quiet while C2 is
+                // still at work
+                final int batch = bytes <= 65536 ? 64 << Math.min(rounds, 4) : 2 << Math.min(rounds, 2);
                 loop(comm, cfg, bytes, send, recv, scratch, false, batch / 2);
                 loop(comm, cfg, bytes, send, recv, scratch, true, batch - batch / 2);
-                batches++;
-                final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
-                final boolean mine = System.nanoTime() < until && (batches < 3 || compiling);
-                boolean any = false;
-                for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
-                    any |= b.length == 1 && b[0] == 1;
-                }
-                more = any; // the gathered flags, the same on every rank: never a rank's own clock
+            }
+            rounds++;
+            final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
+            final boolean mine = System.nanoTime() < until && (rounds < 3 || compiling);
+            boolean any = false;
+            for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+                any |= b.length == 1 && b[0] == 1;
+            }
+            more = any; // the gathered flags, the same on every rank: never a rank's own clock
+        }
+    }
+
+    /** The sizes the JIT warm-up visits: the sweep's non-zero sizes, at most {@value #WARM_SIZES}, spread evenly. */
+    static List<Long> warmSizes(final List<Long> sizes) {
+        final List<Long> nonZero = new ArrayList<>();
+        for (final long b : sizes) {
+            if (b > 0 && (nonZero.isEmpty() || nonZero.get(nonZero.size() - 1) != b)) {
+                nonZero.add(b);
             }
         }
+        if (nonZero.size() <= WARM_SIZES) {
+            return nonZero;
+        }
+        final List<Long> out = new ArrayList<>();
+        for (int i = 0; i < WARM_SIZES; i++) {
+            out.add(nonZero.get((int) ((long) i * (nonZero.size() - 1) / (WARM_SIZES - 1))));
+        }
+        return out;
     }
 
     /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
     private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
                                     final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
         loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.warmup());
-        comm.bootstrap().barrier();
+        // the communicator's own barrier, as nccl-tests and the MPI peer (MPI_Barrier) start their clocks: through
+        // shared memory every rank leaves it within a cache-line handshake, where the bootstrap's barrier over
+        // sockets releases ranks tens of microseconds apart and the first timed call would absorb that skew
+        comm.barrier();
         final long t0 = System.nanoTime();
         loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.iters());
         final double us = (System.nanoTime() - t0) / 1e3 / cfg.iters();

@@ -502,9 +502,18 @@ public final class CollWorld implements AutoCloseable {
         if (!auto.description().contains("(auto:")) {
             return auto; // gdrkit.nic.progress was given
         }
-        return new NicProgress(nicContext(), "own_device, backstop " + BACKSTOP_MICROS + " us (auto: " + SHM_SERVES
+        return new NicProgress(new SoftNicContext().defaultProgress(SoftNicContext.ProgressMode.OWN_DEVICE,
+            STANDBY_BACKSTOP_MICROS), "own_device, backstop " + STANDBY_BACKSTOP_MICROS + " us (auto: " + SHM_SERVES
             + "; no NIC thread spins)");
     }
+
+    /**
+     * The backstop period of a NIC that stands by: nothing of the collectives goes through it, and what does (a
+     * point-to-point call) is driven by the rank's own polling while it waits, so the backstop only keeps an idle
+     * NIC answering. A short period would wake a thread thousands of times a second on a host whose processors the
+     * spinning ranks already hold: each wake-up preempts a rank in the middle of a handshake.
+     */
+    static final int STANDBY_BACKSTOP_MICROS = 10_000;
 
     /** The own-device backstop period: far below NCCL_IB_TIMEOUT's 67 ms, far above a poll loop's cycle. */
     static final int BACKSTOP_MICROS = 200;

@@ -135,6 +135,29 @@ public final class Collectives {
         }
     }
 
+    /**
+     * Returns on each rank once every rank has called it: through shared memory when every rank is on this host (one
+     * round of flags), else a one-element allreduce over the NICs (a direct round).
+     *
+     * @param c this rank's communicator
+     */
+    public static void barrier(final Communicator c) {
+        if (c.nranks() == 1) {
+            return;
+        }
+        if (c.shmPathOpen()) {
+            final ShmCollectives s = c.shmColl();
+            try {
+                s.barrier();
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
+        final RegisteredBuffer b = c.barrierBuffer();
+        allReduce(c, b, b, 1, DataType.INT32, RedOp.SUM);
+    }
+
     /** Binomial tree rooted at 0: children r + 2^k for 2^k below r's lowest set bit. */
     private static void treeReduce(final Communicator c, final RegisteredBuffer buf, final long count, final DataType t,
                                    final RedOp op) {

@@ -455,6 +455,11 @@ public final class Comm implements CommCalls, AutoCloseable {
 
 
     @Override
+    public void barrier() {
+        call(data::barrier);
+    }
+
+    @Override
     public void allReduce(final MemorySegment send, final MemorySegment recv, final long count, final DataType type,
                           final RedOp op) {
         call(() -> data.hostAllReduce(send, recv, count, type, op));

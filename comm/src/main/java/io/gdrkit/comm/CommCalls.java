@@ -24,6 +24,21 @@ public interface CommCalls {
     CompletableFuture<Void> submit(Comm.Task task);
 
     /**
+     * Returns on each rank once every rank has called it (MPI_Barrier): a round of flags through shared memory when
+     * every rank is on this host, a one-element allreduce over the network otherwise.
+     */
+    void barrier();
+
+    /**
+     * {@link #barrier()}, asynchronously, on the operation thread after the calls submitted before it.
+     *
+     * @return completes once every rank has entered the barrier
+     */
+    default CompletableFuture<Void> barrierAsync() {
+        return submit(Comm::barrier);
+    }
+
+    /**
      * {@code recv = send[0] op send[1] op ... op send[n-1]} element-wise over all ranks, on every rank.
      *
      * @param send  {@code count} elements of this rank's input

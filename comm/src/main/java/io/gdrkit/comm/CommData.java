@@ -257,6 +257,10 @@ final class CommData {
         holds(recv, recvBytes, "receive buffer");
     }
 
+    void barrier() {
+        Collectives.barrier(engine);
+    }
+
     void hostAllReduce(final MemorySegment send, final MemorySegment recv, final long count,
                                final DataType type, final RedOp op) {
         if (count == 0) {

@@ -179,7 +179,8 @@ public final class Communicator implements AutoCloseable {
             sentTo, receivedFrom);
         pipe = new ExchangePipeline(rank, net, send, recv, channels, chunk, ctx.steps(), eg, staging, stagingAddr,
             stagingNicMr, gpu, hostReducer, pace, timeoutNanos, sendSeq, recvSeq, sentTo, receivedFrom);
-        binding = bind(ctx.bindTo(), bootstrap.localRank());
+        binding = ThreadBinding.bind(ctx.bindTo(), bootstrap.localRank(), localRanks,
+            ThreadBinding.launcherVariable(System.getenv()));
         bootstrap.barrier();
     }
 
@@ -536,6 +537,25 @@ public final class Communicator implements AutoCloseable {
      */
     public DeviceReducer deviceReducer() {
         return deviceReducer;
+    }
+
+    /** The one-element buffer of {@link Collectives#barrier} over the NICs, registered on first use. */
+    private RegisteredBuffer barrierBuf;
+
+    RegisteredBuffer barrierBuffer() {
+        if (barrierBuf == null) {
+            barrierBuf = register(arena.allocate(64, 64));
+        }
+        return barrierBuf;
+    }
+
+    /**
+     * Returns once every rank has called it ({@link Collectives#barrier}): a round of flags through shared memory
+     * when every rank is on this host, a one-element allreduce otherwise. Every rank calls it in the same place of
+     * its sequence of collectives.
+     */
+    public void barrier() {
+        Collectives.barrier(this);
     }
 
     /**

@@ -270,6 +270,19 @@ final class ShmCollectives {
         }
     }
 
+    /**
+     * Barrier: one round with no data. Every rank publishes the round and waits until every peer published it, so
+     * no rank returns before every rank has entered; a cache-line handshake per peer, as Open MPI's shared-memory
+     * barrier is, instead of a trip through the bootstrap's sockets.
+     */
+    void barrier() {
+        final long h = header(CollOp.SENDRECV, DataType.INT8, null, 0xbb, 0);
+        final long d = begin();
+        shm.publishWritten(d, h, 0);
+        awaitAll(d, h, 0);
+        shm.done(d);
+    }
+
     /** Sendrecv: every rank publishes its chunk; each copies the previous rank's. */
     void sendRecv(final MemorySegment send, final MemorySegment recv, final long bytes, final DataType t,
                   final int cap) {

@@ -19,6 +19,30 @@ final class ThreadBinding {
      * the scheduler puts it, and the description says why.
      */
     static String bind(final Setting<CollContext.Bind> how, final int localRank) {
+        return bind(how, localRank, 1, launcherVariable(System.getenv()));
+    }
+
+    /** The environment variables by which a process knows it is one rank that a launcher started. */
+    static final java.util.List<String> LAUNCHED = java.util.List.of("GDRKIT_ID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+        "SLURM_PROCID", "LOCAL_RANK");
+
+    /** {@return the first of {@link #LAUNCHED} that {@code env} sets, or null} */
+    static String launcherVariable(final java.util.Map<String, String> env) {
+        for (final String v : LAUNCHED) {
+            final String x = env.get(v);
+            if (x != null && !x.isBlank()) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * As above, for a rank of {@code localRanks} on its host; {@code launcher} is the variable that says a launcher
+     * started this process (null: none), which {@link CollContext.Bind#AUTO} needs to bind.
+     */
+    static String bind(final Setting<CollContext.Bind> how, final int localRank, final int localRanks,
+                       final String launcher) {
         final String setting = how.name() + "=" + (how.raw() != null ? how.raw() : how.value().name()
             .toLowerCase(Locale.ROOT)) + " (" + how.source().name().toLowerCase(Locale.ROOT) + ")";
         if (how.value() == CollContext.Bind.NONE) {
@@ -30,10 +54,21 @@ final class ThreadBinding {
         }
         try {
             final int[] allowed = CpuAffinity.allowed();
+            if (how.value() == CollContext.Bind.AUTO) {
+                if (launcher == null) {
+                    return "none (auto: not a rank process of a launcher (none of " + String.join(", ", LAUNCHED)
+                        + " set): ranks that are threads of one JVM stay unpinned; " + setting + ")";
+                }
+                if (localRanks > allowed.length) {
+                    return "none (auto: " + localRanks + " ranks on this host, " + allowed.length + " CPUs this "
+                        + "process may use: some would share one; " + setting + ")";
+                }
+            }
             final int cpu = allowed[localRank % allowed.length];
             CpuAffinity.set(cpu);
             return "cpu " + cpu + " (local rank " + localRank + " of CPUs " + CpuAffinity.describe(allowed) + ", "
-                + setting + ")";
+                + (how.value() == CollContext.Bind.AUTO ? "auto: " + launcher + " set, " + localRanks
+                + " ranks on this host, " + allowed.length + " CPUs; " : "") + setting + ")";
         } catch (final IllegalStateException e) {
             return "none: " + e.getMessage() + " (" + setting + ")";
         }

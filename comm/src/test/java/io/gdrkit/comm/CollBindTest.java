@@ -55,7 +55,7 @@ class CollBindTest {
     @Test
     void theSettingIsReadOnceWithItsSourceAndABadValueIsNamed() {
         final CollContext byDefault = new CollContext().settings(NONE).conclude();
-        assertEquals(CollContext.Bind.NONE, byDefault.bindTo().value());
+        assertEquals(CollContext.Bind.AUTO, byDefault.bindTo().value());
         assertEquals(Source.DEFAULT, byDefault.bindTo().source());
         final CollContext prop = new CollContext().settings(new SettingsReader(Map.of(),
             Map.of("gdrkit.coll.bind", "Core"), Map.of())).conclude();
@@ -64,7 +64,7 @@ class CollBindTest {
         assertEquals(CollContext.Bind.CORE, CollContext.copyOf(prop).bindTo().value());
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new CollContext()
             .settings(new SettingsReader(Map.of(), Map.of("gdrkit.coll.bind", "socket"), Map.of())).conclude());
-        assertTrue(e.getMessage().contains("gdrkit.coll.bind=socket is not none or core"), e.getMessage());
+        assertTrue(e.getMessage().contains("gdrkit.coll.bind=socket is not auto, none or core"), e.getMessage());
         final CollContext flag = new CollContext().settings(NONE).bindTo(CollContext.Bind.CORE).conclude();
         assertEquals(Source.FLAG, flag.bindTo().source());
     }
@@ -77,11 +77,45 @@ class CollBindTest {
         final int[] all = CpuAffinity.allowed();
         onFreshThread(() -> {
             assertEquals("none (gdrkit.coll.bind=none (default))", Communicator.bind(none, 1));
-            // as a context left at its default records it (no raw text)
-            assertEquals("none (gdrkit.coll.bind=none (default))", Communicator.bind(new CollContext()
-                .settings(NONE).conclude().bindTo(), 0));
+            // a context left at its default (auto, no raw text) pins nothing outside a launcher
+            assertTrue(ThreadBinding.bind(new CollContext().settings(NONE).conclude().bindTo(), 0, 1, null)
+                .startsWith("none (auto: not a rank process of a launcher"));
             assertArrayEquals(all, CpuAffinity.allowed());
         });
+    }
+
+    @Test
+    void autoPinsALaunchedRankWhenEveryRankOfTheHostHasACpuAndSaysWhyNotOtherwise() throws Exception {
+        assumeTrue(CpuAffinity.unavailable().isEmpty(), () -> CpuAffinity.unavailable().orElse(""));
+        final Setting<CollContext.Bind> auto = new Setting<>("gdrkit.coll.bind", CollContext.Bind.AUTO,
+            Source.DEFAULT, null);
+        final int[] all = CpuAffinity.allowed();
+        // not started by a launcher: ranks may be threads of one JVM, nothing is pinned
+        onFreshThread(() -> {
+            final String b = ThreadBinding.bind(auto, 0, 1, null);
+            assertTrue(b.startsWith("none (auto: not a rank process of a launcher (none of GDRKIT_ID, "
+                + "OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID, LOCAL_RANK set)"), b);
+            assertTrue(b.endsWith("gdrkit.coll.bind=auto (default))"), b);
+            assertArrayEquals(all, CpuAffinity.allowed());
+        });
+        // more ranks on the host than CPUs: two would share one, nothing is pinned
+        onFreshThread(() -> {
+            assertEquals("none (auto: " + (all.length + 1) + " ranks on this host, " + all.length + " CPUs this "
+                + "process may use: some would share one; gdrkit.coll.bind=auto (default))",
+                ThreadBinding.bind(auto, 0, all.length + 1, "GDRKIT_ID"));
+            assertArrayEquals(all, CpuAffinity.allowed());
+        });
+        // a launched rank with a CPU of its own: pinned to its local rank's
+        final int local = all.length - 1;
+        onFreshThread(() -> {
+            assertEquals("cpu " + all[local] + " (local rank " + local + " of CPUs " + CpuAffinity.describe(all)
+                + ", auto: SLURM_PROCID set, " + all.length + " ranks on this host, " + all.length + " CPUs; "
+                + "gdrkit.coll.bind=auto (default))", ThreadBinding.bind(auto, local, all.length, "SLURM_PROCID"));
+            assertArrayEquals(new int[] {all[local]}, CpuAffinity.allowed());
+        });
+        assertEquals("PMIX_RANK", ThreadBinding.launcherVariable(Map.of("PMIX_RANK", "3", "LOCAL_RANK", "1")));
+        assertEquals("LOCAL_RANK", ThreadBinding.launcherVariable(Map.of("LOCAL_RANK", "1", "GDRKIT_ID", " ")));
+        assertEquals(null, ThreadBinding.launcherVariable(Map.of("RANK", "1")));
     }
 
     @Test

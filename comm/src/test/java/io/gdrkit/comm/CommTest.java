@@ -262,6 +262,29 @@ class CommTest {
     }
 
     @Test
+    void barrierBlockingAndAsynchronousOnEveryFabric() throws Exception {
+        for (final Fabric fabric : new Fabric[] {Fabric.INJVM, Fabric.SHM}) {
+            final int n = 3;
+            final java.util.concurrent.atomic.AtomicInteger entered = new java.util.concurrent.atomic.AtomicInteger();
+            final java.util.concurrent.atomic.AtomicInteger second = new java.util.concurrent.atomic.AtomicInteger();
+            ranks(n, fabric, null, c -> {
+                if (c.rank() == n - 1) {
+                    Thread.sleep(20); // the last to come: nobody may be through before it entered
+                }
+                entered.incrementAndGet();
+                c.barrier();
+                assertEquals(n, entered.get(), "rank " + c.rank() + " left the barrier early (" + fabric + ")");
+                if (c.rank() == 0) {
+                    Thread.sleep(20);
+                }
+                second.incrementAndGet();
+                c.barrierAsync().get(60, TimeUnit.SECONDS);
+                assertEquals(n, second.get(), "rank " + c.rank() + " left the asynchronous barrier early");
+            });
+        }
+    }
+
+    @Test
     void asynchronousCallsRunInOrderAndABlockingCallWaitsForThem() throws Exception {
         final int n = 2;
         ranks(n, Fabric.INJVM, null, c -> {

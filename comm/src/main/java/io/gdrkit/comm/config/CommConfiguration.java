@@ -53,12 +53,14 @@ public final class CommConfiguration {
     public static final SettingDef<Boolean> COLL_SPIN_PAUSE = SettingDef.flag("gdrkit.coll.spin.pause", false,
         "each idle poll ends with a PAUSE (spares hyperthread siblings; adds latency)").readBy(COLL);
     /** Where a rank's collectives thread runs: a {@link CollContext.Bind} by name in lower case. */
-    public static final SettingDef<String> COLL_BIND = SettingDef.of("gdrkit.coll.bind", "none", "none, core",
-        "core pins each rank's collectives thread to its local rank's CPU (said as binding)",
+    public static final SettingDef<String> COLL_BIND = SettingDef.of("gdrkit.coll.bind", "auto", "auto, none, core",
+        "core pins each rank's collectives thread to its local rank's CPU; auto does so for a launched rank process "
+            + "when every rank of the host gets a CPU of its own (said as binding)",
         s -> switch (s.trim().toLowerCase(Locale.ROOT)) {
+            case "auto" -> "auto";
             case "none" -> "none";
             case "core" -> "core";
-            default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not none or core");
+            default -> throw new IllegalArgumentException("gdrkit.coll.bind=" + s + " is not auto, none or core");
         }).readBy(COLL);
     /** Whether a real CUDA GPU may take the GDR path. */
     public static final SettingDef<Boolean> COLL_CUDA_GDR = SettingDef.flag("gdrkit.coll.cuda.gdr", true,
