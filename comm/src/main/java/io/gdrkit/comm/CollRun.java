@@ -225,6 +225,11 @@ public final class CollRun {
             }
             more = any; // the gathered flags, the same on every rank: never a rank's own clock
         }
+        // what start-up and the warm-up allocated is collected now, not by a young collection a few rows into the
+        // timed sweep: the collectives allocate nothing per call, but a pause of milliseconds in any one rank's JVM
+        // lands in a row's 20 timed calls as hundreds of microseconds each (JMH collects between iterations too)
+        System.gc();
+        comm.bootstrap().barrier();
     }
 
     /** The sizes the JIT warm-up visits: the sweep's non-zero sizes, at most {@value #WARM_SIZES}, spread evenly. */

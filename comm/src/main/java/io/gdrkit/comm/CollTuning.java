@@ -14,8 +14,8 @@ import io.gdrkit.gdr.config.GdrConfiguration;
  *
  * <ul>
  * <li>every rank on this host and host buffers ({@link ShmCollectives}, path {@code shm}): allreduce and reduce
- * up to the direct limit ({@link CollContext#shmDirectBytes(int)}: 256 KiB / (ranks - 1), at least 64 KiB) as
- * direct rounds, every rank reading every input in place (one trip; each rank reduces everything), above it as
+ * up to the direct limit ({@link CollContext#shmDirectBytes(int)}: 256 KiB / (ranks - 1), at least 64 KiB), and
+ * to at most 128 KiB of reads per reduce thread ({@link #reductionDirect}), as direct rounds, every rank reading every input in place (one trip; each rank reduces everything), above it as
  * reduce-scatter + all-gather ({@code rsag}: two trips, the reduction split over every rank); every other operation
  * as direct rounds (it moves data only). Protocol LL up to {@value #LL_BYTES} bytes (one round, the data beside
  * its flag), Simple above (rounds of a whole slot).</li>
@@ -76,6 +76,8 @@ public final class CollTuning {
     /** Why the shm path is not open (null when it is). */
     private final String noShm;
     private final int shmDirect;
+    /** Allreduce's and reduce's largest direct round on the shm path ({@link #reductionDirect}). */
+    private final int reduceDirect;
     private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
 
     /**
@@ -84,16 +86,43 @@ public final class CollTuning {
      * @param n         the ranks
      * @param shmSlot   the shm path's slot bytes, 0 when it is not open
      * @param noShm     why the shm path is not open (ignored when it is)
-     * @param shmDirect allreduce's and reduce's direct limit on the shm path
+     * @param shmDirect the direct limit on the shm path
+     * @param reduceThreads the threads (the rank's own included) that share one of its host reductions
      */
     CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
-               final String noShm, final int shmDirect) {
+               final String noShm, final int shmDirect, final int reduceThreads) {
         this.algo = algo;
         this.proto = proto;
         this.n = n;
         this.shmSlot = shmSlot;
         this.noShm = shmSlot > 0 ? null : noShm;
         this.shmDirect = shmDirect;
+        this.reduceDirect = reductionDirect(n, reduceThreads, shmDirect);
+    }
+
+    /** What one rank's threads read of its peers' slots in a direct reduction, at most, before rsag takes over. */
+    static final int REDUCE_READ_PER_THREAD = 128 * 1024;
+
+    /**
+     * Allreduce's and reduce's largest direct round on the shm path: the direct limit, and at most
+     * {@value #REDUCE_READ_PER_THREAD} bytes read per reduce thread, at least {@value #LL_BYTES}. A direct round has
+     * every rank read all n inputs and reduce the whole size on its own reduce threads; rsag costs a second round
+     * but has each rank reduce 1/n, all ranks in parallel. With few reduce threads per rank (8 ranks on 16 cores
+     * have one each) the direct round's n-fold read is the slower of the two well below the direct limit.
+     *
+     * @param n       the ranks
+     * @param threads the reduce threads of a rank (its own included)
+     * @param limit   the direct limit
+     * @return the largest size that still goes direct, a multiple of 8
+     */
+    static int reductionDirect(final int n, final int threads, final int limit) {
+        final long byRead = (long) REDUCE_READ_PER_THREAD * Math.max(1, threads) / Math.max(1, n) / 8 * 8;
+        return (int) Math.min(limit, Math.max(LL_BYTES, byRead));
+    }
+
+    /** {@return allreduce's and reduce's largest direct round on the shm path} */
+    int reduceDirect() {
+        return reduceDirect;
     }
 
     /** {@return whether the shm path is open: every rank on this host, each mapping every rank's segment} */
@@ -116,7 +145,7 @@ public final class CollTuning {
         boolean ll = false;
         if (shm) {
             final boolean reduction = op == CollOp.ALLREDUCE || op == CollOp.REDUCE;
-            kind = reduction && (algo == CollContext.Algo.RSAG || algo == CollContext.Algo.AUTO && bytes > shmDirect)
+            kind = reduction && (algo == CollContext.Algo.RSAG || algo == CollContext.Algo.AUTO && bytes > reduceDirect)
                 ? SHM_RSAG : SHM_DIRECT;
             ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
         } else {
@@ -151,10 +180,13 @@ public final class CollTuning {
         if (kind == SHM_DIRECT || kind == SHM_RSAG) {
             final String a;
             if (algo == CollContext.Algo.AUTO) {
-                a = kind == SHM_RSAG ? "auto: above the direct limit of " + shmDirect + " B, reduce-scatter + "
-                    + "all-gather split the reduction over the " + n + " ranks"
-                    : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to the direct limit of " + shmDirect
-                    + " B, one round, each rank reads every input in place" : "auto: data moves in direct rounds";
+                final String limit = reduceDirect < shmDirect ? reduceDirect + " B (" + n + " inputs read per rank, "
+                    + REDUCE_READ_PER_THREAD / 1024 + " KiB per reduce thread; the direct limit is " + shmDirect + " B)"
+                    : "the direct limit of " + shmDirect + " B";
+                a = kind == SHM_RSAG ? "auto: above " + limit + ", reduce-scatter + all-gather split the reduction "
+                    + "over the " + n + " ranks"
+                    : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to " + limit + ", one round, each "
+                    + "rank reads every input in place" : "auto: data moves in direct rounds";
             } else if (algo == CollContext.Algo.RSAG && kind == SHM_DIRECT) {
                 a = ALGO_NAME + "=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
             } else {

@@ -75,6 +75,9 @@ public final class Collectives {
      */
     public static void allReduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final RedOp op) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final CollTuning.Choice ch = c.choose(CollOp.ALLREDUCE, count * t.size());
         if (ch.round() > 0) {
@@ -205,6 +208,9 @@ public final class Collectives {
      */
     public static void allGather(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
@@ -257,6 +263,9 @@ public final class Collectives {
      */
     public static void reduceScatter(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer scratch,
                                      final RegisteredBuffer recv, final long count, final DataType t, final RedOp op) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
@@ -306,6 +315,9 @@ public final class Collectives {
      */
     public static void broadcast(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                  final DataType t, final int root) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bytes = count * t.size();
@@ -360,6 +372,9 @@ public final class Collectives {
      */
     public static void reduce(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                               final DataType t, final RedOp op, final int root) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bytes = count * t.size();
@@ -409,6 +424,9 @@ public final class Collectives {
      */
     public static void allToAll(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bb = count * t.size();
@@ -441,6 +459,9 @@ public final class Collectives {
      */
     public static void sendRecv(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer recv, final long count,
                                 final DataType t) {
+        if (count == 0) {
+            return; // nothing moves, and every rank calls with the same count: all skip alike, as MPI and NCCL do
+        }
         final int n = c.nranks();
         final int r = c.rank();
         final long bytes = count * t.size();

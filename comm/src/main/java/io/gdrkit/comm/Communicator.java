@@ -168,12 +168,12 @@ public final class Communicator implements AutoCloseable {
                 : "nic, up to " + (eager > 0 ? ctx.directBytes() : 0) + " B (" + o.why() + ")";
             shmColl = shm == null ? null : new ShmCollectives(shm, rank, n, pace, timeoutNanos, hostReducer);
             tuning = new CollTuning(ctx.algo(), ctx.proto(), n, shm == null ? 0 : shm.slotBytes(), o.why(),
-                shmDirectBytes);
+                shmDirectBytes, reduceChoice.threads());
         } else {
             shm = null;
             directPath = "none (one rank)";
             shmColl = null;
-            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0);
+            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0, 1);
         }
         direct = new DirectRounds(rank, n, channels, net, send, eg, shm, pace, timeoutNanos, sendSeq, recvSeq,
             sentTo, receivedFrom);

@@ -207,11 +207,14 @@ class ShmCollectivesTest {
             assertEquals("direct", small.algo());
             assertEquals("LL", small.proto());
             assertEquals("shm", small.path());
-            final CollTuning.Choice mid = c.choose(CollOp.ALLREDUCE, 65536);
+            // the reductions' direct limit depends on this host's reduce threads: the table says which it is
+            final int limit = CollTuning.reductionDirect(4, c.reduceThreads().threads(), c.directBytes());
+            final CollTuning.Choice mid = c.choose(CollOp.ALLREDUCE, limit);
             assertEquals("direct/Simple", mid.algo() + "/" + mid.proto());
+            assertEquals("rsag", c.choose(CollOp.ALLREDUCE, limit + 8).algo());
             final CollTuning.Choice big = c.choose(CollOp.ALLREDUCE, 1 << 20);
             assertEquals("rsag/Simple/shm", big.algo() + "/" + big.proto() + "/" + big.path());
-            assertTrue(big.why().contains("above the direct limit"), big.why());
+            assertTrue(big.why().contains("auto: above " + limit + " B"), big.why());
             assertEquals("direct", c.choose(CollOp.ALLTOALL, 1 << 24).algo());
             // the same object for the same kind: choosing allocates nothing
             assertTrue(big == c.choose(CollOp.ALLREDUCE, 1 << 24));
@@ -221,6 +224,28 @@ class ShmCollectivesTest {
             assertEquals("tree/Simple/net", t.algo() + "/" + t.proto() + "/" + t.path());
             assertTrue(t.why().startsWith("NCCL_ALGO=tree takes the exchanges over the transport"), t.why());
         }));
+    }
+
+    @Test
+    void reductionsGoDirectUpTo128KiBOfReadsPerReduceThreadWithinTheDirectLimit() {
+        // 8 ranks with one reduce thread each: 16 KiB; 4 ranks with 3: 96 KiB, under 87376 B of direct limit
+        assertEquals(16384, CollTuning.reductionDirect(8, 1, 65536));
+        assertEquals(87376, CollTuning.reductionDirect(4, 3, 87376));
+        assertEquals(65536, CollTuning.reductionDirect(2, 1, 262144));
+        assertEquals(262144, CollTuning.reductionDirect(2, 4, 262144));
+        // never below the LL round, never above the limit, a multiple of 8
+        assertEquals(CollTuning.LL_BYTES, CollTuning.reductionDirect(64, 1, 65536));
+        assertEquals(4096, CollTuning.reductionDirect(8, 1, 4096));
+        assertEquals(43688, CollTuning.reductionDirect(3, 1, 65536));
+        final CollTuning t = new CollTuning(CollContext.Algo.AUTO, CollContext.Proto.AUTO, 8, 262144, null, 65536, 1);
+        assertEquals("direct", t.choose(CollOp.ALLREDUCE, 16384, true, 4096).algo());
+        final CollTuning.Choice r = t.choose(CollOp.REDUCE, 16392, true, 4096);
+        assertEquals("rsag", r.algo());
+        assertEquals("auto: above 16384 B (8 inputs read per rank, 128 KiB per reduce thread; the direct limit is "
+            + "65536 B), reduce-scatter + all-gather split the reduction over the 8 ranks; every rank on one host, "
+            + "shared memory, no NIC; Simple above 8192 B", r.why());
+        // other operations move data only: the direct limit is theirs
+        assertEquals("direct", t.choose(CollOp.ALLGATHER, 65536, true, 4096).algo());
     }
 
     @Test
