@@ -569,6 +569,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
     else if (!strcmp(name, "coll_reduce") && m == (void *)0x2) *f = (void *)11;
     else if (!strcmp(name, "nic_agent") && m == (void *)0x3) *f = (void *)12;
+    else if (!strcmp(name, "vis_verify")) *f = (void *)13;
     else return 500;
     return 0;
 }
@@ -578,14 +579,15 @@ CUresult cuModuleUnload(void *m) { return 0; }
  * size argument, 0 for the others), in launch order: a test reads which kernels ran before the first timed one.
  */
 static const char *const kernel_names[] = {"?", "fill_pattern", "verify_pattern", "noop", "poll_flag_verify",
-    "shmem_lat", "shmem_pingpong", "shmem_put_bw", "shmem_ring_rtt", "shmem_clock_sync", "shmem_moe", "coll_reduce"};
+    "shmem_lat", "shmem_pingpong", "shmem_put_bw", "shmem_ring_rtt", "shmem_clock_sync", "shmem_moe", "coll_reduce",
+    "nic_agent", "vis_verify"};
 static void log_launch(void *f, void **params) {
     const char *path = getenv("FAKECUDA_LAUNCH_LOG");
     if (!path || !path[0]) return;
     unsigned long id = (unsigned long)f;
     unsigned bytes = id == 5 ? *(unsigned *)params[5] : id == 6 || id == 7 ? *(unsigned *)params[4] : 0;
     char line[64];
-    int n = snprintf(line, sizeof line, "%s %u\n", id < 12 ? kernel_names[id] : "?", bytes);
+    int n = snprintf(line, sizeof line, "%s %u\n", id < 14 ? kernel_names[id] : "?", bytes);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) { if (write(fd, line, (size_t)n) < 0) { /* a test log: nothing to do */ } close(fd); }
 }
@@ -620,6 +622,17 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
     } else if (f == (void *)12) {
         return fake_agent_launch(gx, bx, stream, params);
+    } else if (f == (void *)13) { /* vis_verify(buf, n, round, seed, result), as kernels.cu counts (perf --check) */
+        const unsigned char *buf = *(const unsigned char **)params[0];
+        unsigned long long n = *(unsigned long long *)params[1];
+        unsigned int round = *(unsigned int *)params[2], seed = *(unsigned int *)params[3];
+        unsigned long long *res = *(unsigned long long **)params[4];
+        for (unsigned long long i = 0; i < n; i++) {
+            if (buf[i] == pattern_at(i, round, seed)) { if (i + 1 > res[2]) res[2] = i + 1; continue; }
+            res[0]++;
+            if (i < res[1]) res[1] = i;
+            if (buf[i] == pattern_at(i, round - 1, seed)) res[3]++;
+        }
     } else if (f == (void *)11) {
         run_queue();
         return coll_reduce_host(params);

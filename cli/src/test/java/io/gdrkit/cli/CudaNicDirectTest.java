@@ -69,6 +69,43 @@ class CudaNicDirectTest {
         assertTrue(out.contains("all checks passed"), out);
     }
 
+    /**
+     * {@code perf write_bw --mem gpu --client-mem host} on the test double: the client's host buffer pinned, the
+     * WRITEs direct (counted in the run's {@code nic_writes} object), the data checked on the "GPU"; {@code read_bw}
+     * the other way, into the pinned host buffer, checked byte by byte.
+     */
+    @Test
+    void perfWithTheClientOnHostWritesDirectAndChecksTheData() throws Exception {
+        final String w = perf("write_bw");
+        assertTrue(w.contains("\"check\":\"byte-exact\""), w);
+        final java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"nic_writes\":\"host_to_device\","
+            + "\"test\":\"write_bw\",\"bytes\":1048576,\"direct_bytes\":(\\d+),\"direct_copies\":\\d+,"
+            + "\"staged_bytes\":0,\"pins_refused\":0").matcher(w);
+        assertTrue(m.find() && Long.parseLong(m.group(1)) >= 50L * 1048576, w);
+        final String r = perf("read_bw");
+        assertTrue(r.contains("\"check\":\"byte-exact\""), r);
+    }
+
+    private static String perf(final String test) throws Exception {
+        final Path lib = FakeCudaLib.build("libfakecuda-direct-perf.so");
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path log = lib.resolveSibling("perf-" + test + ".log");
+        final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
+            Main.class.getName(), "perf", test, "--loopback", "--mem", "gpu", "--gpu", "cuda:0", "--client-mem",
+            "host", "-s", "1M", "-n", "50", "--check", "--json")).redirectErrorStream(true)
+            .redirectOutput(log.toFile());
+        pb.environment().put("FAKECUDA_DEFER", "1");
+        final Process p = pb.start();
+        if (!p.waitFor(180, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("timed out after 180 s waiting for perf: " + Files.readString(log));
+        }
+        final String out = Files.readString(log);
+        assertEquals(0, p.exitValue(), out);
+        return out;
+    }
+
     private static String probe(final String mode, final Map<String, String> env) throws Exception {
         final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
         final Path dir = Files.createDirectories(Path.of("target/fakecuda-direct").toAbsolutePath());
