@@ -70,6 +70,22 @@ class CudaNicDirectTest {
     }
 
     /**
+     * With the delivery agent on, staged spans go to the agent and direct ones to the copy engine, ordered through
+     * the stream memory operations (the double's agent slowed down): still byte-exact at each completion.
+     */
+    @Test
+    void directSpansKeepTheirOrderWithTheDeliveryAgent() throws Exception {
+        final String out = probe("agent", Map.of("FAKECUDA_AGENT_DELAY_US", "20"), "-Dgdrkit.cuda.agent=on",
+            "-Dgdrkit.cuda.agent.stall.ms=20000");
+        assertTrue(out.contains("24 x 1 MiB WRITE in flight: byte-exact at completion"), out);
+        assertTrue(out.contains("WRITE 3145733 B, source reused after its completion: byte-exact at completion"), out);
+        assertTrue(out.lines().anyMatch(l -> l.matches(".*agent: [1-9][0-9]* spans by the agent.*, [1-9][0-9]* by the "
+            + "copy engine")), out);
+        assertTrue(out.contains("hazards: 0 "), out);
+        assertTrue(out.contains("all checks passed"), out);
+    }
+
+    /**
      * {@code perf write_bw --mem gpu --client-mem host} on the test double: the client's host buffer pinned, the
      * WRITEs direct (counted in the run's {@code nic_writes} object), the data checked on the "GPU"; {@code read_bw}
      * the other way, into the pinned host buffer, checked byte by byte.
@@ -106,7 +122,8 @@ class CudaNicDirectTest {
         return out;
     }
 
-    private static String probe(final String mode, final Map<String, String> env) throws Exception {
+    private static String probe(final String mode, final Map<String, String> env, final String... jvm)
+        throws Exception {
         final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
         final Path dir = Files.createDirectories(Path.of("target/fakecuda-direct").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda.so");
@@ -120,9 +137,11 @@ class CudaNicDirectTest {
         }
         final String java = ProcessHandle.current().info().command().orElse("java");
         final Path log = dir.resolve(mode + ".log");
-        final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-            NicDirectProbe.class.getName(), mode)).redirectErrorStream(true).redirectOutput(log.toFile());
+        final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib));
+        cmd.addAll(List.of(jvm));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), NicDirectProbe.class.getName(), mode));
+        final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("FAKECUDA_DEFER", "1");
         pb.environment().putAll(env);
         final Process p = pb.start();
