@@ -469,6 +469,10 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
                 + "memory; use send_lat, read_lat or atomic_lat");
         }
+        if (kind == ProviderKind.NATIVE && clientOnHost()) {
+            throw usage("--client-mem host is for the software NICs' loopback (the native pair registers both "
+                + "buffers on the GPU)");
+        }
         if (kind == ProviderKind.NATIVE && !memOption.mem.cudaOrdinal()) {
             throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
                 + "not a simulated GPU");
