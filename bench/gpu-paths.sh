@@ -12,11 +12,17 @@
 #   agent  the software NIC's delivery agent (docs/GPU.md, "The delivery agent"): perf write_bw --mem gpu at
 #          AGENT_SIZES with --set gdrkit.cuda.agent=off and =on, beside gpu-path's pinned host-to-device copy of the
 #          same run; then perf --check with the agent on         -> $OUT/agent.jsonl, $OUT/agent-table.txt (medians)
+#   direct the NIC's writes into the GPU from pinned host memory (docs/GPU.md, "The NIC's path into device memory"):
+#          perf write_bw --mem gpu --client-mem host (the client's buffer in host memory, pinned: the copy engine
+#          reads it directly) and perf write_bw --mem gpu (both buffers on the GPU: staged) at DIRECT_SIZES, beside
+#          gpu-path's pinned host-to-device copy of the same run; perf --check of the direct path
+#                                                          -> $OUT/direct.jsonl, $OUT/direct-table.txt (medians)
 #   GPU=cuda:0 PARTS=agent RUNS=3 bench/gpu-paths.sh
+#   GPU=cuda:0 PARTS=direct RUNS=3 bench/gpu-paths.sh   the direct path at 64K/1M/16M against the pinned copy
 #   GPU=cuda:0 bench/gpu-paths.sh                   output under ${TMPDIR:-/tmp}/gdrkit-bench/gpu-paths-<time>
 #   GPU=sim:h200 RUNS=1 PARTS="perf coll" bench/gpu-paths.sh
 # Environment: GPU (cuda:0), GPUS (count, from nvidia-smi), RUNS (3), SIZES ("65536 1048576 4194304 67108864"),
-# AGENT_SIZES ("65536 1048576 16777216"), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
+# AGENT_SIZES ("65536 1048576 16777216"), DIRECT_SIZES ("65536 1048576 16777216"), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
 # "gdrkit.cuda.agent.blocks=32"),
 # MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), FABRIC (shm), LIMIT (150 s per call), JOPTS (extra JVM
 # options), OUT, JAR, JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
@@ -24,6 +30,7 @@
 GPU="${GPU:-cuda:0}"; RUNS="${RUNS:-3}"; PARTS="${PARTS:-perf path coll check}"
 SIZES="${SIZES:-65536 1048576 4194304 67108864}"
 AGENT_SIZES="${AGENT_SIZES:-65536 1048576 16777216}"; AGENT_SET="${AGENT_SET:-}"
+DIRECT_SIZES="${DIRECT_SIZES:-65536 1048576 16777216}"
 MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
 LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
 case "$GPU" in
@@ -84,6 +91,43 @@ agent_table() {
       }
     }' "$OUT/agent.jsonl"
 }
+# direct_table: medians over the runs of direct.jsonl, GB/s, against the pinned copy; the share of bytes that went
+# direct (the nic_writes objects: direct_bytes / (direct_bytes + staged_bytes))
+direct_table() {
+  awk -v sizes="$DIRECT_SIZES" -v runs="$RUNS" -v gpu="$GPU" '
+    function val(line, key,   m) {
+      if (!match(line, "\"" key "\":[-0-9.eE]+")) return ""
+      m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m
+    }
+    function median(l,   i, j, t, a, c) {
+      c = n[l]; if (!c) return -1
+      for (i = 1; i <= c; i++) a[i] = vals[l, i] + 0
+      for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+    }
+    function gb(m) { return m < 0 ? "-" : sprintf("%.2f", m * 1048576 / 1e9) }
+    function ratio(a, b) { return a < 0 || b <= 0 ? "-" : sprintf("%.2fx", a / b) }
+    {
+      if (!match($0, /"label":"[^"]*"/)) next
+      l = substr($0, RSTART + 9, RLENGTH - 10)
+      if ($0 ~ /"nic_writes":/) { db[l] += val($0, "direct_bytes"); sb[l] += val($0, "staged_bytes"); next }
+      if (l ~ /^pinned_/) { if ($0 !~ /"path":"pinned"/) next; v = val($0, "mib_s") } else v = val($0, "bw_avg_mib_s")
+      if (v == "") next
+      n[l]++; vals[l, n[l]] = v
+    }
+    END {
+      printf "perf write_bw --loopback --mem gpu --gpu %s: medians of %s runs, GB/s; pinned = gpu-path pinned HtoD copy\n", gpu, runs
+      printf "client host = --client-mem host (the copy engine reads the pinned client buffer); both gpu = staged\n"
+      printf "%-10s %12s %10s %12s %14s %13s %8s\n", "bytes", "client host", "both gpu", "pinned HtoD", "host/pinned", "gpu/pinned", "direct"
+      split(sizes, S, " ")
+      for (k = 1; k in S; k++) {
+        s = S[k]; h = median("direct_host_" s); g = median("direct_gpu_" s); p = median("pinned_" s)
+        t = db["direct_host_" s] + sb["direct_host_" s]
+        printf "%-10s %12s %10s %12s %14s %13s %8s\n", s, gb(h), gb(g), gb(p), ratio(h, p), ratio(g, p), \
+          (t > 0 ? sprintf("%.0f%%", 100 * db["direct_host_" s] / t) : "-")
+      }
+    }' "$OUT/direct.jsonl"
+}
 # coll_row LABEL RUN [VAR=VALUE...] [OPTIONS...]: one allreduce sweep, 2 ranks
 coll_row() {
   local label=$1 run=$2; shift 2
@@ -118,6 +162,17 @@ for run in $(seq 1 "$RUNS"); do
         gpu-path --gpu "$GPU" -s "$s" -n "$n"
     done
   fi
+  if has direct; then
+    for s in $DIRECT_SIZES; do
+      n=$(iters "$s"); buf=$((2 * s > 8388608 ? 2 * s : 8388608))
+      step "run $run/$RUNS: perf write_bw --mem gpu --client-mem host $s B" row direct.jsonl "direct_host_$s" "$run" \
+        perf write_bw --loopback --mem gpu --gpu "$GPU" --client-mem host -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+      step "run $run/$RUNS: perf write_bw --mem gpu $s B (both buffers on the GPU)" row direct.jsonl "direct_gpu_$s" "$run" \
+        perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+      step "run $run/$RUNS: gpu-path $s B (the pinned copy)" row direct.jsonl "pinned_$s" "$run" \
+        gpu-path --gpu "$GPU" -s "$s" -n "$n"
+    done
+  fi
   if has coll; then
     step "run $run/$RUNS: coll allreduce, GPU buffers, GDR" coll_row 1gpu-2ranks-gdr "$run" --mem gpu --gpu "$GPU"
     step "run $run/$RUNS: coll allreduce, GPU buffers, host bounce" coll_row 1gpu-2ranks-bounce "$run" \
@@ -135,6 +190,12 @@ if has check; then
     step "perf $t --check on the GPU" row check.jsonl "check_gpu_$t" 1 \
       perf "$t" --loopback --mem gpu --gpu "$GPU" -s 1048576 -n 100 --warmup 100 --check
   done
+fi
+if has direct; then
+  step "perf write_bw --check on the GPU, client buffer in pinned host memory" row direct.jsonl "direct_check" 1 \
+    perf write_bw --loopback --mem gpu --gpu "$GPU" --client-mem host -s 1048576 -n 100 --warmup 100 --check
+  step "direct table" direct_table > "$OUT/direct-table.txt"
+  cat "$OUT/direct-table.txt" >&2
 fi
 if has agent; then
   # shellcheck disable=SC2046

@@ -23,7 +23,9 @@
  * other copy. An event query answers CUDA_ERROR_NOT_READY once after each record, so the non-blocking path is
  * taken too. One queue for all streams: it is in order, as one stream is.
  */
-struct pending { unsigned long long d; const void *s; size_t n; };
+struct pending { unsigned long long d; const void *s; size_t n; int pinned; };
+static int registered(const void *s, size_t n); /* host registration, below */
+static long long hazards[2];
 /* a queued stream write of a 64-bit value (cuStreamWriteValue64): s is this marker, d the address, n the value */
 static const char write_value_marker;
 static struct pending *queue;
@@ -39,7 +41,11 @@ static void run_queue(void) {
     pthread_mutex_lock(&queue_lock);
     for (size_t i = 0; i < queued; i++) {
         if (queue[i].s == &write_value_marker) __atomic_store_n((unsigned long long *)queue[i].d, (unsigned long long)queue[i].n, __ATOMIC_RELEASE);
-        else memcpy((void *)queue[i].d, queue[i].s, queue[i].n);
+        else {
+            /* a DMA from registered memory that was unregistered while the copy waited: the hazard a pin prevents */
+            if (queue[i].pinned && !registered(queue[i].s, queue[i].n)) __atomic_add_fetch(&hazards[1], 1, __ATOMIC_ACQ_REL);
+            memcpy((void *)queue[i].d, queue[i].s, queue[i].n);
+        }
     }
     queued = 0;
     pthread_mutex_unlock(&queue_lock);
@@ -51,7 +57,9 @@ static int enqueue(unsigned long long d, const void *s, size_t n) {
         queue = realloc(queue, queue_cap * sizeof *queue);
         if (!queue) { pthread_mutex_unlock(&queue_lock); return 2; }
     }
-    queue[queued].d = d; queue[queued].s = s; queue[queued].n = n; queued++;
+    queue[queued].d = d; queue[queued].s = s; queue[queued].n = n;
+    queue[queued].pinned = s != &write_value_marker && registered(s, n);
+    queued++;
     pthread_mutex_unlock(&queue_lock);
     return 0;
 }
@@ -377,8 +385,68 @@ static CUresult fake_shmem(void *f, unsigned gx, unsigned bx, void **params) {
     return 0;
 }
 
-CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) { return p && n && (flags & 2) ? 0 : 1; }
-CUresult cuMemHostUnregister(void *p) { return 0; }
+/*
+ * Host memory registration, tracked by range: registering a range that overlaps a registered one fails with
+ * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (712), unregistering an address that starts none with
+ * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713), as the driver's do. FAKECUDA_HOSTREGISTER=refuse refuses every range
+ * of 64 KiB or more with CUDA_ERROR_NOT_SUPPORTED (801), as a host without the memlock to pin it would: small
+ * registrations (the rings mapHost pins) still succeed. The hazard a pin guards against is counted: unregistering a
+ * range while a deferred copy still reads it (fakecuda_hazards(0)), and a deferred copy that, when it finally runs,
+ * reads host memory registered at the call but unregistered since (fakecuda_hazards(1)): either is a DMA from memory
+ * that is no longer pinned, which a real GPU would read after the application freed or reused it.
+ * fakecuda_registered(0) is the number of live registrations, (1) registrations made so far.
+ */
+#define REGS 256
+static unsigned long long reg_base[REGS], reg_len[REGS];
+static long long reg_made;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+long long fakecuda_hazards(int which) { return which >= 0 && which < 2 ? __atomic_load_n(&hazards[which], __ATOMIC_ACQUIRE) : -1; }
+long long fakecuda_registered(int which) {
+    long long n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < REGS; i++) n += reg_len[i] != 0;
+    pthread_mutex_unlock(&reg_lock);
+    return which == 0 ? n : which == 1 ? reg_made : -1;
+}
+/* 1 when [s, s + n) lies in a live registration */
+static int registered(const void *s, size_t n) {
+    unsigned long long a = (unsigned long long)s;
+    int found = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < REGS && !found; i++) found = reg_len[i] && a >= reg_base[i] && a + n <= reg_base[i] + reg_len[i];
+    pthread_mutex_unlock(&reg_lock);
+    return found;
+}
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
+    if (!p || !n || !(flags & 2)) return 1;
+    const char *refuse = getenv("FAKECUDA_HOSTREGISTER");
+    if (refuse && !strcmp(refuse, "refuse") && n >= 65536) return 801;
+    unsigned long long a = (unsigned long long)p;
+    pthread_mutex_lock(&reg_lock);
+    int slot = -1;
+    for (int i = 0; i < REGS; i++) {
+        if (reg_len[i] && a < reg_base[i] + reg_len[i] && reg_base[i] < a + n) { pthread_mutex_unlock(&reg_lock); return 712; }
+        if (!reg_len[i] && slot < 0) slot = i;
+    }
+    if (slot < 0) { pthread_mutex_unlock(&reg_lock); return 2; }
+    reg_base[slot] = a; reg_len[slot] = n; reg_made++;
+    pthread_mutex_unlock(&reg_lock);
+    return 0;
+}
+CUresult cuMemHostUnregister(void *p) {
+    unsigned long long a = (unsigned long long)p, len = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < REGS && !len; i++) if (reg_len[i] && reg_base[i] == a) { len = reg_len[i]; reg_len[i] = 0; }
+    pthread_mutex_unlock(&reg_lock);
+    if (!len) return 713;
+    pthread_mutex_lock(&queue_lock);
+    for (size_t i = 0; i < queued; i++) {
+        unsigned long long s = (unsigned long long)queue[i].s;
+        if (queue[i].s != &write_value_marker && s < a + len && a < s + queue[i].n) __atomic_add_fetch(&hazards[0], 1, __ATOMIC_ACQ_REL);
+    }
+    pthread_mutex_unlock(&queue_lock);
+    return 0;
+}
 
 /*
  * The delivery agent (agent.cu's nic_agent) played by a host thread over the same ring layout (AgentRing): it takes
@@ -501,6 +569,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     else if (!strcmp(name, "shmem_moe")) *f = (void *)10;
     else if (!strcmp(name, "coll_reduce") && m == (void *)0x2) *f = (void *)11;
     else if (!strcmp(name, "nic_agent") && m == (void *)0x3) *f = (void *)12;
+    else if (!strcmp(name, "vis_verify")) *f = (void *)13;
     else return 500;
     return 0;
 }
@@ -510,14 +579,15 @@ CUresult cuModuleUnload(void *m) { return 0; }
  * size argument, 0 for the others), in launch order: a test reads which kernels ran before the first timed one.
  */
 static const char *const kernel_names[] = {"?", "fill_pattern", "verify_pattern", "noop", "poll_flag_verify",
-    "shmem_lat", "shmem_pingpong", "shmem_put_bw", "shmem_ring_rtt", "shmem_clock_sync", "shmem_moe", "coll_reduce"};
+    "shmem_lat", "shmem_pingpong", "shmem_put_bw", "shmem_ring_rtt", "shmem_clock_sync", "shmem_moe", "coll_reduce",
+    "nic_agent", "vis_verify"};
 static void log_launch(void *f, void **params) {
     const char *path = getenv("FAKECUDA_LAUNCH_LOG");
     if (!path || !path[0]) return;
     unsigned long id = (unsigned long)f;
     unsigned bytes = id == 5 ? *(unsigned *)params[5] : id == 6 || id == 7 ? *(unsigned *)params[4] : 0;
     char line[64];
-    int n = snprintf(line, sizeof line, "%s %u\n", id < 12 ? kernel_names[id] : "?", bytes);
+    int n = snprintf(line, sizeof line, "%s %u\n", id < 14 ? kernel_names[id] : "?", bytes);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) { if (write(fd, line, (size_t)n) < 0) { /* a test log: nothing to do */ } close(fd); }
 }
@@ -552,6 +622,17 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         __atomic_sub_fetch(&running_kernels, 1, __ATOMIC_ACQ_REL);
     } else if (f == (void *)12) {
         return fake_agent_launch(gx, bx, stream, params);
+    } else if (f == (void *)13) { /* vis_verify(buf, n, round, seed, result), as kernels.cu counts (perf --check) */
+        const unsigned char *buf = *(const unsigned char **)params[0];
+        unsigned long long n = *(unsigned long long *)params[1];
+        unsigned int round = *(unsigned int *)params[2], seed = *(unsigned int *)params[3];
+        unsigned long long *res = *(unsigned long long **)params[4];
+        for (unsigned long long i = 0; i < n; i++) {
+            if (buf[i] == pattern_at(i, round, seed)) { if (i + 1 > res[2]) res[2] = i + 1; continue; }
+            res[0]++;
+            if (i < res[1]) res[1] = i;
+            if (buf[i] == pattern_at(i, round - 1, seed)) res[3]++;
+        }
     } else if (f == (void *)11) {
         run_queue();
         return coll_reduce_host(params);
@@ -587,6 +668,9 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
         case 400: *s = "CUDA_ERROR_INVALID_HANDLE"; return 0;
         case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
         case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
+        case 712: *s = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"; return 0;
+        case 713: *s = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"; return 0;
+        case 801: *s = "CUDA_ERROR_NOT_SUPPORTED"; return 0;
         default: *s = 0; return 1;
     }
 }

@@ -107,6 +107,12 @@ final class PerfCommand implements Callable<Integer> {
     private String mem;
     private String gpuSpec;
 
+    @Option(names = "--client-mem", paramLabel = "host|gpu", description = "With --mem gpu on the in-JVM fabric: "
+        + "where the requester's (client's) buffer is. host: only the responder's buffer is GPU memory (perftest "
+        + "with --use_cuda on the server only), the client's host buffer pinned for the GPU as GPUDirect stacks pin "
+        + "registered memory, so WRITEs into the GPU are read from it by the copy engine (default: gpu, both).")
+    String clientMem;
+
     @Option(names = "--faults", description = "Fault injection on the links this process sends on, e.g. "
         + "'drop=0.01,dup=0.01,reorder=0.02,corrupt=0.001,delay=0.01,delay-us=100,seed=7' (rates 0..1, seeded).")
     String faults;
@@ -367,9 +373,13 @@ final class PerfCommand implements Callable<Integer> {
                 : "; no verbs device reaches this GPU: the software NIC moves bytes with the GPU's copy engine"));
         }
         printer.header(test);
-        gpuMemory = gpu == null ? null : gpu.isSimulated() ? "buffers in simulated GPU memory ("
+        if (gpu != null && clientOnHost()) {
+            printer.comment("# memory: the client's buffer in host memory, pinned for the GPU; the server's on the GPU");
+        }
+        gpuMemory = gpu == null ? null : (clientOnHost() ? "the client's buffer in pinned host memory, the server's "
+            : "") + (gpu.isSimulated() ? "buffers in simulated GPU memory ("
             + gpu.describe() + ")" : "buffers in real GPU memory (" + gpu.describe() + "), which the software NIC "
-            + "reaches through the GPU's copy engine because no verbs device reaches the GPU";
+            + "reaches through the GPU's copy engine because no verbs device reaches the GPU");
         try {
             runSizes(test, first, sizes, printer, base, faultConfig, gpu);
         } finally {
@@ -403,7 +413,8 @@ final class PerfCommand implements Callable<Integer> {
             if (fabric != null) {
                 facts.put("server", loopback ? "127.0.0.1:" + usedPort + " (started by --loopback)" : host + ":" + usedPort);
             }
-            facts.put("memory", mem.equals("host") ? "host" : mem + (mem.equals("gpu") ? " " + gpuSpec : ""));
+            facts.put("memory", (mem.equals("host") ? "host" : mem + (mem.equals("gpu") ? " " + gpuSpec : ""))
+                + ("host".equals(clientMem) ? " (server; the client's buffer in pinned host memory)" : ""));
             facts.put("qps", cfg.numQps());
             facts.put("mtu", cfg.mtu());
             facts.put("tx_depth", cfg.txDepth());
@@ -458,6 +469,10 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("write_lat --mem gpu: the ping-pong polls the buffer from the CPU, which cannot read GPU "
                 + "memory; use send_lat, read_lat or atomic_lat");
         }
+        if (kind == ProviderKind.NATIVE && clientOnHost()) {
+            throw usage("--client-mem host is for the software NICs' loopback (the native pair registers both "
+                + "buffers on the GPU)");
+        }
         if (kind == ProviderKind.NATIVE && !memOption.mem.cudaOrdinal()) {
             throw usage("--provider native registers real GPU memory with a real NIC: give --mem gpu:N (a CUDA GPU), "
                 + "not a simulated GPU");
@@ -499,7 +514,8 @@ final class PerfCommand implements Callable<Integer> {
             : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
         try (io.gdrkit.labs.perf.CmConnector cm = rdmaCm ? new io.gdrkit.labs.perf.CmConnector(cmToken(),
                 java.time.Duration.ofSeconds(30)) : null;
-             Loopback lb = cm != null ? new Loopback(cfg, injector, gpu, cm) : new Loopback(cfg, injector, gpu)) {
+             Loopback lb = new Loopback(cfg, injector, gpu, cm != null ? cm : Loopback::connectDirect,
+                 clientOnHost())) {
             if (cm != null) {
                 printer.comment("# -R: " + cm.evidence());
             }
@@ -507,7 +523,9 @@ final class PerfCommand implements Callable<Integer> {
                 if (check) {
                     DataCheck.prepare(lb, cfg, 0x5eedL + s);
                 }
+                final io.gdrkit.gpu.NicWriteCounters before = gpu == null ? null : gpu.dmaTarget().nicWriteCounters();
                 final BwResult r = bwRun(printer, cfg, lb);
+                nicWrites(printer, cfg, gpu, before);
                 if (check) {
                     check(printer, cfg, lb, 0x5eedL + s);
                 }
@@ -545,7 +563,7 @@ final class PerfCommand implements Callable<Integer> {
         for (int t = 1; t < trials; t++) {
             final FaultInjector injector = faultConfig == null ? null
                 : new FaultInjector(faultConfig, io.gdrkit.core.agent.NanoClock.SYSTEM);
-            try (Loopback lb = new Loopback(cfg, injector, gpu)) {
+            try (Loopback lb = new Loopback(cfg, injector, gpu, Loopback::connectDirect, clientOnHost())) {
                 if (check) {
                     DataCheck.prepare(lb, cfg, 0x5eedL + cfg.size() + t);
                 }
@@ -628,6 +646,46 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Server, client, or both (--loopback) over a fabric between processes. */
+    /** --client-mem host: the requester's buffer stays in host memory, the responder's is on the GPU. */
+    private boolean clientOnHost() {
+        return "host".equals(clientMem);
+    }
+
+    /**
+     * How the NIC moved the bytes it wrote into the GPU during this size's run (warm-up included), where the GPU
+     * counts them (CUDA): direct (the copy engine read the client's pinned memory, no CPU copy) or staged (a CPU
+     * copy into pinned staging first). Both cross PCIe host-to-device; a note and a JSON object.
+     */
+    private static void nicWrites(final PerfPrinter printer, final PerfConfig cfg, final io.gdrkit.gpu.GpuDevice gpu,
+                                  final io.gdrkit.gpu.NicWriteCounters before) {
+        if (gpu == null || before == null) {
+            return;
+        }
+        final io.gdrkit.gpu.NicWriteCounters c = gpu.dmaTarget().nicWriteCounters().since(before);
+        if (c.stagedBytes() + c.directBytes() == 0) {
+            return;
+        }
+        printer.comment("# NIC writes into the GPU (warm-up included): " + c.directBytes() + " B direct (the copy "
+            + "engine reading the client's pinned host memory, no CPU copy) in " + c.directSpans() + " copies, "
+            + c.stagedBytes() + " B staged (a CPU copy into pinned staging, then the copy engine); host to device "
+            + "over PCIe either way" + (c.pinsRefused() > 0 ? "; pins refused " + c.pinsRefused() + ": "
+            + c.pinNote() : ""));
+        final Map<String, Object> m = new LinkedHashMap<>();
+        m.put("nic_writes", "host_to_device");
+        m.put("test", cfg.test().id());
+        m.put("bytes", cfg.size());
+        m.put("direct_bytes", c.directBytes());
+        m.put("direct_copies", c.directSpans());
+        m.put("staged_bytes", c.stagedBytes());
+        m.put("pins_refused", c.pinsRefused());
+        if (c.pinsRefused() > 0) {
+            m.put("pin_note", c.pinNote());
+        }
+        m.put("simulated", true);
+        m.put("fabric", "injvm");
+        printer.jsonObject(m);
+    }
+
     private static void faultCounters(final PerfPrinter printer, final FaultInjector injector) {
         if (injector != null) {
             printer.comment("# faults injected: " + injector.counters());
@@ -873,6 +931,12 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (fabric != null && !"host".equals(mem)) {
             throw usage("--mem gpu works on the in-JVM fabric (--loopback without --fabric) for now");
+        }
+        if (clientMem != null && !clientMem.equals("host") && !clientMem.equals("gpu")) {
+            throw usage("--client-mem takes host or gpu, not '" + clientMem + "'");
+        }
+        if ("host".equals(clientMem) && "host".equals(mem)) {
+            throw usage("--client-mem host goes with --mem gpu (the server's buffer on the GPU)");
         }
         if (host != null && fabric == null) {
             throw usage("a HOST needs --fabric");

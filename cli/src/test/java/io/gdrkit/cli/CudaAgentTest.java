@@ -46,7 +46,7 @@ class CudaAgentTest {
             || out.contains("scattered: 2999 of 3000 descriptors fenced"), out);
         assertTrue(out.lines().anyMatch(l -> l.matches("pause: stops [1-9][0-9]*, launches [1-9][0-9]*")), out);
         // every span went to the agent (the crossover is above the 128 KiB issue size), none to the copy engine
-        assertTrue(out.lines().anyMatch(l -> l.matches(".*NIC writes: [1-9][0-9]* spans by the agent (running|stopped), 16 "
+        assertTrue(out.lines().anyMatch(l -> l.matches(".*agent: [1-9][0-9]* spans by the agent (running|stopped), 16 "
             + "blocks x 256 threads, 1024 slots, [0-9]+ descriptors, [2-9][0-9]* launches, 0 by the copy engine")),
             out);
         assertTrue(out.contains("all checks passed"), out);
@@ -56,7 +56,7 @@ class CudaAgentTest {
     void largeSpansGoToTheCopyEngineInStreamOrderWithTheAgent() throws Exception {
         final String out = probe(Map.of("FAKECUDA_AGENT_DELAY_US", "20", "FAKECUDA_DEFER", "1"), "deliver",
             "-Dgdrkit.cuda.agent.crossover.bytes=65536", "-Dgdrkit.cuda.agent.stall.ms=20000");
-        assertTrue(out.lines().anyMatch(l -> l.matches(".*NIC writes: [1-9][0-9]* spans by the agent.*, [1-9][0-9]* "
+        assertTrue(out.lines().anyMatch(l -> l.matches(".*agent: [1-9][0-9]* spans by the agent.*, [1-9][0-9]* "
             + "by the copy engine")), out);
         assertTrue(out.contains("all checks passed"), out);
     }

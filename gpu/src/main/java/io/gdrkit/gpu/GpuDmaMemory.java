@@ -54,6 +54,12 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
+    public void dmaWriteHeldSource(final long offset, final MemorySegment src, final long srcOffset,
+                                   final long length) {
+        gpu.dmaTarget().nicWriteHeldSource(mapping, offset, src, srcOffset, length);
+    }
+
+    @Override
     public void dmaRead(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
         mapping.read(offset, dst, dstOffset, length);
     }

@@ -28,6 +28,25 @@ public interface GpuDmaTarget {
     void nicWrite(NicMapping mapping, long offset, MemorySegment src, long srcOffset, long len);
 
     /**
+     * {@link #nicWrite} whose source the NIC holds unchanged until a completion fence started after it has completed
+     * ({@link io.gdrkit.core.mem.DmaMemory#dmaWriteHeldSource}): the GPU may read it later by DMA where it is pinned
+     * host memory the GPU knows, as a GPUDirect NIC reads registered memory. The default: {@link #nicWrite}.
+     */
+    default void nicWriteHeldSource(final NicMapping mapping, final long offset, final MemorySegment src,
+                                    final long srcOffset, final long len) {
+        nicWrite(mapping, offset, src, srcOffset, len);
+    }
+
+    /**
+     * Pins host memory for the NIC's writes into this GPU ({@link io.gdrkit.core.mem.HostPinner}): afterwards a
+     * {@link #nicWriteHeldSource} from it is read by DMA. Returns what unpins it, or null when the memory stays
+     * unpinned (the reason goes into the target's NIC counters). The default: nothing to pin.
+     */
+    default Runnable nicPinHost(final MemorySegment host) {
+        return null;
+    }
+
+    /**
      * A NIC read of the mapped buffer into {@code dst}. Reads do not pass posted writes on the same path: every write
      * posted before this call lands first, then the bytes are read.
      */
@@ -77,6 +96,11 @@ public interface GpuDmaTarget {
     /** Whether the fence that {@link #nicFenceStart} returned {@code token} for has completed; never blocks. */
     default boolean nicFenceDone(final long token) {
         return true;
+    }
+
+    /** How the NIC's writes into this GPU moved their bytes so far; null (the default) where nothing is counted. */
+    default NicWriteCounters nicWriteCounters() {
+        return null;
     }
 
     /** Bytes of BAR1 aperture currently mapped for NICs. */

@@ -395,7 +395,12 @@ final class Responder implements Agent {
                     unresolved++;
                     return UNRESOLVED;
                 }
-                if (writeMr != null) {
+                if (writeMr != null && from.referable) {
+                    // the sender's registered host memory: RC leaves it to the NIC until the WR completes, and the
+                    // ACK that completes it waits for writeMr's completion fence (noteDmaWrite), so the memory may
+                    // read it by DMA after this returns (a CUDA GPU's copy engine, where it is pinned)
+                    writeMr.copyInHeldSource(bytes, va - from.address, qp.writeVa + done, len);
+                } else if (writeMr != null) {
                     writeMr.copyIn(bytes, va - from.address, qp.writeVa + done, len);
                 } else {
                     final int status = Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset + done,

@@ -523,14 +523,26 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 + "dedicated thread: allocate it from Arena.ofShared() (or ofAuto/global)");
         }
         checkAccess(access);
+        final Runnable unpin = pin(segment);
+        boolean published = false;
         duty.acquire(CONTROL_TIMEOUT_NS, "register an MR");
         try {
-            final SoftMr mr = new SoftMr(pd, segment, access, mrs.allocateKey());
+            final SoftMr mr = new SoftMr(pd, segment, access, mrs.allocateKey(), unpin);
             mrs.publish(mr);
+            published = true;
             return mr;
         } finally {
             duty.release();
+            if (!published && unpin != null) {
+                unpin.run();
+            }
         }
+    }
+
+    /** The context's {@link io.gdrkit.core.mem.HostPinner} pins host MR memory: what unpins it, or null. */
+    private Runnable pin(final MemorySegment segment) {
+        final io.gdrkit.core.mem.HostPinner pinner = driver.context().hostPinner();
+        return pinner == null ? null : pinner.pin(segment);
     }
 
     MemoryRegion registerMr(final SoftPd pd, final DmaMemory memory, final int access) {
@@ -768,6 +780,10 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         if ((flags & MemoryRegion.REREG_CHANGE_ACCESS) != 0) {
             checkAccess(access);
         }
+        // new memory is pinned as a new registration's would be; the old pin goes once nothing reaches it
+        final Runnable newPin = translation ? pin(segment) : null;
+        Runnable oldPin = null;
+        boolean replaced = false;
         duty.acquire(CONTROL_TIMEOUT_NS, "re-register an MR");
         try {
             final SoftMr cur = handle.current();
@@ -784,15 +800,23 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             final SoftPd p = newPd != null ? newPd : cur.pd;
             final int acc = (flags & MemoryRegion.REREG_CHANGE_ACCESS) != 0 ? access : cur.access;
             final int key = mrs.allocateKey();
-            final SoftMr next = translation || cur.dma == null
-                ? new SoftMr(p, translation ? segment : cur.segment, acc, key)
+            final SoftMr next = translation ? new SoftMr(p, segment, acc, key, newPin)
+                : cur.dma == null ? new SoftMr(p, cur.segment, acc, key, cur.release)
                 : new SoftMr(p, cur.dma, acc, key, cur.release);
             cur.valid = false;
             mrs.remove(cur);
             mrs.publish(next);
             cur.replacedBy(next);
+            replaced = true;
+            oldPin = translation && cur.dma == null ? cur.release : null;
         } finally {
             duty.release();
+            if (!replaced && newPin != null) {
+                newPin.run();
+            }
+        }
+        if (oldPin != null) {
+            oldPin.run();
         }
     }
 

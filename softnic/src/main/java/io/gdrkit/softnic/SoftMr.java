@@ -61,12 +61,22 @@ final class SoftMr implements MemoryRegion {
     final boolean window;
 
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key) {
-        this(pd, segment, access, key, null, null, false);
+        this(pd, segment, access, key, null, null, false, null);
+    }
+
+    /** Host memory with what unpins it at deregistration ({@link io.gdrkit.core.mem.HostPinner}), or null. */
+    SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key, final Runnable release) {
+        this(pd, segment, access, key, null, null, false, release);
     }
 
     /** A memory window's entry over host memory: {@code segment} is the window's slice of the MR's. */
     SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key, final SoftQp boundQp,
            final SoftMr parent, final boolean window) {
+        this(pd, segment, access, key, boundQp, parent, window, null);
+    }
+
+    private SoftMr(final SoftPd pd, final MemorySegment segment, final int access, final int key,
+                   final SoftQp boundQp, final SoftMr parent, final boolean window, final Runnable release) {
         this.boundQp = boundQp;
         this.parent = parent;
         this.window = window;
@@ -77,7 +87,7 @@ final class SoftMr implements MemoryRegion {
         this.length = segment.byteSize();
         this.access = access;
         this.key = key;
-        this.release = null;
+        this.release = release;
         this.referable = segment.isAccessibleBy(NOBODY);
         this.dmaView = null;
         this.bulkReads = false;
@@ -122,6 +132,19 @@ final class SoftMr implements MemoryRegion {
             MemorySegment.copy(src, srcOffset, segment, va - address, len);
         } else {
             dma.dmaWrite(va - address, src, srcOffset, len);
+        }
+    }
+
+    /**
+     * {@link #copyIn} from memory the caller holds unchanged until this MR's next completion fence is done (the
+     * sender's registered memory, referenced by a packet: see {@link DmaMemory#dmaWriteHeldSource}); DMA memory may
+     * read it later instead of copying it now.
+     */
+    void copyInHeldSource(final MemorySegment src, final long srcOffset, final long va, final long len) {
+        if (segment != null) {
+            MemorySegment.copy(src, srcOffset, segment, va - address, len);
+        } else {
+            dma.dmaWriteHeldSource(va - address, src, srcOffset, len);
         }
     }
 

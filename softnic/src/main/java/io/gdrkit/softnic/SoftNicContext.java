@@ -189,6 +189,7 @@ public final class SoftNicContext {
     private Map<String, String> properties;
     private NanoClock clock = NanoClock.SYSTEM;
     private LinkHook linkHook = LinkHook.PASS;
+    private io.gdrkit.core.mem.HostPinner hostPinner;
     private final ContextFreeze freeze = new ContextFreeze("SoftNicContext");
     /** A lab's defaults ({@link #defaultProgress}): the progress mode, and the backstop that goes with it. */
     private ProgressMode defaultProgress = ProgressMode.INVOKER;
@@ -521,6 +522,21 @@ public final class SoftNicContext {
 
     public LinkHook linkHook() {
         return linkHook;
+    }
+
+    /**
+     * Pins every host MR these NICs register ({@link io.gdrkit.core.mem.HostPinner}; unpinned at deregistration),
+     * as a GPUDirect-capable stack pins registered memory so that the GPU's DMA reads it where a packet references
+     * it. Null (the default): host MRs are not pinned.
+     */
+    public SoftNicContext hostPinner(final io.gdrkit.core.mem.HostPinner pinner) {
+        freeze.set("hostPinner");
+        hostPinner = pinner;
+        return this;
+    }
+
+    public io.gdrkit.core.mem.HostPinner hostPinner() {
+        return hostPinner;
     }
 
     /** Every property-backed value in effect, with its source (default, property, flag = a setter), in order. */

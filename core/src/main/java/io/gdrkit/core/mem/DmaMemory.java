@@ -20,6 +20,20 @@ public interface DmaMemory {
     /** A NIC write (posted: it may become visible to the memory's consumers later). */
     void dmaWrite(long offset, MemorySegment src, long srcOffset, long length);
 
+    /**
+     * A NIC write whose source the caller holds: the bytes at {@code src} stay unchanged and readable until a
+     * {@link #completionFenceStart} made after this call reports done through {@link #completionFenceDone} (or a
+     * {@link #completionFence} made after it returns). That is the case for the requester's registered memory
+     * referenced by a packet of the same process: RC leaves the source to the NIC until the work request completes,
+     * and the responder holds the ACK that completes it until the fence. Not for a packet's buffer in a link (the
+     * slot is reused as soon as the packet is handled). A memory that can read registered host memory by DMA (a
+     * CUDA GPU's copy engine) may then read the source later, without copying it first. The default: {@link #dmaWrite}.
+     */
+    default void dmaWriteHeldSource(final long offset, final MemorySegment src, final long srcOffset,
+                                    final long length) {
+        dmaWrite(offset, src, srcOffset, length);
+    }
+
     /** A NIC read; it is ordered behind earlier writes on the same path. */
     void dmaRead(long offset, MemorySegment dst, long dstOffset, long length);
 

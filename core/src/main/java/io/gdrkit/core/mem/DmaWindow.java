@@ -39,6 +39,11 @@ final class DmaWindow implements DmaMemory {
     }
 
     @Override
+    public void dmaWriteHeldSource(final long off, final MemorySegment src, final long srcOffset, final long len) {
+        memory.dmaWriteHeldSource(offset + off, src, srcOffset, len);
+    }
+
+    @Override
     public void dmaRead(final long off, final MemorySegment dst, final long dstOffset, final long len) {
         memory.dmaRead(offset + off, dst, dstOffset, len);
     }

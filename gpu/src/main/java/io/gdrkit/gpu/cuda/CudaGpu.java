@@ -76,6 +76,11 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final Map<String, CudaFunction> functions = new ConcurrentHashMap<>();
     /** Live {@link #allocHost} allocations, base address to bytes: the one record of what is pinned. */
     private final ConcurrentSkipListMap<Long, Long> hostAllocs = new ConcurrentSkipListMap<>();
+    /**
+     * Host memory pinned for the NIC ({@link #nicPinHost}, {@code cuMemHostRegister}), base address to bytes: part of
+     * the record {@link #isPinned} asks. Unregistered by the pin's release, or on close.
+     */
+    private final ConcurrentSkipListMap<Long, Long> nicPinned = new ConcurrentSkipListMap<>();
     /** Pages registered by {@link #mapHost}, unregistered on close. */
     private final java.util.Set<Long> registeredPages = ConcurrentHashMap.newKeySet();
     private final AtomicLong bar1Mapped = new AtomicLong();
@@ -351,21 +356,98 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     /**
      * Whether {@code [address, address + length)} lies wholly inside one live {@link #allocHost} allocation of this
-     * device (pinned and mapped, so the copy engine reads and writes it directly). A range that only partly
-     * overlaps one, or spans two, is not; a freed allocation is forgotten. Any thread.
+     * device, or one range pinned for the NIC ({@link #nicPinHost}): pinned, so the copy engine reads and writes it
+     * directly. A range that only partly overlaps one, or spans two, is not; a freed allocation or an unpinned range
+     * is forgotten. Any thread.
      */
     public boolean isPinned(final long address, final long length) {
-        if (length < 0) {
-            return false;
-        }
-        final Map.Entry<Long, Long> e = hostAllocs.floorEntry(address);
+        return length >= 0 && (inside(hostAllocs, address, length) || inside(nicPinned, address, length));
+    }
+
+    private static boolean inside(final ConcurrentSkipListMap<Long, Long> ranges, final long address,
+                                  final long length) {
+        final Map.Entry<Long, Long> e = ranges.floorEntry(address);
         // length <= end - address: no overflow for any length a caller passes
         return e != null && length <= e.getKey() + e.getValue() - address;
     }
 
+    /**
+     * {@inheritDoc} {@code cuMemHostRegister_v2(host, size, PORTABLE | DEVICEMAP)}, as a GPUDirect-capable stack pins
+     * the host memory a NIC registers; the range joins {@link #isPinned}'s record, so the NIC's writes from it into
+     * this GPU ({@link #nicWriteHeldSource}) are one copy-engine read and no CPU copy. The release takes the range
+     * out of the record after a fence (no copy from it is in flight or issued after), then unregisters it. A refusal
+     * (no such call in the driver, memory already pinned in part, the driver's error) returns null and is counted,
+     * with its reason, in {@link #nicStats}: the NIC then stages the bytes as before.
+     */
+    @Override
+    public Runnable nicPinHost(final MemorySegment host) {
+        final long address = host.address();
+        final long bytes = host.byteSize();
+        final String call = "cuMemHostRegister_v2(0x" + Long.toHexString(address) + ", " + bytes
+            + ", PORTABLE|DEVICEMAP)";
+        if (closed || !host.isNative() || bytes <= 0) {
+            nicStaging.notePin(false, call + " not made: " + (closed ? "the device is closed" : "not native memory"));
+            return null;
+        }
+        if (d.cuMemHostRegister.isEmpty() || d.cuMemHostUnregister.isEmpty()) {
+            nicStaging.notePin(false, "the driver has no cuMemHostRegister_v2/cuMemHostUnregister");
+            return null;
+        }
+        if (isPinned(address, bytes)) {
+            // cuMemAllocHost memory or a range pinned already: registering it again would fail, and it needs nothing
+            nicStaging.notePin(true, "");
+            return () -> { };
+        }
+        nicStaging.pauseAgent(); // registering host memory may wait for every running kernel
+        makeCurrent();
+        final int rc;
+        try {
+            rc = (int) d.cuMemHostRegister.get().invokeExact(host, bytes, 0x3);
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+        }
+        if (rc != CudaDriver.CUDA_SUCCESS) {
+            nicStaging.notePin(false, call + " = " + d.errorName(rc) + " (" + rc + ")");
+            return null;
+        }
+        nicPinned.put(address, bytes);
+        nicStaging.notePin(true, "");
+        return () -> nicUnpinHost(address, bytes);
+    }
+
+    /** The release of {@link #nicPinHost}: out of the record behind a fence, then {@code cuMemHostUnregister}. */
+    private void nicUnpinHost(final long address, final long bytes) {
+        if (closed) {
+            return; // the context went first and took its registrations with it
+        }
+        makeCurrent();
+        try {
+            nicStaging.retirePinned(() -> nicPinned.remove(address, bytes));
+        } catch (final GpuException e) {
+            // the fence failed (the device is broken): a copy may still read the memory, so it stays pinned; say so
+            nicPinned.remove(address, bytes);
+            nicStaging.notePin(false, "0x" + Long.toHexString(address) + " left pinned: the fence before "
+                + "cuMemHostUnregister failed: " + e.getMessage());
+            return;
+        }
+        nicStaging.pauseAgent();
+        try {
+            final int rc = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(address));
+            if (rc != CudaDriver.CUDA_SUCCESS) {
+                nicStaging.notePin(false, "cuMemHostUnregister(0x" + Long.toHexString(address) + ") = "
+                    + d.errorName(rc) + " (" + rc + ")");
+            }
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemHostUnregister", t);
+        }
+    }
+
     @Override
     public void freeHost(final MemorySegment host) {
-        if (hostAllocs.remove(host.address()) == null) {
+        // out of the record under the NIC's lock, behind any direct copy still reading it
+        final boolean[] known = new boolean[1];
+        nicStaging.retirePinned(() -> known[0] = hostAllocs.remove(host.address()) != null);
+        if (!known[0]) {
             throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "0x" + Long.toHexString(host.address())
                 + " was not allocated by cuMemAllocHost on this device");
         }
@@ -1034,7 +1116,23 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             host(src, srcOffset, len); // throws the named error
         }
         makeCurrent();
-        nicStaging.write(((CudaBuffer) mapping.buffer()).address(), dptr, src, srcOffset, len);
+        nicStaging.write(((CudaBuffer) mapping.buffer()).address(), dptr, src, srcOffset, len, false);
+    }
+
+    /**
+     * {@link #nicWrite} from a source the NIC holds until the fence: where it is pinned ({@link #isPinned}), the copy
+     * engine reads it directly instead of after a CPU copy into staging.
+     */
+    @Override
+    public void nicWriteHeldSource(final NicMapping mapping, final long offset, final MemorySegment src,
+                                   final long srcOffset, final long len) {
+        mapping.checkAccess(offset, len);
+        final long dptr = devPtr(mapping.buffer(), offset, len);
+        if (!src.isNative()) {
+            host(src, srcOffset, len); // throws the named error
+        }
+        makeCurrent();
+        nicStaging.write(((CudaBuffer) mapping.buffer()).address(), dptr, src, srcOffset, len, true);
     }
 
     /** A copy-engine read of the mapped buffer, behind every earlier NIC write; complete when it returns. */
@@ -1059,6 +1157,12 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     /** The NIC stand-in's counters: reads straight into pinned memory ({@link #isPinned}), reads through staging. */
     public String nicStats() {
         return nicStaging.stats();
+    }
+
+    @Override
+    public io.gdrkit.gpu.NicWriteCounters nicWriteCounters() {
+        final long[] c = nicStaging.counters();
+        return new io.gdrkit.gpu.NicWriteCounters(c[0], c[1], c[2], c[3], c[4], nicStaging.pinNote());
     }
 
     /** Pinned memory that NIC reads land in directly (see {@link NicStaging#readBuffer}). */
@@ -1107,6 +1211,9 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 final int ignored = (int) d.cuModuleUnload.invokeExact(m);
             }
             if (d.cuMemHostUnregister.isPresent()) {
+                for (final long base : nicPinned.keySet()) {
+                    final int ignoredPin = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(base));
+                }
                 for (final long page : registeredPages) {
                     final int ignoredUnreg = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(page));
                 }

@@ -39,6 +39,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * carries the FENCE flag: it starts only once every earlier delivery is complete, so a flag written after its data
  * never becomes visible before the data, as with the single in-order copy-engine stream. A new span starts at a
  * staging offset congruent to its device address modulo 16, so the agent copies it with 16-byte vectors.
+ *
+ * <p>Direct writes: a write whose source the caller holds until the fence ({@link #write}'s
+ * {@code sourceHeldUntilFence}: the sender's registered memory, referenced by a packet of this process) and that
+ * lies in pinned memory this device knows ({@link CudaGpu#isPinned}: {@code cuMemAllocHost} or
+ * {@code cuMemHostRegister}ed for the NIC) is not copied by the CPU: the copy engine reads it where it is, as a
+ * GPUDirect NIC reads registered memory by DMA. Contiguous writes (in the device and in the source) coalesce into one
+ * {@code cuMemcpyHtoDAsync} as staged ones do, on the same stream, so the order between the two kinds is the
+ * stream's. Pinned memory leaves the record only under this class's lock and after a fence
+ * ({@link #retirePinned}), so a copy is never issued from memory about to be unpinned or freed, and none in flight
+ * outlives its pin. A packet's buffer in a link is never such a source: its slot is reused when the packet has been
+ * handled, long before the fence.
  */
 @SuppressWarnings("restricted")
 final class NicStaging {
@@ -53,6 +64,11 @@ final class NicStaging {
     static final int READ_CHUNK = 1 << 20;
     /** A span this large is issued at once, so the copy engine starts while later packets are still staged. */
     static final int ISSUE_BYTES = 128 << 10;
+    /**
+     * A direct span (no staging, so no chunk to fill) is issued at 1 MiB: one copy-engine call per MiB costs a few
+     * microseconds against the 30 us the MiB takes on PCIe 5, while the engine starts before a long message ends.
+     */
+    static final long DIRECT_ISSUE_BYTES = 1 << 20;
     /** Fence events in the ring; an older token than this many looks at a later event, which only waits longer. */
     private static final int FENCES = 64;
     /** {@code CU_EVENT_DISABLE_TIMING}: cheaper to record and query. */
@@ -98,11 +114,26 @@ final class NicStaging {
     private final long[] fenceTokenOf = new long[FENCES];
     private int chunk;
     private int fill;
-    /** The span staged but not yet issued: its allocation's base, device address, staging offset, length. */
+    /**
+     * The span staged but not yet issued: its allocation's base, device address, staging offset, length; or, when
+     * {@link #spanDirect}, a direct span whose source starts at host address {@link #spanSrc}.
+     */
     private long spanBase;
     private long spanDev;
     private long spanStage;
     private long spanLen;
+    private boolean spanDirect;
+    private long spanSrc;
+    /** Direct copies issued since the last fence completed: a pin's retirement must wait for them. */
+    private boolean directInFlight;
+    /** Bytes the CPU copied into staging, bytes the copy engine read straight from the source; direct spans. */
+    private long stagedBytes;
+    private long directBytes;
+    private long directSpans;
+    /** Host memory pinned for the NIC ({@link CudaGpu#nicPinHost}), pins refused and the last refusal's reason. */
+    private long pins;
+    private long pinsRefused;
+    private String pinNote = "";
     /** Writes staged so far, and how many of them the last recorded fence event covers. */
     private long writes;
     private long fencedWrites;
@@ -126,22 +157,35 @@ final class NicStaging {
 
     /**
      * A posted write of {@code len} bytes from {@code src} to device address {@code dptr}, inside the allocation that
-     * starts at {@code base} (it continues a staged span only within the same allocation).
+     * starts at {@code base} (it continues a span only within the same allocation).
+     *
+     * @param sourceHeldUntilFence the caller keeps {@code src}'s bytes unchanged and its memory alive until a fence
+     *                             started after this call has completed ({@link #fenceDone}); then, where the source
+     *                             is pinned memory of this device, the copy engine reads it directly. False: the
+     *                             source may change once this returns (a link's packet buffer), so it is staged
      */
-    void write(final long base, long dptr, final MemorySegment src, long srcOffset, long len) {
+    void write(final long base, long dptr, final MemorySegment src, long srcOffset, long len,
+               final boolean sourceHeldUntilFence) {
         if (len <= 0) {
             return;
         }
         lock.lock();
         try {
             ensureAllocated();
+            // the record is asked under this lock: retirePinned removes memory from it under the same lock
+            if (sourceHeldUntilFence && (agent == null || memOps) && gpu.isPinned(src.address() + srcOffset, len)) {
+                writeDirect(base, dptr, src.address() + srcOffset, len);
+                writes++;
+                return;
+            }
+            stagedBytes += len;
             while (len > 0) {
                 if (fill == CHUNK) {
                     nextChunk();
                 }
                 long stage = (long) chunk * CHUNK + fill;
-                final boolean continues = spanLen > 0 && spanBase == base && spanDev + spanLen == dptr
-                    && spanStage + spanLen == stage;
+                final boolean continues = spanLen > 0 && !spanDirect && spanBase == base
+                    && spanDev + spanLen == dptr && spanStage + spanLen == stage;
                 if (!continues && agent != null) {
                     // the agent copies 16-byte vectors where source and destination agree modulo 16
                     final int pad = (int) ((dptr - stage) & 15);
@@ -158,6 +202,7 @@ final class NicStaging {
                 } else {
                     issueSpan();
                     spanFence = !(base == lastBase && dptr == lastEnd);
+                    spanDirect = false;
                     spanBase = base;
                     spanDev = dptr;
                     spanStage = stage;
@@ -174,6 +219,85 @@ final class NicStaging {
                 len -= n;
             }
             writes++;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A direct write (see the class comment): extends the direct span it continues, else starts one. */
+    private void writeDirect(final long base, final long dptr, final long srcAddress, final long len) {
+        final boolean continues = spanLen > 0 && spanDirect && spanBase == base && spanDev + spanLen == dptr
+            && spanSrc + spanLen == srcAddress;
+        if (continues) {
+            spanLen += len;
+        } else {
+            issueSpan();
+            spanFence = !(base == lastBase && dptr == lastEnd);
+            spanDirect = true;
+            spanBase = base;
+            spanDev = dptr;
+            spanSrc = srcAddress;
+            spanLen = len;
+        }
+        lastBase = base;
+        lastEnd = dptr + len;
+        directBytes += len;
+        if (spanLen >= DIRECT_ISSUE_BYTES) {
+            issueSpan();
+        }
+    }
+
+    /**
+     * Takes pinned memory out of the record of what the copy engine may read directly: under this lock (no direct
+     * copy is issued from it after), and after a fence when direct copies are in flight (none still reads it after
+     * this returns). {@code forget} removes it from the record; the caller unpins or frees it afterwards.
+     */
+    void retirePinned(final Runnable forget) {
+        lock.lock();
+        try {
+            if (spanLen > 0 && spanDirect) {
+                issueSpan();
+            }
+            if (directInFlight) {
+                fence();
+                directInFlight = false;
+            }
+            forget.run();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counts a pin of host memory for the NIC, or a refused one with its reason (shown by {@link #stats}). */
+    void notePin(final boolean pinned, final String why) {
+        lock.lock();
+        try {
+            if (pinned) {
+                pins++;
+            } else {
+                pinsRefused++;
+                pinNote = why;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** NIC write bytes so far: {stagedBytes, directBytes, directSpans, pins, pinsRefused}. */
+    long[] counters() {
+        lock.lock();
+        try {
+            return new long[] {stagedBytes, directBytes, directSpans, pins, pinsRefused};
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The last refused pin's reason, or "". */
+    String pinNote() {
+        lock.lock();
+        try {
+            return pinNote;
         } finally {
             lock.unlock();
         }
@@ -238,7 +362,11 @@ final class NicStaging {
         lock.lock();
         try {
             return "NIC reads: " + pinnedReads + " into pinned memory, " + stagedReads + " through staging"
-                + (agent != null ? "; NIC writes: " + agentSpans + " spans by the " + agent.describe() + ", "
+                + "; NIC writes: " + stagedBytes + " B staged (a CPU copy into pinned staging first), " + directBytes
+                + " B direct (the copy engine from the sender's pinned memory, no CPU copy) in " + directSpans
+                + " spans; host memory pinned for the NIC: " + pins + ", refused " + pinsRefused
+                + (pinNote.isEmpty() ? "" : " (" + pinNote + ")")
+                + (agent != null ? "; agent: " + agentSpans + " spans by the " + agent.describe() + ", "
                     + copySpans + " by the copy engine" : "") + agentNote;
         } finally {
             lock.unlock();
@@ -348,6 +476,7 @@ final class NicStaging {
                 agent = null;
             }
             final int ignoredSync = (int) d.cuStreamSynchronize.invokeExact(stream);
+            directInFlight = false; // synchronized: nothing reads pinned memory any more (the events go next)
             for (final MemorySegment e : chunkEvents) {
                 final int ignored = (int) d.cuEventDestroy.invokeExact(e);
             }
@@ -369,7 +498,7 @@ final class NicStaging {
             return;
         }
         final int spanChunk = (int) (spanStage / CHUNK);
-        if (agent != null && (spanLen < crossover || !memOps)) {
+        if (agent != null && !spanDirect && (spanLen < crossover || !memOps)) {
             int flags = spanFence && lastAgentSeq + ceSeq > 0 ? AgentRing.FENCE : 0;
             long ceWait = 0;
             if (ceSeq > 0 && !agent.ceDone(ceSeq)) {
@@ -390,20 +519,31 @@ final class NicStaging {
                 d.check((int) d.cuStreamWaitValue64.orElseThrow().invokeExact(stream, word, lastAgentSeq, WAIT_GEQ),
                     "cuStreamWaitValue64 (NIC write behind the agent)");
             }
-            d.check((int) d.cuMemcpyHtoDAsync.invokeExact(spanDev, staging.asSlice(spanStage, spanLen), spanLen,
-                stream), "cuMemcpyHtoDAsync_v2 (NIC write)");
+            final long len = spanLen;
+            spanLen = 0; // before the call: a failed copy must not leave the span to be issued again
+            if (spanDirect) {
+                // the source as it is: pinned, and held by the caller until a fence behind this copy completes
+                d.check((int) d.cuMemcpyHtoDAsync.invokeExact(spanDev, MemorySegment.ofAddress(spanSrc), len,
+                    stream), "cuMemcpyHtoDAsync_v2 (NIC write, direct from pinned memory)");
+                directInFlight = true;
+                directSpans++;
+            } else {
+                d.check((int) d.cuMemcpyHtoDAsync.invokeExact(spanDev, staging.asSlice(spanStage, len), len,
+                    stream), "cuMemcpyHtoDAsync_v2 (NIC write)");
+            }
             if (agent != null) {
                 ceSeq++;
                 ceNanos = System.nanoTime();
                 d.check((int) d.cuStreamWriteValue64.orElseThrow().invokeExact(stream, agent.ringDevice()
                     + agent.ring().ceDoneOffset(), ceSeq, 0), "cuStreamWriteValue64 (NIC write done)");
-                chunkCeSeq[spanChunk] = ceSeq;
+                if (!spanDirect) {
+                    chunkCeSeq[spanChunk] = ceSeq; // a direct copy reads no staging chunk
+                }
                 copySpans++;
             }
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyHtoDAsync_v2", t);
         }
-        spanLen = 0;
     }
 
     /** Whether large copy {@code seq} has landed; a copy not signalled within the stall time is a named error. */

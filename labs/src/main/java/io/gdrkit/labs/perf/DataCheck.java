@@ -85,17 +85,20 @@ public final class DataCheck {
         for (int i = 0; i < rs.size(); i++) {
             final Region r = rs.get(i);
             final int s = seedOf(seed, i);
-            if (r.src.gpuBuffer == null) {
-                Pattern.fill(r.src.buf, r.offset, size, 0, ROUND, s);
-                r.dst.buf.asSlice(r.offset, size).fill((byte) 0);
-            } else {
-                final GpuDevice gpu = r.src.gpuBuffer.device();
-                try (Arena arena = Arena.ofConfined()) {
-                    final MemorySegment host = arena.allocate(size, 64);
+            // each side on its own: one may be host memory and the other GPU memory (perf --client-mem host)
+            try (Arena arena = Arena.ofConfined()) {
+                final MemorySegment host = arena.allocate(size, 64);
+                if (r.src.gpuBuffer == null) {
+                    Pattern.fill(r.src.buf, r.offset, size, 0, ROUND, s);
+                } else {
                     Pattern.fill(host, 0, size, 0, ROUND, s);
-                    gpu.copyHtoD(r.src.gpuBuffer, r.offset, host, 0, size);
+                    r.src.gpuBuffer.device().copyHtoD(r.src.gpuBuffer, r.offset, host, 0, size);
+                }
+                if (r.dst.gpuBuffer == null) {
+                    r.dst.buf.asSlice(r.offset, size).fill((byte) 0);
+                } else {
                     host.fill((byte) 0);
-                    gpu.copyHtoD(r.dst.gpuBuffer, r.offset, host, 0, size);
+                    r.dst.gpuBuffer.device().copyHtoD(r.dst.gpuBuffer, r.offset, host, 0, size);
                 }
             }
         }

@@ -128,13 +128,33 @@ public final class Loopback implements AutoCloseable {
      */
     public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu) {
         this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
-            cfg.mtu(), faults, gpu, Loopback::connectDirect);
+            cfg.mtu(), faults, gpu, Loopback::connectDirect, false);
     }
 
     /** As {@link #Loopback(PerfConfig, FaultInjector, GpuDevice)}, each QP pair connected by {@code connector}. */
     public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu, final Connector connector) {
         this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
-            cfg.mtu(), faults, gpu, connector);
+            cfg.mtu(), faults, gpu, connector, false);
+    }
+
+    /**
+     * As {@link #Loopback(PerfConfig, FaultInjector, GpuDevice, Connector)}; with {@code requesterOnHost} side a's
+     * buffer (the requester's: the source of its WRITEs and SENDs) stays in host memory and only side b's is GPU
+     * memory, as perftest with {@code --use_cuda} on the server only. The host MR is pinned for the GPU
+     * ({@link GpuDevice#dmaTarget()}{@code .nicPinHost}, {@code cuMemHostRegister} on a CUDA GPU).
+     */
+    public Loopback(final PerfConfig cfg, final FaultInjector faults, final GpuDevice gpu, final Connector connector,
+                    final boolean requesterOnHost) {
+        this(cfg.progress(), cfg.numQps(), 2 * cfg.bufferBytes(), cfg.txDepth(), cfg.rxDepth(), cfg.inlineSize(),
+            cfg.mtu(), faults, gpu, connector, requesterOnHost);
+    }
+
+    /** The long form with {@code requesterOnHost} (see {@link #Loopback(PerfConfig, FaultInjector, GpuDevice, Connector, boolean)}). */
+    public Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+                    final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
+                    final GpuDevice gpu, final boolean requesterOnHost) {
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, gpu, Loopback::connectDirect,
+            requesterOnHost);
     }
 
     /**
@@ -145,16 +165,22 @@ public final class Loopback implements AutoCloseable {
     public Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
              final GpuDevice gpu) {
-        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, gpu, Loopback::connectDirect);
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, gpu, Loopback::connectDirect,
+            false);
     }
 
     private Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
-             final GpuDevice gpu, final Connector connector) {
+             final GpuDevice gpu, final Connector connector, final boolean requesterOnHost) {
         this.gpu = gpu;
         final SoftNicContext ctx = new SoftNicContext().progressMode(mode);
         if (faults != null) {
             ctx.linkHook(faults).linkCrc(faults.config().corrupt() > 0);
+        }
+        if (gpu != null) {
+            // host MRs are pinned for the GPU, as a GPUDirect-capable stack pins registered memory: the GPU's copy
+            // engine then reads a referenced source where it is (a CUDA GPU; others pin nothing)
+            ctx.hostPinner(gpu.dmaTarget()::nicPinHost);
         }
         driver = SoftNicDriver.launch(ctx);
         invoker = mode == SoftNicContext.ProgressMode.INVOKER;
@@ -172,7 +198,7 @@ public final class Loopback implements AutoCloseable {
             }
             for (final Side s : new Side[] {a, b}) {
                 s.buf = arena.allocate(Math.max(bufBytes, 64), 4096);
-                if (gpu != null) {
+                if (gpu != null && !(requesterOnHost && s == a)) {
                     s.gpuBuffer = gpu.alloc(Math.max(bufBytes, 64));
                     s.gpuMemory = new GpuDmaMemory(gpu, s.gpuBuffer);
                     s.mr = s.pd.registerMr(s.gpuMemory, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
@@ -334,6 +360,19 @@ public final class Loopback implements AutoCloseable {
         }
         if (driver != null) {
             driver.close();
+            if (gpu != null) {
+                // a host MR pinned for the GPU is unpinned by its deregistration (a fence first), before its arena
+                // frees the memory below
+                for (final Side s : new Side[] {a, b}) {
+                    if (s != null && s.gpuMemory == null && s.mr != null) {
+                        try {
+                            s.mr.deregister();
+                        } catch (final RuntimeException e) {
+                            // the device's close unregisters what is left
+                        }
+                    }
+                }
+            }
         } else {
             b.closeNative();
             a.closeNative();
