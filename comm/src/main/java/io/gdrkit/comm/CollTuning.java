@@ -51,8 +51,11 @@ public final class CollTuning {
     static final int NET_CHAIN = 5;
     static final int NET_PAIRWISE = 6;
     static final int NET_P2P = 7;
-    private static final int KINDS = 8;
-    private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p"};
+    /** The hierarchical path ({@link HierCollectives}): shared memory within each host, the transport between. */
+    static final int HIER = 8;
+    private static final int KINDS = 9;
+    private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p",
+        "hier"};
 
     /**
      * One choice of the table.
@@ -60,10 +63,11 @@ public final class CollTuning {
      * @param algo  the algorithm: direct, rsag, ring, tree, chain (broadcast and reduce on the net path), pairwise
      *     (alltoall) or p2p (sendrecv)
      * @param proto {@code LL} or {@code Simple}
-     * @param path  {@code shm} (shared memory only) or {@code net} (the transport)
+     * @param path  {@code shm} (shared memory only), {@code net} (the transport) or {@code shm+net} (the
+     *     hierarchical path: shared memory within each host, the transport between hosts)
      * @param why   why: the rule of the table, or the override
      * @param kind  the internal kind
-     * @param round the largest round on the shm path, in bytes (0 on the net path)
+     * @param round the largest round through shared memory, in bytes (0 on the net path)
      */
     public record Choice(String algo, String proto, String path, String why, int kind, int round) {
     }
@@ -76,6 +80,10 @@ public final class CollTuning {
     /** Why the shm path is not open (null when it is). */
     private final String noShm;
     private final int shmDirect;
+    /** The hierarchical path's slot, 0 when it is not open. */
+    private final int hierSlot;
+    /** The hosts' layout when the hierarchical path is open ("2 hosts x 3 ranks"), else why it is not. */
+    private final String hierWhy;
     private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
 
     /**
@@ -88,12 +96,28 @@ public final class CollTuning {
      */
     CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
                final String noShm, final int shmDirect) {
+        this(algo, proto, n, shmSlot, noShm, shmDirect, 0, null);
+    }
+
+    /**
+     * As above, for ranks on several hosts: {@code hierSlot} is the slot of each host's shared memory (0 when the
+     * hierarchical path is not open), {@code hierWhy} the hosts' layout or why the path is not open.
+     */
+    CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
+               final String noShm, final int shmDirect, final int hierSlot, final String hierWhy) {
+        this.hierSlot = hierSlot;
+        this.hierWhy = hierWhy;
         this.algo = algo;
         this.proto = proto;
         this.n = n;
         this.shmSlot = shmSlot;
         this.noShm = shmSlot > 0 ? null : noShm;
         this.shmDirect = shmDirect;
+    }
+
+    /** {@return whether the hierarchical path is open: each host's ranks mapped each other's segments} */
+    public boolean hierOpen() {
+        return hierSlot > 0;
     }
 
     /** {@return whether the shm path is open: every rank on this host, each mapping every rank's segment} */
@@ -112,12 +136,19 @@ public final class CollTuning {
      */
     Choice choose(final CollOp op, final long bytes, final boolean host, final int netDirect) {
         final boolean shm = shmOpen() && host && algo != CollContext.Algo.RING && algo != CollContext.Algo.TREE;
+        final boolean hier = !shm && hierOpen() && host && (algo == CollContext.Algo.AUTO
+            || algo == CollContext.Algo.HIER) && (op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER
+            || op == CollOp.BROADCAST);
         final int kind;
         boolean ll = false;
-        if (shm) {
+        if (hier) {
+            kind = HIER;
+            ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
+        } else if (shm) {
             final boolean reduction = op == CollOp.ALLREDUCE || op == CollOp.REDUCE;
-            kind = reduction && (algo == CollContext.Algo.RSAG || algo == CollContext.Algo.AUTO && bytes > shmDirect)
-                ? SHM_RSAG : SHM_DIRECT;
+            // hier on one host has one level: the shm path as auto chooses it
+            final boolean auto = algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER;
+            kind = reduction && (algo == CollContext.Algo.RSAG || auto && bytes > shmDirect) ? SHM_RSAG : SHM_DIRECT;
             ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
         } else {
             // ring keeps the direct rounds below the limit, as NCCL's ring has its LL protocol; tree has none
@@ -148,13 +179,27 @@ public final class CollTuning {
         final String why;
         final String protoWhy = proto == CollContext.Proto.AUTO ? (ll ? "LL up to " + LL_BYTES + " B"
             : "Simple above " + LL_BYTES + " B") : PROTO_NAME + "=" + p;
+        if (kind == HIER) {
+            return new Choice(ALGO[kind], p, "shm+net", (algo == CollContext.Algo.AUTO ? "auto" : ALGO_NAME + "=hier")
+                + ": ranks on several hosts (" + hierWhy + "), " + switch (op) {
+                    case ALLREDUCE -> "reduce-scatter within each host through shared memory, allreduce of each "
+                        + "host's slices around a ring of the ranks of one local index over the transport, all-gather "
+                        + "within each host";
+                    case ALLGATHER -> "allgather around a ring of the ranks of one local index over the transport, "
+                        + "then within each host through shared memory";
+                    default -> "the root's local index relays it host to host over the transport, then each host "
+                        + "through shared memory";
+                } + "; " + protoWhy + " (the shared-memory rounds)", kind,
+                ll ? Math.min(LL_BYTES, hierSlot) : hierSlot);
+        }
         if (kind == SHM_DIRECT || kind == SHM_RSAG) {
             final String a;
-            if (algo == CollContext.Algo.AUTO) {
-                a = kind == SHM_RSAG ? "auto: above the direct limit of " + shmDirect + " B, reduce-scatter + "
+            if (algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER) {
+                a = (algo == CollContext.Algo.HIER ? ALGO_NAME + "=hier with every rank on one host, one level: " : "")
+                    + (kind == SHM_RSAG ? "auto: above the direct limit of " + shmDirect + " B, reduce-scatter + "
                     + "all-gather split the reduction over the " + n + " ranks"
                     : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to the direct limit of " + shmDirect
-                    + " B, one round, each rank reads every input in place" : "auto: data moves in direct rounds";
+                    + " B, one round, each rank reads every input in place" : "auto: data moves in direct rounds");
             } else if (algo == CollContext.Algo.RSAG && kind == SHM_DIRECT) {
                 a = ALGO_NAME + "=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
             } else {
@@ -174,10 +219,22 @@ public final class CollTuning {
                 w.append(" (").append(op.testName()).append(" has no ").append(algo.name()
                     .toLowerCase(java.util.Locale.ROOT)).append(": ").append(ALGO[kind]).append(')');
             }
+        } else if (hierOpen()) {
+            // the hierarchical path is open: this operation, or these buffers, or the algorithm, keep the transport
+            w.append(algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER ? (algo == CollContext.Algo.AUTO
+                ? "auto" : ALGO_NAME + "=hier") + ": " + (op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER
+                || op == CollOp.BROADCAST ? "GPU buffers take the network path" : "the hierarchical path ("
+                + hierWhy + ") carries allreduce, allgather and broadcast; " + op.testName() + " takes the transport")
+                : ALGO_NAME + "=" + algo.name().toLowerCase(java.util.Locale.ROOT) + " needs every rank on one host: "
+                + "ranks on several hosts (" + hierWhy + ") take the transport");
+            w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
         } else {
-            w.append(algo == CollContext.Algo.AUTO ? "auto" : ALGO_NAME + "=" + algo.name().toLowerCase(
-                java.util.Locale.ROOT) + " needs the shm path, which is not open").append(": ")
-                .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm + ")");
+            w.append(algo == CollContext.Algo.AUTO ? "auto" : algo == CollContext.Algo.HIER ? ALGO_NAME
+                + "=hier needs ranks on several hosts and each host's shared memory, which is not open"
+                : ALGO_NAME + "=" + algo.name().toLowerCase(java.util.Locale.ROOT)
+                + " needs the shm path, which is not open").append(": ")
+                .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm
+                + (hierWhy == null ? "" : "; no hierarchical path: " + hierWhy) + ")");
             w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
         }
         if (proto != CollContext.Proto.AUTO) {
