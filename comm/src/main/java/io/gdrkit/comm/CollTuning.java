@@ -19,8 +19,12 @@ import io.gdrkit.gdr.config.GdrConfiguration;
  * reduce-scatter + all-gather ({@code rsag}: two trips, the reduction split over every rank); every other operation
  * as direct rounds (it moves data only). Protocol LL up to {@value #LL_BYTES} bytes (one round, the data beside
  * its flag), Simple above (rounds of a whole slot).</li>
- * <li>otherwise (ranks on several hosts, a GPU attached, {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO}
- * ring or tree; path {@code net}): the exchanges over the transport: allreduce as a direct round over the eager
+ * <li>ranks on several hosts with as many on each (more than one), each host's shared memory open, and host buffers
+ * ({@link HierCollectives}, path {@code shm+net}, algo {@code hier}): allreduce, allgather and broadcast share
+ * memory within each host and use the transport between the ranks of one local index on every host, at every size
+ * (auto or {@code NCCL_ALGO=hier}); protocol as the shm path's, for the shared-memory rounds.</li>
+ * <li>otherwise (ranks on several hosts without the hierarchical path, or its other operations, a GPU attached,
+ * {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO} ring or tree; path {@code net}): the exchanges over the transport: allreduce as a direct round over the eager
  * connections (through the shared slots when they are open: path {@code shm}) up to the direct limit, then ring
  * (tree with {@code NCCL_ALGO=tree}, which has no direct round); broadcast and
  * reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall pairwise; sendrecv one

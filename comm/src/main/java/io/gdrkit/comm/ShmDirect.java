@@ -45,6 +45,11 @@ import java.util.function.Consumer;
  * truncate it under the mappings: the next access to a lost page is the JVM's InternalError (a SIGBUS), which the
  * collectives turn into a {@link CollException} naming the truncated file ({@link #faultWhy}); the process lives on.
  *
+ * <p>With ranks on several hosts the same rounds run within each host ({@link #open(Bootstrap, boolean, int, Path,
+ * long, int[])} by group, for {@link HierCollectives}): "rank" in the files is then the rank's index in its host's
+ * group, "ranks" the group's size, and each host's lowest rank makes its directory and nonce; errors name world
+ * ranks.
+ *
  * <pre>
  * rank r's file (little-endian, as the host):
  *   [0, 8)        magic "GDRKSHD1"
