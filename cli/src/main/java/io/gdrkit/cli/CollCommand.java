@@ -52,11 +52,11 @@ import picocli.CommandLine.Parameters;
         "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
             + "`gdrkit launch --hosts`).",
         "When every rank is on one host, every collective of host buffers goes through shared memory (path shm, no "
-            + "NIC); ranks on several hosts with as many on each run allreduce, allgather and broadcast through "
-            + "shared memory within each host and the transport between hosts (path shm+net, algo hier); a tuning "
-            + "table picks algo (direct, rsag, hier, ring, tree) and proto (LL, Simple) per size, and each row says "
-            + "algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the transport (path "
-            + "net).",
+            + "NIC); ranks on several hosts with as many on each run allreduce, allgather, reduce-scatter and "
+            + "broadcast through shared memory within each host and the transport between hosts (path shm+net, algo "
+            + "hier); a tuning table picks algo (direct, rsag, hier, ring, tree) and proto (LL, Simple) per size, and "
+            + "each row says algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the "
+            + "transport (path net).",
         "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
 public final class CollCommand implements Callable<Integer> {

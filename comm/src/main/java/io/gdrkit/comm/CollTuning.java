@@ -20,15 +20,16 @@ import io.gdrkit.gdr.config.GdrConfiguration;
  * as direct rounds (it moves data only). Protocol LL up to {@value #LL_BYTES} bytes (one round, the data beside
  * its flag), Simple above (rounds of a whole slot).</li>
  * <li>ranks on several hosts with as many on each (more than one), each host's shared memory open, and host buffers
- * ({@link HierCollectives}, path {@code shm+net}, algo {@code hier}): allreduce, allgather and broadcast share
- * memory within each host and use the transport between the ranks of one local index on every host, at every size
- * (auto or {@code NCCL_ALGO=hier}); protocol as the shm path's, for the shared-memory rounds.</li>
+ * ({@link HierCollectives}, path {@code shm+net}, algo {@code hier}): allreduce, allgather, reduce-scatter and
+ * broadcast share memory within each host and use the transport between the ranks of one local index on every
+ * host, at every size (auto or {@code NCCL_ALGO=hier}); protocol as the shm path's, for the shared-memory
+ * rounds.</li>
  * <li>otherwise (ranks on several hosts without the hierarchical path, or its other operations, a GPU attached,
- * {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO} ring or tree; path {@code net}): the exchanges over the transport: allreduce as a direct round over the eager
- * connections (through the shared slots when they are open: path {@code shm}) up to the direct limit, then ring
- * (tree with {@code NCCL_ALGO=tree}, which has no direct round); broadcast and
- * reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall pairwise; sendrecv one
- * exchange. Protocol LL for the eager direct rounds, Simple for the chunked exchanges.</li>
+ * {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO} ring or tree; path {@code net}): the exchanges over
+ * the transport: allreduce as a direct round over the eager connections (through the shared slots when they are
+ * open: path {@code shm}) up to the direct limit, then ring (tree with {@code NCCL_ALGO=tree}, which has no direct
+ * round); broadcast and reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall
+ * pairwise; sendrecv one exchange. Protocol LL for the eager direct rounds, Simple for the chunked exchanges.</li>
  * </ul>
  *
  * <p>{@code NCCL_ALGO=direct} or {@code rsag} forces that algorithm on the shm path (rsag applies to allreduce and
@@ -119,6 +120,12 @@ public final class CollTuning {
         this.shmDirect = shmDirect;
     }
 
+    /** Whether {@code op} has a hierarchical algorithm ({@link HierCollectives}). */
+    private static boolean hierOp(final CollOp op) {
+        return op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER || op == CollOp.REDUCE_SCATTER
+            || op == CollOp.BROADCAST;
+    }
+
     /** {@return whether the hierarchical path is open: each host's ranks mapped each other's segments} */
     public boolean hierOpen() {
         return hierSlot > 0;
@@ -141,8 +148,7 @@ public final class CollTuning {
     Choice choose(final CollOp op, final long bytes, final boolean host, final int netDirect) {
         final boolean shm = shmOpen() && host && algo != CollContext.Algo.RING && algo != CollContext.Algo.TREE;
         final boolean hier = !shm && hierOpen() && host && (algo == CollContext.Algo.AUTO
-            || algo == CollContext.Algo.HIER) && (op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER
-            || op == CollOp.BROADCAST);
+            || algo == CollContext.Algo.HIER) && hierOp(op);
         final int kind;
         boolean ll = false;
         if (hier) {
@@ -191,6 +197,9 @@ public final class CollTuning {
                         + "within each host";
                     case ALLGATHER -> "allgather around a ring of the ranks of one local index over the transport, "
                         + "then within each host through shared memory";
+                    case REDUCE_SCATTER -> "reduce-scatter within each host through shared memory of the blocks of "
+                        + "each local index's ranks, then around a ring of the ranks of one local index over the "
+                        + "transport";
                     default -> "the root's local index relays it host to host over the transport, then each host "
                         + "through shared memory";
                 } + "; " + protoWhy + " (the shared-memory rounds)", kind,
@@ -226,9 +235,9 @@ public final class CollTuning {
         } else if (hierOpen()) {
             // the hierarchical path is open: this operation, or these buffers, or the algorithm, keep the transport
             w.append(algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER ? (algo == CollContext.Algo.AUTO
-                ? "auto" : ALGO_NAME + "=hier") + ": " + (op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER
-                || op == CollOp.BROADCAST ? "GPU buffers take the network path" : "the hierarchical path ("
-                + hierWhy + ") carries allreduce, allgather and broadcast; " + op.testName() + " takes the transport")
+                ? "auto" : ALGO_NAME + "=hier") + ": " + (hierOp(op) ? "GPU buffers take the network path"
+                : "the hierarchical path (" + hierWhy + ") carries allreduce, allgather, reduce-scatter and "
+                + "broadcast; " + op.testName() + " takes the transport")
                 : ALGO_NAME + "=" + algo.name().toLowerCase(java.util.Locale.ROOT) + " needs every rank on one host: "
                 + "ranks on several hosts (" + hierWhy + ") take the transport");
             w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);

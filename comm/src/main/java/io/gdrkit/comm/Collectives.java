@@ -26,7 +26,8 @@ import java.lang.foreign.MemorySegment;
  * round's in the last bits, as NCCL's algorithms differ from one another).</li>
  * <li>shared memory: when every rank is on this host and the buffers are host memory, every operation at every
  * size goes through {@link ShmCollectives} instead (no NIC); {@link CollTuning} chooses, and says why.</li>
- * <li>hierarchical: when the ranks span hosts with as many on each, allreduce, allgather and broadcast of host
+ * <li>hierarchical: when the ranks span hosts with as many on each, allreduce, allgather, reduce-scatter and
+ * broadcast of host
  * buffers go through shared memory within each host and over the transport between hosts
  * ({@link HierCollectives}, path shm+net).</li>
  * </ul>
@@ -282,6 +283,15 @@ public final class Collectives {
         final int r = c.rank();
         final long bb = count * t.size();
         final CollTuning.Choice ch = c.choose(CollOp.REDUCE_SCATTER, bb * n);
+        if (ch.kind() == CollTuning.HIER) {
+            final HierCollectives h = c.hier();
+            try {
+                h.reduceScatter(c, send, scratch, recv, count, t, op, ch.round());
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {

@@ -21,6 +21,9 @@ import java.util.Arrays;
  * differ from it in the last bits, as NCCL's algorithms differ from one another.</li>
  * <li>allgather: each rank's block goes around its column's ring (each rank then holds the blocks of its column),
  * then every rank publishes its column's blocks through shared memory and copies the other columns'.</li>
+ * <li>reduce-scatter: each local rank reduces, through shared memory, its host's inputs of the blocks of its
+ * column's ranks, then the column's ring reduce-scatters those H blocks over the transport (each block is reduced
+ * on the one rank that gets it).</li>
  * <li>broadcast: the root's column relays the data host to host along a chain from the root's host, then each
  * host's rank of that column broadcasts it through shared memory.</li>
  * </ul>
@@ -191,6 +194,32 @@ final class HierCollectives {
             c.exchange(next, recv, column[sb] * bb, bb, prev, recv, column[rb] * bb, bb, null, t);
         }
         local.allGatherPlaced(recv.seg(), bb, columns, t, cap);
+    }
+
+    /**
+     * Reduce-scatter: each local rank reduces, through shared memory, its host's inputs of the blocks of its column
+     * (the H ranks of its local index) into {@code scratch}, then the column's ring reduce-scatters them over the
+     * transport, the last step into {@code recv}.
+     *
+     * @param cap the largest shared-memory round
+     */
+    void reduceScatter(final Communicator c, final RegisteredBuffer send, final RegisteredBuffer scratch,
+                       final RegisteredBuffer recv, final long count, final DataType t, final RedOp op,
+                       final int cap) {
+        final long bb = count * t.size();
+        if (bb == 0) {
+            return;
+        }
+        local.reduceScatterPlaced(send.seg(), scratch.seg(), bb, columns, t, op, cap);
+        final int next = column[(host + 1) % hosts];
+        final int prev = column[(host + hosts - 1) % hosts];
+        for (int s = 0; s < hosts - 1; s++) {
+            final int sb = Math.floorMod(host - s - 1, hosts);
+            final int rb = Math.floorMod(host - s - 2, hosts);
+            final boolean last = s == hosts - 2; // rb == host: this rank's own block, into recv
+            c.exchange(next, scratch, column[sb] * bb, bb, prev, last ? recv : scratch, last ? 0 : column[rb] * bb,
+                bb, op, t, scratch, column[rb] * bb);
+        }
     }
 
     /**

@@ -414,6 +414,40 @@ final class ShmCollectives {
     }
 
     /**
+     * Reduce-scatter of blocks that lie where they belong, the hierarchical reduce-scatter's first step: the group's
+     * rank j ends with the group's reduction (in rank order) of the blocks {@code blocks[j]} (block k at
+     * {@code send + k bb}), at the same places in {@code out}. Each round every rank publishes, side by side, one
+     * piece of each rank's run of blocks, and reduces its own piece of every rank's slot.
+     */
+    void reduceScatterPlaced(final MemorySegment send, final MemorySegment out, final long bb, final int[][] blocks,
+                             final DataType t, final RedOp op, final int cap) {
+        final int es = t.size();
+        final long h = header(CollOp.REDUCE_SCATTER, t, op, 2, 0);
+        final int piece = round(Math.min(cap, slot) / n, es);
+        final long total = blocks[rank].length * bb;
+        for (long off = 0; off < total; off += piece) {
+            final int len = (int) Math.min(piece, total - off);
+            final long d = begin();
+            final MemorySegment own = shm.own();
+            for (int j = 0; j < n; j++) {
+                placed(send, blocks[j], bb, off, len, own, at(d) + (long) j * len, true);
+            }
+            shm.publishWritten(d, h, len * n);
+            awaitAll(d, h, len * n);
+            // this rank's piece of every slot, part by part where it spans blocks (parts are whole elements: the
+            // piece, the block and the offset are multiples of the element size)
+            int i = (int) (off / bb);
+            long within = off % bb;
+            for (long moved = 0; moved < len; i++, within = 0) {
+                final long part = Math.min(bb - within, len - moved);
+                reduceRankOrder(out, blocks[rank][i] * bb + within, d, (long) rank * len + moved, part / es, t, op);
+                moved += part;
+            }
+            shm.done(d);
+        }
+    }
+
+    /**
      * Copies bytes [off, off + len) of the run made of {@code blocks} (each {@code bb} bytes at recv + block bb)
      * into the slot at {@code slot + at} ({@code out}) or back from it.
      */

@@ -31,8 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the in-JVM fabric, each host's shared memory under a base of its own (host 0 under /dev/shm, host 1 under a
  * directory of the test, as each host has its own /dev/shm). 2 hosts x 2 ranks (interleaved: host of rank r is
  * r mod 2) and 2 hosts x 3 ranks (blocked), every element of every rank checked for allreduce (int32 sum, float sum
- * whose bits must be the fixed order's on every rank), allgather and broadcast, in place and out of place, 1 element
- * to 3 MiB with odd counts; the other operations keep the transport and stay right; an unequal split falls back with
+ * whose bits must be the fixed order's on every rank), reduce-scatter, allgather and broadcast, in place and out of
+ * place, 1 element to 3 MiB with odd counts; the other operations keep the transport and stay right; an unequal split falls back with
  * its reason; NCCL_ALGO forces or excludes the path; a peer that dies, stalls or writes a round that is not this one
  * ends the others with a named error and leaves no file behind.
  */
@@ -142,6 +142,7 @@ class HierCollectivesTest {
             final MemorySegment rm = a.allocate(max * 4 * np, 64);
             final RegisteredBuffer s = c.register(sm);
             final RegisteredBuffer d = c.register(rm);
+            final RegisteredBuffer scratch = c.register(a.allocate(max * 4 * np, 64));
             for (final long n : counts) {
                 for (final boolean inPlace : new boolean[] {false, true}) {
                     final String what = np + " ranks on 2 hosts, " + n + " elements" + (inPlace ? ", in place" : "");
@@ -187,6 +188,21 @@ class HierCollectivesTest {
                             }
                         }
                     }
+                    // reduce-scatter: np blocks of n; rank r gets block r; rank p's block b element i is in(p, b*n+i)
+                    if (n * np <= 2_000_000) {
+                        assertEquals("hier/shm+net", c.choose(CollOp.REDUCE_SCATTER, n * 4 * np).algo() + "/"
+                            + c.choose(CollOp.REDUCE_SCATTER, n * 4 * np).path(), what);
+                        fill(sm, rank, n * np);
+                        rm.fill((byte) 0x5a);
+                        // in place: recv is this rank's block of send
+                        final RegisteredBuffer out = inPlace ? c.register(sm.asSlice(rank * n * 4, n * 4)) : d;
+                        Collectives.reduceScatter(c, s, scratch, out, n, DataType.INT32, RedOp.SUM);
+                        for (long i = 0; i < n; i++) {
+                            if (at(out.seg(), i) != sum(np, rank * n + i)) {
+                                throw new AssertionError("reduce_scatter " + what + ": element " + i);
+                            }
+                        }
+                    }
                     // allgather: n elements per rank
                     if (n * np <= 2_000_000) {
                         fill(sm, rank, n);
@@ -212,7 +228,7 @@ class HierCollectivesTest {
         }));
     }
 
-    /** Reduce, reduce-scatter, alltoall and sendrecv keep the transport beside the hierarchical path, and stay right. */
+    /** Reduce, alltoall and sendrecv keep the transport beside the hierarchical path, and stay right. */
     private static void otherOpsStayOnTheTransport(final int np, final int rank, final Communicator c,
                                                    final java.lang.foreign.Arena a) {
         final long n = 3001;
@@ -220,22 +236,16 @@ class HierCollectivesTest {
         final MemorySegment rm = a.allocate(n * 4 * np, 64);
         final RegisteredBuffer s = c.register(sm);
         final RegisteredBuffer d = c.register(rm);
-        final RegisteredBuffer scratch = c.register(a.allocate(n * 4 * np, 64));
-        for (final CollOp op : new CollOp[] {CollOp.REDUCE, CollOp.REDUCE_SCATTER, CollOp.ALLTOALL, CollOp.SENDRECV}) {
+        for (final CollOp op : new CollOp[] {CollOp.REDUCE, CollOp.ALLTOALL, CollOp.SENDRECV}) {
             final CollTuning.Choice ch = c.choose(op, n * 4);
             assertEquals("net", ch.path(), op + ": " + ch.why());
-            assertTrue(ch.why().contains("carries allreduce, allgather and broadcast; " + op.testName()
+            assertTrue(ch.why().contains("carries allreduce, allgather, reduce-scatter and broadcast; " + op.testName()
                 + " takes the transport"), ch.why());
         }
         fill(sm, rank, n);
         Collectives.reduce(c, s, d, n, DataType.INT32, RedOp.SUM, np - 1);
         for (long i = 0; rank == np - 1 && i < n; i++) {
             assertEquals(sum(np, i), at(rm, i), "reduce element " + i);
-        }
-        fill(sm, rank, n * np);
-        Collectives.reduceScatter(c, s, scratch, d, n, DataType.INT32, RedOp.SUM);
-        for (long i = 0; i < n; i++) {
-            assertEquals(sum(np, rank * n + i), at(rm, i), "reduce_scatter element " + i);
         }
         fill(sm, rank, n * np);
         Collectives.allToAll(c, s, d, n, DataType.INT32);
