@@ -52,8 +52,10 @@ import picocli.CommandLine.Parameters;
         "--bind route binds the address this host uses to reach the bootstrap root (ranks on other hosts, "
             + "`gdrkit launch --hosts`).",
         "When every rank is on one host, every collective of host buffers goes through shared memory (path shm, no "
-            + "NIC); a tuning table picks algo (direct, rsag, ring, tree) and proto (LL, Simple) per size, and each "
-            + "row says algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the "
+            + "NIC); ranks on several hosts with as many on each run allreduce, allgather, reduce-scatter and "
+            + "broadcast through shared memory within each host and the transport between hosts (path shm+net, algo "
+            + "hier); a tuning table picks algo (direct, rsag, hier, ring, tree) and proto (LL, Simple) per size, and "
+            + "each row says algo, proto and path. NCCL_ALGO=ring or --set gdrkit.coll.shm.direct=false keeps the "
             + "transport (path net).",
         "Honours NCCL_BUFFSIZE, NCCL_STEPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO, NCCL_IB_*, "
             + "NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD."})
@@ -426,7 +428,8 @@ public final class CollCommand implements Callable<Integer> {
                 + "iters: %d validation: %d%n", c.op().testName(), n, c.minBytes(), c.maxBytes(),
             c.stepBytes() > 0 ? c.stepBytes() + "(bytes)" : c.factor() + "(factor)", c.warmup(), c.iters(),
             c.check() ? 1 : 0);
-        out.println("# paths: shm (shared memory between the ranks of one host, no NIC; host buffers), net ("
+        out.println("# paths: shm (shared memory between the ranks of one host, no NIC; host buffers), shm+net "
+            + "(shared memory within each host, the transport between hosts), net ("
             + (kind == CollWorld.TransportKind.IB ? "NET/IB over software NICs (simulated), " + fabric + " fabric"
             : "NET/Socket over TCP") + "); each row's algo, proto and path, the paths used and why below the table; "
             + (gpuMem ? "buffers on GPU "

@@ -32,7 +32,7 @@ class CollCommandTest {
         // every rank on one host: no row goes over NET/IB; the header names both paths, each row its own, and the
         // summary the paths used with the tuning's reasons
         assertTrue(r[1].contains("# paths: shm (shared memory between the ranks of one host, no NIC; host buffers), "
-            + "net (NET/IB over software NICs (simulated), injvm fabric)"), r[1]);
+            + "shm+net (shared memory within each host, the transport between hosts), net (NET/IB over software NICs (simulated), injvm fabric)"), r[1]);
         assertTrue(r[1].contains("#wrong    algo  proto path"), r[1]);
         assertTrue(r[1].contains("# direct rounds (rank 0): "), r[1]);
         assertTrue(r[1].contains("# paths used (rank 0): shm\n"), r[1]);

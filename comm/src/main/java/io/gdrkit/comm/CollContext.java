@@ -30,7 +30,8 @@ import java.util.Objects;
  * are opened (NCCL_MIN_NCHANNELS is raised to it, up to NCCL_MAX_NCHANNELS). Auto chooses by fabric and
  * processors ({@link CollWorld#chooseNics}). Every rank must use the same count.</li>
  * <li>{@code NCCL_ALGO} (auto): the collectives' algorithm: auto ({@link CollTuning}'s table), ring or tree (the
- * network path: exchanges over the transport), direct or rsag (shared memory when every rank is on this host).</li>
+ * network path: exchanges over the transport), direct or rsag (shared memory when every rank is on this host),
+ * hier (ranks on several hosts: shared memory within each host, the transport between hosts).</li>
  * <li>{@code NCCL_PROTO} (auto): LL (rounds of at most {@value CollTuning#LL_BYTES} bytes), Simple (whole slots),
  * or auto ({@link CollTuning}).</li>
  * <li>{@code gdrkit.coll.timeout.ms} (60000): the longest any collective waits for a peer.</li>
@@ -99,7 +100,12 @@ public final class CollContext {
         /** Reduce-scatter then allgather around a ring of the ranks. */
         RING,
         /** Reduce up a binomial tree to rank 0, then broadcast down the same tree. */
-        TREE
+        TREE,
+        /**
+         * Ranks on several hosts: shared memory within each host, the transport between the ranks of the same local
+         * index on every host ({@link HierCollectives}).
+         */
+        HIER
     }
 
     /** The collectives' protocols ({@code NCCL_PROTO}). */

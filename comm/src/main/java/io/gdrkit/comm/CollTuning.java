@@ -19,12 +19,17 @@ import io.gdrkit.gdr.config.GdrConfiguration;
  * reduce-scatter + all-gather ({@code rsag}: two trips, the reduction split over every rank); every other operation
  * as direct rounds (it moves data only). Protocol LL up to {@value #LL_BYTES} bytes (one round, the data beside
  * its flag), Simple above (rounds of a whole slot).</li>
- * <li>otherwise (ranks on several hosts, a GPU attached, {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO}
- * ring or tree; path {@code net}): the exchanges over the transport: allreduce as a direct round over the eager
- * connections (through the shared slots when they are open: path {@code shm}) up to the direct limit, then ring
- * (tree with {@code NCCL_ALGO=tree}, which has no direct round); broadcast and
- * reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall pairwise; sendrecv one
- * exchange. Protocol LL for the eager direct rounds, Simple for the chunked exchanges.</li>
+ * <li>ranks on several hosts with as many on each (more than one), each host's shared memory open, and host buffers
+ * ({@link HierCollectives}, path {@code shm+net}, algo {@code hier}): allreduce, allgather, reduce-scatter and
+ * broadcast share memory within each host and use the transport between the ranks of one local index on every
+ * host, at every size (auto or {@code NCCL_ALGO=hier}); protocol as the shm path's, for the shared-memory
+ * rounds.</li>
+ * <li>otherwise (ranks on several hosts without the hierarchical path, or its other operations, a GPU attached,
+ * {@code gdrkit.coll.shm.direct=false}, or {@code NCCL_ALGO} ring or tree; path {@code net}): the exchanges over
+ * the transport: allreduce as a direct round over the eager connections (through the shared slots when they are
+ * open: path {@code shm}) up to the direct limit, then ring (tree with {@code NCCL_ALGO=tree}, which has no direct
+ * round); broadcast and reduce direct, then a chain; allgather direct, then ring; reduce-scatter ring; alltoall
+ * pairwise; sendrecv one exchange. Protocol LL for the eager direct rounds, Simple for the chunked exchanges.</li>
  * </ul>
  *
  * <p>{@code NCCL_ALGO=direct} or {@code rsag} forces that algorithm on the shm path (rsag applies to allreduce and
@@ -51,8 +56,11 @@ public final class CollTuning {
     static final int NET_CHAIN = 5;
     static final int NET_PAIRWISE = 6;
     static final int NET_P2P = 7;
-    private static final int KINDS = 8;
-    private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p"};
+    /** The hierarchical path ({@link HierCollectives}): shared memory within each host, the transport between. */
+    static final int HIER = 8;
+    private static final int KINDS = 9;
+    private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p",
+        "hier"};
 
     /**
      * One choice of the table.
@@ -60,10 +68,11 @@ public final class CollTuning {
      * @param algo  the algorithm: direct, rsag, ring, tree, chain (broadcast and reduce on the net path), pairwise
      *     (alltoall) or p2p (sendrecv)
      * @param proto {@code LL} or {@code Simple}
-     * @param path  {@code shm} (shared memory only) or {@code net} (the transport)
+     * @param path  {@code shm} (shared memory only), {@code net} (the transport) or {@code shm+net} (the
+     *     hierarchical path: shared memory within each host, the transport between hosts)
      * @param why   why: the rule of the table, or the override
      * @param kind  the internal kind
-     * @param round the largest round on the shm path, in bytes (0 on the net path)
+     * @param round the largest round through shared memory, in bytes (0 on the net path)
      */
     public record Choice(String algo, String proto, String path, String why, int kind, int round) {
     }
@@ -78,6 +87,10 @@ public final class CollTuning {
     private final int shmDirect;
     /** Allreduce's and reduce's largest direct round on the shm path ({@link #reductionDirect}). */
     private final int reduceDirect;
+    /** The hierarchical path's slot, 0 when it is not open. */
+    private final int hierSlot;
+    /** The hosts' layout when the hierarchical path is open ("2 hosts x 3 ranks"), else why it is not. */
+    private final String hierWhy;
     private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
 
     /**
@@ -91,6 +104,18 @@ public final class CollTuning {
      */
     CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
                final String noShm, final int shmDirect, final int reduceThreads) {
+        this(algo, proto, n, shmSlot, noShm, shmDirect, reduceThreads, 0, null);
+    }
+
+    /**
+     * As above, for ranks on several hosts: {@code hierSlot} is the slot of each host's shared memory (0 when the
+     * hierarchical path is not open), {@code hierWhy} the hosts' layout or why the path is not open.
+     */
+    CollTuning(final CollContext.Algo algo, final CollContext.Proto proto, final int n, final int shmSlot,
+               final String noShm, final int shmDirect, final int reduceThreads, final int hierSlot,
+               final String hierWhy) {
+        this.hierSlot = hierSlot;
+        this.hierWhy = hierWhy;
         this.algo = algo;
         this.proto = proto;
         this.n = n;
@@ -125,6 +150,17 @@ public final class CollTuning {
         return reduceDirect;
     }
 
+    /** Whether {@code op} has a hierarchical algorithm ({@link HierCollectives}). */
+    private static boolean hierOp(final CollOp op) {
+        return op == CollOp.ALLREDUCE || op == CollOp.ALLGATHER || op == CollOp.REDUCE_SCATTER
+            || op == CollOp.BROADCAST;
+    }
+
+    /** {@return whether the hierarchical path is open: each host's ranks mapped each other's segments} */
+    public boolean hierOpen() {
+        return hierSlot > 0;
+    }
+
     /** {@return whether the shm path is open: every rank on this host, each mapping every rank's segment} */
     public boolean shmOpen() {
         return shmSlot > 0;
@@ -141,12 +177,19 @@ public final class CollTuning {
      */
     Choice choose(final CollOp op, final long bytes, final boolean host, final int netDirect) {
         final boolean shm = shmOpen() && host && algo != CollContext.Algo.RING && algo != CollContext.Algo.TREE;
+        final boolean hier = !shm && hierOpen() && host && (algo == CollContext.Algo.AUTO
+            || algo == CollContext.Algo.HIER) && hierOp(op);
         final int kind;
         boolean ll = false;
-        if (shm) {
+        if (hier) {
+            kind = HIER;
+            ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
+        } else if (shm) {
             final boolean reduction = op == CollOp.ALLREDUCE || op == CollOp.REDUCE;
-            kind = reduction && (algo == CollContext.Algo.RSAG || algo == CollContext.Algo.AUTO && bytes > reduceDirect)
-                ? SHM_RSAG : SHM_DIRECT;
+            // hier on one host has one level: the shm path as auto chooses it
+            final boolean auto = algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER;
+            kind = reduction && (algo == CollContext.Algo.RSAG || auto && bytes > reduceDirect) ? SHM_RSAG
+                : SHM_DIRECT;
             ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
         } else {
             // ring keeps the direct rounds below the limit, as NCCL's ring has its LL protocol; tree has none
@@ -177,16 +220,33 @@ public final class CollTuning {
         final String why;
         final String protoWhy = proto == CollContext.Proto.AUTO ? (ll ? "LL up to " + LL_BYTES + " B"
             : "Simple above " + LL_BYTES + " B") : PROTO_NAME + "=" + p;
+        if (kind == HIER) {
+            return new Choice(ALGO[kind], p, "shm+net", (algo == CollContext.Algo.AUTO ? "auto" : ALGO_NAME + "=hier")
+                + ": ranks on several hosts (" + hierWhy + "), " + switch (op) {
+                    case ALLREDUCE -> "reduce-scatter within each host through shared memory, allreduce of each "
+                        + "host's slices around a ring of the ranks of one local index over the transport, all-gather "
+                        + "within each host";
+                    case ALLGATHER -> "allgather around a ring of the ranks of one local index over the transport, "
+                        + "then within each host through shared memory";
+                    case REDUCE_SCATTER -> "reduce-scatter within each host through shared memory of the blocks of "
+                        + "each local index's ranks, then around a ring of the ranks of one local index over the "
+                        + "transport";
+                    default -> "the root's local index relays it host to host over the transport, then each host "
+                        + "through shared memory";
+                } + "; " + protoWhy + " (the shared-memory rounds)", kind,
+                ll ? Math.min(LL_BYTES, hierSlot) : hierSlot);
+        }
         if (kind == SHM_DIRECT || kind == SHM_RSAG) {
             final String a;
-            if (algo == CollContext.Algo.AUTO) {
+            if (algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER) {
                 final String limit = reduceDirect < shmDirect ? reduceDirect + " B (" + n + " inputs read per rank, "
                     + REDUCE_READ_PER_THREAD / 1024 + " KiB per reduce thread; the direct limit is " + shmDirect + " B)"
                     : "the direct limit of " + shmDirect + " B";
-                a = kind == SHM_RSAG ? "auto: above " + limit + ", reduce-scatter + all-gather split the reduction "
+                a = (algo == CollContext.Algo.HIER ? ALGO_NAME + "=hier with every rank on one host, one level: " : "")
+                    + (kind == SHM_RSAG ? "auto: above " + limit + ", reduce-scatter + all-gather split the reduction "
                     + "over the " + n + " ranks"
                     : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to " + limit + ", one round, each "
-                    + "rank reads every input in place" : "auto: data moves in direct rounds";
+                    + "rank reads every input in place" : "auto: data moves in direct rounds");
             } else if (algo == CollContext.Algo.RSAG && kind == SHM_DIRECT) {
                 a = ALGO_NAME + "=rsag applies to allreduce and reduce; " + op.testName() + " moves data in direct rounds";
             } else {
@@ -206,10 +266,22 @@ public final class CollTuning {
                 w.append(" (").append(op.testName()).append(" has no ").append(algo.name()
                     .toLowerCase(java.util.Locale.ROOT)).append(": ").append(ALGO[kind]).append(')');
             }
+        } else if (hierOpen()) {
+            // the hierarchical path is open: this operation, or these buffers, or the algorithm, keep the transport
+            w.append(algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER ? (algo == CollContext.Algo.AUTO
+                ? "auto" : ALGO_NAME + "=hier") + ": " + (hierOp(op) ? "GPU buffers take the network path"
+                : "the hierarchical path (" + hierWhy + ") carries allreduce, allgather, reduce-scatter and "
+                + "broadcast; " + op.testName() + " takes the transport")
+                : ALGO_NAME + "=" + algo.name().toLowerCase(java.util.Locale.ROOT) + " needs every rank on one host: "
+                + "ranks on several hosts (" + hierWhy + ") take the transport");
+            w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
         } else {
-            w.append(algo == CollContext.Algo.AUTO ? "auto" : ALGO_NAME + "=" + algo.name().toLowerCase(
-                java.util.Locale.ROOT) + " needs the shm path, which is not open").append(": ")
-                .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm + ")");
+            w.append(algo == CollContext.Algo.AUTO ? "auto" : algo == CollContext.Algo.HIER ? ALGO_NAME
+                + "=hier needs ranks on several hosts and each host's shared memory, which is not open"
+                : ALGO_NAME + "=" + algo.name().toLowerCase(java.util.Locale.ROOT)
+                + " needs the shm path, which is not open").append(": ")
+                .append(noShm == null ? "GPU buffers take the network path" : "no shm path (" + noShm
+                + (hierWhy == null ? "" : "; no hierarchical path: " + hierWhy) + ")");
             w.append(kind == NET_DIRECT ? "; one direct round over the eager connections" : "; " + ALGO[kind]);
         }
         if (proto != CollContext.Proto.AUTO) {

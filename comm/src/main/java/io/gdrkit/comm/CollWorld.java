@@ -122,9 +122,21 @@ public final class CollWorld implements AutoCloseable {
      * What this rank tells the others about its host ({@link HostRanks}): the processors its JVM may use and the
      * host's identity. Tests give ranks of one JVM different ones, as ranks on different hosts have.
      */
-    record Here(int cpus, String hostIdentity) {
+    record Here(int cpus, String hostIdentity, Path shmBase) {
+        Here(final int cpus, final String hostIdentity) {
+            this(cpus, hostIdentity, null);
+        }
+
         static Here probe() {
             return new Here(Runtime.getRuntime().availableProcessors(), GpuSharing.hostIdentity());
+        }
+
+        /**
+         * A test's rank on a host of the test's making: its record counts even among threads of one JVM (the in-JVM
+         * fabric), and its host's shared memory lies under {@code shmBase}, as each host has its own /dev/shm.
+         */
+        static Here played(final int cpus, final String hostIdentity, final Path shmBase) {
+            return new Here(cpus, hostIdentity, java.util.Objects.requireNonNull(shmBase, "shmBase"));
         }
     }
 
@@ -190,7 +202,7 @@ public final class CollWorld implements AutoCloseable {
         final int n = b.nranks();
         // which ranks share this host's processors: threads of one JVM do by definition; processes may be anywhere
         // (shm proves one kernel, not one set of processors per container), so they say where they are
-        final HostRanks hosts = fabric.equals("injvm") ? HostRanks.oneHost(n, here.cpus())
+        final HostRanks hosts = fabric.equals("injvm") && here.shmBase() == null ? HostRanks.oneHost(n, here.cpus())
             : HostRanks.gather(b, here.cpus(), here.hostIdentity());
         final int local = hosts.localRanks(r);
         // rails: k software NICs per rank; on the tcp fabric each has a fabric (a listening port) of its own, on
@@ -302,7 +314,8 @@ public final class CollWorld implements AutoCloseable {
                 net = new SocketTransport(new SocketTransportContext().settings(settings).timeout(timeout)
                     .bind(coll.bind()));
             }
-            final Communicator comm = new Communicator(b, net, coll, local, here.cpus());
+            final Communicator comm = new Communicator(b, net, coll, local, here.cpus(), hosts,
+                here.shmBase() == null ? ShmFabric.defaultBase() : here.shmBase());
             comm.nicMtu(mtu);
             if (progress != null) { // a shared (injvm) driver's caller says how it launched it
                 comm.nicProgress(progress + "; " + k + (k == 1 ? " NIC" : " NICs") + " per rank (" + nicChoice.why()

@@ -26,6 +26,10 @@ import java.lang.foreign.MemorySegment;
  * round's in the last bits, as NCCL's algorithms differ from one another).</li>
  * <li>shared memory: when every rank is on this host and the buffers are host memory, every operation at every
  * size goes through {@link ShmCollectives} instead (no NIC); {@link CollTuning} chooses, and says why.</li>
+ * <li>hierarchical: when the ranks span hosts with as many on each, allreduce, allgather, reduce-scatter and
+ * broadcast of host
+ * buffers go through shared memory within each host and over the transport between hosts
+ * ({@link HierCollectives}, path shm+net).</li>
  * </ul>
  */
 public final class Collectives {
@@ -80,6 +84,15 @@ public final class Collectives {
         }
         final int n = c.nranks();
         final CollTuning.Choice ch = c.choose(CollOp.ALLREDUCE, count * t.size());
+        if (ch.kind() == CollTuning.HIER) {
+            final HierCollectives h = c.hier();
+            try {
+                h.allReduce(c, send, recv, count, t, op, ch.round());
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {
@@ -215,6 +228,15 @@ public final class Collectives {
         final int r = c.rank();
         final long bb = count * t.size();
         final CollTuning.Choice ch = c.choose(CollOp.ALLGATHER, bb * n);
+        if (ch.kind() == CollTuning.HIER) {
+            final HierCollectives h = c.hier();
+            try {
+                h.allGather(c, send, recv, count, t, ch.round());
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {
@@ -270,6 +292,15 @@ public final class Collectives {
         final int r = c.rank();
         final long bb = count * t.size();
         final CollTuning.Choice ch = c.choose(CollOp.REDUCE_SCATTER, bb * n);
+        if (ch.kind() == CollTuning.HIER) {
+            final HierCollectives h = c.hier();
+            try {
+                h.reduceScatter(c, send, scratch, recv, count, t, op, ch.round());
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {
@@ -323,6 +354,15 @@ public final class Collectives {
         final long bytes = count * t.size();
         final int pos = Math.floorMod(r - root, n);
         final CollTuning.Choice ch = c.choose(CollOp.BROADCAST, bytes);
+        if (ch.kind() == CollTuning.HIER) {
+            final HierCollectives h = c.hier();
+            try {
+                h.broadcast(c, send, recv, count, t, root, ch.round());
+            } catch (final RuntimeException | InternalError e) {
+                throw c.shmFailed(e);
+            }
+            return;
+        }
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {

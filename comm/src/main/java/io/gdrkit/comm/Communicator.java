@@ -55,6 +55,8 @@ public final class Communicator implements AutoCloseable {
     private final String directPath;
     /** Every collective through shared memory when every rank is on this host (null: not open). */
     private final ShmCollectives shmColl;
+    /** The shared memory this communicator opened: the world's, or each host's for the hierarchical path. */
+    private final ShmPaths paths;
     /** The tuning table: algorithm, protocol and path per operation and size. */
     private final CollTuning tuning;
     /** How the ranks' waits spin, and why ({@link #spinning()}). */
@@ -108,6 +110,15 @@ public final class Communicator implements AutoCloseable {
     /** As above, with {@code localRanks} ranks (this one included) on this host of {@code cpus} processors. */
     Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context, final int localRanks,
                  final int cpus) {
+        this(bootstrap, net, context, localRanks, cpus, null, io.gdrkit.softnic.fabric.ShmFabric.defaultBase());
+    }
+
+    /**
+     * As above, knowing which ranks share a host ({@code hosts}; null: not known): ranks on several hosts open
+     * shared memory within each host for the hierarchical path ({@link ShmPaths}), its files under {@code shmBase}.
+     */
+    Communicator(final Bootstrap bootstrap, final NetTransport net, final CollContext context, final int localRanks,
+                 final int cpus, final HostRanks hosts, final java.nio.file.Path shmBase) {
         this.bootstrap = bootstrap;
         this.net = net;
         this.ctx = context.concludeOnce();
@@ -157,24 +168,13 @@ public final class Communicator implements AutoCloseable {
         gpu = new GpuAttachment(net, n > 1 ? anyComm() : null, rank, n, chunk, ctx.steps(), staging, stagingMr,
             stagingAddr, stagingNicMr);
         eg = new EagerPath(net, n > 1 ? anyComm() : null, recv, channels, rank, n, eager, arena, pace, timeoutNanos);
-        if (n > 1) {
-            // collective, on every rank alike, whatever its own setting: see ShmDirect.open
-            // the slots carry every collective's rounds (ShmCollectives), not only the direct ones
-            final boolean wanted = ctx.shmDirect().value();
-            final ShmDirect.Opened o = ShmDirect.open(bootstrap, wanted, Math.max(SHM_SLOT_BYTES, shmDirectBytes),
-                shmDirectBytes);
-            shm = o.direct();
-            directPath = shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + ")"
-                : "nic, up to " + (eager > 0 ? ctx.directBytes() : 0) + " B (" + o.why() + ")";
-            shmColl = shm == null ? null : new ShmCollectives(shm, rank, n, pace, timeoutNanos, hostReducer);
-            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, shm == null ? 0 : shm.slotBytes(), o.why(),
-                shmDirectBytes, reduceChoice.threads());
-        } else {
-            shm = null;
-            directPath = "none (one rank)";
-            shmColl = null;
-            tuning = new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0, 1);
-        }
+        // collective, on every rank alike, whatever its own setting: see ShmDirect.open
+        paths = ShmPaths.open(bootstrap, ctx, hosts == null ? null : hosts.hostOf(), shmBase, shmDirectBytes,
+            eager > 0 ? ctx.directBytes() : 0, pace, timeoutNanos, hostReducer, reduceChoice.threads());
+        shm = paths.shm();
+        shmColl = paths.shmColl();
+        directPath = paths.directPath();
+        tuning = paths.tuning();
         direct = new DirectRounds(rank, n, channels, net, send, eg, shm, pace, timeoutNanos, sendSeq, recvSeq,
             sentTo, receivedFrom);
         pipe = new ExchangePipeline(rank, net, send, recv, channels, chunk, ctx.steps(), eg, staging, stagingAddr,
@@ -248,6 +248,17 @@ public final class Communicator implements AutoCloseable {
         return shmColl;
     }
 
+    /** The hierarchical path's collectives (null: not open), refused by name after an earlier failure. */
+    HierCollectives hier() {
+        usable();
+        return paths.hier();
+    }
+
+    /** This host's shared rounds on the hierarchical path (null: not open), for tests that play a hostile peer. */
+    ShmDirect hostShm() {
+        return paths.hostShm();
+    }
+
     /**
      * An shm collective failed: later calls are refused with its error, returned to be thrown. A failure caused by a
      * fault on a mapped file (the InternalError itself, or a reduce thread's part, whose InternalError comes wrapped)
@@ -282,8 +293,8 @@ public final class Communicator implements AutoCloseable {
     }
 
     private String faultMessage(final InternalError e) {
-        return "rank " + rank + " shared-memory collective: " + (shm == null ? "a fault on a mapped access"
-            : shm.faultWhy()) + " (" + e.getMessage() + ")";
+        return "rank " + rank + " shared-memory collective: " + (paths.mapped() == null ? "a fault on a mapped "
+            + "access" : paths.mapped().faultWhy()) + " (" + e.getMessage() + ")";
     }
 
     /** The shared-memory rounds (null: not used), for tests that play a hostile peer's file. */
@@ -340,41 +351,17 @@ public final class Communicator implements AutoCloseable {
         return send[(rank + 1) % n][0];
     }
 
-    /**
-
-     * Returns this rank.
-
-     *
-
-     * @return this rank
-
-     */
+    /** {@return this rank} */
     public int rank() {
         return rank;
     }
 
-    /**
-
-     * Returns the number of ranks.
-
-     *
-
-     * @return the number of ranks
-
-     */
+    /** {@return the number of ranks} */
     public int nranks() {
         return n;
     }
 
-    /**
-
-     * Returns the transport behind the NET seam.
-
-     *
-
-     * @return the transport behind the NET seam
-
-     */
+    /** {@return the transport behind the NET seam} */
     public NetTransport transport() {
         return net;
     }
@@ -399,28 +386,12 @@ public final class Communicator implements AutoCloseable {
         return receivedFrom[peer];
     }
 
-    /**
-
-     * Returns the run's bootstrap.
-
-     *
-
-     * @return the run's bootstrap
-
-     */
+    /** {@return the run's bootstrap} */
     public Bootstrap bootstrap() {
         return bootstrap;
     }
 
-    /**
-
-     * Returns the collectives' tuning, concluded.
-
-     *
-
-     * @return the collectives' tuning, concluded
-
-     */
+    /** {@return the collectives' tuning, concluded} */
     public CollContext context() {
         return ctx;
     }
@@ -753,11 +724,6 @@ public final class Communicator implements AutoCloseable {
         direct.done(recvFrom);
     }
 
-
-
-
-
-
     @Override
     public void close() {
         hostReducer.close();
@@ -773,9 +739,7 @@ public final class Communicator implements AutoCloseable {
         }
         eg.deregister(n > 1 ? anyComm() : null);
         conns.close();
-        if (shm != null) {
-            shm.close();
-        }
+        paths.close();
         arena.close();
     }
 }

@@ -6,8 +6,11 @@ package io.gdrkit.comm;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Every collective, at every size, through the shared-memory slots of {@link ShmDirect}, when every rank of the
- * world is on this host: no NIC, no system call, no thread but the ranks' own (and their reduce threads). As
+ * Every collective, at every size, through the shared-memory slots of {@link ShmDirect}, among the ranks of a group
+ * on this host: every rank of the world when all are on this host, or the ranks of this host when the world spans
+ * several ({@link HierCollectives} runs the host's share of its collectives here). Ranks are the group's indexes
+ * ({@code rank} of {@code n}); errors name world ranks ({@link ShmDirect#world}). No NIC, no system call, no thread
+ * but the ranks' own (and their reduce threads). As
  * Open MPI's vader BTL and NCCL's SHM transport do, a rank writes its part into its own mapped segment and publishes
  * it with a release store; its peers read it in place with acquire loads.
  *
@@ -37,11 +40,11 @@ final class ShmCollectives {
     /** The data bytes of one slot. */
     private final int slot;
 
-    ShmCollectives(final ShmDirect shm, final int rank, final int n, final Pacer pace, final long timeoutNanos,
-                   final ParallelReducer reducer) {
+    /** Over {@code shm}'s group: this rank is its index there, {@link ShmDirect#index()}, of its size. */
+    ShmCollectives(final ShmDirect shm, final Pacer pace, final long timeoutNanos, final ParallelReducer reducer) {
         this.shm = shm;
-        this.rank = rank;
-        this.n = n;
+        this.rank = shm.index();
+        this.n = shm.size();
         this.pace = pace;
         this.timeoutNanos = timeoutNanos;
         this.reducer = reducer;
@@ -101,7 +104,8 @@ final class ShmCollectives {
             if (++idle > pace.spins) {
                 deadline = deadline == 0 ? System.nanoTime() + timeoutNanos : deadline;
                 if (pace.due(deadline)) {
-                    pace.check(deadline, "rank " + p + "'s shared-memory round " + d + " (" + bytes + " B)");
+                    pace.check(deadline, "rank " + shm.world(p) + "'s shared-memory round " + d + " (" + bytes
+                        + " B)");
                 }
             }
             pace.idle(idle);
@@ -297,6 +301,168 @@ final class ShmCollectives {
             await(prev, d, h, len);
             MemorySegment.copy(seg(prev), at(d), recv, off, len);
             shm.done(d);
+        }
+    }
+
+    // ---------------------------------------------------------------- the hierarchical path's steps
+
+    /** The first element of slice {@code b} of {@code count} over the group: [count b / n, count (b + 1) / n). */
+    private long sliceLo(final long count, final int b) {
+        return count * b / n;
+    }
+
+    /** The bytes of a slice's round at {@code off}: what is left of the slice's {@code bytes}, at most a piece. */
+    private static int pieceLen(final long bytes, final long off, final int piece) {
+        return (int) Math.max(0, Math.min(piece, bytes - off));
+    }
+
+    /** The largest slice in bytes: the number of a slice's rounds follows from it, the same on every rank. */
+    private long largestSlice(final long count, final int es) {
+        long most = 0;
+        for (int b = 0; b < n; b++) {
+            most = Math.max(most, (sliceLo(count, b + 1) - sliceLo(count, b)) * es);
+        }
+        return most;
+    }
+
+    /**
+     * Reduce-scatter by slices, the hierarchical allreduce's first step: the group's rank b ends with slice b of
+     * the group's reduction (in rank order) at the slice's own place in {@code recv}; recv's other slices are left as
+     * they are (in place they still hold the input, which the last step overwrites). Each round every rank publishes,
+     * side by side, one piece of each slice of its input, and reduces piece b of every rank's slot.
+     */
+    void reduceScatterSlices(final MemorySegment send, final MemorySegment recv, final long count, final DataType t,
+                             final RedOp op, final int cap) {
+        final int es = t.size();
+        final long h = header(CollOp.ALLREDUCE, t, op, 2, 0);
+        final int piece = round(Math.min(cap, slot) / n, es);
+        final long most = largestSlice(count, es);
+        final long myLo = sliceLo(count, rank) * es;
+        final long myBytes = sliceLo(count, rank + 1) * es - myLo;
+        for (long off = 0; off < most; off += piece) {
+            final long d = begin();
+            final MemorySegment own = shm.own();
+            int total = 0;
+            for (int b = 0; b < n; b++) {
+                final long lo = sliceLo(count, b) * es;
+                final int len = pieceLen(sliceLo(count, b + 1) * es - lo, off, piece);
+                MemorySegment.copy(send, lo + off, own, at(d) + (long) b * piece, len);
+                total += len;
+            }
+            // the total is a function of the count and the round alone: every rank publishes and expects the same
+            shm.publishWritten(d, h, total);
+            awaitAll(d, h, total);
+            final int mine = pieceLen(myBytes, off, piece);
+            if (mine > 0) {
+                reduceRankOrder(recv, myLo + off, d, (long) rank * piece, mine / es, t, op);
+            }
+            shm.done(d);
+        }
+    }
+
+    /**
+     * All-gather by slices, the hierarchical allreduce's last step: the group's rank b publishes slice b of
+     * {@code recv} (where {@link #reduceScatterSlices} left it, reduced across hosts since), every rank copies every
+     * peer's slice to its place.
+     */
+    void allGatherSlices(final MemorySegment recv, final long count, final DataType t, final int cap) {
+        final int es = t.size();
+        final long h = header(CollOp.ALLREDUCE, t, null, 3, 0);
+        final int c = round(cap, es);
+        final long most = largestSlice(count, es);
+        final long myLo = sliceLo(count, rank) * es;
+        final long myBytes = sliceLo(count, rank + 1) * es - myLo;
+        for (long off = 0; off < most; off += c) {
+            final long d = begin();
+            final int mine = pieceLen(myBytes, off, c);
+            MemorySegment.copy(recv, myLo + off, shm.own(), at(d), mine);
+            shm.publishWritten(d, h, mine);
+            for (int s = 1; s < n; s++) {
+                final int p = (rank + s) % n;
+                final long lo = sliceLo(count, p) * es;
+                final int len = pieceLen(sliceLo(count, p + 1) * es - lo, off, c);
+                await(p, d, h, len);
+                MemorySegment.copy(seg(p), at(d), recv, lo + off, len);
+            }
+            shm.done(d);
+        }
+    }
+
+    /**
+     * All-gather of blocks that already lie where they belong, the hierarchical allgather's last step: the group's
+     * rank j contributes the blocks {@code blocks[j]} of {@code bb} bytes each (block k at {@code recv + k bb}; every
+     * rank the same number of them), published as one run of bytes cut in rounds; every rank copies every peer's
+     * blocks to the same places.
+     */
+    void allGatherPlaced(final MemorySegment recv, final long bb, final int[][] blocks, final DataType t,
+                         final int cap) {
+        final long h = header(CollOp.ALLGATHER, t, null, 2, 0);
+        final int c = round(cap, 1);
+        final long total = blocks[rank].length * bb;
+        for (long off = 0; off < total; off += c) {
+            final int len = (int) Math.min(c, total - off);
+            final long d = begin();
+            placed(recv, blocks[rank], bb, off, len, shm.own(), at(d), true);
+            shm.publishWritten(d, h, len);
+            for (int s = 1; s < n; s++) {
+                final int p = (rank + s) % n;
+                await(p, d, h, len);
+                placed(recv, blocks[p], bb, off, len, seg(p), at(d), false);
+            }
+            shm.done(d);
+        }
+    }
+
+    /**
+     * Reduce-scatter of blocks that lie where they belong, the hierarchical reduce-scatter's first step: the group's
+     * rank j ends with the group's reduction (in rank order) of the blocks {@code blocks[j]} (block k at
+     * {@code send + k bb}), at the same places in {@code out}. Each round every rank publishes, side by side, one
+     * piece of each rank's run of blocks, and reduces its own piece of every rank's slot.
+     */
+    void reduceScatterPlaced(final MemorySegment send, final MemorySegment out, final long bb, final int[][] blocks,
+                             final DataType t, final RedOp op, final int cap) {
+        final int es = t.size();
+        final long h = header(CollOp.REDUCE_SCATTER, t, op, 2, 0);
+        final int piece = round(Math.min(cap, slot) / n, es);
+        final long total = blocks[rank].length * bb;
+        for (long off = 0; off < total; off += piece) {
+            final int len = (int) Math.min(piece, total - off);
+            final long d = begin();
+            final MemorySegment own = shm.own();
+            for (int j = 0; j < n; j++) {
+                placed(send, blocks[j], bb, off, len, own, at(d) + (long) j * len, true);
+            }
+            shm.publishWritten(d, h, len * n);
+            awaitAll(d, h, len * n);
+            // this rank's piece of every slot, part by part where it spans blocks (parts are whole elements: the
+            // piece, the block and the offset are multiples of the element size)
+            int i = (int) (off / bb);
+            long within = off % bb;
+            for (long moved = 0; moved < len; i++, within = 0) {
+                final long part = Math.min(bb - within, len - moved);
+                reduceRankOrder(out, blocks[rank][i] * bb + within, d, (long) rank * len + moved, part / es, t, op);
+                moved += part;
+            }
+            shm.done(d);
+        }
+    }
+
+    /**
+     * Copies bytes [off, off + len) of the run made of {@code blocks} (each {@code bb} bytes at recv + block bb)
+     * into the slot at {@code slot + at} ({@code out}) or back from it.
+     */
+    private static void placed(final MemorySegment recv, final int[] blocks, final long bb, final long off,
+                               final int len, final MemorySegment slot, final long at, final boolean out) {
+        int i = (int) (off / bb);
+        long within = off % bb;
+        for (long moved = 0; moved < len; i++, within = 0) {
+            final long part = Math.min(bb - within, len - moved);
+            if (out) {
+                MemorySegment.copy(recv, blocks[i] * bb + within, slot, at + moved, part);
+            } else {
+                MemorySegment.copy(slot, at + moved, recv, blocks[i] * bb + within, part);
+            }
+            moved += part;
         }
     }
 }

@@ -45,6 +45,11 @@ import java.util.function.Consumer;
  * truncate it under the mappings: the next access to a lost page is the JVM's InternalError (a SIGBUS), which the
  * collectives turn into a {@link CollException} naming the truncated file ({@link #faultWhy}); the process lives on.
  *
+ * <p>With ranks on several hosts the same rounds run within each host ({@link #open(Bootstrap, boolean, int, Path,
+ * long, int[])} by group, for {@link HierCollectives}): "rank" in the files is then the rank's index in its host's
+ * group, "ranks" the group's size, and each host's lowest rank makes its directory and nonce; errors name world
+ * ranks.
+ *
  * <pre>
  * rank r's file (little-endian, as the host):
  *   [0, 8)        magic "GDRKSHD1"
@@ -75,8 +80,12 @@ final class ShmDirect implements AutoCloseable {
      */
     static volatile Consumer<Path> beforeUnlink = f -> { };
 
+    /** This rank's index in its group (its world rank when the group is the world). */
     private final int rank;
+    /** The group's ranks. */
     private final int n;
+    /** Group index -> world rank: what errors name (a peer is known by its world rank). */
+    private final int[] worldOf;
     private final int slotBytes;
     private final long stride;
     private final Arena arena;
@@ -88,8 +97,9 @@ final class ShmDirect implements AutoCloseable {
     private long rounds;
 
     private ShmDirect(final int rank, final int n, final int slotBytes, final Arena arena,
-                      final MemorySegment[] files) {
+                      final MemorySegment[] files, final int[] worldOf) {
         this.rank = rank;
+        this.worldOf = worldOf;
         this.n = n;
         this.slotBytes = slotBytes;
         this.stride = stride(slotBytes);
@@ -138,33 +148,58 @@ final class ShmDirect implements AutoCloseable {
      */
     static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes, final Path base,
                        final long config) {
+        return open(b, wanted, slotBytes, base, config, null);
+    }
+
+    /**
+     * As above, among the ranks of each group: {@code group} is this rank's group, its world ranks in ascending
+     * order (each host's ranks, for the hierarchical path), every rank of the world in exactly one group; null is one
+     * group of every rank. Still collective over the whole world, each rank calling it alike: each group's lowest
+     * rank makes the group's directory and nonce, each rank maps the files of its own group only, and the answer is
+     * the same on every rank of the world (the groups are used only when every rank of every group mapped every file
+     * of its group, since the algorithm over them needs every host).
+     *
+     * @param group this rank's group (world ranks, ascending, this rank among them), or null for the whole world
+     */
+    static Opened open(final Bootstrap b, final boolean wanted, final int slotBytes, final Path base,
+                       final long config, final int[] group) {
         final int rank = b.rank();
-        final int n = b.nranks();
+        final int worldN = b.nranks();
+        final int[] members = group == null ? java.util.stream.IntStream.range(0, worldN).toArray() : group.clone();
+        final int me = java.util.Arrays.binarySearch(members, rank);
+        if (me < 0 || members.length < 1 || members[members.length - 1] >= worldN || members[0] < 0) {
+            throw new IllegalArgumentException("rank " + rank + "'s shared-memory group " + java.util.Arrays.toString(
+                members) + " does not hold it, or names a rank outside 0.." + (worldN - 1));
+        }
+        final int n = members.length;
+        final int leader = members[0];
         Path dir = null;
         long nonce = 0;
-        if (rank == 0 && wanted) {
+        if (me == 0 && wanted) {
             try {
                 ShmFabric.sweepStaleDirectories(base, PREFIX);
                 dir = ShmFabric.createPrivateDirectory(base, PREFIX);
                 nonce = RANDOM.nextLong();
             } catch (final RuntimeException e) {
-                dir = null; // said below: rank 0 proposes nothing
+                dir = null; // said below: the leader proposes nothing
             }
         }
-        // round 1: who wants it, and rank 0's directory and nonce
+        // round 1: who wants it, and each group leader's directory and nonce
         final String proposal = (wanted ? "1" : "0") + (dir == null ? "" : " " + dir.getFileName() + " "
             + Long.toHexString(nonce));
         final byte[][] all = b.allGather(proposal.getBytes(StandardCharsets.US_ASCII));
         String why = null;
-        for (int p = 0; p < n && why == null; p++) {
+        for (int p = 0; p < worldN && why == null; p++) {
             if (all[p].length == 0 || all[p][0] != '1') {
                 why = "rank " + p + " has it off (" + CommConfiguration.COLL_SHM_DIRECT.name() + ")";
             }
         }
+        String local = null;
         if (why == null) {
-            final String[] f = new String(all[0], StandardCharsets.US_ASCII).split(" ");
+            // the leader's word is a peer's word: a name that is not one this code makes is refused
+            final String[] f = new String(all[leader], StandardCharsets.US_ASCII).split(" ");
             if (f.length != 3 || !f[1].matches(PREFIX + "[0-9a-f]{32}") || !f[2].matches("[0-9a-f]{1,16}")) {
-                why = "rank 0 could not make the shared directory";
+                local = "rank " + leader + " could not make the shared directory";
             } else {
                 dir = base.resolve(f[1]);
                 nonce = Long.parseUnsignedLong(f[2], 16);
@@ -173,28 +208,27 @@ final class ShmDirect implements AutoCloseable {
         final Arena arena = Arena.ofShared();
         final MemorySegment[] files = new MemorySegment[n];
         Path mine = null;
-        String local = null;
-        if (why == null) {
+        if (why == null && local == null) {
             try {
-                mine = dir.resolve("rank-" + rank);
-                files[rank] = create(dir, mine, arena, slotBytes);
-                files[rank].set(ValueLayout.JAVA_LONG, 0, MAGIC);
-                files[rank].set(ValueLayout.JAVA_LONG, 8, nonce);
-                files[rank].set(ValueLayout.JAVA_INT, 16, rank);
-                files[rank].set(ValueLayout.JAVA_INT, 20, n);
-                files[rank].set(ValueLayout.JAVA_INT, 24, slotBytes);
-                files[rank].set(ValueLayout.JAVA_INT, 28, DEPTH);
-                files[rank].set(ValueLayout.JAVA_LONG, 32, config);
+                mine = dir.resolve("rank-" + me);
+                files[me] = create(dir, mine, arena, slotBytes);
+                files[me].set(ValueLayout.JAVA_LONG, 0, MAGIC);
+                files[me].set(ValueLayout.JAVA_LONG, 8, nonce);
+                files[me].set(ValueLayout.JAVA_INT, 16, me);
+                files[me].set(ValueLayout.JAVA_INT, 20, n);
+                files[me].set(ValueLayout.JAVA_INT, 24, slotBytes);
+                files[me].set(ValueLayout.JAVA_INT, 28, DEPTH);
+                files[me].set(ValueLayout.JAVA_LONG, 32, config);
             } catch (final RuntimeException e) {
-                local = "rank " + rank + " cannot make its file in rank 0's shared directory (another host, or a "
-                    + "full /dev/shm?): " + e.getMessage();
+                local = "rank " + rank + " cannot make its file in rank " + leader + "'s shared directory (another "
+                    + "host, or a full /dev/shm?): " + e.getMessage();
             }
         }
         // round 2: every rank made its file (or why not)
         why = gatherWhy(b, why, local);
         if (why == null) {
             for (int p = 0; p < n && local == null; p++) {
-                if (p != rank) {
+                if (p != me) {
                     try {
                         files[p] = map(dir.resolve("rank-" + p), arena, slotBytes);
                         check(files[p], nonce, p, n, slotBytes);
@@ -204,7 +238,7 @@ final class ShmDirect implements AutoCloseable {
                                 + " (another " + CommConfiguration.COLL_DIRECT_BYTES.name() + "?)");
                         }
                     } catch (final RuntimeException e) {
-                        local = "rank " + rank + " cannot use rank " + p + "'s file: " + e.getMessage();
+                        local = "rank " + rank + " cannot use rank " + members[p] + "'s file: " + e.getMessage();
                     }
                 }
             }
@@ -215,15 +249,16 @@ final class ShmDirect implements AutoCloseable {
             beforeUnlink.accept(mine);
             delete(mine);
         }
-        b.barrier(); // every rank's file is gone: rank 0's directory is empty
-        if (rank == 0 && dir != null) {
+        b.barrier(); // every rank's file is gone: each leader's directory is empty
+        if (me == 0 && dir != null) {
             delete(dir);
         }
         if (why != null) {
             arena.close();
             return new Opened(null, why, dir);
         }
-        return new Opened(new ShmDirect(rank, n, slotBytes, arena, files), "all " + n + " ranks on one host", dir);
+        return new Opened(new ShmDirect(me, n, slotBytes, arena, files, members), group == null ? "all " + n
+            + " ranks on one host" : "the " + n + " ranks of each host share memory", dir);
     }
 
     /** The first reason any rank gave (rank order), or the reason already known; the same answer on every rank. */
@@ -310,12 +345,27 @@ final class ShmDirect implements AutoCloseable {
                 files[p].get(ValueLayout.JAVA_BYTE, 0);
                 files[p].get(ValueLayout.JAVA_BYTE, last);
             } catch (final InternalError e) {
-                b.append(b.isEmpty() ? "" : ", ").append(p == rank ? "this rank's own file (rank " + p + ")"
-                    : "rank " + p + "'s file");
+                b.append(b.isEmpty() ? "" : ", ").append(p == rank ? "this rank's own file (rank " + worldOf[p]
+                    + ")" : "rank " + worldOf[p] + "'s file");
             }
         }
         return b.isEmpty() ? "a fault on a mapped shared-memory file, none of which is truncated now"
             : b + " was truncated under the mapping (" + fileBytes(slotBytes) + " bytes mapped)";
+    }
+
+    /** {@return the world rank of group index {@code p}} */
+    int world(final int p) {
+        return worldOf[p];
+    }
+
+    /** {@return this rank's index in its group} */
+    int index() {
+        return rank;
+    }
+
+    /** {@return the ranks of the group} */
+    int size() {
+        return n;
     }
 
     /** The largest direct round's data. */
@@ -388,16 +438,16 @@ final class ShmDirect implements AutoCloseable {
             // not yet: the slot still holds an earlier round of its own (or none: 0, also when the peer had no
             // input in those rounds, as a broadcast's receivers have none)
             if (got != 0 && (got > d || got < 0 || (d - got) % DEPTH != 0)) {
-                throw new CollException("rank " + rank + " direct round " + d + " in shared memory: rank " + p
-                    + "'s slot holds round " + got + " (not this round or an earlier one of the slot)");
+                throw new CollException("rank " + worldOf[rank] + " direct round " + d + " in shared memory: rank "
+                    + worldOf[p] + "'s slot holds round " + got + " (not this round or an earlier one of the slot)");
             }
             return false;
         }
         final long head = files[p].get(ValueLayout.JAVA_LONG, s + 8);
         final int len = files[p].get(ValueLayout.JAVA_INT, s + 16);
         if (head != what || len != bytes) {
-            throw new CollException("rank " + rank + " direct round of " + bytes + " B in shared memory: rank " + p
-                + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
+            throw new CollException("rank " + worldOf[rank] + " direct round of " + bytes + " B in shared memory: rank "
+                + worldOf[p] + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
                 + " with 0x" + Long.toHexString(what) + " (mismatched operations, types, sizes or "
                 + CommConfiguration.COLL_DIRECT_BYTES.name() + " across ranks?)");
         }

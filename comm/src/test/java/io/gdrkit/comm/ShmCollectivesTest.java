@@ -256,7 +256,7 @@ class ShmCollectivesTest {
         assertEquals(CollContext.Proto.LL, ok.proto());
         final IllegalArgumentException a = assertThrows(IllegalArgumentException.class, () -> new CollContext()
             .settings(SettingsReader.ofEnv(Map.of("NCCL_ALGO", "collnet"))).conclude());
-        assertTrue(a.getMessage().contains("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag"),
+        assertTrue(a.getMessage().contains("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag, hier"),
             a.getMessage());
         final IllegalArgumentException p = assertThrows(IllegalArgumentException.class, () -> new CollContext()
             .settings(SettingsReader.ofEnv(Map.of("NCCL_PROTO", "LL128"))).conclude());

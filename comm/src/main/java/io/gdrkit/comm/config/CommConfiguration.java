@@ -43,7 +43,9 @@ public final class CommConfiguration {
     /** Direct rounds through shared memory when every rank is on one host. */
     public static final SettingDef<Boolean> COLL_SHM_DIRECT = SettingDef.flag("gdrkit.coll.shm.direct", true,
         "when every rank is on this host, every collective of host buffers goes through shared memory (the shm "
-            + "path) and the direct rounds too; false keeps them on the transport (every rank must want it)")
+            + "path) and the direct rounds too; with ranks on several hosts and as many on each, allreduce, allgather, "
+            + "reduce-scatter and broadcast share memory within each host (the hierarchical path, shm+net); false "
+            + "keeps them on the transport (every rank must want it)")
         .readBy(COLL);
     /** Idle polls before a waiting rank yields. */
     public static final SettingDef<Integer> COLL_SPIN_ROUNDS = SettingDef.integer("gdrkit.coll.spin.rounds",

@@ -112,17 +112,20 @@ public final class GdrConfiguration {
     public static final SettingDef<Integer> MAX_NCHANNELS = SettingDef.integer("NCCL_MAX_NCHANNELS", 16, 1, 32,
         "most channels per peer pair; MIN must not exceed it").readBy(COLL);
     /** The collectives' algorithm (auto: the tuning table). */
-    public static final SettingDef<String> ALGO = SettingDef.of("NCCL_ALGO", "auto", "auto, ring, tree, direct, rsag",
-        "the collectives' algorithm; auto lets the tuning table choose by operation, size, ranks and ranks per host; "
-            + "ring or tree take the exchanges over the transport (ring keeps its direct rounds), direct or rsag the "
-            + "shared memory of one host", v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
+    public static final SettingDef<String> ALGO = SettingDef.of("NCCL_ALGO", "auto",
+        "auto, ring, tree, direct, rsag, hier", "the collectives' algorithm; auto lets the tuning table choose by "
+            + "operation, size, ranks and ranks per host; ring or tree take the exchanges over the transport (ring "
+            + "keeps its direct rounds), direct or rsag the shared memory of one host, hier the hierarchical path of "
+            + "ranks on several hosts (shared memory within each host, the transport between them)",
+        v -> switch (v.trim().toLowerCase(Locale.ROOT)) {
             case "auto" -> "auto";
             case "ring" -> "ring";
             case "tree" -> "tree";
             case "direct" -> "direct";
             case "rsag" -> "rsag";
+            case "hier" -> "hier";
             default -> throw new IllegalArgumentException("NCCL_ALGO=" + v + " is not one of auto, ring, tree, "
-                + "direct, rsag (gdrkit implements those)");
+                + "direct, rsag, hier (gdrkit implements those)");
         }).readBy(COLL);
     /** The collectives' protocol (auto: the tuning table). */
     public static final SettingDef<String> PROTO = SettingDef.of("NCCL_PROTO", "auto", "auto, LL, Simple",

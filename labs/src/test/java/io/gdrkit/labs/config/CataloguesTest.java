@@ -98,7 +98,7 @@ class CataloguesTest {
         assertEquals("gdrkit.nic.link.capacity=65537 is not a power of two from 64 KiB to 1 GiB", assertThrows(
             IllegalArgumentException.class, () -> Catalogues.validate("gdrkit.nic.link.capacity", "65537"))
             .getMessage());
-        assertEquals("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag (gdrkit implements those)",
+        assertEquals("NCCL_ALGO=collnet is not one of auto, ring, tree, direct, rsag, hier (gdrkit implements those)",
             assertThrows(IllegalArgumentException.class, () -> Catalogues.validate("NCCL_ALGO", "collnet"))
                 .getMessage());
         assertEquals("NCCL_PROTO=LL128 is not one of auto, LL, Simple (gdrkit implements those)", assertThrows(
