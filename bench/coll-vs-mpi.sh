@@ -13,7 +13,9 @@
 # MAX (16777216), F (8), ITERS (20), WARM (5), RUNS (3), FABRIC (shm: OpenMPI's vader, gdrkit --fabric shm; tcp:
 # OpenMPI --mca btl tcp,self, gdrkit --fabric tcp with its shared-memory direct rounds off, so that no byte of either
 # goes through shared memory), NETNS (0; 1: ranks 0..NP/2-1 here and the rest in a network namespace joined by a veth
-# pair, as two hosts; needs root, iproute2 and an even NP, implies FABRIC=tcp, skipped with the reason otherwise),
+# pair, as two hosts: OpenMPI --mca btl tcp,vader,self, gdrkit over the TCP fabric with each side named a host of
+# its own (GDRKIT_HOST_ID), so both use shared memory within a side and TCP between the sides; needs root, iproute2
+# and an even NP, implies FABRIC=tcp, skipped with the reason otherwise),
 # GDRKIT_ARGS (more `coll` options, e.g. "--transport socket"), MPI_ARGS (more mpirun options), LIMIT (300 s per
 # call), JAR (cli/target/gdrkit.jar), OUT (default ${TMPDIR:-/tmp}/gdrkit-bench/coll-vs-mpi-<time>), JAVA /
 # JAVA_HOME (bench/lib.sh). Progress on stderr. Exits non-zero when any run failed or any element was wrong.
@@ -60,7 +62,10 @@ if [ "$NETNS" = 1 ]; then
   [ "$(id -u)" = 0 ] || skip "needs root to make a network namespace"
   IP="$(command -v ip || true)"; [ -n "$IP" ] || skip "no iproute2 (ip) on PATH"
   [ $((NP % 2)) = 0 ] || die "NETNS=1 needs an even NP (half the ranks on each side), not $NP" 2
-  FABRIC=tcp; mpi_net=(--mca btl tcp,self); gdr_net=(--set gdrkit.coll.shm.direct=false)
+  # each side is a host of its own: OpenMPI uses vader within a side and TCP between the sides; gdrkit's ranks name
+  # their side (GDRKIT_HOST_ID, set by the ssh stand-in below), so its collectives take shared memory within a side
+  # and the TCP fabric between them (the hierarchical path when both sides have as many ranks)
+  FABRIC=tcp; mpi_net=(--mca btl tcp,self); gdr_net=()
   NS="gdrkcvm$$"; VETH="gdrkcv$(( $$ % 100000 ))"; NET="10.$(( 90 + $$ % 30 )).$(( $$ / 30 % 250 ))."
   HERE="${NET}1"; THERE="${NET}2"
   "$IP" netns add "$NS" 2>>"$OUT/err.txt" || { NS=""; skip "cannot make a network namespace (see $OUT/err.txt)"; }
@@ -70,7 +75,7 @@ if [ "$NETNS" = 1 ]; then
     && "$IP" link set "${VETH}a" up && "$IP" -n "$NS" link set "${VETH}b" up && "$IP" -n "$NS" link set lo up; } \
     2>>"$OUT/err.txt" || skip "made a namespace but could not join it by a veth pair (see $OUT/err.txt)"
   # "here" runs the command in this namespace, any other host name is the namespace of that name
-  printf '#!/bin/sh\nh=$1; shift\nif [ "$h" = here ]; then exec sh -c "$*"; fi\nexec %s netns exec "$h" sh -c "$*"\n' \
+  printf '#!/bin/sh\nh=$1; shift\nexport GDRKIT_HOST_ID="netns-$h"\nif [ "$h" = here ]; then exec sh -c "$*"; fi\nexec %s netns exec "$h" sh -c "$*"\n' \
     "$IP" > "$OUT/netns-ssh"
   chmod +x "$OUT/netns-ssh"
   K=$((NP / 2))

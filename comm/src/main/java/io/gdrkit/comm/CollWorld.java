@@ -115,7 +115,7 @@ public final class CollWorld implements AutoCloseable {
      * @return the world; close it on every rank
      */
     public static CollWorld open(final Bootstrap b, final WorldContext world) {
-        return open(b, world, Here.probe());
+        return open(b, world, Here.probe(world.settings()));
     }
 
     /**
@@ -129,6 +129,12 @@ public final class CollWorld implements AutoCloseable {
 
         static Here probe() {
             return new Here(Runtime.getRuntime().availableProcessors(), GpuSharing.hostIdentity());
+        }
+
+        /** As {@link #probe()}, with the host named by {@code GDRKIT_HOST_ID} when it is set. */
+        static Here probe(final io.gdrkit.core.config.SettingsReader settings) {
+            final String id = io.gdrkit.comm.config.CommConfiguration.HOST_ID.read(settings).value();
+            return id.isEmpty() ? probe() : new Here(Runtime.getRuntime().availableProcessors(), "set:" + id);
         }
 
         /**

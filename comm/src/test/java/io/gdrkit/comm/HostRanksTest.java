@@ -179,4 +179,21 @@ class HostRanksTest {
                 s);
         }
     }
+
+    @Test
+    void gdrkitHostIdNamesTheHostWhereTheBootIdWouldBeWrongAndABadOneIsNamed() {
+        final CollWorld.Here set = CollWorld.Here.probe(io.gdrkit.core.config.SettingsReader.ofEnv(
+            java.util.Map.of("GDRKIT_HOST_ID", " netns-b ")));
+        org.junit.jupiter.api.Assertions.assertEquals("set:netns-b", set.hostIdentity());
+        final CollWorld.Here unset = CollWorld.Here.probe(io.gdrkit.core.config.SettingsReader.ofEnv(
+            java.util.Map.of()));
+        org.junit.jupiter.api.Assertions.assertEquals(GpuSharing.hostIdentity(), unset.hostIdentity());
+        for (final String bad : new String[] {"a b", "x/y", "ho\u0000st", "h".repeat(65)}) {
+            final IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> CollWorld.Here.probe(io.gdrkit.core.config.SettingsReader
+                    .ofEnv(java.util.Map.of("GDRKIT_HOST_ID", bad))));
+            org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("GDRKIT_HOST_ID=")
+                && e.getMessage().contains("is not 1..64 of A-Z a-z 0-9 . _ -"), e.getMessage());
+        }
+    }
 }

@@ -92,6 +92,18 @@ public final class CommConfiguration {
             }
             return v;
         }).readBy("IbTransportContext");
+    /** The host this rank counts as, where the kernel's boot id would be wrong (network namespaces, containers). */
+    public static final SettingDef<String> HOST_ID = SettingDef.of("GDRKIT_HOST_ID", "", "1..64 of A-Z a-z 0-9 . _ -",
+        "the host this rank counts as when the collectives group ranks by host (shared memory within a host, the "
+            + "network between hosts); unset: the kernel's boot id, else the host name. Ranks in network namespaces "
+            + "or containers of one machine that should act as hosts of their own set it",
+        s -> {
+            final String v = s.trim();
+            if (!v.isEmpty() && !v.matches("[A-Za-z0-9._-]{1,64}")) {
+                throw new IllegalArgumentException("GDRKIT_HOST_ID=" + s + " is not 1..64 of A-Z a-z 0-9 . _ -");
+            }
+            return v;
+        }).defaultText("the kernel's boot id").readBy("CollWorld");
     /** The unique id of a launched run. */
     public static final SettingDef<String> BOOTSTRAP_ID = SettingDef.text("GDRKIT_ID", "",
         "the run's unique id host:port/runIdHex, set by gdrkit launch for each rank (required for a launched rank)")
@@ -135,7 +147,7 @@ public final class CommConfiguration {
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(COLL_NICS, COLL_TIMEOUT_MS, COLL_EAGER_BYTES,
         COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
-        COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
+        COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, HOST_ID, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
         BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID, WORLD_MASTER_ADDR, WORLD_MASTER_PORT,
         WORLD_BOOTSTRAP_BIND, PMIX_LIBRARY);
 
