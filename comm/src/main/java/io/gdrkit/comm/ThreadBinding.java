@@ -23,7 +23,8 @@ final class ThreadBinding {
     }
 
     /** The environment variables by which a process knows it is one rank that a launcher started. */
-    static final java.util.List<String> LAUNCHED = java.util.List.of("GDRKIT_ID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+    static final java.util.List<String> LAUNCHED = java.util.List.of(
+        io.gdrkit.comm.config.CommConfiguration.BOOTSTRAP_ID.name(), "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
         "SLURM_PROCID", "LOCAL_RANK");
 
     /** {@return the first of {@link #LAUNCHED} that {@code env} sets, or null} */
