@@ -231,7 +231,8 @@ class ShmCollectivesTest {
         // 8 ranks with one reduce thread each: 16 KiB; 4 ranks with 3: 96 KiB, under 87376 B of direct limit
         assertEquals(16384, CollTuning.reductionDirect(8, 1, 65536));
         assertEquals(87376, CollTuning.reductionDirect(4, 3, 87376));
-        assertEquals(65536, CollTuning.reductionDirect(2, 1, 262144));
+        // two ranks keep the direct limit: each reduces one pair either way
+        assertEquals(262144, CollTuning.reductionDirect(2, 1, 262144));
         assertEquals(262144, CollTuning.reductionDirect(2, 4, 262144));
         // never below the LL round, never above the limit, a multiple of 8
         assertEquals(CollTuning.LL_BYTES, CollTuning.reductionDirect(64, 1, 65536));
