@@ -225,6 +225,15 @@ public final class CollRun {
             }
             more = any; // the gathered flags, the same on every rank: never a rank's own clock
         }
+        // then the sweep itself once, untimed and unreported: its row steps (the warm-up calls, the barrier, the
+        // check, the gathering of the times) take branches the calls alone never took (a wait longer than the spin,
+        // a heap segment beside the mapped ones), and the code compiled without them is thrown away the first time
+        // they are taken; without this dry run that happened in the first timed rows, which then ran interpreted
+        // code for hundreds of microseconds per call
+        for (final long bytes : warmSizes(sizes)) {
+            measure(comm, cfg, bytes, send, recv, scratch, false);
+            measure(comm, cfg, bytes, send, recv, scratch, true);
+        }
         // what start-up and the warm-up allocated is collected now, not by a young collection a few rows into the
         // timed sweep: the collectives allocate nothing per call, but a pause of milliseconds in any one rank's JVM
         // lands in a row's 20 timed calls as hundreds of microseconds each (JMH collects between iterations too)
