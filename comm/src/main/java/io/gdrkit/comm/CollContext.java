@@ -196,6 +196,7 @@ public final class CollContext {
     private Bind bindToSet;
     private Setting<Boolean> cudaGdr;
     private Boolean shmDirectSet;
+    private Integer cmaBytes;
     private Setting<Boolean> shmDirect;
     /** {@code gdrkit.coll.reduce.threads}: 0 is auto. */
     private Setting<Integer> reduceThreads;
@@ -512,6 +513,27 @@ public final class CollContext {
         return this;
     }
 
+    /**
+     * The smallest round (bytes per block) of allgather, broadcast, sendrecv and alltoall on the shm path that moves
+     * with one copy through process_vm_readv ({@link CmaPull}); 0 is off.
+     *
+     * @param bytes the threshold, 0 to turn single copy off
+     * @return this context
+     */
+    public CollContext cmaBytes(final int bytes) {
+        freeze.set("cmaBytes");
+        this.cmaBytes = bytes;
+        return this;
+    }
+
+    /** {@return {@code gdrkit.coll.cma.bytes}: read at {@link #conclude()} unless set} */
+    public int cmaBytes() {
+        if (cmaBytes == null) {
+            cmaBytes = pick(null, CommConfiguration.COLL_CMA_BYTES);
+        }
+        return cmaBytes;
+    }
+
     /** {@return {@code gdrkit.coll.shm.direct}, with its source} */
     public Setting<Boolean> shmDirect() {
         if (shmDirect == null) {
@@ -631,6 +653,7 @@ public final class CollContext {
         k.bindTo = c.bindTo;
         k.cudaGdr = c.cudaGdr;
         k.shmDirect = c.shmDirect;
+        k.cmaBytes = c.cmaBytes;
         k.reduceThreads = c.reduceThreads;
         k.reduceThreadsSet = c.reduceThreadsSet;
         k.parallelBytes = c.parallelBytes;
@@ -680,6 +703,7 @@ public final class CollContext {
         bindTo();
         cudaGdr();
         shmDirect();
+        cmaBytes = pick(cmaBytes, CommConfiguration.COLL_CMA_BYTES);
         // default auto: with a core per NIC thread to spare, reducing on up to 4 threads speeds up large
         // allreduces (docs/PERFORMANCE.md, "Collectives against OpenMPI"); below 4 + k - 1 processors per rank
         // (k NICs) auto is 1, since a worker that must wait for a core costs more than it saves

@@ -92,6 +92,8 @@ public final class CollTuning {
     /** The hosts' layout when the hierarchical path is open ("2 hosts x 3 ranks"), else why it is not. */
     private final String hierWhy;
     private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
+    /** What the shm path's data-moving rounds say about single copy ({@link CmaPull}); null: nothing. */
+    private String singleCopy;
 
     /**
      * @param algo      NCCL_ALGO
@@ -123,6 +125,14 @@ public final class CollTuning {
         this.noShm = shmSlot > 0 ? null : noShm;
         this.shmDirect = shmDirect;
         this.reduceDirect = reductionDirect(n, reduceThreads, shmDirect);
+    }
+
+    /**
+     * Records whether the shm path's allgather, broadcast, sendrecv and alltoall rounds move with a single copy
+     * ({@link CmaPull}), or why not: their choices' reason ends with it. Called once, before any choice.
+     */
+    void singleCopy(final String why) {
+        this.singleCopy = why;
     }
 
     /** What one rank's threads read of its peers' slots in a direct reduction, at most, before rsag takes over. */
@@ -257,8 +267,11 @@ public final class CollTuning {
             } else {
                 a = ALGO_NAME + "=" + ALGO[kind];
             }
+            final boolean moves = op == CollOp.ALLGATHER || op == CollOp.BROADCAST || op == CollOp.SENDRECV
+                || op == CollOp.ALLTOALL;
             return new Choice(ALGO[kind], p, "shm", a + "; every rank on one host, shared memory, no NIC; "
-                + protoWhy, kind, ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);
+                + protoWhy + (moves && singleCopy != null ? "; " + singleCopy : ""), kind,
+                ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);
         }
         final StringBuilder w = new StringBuilder();
         if (algo == CollContext.Algo.RING || algo == CollContext.Algo.TREE) {

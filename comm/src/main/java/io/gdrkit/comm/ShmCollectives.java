@@ -39,9 +39,20 @@ final class ShmCollectives {
     private final ParallelReducer reducer;
     /** The data bytes of one slot. */
     private final int slot;
+    /** The single-copy rounds (null: every round copies through the slots). */
+    private final CmaPull cma;
+    /** The last round this rank offered for pulling (0: none since the collective began). */
+    private long lastOffer;
 
     /** Over {@code shm}'s group: this rank is its index there, {@link ShmDirect#index()}, of its size. */
     ShmCollectives(final ShmDirect shm, final Pacer pace, final long timeoutNanos, final ParallelReducer reducer) {
+        this(shm, pace, timeoutNanos, reducer, null);
+    }
+
+    /** As above, with single-copy rounds through {@code cma} (null: none). */
+    ShmCollectives(final ShmDirect shm, final Pacer pace, final long timeoutNanos, final ParallelReducer reducer,
+                   final CmaPull cma) {
+        this.cma = cma;
         this.shm = shm;
         this.rank = shm.index();
         this.n = shm.size();
@@ -98,9 +109,19 @@ final class ShmCollectives {
 
     /** Waits for rank {@code p}'s round {@code d} of {@code bytes} with header {@code what}. */
     private void await(final int p, final long d, final long what, final int bytes) {
+        awaitAs(p, d, what, bytes, what, bytes);
+    }
+
+    /**
+     * Waits for rank {@code p}'s round {@code d}, published as its data ({@code what}, {@code bytes}: answers 1) or
+     * as a single-copy record ({@code alt}, {@code altBytes}: answers 2).
+     */
+    private int awaitAs(final int p, final long d, final long what, final int bytes, final long alt,
+                        final int altBytes) {
         long deadline = 0;
         int idle = 0;
-        while (!shm.arrived(p, d, what, bytes)) {
+        int got;
+        while ((got = shm.arrivedAs(p, d, what, bytes, alt, altBytes)) == 0) {
             if (++idle > pace.spins) {
                 deadline = deadline == 0 ? System.nanoTime() + timeoutNanos : deadline;
                 if (pace.due(deadline)) {
@@ -110,6 +131,82 @@ final class ShmCollectives {
             }
             pace.idle(idle);
         }
+        return got;
+    }
+
+    // ---------------------------------------------------------------- single-copy rounds (CmaPull)
+
+    /** The single-copy record's bytes in a slot: the address, then the length. */
+    private static final int RECORD = 16;
+
+    /** The header of a round's single-copy record: the data round's header with its phase's top bit flipped. */
+    private static long cmaHeader(final long h) {
+        return h ^ 0x80L << 16;
+    }
+
+    /** Whether this rank offers {@code len} bytes of {@code src} (pullable: native, no overlap) for pulling. */
+    private boolean offers(final boolean pullable, final MemorySegment src, final long len) {
+        return pullable && cma != null && cma.offers(src, len);
+    }
+
+    /** Publishes round {@code d} as a record: readers pull {@code len} bytes at {@code src + off} (and beyond). */
+    private void offer(final long d, final long h, final MemorySegment src, final long off, final int len) {
+        final MemorySegment own = shm.own();
+        own.set(java.lang.foreign.ValueLayout.JAVA_LONG, at(d), src.address() + off);
+        own.set(java.lang.foreign.ValueLayout.JAVA_LONG, at(d) + 8, len);
+        shm.publishWritten(d, cmaHeader(h), RECORD);
+        lastOffer = d;
+    }
+
+    /**
+     * Rank {@code p}'s part of round {@code d} into {@code dst}: copied from its slot ({@code slotBytes} published,
+     * this rank's part at {@code inSlot}), or pulled from its buffer ({@code delta} past the offered address).
+     */
+    private void take(final int p, final long d, final long h, final int slotBytes, final long inSlot,
+                      final long delta, final MemorySegment dst, final long dstOff, final int len, final String op) {
+        if (awaitAs(p, d, h, slotBytes, cmaHeader(h), RECORD) == 1) {
+            MemorySegment.copy(seg(p), at(d) + inSlot, dst, dstOff, len);
+        } else {
+            cma.pull(p, d, at(d), delta, dst, dstOff, len, op);
+        }
+    }
+
+    /**
+     * Before the collective returns: every peer is through with the rounds this rank offered for pulling (their done
+     * words passed the last), so the caller may change its buffer.
+     */
+    private void drainOffers() {
+        final long d = lastOffer;
+        if (d == 0) {
+            return;
+        }
+        long deadline = 0;
+        int idle = 0;
+        while (!shm.slotFree(d + ShmDirect.DEPTH)) {
+            if (++idle > pace.spins) {
+                deadline = deadline == 0 ? System.nanoTime() + timeoutNanos : deadline;
+                if (pace.due(deadline)) {
+                    pace.check(deadline, "every rank to finish pulling single-copy round " + d + " from this rank's "
+                        + "buffer");
+                }
+            }
+            pace.idle(idle);
+        }
+        lastOffer = 0;
+    }
+
+    /** Whether bytes [aOff, aOff + aLen) of {@code a} and [bOff, bOff + bLen) of {@code b} share memory. */
+    private static boolean overlaps(final MemorySegment a, final long aOff, final long aLen, final MemorySegment b,
+                                    final long bOff, final long bLen) {
+        if (aLen <= 0 || bLen <= 0 || a.isNative() != b.isNative()) {
+            return false;
+        }
+        if (!a.isNative()) {
+            return true; // heap segments are never offered: the answer does not matter
+        }
+        final long x = a.address() + aOff;
+        final long y = b.address() + bOff;
+        return x < y + bLen && y < x + aLen;
     }
 
     private void awaitAll(final long d, final long what, final int bytes) {
@@ -205,20 +302,25 @@ final class ShmCollectives {
         if (rank == root && send != recv) {
             MemorySegment.copy(send, 0, recv, 0, bytes);
         }
+        lastOffer = 0;
         for (long off = 0; off < bytes; off += c) {
             final int len = (int) Math.min(c, bytes - off);
             if (rank == root) {
                 final long d = begin();
-                MemorySegment.copy(send, off, shm.own(), at(d), len);
-                shm.publishWritten(d, h, len);
+                if (offers(true, send, len)) {
+                    offer(d, h, send, off, len);
+                } else {
+                    MemorySegment.copy(send, off, shm.own(), at(d), len);
+                    shm.publishWritten(d, h, len);
+                }
                 shm.done(d);
             } else {
                 final long d = skip();
-                await(root, d, h, len);
-                MemorySegment.copy(seg(root), at(d), recv, off, len);
+                take(root, d, h, len, 0, 0, recv, off, len, "broadcast");
                 shm.done(d);
             }
         }
+        drainOffers();
     }
 
     /** Allgather: each round every rank publishes a chunk of its block and copies every peer's. */
@@ -227,18 +329,26 @@ final class ShmCollectives {
         final long h = header(CollOp.ALLGATHER, t, null, 0, 0);
         final int c = round(cap, 1);
         MemorySegment.copy(send, 0, recv, rank * bb, bb); // in place (send is recv's block) copies onto itself
+        // the input may be pulled while this rank writes the other blocks of recv: not if they share memory
+        final boolean pullable = !overlaps(send, 0, bb, recv, 0, rank * bb)
+            && !overlaps(send, 0, bb, recv, (rank + 1) * bb, (n - rank - 1) * bb);
+        lastOffer = 0;
         for (long off = 0; off < bb; off += c) {
             final int len = (int) Math.min(c, bb - off);
             final long d = begin();
-            MemorySegment.copy(send, off, shm.own(), at(d), len);
-            shm.publishWritten(d, h, len);
+            if (offers(pullable, send, len)) {
+                offer(d, h, send, off, len);
+            } else {
+                MemorySegment.copy(send, off, shm.own(), at(d), len);
+                shm.publishWritten(d, h, len);
+            }
             for (int s = 1; s < n; s++) {
                 final int p = (rank + s) % n;
-                await(p, d, h, len);
-                MemorySegment.copy(seg(p), at(d), recv, p * bb + off, len);
+                take(p, d, h, len, 0, 0, recv, p * bb + off, len, "allgather");
             }
             shm.done(d);
         }
+        drainOffers();
     }
 
     /**
@@ -253,25 +363,33 @@ final class ShmCollectives {
         if (!reduce) {
             MemorySegment.copy(send, rank * bb, recv, rank * bb, bb); // send == recv (in place) copies onto itself
         }
+        // alltoall's blocks may be pulled while this rank writes recv: not if they share memory (in place)
+        final boolean pullable = !reduce && !overlaps(send, 0, bb * n, recv, 0, bb * n);
+        lastOffer = 0;
         for (long off = 0; off < bb; off += piece) {
             final int len = (int) Math.min(piece, bb - off);
             final long d = begin();
             final MemorySegment own = shm.own();
-            for (int b = 0; b < n; b++) {
-                MemorySegment.copy(send, b * bb + off, own, at(d) + (long) b * len, len);
+            if (offers(pullable, send, len)) {
+                offer(d, h, send, off, len); // block b's piece lies b bb past it
+            } else {
+                for (int b = 0; b < n; b++) {
+                    MemorySegment.copy(send, b * bb + off, own, at(d) + (long) b * len, len);
+                }
+                shm.publishWritten(d, h, len * n);
             }
-            shm.publishWritten(d, h, len * n);
-            awaitAll(d, h, len * n);
             if (reduce) {
+                awaitAll(d, h, len * n);
                 reduceRankOrder(recv, off, d, (long) rank * len, len / es, t, op);
             } else {
                 for (int s = 1; s < n; s++) {
                     final int p = (rank + s) % n;
-                    MemorySegment.copy(seg(p), at(d) + (long) rank * len, recv, p * bb + off, len);
+                    take(p, d, h, len * n, (long) rank * len, rank * bb, recv, p * bb + off, len, "alltoall");
                 }
             }
             shm.done(d);
         }
+        drainOffers();
     }
 
     /**
@@ -293,15 +411,21 @@ final class ShmCollectives {
         final long h = header(CollOp.SENDRECV, t, null, 0, 0);
         final int c = round(cap, 1);
         final int prev = Math.floorMod(rank - 1, n);
+        final boolean pullable = !overlaps(send, 0, bytes, recv, 0, bytes);
+        lastOffer = 0;
         for (long off = 0; off < bytes; off += c) {
             final int len = (int) Math.min(c, bytes - off);
             final long d = begin();
-            MemorySegment.copy(send, off, shm.own(), at(d), len);
-            shm.publishWritten(d, h, len);
-            await(prev, d, h, len);
-            MemorySegment.copy(seg(prev), at(d), recv, off, len);
+            if (offers(pullable, send, len)) {
+                offer(d, h, send, off, len);
+            } else {
+                MemorySegment.copy(send, off, shm.own(), at(d), len);
+                shm.publishWritten(d, h, len);
+            }
+            take(prev, d, h, len, 0, 0, recv, off, len, "sendrecv");
             shm.done(d);
         }
+        drainOffers();
     }
 
     // ---------------------------------------------------------------- the hierarchical path's steps

@@ -432,6 +432,15 @@ final class ShmDirect implements AutoCloseable {
      * @throws CollException naming the peer and what it wrote
      */
     boolean arrived(final int p, final long d, final long what, final int bytes) {
+        return arrivedAs(p, d, what, bytes, what, bytes) != 0;
+    }
+
+    /**
+     * As {@link #arrived}, where the writer may have published either of two forms of the round (its data, or a
+     * single-copy record, {@link CmaPull}): 0 not yet, 1 header {@code what} with {@code bytes}, 2 header
+     * {@code alt} with {@code altBytes}; anything else is a named {@link CollException}.
+     */
+    int arrivedAs(final int p, final long d, final long what, final int bytes, final long alt, final int altBytes) {
         final long s = slot(d);
         final long got = (long) LONG.getAcquire(files[p], s);
         if (got != d) {
@@ -441,17 +450,21 @@ final class ShmDirect implements AutoCloseable {
                 throw new CollException("rank " + worldOf[rank] + " direct round " + d + " in shared memory: rank "
                     + worldOf[p] + "'s slot holds round " + got + " (not this round or an earlier one of the slot)");
             }
-            return false;
+            return 0;
         }
         final long head = files[p].get(ValueLayout.JAVA_LONG, s + 8);
         final int len = files[p].get(ValueLayout.JAVA_INT, s + 16);
-        if (head != what || len != bytes) {
-            throw new CollException("rank " + worldOf[rank] + " direct round of " + bytes + " B in shared memory: rank "
-                + worldOf[p] + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
-                + " with 0x" + Long.toHexString(what) + " (mismatched operations, types, sizes or "
-                + CommConfiguration.COLL_DIRECT_BYTES.name() + " across ranks?)");
+        if (head == what && len == bytes) {
+            return 1;
         }
-        return true;
+        if (head == alt && len == altBytes) {
+            return 2;
+        }
+        throw new CollException("rank " + worldOf[rank] + " direct round of " + bytes + " B in shared memory: rank "
+            + worldOf[p] + " wrote " + len + " bytes with header 0x" + Long.toHexString(head) + ", expected " + bytes
+            + " with 0x" + Long.toHexString(what) + (alt != what ? " (or a single-copy record with 0x"
+            + Long.toHexString(alt) + ")" : "") + " (mismatched operations, types, sizes or "
+            + CommConfiguration.COLL_DIRECT_BYTES.name() + " across ranks?)");
     }
 
     /** The segment holding rank {@code p}'s data (its file; read-only unless p is this rank). */

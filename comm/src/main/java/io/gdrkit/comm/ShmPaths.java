@@ -18,9 +18,10 @@ import java.nio.file.Path;
  * @param hier       the hierarchical collectives over {@code hostShm} (null with it)
  * @param directPath where direct rounds go, and why
  * @param tuning     the tuning table
+ * @param cma        the single-copy rounds over {@code shm} (null: none)
  */
 record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCollectives hier, String directPath,
-                CollTuning tuning) {
+                CollTuning tuning, CmaPull cma) {
 
     /**
      * Opens the shared memory every rank can use. Collective: every rank calls it alike, whatever its settings
@@ -34,7 +35,7 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
         final int n = b.nranks();
         if (n == 1) {
             return new ShmPaths(null, null, null, null, "none (one rank)",
-                new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0, 1));
+                new CollTuning(ctx.algo(), ctx.proto(), n, 0, "one rank", 0, 1), null);
         }
         final boolean wanted = ctx.shmDirect().value();
         final HierCollectives.Layout layout = hostOf == null ? null : HierCollectives.Layout.of(hostOf);
@@ -43,11 +44,17 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
             final ShmDirect.Opened o = ShmDirect.open(b, wanted, Math.max(Communicator.SHM_SLOT_BYTES, shmDirectBytes),
                 base, shmDirectBytes);
             final ShmDirect shm = o.direct();
-            return new ShmPaths(shm, shm == null ? null : new ShmCollectives(shm, pace, timeoutNanos, reducer), null,
-                null, shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + ")"
-                : "nic, up to " + netDirect + " B (" + o.why() + ")",
-                new CollTuning(ctx.algo(), ctx.proto(), n, shm == null ? 0 : shm.slotBytes(), o.why(), shmDirectBytes,
-                    reduceThreads));
+            // collective, as ShmDirect.open: every rank has the same answer, so all call it or none does
+            final CmaPull.Opened c = shm == null ? null : CmaPull.open(b, shm, ctx.cmaBytes());
+            final CmaPull cma = c == null ? null : c.cma();
+            final CollTuning tuning = new CollTuning(ctx.algo(), ctx.proto(), n, shm == null ? 0 : shm.slotBytes(),
+                o.why(), shmDirectBytes, reduceThreads);
+            if (c != null) {
+                tuning.singleCopy(c.why());
+            }
+            return new ShmPaths(shm, shm == null ? null : new ShmCollectives(shm, pace, timeoutNanos, reducer, cma),
+                null, null, shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + "; " + c.why() + ")"
+                : "nic, up to " + netDirect + " B (" + o.why() + ")", tuning, cma);
         }
         final int hosts = layout.members() == null ? java.util.Arrays.stream(hostOf).max().orElse(0) + 1
             : layout.members().length;
@@ -69,7 +76,7 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
         }
         return new ShmPaths(null, null, hostShm, hier, "nic, up to " + netDirect + " B (" + across + ")",
             new CollTuning(ctx.algo(), ctx.proto(), n, 0, across, shmDirectBytes, reduceThreads,
-                hostShm == null ? 0 : hostShm.slotBytes(), hierWhy));
+                hostShm == null ? 0 : hostShm.slotBytes(), hierWhy), null);
     }
 
     private static int layoutHost(final HierCollectives.Layout l, final int rank) {
@@ -88,6 +95,9 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
 
     /** Closes the shared rounds. */
     void close() {
+        if (cma != null) {
+            cma.close();
+        }
         if (shm != null) {
             shm.close();
         }

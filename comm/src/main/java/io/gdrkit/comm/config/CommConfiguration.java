@@ -47,6 +47,12 @@ public final class CommConfiguration {
             + "reduce-scatter and broadcast share memory within each host (the hierarchical path, shm+net); false "
             + "keeps them on the transport (every rank must want it)")
         .readBy(COLL);
+    /** Single-copy rounds through process_vm_readv (CMA) on the shm path. */
+    public static final SettingDef<Integer> COLL_CMA_BYTES = SettingDef.integer("gdrkit.coll.cma.bytes", 65536, 0,
+        1 << 30, "on the shm path, allgather, broadcast, sendrecv and alltoall rounds of at least this many bytes per "
+            + "block move with one copy: each reader pulls the writer's native buffer with process_vm_readv (CMA), "
+            + "as Open MPI's vader does; every rank must give the same value and be able to read its peers (ptrace "
+            + "permission), else none does (0: off)").readBy(COLL);
     /** Idle polls before a waiting rank yields. */
     public static final SettingDef<Integer> COLL_SPIN_ROUNDS = SettingDef.integer("gdrkit.coll.spin.rounds",
         CollContext.DEFAULT_SPINS, 0, 10_000_000, "polls that moved nothing before a waiting rank yields its CPU")
@@ -146,7 +152,7 @@ public final class CommConfiguration {
 
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(COLL_NICS, COLL_TIMEOUT_MS, COLL_EAGER_BYTES,
-        COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
+        COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_CMA_BYTES, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
         COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, HOST_ID, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
         BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID, WORLD_MASTER_ADDR, WORLD_MASTER_PORT,
         WORLD_BOOTSTRAP_BIND, PMIX_LIBRARY);

@@ -55,7 +55,7 @@ class CataloguesTest {
             total += declared.size();
         }
         assertEquals(total, Catalogues.byName().size(), "a name catalogued twice");
-        assertEquals(88, total, "settings catalogued");
+        assertEquals(89, total, "settings catalogued");
     }
 
     @Test
