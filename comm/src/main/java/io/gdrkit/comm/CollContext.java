@@ -49,6 +49,9 @@ import java.util.Objects;
  * run-private shared file), the direct round goes through shared memory instead of the eager connections: a store
  * and a flag per input, no NIC ({@link ShmDirect}); false keeps it on the NIC. Every rank must want it, else none
  * uses it.</li>
+ * <li>{@code gdrkit.coll.cma.bytes} (65536, 0..2^30; 0: off): on the shm path, allgather, broadcast, sendrecv and
+ * alltoall rounds of at least this many bytes per block move with one copy, each reader pulling the writer's buffer
+ * with process_vm_readv ({@link CmaPull}); every rank must give the same value and be able to read its peers.</li>
  * <li>{@code gdrkit.coll.spin.rounds} ({@value #DEFAULT_SPINS}, 0..10^7): polls that moved nothing before a waiting
  * rank starts to yield its CPU (then it yields 100 times, then parks 20 us at a time; the NIC's backstop keeps
  * answering). Lower yields sooner to a peer that shares the CPU; higher keeps a rank on its core. The default is

@@ -26,6 +26,12 @@ import java.lang.foreign.MemorySegment;
  * element is still reduced in rank order, so allreduce gives the same bits on every rank.</li>
  * </ul>
  *
+ * <p>With {@link CmaPull} (every rank agreed at open), allgather, broadcast, sendrecv and alltoall rounds of at least
+ * its threshold per block move with one copy: a writer whose source is native and does not overlap what it writes
+ * publishes a record (address, length) under the round's header with its phase's top bit flipped, each reader pulls
+ * with process_vm_readv straight into its destination, and the writer returns only when every peer's done word has
+ * passed its last such round. Readers take either form of each round.
+ *
  * <p>Waits spin for {@code gdrkit.coll.spin.rounds} polls, then yield, then park ({@link Pacer}), and end at the
  * communicator's timeout with a {@link CollException} naming what they waited for; a peer that died is seen through
  * the bootstrap within a millisecond. What a peer published is checked ({@link ShmDirect#arrived}) before use.
