@@ -235,4 +235,27 @@ class ShmCmaTest {
         assertTrue(m.contains("rank 1 broadcast single-copy round "), m);
         assertTrue(m.contains("a short read of 100002 bytes"), m);
     }
+
+    @Test
+    void theWriterWaitsForItsReadersAndEndsAtTheTimeoutNamingTheWait() throws Exception {
+        // rank 1 takes 3 s over its pull: the root may not return (and change its buffer) before it is through
+        CmaPull.readerFor = r -> r != 1 ? REAL : (pid, dst, off, addr, len) -> {
+            if (len > 8) {
+                try {
+                    Thread.sleep(3000);
+                } catch (final InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return REAL.read(pid, dst, off, addr, len);
+        };
+        final Throwable[] err = ranks(2, r -> ctx(65536).timeout(Duration.ofMillis(800)), (rank, c, a) -> {
+            final long n = 70_001;
+            final RegisteredBuffer s = c.register(a.allocate(n));
+            Collectives.broadcast(c, s, c.register(a.allocate(n)), n, DataType.INT8, 0);
+        });
+        assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
+        assertTrue(err[0].getMessage().contains("every rank to finish pulling single-copy round "),
+            err[0].getMessage());
+    }
 }
