@@ -74,7 +74,7 @@ final class ShmCollectives {
     }
 
     /** A round's header: a marker, the operation, type, reduction, phase and root, checked by every reader. */
-    private static long header(final CollOp what, final DataType t, final RedOp op, final int phase, final int root) {
+    static long header(final CollOp what, final DataType t, final RedOp op, final int phase, final int root) {
         return 0x5343L << 48 | (long) what.ordinal() << 40 | (long) t.ordinal() << 32
             | (long) (op == null ? 0xff : op.ordinal()) << 24 | (long) (phase & 0xff) << 16 | (root & 0xffffL);
     }
@@ -146,7 +146,7 @@ final class ShmCollectives {
     private static final int RECORD = 16;
 
     /** The header of a round's single-copy record: the data round's header with its phase's top bit flipped. */
-    private static long cmaHeader(final long h) {
+    static long cmaHeader(final long h) {
         return h ^ 0x80L << 16;
     }
 

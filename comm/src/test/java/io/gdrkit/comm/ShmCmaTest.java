@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
  * another), sendrecv and alltoall at 2 to 4 ranks, byte counts across the 64 KiB threshold with odd sizes, every
  * byte of every rank checked, in place and out of place, the same bytes with single copy off; heap buffers beside
  * native ones; a probe that fails (EPERM) keeps every rank on the copy path and says why; a pull that fails (EFAULT,
- * a short read) is a named error and leaves no file in /dev/shm.
+ * a short read) is a named error and leaves no file in /dev/shm; a record of another length is named; a writer
+ * whose reader is slower than the timeout ends with a named error.
  */
 class ShmCmaTest {
     private static final SettingsReader NONE = SettingsReader.ofEnv(Map.of());
@@ -257,5 +258,28 @@ class ShmCmaTest {
         assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
         assertTrue(err[0].getMessage().contains("every rank to finish pulling single-copy round "),
             err[0].getMessage());
+    }
+
+    @Test
+    void aPeerThatOffersAnotherLengthIsNamed() throws Exception {
+        final Throwable[] err = ranks(2, r -> ctx(65536), (rank, c, a) -> {
+            final long n = 70_001;
+            final RegisteredBuffer s = c.register(a.allocate(n));
+            if (rank == 1) {
+                // a hostile root publishes a single-copy record of another length in its own slot
+                final ShmDirect shm = c.shmDirect();
+                final long d = shm.nextRound();
+                shm.own().set(ValueLayout.JAVA_LONG, shm.dataAt(d), s.seg().address());
+                shm.own().set(ValueLayout.JAVA_LONG, shm.dataAt(d) + 8, n + 100);
+                shm.publishWritten(d, ShmCollectives.cmaHeader(ShmCollectives.header(CollOp.BROADCAST,
+                    DataType.INT8, null, 0, 1)), 16);
+                Thread.sleep(2000);
+                throw new IllegalStateException("rank 1 played a hostile peer");
+            }
+            Collectives.broadcast(c, s, c.register(a.allocate(n)), n, DataType.INT8, 1);
+        });
+        assertTrue(err[0] instanceof CollException, String.valueOf(err[0]));
+        assertTrue(err[0].getMessage().contains("rank 0 broadcast single-copy round 1: rank 1 offers 70101 bytes, "
+            + "expected 70001"), err[0].getMessage());
     }
 }
