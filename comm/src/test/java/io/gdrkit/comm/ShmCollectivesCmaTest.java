@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
  * a short read) is a named error and leaves no file in /dev/shm; a record of another length is named; a writer
  * whose reader is slower than the timeout ends with a named error.
  */
-class ShmCmaTest {
+class ShmCollectivesCmaTest {
     private static final SettingsReader NONE = SettingsReader.ofEnv(Map.of());
     private static final RemoteMemoryReader REAL = RemoteMemoryReader.processVmReadv();
     /** Bytes per block: one, odd small ones, just below, at and above the threshold, several slots. */
