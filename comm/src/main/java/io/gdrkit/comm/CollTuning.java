@@ -128,7 +128,8 @@ public final class CollTuning {
     }
 
     /**
-     * Records whether the shm path's allgather, broadcast, sendrecv and alltoall rounds move with a single copy
+     * Records whether the shm path's sendrecv and alltoall rounds (and allgather and broadcast between 2 ranks) move
+     * with a single copy
      * ({@link CmaPull}), or why not: their choices' reason ends with it. Called once, before any choice.
      */
     void singleCopy(final String why) {
@@ -267,8 +268,9 @@ public final class CollTuning {
             } else {
                 a = ALGO_NAME + "=" + ALGO[kind];
             }
-            final boolean moves = op == CollOp.ALLGATHER || op == CollOp.BROADCAST || op == CollOp.SENDRECV
-                || op == CollOp.ALLTOALL;
+            // one reader per region pulls (ShmCollectives): allgather and broadcast only between 2 ranks
+            final boolean moves = op == CollOp.SENDRECV || op == CollOp.ALLTOALL
+                || n == 2 && (op == CollOp.ALLGATHER || op == CollOp.BROADCAST);
             return new Choice(ALGO[kind], p, "shm", a + "; every rank on one host, shared memory, no NIC; "
                 + protoWhy + (moves && singleCopy != null ? "; " + singleCopy : ""), kind,
                 ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);

@@ -97,7 +97,9 @@ class ShmCollectivesCmaTest {
             final MemorySegment rm = a.allocate(max, 64);
             final RegisteredBuffer s = c.register(sm);
             final RegisteredBuffer d = c.register(rm);
-            final CollTuning.Choice ch = c.choose(CollOp.ALLGATHER, 1 << 20);
+            final CollTuning.Choice ch = c.choose(CollOp.SENDRECV, 1 << 20);
+            // allgather and broadcast pull only between 2 ranks (one reader per region)
+            assertEquals(np == 2 && cma > 0, c.choose(CollOp.ALLGATHER, 1 << 20).why().contains("; single copy"));
             assertTrue(ch.why().endsWith(cma > 0 ? "; single copy (process_vm_readv) from " + cma + " B per block"
                 : "; no single copy (rank 0 has it off (gdrkit.coll.cma.bytes=0))"), ch.why());
             for (final long n : COUNTS) {
@@ -170,6 +172,12 @@ class ShmCollectivesCmaTest {
             fill(send, rank, n);
             sc.broadcast(send, rank == 2 ? send : recv, n, DataType.INT8, 2, sc.slotBytes());
             expect(rank == 2 ? send : recv, 0, 2, 0, n, "broadcast to the heap");
+            // sendrecv pulls at any rank count (one reader per region): every source native here, so rank 1
+            // pulls rank 0's buffer through its bounce buffer into the heap, the others straight into theirs
+            final MemorySegment native1 = a.allocate(n, 64);
+            fill(native1, rank, n);
+            sc.sendRecv(native1, recv, n, DataType.INT8, sc.slotBytes());
+            expect(recv, 0, (rank + 2) % 3, 0, n, "sendrecv from rank " + (rank + 2) % 3);
         }));
     }
 
@@ -177,7 +185,7 @@ class ShmCollectivesCmaTest {
     void aProbeThatFailsKeepsEveryRankOnTheCopyPathAndSaysWhy() throws Exception {
         CmaPull.readerFor = r -> r == 1 ? (pid, dst, off, addr, len) -> -RemoteMemoryReader.EPERM : REAL;
         assertNoErrors(ranks(3, r -> ctx(65536), (rank, c, a) -> {
-            final String why = c.choose(CollOp.BROADCAST, 1 << 20).why();
+            final String why = c.choose(CollOp.SENDRECV, 1 << 20).why();
             assertTrue(why.contains("; no single copy (rank 1 cannot read rank 2's memory (pid "), why);
             assertTrue(why.contains("EPERM (no ptrace permission"), why);
             assertTrue(c.directPath().contains("no single copy (rank 1 cannot read"), c.directPath());
@@ -212,7 +220,7 @@ class ShmCollectivesCmaTest {
             final long n = 100_003;
             final RegisteredBuffer s = c.register(a.allocate(n));
             final RegisteredBuffer d = c.register(a.allocate(n));
-            Collectives.broadcast(c, s, d, n, DataType.INT8, 0);
+            Collectives.sendRecv(c, s, d, n, DataType.INT8); // rank 1 pulls rank 0's buffer
         });
         final Set<String> after = shmRunFiles();
         after.removeAll(before);
@@ -225,7 +233,7 @@ class ShmCollectivesCmaTest {
     @Test
     void aPullAtABadAddressIsANamedError() throws Exception {
         final String m = failingPull(len -> -RemoteMemoryReader.EFAULT).getMessage();
-        assertTrue(m.contains("rank 1 broadcast single-copy round "), m);
+        assertTrue(m.contains("rank 1 sendrecv single-copy round "), m);
         assertTrue(m.contains(" in rank 0 (pid "), m);
         assertTrue(m.contains("EFAULT (an address outside that process's memory)"), m);
     }
@@ -233,7 +241,7 @@ class ShmCollectivesCmaTest {
     @Test
     void aShortPullIsANamedError() throws Exception {
         final String m = failingPull(len -> len - 1).getMessage();
-        assertTrue(m.contains("rank 1 broadcast single-copy round "), m);
+        assertTrue(m.contains("rank 1 sendrecv single-copy round "), m);
         assertTrue(m.contains("a short read of 100002 bytes"), m);
     }
 
