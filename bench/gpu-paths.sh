@@ -59,9 +59,8 @@ row() {
 iters() { case "$1" in 65536) echo 2000;; 1048576) echo 400;; 4194304) echo 100;; 16777216) echo 40;; *) echo 12;; esac; }
 # agent_sets: the --set flags of the agent-on runs
 agent_sets() { echo "--set gdrkit.cuda.agent=on"; for kv in $AGENT_SET; do echo "--set $kv"; done; }
-# agent_table: medians over the runs of agent.jsonl, GB/s (10^9 B/s), and the ratios the agent is judged by
-agent_table() {
-  awk -v sizes="$AGENT_SIZES" -v runs="$RUNS" -v gpu="$GPU" '
+# the awk functions both tables use: a JSON number field, the median of a label's values, GB/s, a ratio
+AWK_LIB='
     function val(line, key,   m) {
       if (!match(line, "\"" key "\":[-0-9.eE]+")) return ""
       m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m
@@ -74,6 +73,10 @@ agent_table() {
     }
     function gb(m) { return m < 0 ? "-" : sprintf("%.2f", m * 1048576 / 1e9) }
     function ratio(a, b) { return a < 0 || b <= 0 ? "-" : sprintf("%.2fx", a / b) }
+'
+# agent_table: medians over the runs of agent.jsonl, GB/s (10^9 B/s), and the ratios the agent is judged by
+agent_table() {
+  awk -v sizes="$AGENT_SIZES" -v runs="$RUNS" -v gpu="$GPU" "$AWK_LIB"'
     {
       if (!match($0, /"label":"[^"]*"/)) next
       l = substr($0, RSTART + 9, RLENGTH - 10)
@@ -94,19 +97,7 @@ agent_table() {
 # direct_table: medians over the runs of direct.jsonl, GB/s, against the pinned copy; the share of bytes that went
 # direct (the nic_writes objects: direct_bytes / (direct_bytes + staged_bytes))
 direct_table() {
-  awk -v sizes="$DIRECT_SIZES" -v runs="$RUNS" -v gpu="$GPU" '
-    function val(line, key,   m) {
-      if (!match(line, "\"" key "\":[-0-9.eE]+")) return ""
-      m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m
-    }
-    function median(l,   i, j, t, a, c) {
-      c = n[l]; if (!c) return -1
-      for (i = 1; i <= c; i++) a[i] = vals[l, i] + 0
-      for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
-    }
-    function gb(m) { return m < 0 ? "-" : sprintf("%.2f", m * 1048576 / 1e9) }
-    function ratio(a, b) { return a < 0 || b <= 0 ? "-" : sprintf("%.2fx", a / b) }
+  awk -v sizes="$DIRECT_SIZES" -v runs="$RUNS" -v gpu="$GPU" "$AWK_LIB"'
     {
       if (!match($0, /"label":"[^"]*"/)) next
       l = substr($0, RSTART + 9, RLENGTH - 10)

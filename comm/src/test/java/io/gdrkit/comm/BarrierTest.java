@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -43,14 +44,6 @@ class BarrierTest {
 
     private static CollContext ctx(final boolean shm) {
         return new CollContext().channels(1).shmDirect(shm).timeout(Duration.ofSeconds(5)).settings(NONE);
-    }
-
-    private static void assertNoErrors(final Throwable[] err) {
-        for (int r = 0; r < err.length; r++) {
-            if (err[r] != null) {
-                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
-            }
-        }
     }
 
     @ParameterizedTest(name = "shm path {0}")

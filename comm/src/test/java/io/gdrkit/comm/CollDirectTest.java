@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -53,14 +54,6 @@ class CollDirectTest {
         final int[] d = new int[np];
         java.util.Arrays.fill(d, direct);
         return d;
-    }
-
-    private static void assertNoErrors(final Throwable[] err) {
-        for (int r = 0; r < err.length; r++) {
-            if (err[r] != null) {
-                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
-            }
-        }
     }
 
     /** Rank r's input element i: small integers (exact in every type, for every op), or seeded random values. */

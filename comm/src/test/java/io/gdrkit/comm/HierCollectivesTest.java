@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -72,14 +73,6 @@ class HierCollectivesTest {
                 .timeout(Duration.ofSeconds(20)), CollWorld.Here.played(4, "boot:fake-host-" + hostOf.applyAsInt(
                 rank), base.apply(hostOf.applyAsInt(rank)))), Duration.ofSeconds(240),
                 (rank, w, a) -> body.run(rank, w.communicator(), a));
-        }
-    }
-
-    private static void assertNoErrors(final Throwable[] err) {
-        for (int r = 0; r < err.length; r++) {
-            if (err[r] != null) {
-                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
-            }
         }
     }
 

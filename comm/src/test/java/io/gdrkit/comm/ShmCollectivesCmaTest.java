@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -50,14 +51,6 @@ class ShmCollectivesCmaTest {
 
     private static CollContext ctx(final int cma) {
         return new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(NONE).cmaBytes(cma);
-    }
-
-    private static void assertNoErrors(final Throwable[] err) {
-        for (int r = 0; r < err.length; r++) {
-            if (err[r] != null) {
-                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
-            }
-        }
     }
 
     /** Rank r's byte i. */

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -43,14 +44,6 @@ class ShmCollectivesTest {
 
     private static CollContext ctx() {
         return new CollContext().channels(1).timeout(Duration.ofSeconds(5)).settings(NONE);
-    }
-
-    private static void assertNoErrors(final Throwable[] err) {
-        for (int r = 0; r < err.length; r++) {
-            if (err[r] != null) {
-                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
-            }
-        }
     }
 
     /** Rank r's element i: small integers, exact in int32 sums over 4 ranks. */

@@ -99,4 +99,13 @@ final class ThreadRanks {
         }
         return out;
     }
+
+    /** Fails with the first rank's error (its rank in the message, the error as the cause) when any rank had one. */
+    static void assertNoErrors(final Throwable[] err) {
+        for (int r = 0; r < err.length; r++) {
+            if (err[r] != null) {
+                throw new AssertionError("rank " + r + ": " + err[r], err[r]);
+            }
+        }
+    }
 }
