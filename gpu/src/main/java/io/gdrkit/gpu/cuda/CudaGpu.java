@@ -364,6 +364,26 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return length >= 0 && (inside(hostAllocs, address, length) || inside(nicPinned, address, length));
     }
 
+    /**
+     * As {@link #isPinned}; where it is, {@code range} gets the pinned range that holds it ({@code range[0]} its start,
+     * {@code range[1]} its end), and is left alone where it is not: the NIC remembers the range, since each lookup
+     * allocates (a boxed key, a snapshot entry) and a message's packets come from one range.
+     */
+    boolean pinnedRange(final long address, final long length, final long[] range) {
+        return length >= 0 && (within(hostAllocs, address, length, range) || within(nicPinned, address, length, range));
+    }
+
+    private static boolean within(final ConcurrentSkipListMap<Long, Long> ranges, final long address, final long length,
+                                  final long[] range) {
+        final Map.Entry<Long, Long> e = ranges.floorEntry(address);
+        if (e == null || length > e.getKey() + e.getValue() - address) {
+            return false;
+        }
+        range[0] = e.getKey();
+        range[1] = e.getKey() + e.getValue();
+        return true;
+    }
+
     private static boolean inside(final ConcurrentSkipListMap<Long, Long> ranges, final long address,
                                   final long length) {
         final Map.Entry<Long, Long> e = ranges.floorEntry(address);

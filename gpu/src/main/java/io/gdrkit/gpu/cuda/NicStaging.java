@@ -140,6 +140,8 @@ final class NicStaging {
     /** Fence tokens: the last one handed out, and the highest known complete. */
     private long fenceIssued;
     private volatile long fenceCompleted;
+    /** The pinned range the last direct write came from ({@link CudaGpu#pinnedRange}; empty: none); locked. */
+    private final long[] pinned = new long[2];
     /** NIC reads straight into pinned memory ({@link CudaGpu#isPinned}), and through the read staging (locked). */
     private long pinnedReads;
     private long stagedReads;
@@ -172,9 +174,12 @@ final class NicStaging {
         lock.lock();
         try {
             ensureAllocated();
-            // the record is asked under this lock: retirePinned removes memory from it under the same lock
-            if (sourceHeldUntilFence && (agent == null || memOps) && gpu.isPinned(src.address() + srcOffset, len)) {
-                writeDirect(base, dptr, src.address() + srcOffset, len);
+            // the record is asked under this lock: retirePinned removes memory from it (and forgets the remembered
+            // range) under the same lock; the range of the last direct write is asked first, without a lookup
+            final long from = src.address() + srcOffset;
+            if (sourceHeldUntilFence && (agent == null || memOps) && (from >= pinned[0] && len <= pinned[1] - from
+                || gpu.pinnedRange(from, len, pinned))) {
+                writeDirect(base, dptr, from, len);
                 writes++;
                 return;
             }
@@ -255,6 +260,8 @@ final class NicStaging {
     void retirePinned(final Runnable forget) {
         lock.lock();
         try {
+            pinned[0] = 0;
+            pinned[1] = 0;
             if (spanLen > 0 && spanDirect) {
                 issueSpan();
             }
