@@ -17,6 +17,12 @@ import java.util.TreeMap;
  * property-sourced) each one as this process's would.
  */
 final class ForwardedProperties {
+    /**
+     * The JVM prints its own warnings (a thread it could not start, a full code cache) on standard output by default;
+     * a child's standard output is data (JSON rows, a server's port line), so its warnings go to standard error.
+     */
+    static final List<String> JVM_WARNINGS_TO_STDERR = List.of("-Xlog:disable", "-Xlog:all=warning:stderr");
+
     private ForwardedProperties() {
     }
 
@@ -29,6 +35,7 @@ final class ForwardedProperties {
         final List<String> cmd = new ArrayList<>();
         cmd.add(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(JVM_WARNINGS_TO_STDERR);
         cmd.addAll(flags("gdrkit."));
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));

@@ -782,6 +782,7 @@ final class PerfCommand implements Callable<Integer> {
             // the NIC's and the TCP fabric's own settings (gdrkit.nic.*: one copy, cma, window ...; gdrkit.tcp.*:
             // socket buffers, parking) apply to both processes
             cmd.addAll(1, ForwardedProperties.flags("gdrkit.nic.", "gdrkit.tcp."));
+            cmd.addAll(1, ForwardedProperties.JVM_WARNINGS_TO_STDERR); // the server's stdout carries its port line
             final ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
             if (token != null) {
                 pb.environment().put(io.gdrkit.core.auth.Token.ENV, token);

@@ -92,7 +92,9 @@ class CollNetnsEnvironmentTest {
             // the namespaces still share /dev/shm: direct rounds over shared memory are turned off so that every
             // byte crosses the veth, as between two hosts
             cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-Dgdrkit.coll.shm.direct=false", "-cp",
+                "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-Dgdrkit.coll.shm.direct=false"));
+            cmd.addAll(ForwardedProperties.JVM_WARNINGS_TO_STDERR);
+            cmd.addAll(List.of("-cp",
                 System.getProperty("java.class.path"), Main.class.getName(), "coll", "allreduce", "--fabric", "tcp",
                 "--bind", "route", "--json", "-b", "8", "-e", "32768", "-f", "64", "-n", "3", "-w", "1",
                 "--jit-warmup-ms", "0"));
@@ -112,7 +114,12 @@ class CollNetnsEnvironmentTest {
         }
         final List<Long> sizes = new ArrayList<>();
         for (final String l : Files.readAllLines(out.resolve("rank0"))) {
-            final JsonNode j = new ObjectMapper().readTree(l);
+            final JsonNode j;
+            try {
+                j = new ObjectMapper().readTree(l);
+            } catch (final com.fasterxml.jackson.core.JacksonException e) {
+                throw new AssertionError("rank 0 printed a line that is not a JSON row: " + l, e);
+            }
             assertEquals(0, j.get("wrong").asLong(), l);
             assertEquals(0, j.get("inplace_wrong").asLong(), l);
             assertEquals(2, j.get("np").asInt(), l);

@@ -100,6 +100,7 @@ class CollNetnsTest {
         // two namespaces still share one /dev/shm, so the ranks would rightly run their direct rounds through
         // shared memory (ShmDirect) and not over the veth; this test stands in for two hosts, where they cannot
         final String rank = "exec '" + java + "' --enable-native-access=ALL-UNNAMED -Xmx256m "
+            + String.join(" ", ForwardedProperties.JVM_WARNINGS_TO_STDERR) + " "
             + "-Dgdrkit.coll.shm.direct=false -cp '"
             + System.getProperty("java.class.path") + "' io.gdrkit.cli.Main coll allreduce --transport " + transport
             + " --fabric " + fabric + " --bind route --json -b 8 -e 32768 -f 64 -n 3 -w 1 --jit-warmup-ms 0 > '"
@@ -112,7 +113,12 @@ class CollNetnsTest {
         // rank 0 prints the rows, as nccl-tests does; #wrong sums the bad elements of every rank
         final List<Long> sizes = new ArrayList<>();
         for (final String l : Files.readAllLines(out.resolve("rank0.jsonl"))) {
-            final JsonNode j = new ObjectMapper().readTree(l);
+            final JsonNode j;
+            try {
+                j = new ObjectMapper().readTree(l);
+            } catch (final com.fasterxml.jackson.core.JacksonException e) {
+                throw new AssertionError("rank 0 printed a line that is not a JSON row: " + l, e);
+            }
             assertEquals(0, j.get("wrong").asLong(), l);
             assertEquals(0, j.get("inplace_wrong").asLong(), l);
             assertEquals(2, j.get("np").asInt(), l);

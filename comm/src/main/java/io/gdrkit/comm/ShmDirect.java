@@ -90,6 +90,12 @@ final class ShmDirect implements AutoCloseable {
     private final long stride;
     private final Arena arena;
     private final MemorySegment[] files;
+    /**
+     * Each mapped file's descriptor, open for as long as the mapping: the files are unlinked once mapped, and after a
+     * fault {@link #faultWhy} asks each one its size (fstat) rather than touch the mapping again, whose fault the JVM
+     * may deliver only after the check has returned.
+     */
+    private final FileChannel[] channels;
     private final MemorySegment own;
     /** Each peer's done word as last read: re-read only when it no longer shows a slot free (a cache miss saved). */
     private final long[] peerDone;
@@ -97,7 +103,7 @@ final class ShmDirect implements AutoCloseable {
     private long rounds;
 
     private ShmDirect(final int rank, final int n, final int slotBytes, final Arena arena,
-                      final MemorySegment[] files, final int[] worldOf) {
+                      final MemorySegment[] files, final FileChannel[] channels, final int[] worldOf) {
         this.rank = rank;
         this.worldOf = worldOf;
         this.n = n;
@@ -105,6 +111,7 @@ final class ShmDirect implements AutoCloseable {
         this.stride = stride(slotBytes);
         this.arena = arena;
         this.files = files;
+        this.channels = channels;
         this.own = files[rank];
         this.peerDone = new long[n];
     }
@@ -207,11 +214,13 @@ final class ShmDirect implements AutoCloseable {
         }
         final Arena arena = Arena.ofShared();
         final MemorySegment[] files = new MemorySegment[n];
+        final FileChannel[] channels = new FileChannel[n];
         Path mine = null;
         if (why == null && local == null) {
             try {
                 mine = dir.resolve("rank-" + me);
-                files[me] = create(dir, mine, arena, slotBytes);
+                channels[me] = create(dir, mine, slotBytes);
+                files[me] = channels[me].map(FileChannel.MapMode.READ_WRITE, 0, fileBytes(slotBytes), arena);
                 files[me].set(ValueLayout.JAVA_LONG, 0, MAGIC);
                 files[me].set(ValueLayout.JAVA_LONG, 8, nonce);
                 files[me].set(ValueLayout.JAVA_INT, 16, me);
@@ -219,7 +228,7 @@ final class ShmDirect implements AutoCloseable {
                 files[me].set(ValueLayout.JAVA_INT, 24, slotBytes);
                 files[me].set(ValueLayout.JAVA_INT, 28, DEPTH);
                 files[me].set(ValueLayout.JAVA_LONG, 32, config);
-            } catch (final RuntimeException e) {
+            } catch (final RuntimeException | IOException e) {
                 local = "rank " + rank + " cannot make its file in rank " + leader + "'s shared directory (another "
                     + "host, or a full /dev/shm?): " + e.getMessage();
             }
@@ -230,14 +239,15 @@ final class ShmDirect implements AutoCloseable {
             for (int p = 0; p < n && local == null; p++) {
                 if (p != me) {
                     try {
-                        files[p] = map(dir.resolve("rank-" + p), arena, slotBytes);
+                        channels[p] = openPeer(dir.resolve("rank-" + p), slotBytes);
+                        files[p] = channels[p].map(FileChannel.MapMode.READ_ONLY, 0, fileBytes(slotBytes), arena);
                         check(files[p], nonce, p, n, slotBytes);
                         if (files[p].get(ValueLayout.JAVA_LONG, 32) != config) {
                             throw new IllegalStateException("its settings word 0x" + Long.toHexString(files[p].get(
                                 ValueLayout.JAVA_LONG, 32)) + " is not this rank's 0x" + Long.toHexString(config)
                                 + " (another " + CommConfiguration.COLL_DIRECT_BYTES.name() + "?)");
                         }
-                    } catch (final RuntimeException e) {
+                    } catch (final RuntimeException | IOException e) {
                         local = "rank " + rank + " cannot use rank " + members[p] + "'s file: " + e.getMessage();
                     }
                 }
@@ -255,9 +265,10 @@ final class ShmDirect implements AutoCloseable {
         }
         if (why != null) {
             arena.close();
+            closeAll(channels);
             return new Opened(null, why, dir);
         }
-        return new Opened(new ShmDirect(me, n, slotBytes, arena, files, members), group == null ? "all " + n
+        return new Opened(new ShmDirect(me, n, slotBytes, arena, files, channels, members), group == null ? "all " + n
             + " ranks on one host" : "the " + n + " ranks of each host share memory", dir);
     }
 
@@ -275,12 +286,15 @@ final class ShmDirect implements AutoCloseable {
         return null;
     }
 
-    private static MemorySegment create(final Path dir, final Path file, final Arena arena, final int slotBytes) {
+    /** This rank's file, made new and written in full; the channel stays open (the caller maps and keeps it). */
+    private static FileChannel create(final Path dir, final Path file, final int slotBytes) {
         ShmFabric.checkPrivateDirectory(dir);
         final long size = fileBytes(slotBytes);
-        try (FileChannel ch = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-            StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), PosixFilePermissions.asFileAttribute(
-            PosixFilePermissions.fromString("rw-------")))) {
+        FileChannel ch = null;
+        try {
+            ch = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rw-------")));
             // written in full, not sized sparse: tmpfs gives a page when it is first touched, and a full /dev/shm
             // would then be a SIGBUS in the middle of a round; written here, it is an IOException (ENOSPC) and the
             // ranks fall back to the NIC, saying why
@@ -289,16 +303,28 @@ final class ShmDirect implements AutoCloseable {
                 zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
                 at += ch.write(zeros, at);
             }
-            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            return ch;
         } catch (final IOException e) {
+            closeAll(ch);
             throw new IllegalStateException("cannot create " + file + ": " + e.getMessage(), e);
         }
     }
 
     /** A peer's file: a regular file of this user, not a link, exactly the size agreed; mapped read-only. */
     static MemorySegment map(final Path file, final Arena arena, final int slotBytes) {
+        try (FileChannel ch = openPeer(file, slotBytes)) {
+            return ch.map(FileChannel.MapMode.READ_ONLY, 0, fileBytes(slotBytes), arena);
+        } catch (final IOException e) {
+            throw new IllegalStateException("cannot map " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A peer's file opened for reading, once it is found a regular file of this user, not a link, of the size agreed. */
+    private static FileChannel openPeer(final Path file, final int slotBytes) {
         final long size = fileBytes(slotBytes);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
+        FileChannel ch = null;
+        try {
+            ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
             final PosixFileAttributes a = Files.readAttributes(file, PosixFileAttributes.class,
                 LinkOption.NOFOLLOW_LINKS);
             if (!a.isRegularFile() || !a.owner().getName().equals(System.getProperty("user.name"))) {
@@ -307,11 +333,27 @@ final class ShmDirect implements AutoCloseable {
             if (ch.size() != size) {
                 throw new IllegalStateException(file + " is " + ch.size() + " bytes, expected " + size);
             }
-            return ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            return ch;
         } catch (final NoSuchFileException e) {
             throw new IllegalStateException(file + " does not exist", e);
         } catch (final IOException e) {
+            closeAll(ch);
             throw new IllegalStateException("cannot map " + file + ": " + e.getMessage(), e);
+        } catch (final RuntimeException e) {
+            closeAll(ch);
+            throw e;
+        }
+    }
+
+    private static void closeAll(final FileChannel... chs) {
+        for (final FileChannel c : chs) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (final IOException ignored) {
+                    // a read-only or already unlinked file: nothing is lost by a failed close
+                }
+            }
         }
     }
 
@@ -333,20 +375,23 @@ final class ShmDirect implements AutoCloseable {
     }
 
     /**
-     * Which files no longer hold their mapping in full, said after a fault on a mapped access: each file's first
-     * and last byte are touched, and a fault there (a SIGBUS, the JVM's InternalError) means that file was truncated
-     * under the mapping. Files are unlinked once mapped, so only a process that opened one before can do that.
+     * Which files no longer hold their mapping in full, said after a fault on a mapped access (a SIGBUS, the JVM's
+     * InternalError): each file's size now, asked through the descriptor kept open since it was mapped, against the
+     * size mapped. Files are unlinked once mapped, so only a process that opened one before can truncate it.
      */
     String faultWhy() {
         final StringBuilder b = new StringBuilder();
-        final long last = files[rank].byteSize() - 1;
+        final long mapped = fileBytes(slotBytes);
         for (int p = 0; p < n; p++) {
+            long now;
             try {
-                files[p].get(ValueLayout.JAVA_BYTE, 0);
-                files[p].get(ValueLayout.JAVA_BYTE, last);
-            } catch (final InternalError e) {
+                now = channels[p].size();
+            } catch (final IOException e) {
+                now = -1;
+            }
+            if (now < mapped) {
                 b.append(b.isEmpty() ? "" : ", ").append(p == rank ? "this rank's own file (rank " + worldOf[p]
-                    + ")" : "rank " + worldOf[p] + "'s file");
+                    + ")" : "rank " + worldOf[p] + "'s file").append(now < 0 ? " (its size cannot be read)" : "");
             }
         }
         return b.isEmpty() ? "a fault on a mapped shared-memory file, none of which is truncated now"
@@ -485,5 +530,6 @@ final class ShmDirect implements AutoCloseable {
     @Override
     public void close() {
         arena.close();
+        closeAll(channels);
     }
 }
