@@ -5,7 +5,7 @@ package io.gdrkit.comm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -145,13 +145,18 @@ public final class CollRun {
             final RegisteredBuffer send = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
             final RegisteredBuffer recv = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
             final RegisteredBuffer scratch = comm.register(arena.allocate(cap, 4096), gpu == null ? null : gpu.alloc(devCap));
+            // each row's tally (this rank's time and wrong elements) travels by the communicator's own allgather,
+            // as nccl-tests and MPI benchmarks reduce theirs: a rank that finished its timed calls first keeps
+            // polling shared memory meanwhile instead of waking socket threads of its own and of the bootstrap root,
+            // which on a host with fewer CPUs than ranks took CPU from ranks still in their last timed calls
+            final Tally tally = new Tally(comm, arena);
             try {
                 if (cfg.warmupMs() > 0 && max > 0) {
-                    jitWarmup(comm, cfg, sizes, send, recv, scratch);
+                    jitWarmup(comm, cfg, sizes, send, recv, scratch, tally);
                 }
                 for (final long bytes : sizes) {
-                    final double[] oop = measure(comm, cfg, bytes, send, recv, scratch, false);
-                    final double[] ip = measure(comm, cfg, bytes, send, recv, scratch, true);
+                    final double[] oop = measure(comm, cfg, bytes, send, recv, scratch, false, tally);
+                    final double[] ip = measure(comm, cfg, bytes, send, recv, scratch, true, tally);
                     final double sec = oop[0] / 1e6;
                     final double ipSec = ip[0] / 1e6;
                     final double alg = sec > 0 ? bytes / sec / 1e9 : 0;
@@ -170,6 +175,7 @@ public final class CollRun {
                     row.accept(r);
                 }
             } finally {
+                tally.close();
                 comm.deregister(send);
                 comm.deregister(recv);
                 comm.deregister(scratch);
@@ -198,7 +204,7 @@ public final class CollRun {
      * bootstrap, so every rank runs the same number of calls.
      */
     private static void jitWarmup(final Communicator comm, final Config cfg, final List<Long> sizes, final RegisteredBuffer send,
-                                  final RegisteredBuffer recv, final RegisteredBuffer scratch) {
+                                  final RegisteredBuffer recv, final RegisteredBuffer scratch, final Tally tally) {
         final List<Long> warm = warmSizes(sizes);
         final java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory
             .getCompilationMXBean();
@@ -231,8 +237,8 @@ public final class CollRun {
         // they are taken; without this dry run that happened in the first timed rows, which then ran interpreted
         // code for hundreds of microseconds per call
         for (final long bytes : warmSizes(sizes)) {
-            measure(comm, cfg, bytes, send, recv, scratch, false);
-            measure(comm, cfg, bytes, send, recv, scratch, true);
+            measure(comm, cfg, bytes, send, recv, scratch, false, tally);
+            measure(comm, cfg, bytes, send, recv, scratch, true, tally);
         }
         // what start-up and the warm-up allocated is collected now, not by a young collection a few rows into the
         // timed sweep: the collectives allocate nothing per call, but a pause of milliseconds in any one rank's JVM
@@ -261,7 +267,8 @@ public final class CollRun {
 
     /** {slowest rank's average microseconds per iteration, wrong elements over all ranks}. */
     private static double[] measure(final Communicator comm, final Config cfg, final long bytes, final RegisteredBuffer send,
-                                    final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace) {
+                                    final RegisteredBuffer recv, final RegisteredBuffer scratch, final boolean inPlace,
+                                    final Tally tally) {
         loop(comm, cfg, bytes, send, recv, scratch, inPlace, cfg.warmup());
         // the communicator's own barrier, as nccl-tests and the MPI peer (MPI_Barrier) start their clocks: through
         // shared memory every rank leaves it within a cache-line handshake, where the bootstrap's barrier over
@@ -278,7 +285,7 @@ public final class CollRun {
                 dr.toDevice(send, bytes);
                 dr.toDevice(recv, bytes);
             }
-            comm.bootstrap().barrier();
+            comm.barrier();
             runOnce(comm, cfg, bytes, send, recv, scratch, inPlace);
             final RegisteredBuffer out = inPlace ? send : recv;
             if (dr != null) {
@@ -288,16 +295,48 @@ public final class CollRun {
             }
             wrong = check(comm.rank(), comm.nranks(), cfg, bytes, out.seg(), inPlace);
         }
-        final byte[][] all = comm.bootstrap().allGather(ByteBuffer.allocate(16).putDouble(us).putLong(wrong)
-            .array());
-        double worst = 0;
-        long wrongAll = 0;
-        for (final byte[] b : all) {
-            final ByteBuffer bb = ByteBuffer.wrap(b);
-            worst = Math.max(worst, bb.getDouble());
-            wrongAll += bb.getLong();
+        return tally.gather(us, wrong);
+    }
+
+    /**
+     * The row's figures of every rank, gathered by the communicator itself (an allgather of two 8-byte words per
+     * rank in host memory): the slowest rank's time and the wrong elements of all ranks. A peer's words are its own
+     * measurements; they are checked only for being numbers a rank can report (finite, not negative).
+     */
+    private static final class Tally {
+        private final Communicator comm;
+        private final RegisteredBuffer mine;
+        private final RegisteredBuffer all;
+
+        Tally(final Communicator comm, final Arena arena) {
+            this.comm = comm;
+            this.mine = comm.register(arena.allocate(16, 64), null);
+            this.all = comm.register(arena.allocate(16L * comm.nranks(), 64), null);
         }
-        return new double[] {worst, wrongAll};
+
+        double[] gather(final double us, final long wrong) {
+            mine.seg().set(ValueLayout.JAVA_LONG, 0, Double.doubleToRawLongBits(us));
+            mine.seg().set(ValueLayout.JAVA_LONG, 8, wrong);
+            Collectives.allGather(comm, mine, all, 2, DataType.INT64);
+            double worst = 0;
+            long wrongAll = 0;
+            for (int r = 0; r < comm.nranks(); r++) {
+                final double t = Double.longBitsToDouble(all.seg().get(ValueLayout.JAVA_LONG, 16L * r));
+                final long w = all.seg().get(ValueLayout.JAVA_LONG, 16L * r + 8);
+                if (!(t >= 0) || Double.isInfinite(t) || w < 0) {
+                    throw new CollException("rank " + r + " reported a time of " + t + " us and " + w + " wrong "
+                        + "elements: not a measurement");
+                }
+                worst = Math.max(worst, t);
+                wrongAll += w;
+            }
+            return new double[] {worst, wrongAll};
+        }
+
+        void close() {
+            comm.deregister(mine);
+            comm.deregister(all);
+        }
     }
 
     /**
