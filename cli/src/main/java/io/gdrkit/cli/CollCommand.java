@@ -106,9 +106,10 @@ public final class CollCommand implements Callable<Integer> {
         + "${DEFAULT-VALUE}).")
     int warmup;
 
-    @Option(names = "--jit-warmup-ms", defaultValue = "20000", description = "Before timing, run the smallest and "
-        + "largest size until the JIT stops compiling on every rank, at most this long (default ${DEFAULT-VALUE}; "
-        + "0: off). -w warm-up iterations still run per size.")
+    @Option(names = "--jit-warmup-ms", defaultValue = "20000", description = "Before timing, run every size (64 "
+        + "at most) until the JIT stops compiling on every rank, then the sweep untimed (again while it still makes a "
+        + "rank compile, 4 times at most), at most this long (default ${DEFAULT-VALUE}; 0: off). -w warm-up "
+        + "iterations still run per size.")
     long jitWarmupMs;
 
     @Option(names = {"-c", "--check"}, defaultValue = "1", description = "Check the results: 1 (default) or 0.")

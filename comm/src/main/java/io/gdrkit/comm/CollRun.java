@@ -192,6 +192,9 @@ public final class CollRun {
     /** The most sizes of a sweep the JIT warm-up visits (spread over the sweep, first and last included). */
     static final int WARM_SIZES = 64;
 
+    /** The most dry runs of the sweep after the JIT warm-up (fewer once one leaves the JIT quiet on every rank). */
+    static final int DRY_PASSES = 4;
+
     /**
      * Runs every size of the sweep (up to {@value #WARM_SIZES} of them, spread over it) before anything is timed,
      * round after round, until the JIT has compiled the hot path on every rank, or {@code warmupMs} has passed (the
@@ -231,14 +234,29 @@ public final class CollRun {
             }
             more = any; // the gathered flags, the same on every rank: never a rank's own clock
         }
-        // then the sweep itself once, untimed and unreported: its row steps (the warm-up calls, the barrier, the
+        // then the sweep itself, untimed and unreported: its row steps (the warm-up calls, the barrier, the
         // check, the gathering of the times) take branches the calls alone never took (a wait longer than the spin,
         // a heap segment beside the mapped ones), and the code compiled without them is thrown away the first time
         // they are taken; without this dry run that happened in the first timed rows, which then ran interpreted
-        // code for hundreds of microseconds per call
-        for (final long bytes : warmSizes(sizes)) {
-            measure(comm, cfg, bytes, send, recv, scratch, false, tally);
-            measure(comm, cfg, bytes, send, recv, scratch, true, tally);
+        // code for hundreds of microseconds per call. Again while it made the JIT compile (up to DRY_PASSES): a row
+        // step runs once per row, so one pass leaves those methods in the middle of their tiers, and their
+        // compilations then ran during timed rows, where a compiler thread that takes a CPU for a millisecond on a
+        // host with fewer CPUs than ranks stalls every rank (4 ranks on 2 cores, 8 B: 16.5 us per call, median of 5
+        // runs, with one pass; 3.9 us with up to four)
+        for (int pass = 0; pass < DRY_PASSES; pass++) {
+            final long before = timed ? jit.getTotalCompilationTime() : 0;
+            for (final long bytes : warmSizes(sizes)) {
+                measure(comm, cfg, bytes, send, recv, scratch, false, tally);
+                measure(comm, cfg, bytes, send, recv, scratch, true, tally);
+            }
+            final boolean mine = System.nanoTime() < until && (!timed || jit.getTotalCompilationTime() != before);
+            boolean any = false;
+            for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+                any |= b.length == 1 && b[0] == 1;
+            }
+            if (!any) {
+                break;
+            }
         }
         // what start-up and the warm-up allocated is collected now, not by a young collection a few rows into the
         // timed sweep: the collectives allocate nothing per call, but a pause of milliseconds in any one rank's JVM
