@@ -32,6 +32,14 @@ class CudaNicDirectTest {
         final String out = probe("direct", Map.of());
         assertTrue(out.contains("hazard control: unregistered under a queued direct copy (rc 0), hazards 2"), out);
         assertTrue(out.contains("requester buffer pinned: true"), out);
+        // two reads land in the pinned buffer (the second through the remembered range), the third, after the unpin,
+        // is staged: the remembered range was forgotten with the pin
+        final java.util.regex.Matcher r = java.util.regex.Pattern.compile("reads into pinned memory: pinned true, wrong "
+            + "0; before: NIC reads: (\\d+) into pinned memory, (\\d+) through staging; after: NIC reads: (\\d+) into "
+            + "pinned memory, (\\d+) through staging").matcher(out);
+        assertTrue(r.find(), out);
+        assertEquals(2, Long.parseLong(r.group(3)) - Long.parseLong(r.group(1)), out);
+        assertEquals(1, Long.parseLong(r.group(4)) - Long.parseLong(r.group(2)), out);
         for (final String size : List.of("17", "4096", "4097", "300000", "1048576", "3145733")) {
             assertTrue(out.contains("WRITE " + size + " B: byte-exact at completion"), size + ": " + out);
             assertTrue(out.contains("WRITE " + size + " B, source reused after its completion: byte-exact at "

@@ -69,6 +69,7 @@ public final class NicDirectProbe {
         try (CudaGpu gpu = CudaGpu.open(0)) {
             if (!refused && !agent) {
                 failures += hazardControl(gpu);
+                failures += readsIntoPinnedMemory(gpu);
             }
             final long hazardsBefore = hazard(0) + hazard(1);
             final NicWriteCounters before = gpu.nicWriteCounters();
@@ -123,6 +124,47 @@ public final class NicDirectProbe {
         } finally {
             gpu.free(b);
         }
+    }
+
+    /**
+     * NIC reads out of the GPU into host memory pinned for the NIC: two land there directly (the second from the
+     * remembered range), and once the memory is unpinned the next one goes through staging; each byte-exact.
+     */
+    private static int readsIntoPinnedMemory(final CudaGpu gpu) {
+        final int n = 64 * 1024;
+        final DeviceBuffer b = gpu.alloc(n);
+        try (Arena arena = Arena.ofConfined(); GpuDmaMemory m = new GpuDmaMemory(gpu, b)) {
+            final MemorySegment src = arena.allocate(n, 4096);
+            fill(src, 11);
+            m.dmaWrite(0, src, 0, n);
+            m.completionFence();
+            final MemorySegment dst = arena.allocate(n, 4096);
+            final Runnable unpin = gpu.nicPinHost(dst);
+            final String before = gpu.nicStats();
+            int wrong = 0;
+            for (int i = 0; i < 3; i++) {
+                if (i == 2 && unpin != null) {
+                    unpin.run();
+                }
+                dst.fill((byte) 0);
+                m.dmaRead(0, dst, 0, n);
+                wrong += dst.mismatch(src) == -1 ? 0 : 1;
+            }
+            final String after = gpu.nicStats();
+            System.out.println("reads into pinned memory: pinned " + (unpin != null) + ", wrong " + wrong + "; before: "
+                + readLine(before) + "; after: " + readLine(after));
+            return unpin != null && wrong == 0 ? 0 : 1;
+        } catch (final RuntimeException e) {
+            throw e;
+        } finally {
+            gpu.free(b);
+        }
+    }
+
+    private static String readLine(final String stats) {
+        final int at = stats.indexOf("NIC reads: ");
+        return at < 0 ? "(no NIC reads line)" : stats.substring(at, stats.indexOf(" through staging", at)
+            + " through staging".length());
     }
 
     /**

@@ -142,6 +142,8 @@ final class NicStaging {
     private volatile long fenceCompleted;
     /** The pinned range the last direct write came from ({@link CudaGpu#pinnedRange}; empty: none); locked. */
     private final long[] pinned = new long[2];
+    /** The pinned range the last pinned read went into, as {@link #pinned} for writes; locked. */
+    private final long[] pinnedForRead = new long[2];
     /** NIC reads straight into pinned memory ({@link CudaGpu#isPinned}), and through the read staging (locked). */
     private long pinnedReads;
     private long stagedReads;
@@ -262,6 +264,8 @@ final class NicStaging {
         try {
             pinned[0] = 0;
             pinned[1] = 0;
+            pinnedForRead[0] = 0;
+            pinnedForRead[1] = 0;
             if (spanLen > 0 && spanDirect) {
                 issueSpan();
             }
@@ -338,7 +342,10 @@ final class NicStaging {
             if (agent != null && lastAgentSeq > 0) {
                 agent.await(lastAgentSeq); // the copy engine reads below: the agent's writes land first
             }
-            if (len > 0 && gpu.isPinned(dst.address() + dstOffset, len)) {
+            // the remembered range first: a lookup allocates, and a message's packets land in one buffer
+            final long to = dst.address() + dstOffset;
+            if (len > 0 && (to >= pinnedForRead[0] && len <= pinnedForRead[1] - to
+                || gpu.pinnedRange(to, len, pinnedForRead))) {
                 // pinned already: the copy engine writes the NIC's buffer itself, one copy and one wait
                 d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, stream),
                     "cuMemcpyDtoHAsync_v2 (NIC read, pinned)");
