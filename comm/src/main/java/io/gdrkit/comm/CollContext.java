@@ -58,7 +58,8 @@ import java.util.Objects;
  * about half a millisecond of polling: a peer taken off its CPU for a moment (a JIT or GC thread, another process)
  * is then waited for on the core, where a shorter spin parks the waiter, whose wake-up (a timer's slack, tens of
  * microseconds) the peer then waits for in turn. When the host's spinning threads outnumber its processors the
- * default is cut to {@link Communicator#OVERSUBSCRIBED_SPINS} (Open MPI yields when oversubscribed, too).</li>
+ * default is cut to {@link Communicator#OVERSUBSCRIBED_SPINS} and a wait yields up to
+ * {@link Pacer#OVERSUBSCRIBED_YIELD_ROUNDS} times before it parks (Open MPI yields when oversubscribed, too).</li>
  * <li>{@code gdrkit.coll.spin.pause} (false): whether each of those polls ends with {@link Thread#onSpinWait()}
  * (x86 PAUSE: it spares a sibling hyperthread and power, but on recent Intel cores one PAUSE lasts about 140 cycles,
  * which a waiting rank adds to the moment it sees a peer's flag). False, the default, polls back to back, as Aeron's

@@ -143,11 +143,15 @@ public final class Communicator implements AutoCloseable {
         final boolean spinDefault = ctx.recorded().stream().anyMatch(x -> x.name().equals(
             io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name()) && x.source()
             == io.gdrkit.core.config.Source.DEFAULT);
-        final int spins = spinDefault && spinners > cpus ? OVERSUBSCRIBED_SPINS : ctx.spinRounds();
-        this.spinning = spins + " polls, then yield, then park (" + (spinDefault ? spinners + " spinning threads on "
-            + cpus + " processors" + (spinners > cpus ? ": oversubscribed, cut from " + ctx.spinRounds() : "")
-            : io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name() + " set") + ")";
-        this.pace = new Pacer(bootstrap, rank, ctx.timeout(), spins, ctx.spinPause().value());
+        final boolean oversubscribed = spinners > cpus;
+        final int spins = spinDefault && oversubscribed ? OVERSUBSCRIBED_SPINS : ctx.spinRounds();
+        final int yields = oversubscribed ? Pacer.OVERSUBSCRIBED_YIELD_ROUNDS : Pacer.YIELD_ROUNDS;
+        this.spinning = spins + " polls, then " + yields + " yields, then park (" + (spinDefault ? spinners
+            + " spinning threads on " + cpus + " processors" + (oversubscribed ? ": oversubscribed, cut from "
+            + ctx.spinRounds() : "") : io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name() + " set"
+            + (oversubscribed ? "; " + spinners + " spinning threads on " + cpus + " processors: oversubscribed" : ""))
+            + ")";
+        this.pace = new Pacer(bootstrap, rank, ctx.timeout(), spins, ctx.spinPause().value(), yields);
         this.sendSeq = new int[n];
         this.sentTo = new long[n];
         this.receivedFrom = new long[n];
