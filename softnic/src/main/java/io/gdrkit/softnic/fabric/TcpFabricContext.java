@@ -85,8 +85,11 @@ public final class TcpFabricContext {
      * limit is at least that, else 0 (the kernel's autotuning); 0 too when the file is missing or unreadable.
      */
     static int autoBuffer(final Path limitFile) {
-        try {
-            return Long.parseLong(Files.readString(limitFile).trim()) >= AUTO_BUFFER ? AUTO_BUFFER : 0;
+        // one buffered read of the line, not Files.readString: a sysctl file answers a read at a non-zero offset with
+        // end-of-file, and readString's first read takes one byte of a file whose size says 0 (it read "4" of 4194304)
+        try (java.io.BufferedReader in = Files.newBufferedReader(limitFile)) {
+            final String line = in.readLine();
+            return line != null && Long.parseLong(line.trim()) >= AUTO_BUFFER ? AUTO_BUFFER : 0;
         } catch (final IOException | NumberFormatException | SecurityException e) {
             return 0;
         }

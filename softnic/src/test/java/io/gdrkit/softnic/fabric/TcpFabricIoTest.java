@@ -31,6 +31,7 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -371,6 +372,22 @@ class TcpFabricIoTest {
         assertEquals(0, p.sendBuffer());
         assertEquals(65536, p.receiveBuffer());
         assertThrows(IllegalStateException.class, () -> b.kernelLimits(big), "frozen after conclude()");
+    }
+
+    /**
+     * This machine's own limits, read as the kernel serves them: a sysctl file answers a read at a non-zero offset
+     * with end-of-file, so a reader that takes the first byte alone saw "4" of 4194304 and the 4 MiB default never
+     * applied. Compared with the limit read line by line; skipped where /proc/sys/net/core cannot be read.
+     */
+    @Test
+    void theKernelsOwnLimitFilesAreReadWhole() throws Exception {
+        for (final String f : List.of("wmem_max", "rmem_max")) {
+            final Path limit = TcpFabricContext.KERNEL_LIMITS.resolve(f);
+            Assumptions.assumeTrue(Files.isReadable(limit), () -> limit + " cannot be read here");
+            final long want = Long.parseLong(Files.readAllLines(limit).get(0).trim());
+            assertEquals(want >= TcpFabricContext.AUTO_BUFFER ? TcpFabricContext.AUTO_BUFFER : 0,
+                TcpFabricContext.autoBuffer(limit), limit + " holds " + want);
+        }
     }
 
     @Test
