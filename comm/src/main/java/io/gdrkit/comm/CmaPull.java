@@ -80,29 +80,13 @@ final class CmaPull implements AutoCloseable {
         final long[] pids = new long[n];
         final long[] addr = new long[n];
         final long[] val = new long[n];
+        final long[] rec = new long[3];
         String why = null;
         for (int p = 0; p < n && why == null; p++) {
-            final String[] f = new String(all[shm.world(p)], StandardCharsets.US_ASCII).split(" ");
-            try {
-                if (f.length != 4) {
-                    throw new NumberFormatException(f.length + " fields");
-                }
-                pids[p] = Long.parseLong(f[0]);
-                final int t = Integer.parseInt(f[1]);
-                addr[p] = Long.parseUnsignedLong(f[2], 16);
-                val[p] = Long.parseUnsignedLong(f[3], 16);
-                if (pids[p] <= 0 || pids[p] > Integer.MAX_VALUE) {
-                    throw new NumberFormatException("pid " + pids[p]);
-                }
-                if (t == 0) {
-                    why = "rank " + shm.world(p) + " has it off (" + CommConfiguration.COLL_CMA_BYTES.name() + "=0)";
-                } else if (t != threshold) {
-                    why = "rank " + shm.world(p) + " has " + CommConfiguration.COLL_CMA_BYTES.name() + "=" + t
-                        + ", rank " + b.rank() + " " + threshold + " (every rank must give the same)";
-                }
-            } catch (final NumberFormatException e) {
-                why = "rank " + shm.world(p) + " sent a malformed pid record (" + e.getMessage() + ")";
-            }
+            why = parseRecord(all[shm.world(p)], shm.world(p), b.rank(), threshold, rec);
+            pids[p] = rec[0];
+            addr[p] = rec[1];
+            val[p] = rec[2];
         }
         String local = null;
         if (why == null) {
@@ -132,6 +116,52 @@ final class CmaPull implements AutoCloseable {
         }
         return new Opened(new CmaPull(reader, pids, threshold, shm, arena), "single copy (process_vm_readv) from "
             + threshold + " B per block");
+    }
+
+    /**
+     * Whether {@code op}'s rounds over {@code n} ranks may move with one copy: where one reader pulls each region
+     * (sendrecv, alltoall; allgather and broadcast only between 2 ranks). With n - 1 readers of one region the pulls
+     * contend in the writer's address space: at 8 ranks on the H200 host a single-copy broadcast took 1.2-2.7x the
+     * copy through the slots from 256 KiB. The shm path and the tuning table's reasons both ask here.
+     */
+    static boolean oneReaderPerRegion(final CollOp op, final int n) {
+        return op == CollOp.SENDRECV || op == CollOp.ALLTOALL
+            || n == 2 && (op == CollOp.ALLGATHER || op == CollOp.BROADCAST);
+    }
+
+    /**
+     * Reads rank {@code from}'s setup record ("pid threshold address value", the last two in hex) into {@code out}
+     * (pid, address, value). The record is a peer's word: anything but four well-formed fields, a pid outside
+     * 1..2^31-1 or a threshold other than this rank's is refused.
+     *
+     * @return null when usable, else why not (said by every rank, and the ranks then copy through the slots)
+     */
+    static String parseRecord(final byte[] raw, final int from, final int me, final int threshold, final long[] out) {
+        final String[] f = new String(raw, StandardCharsets.US_ASCII).split(" ");
+        try {
+            if (f.length != 4) {
+                throw new NumberFormatException(f.length + " fields");
+            }
+            final long pid = Long.parseLong(f[0]);
+            final int t = Integer.parseInt(f[1]);
+            out[1] = Long.parseUnsignedLong(f[2], 16);
+            out[2] = Long.parseUnsignedLong(f[3], 16);
+            if (pid <= 0 || pid > Integer.MAX_VALUE) {
+                throw new NumberFormatException("pid " + pid);
+            }
+            out[0] = pid;
+            if (t == 0) {
+                return "rank " + from + " has it off (" + CommConfiguration.COLL_CMA_BYTES.name() + "=0)";
+            }
+            if (t != threshold) {
+                return "rank " + from + " has " + CommConfiguration.COLL_CMA_BYTES.name() + "=" + t + ", rank " + me
+                    + " " + threshold + " (every rank must give the same)";
+            }
+            return null;
+        } catch (final NumberFormatException e) {
+            final String m = String.valueOf(e.getMessage());
+            return "rank " + from + " sent a malformed pid record (" + m.substring(0, Math.min(m.length(), 80)) + ")";
+        }
     }
 
     /** {@return the smallest round (bytes per block) that moves with one copy} */

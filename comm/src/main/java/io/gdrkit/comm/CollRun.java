@@ -227,12 +227,7 @@ public final class CollRun {
             }
             rounds++;
             final boolean compiling = !timed || jit.getTotalCompilationTime() != before;
-            final boolean mine = System.nanoTime() < until && (rounds < 3 || compiling);
-            boolean any = false;
-            for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
-                any |= b.length == 1 && b[0] == 1;
-            }
-            more = any; // the gathered flags, the same on every rank: never a rank's own clock
+            more = anyRank(comm, System.nanoTime() < until && (rounds < 3 || compiling));
         }
         // then the sweep itself, untimed and unreported: its row steps (the warm-up calls, the barrier, the
         // check, the gathering of the times) take branches the calls alone never took (a wait longer than the spin,
@@ -249,12 +244,7 @@ public final class CollRun {
                 measure(comm, cfg, bytes, send, recv, scratch, false, tally);
                 measure(comm, cfg, bytes, send, recv, scratch, true, tally);
             }
-            final boolean mine = System.nanoTime() < until && (!timed || jit.getTotalCompilationTime() != before);
-            boolean any = false;
-            for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
-                any |= b.length == 1 && b[0] == 1;
-            }
-            if (!any) {
+            if (!anyRank(comm, System.nanoTime() < until && (!timed || jit.getTotalCompilationTime() != before))) {
                 break;
             }
         }
@@ -263,6 +253,18 @@ public final class CollRun {
         // lands in a row's 20 timed calls as hundreds of microseconds each (JMH collects between iterations too)
         System.gc();
         comm.bootstrap().barrier();
+    }
+
+    /**
+     * Whether any rank says yes, gathered through the bootstrap: the same answer on every rank, so that all run the
+     * same number of warm-up calls (never a rank's own clock alone).
+     */
+    private static boolean anyRank(final Communicator comm, final boolean mine) {
+        boolean any = false;
+        for (final byte[] b : comm.bootstrap().allGather(new byte[] {(byte) (mine ? 1 : 0)})) {
+            any |= b.length == 1 && b[0] == 1;
+        }
+        return any;
     }
 
     /**

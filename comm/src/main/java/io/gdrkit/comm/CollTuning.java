@@ -268,11 +268,8 @@ public final class CollTuning {
             } else {
                 a = ALGO_NAME + "=" + ALGO[kind];
             }
-            // one reader per region pulls (ShmCollectives): allgather and broadcast only between 2 ranks
-            final boolean moves = op == CollOp.SENDRECV || op == CollOp.ALLTOALL
-                || n == 2 && (op == CollOp.ALLGATHER || op == CollOp.BROADCAST);
             return new Choice(ALGO[kind], p, "shm", a + "; every rank on one host, shared memory, no NIC; "
-                + protoWhy + (moves && singleCopy != null ? "; " + singleCopy : ""), kind,
+                + protoWhy + (singleCopy != null && CmaPull.oneReaderPerRegion(op, n) ? "; " + singleCopy : ""), kind,
                 ll ? Math.min(LL_BYTES, shmSlot) : shmSlot);
         }
         final StringBuilder w = new StringBuilder();

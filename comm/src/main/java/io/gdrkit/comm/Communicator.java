@@ -146,11 +146,11 @@ public final class Communicator implements AutoCloseable {
         final boolean oversubscribed = spinners > cpus;
         final int spins = spinDefault && oversubscribed ? OVERSUBSCRIBED_SPINS : ctx.spinRounds();
         final int yields = oversubscribed ? Pacer.OVERSUBSCRIBED_YIELD_ROUNDS : Pacer.YIELD_ROUNDS;
-        this.spinning = spins + " polls, then " + yields + " yields, then park (" + (spinDefault ? spinners
-            + " spinning threads on " + cpus + " processors" + (oversubscribed ? ": oversubscribed, cut from "
-            + ctx.spinRounds() : "") : io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name() + " set"
-            + (oversubscribed ? "; " + spinners + " spinning threads on " + cpus + " processors: oversubscribed" : ""))
-            + ")";
+        final String threads = spinners + " spinning threads on " + cpus + " processors";
+        final String why = spinDefault ? threads + (oversubscribed ? ": oversubscribed, cut from " + ctx.spinRounds()
+            : "") : io.gdrkit.comm.config.CommConfiguration.COLL_SPIN_ROUNDS.name() + " set"
+            + (oversubscribed ? "; " + threads + ": oversubscribed" : "");
+        this.spinning = spins + " polls, then " + yields + " yields, then park (" + why + ")";
         this.pace = new Pacer(bootstrap, rank, ctx.timeout(), spins, ctx.spinPause().value(), yields);
         this.sendSeq = new int[n];
         this.sentTo = new long[n];

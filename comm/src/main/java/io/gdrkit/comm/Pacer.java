@@ -39,12 +39,7 @@ final class Pacer {
     private final int yields;
     private long lastCheck;
 
-    Pacer(final Bootstrap bootstrap, final int rank, final Duration timeout, final int spins,
-          final boolean spinPause) {
-        this(bootstrap, rank, timeout, spins, spinPause, YIELD_ROUNDS);
-    }
-
-    /** As above, with {@code yieldRounds} of yielding before a wait parks. */
+    /** Waits spin {@code spins} idle polls, then yield {@code yieldRounds} times, then park. */
     Pacer(final Bootstrap bootstrap, final int rank, final Duration timeout, final int spins,
           final boolean spinPause, final int yieldRounds) {
         this.bootstrap = bootstrap;

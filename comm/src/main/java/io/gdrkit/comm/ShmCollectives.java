@@ -26,12 +26,11 @@ import java.lang.foreign.MemorySegment;
  * element is still reduced in rank order, so allreduce gives the same bits on every rank.</li>
  * </ul>
  *
- * <p>With {@link CmaPull} (every rank agreed at open), sendrecv and alltoall rounds of at least its threshold per
- * block, and allgather and broadcast ones between 2 ranks, move with one copy: one reader per region pulled. Where
- * n - 1 readers pull the same region (allgather and broadcast from 3 ranks) the pulls contend in the writer's
- * address space: at 8 ranks on the H200 host a single-copy broadcast took 1.2-2.7x the time of copying through the
- * slots from 256 KiB, and allgather 1.1-1.4x from 2 MiB, while sendrecv went from 1.02-1.13x OpenMPI's time to
- * 0.32-0.65x at 256 KiB and 16 MiB. A writer whose source is native and does not overlap what it writes
+ * <p>With {@link CmaPull} (every rank agreed at open), rounds of at least its threshold per block move with one copy
+ * where one reader pulls each region ({@link CmaPull#oneReaderPerRegion}: sendrecv and alltoall; allgather and
+ * broadcast between 2 ranks). At 8 ranks on the H200 host sendrecv went from 1.02-1.13x OpenMPI's time to
+ * 0.32-0.65x at 256 KiB and 16 MiB, and allgather with 7 readers per region took 1.1-1.4x the copy path from 2 MiB.
+ * A writer whose source is native and does not overlap what it writes
  * publishes a record (address, length) under the round's header with its phase's top bit flipped, each reader pulls
  * with process_vm_readv straight into its destination, and the writer returns only when every peer's done word has
  * passed its last such round. Readers take either form of each round.
@@ -317,7 +316,7 @@ final class ShmCollectives {
             final int len = (int) Math.min(c, bytes - off);
             if (rank == root) {
                 final long d = begin();
-                if (offers(n == 2, send, len)) {
+                if (offers(CmaPull.oneReaderPerRegion(CollOp.BROADCAST, n), send, len)) {
                     offer(d, h, send, off, len);
                 } else {
                     MemorySegment.copy(send, off, shm.own(), at(d), len);
@@ -340,7 +339,8 @@ final class ShmCollectives {
         final int c = round(cap, 1);
         MemorySegment.copy(send, 0, recv, rank * bb, bb); // in place (send is recv's block) copies onto itself
         // the input may be pulled while this rank writes the other blocks of recv: not if they share memory
-        final boolean pullable = n == 2 && !overlaps(send, 0, bb, recv, 0, rank * bb)
+        final boolean pullable = CmaPull.oneReaderPerRegion(CollOp.ALLGATHER, n)
+            && !overlaps(send, 0, bb, recv, 0, rank * bb)
             && !overlaps(send, 0, bb, recv, (rank + 1) * bb, (n - rank - 1) * bb);
         lastOffer = 0;
         for (long off = 0; off < bb; off += c) {

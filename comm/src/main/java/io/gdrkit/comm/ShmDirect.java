@@ -310,17 +310,11 @@ final class ShmDirect implements AutoCloseable {
         }
     }
 
-    /** A peer's file: a regular file of this user, not a link, exactly the size agreed; mapped read-only. */
-    static MemorySegment map(final Path file, final Arena arena, final int slotBytes) {
-        try (FileChannel ch = openPeer(file, slotBytes)) {
-            return ch.map(FileChannel.MapMode.READ_ONLY, 0, fileBytes(slotBytes), arena);
-        } catch (final IOException e) {
-            throw new IllegalStateException("cannot map " + file + ": " + e.getMessage(), e);
-        }
-    }
-
-    /** A peer's file opened for reading, once it is found a regular file of this user, not a link, of the size agreed. */
-    private static FileChannel openPeer(final Path file, final int slotBytes) {
+    /**
+     * A peer's file opened for reading (the caller maps it read-only and keeps the channel), once it is found a
+     * regular file of this user, not a link, exactly the size agreed.
+     */
+    static FileChannel openPeer(final Path file, final int slotBytes) {
         final long size = fileBytes(slotBytes);
         FileChannel ch = null;
         try {
@@ -381,21 +375,22 @@ final class ShmDirect implements AutoCloseable {
      */
     String faultWhy() {
         final StringBuilder b = new StringBuilder();
+        final StringBuilder unknown = new StringBuilder();
         final long mapped = fileBytes(slotBytes);
         for (int p = 0; p < n; p++) {
-            long now;
+            final String name = p == rank ? "this rank's own file (rank " + worldOf[p] + ")" : "rank " + worldOf[p]
+                + "'s file";
             try {
-                now = channels[p].size();
+                if (channels[p].size() < mapped) {
+                    b.append(b.isEmpty() ? "" : ", ").append(name);
+                }
             } catch (final IOException e) {
-                now = -1;
-            }
-            if (now < mapped) {
-                b.append(b.isEmpty() ? "" : ", ").append(p == rank ? "this rank's own file (rank " + worldOf[p]
-                    + ")" : "rank " + worldOf[p] + "'s file").append(now < 0 ? " (its size cannot be read)" : "");
+                unknown.append(unknown.isEmpty() ? "" : ", ").append(name);
             }
         }
-        return b.isEmpty() ? "a fault on a mapped shared-memory file, none of which is truncated now"
-            : b + " was truncated under the mapping (" + fileBytes(slotBytes) + " bytes mapped)";
+        final String sizes = unknown.isEmpty() ? "" : " (the size of " + unknown + " cannot be read)";
+        return b.isEmpty() ? "a fault on a mapped shared-memory file, none of which is truncated now" + sizes
+            : b + " was truncated under the mapping (" + mapped + " bytes mapped)" + sizes;
     }
 
     /** {@return the world rank of group index {@code p}} */

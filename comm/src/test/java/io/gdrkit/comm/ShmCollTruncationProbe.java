@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.shmRunFiles;
 import io.gdrkit.core.config.SettingsReader;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -11,17 +12,13 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The victim of {@link ShmCollTruncationAttackTest}, in a child JVM: two ranks loop allreduce over the shm path
@@ -31,17 +28,6 @@ import java.util.stream.Stream;
  */
 public final class ShmCollTruncationProbe {
     private ShmCollTruncationProbe() {
-    }
-
-    private static Set<String> shmRunFiles() throws IOException {
-        final Set<String> out = new TreeSet<>();
-        final Path shm = Path.of("/dev/shm");
-        if (Files.isDirectory(shm)) {
-            try (Stream<Path> s = Files.list(shm)) {
-                s.map(x -> x.getFileName().toString()).filter(x -> x.startsWith("gdrkit-colld-")).forEach(out::add);
-            }
-        }
-        return out;
     }
 
     public static void main(final String[] args) throws Exception {

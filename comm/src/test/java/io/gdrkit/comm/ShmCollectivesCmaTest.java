@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.shmRunFiles;
 import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -10,18 +11,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.config.SettingsReader;
 import io.gdrkit.softnic.fabric.RemoteMemoryReader;
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -191,17 +187,6 @@ class ShmCollectivesCmaTest {
                 expect(rm, p * n, p, 0, n, "allgather block " + p);
             }
         }));
-    }
-
-    private static Set<String> shmRunFiles() throws IOException {
-        final Set<String> out = new HashSet<>();
-        final Path shm = Path.of("/dev/shm");
-        if (Files.isDirectory(shm)) {
-            try (Stream<Path> s = Files.list(shm)) {
-                s.map(x -> x.getFileName().toString()).filter(x -> x.startsWith("gdrkit-colld-")).forEach(out::add);
-            }
-        }
-        return out;
     }
 
     /** Rank 1's pulls of more than the probe's word answer {@code bad(len)}; the named error it ends with. */

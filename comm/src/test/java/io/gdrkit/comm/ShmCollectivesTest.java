@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import static io.gdrkit.comm.ThreadRanks.shmRunFiles;
 import static io.gdrkit.comm.ThreadRanks.assertNoErrors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -11,16 +12,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.gdrkit.core.config.SettingsReader;
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.IntFunction;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -32,7 +28,6 @@ import org.junit.jupiter.api.Test;
  */
 class ShmCollectivesTest {
     private static final SettingsReader NONE = SettingsReader.ofEnv(Map.of());
-    private static final Path SHM = Path.of("/dev/shm");
 
     /** Element counts: one, odd small ones, across LL (8 KiB), the direct limit and the 256 KiB slot. */
     private static final long[] COUNTS = {1, 3, 2047, 2049, 21_847, 65_537, 150_001};
@@ -286,16 +281,6 @@ class ShmCollectivesTest {
         for (final String s : standBy(CollContext.Algo.RING)) {
             assertTrue(s.contains("|dedicated, idle spin (auto: "), s);
         }
-    }
-
-    private static Set<String> shmRunFiles() throws IOException {
-        final Set<String> out = new HashSet<>();
-        if (Files.isDirectory(SHM)) {
-            try (Stream<Path> s = Files.list(SHM)) {
-                s.map(x -> x.getFileName().toString()).filter(x -> x.startsWith("gdrkit-colld-")).forEach(out::add);
-            }
-        }
-        return out;
     }
 
     @Test

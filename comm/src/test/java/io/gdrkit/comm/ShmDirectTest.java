@@ -199,17 +199,15 @@ class ShmDirectTest {
         final Path real = dir.resolve("real");
         Files.write(real, new byte[(int) ShmDirect.fileBytes(64)]);
         final Path link = Files.createSymbolicLink(dir.resolve("rank-1"), real);
-        try (Arena a = Arena.ofConfined()) {
-            final IllegalStateException l = assertThrows(IllegalStateException.class, () -> ShmDirect.map(link, a,
-                64));
-            assertTrue(l.getMessage().contains("rank-1"), l.getMessage());
-            final IllegalStateException s = assertThrows(IllegalStateException.class, () -> ShmDirect.map(real, a,
-                128));
-            assertTrue(s.getMessage().contains("bytes, expected " + ShmDirect.fileBytes(128)), s.getMessage());
-            final IllegalStateException m = assertThrows(IllegalStateException.class, () -> ShmDirect.map(
-                dir.resolve("rank-9"), a, 64));
-            assertTrue(m.getMessage().endsWith("does not exist"), m.getMessage());
-        }
+        final IllegalStateException l = assertThrows(IllegalStateException.class, () -> ShmDirect.openPeer(link,
+            64));
+        assertTrue(l.getMessage().contains("rank-1"), l.getMessage());
+        final IllegalStateException s = assertThrows(IllegalStateException.class, () -> ShmDirect.openPeer(real,
+            128));
+        assertTrue(s.getMessage().contains("bytes, expected " + ShmDirect.fileBytes(128)), s.getMessage());
+        final IllegalStateException m = assertThrows(IllegalStateException.class, () -> ShmDirect.openPeer(
+            dir.resolve("rank-9"), 64));
+        assertTrue(m.getMessage().endsWith("does not exist"), m.getMessage());
     }
 
     @Test

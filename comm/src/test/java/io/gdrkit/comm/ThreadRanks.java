@@ -100,6 +100,18 @@ final class ThreadRanks {
         return out;
     }
 
+    /** The shm path's run directories in /dev/shm now (gdrkit-colld-*), sorted: a run must leave none behind. */
+    static java.util.SortedSet<String> shmRunFiles() throws java.io.IOException {
+        final java.util.SortedSet<String> out = new java.util.TreeSet<>();
+        final java.nio.file.Path shm = java.nio.file.Path.of("/dev/shm");
+        if (java.nio.file.Files.isDirectory(shm)) {
+            try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(shm)) {
+                s.map(x -> x.getFileName().toString()).filter(x -> x.startsWith("gdrkit-colld-")).forEach(out::add);
+            }
+        }
+        return out;
+    }
+
     /** Fails with the first rank's error (its rank in the message, the error as the cause) when any rank had one. */
     static void assertNoErrors(final Throwable[] err) {
         for (int r = 0; r < err.length; r++) {

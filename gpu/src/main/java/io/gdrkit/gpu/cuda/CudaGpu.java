@@ -373,22 +373,24 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         return length >= 0 && (within(hostAllocs, address, length, range) || within(nicPinned, address, length, range));
     }
 
+    private static boolean inside(final ConcurrentSkipListMap<Long, Long> ranges, final long address,
+                                  final long length) {
+        return within(ranges, address, length, null);
+    }
+
+    /** Whether one range of {@code ranges} holds [address, address + length); {@code range} (may be null) gets it. */
     private static boolean within(final ConcurrentSkipListMap<Long, Long> ranges, final long address, final long length,
                                   final long[] range) {
         final Map.Entry<Long, Long> e = ranges.floorEntry(address);
+        // length <= end - address: no overflow for any length a caller passes
         if (e == null || length > e.getKey() + e.getValue() - address) {
             return false;
         }
-        range[0] = e.getKey();
-        range[1] = e.getKey() + e.getValue();
+        if (range != null) {
+            range[0] = e.getKey();
+            range[1] = e.getKey() + e.getValue();
+        }
         return true;
-    }
-
-    private static boolean inside(final ConcurrentSkipListMap<Long, Long> ranges, final long address,
-                                  final long length) {
-        final Map.Entry<Long, Long> e = ranges.floorEntry(address);
-        // length <= end - address: no overflow for any length a caller passes
-        return e != null && length <= e.getKey() + e.getValue() - address;
     }
 
     /**

@@ -141,8 +141,8 @@ final class NicStaging {
     private long fenceIssued;
     private volatile long fenceCompleted;
     /** The pinned range the last direct write came from ({@link CudaGpu#pinnedRange}; empty: none); locked. */
-    private final long[] pinned = new long[2];
-    /** The pinned range the last pinned read went into, as {@link #pinned} for writes; locked. */
+    private final long[] pinnedForWrite = new long[2];
+    /** The pinned range the last pinned read went into, as {@link #pinnedForWrite} for writes; locked. */
     private final long[] pinnedForRead = new long[2];
     /** NIC reads straight into pinned memory ({@link CudaGpu#isPinned}), and through the read staging (locked). */
     private long pinnedReads;
@@ -179,8 +179,7 @@ final class NicStaging {
             // the record is asked under this lock: retirePinned removes memory from it (and forgets the remembered
             // range) under the same lock; the range of the last direct write is asked first, without a lookup
             final long from = src.address() + srcOffset;
-            if (sourceHeldUntilFence && (agent == null || memOps) && (from >= pinned[0] && len <= pinned[1] - from
-                || gpu.pinnedRange(from, len, pinned))) {
+            if (sourceHeldUntilFence && (agent == null || memOps) && pinnedAt(from, len, pinnedForWrite)) {
                 writeDirect(base, dptr, from, len);
                 writes++;
                 return;
@@ -259,11 +258,19 @@ final class NicStaging {
      * copy is issued from it after), and after a fence when direct copies are in flight (none still reads it after
      * this returns). {@code forget} removes it from the record; the caller unpins or frees it afterwards.
      */
+    /**
+     * Whether [at, at + len) is pinned: inside {@code last} (the range the previous call found), else looked up, and
+     * then remembered in {@code last}. Called under the lock, as {@link #retirePinned} empties {@code last}.
+     */
+    private boolean pinnedAt(final long at, final long len, final long[] last) {
+        return at >= last[0] && len <= last[1] - at || gpu.pinnedRange(at, len, last);
+    }
+
     void retirePinned(final Runnable forget) {
         lock.lock();
         try {
-            pinned[0] = 0;
-            pinned[1] = 0;
+            pinnedForWrite[0] = 0;
+            pinnedForWrite[1] = 0;
             pinnedForRead[0] = 0;
             pinnedForRead[1] = 0;
             if (spanLen > 0 && spanDirect) {
@@ -344,8 +351,7 @@ final class NicStaging {
             }
             // the remembered range first: a lookup allocates, and a message's packets land in one buffer
             final long to = dst.address() + dstOffset;
-            if (len > 0 && (to >= pinnedForRead[0] && len <= pinnedForRead[1] - to
-                || gpu.pinnedRange(to, len, pinnedForRead))) {
+            if (len > 0 && pinnedAt(to, len, pinnedForRead)) {
                 // pinned already: the copy engine writes the NIC's buffer itself, one copy and one wait
                 d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, stream),
                     "cuMemcpyDtoHAsync_v2 (NIC read, pinned)");
