@@ -177,6 +177,57 @@ class ShmCollectivesTest {
         everyOp(4, r -> ctx(), COUNTS, "shm");
     }
 
+    /**
+     * The root's own buffers: a broadcast root whose send and recv share memory in part (its chunks go out from recv
+     * after one whole copy, not chunk by chunk, which would overwrite input not yet sent), and a reduce root, which
+     * publishes nothing and reads its input where it lies, leaves that input as it was. Sizes span several slots.
+     */
+    @Test
+    void theRootsOwnBuffersPartlySharedOrReadInPlace() throws Exception {
+        for (final int np : new int[] {2, 3}) {
+            assertNoErrors(ranks(np, r -> ctx(), (rank, c, a) -> {
+                for (final long n : new long[] {3, 2049, 150_001}) {
+                    final String what = np + " ranks, " + n + " elements";
+                    final MemorySegment big = a.allocate((2 * n + 8) * 4, 64);
+                    final RegisteredBuffer whole = c.register(big);
+                    // broadcast from rank 0: its send is big[0, n), its recv big[5, 5 + n) (they share n - 5)
+                    fill(big, rank, n);
+                    final MemorySegment sendPart = big.asSlice(0, n * 4);
+                    final MemorySegment recvPart = big.asSlice(5 * 4, n * 4);
+                    final RegisteredBuffer send = new RegisteredBuffer(sendPart, whole.mr(), null);
+                    final RegisteredBuffer recv = new RegisteredBuffer(recvPart, whole.mr(), null);
+                    Collectives.broadcast(c, send, rank == 0 ? recv : send, n, DataType.INT32, 0);
+                    final MemorySegment got = rank == 0 ? recvPart : sendPart;
+                    for (long i = 0; i < n; i++) {
+                        if (at(got, i) != in(0, i)) {
+                            throw new AssertionError("broadcast, partly shared at the root, " + what + ": element "
+                                + i + " is " + at(got, i) + ", not " + in(0, i));
+                        }
+                    }
+                    c.deregister(whole);
+                    // reduce to the last rank out of place: the result, and every input untouched
+                    final MemorySegment sm = a.allocate(n * 4, 64);
+                    final MemorySegment rm = a.allocate(n * 4, 64);
+                    fill(sm, rank, n);
+                    rm.fill((byte) 0x5a);
+                    final RegisteredBuffer s = c.register(sm);
+                    final RegisteredBuffer d = c.register(rm);
+                    Collectives.reduce(c, s, d, n, DataType.INT32, RedOp.SUM, np - 1);
+                    for (long i = 0; i < n; i++) {
+                        if (at(sm, i) != in(rank, i)) {
+                            throw new AssertionError("reduce " + what + ": input element " + i + " changed");
+                        }
+                        if (rank == np - 1 && at(rm, i) != sum(np, i)) {
+                            throw new AssertionError("reduce " + what + ": element " + i);
+                        }
+                    }
+                    c.deregister(s);
+                    c.deregister(d);
+                }
+            }));
+        }
+    }
+
     @Test
     void forcedAlgorithmsAndProtocolsGiveTheSameElements() throws Exception {
         final long[] counts = {5, 70_001};
