@@ -421,17 +421,25 @@ final class ShmCollectives {
             final int len = (int) Math.min(piece, bb - off);
             final long d = begin();
             final MemorySegment own = shm.own();
+            // in place (recv is send's block rank) only ranks 0 and 1 reduce their own input from send: the first
+            // step reads it before writing; a later rank's turn would come after the writes, so it takes its slot's
+            final boolean fromSend = !reduce || rank < 2 || !overlaps(send, rank * bb + off, len, recv, off, len);
             if (offers(pullable, send, len)) {
                 offer(d, h, send, off, len); // block b's piece lies b bb past it
             } else {
+                // this rank's own piece is not copied: no peer reads it (each reads its own piece of every slot),
+                // and this rank takes it from send (at 2 ranks that is half the copying)
                 for (int b = 0; b < n; b++) {
-                    MemorySegment.copy(send, b * bb + off, own, at(d) + (long) b * len, len);
+                    if (b != rank || !fromSend) {
+                        MemorySegment.copy(send, b * bb + off, own, at(d) + (long) b * len, len);
+                    }
                 }
                 shm.publishWritten(d, h, len * n);
             }
             if (reduce) {
                 awaitAll(d, h, len * n);
-                reduceRankOrder(recv, off, d, (long) rank * len, len / es, t, op);
+                reduceRankOrder(recv, off, d, (long) rank * len, len / es, t, op, fromSend ? send : null,
+                    rank * bb + off);
             } else {
                 for (int s = 1; s < n; s++) {
                     final int p = (rank + s) % n;
