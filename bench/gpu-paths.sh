@@ -15,14 +15,15 @@
 #   direct the NIC's writes into the GPU from pinned host memory (docs/GPU.md, "The NIC's path into device memory"):
 #          perf write_bw --mem gpu --client-mem host (the client's buffer in host memory, pinned: the copy engine
 #          reads it directly) and perf write_bw --mem gpu (both buffers on the GPU: staged) at DIRECT_SIZES, beside
-#          gpu-path's pinned host-to-device copy of the same run; perf --check of the direct path
+#          gpu-path's pinned host-to-device copy of the same run; perf --check of the direct path. The perf runs
+#          take DIRECT_ITERS iterations (5000, perftest's default for bandwidth tests) and perf's own warm-up
 #                                                          -> $OUT/direct.jsonl, $OUT/direct-table.txt (medians)
 #   GPU=cuda:0 PARTS=agent RUNS=3 bench/gpu-paths.sh
 #   GPU=cuda:0 PARTS=direct RUNS=3 bench/gpu-paths.sh   the direct path at 64K/1M/16M against the pinned copy
 #   GPU=cuda:0 bench/gpu-paths.sh                   output under ${TMPDIR:-/tmp}/gdrkit-bench/gpu-paths-<time>
 #   GPU=sim:h200 RUNS=1 PARTS="perf coll" bench/gpu-paths.sh
 # Environment: GPU (cuda:0), GPUS (count, from nvidia-smi), RUNS (3), SIZES ("65536 1048576 4194304 67108864"),
-# AGENT_SIZES ("65536 1048576 16777216"), DIRECT_SIZES ("65536 1048576 16777216"), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
+# AGENT_SIZES ("65536 1048576 16777216"), DIRECT_SIZES ("65536 1048576 16777216"), DIRECT_ITERS (5000), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
 # "gdrkit.cuda.agent.blocks=32"),
 # MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), FABRIC (shm), LIMIT (150 s per call), JOPTS (extra JVM
 # options), OUT, JAR, JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
@@ -30,6 +31,7 @@
 GPU="${GPU:-cuda:0}"; RUNS="${RUNS:-3}"; PARTS="${PARTS:-perf path coll check}"
 SIZES="${SIZES:-65536 1048576 4194304 67108864}"
 AGENT_SIZES="${AGENT_SIZES:-65536 1048576 16777216}"; AGENT_SET="${AGENT_SET:-}"
+DIRECT_ITERS="${DIRECT_ITERS:-5000}"
 DIRECT_SIZES="${DIRECT_SIZES:-65536 1048576 16777216}"
 MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
 LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
@@ -157,9 +159,9 @@ for run in $(seq 1 "$RUNS"); do
     for s in $DIRECT_SIZES; do
       n=$(iters "$s"); buf=$((2 * s > 8388608 ? 2 * s : 8388608))
       step "run $run/$RUNS: perf write_bw --mem gpu --client-mem host $s B" row direct.jsonl "direct_host_$s" "$run" \
-        perf write_bw --loopback --mem gpu --gpu "$GPU" --client-mem host -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+        perf write_bw --loopback --mem gpu --gpu "$GPU" --client-mem host -s "$s" -n "$DIRECT_ITERS" --buffer "$buf"
       step "run $run/$RUNS: perf write_bw --mem gpu $s B (both buffers on the GPU)" row direct.jsonl "direct_gpu_$s" "$run" \
-        perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$n" --warmup "$n" --buffer "$buf"
+        perf write_bw --loopback --mem gpu --gpu "$GPU" -s "$s" -n "$DIRECT_ITERS" --buffer "$buf"
       step "run $run/$RUNS: gpu-path $s B (the pinned copy)" row direct.jsonl "pinned_$s" "$run" \
         gpu-path --gpu "$GPU" -s "$s" -n "$n"
     done
