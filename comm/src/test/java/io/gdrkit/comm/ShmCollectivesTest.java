@@ -286,6 +286,18 @@ class ShmCollectivesTest {
             + "shared memory, no NIC; Simple above 8192 B", r.why());
         // other operations move data only: the direct limit is theirs
         assertEquals("direct", t.choose(CollOp.ALLGATHER, 65536, true, 4096).algo());
+        // a reduce between 2 ranks stays direct at every size (the root reduces in place, the peer only publishes);
+        // allreduce between 2 leaves at the direct limit, and NCCL_ALGO=rsag still forces rsag
+        final CollTuning two = new CollTuning(CollContext.Algo.AUTO, CollContext.Proto.AUTO, 2, 262144, null, 262144,
+            4);
+        final CollTuning.Choice r2 = two.choose(CollOp.REDUCE, 1 << 24, true, 4096);
+        assertEquals("direct/Simple/shm", r2.algo() + "/" + r2.proto() + "/" + r2.path());
+        assertTrue(r2.why().startsWith("auto: 2 ranks, one round at every size"), r2.why());
+        assertTrue(r2 == two.choose(CollOp.REDUCE, 1 << 10 | 1 << 16, true, 4096), "one choice for every size");
+        assertEquals("rsag", two.choose(CollOp.ALLREDUCE, 1 << 24, true, 4096).algo());
+        final CollTuning forced = new CollTuning(CollContext.Algo.RSAG, CollContext.Proto.AUTO, 2, 262144, null,
+            262144, 4);
+        assertEquals("rsag", forced.choose(CollOp.REDUCE, 1 << 24, true, 4096).algo());
     }
 
     @Test
