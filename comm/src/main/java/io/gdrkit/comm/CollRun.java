@@ -329,7 +329,7 @@ public final class CollRun {
      * rank in host memory): the slowest rank's time and the wrong elements of all ranks. A peer's words are its own
      * measurements; they are checked only for being numbers a rank can report (finite, not negative).
      */
-    private static final class Tally {
+    static final class Tally {
         private final Communicator comm;
         private final RegisteredBuffer mine;
         private final RegisteredBuffer all;
@@ -344,11 +344,22 @@ public final class CollRun {
             mine.seg().set(ValueLayout.JAVA_LONG, 0, Double.doubleToRawLongBits(us));
             mine.seg().set(ValueLayout.JAVA_LONG, 8, wrong);
             Collectives.allGather(comm, mine, all, 2, DataType.INT64);
+            return worst(all.seg(), comm.nranks());
+        }
+
+        /**
+         * {slowest time, wrong elements of all} from {@code n} ranks' reports (time bits, wrong count: two longs
+         * each) as gathered.
+         *
+         * @throws CollException naming the first rank whose report is not a measurement (a time that is negative,
+         *                       NaN or infinite, or a negative wrong count)
+         */
+        static double[] worst(final MemorySegment reports, final int n) {
             double worst = 0;
             long wrongAll = 0;
-            for (int r = 0; r < comm.nranks(); r++) {
-                final double t = Double.longBitsToDouble(all.seg().get(ValueLayout.JAVA_LONG, 16L * r));
-                final long w = all.seg().get(ValueLayout.JAVA_LONG, 16L * r + 8);
+            for (int r = 0; r < n; r++) {
+                final double t = Double.longBitsToDouble(reports.get(ValueLayout.JAVA_LONG, 16L * r));
+                final long w = reports.get(ValueLayout.JAVA_LONG, 16L * r + 8);
                 if (!(t >= 0) || Double.isInfinite(t) || w < 0) {
                     throw new CollException("rank " + r + " reported a time of " + t + " us and " + w + " wrong "
                         + "elements: not a measurement");
