@@ -185,7 +185,7 @@ final class Requester implements Agent {
         int refs = 0;
         if (remaining >= dev.oneCopyMin && remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
             && dev.port.carriesReferences(qp.dlid, payload)) {
-            packets = spanPackets(qp, remaining, psn);
+            packets = spanPackets(qp, remaining, psn, dev.port.carriesBatches());
             if (packets > 1) {
                 payload = (int) Math.min((long) packets * mtu, remaining);
             }
@@ -195,6 +195,13 @@ final class Requester implements Agent {
                 packets = 1; // not referable: the bytes travel, a packet at a time (the copy path reports errors)
                 payload = (int) Math.min(mtu, remaining);
             }
+        }
+        if (refs == 0 && packets == 1 && remaining > mtu && (flags & SendFlags.INLINE) == 0
+            && dev.port.carriesInlineBatches()) {
+            // segment offload with the bytes inline (TCP): one record, one header and one copy for up to `batch`
+            // packets of this WR; the receiver counts them from the length
+            packets = spanPackets(qp, remaining, psn, true);
+            payload = (int) Math.min((long) packets * mtu, remaining);
         }
         final boolean first = offset == 0;
         final boolean last = remaining <= payload;
@@ -257,12 +264,12 @@ final class Requester implements Agent {
     }
 
     /**
-     * How many packets the next record of a referenced WR may stand for: 1 unless the link takes spans; else as
+     * How many packets the next record of a WR may stand for: 1 unless the link takes spans ({@code spans}); else as
      * many as are left of the WR, the window allows and {@link SoftNicContext#batch()} caps (and at most 1 GiB).
      */
-    private int spanPackets(final SoftQp qp, final long remaining, final int psn) {
+    private int spanPackets(final SoftQp qp, final long remaining, final int psn, final boolean spans) {
         final int mtu = qp.mtu;
-        if (batch <= 1 || remaining <= mtu || !dev.port.carriesBatches()) {
+        if (batch <= 1 || remaining <= mtu || !spans) {
             return 1;
         }
         final long left = (remaining + mtu - 1) / mtu;

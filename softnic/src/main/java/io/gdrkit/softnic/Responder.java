@@ -56,7 +56,7 @@ final class Responder implements Agent {
         }
         final int psn = p.psn();
         final int d = Psn.diff(psn, qp.ePsn);
-        final int packets = p.packets();
+        final int packets = p.isReference() ? p.packets() : inlinePackets(qp, p);
         if (d > 0) {
             // NAK the first out-of-sequence packet, and again whenever one asks for an ACK: if the first NAK was
             // lost, the requester would otherwise hear nothing until its timer fires
@@ -164,6 +164,22 @@ final class Responder implements Agent {
      * The payload fits the packets the record stands for: each MTU bytes but a LAST one, which holds 1 to MTU
      * (a single packet: 0 to MTU).
      */
+    /**
+     * The packets an inline record stands for: 1, or on a port that {@linkplain io.gdrkit.softnic.fabric.FabricPort#acceptsInlineBatches()
+     * accepts inline spans} an RC SEND or WRITE request's payload length over the QP's MTU, rounded up
+     * ({@link #checkPayload} then holds every packet but a LAST one to a whole MTU). Elsewhere a payload over the MTU
+     * stays one packet and is refused there.
+     */
+    private int inlinePackets(final SoftQp qp, final Packet p) {
+        final long len = Integer.toUnsignedLong(p.payloadLength());
+        final int mask = p.mask();
+        if (len <= qp.mtu || (mask & (BthOpcode.SEND | BthOpcode.WRITE)) == 0 || (mask & BthOpcode.UD) != 0
+            || !dev.port.acceptsInlineBatches()) {
+            return 1;
+        }
+        return (int) ((len + qp.mtu - 1) / qp.mtu);
+    }
+
     private boolean checkPayload(final SoftQp qp, final Packet p, final int psn, final int packets) {
         final long len = Integer.toUnsignedLong(p.payloadLength());
         final boolean last = p.is(BthOpcode.LAST);

@@ -134,8 +134,8 @@ public final class SoftNicConfiguration {
         "milliseconds a referenced UD datagram nobody claimed or released holds its send back before it is given up")
         .readBy("SoftNicContext");
     /** Packets per segment-offload record. */
-    public static final SettingDef<Integer> BATCH = SettingDef.integer("gdrkit.nic.batch", 16, 1, 1024, "packets per segment-offload record on the single-copy path (1: off); across "
-            + "processes only with gdrkit.nic.shm.batch").readBy("SoftNicContext");
+    public static final SettingDef<Integer> BATCH = SettingDef.integer("gdrkit.nic.batch", 16, 1, 1024, "packets per segment-offload record on the single-copy path and, with the bytes "
+            + "inline, on the TCP fabric (1: off); on the shm fabric only with gdrkit.nic.shm.batch").readBy("SoftNicContext");
     /** Cross-process payload pulls with process_vm_readv on the shm fabric. */
     public static final SettingDef<Boolean> SHM_CMA = SettingDef.flag("gdrkit.nic.shm.cma", true,
         "on the shm fabric, WRITE/SEND payloads travel as references the receiver pulls with process_vm_readv (needs "

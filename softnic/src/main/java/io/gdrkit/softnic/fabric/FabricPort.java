@@ -159,6 +159,25 @@ public interface FabricPort {
     }
 
     /**
+     * Whether a record whose payload travels inline may stand for several consecutive MTU packets of one RC SEND or
+     * WRITE (segment offload without references, for a fabric that copies the bytes onto a wire anyway): one header,
+     * one claim and one copy for up to {@code gdrkit.nic.batch} packets. The receiving NIC counts the packets from
+     * the payload's length and the QP's MTU ({@link #acceptsInlineBatches()}). Asked per record. Default false.
+     */
+    default boolean carriesInlineBatches() {
+        return false;
+    }
+
+    /**
+     * Whether an RC SEND or WRITE request received here whose inline payload is longer than the QP's MTU is a span
+     * of that many MTU packets (all full but a LAST one; else it is refused as any malformed length is). Elsewhere
+     * such a packet is refused. Default false.
+     */
+    default boolean acceptsInlineBatches() {
+        return false;
+    }
+
+    /**
      * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int, Class)} of every
      * port of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are
      * not carried.

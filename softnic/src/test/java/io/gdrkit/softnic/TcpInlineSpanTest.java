@@ -1,0 +1,174 @@
+/*
+ * Copyright 2026 the gdrkit authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.gdrkit.softnic;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.gdrkit.softnic.fabric.LinkHook;
+import io.gdrkit.softnic.fabric.TcpFabric;
+import io.gdrkit.softnic.wire.BthOpcode;
+import io.gdrkit.softnic.wire.Packet;
+import io.gdrkit.verbs.AccessFlags;
+import io.gdrkit.verbs.CompletionQueue;
+import io.gdrkit.verbs.MemoryRegion;
+import io.gdrkit.verbs.ProtectionDomain;
+import io.gdrkit.verbs.QpBringUp;
+import io.gdrkit.verbs.QpInitAttr;
+import io.gdrkit.verbs.QueuePair;
+import io.gdrkit.verbs.RecvWorkRequest;
+import io.gdrkit.verbs.SendFlags;
+import io.gdrkit.verbs.SendWorkRequest;
+import io.gdrkit.verbs.VerbsContext;
+import io.gdrkit.verbs.WcOpcode;
+import io.gdrkit.verbs.WcStatus;
+import io.gdrkit.verbs.WorkCompletion;
+import io.gdrkit.verbs.WrOpcode;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Segment offload with the bytes inline on the TCP fabric: a record of an RC WRITE or SEND stands for up to
+ * {@code gdrkit.nic.batch} MTU packets, and the receiving NIC counts them from the payload's length. Every byte of a
+ * WRITE and a SEND with odd lengths arrives, with spans (counted on the link) and without them (a hook that sees
+ * single packets, or batch 1); a record of a READ response or an atomic is never a span.
+ */
+class TcpInlineSpanTest {
+    private static final int MTU = 4096;
+    private static final int WRITE = (1 << 20) + 5;
+    private static final int SEND = 300 * 1024 + 3;
+
+    /** Counts the records both sides put on the link, and those longer than one packet. */
+    private static final class Counter implements LinkHook {
+        final boolean batches;
+        final AtomicLong records = new AtomicLong();
+        final AtomicLong spans = new AtomicLong();
+        final AtomicLong spanOfOtherOps = new AtomicLong();
+        final Packet view = new Packet();
+
+        Counter(final boolean batches) {
+            this.batches = batches;
+        }
+
+        @Override
+        public synchronized int onPacket(final int src, final int dst, final MemorySegment buf, final long off,
+                                         final int len) {
+            view.wrap(buf, off, len);
+            records.incrementAndGet();
+            if (view.payloadLength() > MTU) {
+                spans.incrementAndGet();
+                if ((view.mask() & (BthOpcode.SEND | BthOpcode.WRITE)) == 0) {
+                    spanOfOtherOps.incrementAndGet();
+                }
+            }
+            return DELIVER;
+        }
+
+        @Override
+        public boolean passesBatches() {
+            return batches;
+        }
+    }
+
+    private static final class Side {
+        final SoftDevice dev;
+        final CompletionQueue cq;
+        final MemorySegment buf;
+        final MemoryRegion mr;
+        final ProtectionDomain pd;
+
+        Side(final SoftDevice dev, final Arena arena) {
+            this.dev = dev;
+            final VerbsContext ctx = dev.open();
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256);
+            buf = arena.allocate(4L << 20, 4096);
+            mr = pd.registerMr(buf, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+        }
+    }
+
+    /** A WRITE, a SEND and a READ from a to b at the path MTU; returns the hook's counts {records, spans}. */
+    private static long[] run(final SoftNicContext ctx, final Counter hook) {
+        final InetSocketAddress lo = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+        final TcpFabric fa = new TcpFabric(lo, 4 << 20, hook, true, 1);
+        final TcpFabric fb = new TcpFabric(lo, 4 << 20, hook, true, 1); // b's READ responses and ACKs counted too
+        final SoftNicDriver da = SoftNicDriver.launch(ctx.linkCrc(true), fa);
+        final SoftNicDriver db = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fb);
+        try (Arena arena = Arena.ofShared()) {
+            final Side a = new Side(da.addDevice("span-a", 1), arena);
+            final Side b = new Side(db.addDevice("span-b", 2), arena);
+            fa.connect(2, fb.localAddress());
+            final QueuePair qa = a.pd.createQp(new QpInitAttr().cqs(a.cq, a.cq));
+            final QueuePair qb = b.pd.createQp(new QpInitAttr().cqs(b.cq, b.cq));
+            QpBringUp.toRts(qa, qb.qpNum(), 2, 100, 900, QpBringUp.rcDefaults());
+            QpBringUp.toRts(qb, qa.qpNum(), 1, 900, 100, QpBringUp.rcDefaults());
+            Fixture.fill(a.buf.asSlice(0, WRITE), 11);
+            Fixture.fill(a.buf.asSlice(2L << 20, SEND), 12);
+            Fixture.fill(b.buf.asSlice(3L << 20, 64 * 1024), 13);
+            b.buf.asSlice(0, WRITE + 1).fill((byte) 0x5a);
+            qb.postRecv(new RecvWorkRequest().wrId(7).sge(b.mr, 2L << 20, SEND));
+            qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                .sge(a.mr, 0, WRITE).remote(b.mr.address(), b.mr.rkey())
+                .next(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
+                    .sge(a.mr, 2L << 20, SEND)
+                    .next(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
+                        .sge(a.mr, 3L << 20, 64 * 1024).remote(b.mr.address() + (3L << 20), b.mr.rkey()))));
+            for (int i = 1; i <= 3; i++) {
+                final WorkCompletion wc = await(a.cq, da, db, "completion " + i);
+                assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
+                assertEquals(i, wc.wrId, "in order");
+            }
+            final WorkCompletion recv = await(b.cq, da, db, "the SEND's receive");
+            assertEquals(WcStatus.SUCCESS, recv.status, recv::toString);
+            assertEquals(WcOpcode.RECV, recv.opcode);
+            assertEquals(SEND, recv.byteLen);
+            Fixture.assertBytes(a.buf.asSlice(0, WRITE), b.buf.asSlice(0, WRITE), "the WRITE");
+            assertEquals((byte) 0x5a, b.buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, WRITE), "not one byte more");
+            Fixture.assertBytes(a.buf.asSlice(2L << 20, SEND), b.buf.asSlice(2L << 20, SEND), "the SEND");
+            Fixture.assertBytes(b.buf.asSlice(3L << 20, 64 * 1024), a.buf.asSlice(3L << 20, 64 * 1024), "the READ");
+            assertEquals(0, hook.spanOfOtherOps.get(), "only WRITE and SEND requests are spans");
+            return new long[] {hook.records.get(), hook.spans.get()};
+        } finally {
+            da.close();
+            db.close();
+        }
+    }
+
+    private static WorkCompletion await(final CompletionQueue cq, final SoftNicDriver da, final SoftNicDriver db,
+                                        final String what) {
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (cq.poll(wc) == 0) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after 30 s waiting for " + what);
+            }
+            da.progress();
+            db.progress();
+        }
+        final WorkCompletion copy = new WorkCompletion();
+        copy.copyFrom(wc[0]);
+        return copy;
+    }
+
+    @Test
+    void aRecordCarriesUpToBatchPacketsAndEveryByteArrives() {
+        final long[] n = run(new SoftNicContext().batch(16), new Counter(true));
+        // the WRITE is 257 packets and the SEND 76: far fewer records, and most of them spans
+        final long packets = (WRITE + MTU - 1) / MTU + (SEND + MTU - 1) / MTU;
+        assertTrue(n[1] > 0, "spans on the link: " + n[1] + " of " + n[0] + " records");
+        assertTrue(n[0] < packets, n[0] + " records for the " + packets + " packets of the WRITE and the SEND");
+    }
+
+    @Test
+    void aHookThatSeesSinglePacketsOrBatchOneGetsOnePacketPerRecord() {
+        assertEquals(0, run(new SoftNicContext().batch(16), new Counter(false))[1], "a hook without spans");
+        assertEquals(0, run(new SoftNicContext().batch(1), new Counter(true))[1], "gdrkit.nic.batch=1");
+    }
+}
