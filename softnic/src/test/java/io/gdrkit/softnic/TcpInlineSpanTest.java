@@ -26,10 +26,18 @@ import io.gdrkit.verbs.WcOpcode;
 import io.gdrkit.verbs.WcStatus;
 import io.gdrkit.verbs.WorkCompletion;
 import io.gdrkit.verbs.WrOpcode;
+import io.gdrkit.core.auth.Token;
+import io.gdrkit.verbs.QpState;
+import java.io.DataInputStream;
+import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -83,10 +91,11 @@ class TcpInlineSpanTest {
         final MemorySegment buf;
         final MemoryRegion mr;
         final ProtectionDomain pd;
+        final VerbsContext ctx;
 
         Side(final SoftDevice dev, final Arena arena) {
             this.dev = dev;
-            final VerbsContext ctx = dev.open();
+            ctx = dev.open();
             pd = ctx.allocPd();
             cq = ctx.createCq(256);
             buf = arena.allocate(4L << 20, 4096);
@@ -170,5 +179,81 @@ class TcpInlineSpanTest {
     void aHookThatSeesSinglePacketsOrBatchOneGetsOnePacketPerRecord() {
         assertEquals(0, run(new SoftNicContext().batch(16), new Counter(false))[1], "a hook without spans");
         assertEquals(0, run(new SoftNicContext().batch(1), new Counter(true))[1], "gdrkit.nic.batch=1");
+    }
+
+    /**
+     * The receiving side's rule, driven by a raw peer on the socket: an inline WRITE_ONLY of two MTUs and 5 bytes is
+     * a span of 3 packets, placed byte for byte, ePSN advanced by 3; a WRITE_FIRST of one and a half MTUs (a span
+     * that is not whole packets) is refused by name, nothing of it placed, and the QP errs.
+     */
+    @Test
+    void aSpanIsCountedFromItsLengthAndOneThatIsNotWholePacketsIsRefused() throws Exception {
+        final int cap = 1 << 20;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), cap, null,
+                 false, 1, Token.NONE);
+             SoftNicDriver sd = SoftNicDriver.launch(new SoftNicContext(), server);
+             Arena arena = Arena.ofShared()) {
+            final Side b = new Side(sd.addDevice("span-server", 1), arena);
+            final QueuePair qb = b.pd.createQp(new QpInitAttr().cqs(b.cq, b.cq));
+            final int peerQpn = 0x77;
+            QpBringUp.toRts(qb, peerQpn, 9, 900, 100, QpBringUp.rcDefaults());
+            b.buf.asSlice(0, 6 * MTU).fill((byte) 0x5a);
+            try (Socket raw = new Socket()) {
+                raw.connect(server.localAddress(), 5000);
+                raw.setSoTimeout(10_000);
+                final DataInputStream in = new DataInputStream(raw.getInputStream());
+                final OutputStream out = raw.getOutputStream();
+                in.readFully(new byte[24]); // the challenge (no token: no proof checked)
+                final ByteBuffer h = ByteBuffer.allocate(56).order(ByteOrder.LITTLE_ENDIAN);
+                h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(9)
+                    .putInt(31).putShort((short) 0).putShort((short) 1).putInt(cap);
+                out.write(h.array());
+                final byte[] verdict = new byte[128];
+                in.readFully(verdict);
+                assertEquals(0, ByteBuffer.wrap(verdict).order(ByteOrder.LITTLE_ENDIAN).getInt(4), "LID 9 joined");
+                // a span of 3: 2 MTUs and 5 bytes, one WRITE_ONLY record
+                final int len = 2 * MTU + 5;
+                out.write(frame(BthOpcode.RDMA_WRITE_ONLY, qb.qpNum(), 100, b.mr.address(), b.mr.rkey(), len, len));
+                out.flush();
+                final SoftQp q = (SoftQp) qb;
+                for (int i = 0; i < 5000 && q.ePsn != 103; i++) {
+                    b.dev.doWork();
+                    Thread.sleep(1);
+                }
+                assertEquals(103, q.ePsn, "the record counted as 3 packets");
+                for (int i = 0; i < len; i++) {
+                    assertEquals((byte) (i * 13 + 1), b.buf.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+                }
+                assertEquals((byte) 0x5a, b.buf.get(ValueLayout.JAVA_BYTE, len), "not one byte more");
+                // a FIRST span of one and a half MTUs: not whole packets
+                out.write(frame(BthOpcode.RDMA_WRITE_FIRST, qb.qpNum(), 103, b.mr.address() + 2L * MTU * 2,
+                    b.mr.rkey(), MTU + MTU / 2, 4 * MTU));
+                out.flush();
+                for (int i = 0; i < 5000 && q.state != QpState.ERR; i++) {
+                    b.dev.doWork();
+                    Thread.sleep(1);
+                }
+                assertEquals(QpState.ERR, q.state, "NAK invalid request: the QP errs");
+                assertEquals(103, q.ePsn, "the refused record is not accepted");
+                for (int i = 0; i < 2 * MTU; i++) {
+                    assertEquals((byte) 0x5a, b.buf.get(ValueLayout.JAVA_BYTE, 4L * MTU + i), "nothing placed");
+                }
+                final io.gdrkit.verbs.AsyncEvent e = b.ctx.pollAsyncEvent();
+                assertTrue(e != null && e.detail().contains("does not fit 2 packet(s) of MTU " + MTU), () -> "" + e);
+            }
+        }
+    }
+
+    /** One frame (length, no CRC, the packet, padding to 8) of a WRITE of {@code payload} bytes (i * 13 + 1). */
+    private static byte[] frame(final int opcode, final int qpn, final int psn, final long va, final int rkey,
+                                final int payload, final int dmaLength) {
+        final int len = Packet.lengthFor(opcode, payload);
+        final MemorySegment m = MemorySegment.ofArray(new byte[(8 + len + 7) & ~7]);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, len);
+        final Packet p = new Packet().init(m, 8, len, 1, 9, opcode, qpn, psn, true, false).reth(va, rkey, dmaLength);
+        for (int i = 0; i < payload; i++) {
+            m.set(ValueLayout.JAVA_BYTE, p.payloadOffset() + i, (byte) (i * 13 + 1));
+        }
+        return m.toArray(ValueLayout.JAVA_BYTE);
     }
 }
