@@ -73,18 +73,7 @@ class TcpFabricTest {
         }
 
         WorkCompletion await(final CompletionQueue cq, final String what) {
-            final WorkCompletion[] wc = {new WorkCompletion()};
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (cq.poll(wc) == 0) {
-                if (System.nanoTime() > deadline) {
-                    fail("timed out after 30 s waiting for " + what);
-                }
-                da.progress();
-                db.progress();
-            }
-            final WorkCompletion copy = new WorkCompletion();
-            copy.copyFrom(wc[0]);
-            return copy;
+            return TcpFabricTest.await(cq, da, db, what);
         }
 
         WorkCompletion awaitSuccess(final CompletionQueue cq, final String what) {
@@ -99,6 +88,23 @@ class TcpFabricTest {
             db.close();
             arena.close();
         }
+    }
+
+    /** The next completion on {@code cq}, progressing both drivers, within 30 s (else a failure naming what). */
+    static WorkCompletion await(final CompletionQueue cq, final SoftNicDriver da, final SoftNicDriver db,
+                                final String what) {
+        final WorkCompletion[] wc = {new WorkCompletion()};
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (cq.poll(wc) == 0) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after 30 s waiting for " + what);
+            }
+            da.progress();
+            db.progress();
+        }
+        final WorkCompletion copy = new WorkCompletion();
+        copy.copyFrom(wc[0]);
+        return copy;
     }
 
     static final class Side {

@@ -5,7 +5,6 @@ package io.gdrkit.softnic;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.gdrkit.softnic.fabric.LinkHook;
 import io.gdrkit.softnic.fabric.TcpFabric;
@@ -38,7 +37,6 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -130,11 +128,11 @@ class TcpInlineSpanTest {
                     .next(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
                         .sge(a.mr, 3L << 20, 64 * 1024).remote(b.mr.address() + (3L << 20), b.mr.rkey()))));
             for (int i = 1; i <= 3; i++) {
-                final WorkCompletion wc = await(a.cq, da, db, "completion " + i);
+                final WorkCompletion wc = TcpFabricTest.await(a.cq, da, db, "completion " + i);
                 assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
                 assertEquals(i, wc.wrId, "in order");
             }
-            final WorkCompletion recv = await(b.cq, da, db, "the SEND's receive");
+            final WorkCompletion recv = TcpFabricTest.await(b.cq, da, db, "the SEND's receive");
             assertEquals(WcStatus.SUCCESS, recv.status, recv::toString);
             assertEquals(WcOpcode.RECV, recv.opcode);
             assertEquals(SEND, recv.byteLen);
@@ -148,22 +146,6 @@ class TcpInlineSpanTest {
             da.close();
             db.close();
         }
-    }
-
-    private static WorkCompletion await(final CompletionQueue cq, final SoftNicDriver da, final SoftNicDriver db,
-                                        final String what) {
-        final WorkCompletion[] wc = {new WorkCompletion()};
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (cq.poll(wc) == 0) {
-            if (System.nanoTime() > deadline) {
-                fail("timed out after 30 s waiting for " + what);
-            }
-            da.progress();
-            db.progress();
-        }
-        final WorkCompletion copy = new WorkCompletion();
-        copy.copyFrom(wc[0]);
-        return copy;
     }
 
     @Test
