@@ -390,6 +390,14 @@ class PerfCommandTest {
             assertEquals(List.of(snd, rcv,
                 "gdrkit.tcp.park.ms=1 (default)", "gdrkit.tcp.spin.us=40 (property)"),
                 JSON.convertValue(settings, List.class), j::toString);
+            // and what the kernel granted the client's connection, as it reports it: at least the ask where one was
+            // made
+            final String granted = json(j.lines().get(j.lines().size() - 1)).path("tcp_buffers_granted").asText();
+            final java.util.regex.Matcher g = java.util.regex.Pattern.compile("SO_SNDBUF (\\d+) B, SO_RCVBUF (\\d+) B")
+                .matcher(granted);
+            assertTrue(g.matches(), () -> "granted: " + granted);
+            assertTrue(Long.parseLong(g.group(1)) >= autoBuffer("wmem_max"), granted);
+            assertTrue(Long.parseLong(g.group(2)) >= autoBuffer("rmem_max"), granted);
             final Path dir = tmp.resolve("r");
             final Cli t = Cli.run("perf", "write_lat", "--fabric", "tcp", "--loopback", "-n", "50", "--warmup", "0",
                 "-s", "64", "--report", dir.toString());

@@ -696,6 +696,7 @@ public final class RemotePerf {
                 tcp.connect(SERVER_LID, new InetSocketAddress(host, info.tcpPort()));
                 tcp.idleParking(first.test().bandwidth); // a ping-pong busy-polls (see perfTcp)
                 printer.fact(TCP_SETTINGS, tcp.context().describe());
+                printer.fact("tcp_buffers_granted", tcp.grantedBuffers());
                 // park.ms is the setting; whether this port parks also depends on the test (a ping-pong busy-polls)
                 // and on fault injection (a port with a link hook never parks)
                 printer.fact("tcp_parking", first.test().bandwidth && tcp.context().parkMillis() > 0 && faults == null);

@@ -251,8 +251,9 @@ public final class SoftNicConfiguration {
 
                 `gdrkit.tcp.*` is read by `TcpFabricContext.conclude()`; the `TcpFabric` constructors without a \
                 context conclude a fresh one, `TcpFabricContext.defaults()` ignores the properties. `perf --fabric \
-                tcp` shows the values in effect as `tcp_settings`, and turns parking on (`defaultParkMillis(1)`, \
-                still overridden by the property). A port with a link hook (fault injection) never parks.""";
+                tcp` shows the values in effect as `tcp_settings` and the socket buffers the kernel granted its \
+                connection as `tcp_buffers_granted`, and turns parking on (`defaultParkMillis(1)`, still \
+                overridden by the property). A port with a link hook (fault injection) never parks.""";
         }
     }
 }

@@ -107,6 +107,8 @@ public final class TcpFabric implements Fabric {
     private volatile long partialWrites;
     private final Thread acceptor;
     private volatile LinkHook hook;
+    /** The socket buffers the kernel granted the last connection {@link #connect} opened, as it reports them. */
+    private volatile String granted = "";
     private volatile TcpPort port;
     private volatile boolean closed;
 
@@ -253,6 +255,14 @@ public final class TcpFabric implements Fabric {
     /** How accept failures (EMFILE and the like) were met: counted, remembered, backed off. */
     public io.gdrkit.core.net.AcceptBackoff acceptBackoff() {
         return acceptBackoff;
+    }
+
+    /**
+     * The socket buffer sizes the kernel granted the last connection {@link #connect} opened, as {@code getsockopt}
+     * reports them (Linux caps an ask at net.core.wmem_max / rmem_max); empty before any connect.
+     */
+    public String grantedBuffers() {
+        return granted;
     }
 
     /** Why the last connection was refused or closed for a protocol error ("" if none). */
@@ -519,6 +529,8 @@ public final class TcpFabric implements Fabric {
                 }
                 ch.socket().connect(peer, CONNECT_TIMEOUT_MS);
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                granted = "SO_SNDBUF " + ch.getOption(StandardSocketOptions.SO_SNDBUF) + " B, SO_RCVBUF "
+                    + ch.getOption(StandardSocketOptions.SO_RCVBUF) + " B";
                 // the challenge and the verdict within one deadline: a dripping listener cannot stall us
                 final io.gdrkit.core.net.DeadlineInputStream in = new io.gdrkit.core.net.DeadlineInputStream(
                     ch.socket(), java.time.Duration.ofMillis(CONNECT_TIMEOUT_MS));
