@@ -250,6 +250,53 @@ class ShmCmaTest {
      * One reference record per packet, as before segment offload across processes: by default
      * ({@code gdrkit.nic.shm.batch} off), and with it on but {@code gdrkit.nic.batch=1}.
      */
+    /**
+     * Without single copy (process_vm_readv off here; refused in the field by Yama between sibling processes) the
+     * bytes travel in the ring, and a record carries up to 16 packets inline (the receiver counts them from the
+     * length); with batch 1, or a hook that sees single packets, one record per packet. Byte-exact either way.
+     */
+    @Test
+    void withoutSingleCopyARecordCarriesASpanOfPacketsInline() {
+        for (final int batch : new int[] {16, 1}) {
+            for (final boolean hookSpans : new boolean[] {true, false}) {
+                final long[] records = new long[2]; // all, longer than one packet
+                final LinkHook counter = new LinkHook() {
+                    private final Packet view = new Packet();
+
+                    @Override
+                    public synchronized int onPacket(final int src, final int dst, final MemorySegment buf,
+                                                     final long off, final int len) {
+                        view.wrap(buf, off, len);
+                        records[0]++;
+                        if (view.payloadLength() > 4096) {
+                            records[1]++;
+                        }
+                        return DELIVER;
+                    }
+
+                    @Override
+                    public boolean passesBatches() {
+                        return hookSpans;
+                    }
+                };
+                try (Pair p = new Pair(steady(ctx().shmCma(false).batch(batch)), steady(ctx().shmCma(false)), counter,
+                    null, 2 * MIB)) {
+                    final int size = MIB + 5;
+                    assertEquals(WcStatus.SUCCESS, p.write(size, 44).status);
+                    Fixture.assertBytes(p.a.buf.asSlice(0, size), p.b.buf.asSlice(0, size), "WRITE through the ring");
+                    assertEquals("ring", p.modeAtoB().mode(), () -> p.modeAtoB().reason());
+                    final String what = "batch " + batch + ", hook " + (hookSpans ? "takes spans" : "single packets")
+                        + ": " + records[0] + " records, " + records[1] + " spans";
+                    if (batch > 1 && hookSpans) {
+                        assertTrue(records[1] > 0 && records[0] < packets(size), what);
+                    } else {
+                        assertEquals(0, records[1], what);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void byDefaultAndWithBatchOneEachPacketIsOneRecord() {
         for (final SoftNicContext c : new SoftNicContext[] {ctx(), spans().batch(1)}) {

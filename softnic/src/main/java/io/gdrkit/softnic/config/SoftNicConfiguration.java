@@ -135,7 +135,8 @@ public final class SoftNicConfiguration {
         .readBy("SoftNicContext");
     /** Packets per segment-offload record. */
     public static final SettingDef<Integer> BATCH = SettingDef.integer("gdrkit.nic.batch", 16, 1, 1024, "packets per segment-offload record on the single-copy path and, with the bytes "
-            + "inline, on the TCP fabric (1: off); on the shm fabric only with gdrkit.nic.shm.batch").readBy("SoftNicContext");
+            + "inline, on the TCP fabric and the shm fabric without process_vm_readv (1: off); cma references on "
+            + "the shm fabric only with gdrkit.nic.shm.batch").readBy("SoftNicContext");
     /** Cross-process payload pulls with process_vm_readv on the shm fabric. */
     public static final SettingDef<Boolean> SHM_CMA = SettingDef.flag("gdrkit.nic.shm.cma", true,
         "on the shm fabric, WRITE/SEND payloads travel as references the receiver pulls with process_vm_readv (needs "

@@ -160,7 +160,7 @@ public interface FabricPort {
 
     /**
      * Whether a record whose payload travels inline may stand for several consecutive MTU packets of one RC SEND or
-     * WRITE (segment offload without references, for a fabric that copies the bytes onto a wire anyway): one header,
+     * WRITE (segment offload without references, for a fabric whose bytes travel in the link anyway): one header,
      * one claim and one copy for up to {@code gdrkit.nic.batch} packets. The receiving NIC counts the packets from
      * the payload's length and the QP's MTU ({@link #acceptsInlineBatches()}). Asked per record. Default false.
      */
