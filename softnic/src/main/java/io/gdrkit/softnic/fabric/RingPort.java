@@ -74,6 +74,25 @@ abstract class RingPort implements FabricPort {
 
     abstract LinkHook hook();
 
+    /**
+     * Whether this fabric's records carry their bytes in the link where no reference travels (TCP, shm), so that a
+     * record may carry a span of packets inline ({@link #carriesInlineBatches()}, {@link #acceptsInlineBatches()}).
+     * False on the in-JVM fabric, whose spans are references.
+     */
+    boolean inlineSpans() {
+        return false;
+    }
+
+    @Override
+    public boolean carriesInlineBatches() {
+        return inlineSpans() && hook().passesBatches();
+    }
+
+    @Override
+    public boolean acceptsInlineBatches() {
+        return inlineSpans();
+    }
+
     @Override
     public final int lid() {
         return lid;

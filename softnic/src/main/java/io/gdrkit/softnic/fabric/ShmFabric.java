@@ -554,15 +554,10 @@ public final class ShmFabric implements Fabric {
         /**
          * Where the bytes travel in the ring (no single copy to the peer: {@code process_vm_readv} refused, as by
          * Yama's ptrace_scope 1 between sibling processes, or off), a record may carry a span of packets inline, as
-         * on the TCP fabric: one header, one claim and one copy for up to {@code gdrkit.nic.batch} packets.
+         * on the TCP fabric.
          */
         @Override
-        public boolean carriesInlineBatches() {
-            return hook.passesBatches();
-        }
-
-        @Override
-        public boolean acceptsInlineBatches() {
+        boolean inlineSpans() {
             return true;
         }
 

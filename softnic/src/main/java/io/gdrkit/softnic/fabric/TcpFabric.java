@@ -1009,12 +1009,7 @@ public final class TcpFabric implements Fabric {
          * frame, parse and check a header; on loopback that, not the copies, was most of the receiving NIC's time.
          */
         @Override
-        public boolean carriesInlineBatches() {
-            return hook.passesBatches();
-        }
-
-        @Override
-        public boolean acceptsInlineBatches() {
+        boolean inlineSpans() {
             return true;
         }
 
