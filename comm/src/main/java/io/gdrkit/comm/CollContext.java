@@ -201,6 +201,7 @@ public final class CollContext {
     private Setting<Boolean> cudaGdr;
     private Boolean shmDirectSet;
     private Integer cmaBytes;
+    private Integer treeBytes;
     private Setting<Boolean> shmDirect;
     /** {@code gdrkit.coll.reduce.threads}: 0 is auto. */
     private Setting<Integer> reduceThreads;
@@ -530,6 +531,27 @@ public final class CollContext {
         return this;
     }
 
+    /**
+     * The largest reduce on the shm path (4 or more ranks) that goes up a binomial tree instead of a direct round;
+     * 0 is off. Every rank must give the same value.
+     *
+     * @param bytes the limit, 0 to turn the tree off
+     * @return this context
+     */
+    public CollContext treeBytes(final int bytes) {
+        freeze.set("treeBytes");
+        this.treeBytes = bytes;
+        return this;
+    }
+
+    /** {@return {@code gdrkit.coll.shm.tree.bytes}: read at {@link #conclude()} unless set} */
+    public int treeBytes() {
+        if (treeBytes == null) {
+            treeBytes = pick(null, CommConfiguration.COLL_SHM_TREE_BYTES);
+        }
+        return treeBytes;
+    }
+
     /** {@return {@code gdrkit.coll.cma.bytes}: read at {@link #conclude()} unless set} */
     public int cmaBytes() {
         if (cmaBytes == null) {
@@ -658,6 +680,7 @@ public final class CollContext {
         k.cudaGdr = c.cudaGdr;
         k.shmDirect = c.shmDirect;
         k.cmaBytes = c.cmaBytes;
+        k.treeBytes = c.treeBytes;
         k.reduceThreads = c.reduceThreads;
         k.reduceThreadsSet = c.reduceThreadsSet;
         k.parallelBytes = c.parallelBytes;
@@ -708,6 +731,7 @@ public final class CollContext {
         cudaGdr();
         shmDirect();
         cmaBytes = pick(cmaBytes, CommConfiguration.COLL_CMA_BYTES);
+        treeBytes = pick(treeBytes, CommConfiguration.COLL_SHM_TREE_BYTES);
         // default auto: with a core per NIC thread to spare, reducing on up to 4 threads speeds up large
         // allreduces (docs/PERFORMANCE.md, "Collectives against OpenMPI"); below 4 + k - 1 processors per rank
         // (k NICs) auto is 1, since a worker that must wait for a core costs more than it saves

@@ -3,6 +3,7 @@
  */
 package io.gdrkit.comm;
 
+import io.gdrkit.comm.config.CommConfiguration;
 import io.gdrkit.gdr.config.GdrConfiguration;
 
 /**
@@ -58,9 +59,14 @@ public final class CollTuning {
     static final int NET_P2P = 7;
     /** The hierarchical path ({@link HierCollectives}): shared memory within each host, the transport between. */
     static final int HIER = 8;
-    private static final int KINDS = 9;
+    /** Reduce up a binomial tree through shared memory ({@link ShmCollectives#reduceTree}). */
+    static final int SHM_TREE = 9;
+    private static final int KINDS = 10;
     private static final String[] ALGO = {"direct", "rsag", "direct", "ring", "tree", "chain", "pairwise", "p2p",
-        "hier"};
+        "hier", "tree"};
+    /** The fewest ranks whose small reduce goes up the tree: with 3 the root reads 2 inputs either way. */
+    static final int TREE_MIN_RANKS = 4;
+    private static final String TREE_NAME = CommConfiguration.COLL_SHM_TREE_BYTES.name();
 
     /**
      * One choice of the table.
@@ -94,6 +100,8 @@ public final class CollTuning {
     private final Choice[] cache = new Choice[CollOp.values().length * KINDS * 2];
     /** What the shm path's data-moving rounds say about single copy ({@link CmaPull}); null: nothing. */
     private String singleCopy;
+    /** The largest reduce that goes up the tree on the shm path (0: none). */
+    private int treeBytes;
 
     /**
      * @param algo      NCCL_ALGO
@@ -134,6 +142,14 @@ public final class CollTuning {
      */
     void singleCopy(final String why) {
         this.singleCopy = why;
+    }
+
+    /**
+     * The largest reduce on the shm path that goes up a binomial tree ({@code gdrkit.coll.shm.tree.bytes}, the same
+     * on every rank: the shared files carry it); 0: none. Called once, before any choice.
+     */
+    void treeBytes(final int bytes) {
+        this.treeBytes = bytes;
     }
 
     /** What one rank's threads read of its peers' slots in a direct reduction, at most, before rsag takes over. */
@@ -214,7 +230,8 @@ public final class CollTuning {
             final boolean reduction = op == CollOp.ALLREDUCE || op == CollOp.REDUCE;
             // hier on one host has one level: the shm path as auto chooses it
             final boolean auto = algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER;
-            kind = reduction && (algo == CollContext.Algo.RSAG || auto && bytes > reduceDirect && !reduceOfTwo(op))
+            kind = auto && op == CollOp.REDUCE && n >= TREE_MIN_RANKS && bytes <= treeBytes ? SHM_TREE
+                : reduction && (algo == CollContext.Algo.RSAG || auto && bytes > reduceDirect && !reduceOfTwo(op))
                 ? SHM_RSAG : SHM_DIRECT;
             ll = proto == CollContext.Proto.LL || proto == CollContext.Proto.AUTO && bytes <= LL_BYTES;
         } else {
@@ -262,7 +279,7 @@ public final class CollTuning {
                 } + "; " + protoWhy + " (the shared-memory rounds)", kind,
                 ll ? Math.min(LL_BYTES, hierSlot) : hierSlot);
         }
-        if (kind == SHM_DIRECT || kind == SHM_RSAG) {
+        if (kind == SHM_DIRECT || kind == SHM_RSAG || kind == SHM_TREE) {
             final String a;
             if (algo == CollContext.Algo.AUTO || algo == CollContext.Algo.HIER) {
                 final String limit = reduceDirect < shmDirect ? reduceDirect + " B (" + n + " inputs read per rank, "
@@ -271,6 +288,10 @@ public final class CollTuning {
                 a = (algo == CollContext.Algo.HIER ? ALGO_NAME + "=hier with every rank on one host, one level: " : "")
                     + (kind == SHM_RSAG ? "auto: above " + limit + ", reduce-scatter + all-gather split the reduction "
                     + "over the " + n + " ranks"
+                    : kind == SHM_TREE ? "auto: up to " + treeBytes + " B (" + TREE_NAME + ") with " + TREE_MIN_RANKS
+                    + " or more ranks, a binomial tree: each rank reduces its children's partial results into its "
+                    + "slot, the root reads " + (32 - Integer.numberOfLeadingZeros(n - 1)) + " of them instead of "
+                    + (n - 1) + " inputs"
                     : reduceOfTwo(op) ? "auto: 2 ranks, one round at every size: the peer publishes, the root "
                     + "reduces its own input in place with the peer's"
                     : op == CollOp.ALLREDUCE || op == CollOp.REDUCE ? "auto: up to " + limit + ", one round, each "

@@ -423,7 +423,12 @@ public final class Collectives {
         if (ch.round() > 0) {
             final ShmCollectives s = c.shmColl();
             try {
-                s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root, ch.round());
+                if (ch.kind() == CollTuning.SHM_TREE) {
+                    s.reduceTree(send.seg(), recv.seg(), count, t, op, root, ch.round());
+                } else {
+                    s.allReduce(send.seg(), recv.seg(), count, t, op, ch.kind() == CollTuning.SHM_RSAG, root,
+                        ch.round());
+                }
             } catch (final RuntimeException | InternalError e) {
                 throw c.shmFailed(e);
             }

@@ -55,7 +55,8 @@ import java.util.function.Consumer;
  *   [0, 8)        magic "GDRKSHD1"
  *   [8, 16)       nonce: rank 0's random, the same in every rank's file
  *   [16, 20)      rank        [20, 24) ranks     [24, 28) slot data bytes     [28, 32) depth
- *   [32, 40)      the settings every rank must share (the direct limit): ranks that differ keep the NIC
+ *   [32, 40)      the settings every rank must share (the direct limit, the tree's above it): ranks that differ keep
+ *                 the NIC
  *   [64, 72)      done: the last round whose inputs this rank finished reading (its own cache line)
  *   [128 + s * stride, ...)  slot s:
  *       +0   round number, published last (release)
@@ -245,7 +246,8 @@ final class ShmDirect implements AutoCloseable {
                         if (files[p].get(ValueLayout.JAVA_LONG, 32) != config) {
                             throw new IllegalStateException("its settings word 0x" + Long.toHexString(files[p].get(
                                 ValueLayout.JAVA_LONG, 32)) + " is not this rank's 0x" + Long.toHexString(config)
-                                + " (another " + CommConfiguration.COLL_DIRECT_BYTES.name() + "?)");
+                                + " (another " + CommConfiguration.COLL_DIRECT_BYTES.name() + " or "
+                                + CommConfiguration.COLL_SHM_TREE_BYTES.name() + "?)");
                         }
                     } catch (final RuntimeException | IOException e) {
                         local = "rank " + rank + " cannot use rank " + members[p] + "'s file: " + e.getMessage();

@@ -41,8 +41,9 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
         final HierCollectives.Layout layout = hostOf == null ? null : HierCollectives.Layout.of(hostOf);
         if (hostOf == null || layout.members() == null && layout.why().equals(HierCollectives.Layout.ONE_HOST)) {
             // the slots carry every collective's rounds (ShmCollectives), not only the direct ones
+            // the settings whose rounds every rank must take alike: the direct limit and the tree's
             final ShmDirect.Opened o = ShmDirect.open(b, wanted, Math.max(Communicator.SHM_SLOT_BYTES, shmDirectBytes),
-                base, shmDirectBytes);
+                base, shmDirectBytes & 0xffffffffL | (long) ctx.treeBytes() << 32);
             final ShmDirect shm = o.direct();
             // collective, as ShmDirect.open: every rank has the same answer, so all call it or none does
             final CmaPull.Opened c = shm == null ? null : CmaPull.open(b, shm, ctx.cmaBytes());
@@ -52,6 +53,7 @@ record ShmPaths(ShmDirect shm, ShmCollectives shmColl, ShmDirect hostShm, HierCo
             if (c != null) {
                 tuning.singleCopy(c.why());
             }
+            tuning.treeBytes(ctx.treeBytes());
             return new ShmPaths(shm, shm == null ? null : new ShmCollectives(shm, pace, timeoutNanos, reducer, cma),
                 null, null, shm != null ? "shm, up to " + shmDirectBytes + " B (" + o.why() + "; " + c.why() + ")"
                 : "nic, up to " + netDirect + " B (" + o.why() + ")", tuning, cma);

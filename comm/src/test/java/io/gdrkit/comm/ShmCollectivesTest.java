@@ -228,6 +228,74 @@ class ShmCollectivesTest {
         }
     }
 
+    /**
+     * Reduce up the binomial tree ({@code gdrkit.coll.shm.tree.bytes}): 4, 5 and 8 ranks, every root, counts from one
+     * element to the limit (4096 INT32 = 16 KiB) and one past it (direct), the root out of place, in place and with
+     * send and recv partly shared; every element of the result, and every other rank's input untouched. The tuning
+     * says tree up to the limit and direct past it, and with the tree off.
+     */
+    @Test
+    void smallReducesGoUpABinomialTreeToEveryRoot() throws Exception {
+        for (final int np : new int[] {4, 5, 8}) {
+            assertNoErrors(ranks(np, r -> ctx(), (rank, c, a) -> {
+                final int limit = 16384;
+                final CollTuning.Choice tree = c.choose(CollOp.REDUCE, limit);
+                assertEquals("tree/shm", tree.algo() + "/" + tree.path(), tree.why());
+                assertTrue(tree.why().startsWith("auto: up to 16384 B (gdrkit.coll.shm.tree.bytes) with 4 or more "
+                    + "ranks, a binomial tree"), tree.why());
+                assertTrue(tree.why().contains("the root reads " + (np == 4 ? 2 : 3) + " of them instead of "
+                    + (np - 1) + " inputs"), tree.why());
+                final String past = c.choose(CollOp.REDUCE, limit + 8).algo(); // direct or rsag, by reduce threads
+                assertTrue(past.equals("direct") || past.equals("rsag"), past);
+                assertEquals("direct", c.choose(CollOp.ALLREDUCE, 64).algo(), "allreduce keeps its direct round");
+                final MemorySegment big = a.allocate((2 * 4097 + 8) * 4, 64);
+                final RegisteredBuffer whole = c.register(big);
+                for (final long n : new long[] {1, 3, 17, 2049, 4096, 4097}) {
+                    for (int root = 0; root < np; root++) {
+                        for (final int shape : new int[] {0, 1, 2}) { // out of place, in place, partly shared
+                            final String what = np + " ranks, root " + root + ", " + n + " elements, "
+                                + new String[] {"out of place", "in place", "partly shared"}[shape];
+                            big.fill((byte) 0x5a);
+                            final MemorySegment sendPart = big.asSlice(0, n * 4);
+                            final MemorySegment recvPart = big.asSlice(shape == 0 ? (n + 8) * 4
+                                : shape == 1 ? 0 : 3 * 4, n * 4);
+                            fill(sendPart, rank, n);
+                            final RegisteredBuffer send = new RegisteredBuffer(sendPart, whole.mr(), null);
+                            final RegisteredBuffer recv = new RegisteredBuffer(recvPart, whole.mr(), null);
+                            Collectives.reduce(c, send, recv, n, DataType.INT32, RedOp.SUM, root);
+                            for (long i = 0; i < n; i++) {
+                                if (rank == root && at(recvPart, i) != sum(np, i)) {
+                                    throw new AssertionError("reduce " + what + ": element " + i + " is "
+                                        + at(recvPart, i) + ", not " + sum(np, i));
+                                }
+                                if (rank != root && at(sendPart, i) != in(rank, i)) {
+                                    throw new AssertionError("reduce " + what + ": rank " + rank + "'s input "
+                                        + "element " + i + " changed");
+                                }
+                            }
+                        }
+                    }
+                }
+                c.deregister(whole);
+            }));
+        }
+        // off: the root reads every input in a direct round
+        assertNoErrors(ranks(4, r -> ctx().treeBytes(0), (rank, c, a) -> {
+            final CollTuning.Choice d = c.choose(CollOp.REDUCE, 64);
+            assertEquals("direct", d.algo(), d.why());
+        }));
+    }
+
+    /** Ranks that differ on the tree's limit would take different rounds: none uses the shared memory, and why. */
+    @Test
+    void ranksThatDifferOnTheTreeKeepTheTransportAndSayWhy() throws Exception {
+        assertNoErrors(ranks(4, r -> ctx().treeBytes(r == 2 ? 4096 : 16384), (rank, c, a) -> {
+            final CollTuning.Choice ch = c.choose(CollOp.REDUCE, 64);
+            assertEquals("net", ch.path(), ch.why());
+            assertTrue(ch.why().contains("gdrkit.coll.shm.tree.bytes"), ch.why());
+        }));
+    }
+
     @Test
     void forcedAlgorithmsAndProtocolsGiveTheSameElements() throws Exception {
         final long[] counts = {5, 70_001};

@@ -53,6 +53,12 @@ public final class CommConfiguration {
             + "block move with one copy: each reader pulls the writer's native buffer with process_vm_readv (CMA), "
             + "as Open MPI's vader does; every rank must give the same value and be able to read its peers (ptrace "
             + "permission), else none does (0: off)").readBy(COLL);
+    /** Reduce by a binomial tree on the shm path up to this size. */
+    public static final SettingDef<Integer> COLL_SHM_TREE_BYTES = SettingDef.integer("gdrkit.coll.shm.tree.bytes",
+        16384, 0, 1 << 20, "on the shm path with 4 or more ranks, reduce up to this many bytes goes up a binomial "
+            + "tree (each rank reads its children's partial results, the root log2(ranks) of them, as Open MPI's small "
+            + "reduce does) instead of the root reading every rank's input; every rank must give the same value (0: "
+            + "off)").readBy(COLL);
     /** Idle polls before a waiting rank yields. */
     public static final SettingDef<Integer> COLL_SPIN_ROUNDS = SettingDef.integer("gdrkit.coll.spin.rounds",
         CollContext.DEFAULT_SPINS, 0, 10_000_000, "polls that moved nothing before a waiting rank yields its CPU")
@@ -152,7 +158,7 @@ public final class CommConfiguration {
 
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(COLL_NICS, COLL_TIMEOUT_MS, COLL_EAGER_BYTES,
-        COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_CMA_BYTES, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
+        COLL_DIRECT_BYTES, COLL_SHM_DIRECT, COLL_CMA_BYTES, COLL_SHM_TREE_BYTES, COLL_SPIN_ROUNDS, COLL_SPIN_PAUSE, COLL_BIND, COLL_CUDA_GDR,
         COLL_REDUCE_THREADS, COLL_PARALLEL_BYTES, IB_SOFTWARE_MTU, HOST_ID, BOOTSTRAP_ID, BOOTSTRAP_RANK, BOOTSTRAP_NRANKS,
         BOOTSTRAP_LOCAL_RANK, BOOTSTRAP_TIMEOUT_MS, LAUNCH_ROOT_ID, WORLD_MASTER_ADDR, WORLD_MASTER_PORT,
         WORLD_BOOTSTRAP_BIND, PMIX_LIBRARY);
