@@ -106,6 +106,12 @@ final class GpuPathCommand implements Callable<Integer> {
                 out.println("# source: " + r.source());
             }
             out.println(row(run));
+            if (run.nicWrites() != null) {
+                out.println("# " + run.path() + ": the NIC wrote " + run.nicWrites().directBytes() + " B direct (the copy "
+                    + "engine reading the pinned source) and " + run.nicWrites().stagedBytes() + " B staged (a CPU copy "
+                    + "into pinned staging first)" + (run.nicWrites().pinsRefused() > 0 ? "; pins refused: "
+                    + run.nicWrites().pinNote() : ""));
+            }
         }
     }
 
@@ -122,6 +128,10 @@ final class GpuPathCommand implements Callable<Integer> {
             o.put("gpu", r.gpu());
             o.put("gpu_simulated", r.simulated());
             o.put("simulated", true); // the NIC is software in every row
+            if (run.nicWrites() != null) {
+                o.put("direct_bytes", run.nicWrites().directBytes());
+                o.put("staged_bytes", run.nicWrites().stagedBytes());
+            }
             out.println(o);
         }
     }

@@ -110,20 +110,48 @@ class CudaNicDirectTest {
         assertTrue(r.contains("\"check\":\"byte-exact\""), r);
     }
 
+    /**
+     * {@code gpu-path --gpu cuda:0} on the test double: the GDR row's source (the NICs' host MR) is pinned for the
+     * GPU as a GPUDirect stack pins registered memory, so every byte the NIC writes into the GPU is direct, none
+     * staged (its JSON says so), and every row is byte-exact after the copy back.
+     */
+    @Test
+    void gpuPathsGdrRowWritesFromThePinnedSourceDirectly() throws Exception {
+        final String out = run("gpu-path", "--gpu", "cuda:0", "-s", "1M", "-n", "20", "--json");
+        final java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\{\"path\":\"gdr\",\"bytes\":1048576,"
+            + "\"iters\":20,\"mib_s\":[0-9.]+,\"check\":\"byte-exact\",.*\"direct_bytes\":(\\d+),"
+            + "\"staged_bytes\":0\\}").matcher(out);
+        assertTrue(m.find(), out);
+        assertTrue(Long.parseLong(m.group(1)) >= 20L * 1048576, out);
+        for (final String path : List.of("bounce", "bounce-pipelined")) {
+            assertTrue(out.contains("{\"path\":\"" + path + "\",\"bytes\":1048576,\"iters\":20,"), out);
+        }
+        assertTrue(out.lines().filter(l -> l.startsWith("{")).noneMatch(l -> l.contains("mismatch")), out);
+    }
+
     private static String perf(final String test) throws Exception {
+        return run("perf", test, "--loopback", "--mem", "gpu", "--gpu", "cuda:0", "--client-mem", "host", "-s", "1M",
+            "-n", "50", "--check", "--json");
+    }
+
+    /** A gdrkit command in a child JVM against the test double with deferred copies. */
+    private static String run(final String... args) throws Exception {
+        final String name = String.join("-", args).replaceAll("[^A-Za-z0-9_-]", "");
+        final String test = name.substring(0, Math.min(40, name.length()));
         final Path lib = FakeCudaLib.build("libfakecuda-direct-perf.so");
         final String java = ProcessHandle.current().info().command().orElse("java");
-        final Path log = lib.resolveSibling("perf-" + test + ".log");
-        final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+        final Path log = lib.resolveSibling(test + ".log");
+        final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
             "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-            Main.class.getName(), "perf", test, "--loopback", "--mem", "gpu", "--gpu", "cuda:0", "--client-mem",
-            "host", "-s", "1M", "-n", "50", "--check", "--json")).redirectErrorStream(true)
-            .redirectOutput(log.toFile());
+            Main.class.getName()));
+        cmd.addAll(List.of(args));
+        final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put("FAKECUDA_DEFER", "1");
         final Process p = pb.start();
         if (!p.waitFor(180, TimeUnit.SECONDS)) {
             p.destroyForcibly();
-            throw new AssertionError("timed out after 180 s waiting for perf: " + Files.readString(log));
+            throw new AssertionError("timed out after 180 s waiting for " + String.join(" ", args) + ": "
+                + Files.readString(log));
         }
         final String out = Files.readString(log);
         assertEquals(0, p.exitValue(), out);

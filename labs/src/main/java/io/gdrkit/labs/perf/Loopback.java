@@ -169,18 +169,39 @@ public final class Loopback implements AutoCloseable {
             false);
     }
 
+    /**
+     * Both sides' buffers in host memory, with every host MR registered on the pair pinned for {@code gpu}
+     * ({@link GpuDevice#dmaTarget()}{@code .nicPinHost}), as a GPUDirect-capable stack pins the memory a NIC
+     * registers: a WRITE from side a's buffer into an MR over {@code gpu}'s memory is then one copy-engine read of
+     * the source where it lies (a CUDA GPU; a simulated one pins nothing). gpu-path's GDR row runs on it.
+     */
+    public static Loopback hostPinnedFor(final GpuDevice gpu, final SoftNicContext.ProgressMode mode, final int numQps,
+                                         final long bufBytes, final int txDepth, final int rxDepth, final int maxInline,
+                                         final int mtuBytes) {
+        return new Loopback(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, null, null,
+            Loopback::connectDirect, false, gpu);
+    }
+
     private Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
              final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
              final GpuDevice gpu, final Connector connector, final boolean requesterOnHost) {
+        this(mode, numQps, bufBytes, txDepth, rxDepth, maxInline, mtuBytes, faults, gpu, connector, requesterOnHost,
+            gpu);
+    }
+
+    /** {@code pinFor}: the GPU host MRs are pinned for (null: none); {@code gpu}: the GPU the sides' MRs are on. */
+    private Loopback(final SoftNicContext.ProgressMode mode, final int numQps, final long bufBytes, final int txDepth,
+             final int rxDepth, final int maxInline, final int mtuBytes, final FaultInjector faults,
+             final GpuDevice gpu, final Connector connector, final boolean requesterOnHost, final GpuDevice pinFor) {
         this.gpu = gpu;
         final SoftNicContext ctx = new SoftNicContext().progressMode(mode);
         if (faults != null) {
             ctx.linkHook(faults).linkCrc(faults.config().corrupt() > 0);
         }
-        if (gpu != null) {
+        if (pinFor != null) {
             // host MRs are pinned for the GPU, as a GPUDirect-capable stack pins registered memory: the GPU's copy
             // engine then reads a referenced source where it is (a CUDA GPU; others pin nothing)
-            ctx.hostPinner(gpu.dmaTarget()::nicPinHost);
+            ctx.hostPinner(pinFor.dmaTarget()::nicPinHost);
         }
         driver = SoftNicDriver.launch(ctx);
         invoker = mode == SoftNicContext.ProgressMode.INVOKER;
