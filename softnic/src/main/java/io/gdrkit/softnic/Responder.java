@@ -239,7 +239,8 @@ final class Responder implements Agent {
         final int len = (int) (p.payloadLength() - skipBytes);
         if (len > 0) {
             final int status = p.isReference() ? placeReferenced(qp, p, null, skipBytes, packets - skip)
-                : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset(), len);
+                : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset() + skipBytes,
+                    len); // an inline span's new packets start skipBytes into its payload
             if (status == UNRESOLVED) {
                 if (first) {
                     qp.inSend = false; // as if never received: its retransmission starts the message again
@@ -345,7 +346,8 @@ final class Responder implements Agent {
                     return;
                 }
             } else {
-                mr.copyIn(p.buffer(), p.payloadOffset(), qp.writeVa, len);
+                // an inline span's new packets start skipBytes into its payload, past those received before
+                mr.copyIn(p.buffer(), p.payloadOffset() + skipBytes, qp.writeVa, len);
                 qp.noteDmaWrite(mr);
             }
         }

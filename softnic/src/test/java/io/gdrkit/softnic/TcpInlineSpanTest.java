@@ -180,19 +180,8 @@ class TcpInlineSpanTest {
             final int peerQpn = 0x77;
             QpBringUp.toRts(qb, peerQpn, 9, 900, 100, QpBringUp.rcDefaults());
             b.buf.asSlice(0, 6 * MTU).fill((byte) 0x5a);
-            try (Socket raw = new Socket()) {
-                raw.connect(server.localAddress(), 5000);
-                raw.setSoTimeout(10_000);
-                final DataInputStream in = new DataInputStream(raw.getInputStream());
+            try (Socket raw = join(server, 9, 31, cap)) {
                 final OutputStream out = raw.getOutputStream();
-                in.readFully(new byte[24]); // the challenge (no token: no proof checked)
-                final ByteBuffer h = ByteBuffer.allocate(56).order(ByteOrder.LITTLE_ENDIAN);
-                h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(9)
-                    .putInt(31).putShort((short) 0).putShort((short) 1).putInt(cap);
-                out.write(h.array());
-                final byte[] verdict = new byte[128];
-                in.readFully(verdict);
-                assertEquals(0, ByteBuffer.wrap(verdict).order(ByteOrder.LITTLE_ENDIAN).getInt(4), "LID 9 joined");
                 // a span of 3: 2 MTUs and 5 bytes, one WRITE_ONLY record
                 final int len = 2 * MTU + 5;
                 out.write(frame(BthOpcode.RDMA_WRITE_ONLY, qb.qpNum(), 100, b.mr.address(), b.mr.rkey(), len, len));
@@ -204,7 +193,7 @@ class TcpInlineSpanTest {
                 }
                 assertEquals(103, q.ePsn, "the record counted as 3 packets");
                 for (int i = 0; i < len; i++) {
-                    assertEquals((byte) (i * 13 + 1), b.buf.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+                    assertEquals(messageByte(i), b.buf.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
                 }
                 assertEquals((byte) 0x5a, b.buf.get(ValueLayout.JAVA_BYTE, len), "not one byte more");
                 // a FIRST span of one and a half MTUs: not whole packets
@@ -226,15 +215,119 @@ class TcpInlineSpanTest {
         }
     }
 
-    /** One frame (length, no CRC, the packet, padding to 8) of a WRITE of {@code payload} bytes (i * 13 + 1). */
+    /**
+     * A span whose first packets arrived before (sent again from an older PSN and cut differently, as a
+     * retransmission after a timeout under load is, its spans capped by a smaller window) is accepted from ePSN on:
+     * what is placed are the bytes of its new packets, at the message offset they belong to, not the record's first
+     * bytes again. A WRITE of 8 MTUs (a FIRST span of 4, then a LAST span of 6 from the third packet on) and a SEND
+     * of 7 MTUs and 3 bytes (the same cut) arrive byte-exact.
+     */
+    @Test
+    void aSpanPartlyReceivedBeforePlacesOnlyItsNewPackets() throws Exception {
+        final int cap = 1 << 20;
+        try (TcpFabric server = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), cap, null,
+                 false, 1, Token.NONE);
+             SoftNicDriver sd = SoftNicDriver.launch(new SoftNicContext(), server);
+             Arena arena = Arena.ofShared()) {
+            final Side b = new Side(sd.addDevice("span-again", 1), arena);
+            final QueuePair qb = b.pd.createQp(new QpInitAttr().cqs(b.cq, b.cq));
+            QpBringUp.toRts(qb, 0x77, 9, 900, 100, QpBringUp.rcDefaults());
+            b.buf.asSlice(0, 32 * MTU).fill((byte) 0x5a);
+            final SoftQp q = (SoftQp) qb;
+            try (Socket raw = join(server, 9, 32, cap)) {
+                final OutputStream out = raw.getOutputStream();
+                final long va = b.mr.address();
+                out.write(frame(BthOpcode.RDMA_WRITE_FIRST, qb.qpNum(), 100, va, b.mr.rkey(), 8 * MTU, 4 * MTU, 0));
+                out.flush();
+                awaitEpsn(b, q, 104);
+                // packets 102..107: 102 and 103 are duplicates, 104..107 the message's last 4 MTUs
+                out.write(frame(BthOpcode.RDMA_WRITE_LAST, qb.qpNum(), 102, 0, 0, 0, 6 * MTU, 2L * MTU));
+                out.flush();
+                awaitEpsn(b, q, 108);
+                for (int i = 0; i < 8 * MTU; i++) {
+                    assertEquals(messageByte(i), b.buf.get(ValueLayout.JAVA_BYTE, i), "WRITE byte " + i);
+                }
+                assertEquals((byte) 0x5a, b.buf.get(ValueLayout.JAVA_BYTE, 8 * MTU), "not one byte more");
+                final int send = 7 * MTU + 3;
+                qb.postRecv(new RecvWorkRequest().wrId(5).sge(b.mr, 16L * MTU, 16 * MTU));
+                out.write(frame(BthOpcode.SEND_FIRST, qb.qpNum(), 108, 0, 0, 0, 4 * MTU, 0));
+                out.flush();
+                awaitEpsn(b, q, 112);
+                out.write(frame(BthOpcode.SEND_LAST, qb.qpNum(), 110, 0, 0, 0, 5 * MTU + 3, 2L * MTU));
+                out.flush();
+                awaitEpsn(b, q, 116);
+                final WorkCompletion[] wc = {new WorkCompletion()};
+                assertEquals(1, b.cq.poll(wc), "the SEND's receive completed");
+                assertEquals(WcStatus.SUCCESS, wc[0].status, wc[0]::toString);
+                assertEquals(send, wc[0].byteLen);
+                for (int i = 0; i < send; i++) {
+                    assertEquals(messageByte(i), b.buf.get(ValueLayout.JAVA_BYTE, 16L * MTU + i), "SEND byte " + i);
+                }
+                assertEquals((byte) 0x5a, b.buf.get(ValueLayout.JAVA_BYTE, 16L * MTU + send), "not one byte more");
+            }
+        }
+    }
+
+    private static void awaitEpsn(final Side b, final SoftQp q, final int psn) throws InterruptedException {
+        for (int i = 0; i < 5000 && q.ePsn != psn && q.state == QpState.RTS; i++) {
+            b.dev.doWork();
+            Thread.sleep(1);
+        }
+        assertEquals(psn, q.ePsn, () -> "ePSN (QP " + QpState.name(q.state) + ", " + b.ctx.pollAsyncEvent() + ")");
+    }
+
+    /** Byte {@code i} of a hand-made message: no period, so bytes placed at the wrong offset show. */
+    static byte messageByte(final long i) {
+        return (byte) ((i * 0x9E3779B97F4A7C15L) >>> 56);
+    }
+
+    /**
+     * A raw peer on {@code server}'s socket: the challenge read (no token: no proof checked), a hello for {@code lid}
+     * (version 2, the given session, connection 0 of 1, the link capacity, no CRC) written, the verdict checked.
+     */
+    static Socket join(final TcpFabric server, final int lid, final int session, final int cap) throws Exception {
+        final Socket raw = new Socket();
+        try {
+            raw.connect(server.localAddress(), 5000);
+            raw.setSoTimeout(10_000);
+            final DataInputStream in = new DataInputStream(raw.getInputStream());
+            in.readFully(new byte[24]);
+            final ByteBuffer h = ByteBuffer.allocate(56).order(ByteOrder.LITTLE_ENDIAN);
+            h.putInt('G' | 'D' << 8 | 'R' << 16 | 'T' << 24).putShort((short) 2).putShort((short) 0).putInt(lid)
+                .putInt(session).putShort((short) 0).putShort((short) 1).putInt(cap);
+            raw.getOutputStream().write(h.array());
+            final byte[] verdict = new byte[128];
+            in.readFully(verdict);
+            assertEquals(0, ByteBuffer.wrap(verdict).order(ByteOrder.LITTLE_ENDIAN).getInt(4), "LID " + lid
+                + " joined");
+            return raw;
+        } catch (final Exception | Error e) {
+            raw.close();
+            throw e;
+        }
+    }
+
+    /** One frame (length, no CRC, the packet, padding to 8) of a WRITE of {@code payload} message bytes. */
     private static byte[] frame(final int opcode, final int qpn, final int psn, final long va, final int rkey,
                                 final int payload, final int dmaLength) {
+        return frame(opcode, qpn, psn, va, rkey, dmaLength, payload, 0);
+    }
+
+    /**
+     * One frame from LID 9 to LID 1 of a SEND or WRITE record carrying {@code payload} bytes of a message from byte
+     * {@code from} of it on ({@link #messageByte}), a RETH where the opcode has one.
+     */
+    static byte[] frame(final int opcode, final int qpn, final int psn, final long va, final int rkey,
+                        final int dmaLength, final int payload, final long from) {
         final int len = Packet.lengthFor(opcode, payload);
         final MemorySegment m = MemorySegment.ofArray(new byte[(8 + len + 7) & ~7]);
         m.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, len);
-        final Packet p = new Packet().init(m, 8, len, 1, 9, opcode, qpn, psn, true, false).reth(va, rkey, dmaLength);
+        final Packet p = new Packet().init(m, 8, len, 1, 9, opcode, qpn, psn, true, false);
+        if (p.is(BthOpcode.RETH)) {
+            p.reth(va, rkey, dmaLength);
+        }
         for (int i = 0; i < payload; i++) {
-            m.set(ValueLayout.JAVA_BYTE, p.payloadOffset() + i, (byte) (i * 13 + 1));
+            m.set(ValueLayout.JAVA_BYTE, p.payloadOffset() + i, messageByte(from + i));
         }
         return m.toArray(ValueLayout.JAVA_BYTE);
     }
