@@ -666,7 +666,8 @@ final class PerfCommand implements Callable<Integer> {
             return;
         }
         printer.comment("# NIC writes into the GPU (warm-up included): " + c.directBytes() + " B direct (the copy "
-            + "engine reading the client's pinned host memory, no CPU copy) in " + c.directSpans() + " copies, "
+            + "engine reading pinned host memory, no CPU copy: the client's, or the NIC's ring holding what it read "
+            + "from a GPU source) in " + c.directSpans() + " copies, "
             + c.stagedBytes() + " B staged (a CPU copy into pinned staging, then the copy engine); host to device "
             + "over PCIe either way" + (c.pinsRefused() > 0 ? "; pins refused " + c.pinsRefused() + ": "
             + c.pinNote() : ""));

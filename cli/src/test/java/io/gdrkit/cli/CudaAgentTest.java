@@ -113,7 +113,10 @@ class CudaAgentTest {
         final String java = ProcessHandle.current().info().command().orElse("java");
         final List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
             "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-Dgdrkit.cuda.agent=on",
-            "-Dgdrkit.cuda.agent.stall.ms=300"));
+            "-Dgdrkit.cuda.agent.stall.ms=300",
+            // the agent delivers what the NIC stages: GPU-to-GPU packets out of the NIC's source ring would go to the
+            // copy engine instead, so the ring is off here (CudaNicDirectTest runs it)
+            "-Dgdrkit.nic.source.ring=false"));
         cmd.addAll(List.of(props));
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), AgentProbe.class.getName(), mode));
         final ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());

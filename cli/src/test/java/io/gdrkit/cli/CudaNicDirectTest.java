@@ -111,6 +111,23 @@ class CudaNicDirectTest {
     }
 
     /**
+     * {@code perf write_bw --mem gpu} with both buffers on the GPU (perftest's {@code --use_cuda} on both sides), on
+     * the test double with deferred copies: the requester reads the client's GPU buffer into the NIC's pinned ring
+     * and its packets reference it, so the server's copy engine reads the ring directly (counted direct, nothing
+     * staged), and the data checked on the "GPU" is byte-exact.
+     */
+    @Test
+    void perfWithBothBuffersOnTheGpuWritesFromTheNicsRingDirectly() throws Exception {
+        final String w = run("perf", "write_bw", "--loopback", "--mem", "gpu", "--gpu", "cuda:0", "-s", "1M", "-n",
+            "50", "--check", "--json");
+        assertTrue(w.contains("\"check\":\"byte-exact\""), w);
+        final java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"nic_writes\":\"host_to_device\","
+            + "\"test\":\"write_bw\",\"bytes\":1048576,\"direct_bytes\":(\\d+),\"direct_copies\":\\d+,"
+            + "\"staged_bytes\":0,\"pins_refused\":0").matcher(w);
+        assertTrue(m.find() && Long.parseLong(m.group(1)) >= 50L * 1048576, w);
+    }
+
+    /**
      * {@code gpu-path --gpu cuda:0} on the test double: the GDR row's source (the NICs' host MR) is pinned for the
      * GPU as a GPUDirect stack pins registered memory, so every byte the NIC writes into the GPU is direct, none
      * staged (its JSON says so), and every row is byte-exact after the copy back.

@@ -35,9 +35,12 @@ class CudaNicStagingTest {
             "no C compiler to build the libcuda test double");
         final String java = ProcessHandle.current().info().command().orElse("java");
         final Path log = dir.resolve("probe.log");
+        // the staged path: GPU-to-GPU packets carry their bytes (the NIC's source ring, which makes them direct, is
+        // off; CudaNicDirectTest runs it)
         final ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-            NicStagingProbe.class.getName())).redirectErrorStream(true).redirectOutput(log.toFile());
+            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-Dgdrkit.nic.source.ring=false", "-cp",
+            System.getProperty("java.class.path"), NicStagingProbe.class.getName())).redirectErrorStream(true)
+            .redirectOutput(log.toFile());
         pb.environment().put("FAKECUDA_DEFER", "1");
         final Process p = pb.start();
         if (!p.waitFor(180, TimeUnit.SECONDS)) {

@@ -191,6 +191,13 @@ final class Requester implements Agent {
             }
             refScratch.dmaViews = !dev.port.pullsReferences();
             refs = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
+            if (refs == 0 && dev.sourceRing && !dev.port.pullsReferences()) {
+                // memory read by bulk copies (a CUDA GPU): read into the NIC's pinned ring and referenced there
+                refs = qp.sourceRing.references(dev, qp, sq, index, offset, payload, refScratch);
+                if (refs == DmaSourceRing.WAIT) {
+                    return -1; // the ring holds earlier requests' bytes until they complete
+                }
+            }
             if (refs == 0 && packets > 1) {
                 packets = 1; // not referable: the bytes travel, a packet at a time (the copy path reports errors)
                 payload = (int) Math.min(mtu, remaining);

@@ -93,6 +93,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
 
     /** SEND/WRITE packets may reference host memory where the port allows it (SoftNicContext.ONE_COPY_PROP). */
     final boolean oneCopy;
+    /** {@link SoftNicContext#sourceRing()}. */
+    final boolean sourceRing;
     /** Payloads below this travel in the packet even where references could ({@code gdrkit.nic.onecopy.min}). */
     final int oneCopyMin;
     final Receiver receiver;
@@ -117,6 +119,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         this.attr = deviceAttr(name, guid, driver.context().maxQp(),
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)));
         this.oneCopy = driver.context().oneCopy();
+        this.sourceRing = driver.context().sourceRing();
         this.oneCopyMin = driver.context().oneCopyMin();
         scan.parking(driver.context().scanPark());
         port.owner(this);
@@ -620,6 +623,33 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         }
     }
 
+    /**
+     * A NIC-owned MR over {@code segment} in {@code pd}, with no access but the NIC's own local reads: what a
+     * requester's {@link DmaSourceRing} references. Called by the NIC's thread in its duty cycle (the duty is
+     * reentrant) or by a control thread.
+     */
+    SoftMr registerInternalMr(final SoftPd pd, final MemorySegment segment) {
+        duty.acquire(CONTROL_TIMEOUT_NS, "register the NIC's source ring");
+        try {
+            final SoftMr mr = new SoftMr(pd, segment, 0, mrs.allocateKey());
+            mrs.publish(mr);
+            return mr;
+        } finally {
+            duty.release();
+        }
+    }
+
+    /** Takes an MR of {@link #registerInternalMr} out of the table. */
+    void removeInternalMr(final SoftMr mr) {
+        duty.acquire(CONTROL_TIMEOUT_NS, "remove the NIC's source ring");
+        try {
+            mr.valid = false;
+            mrs.remove(mr);
+        } finally {
+            duty.release();
+        }
+    }
+
     void deregisterMr(final SoftMr mr) {
         duty.acquire(CONTROL_TIMEOUT_NS, "deregister an MR");
         try {
@@ -1061,6 +1091,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 UdEngine.giveUpAll(qp); // no receiver may read the sources of its sends after destroy returns
             }
             qp.state = QpState.RESET;
+            qp.sourceRing.release(this);
         } finally {
             duty.release();
         }

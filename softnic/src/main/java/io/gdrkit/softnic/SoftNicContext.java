@@ -210,6 +210,7 @@ public final class SoftNicContext {
     private boolean dmaBuf;
     private boolean peermem;
     private boolean oneCopy;
+    private boolean sourceRing;
     private int oneCopyMin;
     private int udOneCopyMin;
     private int udReferenceTimeoutMs;
@@ -385,6 +386,19 @@ public final class SoftNicContext {
     public boolean oneCopy() {
         concluded();
         return oneCopy;
+    }
+
+    public SoftNicContext sourceRing(final boolean on) {
+        return set("sourceRing", SoftNicConfiguration.SOURCE_RING.name(), Boolean.toString(on));
+    }
+
+    /**
+     * Packets out of bulk-read memory (a CUDA GPU) reference the NIC's pinned ring for a receiver in this process
+     * ({@code gdrkit.nic.source.ring}, default on; needs {@link #oneCopy()}).
+     */
+    public boolean sourceRing() {
+        concluded();
+        return sourceRing;
     }
 
     /** Smallest referenced message ({@link #ONE_COPY_MIN_PROP}, default {@value #DEFAULT_ONE_COPY_MIN}). */
@@ -570,6 +584,7 @@ public final class SoftNicContext {
         dmaBuf = SoftNicConfiguration.DMABUF.read(r).value();
         peermem = SoftNicConfiguration.PEERMEM.read(r).value();
         oneCopy = SoftNicConfiguration.ONE_COPY.read(r).value();
+        sourceRing = SoftNicConfiguration.SOURCE_RING.read(r).value();
         oneCopyMin = SoftNicConfiguration.ONE_COPY_MIN.read(r).value();
         scanPark = SoftNicConfiguration.SCAN_PARK.read(r).value();
         udOneCopyMin = SoftNicConfiguration.UD_ONE_COPY_MIN.read(r).value();

@@ -182,6 +182,8 @@ final class SoftQp implements QueuePair {
     private SoftMr dmaWritten;
     /** Read-ahead of DMA memory: the requester's gathers, and the responder's READ responses. */
     final DmaReadAhead gatherAhead = new DmaReadAhead();
+    /** Where a requester's packets out of bulk-read memory are referenced from, for a receiver in this JVM. */
+    final DmaSourceRing sourceRing = new DmaSourceRing();
     final DmaReadAhead readAhead = new DmaReadAhead();
     /** DMA memory whose fence {@link #tryFenceDmaWrites} started and has not yet seen complete, and its token. */
     private SoftMr fencing;
