@@ -64,6 +64,11 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         mapping.read(offset, dst, dstOffset, length);
     }
 
+    @Override
+    public void dmaReadSource(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
+        mapping.readSource(offset, dst, dstOffset, length);
+    }
+
     /**
      * Where the CPU can address the GPU's device memory (a simulated GPU): the buffer itself, read after
      * {@link #readFence}; null for a real GPU.

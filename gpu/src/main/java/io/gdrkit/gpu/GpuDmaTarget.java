@@ -71,6 +71,15 @@ public interface GpuDmaTarget {
     /** Called by the NIC just before it reports a completion for writes into this GPU. */
     void nicCompletionFence();
 
+    /**
+     * A read of a request's source ({@link io.gdrkit.core.mem.DmaMemory#dmaReadSource}): not ordered behind NIC writes
+     * still in flight, complete when it returns. The default: {@link #nicRead}.
+     */
+    default void nicReadSource(final NicMapping mapping, final long offset, final MemorySegment dst,
+                               final long dstOffset, final long len) {
+        nicRead(mapping, offset, dst, dstOffset, len);
+    }
+
     /** Whether one large {@link #nicRead} costs much less than many small ones (a copy-engine round trip each). */
     default boolean nicPrefersBulkReads() {
         return false;

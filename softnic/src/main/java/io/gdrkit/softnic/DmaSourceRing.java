@@ -4,6 +4,7 @@
 package io.gdrkit.softnic;
 
 import io.gdrkit.softnic.queue.SgeList;
+import io.gdrkit.softnic.wire.Psn;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -18,11 +19,13 @@ import java.lang.foreign.MemorySegment;
  * <p>The ring is an MR of the QP's protection domain in the device's MR table (no remote access: only this NIC's
  * references name it), so the receiver resolves a reference to it exactly as to any other MR of the sender.
  *
- * <p>Reuse: the receiver may read a referenced span by DMA until its completion fence, and an ACK that completes a
- * work request waits for that fence (a mid-message ACK does not). So bytes read for work request {@code w} are
- * overwritten only once {@code w} has completed on this QP ({@link SoftQp#compTail} past it). When the ring is full
- * of earlier, unfinished requests the requester waits for their completions; when it is full of the same or later
- * ones (a request larger than the ring, a go-back-N retransmission) the packet carries a copy instead.
+ * <p>Reuse: the receiver may read a referenced span by DMA until its completion fence. A receiver that placed a
+ * packet from a ring ({@link SoftMr#nicRing}) fences every ACK that covers it, mid-message too, and so does any
+ * response that acknowledges (a READ response's AETH, an atomic's). So an extent is overwritten only once every PSN
+ * that referenced it is acknowledged ({@link SoftQp#compPsn} past the last), and the packet that ends an extent
+ * asks for an ACK. When the ring is full the requester waits for those ACKs; a request larger than the ring streams
+ * through it. A retransmission cut into other spans than the first time, whose bytes lie across two extents, carries
+ * a copy instead.
  *
  * <pre>
  * ring (RING bytes of pinned host memory), extents appended at the cursor, freed from the oldest:
@@ -58,6 +61,10 @@ final class DmaSourceRing {
     private final long[] va = new long[EXTENTS];
     private final int[] start = new int[EXTENTS];
     private final int[] len = new int[EXTENTS];
+    /** The last PSN that referenced each extent (in PSN order: a retransmission of an older one keeps the later). */
+    private final int[] lastPsn = new int[EXTENTS];
+    /** Whether the last reference ended its extent: its packet asks for an ACK, which frees the extent. */
+    private boolean endsExtent;
     private int head;
     private int count;
     /** Where the next extent may start (the newest one's end). */
@@ -72,7 +79,8 @@ final class DmaSourceRing {
      * them) or {@link #WAIT}.
      */
     int references(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index, long offset,
-                   final int bytes, final Sgl.Refs into) {
+                   final int bytes, final int psn, final int packets, final Sgl.Refs into) {
+        endsExtent = false;
         final int n = sgl.numSge(index);
         int i = 0;
         for (; i < n; i++) {
@@ -94,7 +102,11 @@ final class DmaSourceRing {
             return 0; // a bad key is reported by the copy path
         }
         int e = find(index, mr, addr, bytes);
-        if (e < 0) {
+        if (e < 0 && overlapsLive(index, mr, addr, bytes)) {
+            return 0; // a retransmission cut differently: across two extents, or partly in one; copied
+        }
+        final boolean created = e < 0;
+        if (created) {
             final long sgeEnd = sgl.sgeAddr(index, i) + Integer.toUnsignedLong(sgl.sgeLength(index, i));
             final int ahead = (int) Math.min(AHEAD, sgeEnd - addr);
             final Object d = mr.dma.readBufferDomain();
@@ -108,13 +120,19 @@ final class DmaSourceRing {
             }
             final int at = place(qp, ahead);
             if (at < 0) {
-                // full: of earlier requests, all sent, whose completions will come; else of this or later ones
-                return wr[head] < index ? WAIT : 0;
+                // full of extents whose last packets were sent and asked for ACKs: they free it
+                return WAIT;
             }
-            mr.copyOut(addr, ring, at, ahead); // the memory's read (a copy-engine round trip); a failure throws
+            // the memory's read of the request's source (a copy-engine round trip, beside the writes); a failure throws
+            mr.copyOutSource(addr, ring, at, ahead);
             e = append(index, mr, addr, at, ahead);
             reads++;
         }
+        final int last = Psn.add(psn, packets - 1);
+        if (created || Psn.diff(last, lastPsn[e]) > 0) {
+            lastPsn[e] = last;
+        }
+        endsExtent = addr + bytes == va[e] + len[e];
         into.va[0] = ring.address() + start[e] + (addr - va[e]);
         into.lkey[0] = ringMr.key;
         into.length[0] = bytes;
@@ -133,9 +151,35 @@ final class DmaSourceRing {
         return -1;
     }
 
-    /** Frees the extents of completed requests, oldest first; true when none is left. */
+    /** Whether the last reference ended its extent (its packet should ask for an ACK). */
+    boolean endsExtent() {
+        return endsExtent;
+    }
+
+    /** Forgets every extent: the QP was reset (its PSNs start again), nothing it sent is in flight any more. */
+    void reset() {
+        for (int k = 0; k < count; k++) {
+            mrOf[(head + k) % EXTENTS] = null;
+        }
+        count = 0;
+        head = 0;
+        cursor = 0;
+    }
+
+    /** Whether a live extent of request {@code index} over {@code mr} holds any of [addr, addr + bytes). */
+    private boolean overlapsLive(final long index, final SoftMr mr, final long addr, final int bytes) {
+        for (int k = 0; k < count; k++) {
+            final int e = (head + k) % EXTENTS;
+            if (wr[e] == index && mrOf[e] == mr && addr < va[e] + len[e] && va[e] < addr + bytes) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Frees the extents whose every referencing PSN is acknowledged, oldest first; true when none is left. */
     private boolean reclaimAll(final SoftQp qp) {
-        while (count > 0 && wr[head] < qp.compTail) {
+        while (count > 0 && Psn.diff(qp.compPsn, lastPsn[head]) > 0) {
             mrOf[head] = null;
             head = (head + 1) % EXTENTS;
             count--;

@@ -183,6 +183,7 @@ final class Requester implements Agent {
         int packets = 1;
         int payload = (int) Math.min(mtu, remaining);
         int refs = 0;
+        boolean ringEnd = false;
         if (remaining >= dev.oneCopyMin && remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
             && dev.port.carriesReferences(qp.dlid, payload)) {
             packets = spanPackets(qp, remaining, psn, dev.port.carriesBatches());
@@ -193,10 +194,11 @@ final class Requester implements Agent {
             refs = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
             if (refs == 0 && dev.sourceRing && !dev.port.pullsReferences()) {
                 // memory read by bulk copies (a CUDA GPU): read into the NIC's pinned ring and referenced there
-                refs = qp.sourceRing.references(dev, qp, sq, index, offset, payload, refScratch);
+                refs = qp.sourceRing.references(dev, qp, sq, index, offset, payload, psn, packets, refScratch);
                 if (refs == DmaSourceRing.WAIT) {
-                    return -1; // the ring holds earlier requests' bytes until they complete
+                    return -1; // the ring is full until the ACKs of what it holds come back
                 }
+                ringEnd = refs > 0 && qp.sourceRing.endsExtent();
             }
             if (refs == 0 && packets > 1) {
                 packets = 1; // not referable: the bytes travel, a packet at a time (the copy path reports errors)
@@ -220,7 +222,8 @@ final class Requester implements Agent {
         // comes (after a timeout the window is a single probe packet, which must not go unanswered)
         final boolean windowClosing = Psn.diff(Psn.add(psn, packets), qp.compPsn) >= qp.cwnd;
         final int since = qp.pktsSinceAckReq + packets;
-        final boolean ackReq = since >= ackReqInterval || windowClosing
+        // the packet that ends a source-ring extent asks too: the ACK frees the extent
+        final boolean ackReq = since >= ackReqInterval || windowClosing || ringEnd
             || (last && (qp.isSignaled(flags) || index + 1 == producer || since >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
         if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {

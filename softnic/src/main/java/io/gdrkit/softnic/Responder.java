@@ -413,6 +413,14 @@ final class Responder implements Agent {
                     unresolved++;
                     return UNRESOLVED;
                 }
+                if (from.nicRing) {
+                    // the peer reuses the ring once these PSNs are acknowledged: the ACK covering them is fenced
+                    if (!qp.ringPending) {
+                        qp.ringPending = true;
+                        qp.ringFencedPsn = Psn.add(p.psn(), -1);
+                    }
+                    qp.ringPsn = Psn.add(p.psn(), p.packets() - 1);
+                }
                 if (writeMr != null && from.referable) {
                     // the sender's registered host memory: RC leaves it to the NIC until the WR completes, and the
                     // ACK that completes it waits for writeMr's completion fence (noteDmaWrite), so the memory may
@@ -786,18 +794,26 @@ final class Responder implements Agent {
                     // waited for, so the engine keeps taking packets while a GPU's copy engine lands these. An ACK
                     // whose MSN is the last one sent (a mid-message AckReq) completes no work request: no fence,
                     // so a large WRITE's copies are not cut into spans and waited for at every AckReq
-                    final boolean completes = r.msn[slot] != qp.ackedMsn;
+                    // An ACK that covers packets placed from a requester's source ring is fenced too: the ring is
+                    // reused as soon as they are acknowledged, mid-message or not
+                    final boolean ring = qp.ringPending && Psn.diff(r.psn[slot], qp.ringFencedPsn) > 0;
+                    final boolean completes = r.msn[slot] != qp.ackedMsn || ring;
                     if (completes && !qp.tryFenceDmaWrites() || !claim(qp, BthOpcode.ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
                     qp.ackedMsn = r.msn[slot];
+                    if (completes && qp.ringPending && Psn.diff(r.psn[slot], qp.ringFencedPsn) > 0) {
+                        qp.ringFencedPsn = r.psn[slot];
+                        qp.ringPending = Psn.diff(qp.ringPsn, r.psn[slot]) > 0;
+                    }
                     r.pop();
                 }
                 case ResponderResources.ATOMIC -> {
                     // owed responses are sent even in ERR: they were accepted before the NAK queued behind them
-                    if (!claim(qp, BthOpcode.ATOMIC_ACKNOWLEDGE, 0, r.psn[slot])) {
+                    // an atomic response acknowledges the requests before it too: behind the same fence as an ACK
+                    if (!qp.tryFenceDmaWrites() || !claim(qp, BthOpcode.ATOMIC_ACKNOWLEDGE, 0, r.psn[slot])) {
                         return sent;
                     }
                     out.aeth(Aeth.ACK_UNLIMITED, qp.msn).atomicOrig(r.value[slot]);
@@ -836,6 +852,11 @@ final class Responder implements Agent {
                     + Integer.toHexString(r.rkey[slot]) + " invalidated during READ response");
                 return true;
             }
+        }
+        // a response with an AETH (first, last, only) acknowledges the requests before it, which the requester then
+        // completes (and may reuse their sources, or its source ring): behind the completion fence, as an ACK
+        if ((first || last) && !qp.tryFenceDmaWrites()) {
+            return false;
         }
         if (!claim(qp, opcode, payload, psn)) {
             return false;

@@ -632,6 +632,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         duty.acquire(CONTROL_TIMEOUT_NS, "register the NIC's source ring");
         try {
             final SoftMr mr = new SoftMr(pd, segment, 0, mrs.allocateKey());
+            mr.nicRing = true;
             mrs.publish(mr);
             return mr;
         } finally {

@@ -44,6 +44,12 @@ final class SoftMr implements MemoryRegion {
     final Runnable release;
     volatile boolean valid = true;
     /**
+     * A requester's {@link DmaSourceRing}: a responder that places from it holds every ACK covering such a packet
+     * until its completion fence (the ring is reused once those PSNs are acknowledged, mid-message too). Set before
+     * the MR is published.
+     */
+    boolean nicRing;
+    /**
      * The registration that replaced this one (ibv_rereg_mr), or null. The NIC only ever sees table entries, which
      * never change; the application keeps the object it registered first, and its accessors follow this link to
      * the current registration.
@@ -123,6 +129,18 @@ final class SoftMr implements MemoryRegion {
             MemorySegment.copy(segment, va - address, dst, dstOffset, len);
         } else {
             dma.dmaRead(va - address, dst, dstOffset, len);
+        }
+    }
+
+    /**
+     * {@link #copyOut} of a request's source ({@link DmaMemory#dmaReadSource}): DMA memory need not order it behind
+     * the NIC's writes still in flight.
+     */
+    void copyOutSource(final long va, final MemorySegment dst, final long dstOffset, final long len) {
+        if (segment != null) {
+            MemorySegment.copy(segment, va - address, dst, dstOffset, len);
+        } else {
+            dma.dmaReadSource(va - address, dst, dstOffset, len);
         }
     }
 

@@ -159,6 +159,13 @@ final class SoftQp implements QueuePair {
     int msn;
     /** The MSN of the last ACK sent: an ACK with the same MSN completes no message, so it needs no DMA fence. */
     int ackedMsn;
+    /**
+     * Packets placed from a requester's {@link DmaSourceRing} (see {@link SoftMr#nicRing}) wait for a fenced ACK:
+     * whether any is, the last one's PSN, and the highest PSN an ACK after a fence has covered.
+     */
+    boolean ringPending;
+    int ringPsn;
+    int ringFencedPsn;
     boolean nakSeqSent;
     long rqHead;
     boolean inSend;
@@ -373,11 +380,13 @@ final class SoftQp implements QueuePair {
         retryStarted = false;
         msn = 0;
         ackedMsn = 0;
+        ringPending = false;
         nakSeqSent = false;
         rqHead = 0;
         inSend = false;
         inWrite = false;
         resources.clear();
+        sourceRing.reset(); // PSNs start again
         sqdNotify = false;
         lastWqeReported = false;
     }

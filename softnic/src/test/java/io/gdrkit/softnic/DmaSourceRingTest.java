@@ -24,9 +24,9 @@ import org.junit.jupiter.api.Timeout;
  * The requester's {@link DmaSourceRing}: packets out of memory that prefers bulk reads (a CUDA GPU behind its copy
  * engine) reference the NIC's pinned ring, and the receiver's memory may read them there late. The destination here
  * defers every such copy to the last moment it may (its completion fence), as a copy engine with a queue does, so a
- * ring span overwritten before the fence of the request that referenced it would land wrong bytes. Sizes from 17 B
- * to more than the ring, many requests in flight (the ring full of earlier ones: the requester waits for their
- * completions), a SEND, host memory as the destination, and the ring's MR gone with the QP.
+ * ring span overwritten before the fence that covers the packets that referenced it would land wrong bytes. Sizes
+ * from 17 B to more than the ring (one request streams through it), many requests in flight (the ring full: the
+ * requester waits for ACKs), a SEND, host memory as the destination, and the ring's MR gone with the QP.
  */
 @Timeout(120)
 class DmaSourceRingTest {
@@ -60,9 +60,9 @@ class DmaSourceRingTest {
             }
             assertTrue(qp.sourceRing.reads() > 0, "reads into the ring");
             // late copies: everything but packets with less than the single-copy minimum (1 KiB) left of their
-            // message (the 17 B WRITE, the 5 B after 3 MiB's whole spans), and the 2 MiB of the 6 MiB WRITE past the ring's 4 MiB, which its own
-            // earlier bytes still hold (copied into the packets instead)
-            assertEquals(4096 + 4097 + 300_000 + (1 << 20) + (3 << 20) + (4 << 20), dst.deferredBytes,
+            // message (the 17 B WRITE, the last 5 B of 3 MiB + 5 and 3 B of 6 MiB + 3, after whole spans); the
+            // 6 MiB WRITE streams through the 4 MiB ring (an extent is reused once its PSNs are acknowledged)
+            assertEquals(4096 + 4097 + 300_000 + (1 << 20) + (3 << 20) + (6 << 20), dst.deferredBytes,
                 "bytes the destination copied late, from the ring");
             // more than the ring in flight: 40 x 256 KiB, each its own bytes; the requester waits for completions
             final int piece = 256 << 10;
@@ -107,6 +107,33 @@ class DmaSourceRingTest {
             Fixture.assertBytes(src.mem.asSlice(0, size), f.b.buf.asSlice(0, size), "WRITE into host memory");
             // both through the ring but their last 11 B (less than the single-copy minimum left: copied)
             assertEquals(2L * (size - 11), qp.sourceRing.referencedBytes(), "both through the ring");
+        }
+    }
+
+    /**
+     * A READ response acknowledges the WRITE before it (whose packet asked for no ACK: unsignaled, not the last
+     * posted, the NICs run by the poller after both posts): the requester completes both on it, so the response
+     * waits for the destination's completion fence as an ACK does, and the WRITE's bytes (referenced from registered
+     * host memory, copied late) are in place when the READ completes. A source ring's packets always ask for the ACK
+     * that frees their extent; this is the same rule for any referenced source.
+     */
+    @Test
+    void aReadResponseThatAcknowledgesAWriteLeavesAfterItsCopiesLanded() {
+        try (Fixture f = new Fixture(new SoftNicContext().progressMode(SoftNicContext.ProgressMode.INVOKER), 1 << 20)) {
+            final DeferredDma dst = new DeferredDma(f.arena.allocate(1 << 20, 4096));
+            final MemoryRegion dmr = f.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            for (int round = 0; round < 20; round++) {
+                Fixture.fill(f.a.buf.asSlice(4096, 4096), 300 + round);
+                f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).sge(f.a.mr, 4096, 4096)
+                    .remote(dmr.address(), dmr.rkey()));
+                f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).flags(SendFlags.SIGNALED).wrId(2)
+                    .sge(f.a.mr, 0, 8).remote(f.b.mr.address(), f.b.mr.rkey()));
+                assertEquals(2, f.awaitSuccess(f.a.scq, "the READ after an unsignaled WRITE").wrId);
+                // no fence here: what the READ's completion promises must already hold
+                Fixture.assertBytes(f.a.buf.asSlice(4096, 4096), dst.mem.asSlice(0, 4096), "the WRITE before the "
+                    + "READ, round " + round);
+            }
+            assertTrue(dst.deferredBytes >= 20 * 4096, "the WRITEs went by reference, copied late");
         }
     }
 

@@ -34,6 +34,7 @@ class SoftNicContextTest {
         assertEquals(true, c.dmaBuf());
         assertEquals(true, c.peermem());
         assertEquals(true, c.oneCopy());
+        assertEquals(true, c.sourceRing());
         assertEquals(16, c.batch());
         assertEquals(false, c.shmBatch());
         assertEquals(1, c.copyEngines());
@@ -46,7 +47,8 @@ class SoftNicContextTest {
                 SoftNicContext.LINK_CAPACITY_PROP, SoftNicContext.RETRANSMIT_FACTOR_PROP,
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
-                SoftNicContext.ONE_COPY_PROP, SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
+                SoftNicContext.ONE_COPY_PROP, io.gdrkit.softnic.config.SoftNicConfiguration.SOURCE_RING.name(),
+                SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
                 SoftNicContext.UD_ONE_COPY_MIN_PROP, SoftNicContext.UD_REFERENCE_TIMEOUT_PROP,
                 SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
                 SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.SHM_BATCH_PROP, SoftNicContext.COPY_ENGINES_PROP,

@@ -38,6 +38,15 @@ public interface DmaMemory {
     void dmaRead(long offset, MemorySegment dst, long dstOffset, long length);
 
     /**
+     * A NIC read of a request's source (the requester's gather): the memory as the application left it when it
+     * posted, so it need not wait for NIC writes still in flight, which no completion has reported (a CUDA GPU reads
+     * on a stream of its own, beside the writes' copies). The default: {@link #dmaRead}.
+     */
+    default void dmaReadSource(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
+        dmaRead(offset, dst, dstOffset, length);
+    }
+
+    /**
      * Called by the NIC before it reports the completion of writes into this memory (an ACK, a receive
      * completion): it gives what the memory's ordering promises at completion, no more.
      */

@@ -87,6 +87,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     private final CudaStream defaultStream;
     /** The NIC stand-in's copies (see {@link #nicWrite}); non-blocking, so it never waits for a running kernel. */
     private final MemorySegment nicStream;
+    /** The NIC's reads of request sources ({@link #nicReadSource}), beside {@link #nicStream}'s writes. */
+    private final MemorySegment nicReadStream;
     /** What the NIC stand-in writes, staged and batched (see {@link NicStaging}). */
     private final NicStaging nicStaging;
     private volatile boolean closed;
@@ -123,7 +125,8 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         this.defaultStream = new CudaStream(this, MemorySegment.NULL);
         this.nicStream = newStream(STREAM_NON_BLOCKING);
-        this.nicStaging = new NicStaging(this, d, nicStream);
+        this.nicReadStream = newStream(STREAM_NON_BLOCKING);
+        this.nicStaging = new NicStaging(this, d, nicStream, nicReadStream);
     }
 
     /**
@@ -1170,6 +1173,22 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         nicStaging.read(sptr, dst, dstOffset, len);
     }
 
+    /**
+     * A read of a request's source on the NIC's read stream: not behind the NIC's writes in flight, so a GPU-to-GPU
+     * transfer's device-to-host reads overlap the host-to-device copies of what was read before (two copy engines).
+     */
+    @Override
+    public void nicReadSource(final NicMapping mapping, final long offset, final MemorySegment dst,
+                              final long dstOffset, final long len) {
+        mapping.checkAccess(offset, len);
+        final long sptr = devPtr(mapping.buffer(), offset, len);
+        if (!dst.isNative()) {
+            host(dst, dstOffset, len); // throws the named error
+        }
+        makeCurrent();
+        nicStaging.readSource(sptr, dst, dstOffset, len);
+    }
+
     /** Each read waits for a copy-engine round trip: the NIC should read a span at once. */
     @Override
     public boolean nicPrefersBulkReads() {
@@ -1241,6 +1260,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 }
             }
             final int ignoredStream = (int) d.cuStreamDestroy.invokeExact(nicStream);
+            final int ignoredReadStream = (int) d.cuStreamDestroy.invokeExact(nicReadStream);
             final int ignored = (int) d.cuDevicePrimaryCtxRelease.invokeExact(device);
             CURRENT.remove();
         } catch (final Throwable t) {

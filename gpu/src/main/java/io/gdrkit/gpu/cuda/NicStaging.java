@@ -78,6 +78,16 @@ final class NicStaging {
     private final CudaGpu gpu;
     private final MemorySegment stream;
     private final ReentrantLock lock = new ReentrantLock();
+    /**
+     * The stream of {@link #readSource} (a request's source, read by the requester beside the writes' copies on
+     * {@link #stream}: a GPU-to-GPU transfer reads device to host while it writes host to device) and its lock.
+     */
+    private final MemorySegment readStream;
+    private final ReentrantLock readLock = new ReentrantLock();
+    /** The pinned range the last source read went into (readLock). */
+    private final long[] pinnedForSourceRead = new long[2];
+    /** Source reads made on {@link #readStream} (readLock). */
+    private long sourceReads;
     /** {@code CU_STREAM_WAIT_VALUE_GEQ}. */
     private static final int WAIT_GEQ = 0;
 
@@ -148,10 +158,11 @@ final class NicStaging {
     private long pinnedReads;
     private long stagedReads;
 
-    NicStaging(final CudaGpu gpu, final CudaDriver d, final MemorySegment stream) {
+    NicStaging(final CudaGpu gpu, final CudaDriver d, final MemorySegment stream, final MemorySegment readStream) {
         this.gpu = gpu;
         this.d = d;
         this.stream = stream;
+        this.readStream = readStream;
         final io.gdrkit.core.config.SettingsReader r = io.gdrkit.core.config.SettingsReader.ofProcess();
         this.agentMode = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT.read(r).value();
         this.crossover = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_CROSSOVER.read(r).value();
@@ -374,6 +385,41 @@ final class NicStaging {
             throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * A read of a request's source at device address {@code sptr} into pinned memory, on the read stream: not behind
+     * the NIC's writes in flight (what the application posted is there already; what the NIC still writes, no
+     * completion has reported), so it overlaps their copies. Complete when it returns. Into memory that is not
+     * pinned: {@link #read}.
+     */
+    void readSource(final long sptr, final MemorySegment dst, final long dstOffset, final long len) {
+        final long to = dst.address() + dstOffset;
+        readLock.lock();
+        try {
+            if (len > 0 && pinnedAt(to, len, pinnedForSourceRead)) {
+                d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, readStream),
+                    "cuMemcpyDtoHAsync_v2 (NIC source read)");
+                d.check((int) d.cuStreamSynchronize.invokeExact(readStream), "cuStreamSynchronize (NIC source read)");
+                sourceReads++;
+                return;
+            }
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        } finally {
+            readLock.unlock();
+        }
+        read(sptr, dst, dstOffset, len);
+    }
+
+    /** Source reads made on the read stream ({@link #readSource}). */
+    long sourceReads() {
+        readLock.lock();
+        try {
+            return sourceReads;
+        } finally {
+            readLock.unlock();
         }
     }
 
