@@ -158,8 +158,9 @@ public final class GpuPathLab {
                 mr = lb.b.pd.registerMr(staging, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
             }
             final NicWriteCounters before = gdr ? gpu.dmaTarget().nicWriteCounters() : null;
-            final long nanos = timeWrites(lb, lb.a.mr, mr, size, iters, gdr ? null
-                : () -> gpu.copyHtoD(target, 0, staging, 0, size));
+            final Runnable bounceCopy = gdr ? null : () -> gpu.copyHtoD(target, 0, staging, 0, size);
+            timeWrites(lb, lb.a.mr, mr, size, warmIters(size), bounceCopy); // untimed: the JIT and first touches
+            final long nanos = timeWrites(lb, lb.a.mr, mr, size, iters, bounceCopy);
             final NicWriteCounters writes = before == null ? null : gpu.dmaTarget().nicWriteCounters().since(before);
             final MemorySegment back = lb.b.buf.asSlice(0, size);
             gpu.copyDtoH(back, 0, target, 0, size);
@@ -198,8 +199,12 @@ public final class GpuPathLab {
             }
             final WorkCompletion[] wc = {new WorkCompletion()};
             final Deadline deadline = new Deadline();
-            final long t0 = System.nanoTime();
-            for (int i = 0; i < iters; i++) {
+            long t0 = 0;
+            final int warm = warmIters(size);
+            for (int i = -warm; i < iters; i++) {
+                if (i == 0) {
+                    t0 = System.nanoTime(); // after the untimed warm-up rounds
+                }
                 int posted = 0;
                 while (posted < Math.min(pieces, WINDOW)) {
                     lb.a.qps[0].postSend(wrs[posted++]);
@@ -207,7 +212,7 @@ public final class GpuPathLab {
                 for (int k = 0; k < pieces; k++) {
                     deadline.rearm();
                     while (lb.a.scq.poll(wc) == 0) {
-                        deadline.check("a bounce piece's WRITE completion", i, iters);
+                        deadline.check("a bounce piece's WRITE completion", Math.max(i, 0), iters);
                     }
                     if (wc[0].status != WcStatus.SUCCESS) {
                         throw new IllegalStateException("WRITE failed: " + wc[0]);
@@ -242,6 +247,7 @@ public final class GpuPathLab {
             src.copyHtoD(from, 0, lb.a.buf, 0, size);
             final MemoryRegion srcMr = lb.a.pd.registerMr(srcMem, AccessFlags.LOCAL_WRITE);
             final MemoryRegion dstMr = lb.b.pd.registerMr(dstMem, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            timeWrites(lb, srcMr, dstMr, size, warmIters(size), null); // untimed warm-up
             final long nanos = timeWrites(lb, srcMr, dstMr, size, iters, null);
             final MemorySegment back = lb.b.buf.asSlice(0, size);
             gpu.copyDtoH(back, 0, target, 0, size);
@@ -253,6 +259,14 @@ public final class GpuPathLab {
             src.free(from);
             gpu.free(target);
         }
+    }
+
+    /**
+     * Untimed rounds before a path's timed ones, as perftest and perf warm up: the NIC's code compiled and every page
+     * touched; up to 256 MiB, at least 10 and at most 2000 messages.
+     */
+    static int warmIters(final int size) {
+        return (int) Math.max(10, Math.min(2000, (256L << 20) / Math.max(1, size)));
     }
 
     /**
