@@ -69,6 +69,17 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
         mapping.readSource(offset, dst, dstOffset, length);
     }
 
+    @Override
+    public long dmaReadSourceStart(final long offset, final MemorySegment dst, final long dstOffset,
+                                   final long length) {
+        return mapping.readSourceStart(offset, dst, dstOffset, length);
+    }
+
+    @Override
+    public void dmaReadAwait(final long token) {
+        gpu.dmaTarget().nicReadAwait(token);
+    }
+
     /**
      * Where the CPU can address the GPU's device memory (a simulated GPU): the buffer itself, read after
      * {@link #readFence}; null for a real GPU.

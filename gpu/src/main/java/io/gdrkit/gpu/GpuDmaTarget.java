@@ -80,6 +80,20 @@ public interface GpuDmaTarget {
         nicRead(mapping, offset, dst, dstOffset, len);
     }
 
+    /**
+     * {@link #nicReadSource} started without waiting: a token for {@link #nicReadAwait}, or 0 when the bytes are
+     * there already. The default reads at once.
+     */
+    default long nicReadSourceStart(final NicMapping mapping, final long offset, final MemorySegment dst,
+                                    final long dstOffset, final long len) {
+        nicReadSource(mapping, offset, dst, dstOffset, len);
+        return 0;
+    }
+
+    /** Waits until the read of {@code token} ({@link #nicReadSourceStart}) has landed; 0 returns at once. */
+    default void nicReadAwait(final long token) {
+    }
+
     /** Whether one large {@link #nicRead} costs much less than many small ones (a copy-engine round trip each). */
     default boolean nicPrefersBulkReads() {
         return false;

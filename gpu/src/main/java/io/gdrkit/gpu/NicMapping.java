@@ -47,6 +47,11 @@ public final class NicMapping implements AutoCloseable {
         target.nicRead(this, offset, dst, dstOffset, len);
     }
 
+    /** Same as {@link GpuDmaTarget#nicReadSourceStart}. */
+    public long readSourceStart(final long offset, final MemorySegment dst, final long dstOffset, final long len) {
+        return target.nicReadSourceStart(this, offset, dst, dstOffset, len);
+    }
+
     /** Same as {@link GpuDmaTarget#nicReadSource}. */
     public void readSource(final long offset, final MemorySegment dst, final long dstOffset, final long len) {
         target.nicReadSource(this, offset, dst, dstOffset, len);

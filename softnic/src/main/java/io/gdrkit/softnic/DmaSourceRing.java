@@ -63,6 +63,13 @@ final class DmaSourceRing {
     private final int[] len = new int[EXTENTS];
     /** The last PSN that referenced each extent (in PSN order: a retransmission of an older one keeps the later). */
     private final int[] lastPsn = new int[EXTENTS];
+    /** Whether a packet has referenced each extent (one read ahead has not yet: it has no PSN). */
+    private final boolean[] referenced = new boolean[EXTENTS];
+    /** Each extent's read in flight ({@link io.gdrkit.core.mem.DmaMemory#dmaReadSourceStart}'s token; 0: landed). */
+    private final long[] token = new long[EXTENTS];
+    /** The end of the SGE each extent was read from: where the next read ahead starts, or the next request. */
+    private final long[] sgeEnd = new long[EXTENTS];
+    private long readsAhead;
     /** Whether the last reference ended its extent: its packet asks for an ACK, which frees the extent. */
     private boolean endsExtent;
     private int head;
@@ -102,13 +109,17 @@ final class DmaSourceRing {
             return 0; // a bad key is reported by the copy path
         }
         int e = find(index, mr, addr, bytes);
+        if (e >= 0 && token[e] != 0) {
+            mr.dma.dmaReadAwait(token[e]); // read ahead: landed by now, mostly
+            token[e] = 0;
+        }
         if (e < 0 && overlapsLive(index, mr, addr, bytes)) {
             return 0; // a retransmission cut differently: across two extents, or partly in one; copied
         }
         final boolean created = e < 0;
         if (created) {
-            final long sgeEnd = sgl.sgeAddr(index, i) + Integer.toUnsignedLong(sgl.sgeLength(index, i));
-            final int ahead = (int) Math.min(AHEAD, sgeEnd - addr);
+            final long end = sgl.sgeAddr(index, i) + Integer.toUnsignedLong(sgl.sgeLength(index, i));
+            final int ahead = (int) Math.min(AHEAD, end - addr);
             final Object d = mr.dma.readBufferDomain();
             if (ring == null || domain != d) {
                 if (count > 0 && !reclaimAll(qp)) {
@@ -125,12 +136,17 @@ final class DmaSourceRing {
             }
             // the memory's read of the request's source (a copy-engine round trip, beside the writes); a failure throws
             mr.copyOutSource(addr, ring, at, ahead);
-            e = append(index, mr, addr, at, ahead);
+            e = append(index, mr, addr, at, ahead, end, 0);
             reads++;
         }
         final int last = Psn.add(psn, packets - 1);
-        if (created || Psn.diff(last, lastPsn[e]) > 0) {
+        if (!referenced[e] || Psn.diff(last, lastPsn[e]) > 0) {
             lastPsn[e] = last;
+        }
+        final boolean firstUse = !referenced[e];
+        referenced[e] = true;
+        if (firstUse && dev.sourceAhead) {
+            readAhead(dev, qp, sgl, index, mr, e); // the next span's read overlaps this one's packets
         }
         endsExtent = addr + bytes == va[e] + len[e];
         into.va[0] = ring.address() + start[e] + (addr - va[e]);
@@ -138,6 +154,51 @@ final class DmaSourceRing {
         into.length[0] = bytes;
         referencedBytes += bytes;
         return 1;
+    }
+
+    /**
+     * Starts the read of what follows extent {@code e} (the rest of its SGE, or the next request's first SGE when
+     * that is posted and reads memory of the same GPU), where it is not in the ring yet and there is room now.
+     */
+    private void readAhead(final SoftDevice dev, final SoftQp qp, final SgeList sgl, final long index,
+                           final SoftMr mr, final int e) {
+        long w = index;
+        SoftMr m = mr;
+        long addr = va[e] + len[e];
+        long end = sgeEnd[e];
+        if (addr >= end) {
+            w = index + 1;
+            if (w >= qp.sq.doorbell().producer() || sgl.numSge(w) < 1 || !isData(qp.sq.opcode(w))
+                || (qp.sq.flags(w) & io.gdrkit.verbs.SendFlags.INLINE) != 0) {
+                return;
+            }
+            final long first = Integer.toUnsignedLong(sgl.sgeLength(w, 0));
+            if (first < dev.oneCopyMin) {
+                return; // its packets carry their bytes
+            }
+            addr = sgl.sgeAddr(w, 0);
+            end = addr + first;
+            m = Sgl.localMr(dev, qp, sgl.sgeLkey(w, 0), addr, first, false);
+            if (m == null || !m.bulkReads || m.dma == null || m.dma.readBufferDomain() != domain) {
+                return; // a bad key is the copy path's to report, in order
+            }
+        }
+        final int ahead = (int) Math.min(AHEAD, end - addr);
+        if (overlapsLive(w, m, addr, ahead)) {
+            return;
+        }
+        final int at = placeNow(ahead);
+        if (at < 0) {
+            return;
+        }
+        final long t = m.dma.dmaReadSourceStart(addr - m.address, ring, at, ahead);
+        append(w, m, addr, at, ahead, end, t);
+        readsAhead++;
+    }
+
+    private static boolean isData(final int op) {
+        return op == io.gdrkit.verbs.WrOpcode.RDMA_WRITE || op == io.gdrkit.verbs.WrOpcode.RDMA_WRITE_WITH_IMM
+            || io.gdrkit.verbs.WrOpcode.isSend(op);
     }
 
     /** The live extent of request {@code index} over MR {@code mr} that holds [addr, addr + bytes), or -1. */
@@ -159,7 +220,12 @@ final class DmaSourceRing {
     /** Forgets every extent: the QP was reset (its PSNs start again), nothing it sent is in flight any more. */
     void reset() {
         for (int k = 0; k < count; k++) {
-            mrOf[(head + k) % EXTENTS] = null;
+            final int e = (head + k) % EXTENTS;
+            if (token[e] != 0) {
+                mrOf[e].dma.dmaReadAwait(token[e]); // a read ahead still lands in the ring: let it
+                token[e] = 0;
+            }
+            mrOf[e] = null;
         }
         count = 0;
         head = 0;
@@ -177,9 +243,12 @@ final class DmaSourceRing {
         return false;
     }
 
-    /** Frees the extents whose every referencing PSN is acknowledged, oldest first; true when none is left. */
+    /**
+     * Frees the extents whose every referencing PSN is acknowledged, oldest first, up to one read ahead and not yet
+     * referenced; true when none is left.
+     */
     private boolean reclaimAll(final SoftQp qp) {
-        while (count > 0 && Psn.diff(qp.compPsn, lastPsn[head]) > 0) {
+        while (count > 0 && referenced[head] && Psn.diff(qp.compPsn, lastPsn[head]) > 0) {
             mrOf[head] = null;
             head = (head + 1) % EXTENTS;
             count--;
@@ -187,33 +256,59 @@ final class DmaSourceRing {
         return count == 0;
     }
 
-    /** Where an extent of {@code bytes} may start now (freeing completed ones as needed), or -1. */
+    /**
+     * Where an extent of {@code bytes} may start now, freeing acknowledged ones as needed, or -1. A read ahead that
+     * no packet referenced yet and that blocks the ring is dropped (after its read landed): the requester needs
+     * other bytes than those it guessed.
+     */
     private int place(final SoftQp qp, final int bytes) {
-        for (int pass = 0; pass < 2; pass++) {
-            if (count == 0) {
-                cursor = 0;
-                return 0;
-            }
-            if (count < EXTENTS) {
-                final int h = start[head];
-                if (cursor > h) {
-                    if (cursor + bytes <= RING) {
-                        return cursor;
-                    }
-                    if (bytes < h) {
-                        return 0;
-                    }
-                } else if (cursor + bytes < h) {
-                    return cursor;
-                }
+        for (int pass = 0; pass < 3; pass++) {
+            final int at = placeNow(bytes);
+            if (at >= 0) {
+                return at;
             }
             reclaimAll(qp);
+            if (pass == 1 && count > 0 && !referenced[head]) {
+                if (token[head] != 0) {
+                    mrOf[head].dma.dmaReadAwait(token[head]);
+                    token[head] = 0;
+                }
+                mrOf[head] = null;
+                head = (head + 1) % EXTENTS;
+                count--;
+            }
         }
         return -1;
     }
 
-    private int append(final long index, final SoftMr mr, final long addr, final int at, final int bytes) {
+    /** Where an extent of {@code bytes} may start without freeing any, or -1. */
+    private int placeNow(final int bytes) {
+        if (count == 0) {
+            cursor = 0;
+            return 0;
+        }
+        if (count < EXTENTS) {
+            final int h = start[head];
+            if (cursor > h) {
+                if (cursor + bytes <= RING) {
+                    return cursor;
+                }
+                if (bytes < h) {
+                    return 0;
+                }
+            } else if (cursor + bytes < h) {
+                return cursor;
+            }
+        }
+        return -1;
+    }
+
+    private int append(final long index, final SoftMr mr, final long addr, final int at, final int bytes,
+                       final long end, final long readToken) {
         final int e = (head + count) % EXTENTS;
+        referenced[e] = false;
+        token[e] = readToken;
+        sgeEnd[e] = end;
         wr[e] = index;
         mrOf[e] = mr;
         va[e] = addr;
@@ -275,6 +370,11 @@ final class DmaSourceRing {
     /** Copy-engine reads into the ring so far. */
     long reads() {
         return reads;
+    }
+
+    /** Reads started ahead of the packets that need them so far. */
+    long readsAhead() {
+        return readsAhead;
     }
 
     /** Bytes sent as references to the ring so far. */

@@ -95,6 +95,8 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     final boolean oneCopy;
     /** {@link SoftNicContext#sourceRing()}. */
     final boolean sourceRing;
+    /** {@link SoftNicContext#sourceAhead()}. */
+    final boolean sourceAhead;
     /** Payloads below this travel in the packet even where references could ({@code gdrkit.nic.onecopy.min}). */
     final int oneCopyMin;
     final Receiver receiver;
@@ -120,6 +122,7 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             Math.min(Mtu.MAX_SOFTWARE_BYTES, Integer.highestOneBit(port.maxPacket() - 256)));
         this.oneCopy = driver.context().oneCopy();
         this.sourceRing = driver.context().sourceRing();
+        this.sourceAhead = driver.context().sourceAhead();
         this.oneCopyMin = driver.context().oneCopyMin();
         scan.parking(driver.context().scanPark());
         port.owner(this);

@@ -211,6 +211,7 @@ public final class SoftNicContext {
     private boolean peermem;
     private boolean oneCopy;
     private boolean sourceRing;
+    private boolean sourceAhead;
     private int oneCopyMin;
     private int udOneCopyMin;
     private int udReferenceTimeoutMs;
@@ -401,6 +402,16 @@ public final class SoftNicContext {
         return sourceRing;
     }
 
+    public SoftNicContext sourceAhead(final boolean on) {
+        return set("sourceAhead", SoftNicConfiguration.SOURCE_AHEAD.name(), Boolean.toString(on));
+    }
+
+    /** The source ring reads the next span ahead ({@code gdrkit.nic.source.ahead}, default on). */
+    public boolean sourceAhead() {
+        concluded();
+        return sourceAhead;
+    }
+
     /** Smallest referenced message ({@link #ONE_COPY_MIN_PROP}, default {@value #DEFAULT_ONE_COPY_MIN}). */
     public int oneCopyMin() {
         concluded();
@@ -585,6 +596,7 @@ public final class SoftNicContext {
         peermem = SoftNicConfiguration.PEERMEM.read(r).value();
         oneCopy = SoftNicConfiguration.ONE_COPY.read(r).value();
         sourceRing = SoftNicConfiguration.SOURCE_RING.read(r).value();
+        sourceAhead = SoftNicConfiguration.SOURCE_AHEAD.read(r).value();
         oneCopyMin = SoftNicConfiguration.ONE_COPY_MIN.read(r).value();
         scanPark = SoftNicConfiguration.SCAN_PARK.read(r).value();
         udOneCopyMin = SoftNicConfiguration.UD_ONE_COPY_MIN.read(r).value();

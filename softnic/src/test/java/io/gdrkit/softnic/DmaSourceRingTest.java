@@ -86,6 +86,46 @@ class DmaSourceRingTest {
         }
     }
 
+    /**
+     * Reads ahead: while a span's packets go out, the next span of the request (or the next posted request) is read
+     * into the ring without waiting. The source here lands such a read only when it is awaited, so a packet that
+     * referenced a span before its read was awaited would carry stale ring bytes to the destination.
+     */
+    @Test
+    void spansReadAheadAreAwaitedBeforeAPacketReferencesThem() {
+        try (Fixture f = new Fixture(new SoftNicContext(), 1 << 20)) {
+            final AheadDma src = new AheadDma(f.arena.allocate(BIG, 4096));
+            final DeferredDma dst = new DeferredDma(f.arena.allocate(BIG, 4096));
+            final MemoryRegion smr = f.a.pd.registerMr(src, AccessFlags.LOCAL_WRITE);
+            final MemoryRegion dmr = f.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE);
+            final SoftQp qp = (SoftQp) f.a.qp;
+            // one request of 10 MiB + 7 (its spans read ahead), then 12 x 1 MiB and 100 x 64 KiB in flight (the next
+            // request read ahead)
+            Fixture.fill(src.mem.asSlice(0, (10 << 20) + 7), 41);
+            f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
+                .sge(smr, 0, (10 << 20) + 7).remote(dmr.address(), dmr.rkey()));
+            f.awaitSuccess(f.a.scq, "10 MiB WRITE");
+            Fixture.assertBytes(src.mem.asSlice(0, (10 << 20) + 7), dst.mem.asSlice(0, (10 << 20) + 7), "10 MiB WRITE");
+            for (final int piece : new int[] {1 << 20, 64 << 10}) {
+                final int n = piece == 1 << 20 ? 12 : 100;
+                Fixture.fill(src.mem.asSlice(0, (long) n * piece), piece + 3);
+                for (int i = 0; i < n; i++) {
+                    f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+                        .wrId(i).sge(smr, (long) i * piece, piece).remote(dmr.address() + (long) i * piece,
+                            dmr.rkey()));
+                }
+                for (final WorkCompletion wc : f.awaitN(f.a.scq, n, n + " WRITEs of " + piece + " B")) {
+                    assertEquals(io.gdrkit.verbs.WcStatus.SUCCESS, wc.status, "WRITE " + wc.wrId);
+                }
+                dst.fence();
+                Fixture.assertBytes(src.mem.asSlice(0, (long) n * piece), dst.mem.asSlice(0, (long) n * piece),
+                    n + " WRITEs of " + piece + " B in flight");
+            }
+            assertTrue(qp.sourceRing.readsAhead() > 10, "spans read ahead: " + qp.sourceRing.readsAhead());
+            assertTrue(src.awaited > 10, "reads ahead awaited: " + src.awaited);
+        }
+    }
+
     @Test
     void aSendAndAWriteIntoHostMemoryReadTheRingToo() {
         try (Fixture f = new Fixture(new SoftNicContext(), 4 << 20)) {
@@ -152,6 +192,89 @@ class DmaSourceRingTest {
             f.a.qp.close();
             assertEquals(before + 1, f.a.dev.mrs.live(), "the ring's MR went with its QP");
             smr.deregister();
+        }
+    }
+
+    /**
+     * Host-backed DMA memory read by bulk copies whose reads started ahead land only when awaited (or before any
+     * later read, in order, as on one stream).
+     */
+    static final class AheadDma implements DmaMemory {
+        final MemorySegment mem;
+        private final List<Object[]> pending = new ArrayList<>();
+        private long started;
+        private long landed;
+        long awaited;
+
+        AheadDma(final MemorySegment mem) {
+            this.mem = mem;
+        }
+
+        private synchronized void land(final long upTo) {
+            while (landed < upTo && !pending.isEmpty()) {
+                final Object[] p = pending.remove(0);
+                MemorySegment.copy(mem, (long) p[0], (MemorySegment) p[1], (long) p[2], (long) p[3]);
+                landed++;
+            }
+        }
+
+        @Override
+        public long address() {
+            return mem.address();
+        }
+
+        @Override
+        public long byteSize() {
+            return mem.byteSize();
+        }
+
+        @Override
+        public void dmaWrite(final long offset, final MemorySegment src, final long srcOffset, final long length) {
+            land(started);
+            MemorySegment.copy(src, srcOffset, mem, offset, length);
+        }
+
+        @Override
+        public void dmaRead(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
+            land(started);
+            MemorySegment.copy(mem, offset, dst, dstOffset, length);
+        }
+
+        @Override
+        public synchronized long dmaReadSourceStart(final long offset, final MemorySegment dst, final long dstOffset,
+                                                    final long length) {
+            pending.add(new Object[] {offset, dst, dstOffset, length});
+            return ++started;
+        }
+
+        @Override
+        public void dmaReadAwait(final long token) {
+            awaited++;
+            land(token);
+        }
+
+        @Override
+        public boolean prefersBulkReads() {
+            return true;
+        }
+
+        @Override
+        public MemorySegment allocateReadBuffer(final long bytes) {
+            return java.lang.foreign.Arena.ofAuto().allocate(bytes, 4096);
+        }
+
+        @Override
+        public void completionFence() {
+        }
+
+        @Override
+        public long dmaAtomic(final long offset, final boolean compareAndSwap, final long operand, final long swap) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public String describe() {
+            return "host-backed DMA memory whose reads ahead land when awaited (test)";
         }
     }
 

@@ -48,6 +48,7 @@ class SoftNicContextTest {
                 SoftNicContext.RETRANSMIT_BACKOFF_PROP, SoftNicContext.ACK_REQ_INTERVAL_PROP, SoftNicContext.WINDOW_PROP, SoftNicContext.BURST_PROP,
                 SoftNicContext.LINK_CRC_PROP, SoftNicContext.DMABUF_PROP, SoftNicContext.PEERMEM_PROP,
                 SoftNicContext.ONE_COPY_PROP, io.gdrkit.softnic.config.SoftNicConfiguration.SOURCE_RING.name(),
+                io.gdrkit.softnic.config.SoftNicConfiguration.SOURCE_AHEAD.name(),
                 SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
                 SoftNicContext.UD_ONE_COPY_MIN_PROP, SoftNicContext.UD_REFERENCE_TIMEOUT_PROP,
                 SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,

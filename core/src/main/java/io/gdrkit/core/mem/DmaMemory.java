@@ -47,6 +47,21 @@ public interface DmaMemory {
     }
 
     /**
+     * {@link #dmaReadSource} started without waiting for it: returns a token for {@link #dmaReadAwait}, or 0 when
+     * the bytes are in {@code dst} already. A NIC reads the next span of a request ahead this way while it sends the
+     * current one. The default reads at once and returns 0.
+     */
+    default long dmaReadSourceStart(final long offset, final MemorySegment dst, final long dstOffset,
+                                    final long length) {
+        dmaReadSource(offset, dst, dstOffset, length);
+        return 0;
+    }
+
+    /** Waits until the read that {@link #dmaReadSourceStart} returned {@code token} for has landed. */
+    default void dmaReadAwait(final long token) {
+    }
+
+    /**
      * Called by the NIC before it reports the completion of writes into this memory (an ACK, a receive
      * completion): it gives what the memory's ordering promises at completion, no more.
      */

@@ -1189,6 +1189,27 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         nicStaging.readSource(sptr, dst, dstOffset, len);
     }
 
+    /** {@link #nicReadSource} started on the NIC's read stream, an event behind it: the token of that event. */
+    @Override
+    public long nicReadSourceStart(final NicMapping mapping, final long offset, final MemorySegment dst,
+                                   final long dstOffset, final long len) {
+        mapping.checkAccess(offset, len);
+        final long sptr = devPtr(mapping.buffer(), offset, len);
+        if (!dst.isNative()) {
+            host(dst, dstOffset, len); // throws the named error
+        }
+        makeCurrent();
+        return nicStaging.readSourceStart(sptr, dst, dstOffset, len);
+    }
+
+    @Override
+    public void nicReadAwait(final long token) {
+        if (token != 0) {
+            makeCurrent();
+            nicStaging.awaitSourceRead(token);
+        }
+    }
+
     /** Each read waits for a copy-engine round trip: the NIC should read a span at once. */
     @Override
     public boolean nicPrefersBulkReads() {

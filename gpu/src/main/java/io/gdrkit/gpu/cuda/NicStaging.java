@@ -88,6 +88,12 @@ final class NicStaging {
     private final long[] pinnedForSourceRead = new long[2];
     /** Source reads made on {@link #readStream} (readLock). */
     private long sourceReads;
+    /** Reads started ahead ({@link #readSourceStart}): an event each, reused in turn (readLock). */
+    private static final int SOURCE_EVENTS = 8;
+    private MemorySegment[] sourceEvents;
+    /** Reads started ahead so far, and how many of them (the first ones: one stream) are known to have landed. */
+    private long sourceIssued;
+    private long sourceLanded;
     /** {@code CU_STREAM_WAIT_VALUE_GEQ}. */
     private static final int WAIT_GEQ = 0;
 
@@ -413,6 +419,77 @@ final class NicStaging {
         read(sptr, dst, dstOffset, len);
     }
 
+    /**
+     * {@link #readSource} started without waiting: the copy and an event behind it on the read stream; returns the
+     * read's token (from 1) for {@link #awaitSourceRead}, or 0 when it was read at once (memory that is not pinned).
+     * With {@value #SOURCE_EVENTS} reads ahead in flight, the oldest is waited for first.
+     */
+    long readSourceStart(final long sptr, final MemorySegment dst, final long dstOffset, final long len) {
+        final long to = dst.address() + dstOffset;
+        readLock.lock();
+        try {
+            if (len > 0 && pinnedAt(to, len, pinnedForSourceRead)) {
+                if (sourceEvents == null) {
+                    sourceEvents = new MemorySegment[SOURCE_EVENTS];
+                    try (Arena a = Arena.ofConfined()) {
+                        final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+                        for (int i = 0; i < SOURCE_EVENTS; i++) {
+                            d.check((int) d.cuEventCreate.invokeExact(out, EVENT_DISABLE_TIMING),
+                                "cuEventCreate (NIC source read)");
+                            sourceEvents[i] = out.get(ValueLayout.ADDRESS, 0);
+                        }
+                    }
+                }
+                if (sourceIssued - sourceLanded >= SOURCE_EVENTS) {
+                    awaitLocked(sourceLanded + 1); // its event is about to be recorded again
+                }
+                d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, readStream),
+                    "cuMemcpyDtoHAsync_v2 (NIC source read ahead)");
+                d.check((int) d.cuEventRecord.invokeExact(sourceEvents[(int) (sourceIssued % SOURCE_EVENTS)],
+                    readStream), "cuEventRecord (NIC source read ahead)");
+                sourceReads++;
+                return ++sourceIssued;
+            }
+        } catch (final GpuException e) {
+            throw e;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
+        } finally {
+            readLock.unlock();
+        }
+        read(sptr, dst, dstOffset, len);
+        return 0;
+    }
+
+    /** Waits until the read ahead of {@code token} has landed (the reads on one stream land in order). */
+    void awaitSourceRead(final long token) {
+        readLock.lock();
+        try {
+            awaitLocked(token);
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    private void awaitLocked(final long token) {
+        if (token <= sourceLanded) {
+            return;
+        }
+        if (token > sourceIssued) {
+            throw new IllegalArgumentException("source read " + token + " was never started (" + sourceIssued
+                + " so far)");
+        }
+        try {
+            d.check((int) d.cuEventSynchronize.invokeExact(sourceEvents[(int) ((token - 1) % SOURCE_EVENTS)]),
+                "cuEventSynchronize (NIC source read ahead)");
+        } catch (final GpuException e) {
+            throw e;
+        } catch (final Throwable t) {
+            throw CudaDriver.linkage("cuEventSynchronize", t);
+        }
+        sourceLanded = token;
+    }
+
     /** Source reads made on the read stream ({@link #readSource}). */
     long sourceReads() {
         readLock.lock();
@@ -548,6 +625,11 @@ final class NicStaging {
             }
             for (final MemorySegment e : fenceEvents) {
                 final int ignored = (int) d.cuEventDestroy.invokeExact(e);
+            }
+            if (sourceEvents != null) {
+                for (final MemorySegment e : sourceEvents) {
+                    final int ignored = (int) d.cuEventDestroy.invokeExact(e);
+                }
             }
             gpu.freeHost(staging);
             gpu.freeHost(readStaging);

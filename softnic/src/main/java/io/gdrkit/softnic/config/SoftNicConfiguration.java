@@ -122,6 +122,11 @@ public final class SoftNicConfiguration {
         "with gdrkit.nic.onecopy, SEND/WRITE packets out of memory read by bulk copies (a CUDA GPU) are read into a "
             + "pinned ring the NIC owns and reference it, for a receiver in this process: its copy engine reads them "
             + "there, no CPU copy (false: the bytes are copied into the packets)").readBy("SoftNicContext");
+    /** The source ring reads the next span ahead. */
+    public static final SettingDef<Boolean> SOURCE_AHEAD = SettingDef.flag("gdrkit.nic.source.ahead", true,
+        "with gdrkit.nic.source.ring, the requester starts reading the next span of a request (or the next posted "
+            + "request) into the ring while the packets of the current one go out (false: each span is read when its "
+            + "first packet needs it)").readBy("SoftNicContext");
     /** Smallest message whose payload travels as a reference. */
     public static final SettingDef<Integer> ONE_COPY_MIN = SettingDef.integer("gdrkit.nic.onecopy.min",
         1024, 1, 1 << 30, "smallest message (bytes) whose payload travels as a "
@@ -202,7 +207,7 @@ public final class SoftNicConfiguration {
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(PROGRESS, IDLE, BACKSTOP_US, LINK_CAPACITY,
         RETRANSMIT_FACTOR, RETRANSMIT_BACKOFF, ACK_REQ_INTERVAL, WINDOW, BURST, LINK_CRC, DMABUF, PEERMEM, ONE_COPY,
-        SOURCE_RING, ONE_COPY_MIN, SCAN_PARK, UD_ONE_COPY_MIN, UD_REFERENCE_TIMEOUT_MS, BATCH, SHM_CMA, SHM_CMA_THRESHOLD,
+        SOURCE_RING, SOURCE_AHEAD, ONE_COPY_MIN, SCAN_PARK, UD_ONE_COPY_MIN, UD_REFERENCE_TIMEOUT_MS, BATCH, SHM_CMA, SHM_CMA_THRESHOLD,
         SHM_BATCH, COPY_ENGINES, COPY_THRESHOLD, MAX_QP, TCP_SEND_BUFFER, TCP_RECEIVE_BUFFER, TCP_PARK_MS,
         TCP_SPIN_US);
 
