@@ -220,16 +220,20 @@ final class DmaSourceRing {
     /** Forgets every extent: the QP was reset (its PSNs start again), nothing it sent is in flight any more. */
     void reset() {
         for (int k = 0; k < count; k++) {
-            final int e = (head + k) % EXTENTS;
-            if (token[e] != 0) {
-                mrOf[e].dma.dmaReadAwait(token[e]); // a read ahead still lands in the ring: let it
-                token[e] = 0;
-            }
-            mrOf[e] = null;
+            drop((head + k) % EXTENTS);
         }
         count = 0;
         head = 0;
         cursor = 0;
+    }
+
+    /** Lets go of extent {@code e}: a read ahead still landing in the ring lands first. */
+    private void drop(final int e) {
+        if (token[e] != 0) {
+            mrOf[e].dma.dmaReadAwait(token[e]);
+            token[e] = 0;
+        }
+        mrOf[e] = null;
     }
 
     /** Whether a live extent of request {@code index} over {@code mr} holds any of [addr, addr + bytes). */
@@ -269,11 +273,7 @@ final class DmaSourceRing {
             }
             reclaimAll(qp);
             if (pass == 1 && count > 0 && !referenced[head]) {
-                if (token[head] != 0) {
-                    mrOf[head].dma.dmaReadAwait(token[head]);
-                    token[head] = 0;
-                }
-                mrOf[head] = null;
+                drop(head);
                 head = (head + 1) % EXTENTS;
                 count--;
             }

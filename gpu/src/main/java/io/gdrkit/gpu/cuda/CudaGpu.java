@@ -1160,16 +1160,27 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         nicStaging.write(((CudaBuffer) mapping.buffer()).address(), dptr, src, srcOffset, len, true);
     }
 
-    /** A copy-engine read of the mapped buffer, behind every earlier NIC write; complete when it returns. */
-    @Override
-    public void nicRead(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
-                        final long len) {
+    /**
+     * The device address a NIC read of {@code len} bytes at {@code offset} of the mapping starts at, after the checks
+     * every read makes (an open mapping, the range inside it, native host memory to land in), this GPU's context
+     * current.
+     */
+    private long readFrom(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
+                          final long len) {
         mapping.checkAccess(offset, len);
         final long sptr = devPtr(mapping.buffer(), offset, len);
         if (!dst.isNative()) {
             host(dst, dstOffset, len); // throws the named error
         }
         makeCurrent();
+        return sptr;
+    }
+
+    /** A copy-engine read of the mapped buffer, behind every earlier NIC write; complete when it returns. */
+    @Override
+    public void nicRead(final NicMapping mapping, final long offset, final MemorySegment dst, final long dstOffset,
+                        final long len) {
+        final long sptr = readFrom(mapping, offset, dst, dstOffset, len);
         nicStaging.read(sptr, dst, dstOffset, len);
     }
 
@@ -1180,12 +1191,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public void nicReadSource(final NicMapping mapping, final long offset, final MemorySegment dst,
                               final long dstOffset, final long len) {
-        mapping.checkAccess(offset, len);
-        final long sptr = devPtr(mapping.buffer(), offset, len);
-        if (!dst.isNative()) {
-            host(dst, dstOffset, len); // throws the named error
-        }
-        makeCurrent();
+        final long sptr = readFrom(mapping, offset, dst, dstOffset, len);
         nicStaging.readSource(sptr, dst, dstOffset, len);
     }
 
@@ -1193,12 +1199,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     @Override
     public long nicReadSourceStart(final NicMapping mapping, final long offset, final MemorySegment dst,
                                    final long dstOffset, final long len) {
-        mapping.checkAccess(offset, len);
-        final long sptr = devPtr(mapping.buffer(), offset, len);
-        if (!dst.isNative()) {
-            host(dst, dstOffset, len); // throws the named error
-        }
-        makeCurrent();
+        final long sptr = readFrom(mapping, offset, dst, dstOffset, len);
         return nicStaging.readSourceStart(sptr, dst, dstOffset, len);
     }
 
