@@ -6,8 +6,9 @@
 #   path   gpu-path: GDR against host bounce and the pinned-copy limit    -> $OUT/gpu-path.jsonl
 #          (gdrkit model crossover --input $OUT/gpu-path.jsonl fits the crossover to these lines)
 #   coll   coll allreduce --mem gpu, 2 ranks: GDR as the gates decide, forced host bounce (NCCL_NET_GDR_LEVEL=LOC),
-#          GDR with a flush per chunk (NCCL_NET_FORCE_FLUSH=1), rank r on GPU r when GPUS >= 2, and host buffers
-#                                                                          -> $OUT/coll-gpu.jsonl
+#          GDR with a flush per chunk (NCCL_NET_FORCE_FLUSH=1), rank r on GPU r when GPUS >= 2, and host buffers;
+#          with MPS=1 also the GPU rows under CUDA MPS (nvidia-cuda-mps-control -d with private pipe and log
+#          folders, stopped after; the rows' gpu_sharing says mps)        -> $OUT/coll-gpu.jsonl
 #   check  perf --check (the data verified on the GPU) for write/read/send_bw, once -> $OUT/check.jsonl
 #   agent  the software NIC's delivery agent (docs/GPU.md, "The delivery agent"): perf write_bw --mem gpu at
 #          AGENT_SIZES with --set gdrkit.cuda.agent=off and =on, beside gpu-path's pinned host-to-device copy of the
@@ -25,7 +26,8 @@
 # Environment: GPU (cuda:0), GPUS (count, from nvidia-smi), RUNS (3), SIZES ("65536 1048576 4194304 67108864"),
 # AGENT_SIZES ("65536 1048576 16777216"), DIRECT_SIZES ("65536 1048576 16777216"), DIRECT_ITERS (5000), AGENT_SET (extra --set NAME=VALUE for the agent-on runs, e.g.
 # "gdrkit.cuda.agent.blocks=32"),
-# MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), FABRIC (shm), LIMIT (150 s per call), JOPTS (extra JVM
+# MIN/MAX/F/ITERS/WARM for coll (8, 67108864, 8, 10, 3), MPS (0; 1: the coll part also under MPS), FABRIC (shm),
+# LIMIT (150 s per call), JOPTS (extra JVM
 # options), OUT, JAR, JAVA / JAVA_HOME (bench/lib.sh). Exits non-zero when any step fails.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 GPU="${GPU:-cuda:0}"; RUNS="${RUNS:-3}"; PARTS="${PARTS:-perf path coll check}"
@@ -33,7 +35,8 @@ SIZES="${SIZES:-65536 1048576 4194304 67108864}"
 AGENT_SIZES="${AGENT_SIZES:-65536 1048576 16777216}"; AGENT_SET="${AGENT_SET:-}"
 DIRECT_ITERS="${DIRECT_ITERS:-5000}"
 DIRECT_SIZES="${DIRECT_SIZES:-65536 1048576 16777216}"
-MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"
+MIN="${MIN:-8}"; MAX="${MAX:-67108864}"; F="${F:-8}"; ITERS="${ITERS:-10}"; WARM="${WARM:-3}"; MPS="${MPS:-0}"
+case "$MPS" in 0|1) ;; *) die "MPS must be 0 or 1, not '$MPS'" 2 ;; esac
 LIMIT="${LIMIT:-150}"; FABRIC="${FABRIC:-shm}"
 case "$GPU" in
   cuda:*) need nvidia-smi; GPUS="${GPUS:-$(nvidia-smi -L | grep -c '^GPU ' || true)}"
@@ -176,6 +179,18 @@ for run in $(seq 1 "$RUNS"); do
       step "run $run/$RUNS: coll allreduce, rank r on cuda:r" coll_row 2gpu-rank-r-on-cuda-r "$run" --mem gpu --gpu cuda:rank
     fi
     step "run $run/$RUNS: coll allreduce, host buffers" coll_row host-buffers "$run"
+    if [ "$MPS" = 1 ] && [ "${GPU#cuda:}" != "$GPU" ]; then
+      if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+        export CUDA_MPS_PIPE_DIRECTORY="$OUT/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$OUT/mps-log"
+        mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+        nvidia-cuda-mps-control -d || die "nvidia-cuda-mps-control -d failed (see $CUDA_MPS_LOG_DIRECTORY)"
+        step "run $run/$RUNS: coll allreduce, GPU buffers, MPS" coll_row 1gpu-2ranks-mps "$run" --mem gpu --gpu "$GPU"
+        echo quit | nvidia-cuda-mps-control
+        unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+      else
+        echo "gpu-paths: MPS=1 but nvidia-cuda-mps-control is not on PATH: no MPS rows" >&2
+      fi
+    fi
   fi
 done
 if has check; then
