@@ -27,9 +27,14 @@ import java.lang.foreign.MemorySegment;
  * through it. A retransmission cut into other spans than the first time, whose bytes lie across two extents, carries
  * a copy instead.
  *
+ * <p>Reading ahead ({@link SoftDevice#sourceAhead}): when a packet first references an extent, the read of what
+ * follows (the rest of the SGE, or the next posted request's first SGE) is started without waiting
+ * ({@link io.gdrkit.core.mem.DmaMemory#dmaReadSourceStart}), so it overlaps the packets of this one; a packet awaits
+ * its extent's read before it references it. A read ahead that no packet wanted is dropped when it blocks the ring.
+ *
  * <pre>
  * ring (RING bytes of pinned host memory), extents appended at the cursor, freed from the oldest:
- *   [ extent: request w, bytes [va, va + len) of MR m ][ extent ][ ... ]     free     [ oldest extent ... ]
+ *   [ extent: request w, bytes [va, va + len) of MR m, last PSN, read token ][ ... ]   free   [ oldest ... ]
  *   an extent never wraps: one that does not fit before the end starts again at 0
  * </pre>
  *
@@ -42,7 +47,7 @@ final class DmaSourceRing {
     static final int AHEAD = 1 << 20;
     /** The most extents alive at once. */
     private static final int EXTENTS = 128;
-    /** {@link #references}' answer when the ring is full of earlier requests: send nothing now. */
+    /** {@link #references}' answer when the ring is full until ACKs come back: send nothing now. */
     static final int WAIT = -1;
 
     private MemorySegment ring;
