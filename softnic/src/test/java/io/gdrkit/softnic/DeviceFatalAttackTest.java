@@ -87,7 +87,9 @@ class DeviceFatalAttackTest {
                 + "exception was swallowed)");
             assertNotNull(fatal, mode + ": a DEVICE_FATAL event");
             assertTrue(fatal.toString().contains("injected engine failure"), fatal::toString);
-            assertEquals(List.of(10L, 11L, 12L, 13L), flushed, mode + ": every posted WR flushed, in order");
+            final VerbsException seen = reported;
+            assertEquals(List.of(10L, 11L, 12L, 13L), flushed, () -> mode + ": every posted WR flushed, in order "
+                + "(the poll's error: " + (seen == null ? "none within the wait" : seen.getMessage()) + ")");
             assertNotNull(reported, mode + ": poll reports the failure once the flushes are read");
             assertEquals(Errno.EIO, reported.errno());
             assertTrue(reported.getMessage().contains("DEVICE_FATAL")
