@@ -181,11 +181,17 @@ for run in $(seq 1 "$RUNS"); do
     step "run $run/$RUNS: coll allreduce, host buffers" coll_row host-buffers "$run"
     if [ "$MPS" = 1 ] && [ "${GPU#cuda:}" != "$GPU" ]; then
       if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
-        export CUDA_MPS_PIPE_DIRECTORY="$OUT/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$OUT/mps-log"
-        mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+        # the pipe folder is a short private one (a unix socket path has 108 bytes); the log stays with the results
+        CUDA_MPS_PIPE_DIRECTORY="$(mktemp -d "${TMPDIR:-/tmp}/gdrkit-mps.XXXXXX")"
+        export CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY="$OUT/mps-log"
+        mkdir -p "$CUDA_MPS_LOG_DIRECTORY"
         nvidia-cuda-mps-control -d || die "nvidia-cuda-mps-control -d failed (see $CUDA_MPS_LOG_DIRECTORY)"
+        # a failing step exits the script: the daemon is stopped then too
+        trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; rm -rf "$CUDA_MPS_PIPE_DIRECTORY"' EXIT
         step "run $run/$RUNS: coll allreduce, GPU buffers, MPS" coll_row 1gpu-2ranks-mps "$run" --mem gpu --gpu "$GPU"
         echo quit | nvidia-cuda-mps-control
+        trap - EXIT
+        rm -rf "$CUDA_MPS_PIPE_DIRECTORY"
         unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
       else
         echo "gpu-paths: MPS=1 but nvidia-cuda-mps-control is not on PATH: no MPS rows" >&2

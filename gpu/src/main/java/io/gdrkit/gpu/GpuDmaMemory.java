@@ -65,11 +65,6 @@ public final class GpuDmaMemory implements DmaMemory, AutoCloseable {
     }
 
     @Override
-    public void dmaReadSource(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
-        mapping.readSource(offset, dst, dstOffset, length);
-    }
-
-    @Override
     public long dmaReadSourceStart(final long offset, final MemorySegment dst, final long dstOffset,
                                    final long length) {
         return mapping.readSourceStart(offset, dst, dstOffset, length);

@@ -72,21 +72,13 @@ public interface GpuDmaTarget {
     void nicCompletionFence();
 
     /**
-     * A read of a request's source ({@link io.gdrkit.core.mem.DmaMemory#dmaReadSource}): not ordered behind NIC writes
-     * still in flight, complete when it returns. The default: {@link #nicRead}.
-     */
-    default void nicReadSource(final NicMapping mapping, final long offset, final MemorySegment dst,
-                               final long dstOffset, final long len) {
-        nicRead(mapping, offset, dst, dstOffset, len);
-    }
-
-    /**
-     * {@link #nicReadSource} started without waiting: a token for {@link #nicReadAwait}, or 0 when the bytes are
-     * there already. The default reads at once.
+     * A read of a request's source ({@link io.gdrkit.core.mem.DmaMemory#dmaReadSourceStart}), started without waiting
+     * and not ordered behind NIC writes still in flight: a token for {@link #nicReadAwait}, or 0 when the bytes are
+     * there already. The default: {@link #nicRead}, and 0.
      */
     default long nicReadSourceStart(final NicMapping mapping, final long offset, final MemorySegment dst,
                                     final long dstOffset, final long len) {
-        nicReadSource(mapping, offset, dst, dstOffset, len);
+        nicRead(mapping, offset, dst, dstOffset, len);
         return 0;
     }
 

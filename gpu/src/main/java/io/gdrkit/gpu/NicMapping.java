@@ -52,11 +52,6 @@ public final class NicMapping implements AutoCloseable {
         return target.nicReadSourceStart(this, offset, dst, dstOffset, len);
     }
 
-    /** Same as {@link GpuDmaTarget#nicReadSource}. */
-    public void readSource(final long offset, final MemorySegment dst, final long dstOffset, final long len) {
-        target.nicReadSource(this, offset, dst, dstOffset, len);
-    }
-
     /** Checks that the mapping is open and {@code [offset, offset+len)} lies inside the buffer. */
     public void checkAccess(final long offset, final long len) {
         if (!open) {

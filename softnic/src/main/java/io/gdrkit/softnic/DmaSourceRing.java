@@ -121,8 +121,7 @@ final class DmaSourceRing {
         if (e < 0 && overlapsLive(index, mr, addr, bytes)) {
             return 0; // a retransmission cut differently: across two extents, or partly in one; copied
         }
-        final boolean created = e < 0;
-        if (created) {
+        if (e < 0) {
             final long end = sgl.sgeAddr(index, i) + Integer.toUnsignedLong(sgl.sgeLength(index, i));
             final int ahead = (int) Math.min(AHEAD, end - addr);
             final Object d = mr.dma.readBufferDomain();
@@ -145,10 +144,10 @@ final class DmaSourceRing {
             reads++;
         }
         final int last = Psn.add(psn, packets - 1);
-        if (!referenced[e] || Psn.diff(last, lastPsn[e]) > 0) {
+        final boolean firstUse = !referenced[e];
+        if (firstUse || Psn.diff(last, lastPsn[e]) > 0) {
             lastPsn[e] = last;
         }
-        final boolean firstUse = !referenced[e];
         referenced[e] = true;
         if (firstUse && dev.sourceAhead) {
             readAhead(dev, qp, sgl, index, mr, e); // the next span's read overlaps this one's packets
@@ -258,11 +257,16 @@ final class DmaSourceRing {
      */
     private boolean reclaimAll(final SoftQp qp) {
         while (count > 0 && referenced[head] && Psn.diff(qp.compPsn, lastPsn[head]) > 0) {
-            mrOf[head] = null;
-            head = (head + 1) % EXTENTS;
-            count--;
+            popHead();
         }
         return count == 0;
+    }
+
+    /** Lets go of the oldest extent. */
+    private void popHead() {
+        drop(head);
+        head = (head + 1) % EXTENTS;
+        count--;
     }
 
     /**
@@ -278,9 +282,7 @@ final class DmaSourceRing {
             }
             reclaimAll(qp);
             if (pass == 1 && count > 0 && !referenced[head]) {
-                drop(head);
-                head = (head + 1) % EXTENTS;
-                count--;
+                popHead();
             }
         }
         return -1;
@@ -356,8 +358,12 @@ final class DmaSourceRing {
         return true;
     }
 
-    /** Takes the rings' MRs out of the device's table: the QP is being destroyed. */
+    /**
+     * Takes the rings' MRs out of the device's table: the QP is being destroyed. Reads still landing in the ring land
+     * first, so no copy writes memory the ring no longer holds.
+     */
     void release(final SoftDevice dev) {
+        reset();
         for (final SoftMr m : new SoftMr[] {ringMr, spareMr}) {
             if (m != null) {
                 dev.removeInternalMr(m);

@@ -161,10 +161,6 @@ final class Responder implements Agent {
     }
 
     /**
-     * The payload fits the packets the record stands for: each MTU bytes but a LAST one, which holds 1 to MTU
-     * (a single packet: 0 to MTU).
-     */
-    /**
      * The packets an inline record stands for: 1, or on a port that {@linkplain io.gdrkit.softnic.fabric.FabricPort#acceptsInlineBatches()
      * accepts inline spans} an RC SEND or WRITE request's payload length over the QP's MTU, rounded up
      * ({@link #checkPayload} then holds every packet but a LAST one to a whole MTU). Elsewhere a payload over the MTU
@@ -180,6 +176,10 @@ final class Responder implements Agent {
         return (int) ((len + qp.mtu - 1) / qp.mtu);
     }
 
+    /**
+     * The payload fits the packets the record stands for: each MTU bytes but a LAST one, which holds 1 to MTU
+     * (a single packet: 0 to MTU).
+     */
     private boolean checkPayload(final SoftQp qp, final Packet p, final int psn, final int packets) {
         final long len = Integer.toUnsignedLong(p.payloadLength());
         final boolean last = p.is(BthOpcode.LAST);
@@ -804,7 +804,7 @@ final class Responder implements Agent {
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
                     qp.ackedMsn = r.msn[slot];
-                    if (completes && qp.ringPending && Psn.diff(r.psn[slot], qp.ringFencedPsn) > 0) {
+                    if (ring) {
                         qp.ringFencedPsn = r.psn[slot];
                         qp.ringPending = Psn.diff(qp.ringPsn, r.psn[slot]) > 0;
                     }

@@ -38,23 +38,20 @@ public interface DmaMemory {
     void dmaRead(long offset, MemorySegment dst, long dstOffset, long length);
 
     /**
-     * A NIC read of a request's source (the requester's gather): the memory as the application left it when it
-     * posted, so it need not wait for NIC writes still in flight, which no completion has reported (a CUDA GPU reads
-     * on a stream of its own, beside the writes' copies). The default: {@link #dmaRead}.
-     */
-    default void dmaReadSource(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
-        dmaRead(offset, dst, dstOffset, length);
-    }
-
-    /**
-     * {@link #dmaReadSource} started without waiting for it: returns a token for {@link #dmaReadAwait}, or 0 when
-     * the bytes are in {@code dst} already. A NIC reads the next span of a request ahead this way while it sends the
-     * current one. The default reads at once and returns 0.
+     * A NIC read of a request's source (the requester's gather), started without waiting for it: the memory as the
+     * application left it when it posted, so it need not wait for NIC writes still in flight, which no completion has
+     * reported (a CUDA GPU reads on a stream of its own, beside the writes' copies). Returns a token for
+     * {@link #dmaReadAwait}, or 0 when the bytes are in {@code dst} already. The default: {@link #dmaRead}, and 0.
      */
     default long dmaReadSourceStart(final long offset, final MemorySegment dst, final long dstOffset,
                                     final long length) {
-        dmaReadSource(offset, dst, dstOffset, length);
+        dmaRead(offset, dst, dstOffset, length);
         return 0;
+    }
+
+    /** {@link #dmaReadSourceStart} and {@link #dmaReadAwait}: the request's source read, complete when it returns. */
+    default void dmaReadSource(final long offset, final MemorySegment dst, final long dstOffset, final long length) {
+        dmaReadAwait(dmaReadSourceStart(offset, dst, dstOffset, length));
     }
 
     /** Waits until the read that {@link #dmaReadSourceStart} returned {@code token} for has landed. */

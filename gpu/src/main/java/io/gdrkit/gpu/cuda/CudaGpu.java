@@ -1185,17 +1185,10 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     }
 
     /**
-     * A read of a request's source on the NIC's read stream: not behind the NIC's writes in flight, so a GPU-to-GPU
-     * transfer's device-to-host reads overlap the host-to-device copies of what was read before (two copy engines).
+     * A read of a request's source on the NIC's read stream, an event behind it (the token of that event): not behind
+     * the NIC's writes in flight, so a GPU-to-GPU transfer's device-to-host reads overlap the host-to-device copies of
+     * what was read before (two copy engines).
      */
-    @Override
-    public void nicReadSource(final NicMapping mapping, final long offset, final MemorySegment dst,
-                              final long dstOffset, final long len) {
-        final long sptr = readFrom(mapping, offset, dst, dstOffset, len);
-        nicStaging.readSource(sptr, dst, dstOffset, len);
-    }
-
-    /** {@link #nicReadSource} started on the NIC's read stream, an event behind it: the token of that event. */
     @Override
     public long nicReadSourceStart(final NicMapping mapping, final long offset, final MemorySegment dst,
                                    final long dstOffset, final long len) {

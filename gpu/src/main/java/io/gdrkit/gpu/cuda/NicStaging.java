@@ -79,16 +79,14 @@ final class NicStaging {
     private final MemorySegment stream;
     private final ReentrantLock lock = new ReentrantLock();
     /**
-     * The stream of {@link #readSource} (a request's source, read by the requester beside the writes' copies on
+     * The stream of {@link #readSourceStart} (a request's source, read by the requester beside the writes' copies on
      * {@link #stream}: a GPU-to-GPU transfer reads device to host while it writes host to device) and its lock.
      */
     private final MemorySegment readStream;
     private final ReentrantLock readLock = new ReentrantLock();
     /** The pinned range the last source read went into (readLock). */
     private final long[] pinnedForSourceRead = new long[2];
-    /** Source reads made on {@link #readStream} (readLock). */
-    private long sourceReads;
-    /** Reads started ahead ({@link #readSourceStart}): an event each, reused in turn (readLock). */
+    /** Source reads ({@link #readSourceStart}): an event each, reused in turn (readLock). */
     private static final int SOURCE_EVENTS = 8;
     private MemorySegment[] sourceEvents;
     /** Reads started ahead so far, and how many of them (the first ones: one stream) are known to have landed. */
@@ -395,34 +393,11 @@ final class NicStaging {
     }
 
     /**
-     * A read of a request's source at device address {@code sptr} into pinned memory, on the read stream: not behind
-     * the NIC's writes in flight (what the application posted is there already; what the NIC still writes, no
-     * completion has reported), so it overlaps their copies. Complete when it returns. Into memory that is not
-     * pinned: {@link #read}.
-     */
-    void readSource(final long sptr, final MemorySegment dst, final long dstOffset, final long len) {
-        final long to = dst.address() + dstOffset;
-        readLock.lock();
-        try {
-            if (len > 0 && pinnedAt(to, len, pinnedForSourceRead)) {
-                d.check((int) d.cuMemcpyDtoHAsync.invokeExact(dst.asSlice(dstOffset, len), sptr, len, readStream),
-                    "cuMemcpyDtoHAsync_v2 (NIC source read)");
-                d.check((int) d.cuStreamSynchronize.invokeExact(readStream), "cuStreamSynchronize (NIC source read)");
-                sourceReads++;
-                return;
-            }
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
-        } finally {
-            readLock.unlock();
-        }
-        read(sptr, dst, dstOffset, len);
-    }
-
-    /**
-     * {@link #readSource} started without waiting: the copy and an event behind it on the read stream; returns the
-     * read's token (from 1) for {@link #awaitSourceRead}, or 0 when it was read at once (memory that is not pinned).
-     * With {@value #SOURCE_EVENTS} reads ahead in flight, the oldest is waited for first.
+     * A read of a request's source at device address {@code sptr} into pinned memory, started on the read stream with
+     * an event behind it: not behind the NIC's writes in flight (what the application posted is there already; what
+     * the NIC still writes, no completion has reported), so it overlaps their copies. Returns the read's token (from
+     * 1) for {@link #awaitSourceRead}, or 0 when it was read at once through {@link #read} (memory that is not
+     * pinned). With {@value #SOURCE_EVENTS} reads in flight, the oldest is waited for first.
      */
     long readSourceStart(final long sptr, final MemorySegment dst, final long dstOffset, final long len) {
         final long to = dst.address() + dstOffset;
@@ -447,11 +422,8 @@ final class NicStaging {
                     "cuMemcpyDtoHAsync_v2 (NIC source read ahead)");
                 d.check((int) d.cuEventRecord.invokeExact(sourceEvents[(int) (sourceIssued % SOURCE_EVENTS)],
                     readStream), "cuEventRecord (NIC source read ahead)");
-                sourceReads++;
                 return ++sourceIssued;
             }
-        } catch (final GpuException e) {
-            throw e;
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuMemcpyDtoHAsync_v2", t);
         } finally {
@@ -482,22 +454,10 @@ final class NicStaging {
         try {
             d.check((int) d.cuEventSynchronize.invokeExact(sourceEvents[(int) ((token - 1) % SOURCE_EVENTS)]),
                 "cuEventSynchronize (NIC source read ahead)");
-        } catch (final GpuException e) {
-            throw e;
         } catch (final Throwable t) {
             throw CudaDriver.linkage("cuEventSynchronize", t);
         }
         sourceLanded = token;
-    }
-
-    /** Source reads made on the read stream ({@link #readSource}). */
-    long sourceReads() {
-        readLock.lock();
-        try {
-            return sourceReads;
-        } finally {
-            readLock.unlock();
-        }
     }
 
     /** Counters for reports and tests: NIC reads that landed in pinned memory directly, and staged ones. */
