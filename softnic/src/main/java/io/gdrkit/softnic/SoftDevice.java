@@ -398,11 +398,12 @@ public final class SoftDevice implements Device, Agent, PortOwner {
      */
     private void fail(final Throwable e) {
         if (fatal == null) {
-            fatal = e;
-            raise(new AsyncEvent(AsyncEventType.DEVICE_FATAL, 0, "device " + name + " failed: " + e));
+            // every QP in ERR and in the scan before the failure is published: a poller that sees it flushes them
             for (final SoftQp qp : activeQps) {
                 toError(qp, -1, "");
             }
+            fatal = e;
+            raise(new AsyncEvent(AsyncEventType.DEVICE_FATAL, 0, "device " + name + " failed: " + e));
         }
     }
 
@@ -447,6 +448,11 @@ public final class SoftDevice implements Device, Agent, PortOwner {
     void flushPending() {
         duty.acquire(CONTROL_TIMEOUT_NS, "flush the QPs of failed device " + name);
         try {
+            // a QP parked while idle is out of the scan, and a post to it only queues a wake-up that the receiver's
+            // cycle (which a failed device no longer runs) would take: every QP back in, so its WRs are flushed
+            for (final SoftQp qp : activeQps) {
+                toError(qp, -1, "");
+            }
             for (int i = 0; i < 64 && flushAll() > 0; i++) {
                 // until every queue is empty or a CQ is full (the rest flushes as it is polled)
             }
