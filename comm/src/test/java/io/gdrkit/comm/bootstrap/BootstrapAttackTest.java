@@ -57,13 +57,23 @@ class BootstrapAttackTest {
                     probes.add(SocketChannel.open()); // their descriptors now, connected later
                 }
                 try (var x = FileDescriptorLimit.exhaust()) {
-                    // a descriptor closed late elsewhere in the JVM may still take a probe: then the next one
+                    // a descriptor closed late elsewhere in the JVM may still take a probe: then the next one,
+                    // once the root has let go of the one it took (its admission ends when the probe closes; a
+                    // descriptor it frees after the next refill would be taken by the next accept in turn)
                     for (int i = 0; i < probes.size() && b.failures() < 3; i++) {
                         x.refill();
                         probes.get(i).connect(at);
+                        final long refusedBefore = root.refusedConnections();
                         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
                         while (b.failures() < 3 && System.nanoTime() < deadline) {
                             Thread.sleep(1);
+                        }
+                        if (b.failures() < 3) {
+                            probes.get(i).close();
+                            final long let = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                            while (root.refusedConnections() == refusedBefore && System.nanoTime() < let) {
+                                Thread.sleep(1);
+                            }
                         }
                     }
                 }
