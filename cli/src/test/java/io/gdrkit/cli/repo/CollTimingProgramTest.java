@@ -62,6 +62,15 @@ class CollTimingProgramTest {
     static void compile() throws Exception {
         final Path mpicc = onPath("mpicc");
         assumeTrue(mpicc != null && onPath("mpirun") != null, "no mpicc or mpirun on the PATH (OpenMPI)");
+        // openmpi-bin without libopenmpi-dev has mpicc but no mpi.h: a toolchain that cannot build the smallest MPI
+        // program is absent, not a failure of coll_timing.c
+        final Path probe = dir.resolve("probe.c");
+        Files.writeString(probe, "#include <mpi.h>\nint main(void) { return MPI_SUCCESS; }\n");
+        final Process p = new ProcessBuilder(mpicc.toString(), "-o", dir.resolve("probe").toString(), probe.toString())
+            .redirectErrorStream(true).start();
+        final String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assumeTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0,
+            () -> mpicc + " cannot build a program that only includes mpi.h (OpenMPI's headers missing?): " + said);
         program = dir.resolve("coll_timing");
         run(120, mpicc.toString(), "-O2", "-o", program.toString(),
             LicenseHeaderTest.root().resolve("bench/mpi/coll_timing.c").toString(), "-lm");
