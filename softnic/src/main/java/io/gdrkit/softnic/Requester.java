@@ -212,6 +212,14 @@ final class Requester implements Agent {
             packets = spanPackets(qp, remaining, psn, true);
             payload = (int) Math.min((long) packets * mtu, remaining);
         }
+        // zero copy onto a socket: the record holds the headers, the payload is written from the MR when the link
+        // sends it (registered host memory any thread may read; the same walk and checks as a reference)
+        int deferred = 0;
+        if (refs == 0 && payload >= dev.oneCopyMin && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+            && dev.port.defersPayloads(qp.dlid, qp.destQpn, 1, 0)) {
+            refScratch.dmaViews = false;
+            deferred = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
+        }
         final boolean first = offset == 0;
         final boolean last = remaining <= payload;
         final boolean send = WrOpcode.isSend(op);
@@ -226,7 +234,12 @@ final class Requester implements Agent {
         final boolean ackReq = since >= ackReqInterval || windowClosing || ringEnd
             || (last && (qp.isSignaled(flags) || index + 1 == producer || since >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
-        if (!claim(qp, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq, solicited)) {
+        if (deferred > 0 && !dev.port.defersPayloads(qp.dlid, qp.destQpn, deferred,
+            Packet.lengthFor(opcode, payload))) {
+            deferred = 0;
+        }
+        if (!tx.claim(qp.dlid, qp.destQpn, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq,
+            solicited, deferred > 0)) {
             return -1;
         }
         {
@@ -244,6 +257,11 @@ final class Requester implements Agent {
                 // no MR can go between the walk and here (the responder resolves each reference again anyway)
                 // (across processes the token is this process's id, checked by the receiver against the peer)
                 refScratch.writeInto(pkt.reference(payload, refs, packets).refToken(dev.port.referenceToken()), refs);
+            } else if (deferred > 0) {
+                for (int i = 0; i < deferred; i++) {
+                    final SoftMr mr = refScratch.mr[i];
+                    tx.deferPayload(mr.segment, refScratch.va[i] - mr.address, refScratch.length[i]);
+                }
             } else if (payload > 0) {
                 if ((flags & SendFlags.INLINE) != 0) {
                     java.lang.foreign.MemorySegment.copy(sq.ring(), sq.inlineDataOffset(index) + offset,

@@ -110,6 +110,8 @@ final class Sgl {
         final long[] va = new long[SoftDevice.MAX_SGE];
         final int[] lkey = new int[SoftDevice.MAX_SGE];
         final int[] length = new int[SoftDevice.MAX_SGE];
+        /** The MR each reference lies in (a deferred payload is written from its memory). */
+        final SoftMr[] mr = new SoftMr[SoftDevice.MAX_SGE];
         /**
          * Whether DMA memory with a CPU view ({@link SoftMr#dmaView}) may be referenced: set by an RC requester
          * whose port does not pull references from another process (where a reference must be a host address).
@@ -172,6 +174,7 @@ final class Sgl {
                     into.va[segments] = addr;
                     into.lkey[segments] = mr.key;
                     into.length[segments] = chunk;
+                    into.mr[segments] = mr;
                     segments++;
                 }
             }

@@ -672,6 +672,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
             }
             mr.valid = false;
             mrs.remove(mr);
+            if (mr.segment != null) {
+                port.detachPayloads(mr.segment); // a record waiting for the socket stops reading it now
+            }
         } finally {
             duty.release();
         }
@@ -845,6 +848,9 @@ public final class SoftDevice implements Device, Agent, PortOwner {
                 : new SoftMr(p, cur.dma, acc, key, cur.release);
             cur.valid = false;
             mrs.remove(cur);
+            if (translation && cur.segment != null) {
+                port.detachPayloads(cur.segment);
+            }
             mrs.publish(next);
             cur.replacedBy(next);
             replaced = true;

@@ -26,12 +26,22 @@ final class Transmitter {
     /** Returns false when the link is full (nothing was claimed). */
     boolean claim(final int dlid, final int destQpn, final int opcode, final int payload, final int psn,
                   final boolean ackReq, final boolean solicited) {
+        return claim(dlid, destQpn, opcode, payload, psn, ackReq, solicited, false);
+    }
+
+    /**
+     * As {@link #claim(int, int, int, int, int, boolean, boolean)}; with {@code deferred} the link holds the packet's
+     * headers only (its LRH counts the payload), and the payload follows through {@link #deferPayload}.
+     */
+    boolean claim(final int dlid, final int destQpn, final int opcode, final int payload, final int psn,
+                  final boolean ackReq, final boolean solicited, final boolean deferred) {
         final int length = Packet.lengthFor(opcode, payload);
+        final int linkLength = deferred ? Packet.lengthFor(opcode, 0) : length;
         final boolean portDown = !dev.portActive;
         if (portDown) {
             dev.portDownTxLost++;
         }
-        final long off = portDown ? -2 : dev.port.tryClaim(dlid, destQpn, length);
+        final long off = portDown ? -2 : dev.port.tryClaim(dlid, destQpn, linkLength);
         if (off == -1) {
             return false;
         }
@@ -46,6 +56,13 @@ final class Transmitter {
         routable = true;
         pkt.init(dev.port.claimBuffer(), off, length, dlid, dev.port.lid(), opcode, destQpn, psn, ackReq, solicited);
         return true;
+    }
+
+    /** The next piece of a deferred payload (nothing where the packet goes nowhere). */
+    void deferPayload(final MemorySegment memory, final long offset, final int length) {
+        if (routable) {
+            dev.port.deferPayload(memory, offset, length);
+        }
     }
 
     void commit() {

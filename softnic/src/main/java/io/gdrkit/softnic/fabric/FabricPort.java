@@ -178,6 +178,40 @@ public interface FabricPort {
     }
 
     /**
+     * Whether the payload of the next record to {@code dlid} (on the connection {@code destQpn} picks) may stay in the
+     * sender's memory until the link sends it: the record in the link holds the packet's headers only, and up to
+     * {@code segments} pieces of registered host memory are attached to it with {@link #deferPayload}, to be written
+     * to the socket straight from there (no copy into the link; TCP). {@code wireLength} is the whole packet's length
+     * on the wire. Only where the bytes are not looked at before they leave: no link CRC and no link hook. Default
+     * false.
+     */
+    default boolean defersPayloads(final int dlid, final int destQpn, final int segments, final int wireLength) {
+        return false;
+    }
+
+    /**
+     * Attaches {@code length} bytes of {@code memory} at {@code offset} to the record just claimed (its headers only;
+     * the LRH's length counts the payload) as the next piece of its payload. Only after {@link #defersPayloads}
+     * said yes for this record; the pieces are published with the record by {@code commit}.
+     */
+    default void deferPayload(final MemorySegment memory, final long offset, final int length) {
+        throw new UnsupportedOperationException("this fabric port carries its payloads in the link");
+    }
+
+    /**
+     * {@code memory} is about to stop being the NIC's (its MR is deregistered): the bytes of it that records still
+     * waiting for the link would send from there are copied now, so that nothing is read from it later. A no-op where
+     * nothing is deferred.
+     */
+    default void detachPayloads(final MemorySegment memory) {
+    }
+
+    /** Records sent with their payload written to the link straight from the sender's memory. */
+    default long deferredSent() {
+        return 0;
+    }
+
+    /**
      * Makes {@code owner} (the NIC using this port) findable by its LID through {@link #peer(int, Class)} of every
      * port of the fabric, so a reference can be resolved against the sender's memory. A no-op where references are
      * not carried.

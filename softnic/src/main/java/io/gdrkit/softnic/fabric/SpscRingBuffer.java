@@ -118,6 +118,11 @@ public final class SpscRingBuffer {
         return claimIndex + HEADER;
     }
 
+    /** The absolute position of the claimed record's header (valid between a claim and its commit). */
+    public long claimPosition() {
+        return producerTail;
+    }
+
     /** Sets the claimed record's 32-bit tag (the link CRC lives there). */
     public void tag(final int tag) {
         INT.set(buffer, claimIndex + 4, tag);

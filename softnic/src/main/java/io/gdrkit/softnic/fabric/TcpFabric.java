@@ -75,6 +75,10 @@ public final class TcpFabric implements Fabric {
     /** Highest LID a hello may name (IB unicast LIDs are 0x0001..0xBFFF). */
     public static final int MAX_LID = 0xBFFF;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
+    /** Deferred records a connection holds at once (a power of two), their payload pieces, and pieces per record. */
+    private static final int DEFER_RECORDS = 256;
+    private static final int DEFER_PIECES = 1024;
+    private static final int MAX_PIECES = 32;
     private static final ValueLayout.OfShort BIG_U16 =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -105,6 +109,9 @@ public final class TcpFabric implements Fabric {
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
     private volatile long wrappedWrites;
     private volatile long partialWrites;
+    /** Records written with their payload straight from the sender's memory, and payloads found closed then. */
+    private volatile long deferredSent;
+    private volatile long deadPayloads;
     private final Thread acceptor;
     private volatile LinkHook hook;
     /** The socket buffers the kernel granted the last connection {@link #connect} opened, as it reports them. */
@@ -790,20 +797,238 @@ public final class TcpFabric implements Fabric {
         /** Its key in the port's selector (idle parking only), registered by the duty thread on first park. */
         java.nio.channels.SelectionKey key;
 
+        /*
+         * Records whose payload stays in the sender's memory until it is written to the socket (deferred): the ring
+         * holds their headers only, and these FIFOs, in ring order, what follows them on the wire. Record r is at
+         * ring position dPos, has dSegs pieces (the next ones of the piece FIFO) and dPayload bytes of payload.
+         * Duty thread only, as the ring's producer and consumer both are.
+         */
+        final long[] dPos = new long[DEFER_RECORDS];
+        final int[] dSegs = new int[DEFER_RECORDS];
+        final int[] dPayload = new int[DEFER_RECORDS];
+        long dHead;
+        long dTail;
+        final MemorySegment[] pMem = new MemorySegment[DEFER_PIECES];
+        final long[] pOff = new long[DEFER_PIECES];
+        final int[] pLen = new int[DEFER_PIECES];
+        long pHead;
+        long pTail;
+        /** Pieces attached to the record claimed now, not yet published (its commit does). */
+        int pendingPieces;
+        int pendingPayload;
+        /**
+         * The deferred record being written: frame header, packet headers (in the ring), payload pieces, zero pad.
+         * {@code dgatherMem} names the memory behind each payload entry (null for the others).
+         */
+        final ByteBuffer[] dgather = new ByteBuffer[3 + MAX_PIECES];
+        final MemorySegment[] dgatherMem = new MemorySegment[3 + MAX_PIECES];
+        int dStart;
+        int dCount;
+        long dRecordEnd;
+        final MemorySegment frame;
+        final ByteBuffer frameView;
+        final ByteBuffer padView;
+        final ByteBuffer ringView;
+        /** A ByteBuffer view per payload entry, kept while the same memory comes back (no allocation per record). */
+        final MemorySegment[] viewMem = new MemorySegment[MAX_PIECES];
+        final ByteBuffer[] viewBuf = new ByteBuffer[MAX_PIECES];
+
         Connection(final SocketChannel ch, final boolean accepted) {
             this.ch = ch;
             out = new SpscRingBuffer(arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
             gather[0] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             gather[1] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
+            ringView = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             in = arena.allocate(linkCapacity, 64);
             inView = in.asByteBuffer();
+            frame = arena.allocate(16, 8); // a frame header, then 8 zero bytes of pad
+            frameView = frame.asSlice(0, 8).asByteBuffer();
+            padView = frame.asSlice(8, 8).asByteBuffer();
+        }
+
+        boolean canDefer(final int pieces) {
+            return dTail - dHead < DEFER_RECORDS && pTail + pendingPieces + pieces - pHead <= DEFER_PIECES
+                && pieces <= MAX_PIECES;
+        }
+
+        void defer(final MemorySegment memory, final long offset, final int length) {
+            final int p = (int) ((pTail + pendingPieces) & (DEFER_PIECES - 1));
+            pMem[p] = memory;
+            pOff[p] = offset;
+            pLen[p] = length;
+            pendingPieces++;
+            pendingPayload += length;
+        }
+
+        /** The record claimed at {@code position} is committed with the pieces attached to it. */
+        void publishDeferred(final long position) {
+            final int r = (int) (dTail & (DEFER_RECORDS - 1));
+            dPos[r] = position;
+            dSegs[r] = pendingPieces;
+            dPayload[r] = pendingPayload;
+            pTail += pendingPieces;
+            dTail++;
+            pendingPieces = 0;
+            pendingPayload = 0;
         }
 
         /** Sends what the ring holds, as much as the socket takes. Returns bytes written. */
         int drain() throws IOException {
-            if (gatherCount == 0 && !prepare()) {
+            int total = 0;
+            for (int round = 0; round < 16; round++) {
+                final int n;
+                if (dCount > 0) {
+                    n = drainDeferred();
+                } else if (gatherCount > 0 || prepare()) {
+                    n = drainRuns();
+                } else if (dTail != dHead && out.headPosition() == dPos[(int) (dHead & (DEFER_RECORDS - 1))]) {
+                    prepareDeferred();
+                    n = drainDeferred();
+                } else {
+                    break;
+                }
+                if (n <= 0) {
+                    break;
+                }
+                total += n;
+                if (dCount > 0 || gatherCount > 0) {
+                    break; // the socket took less than it was offered: it is full for now
+                }
+            }
+            return total;
+        }
+
+        /**
+         * Points the deferred gather at the record at the ring's head: a frame header whose length counts the payload,
+         * the packet's headers where they lie in the ring, the payload where it lies in the sender's memory, and the
+         * zero bytes that align the next frame, as a record in the ring would be laid out.
+         */
+        private void prepareDeferred() {
+            final long head = out.headPosition();
+            final int index = out.indexOf(head);
+            final int headers = out.buffer().get(INT, index);
+            final int r = (int) (dHead & (DEFER_RECORDS - 1));
+            final int wire = headers + dPayload[r];
+            frame.set(INT, 0, wire);
+            frame.set(INT, 4, 0);
+            int k = 0;
+            dgatherMem[k] = null;
+            dgather[k++] = frameView.clear();
+            ringView.limit(index + SpscRingBuffer.HEADER + headers).position(index + SpscRingBuffer.HEADER);
+            dgatherMem[k] = null;
+            dgather[k++] = ringView;
+            for (int i = 0; i < dSegs[r]; i++) {
+                final int p = (int) ((pHead + i) & (DEFER_PIECES - 1));
+                dgatherMem[k] = pMem[p];
+                dgather[k++] = payloadView(i, pMem[p], pOff[p], pLen[p]);
+            }
+            final int frameBytes = SpscRingBuffer.HEADER + wire;
+            final int pad = ((frameBytes + 7) & ~7) - frameBytes;
+            if (pad > 0) {
+                dgatherMem[k] = null;
+                dgather[k++] = padView.limit(pad).position(0);
+            }
+            dStart = 0;
+            dCount = k;
+            dRecordEnd = head + ((SpscRingBuffer.HEADER + headers + 7) & ~7);
+        }
+
+        /** A window on {@code length} bytes of {@code memory}; zeros if it was closed meanwhile. */
+        private ByteBuffer payloadView(final int slot, final MemorySegment memory, final long offset, final int length) {
+            if (!memory.scope().isAlive()) {
+                deadPayloads++;
+                return ByteBuffer.allocateDirect(length); // freed under a WR in flight: zeros are what is left
+            }
+            if (memory.byteSize() > Integer.MAX_VALUE) {
+                return memory.asSlice(offset, length).asByteBuffer(); // beyond a ByteBuffer's reach as a whole
+            }
+            ByteBuffer v = viewBuf[slot];
+            if (viewMem[slot] != memory) {
+                v = memory.asByteBuffer();
+                viewMem[slot] = memory;
+                viewBuf[slot] = v;
+            }
+            return v.limit((int) (offset + length)).position((int) offset);
+        }
+
+        private int drainDeferred() throws IOException {
+            long n;
+            try {
+                n = ch.write(dgather, dStart, dCount - dStart);
+            } catch (final IllegalStateException closed) {
+                // an arena closed under a WR in flight: what is left of its bytes goes as zeros
+                for (int k = dStart; k < dCount; k++) {
+                    if (dgatherMem[k] != null && !dgatherMem[k].scope().isAlive()) {
+                        deadPayloads++;
+                        dgather[k] = ByteBuffer.allocateDirect(dgather[k].remaining());
+                        dgatherMem[k] = null;
+                    }
+                }
+                try {
+                    n = ch.write(dgather, dStart, dCount - dStart);
+                } catch (final IllegalStateException again) {
+                    throw new IOException("the memory of a request in flight was closed while it was sent: "
+                        + again.getMessage(), again);
+                }
+            }
+            if (n <= 0) {
                 return 0;
             }
+            while (dStart < dCount && !dgather[dStart].hasRemaining()) {
+                dStart++;
+            }
+            if (dStart == dCount) {
+                final int r = (int) (dHead & (DEFER_RECORDS - 1));
+                for (int i = 0; i < dSegs[r]; i++) {
+                    pMem[(int) ((pHead + i) & (DEFER_PIECES - 1))] = null; // hold no memory past its send
+                }
+                for (int k = 0; k < dCount; k++) {
+                    dgatherMem[k] = null;
+                }
+                pHead += dSegs[r];
+                dHead++;
+                dCount = 0;
+                out.releaseTo(dRecordEnd);
+                deferredSent++;
+            }
+            return (int) n;
+        }
+
+        /** Copies the bytes of {@code memory} that deferred records would still send from it (see detachPayloads). */
+        void detach(final MemorySegment memory) {
+            final boolean alive = memory.scope().isAlive();
+            for (long q = pHead; q < pTail + pendingPieces; q++) {
+                final int p = (int) (q & (DEFER_PIECES - 1));
+                if (pMem[p] == memory) {
+                    final MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, pLen[p]), 8);
+                    if (alive) {
+                        MemorySegment.copy(memory, pOff[p], copy, 0, pLen[p]);
+                    }
+                    pMem[p] = copy;
+                    pOff[p] = 0;
+                }
+            }
+            for (int k = dStart; k < dCount; k++) {
+                if (dgatherMem[k] == memory) {
+                    final ByteBuffer rest = dgather[k];
+                    final ByteBuffer copy = ByteBuffer.allocateDirect(rest.remaining());
+                    if (alive) {
+                        copy.put(rest.duplicate()).flip();
+                    }
+                    dgather[k] = copy;
+                    dgatherMem[k] = null;
+                }
+            }
+            for (int i = 0; i < MAX_PIECES; i++) {
+                if (viewMem[i] == memory) {
+                    viewMem[i] = null;
+                    viewBuf[i] = null;
+                }
+            }
+        }
+
+        /** Writes the ring's runs of records (no deferred one among them) as prepared. */
+        private int drainRuns() throws IOException {
             final long n = ch.write(gather, 0, gatherCount);
             if (n <= 0) {
                 return 0; // socket buffer full: the ring fills behind it (backpressure)
@@ -826,9 +1051,13 @@ public final class TcpFabric implements Fabric {
             return (int) n;
         }
 
-        /** Points the gather views at the committed records: one run, or two when they wrap around. */
+        /**
+         * Points the gather views at the committed records: one run, or two when they wrap around; up to the first
+         * deferred record, which goes on its own.
+         */
         private boolean prepare() {
-            final long tail = out.tailPosition();
+            final long tail = dTail != dHead ? Math.min(out.tailPosition(), dPos[(int) (dHead & (DEFER_RECORDS - 1))])
+                : out.tailPosition();
             long head = out.headPosition();
             if (head == tail) {
                 return false;
@@ -971,7 +1200,7 @@ public final class TcpFabric implements Fabric {
                         continue;
                     }
                     final int ops = java.nio.channels.SelectionKey.OP_READ
-                        | (c.gatherCount > 0 ? java.nio.channels.SelectionKey.OP_WRITE : 0);
+                        | (c.gatherCount > 0 || c.dCount > 0 ? java.nio.channels.SelectionKey.OP_WRITE : 0);
                     if (c.key == null) {
                         c.key = c.ch.register(selector, ops);
                     } else if (c.key.interestOps() != ops) {
@@ -1028,8 +1257,56 @@ public final class TcpFabric implements Fabric {
             return outbound(dlid, 0);
         }
 
+        /** The connection the last {@link #outbound} picked (null: the loopback ring or none). */
+        private Connection routed;
+
+        @Override
+        public boolean defersPayloads(final int dlid, final int destQpn, final int pieces, final int wireLength) {
+            if (crc() || hook != LinkHook.PASS || dlid == lid() || wireLength > maxPacket) {
+                return false;
+            }
+            return outbound(dlid, destQpn) != null && routed != null && routed.canDefer(pieces);
+        }
+
+        @Override
+        public void deferPayload(final MemorySegment memory, final long offset, final int length) {
+            routed.defer(memory, offset, length);
+        }
+
+        @Override
+        public void commit() {
+            final Connection c = routed;
+            if (c != null && c.pendingPieces > 0) {
+                c.publishDeferred(c.out.claimPosition());
+            }
+            super.commit();
+        }
+
+        @Override
+        public void abort() {
+            final Connection c = routed;
+            if (c != null) {
+                c.pendingPieces = 0;
+                c.pendingPayload = 0;
+            }
+            super.abort();
+        }
+
+        @Override
+        public void detachPayloads(final MemorySegment memory) {
+            for (final Connection c : conns) {
+                c.detach(memory);
+            }
+        }
+
+        @Override
+        public long deferredSent() {
+            return deferredSent;
+        }
+
         @Override
         SpscRingBuffer outbound(final int dlid, final int destQpn) {
+            routed = null;
             if (dlid == lid()) {
                 return self;
             }
@@ -1053,6 +1330,7 @@ public final class TcpFabric implements Fabric {
                     }
                 }
             }
+            routed = c;
             return c.out;
         }
 
