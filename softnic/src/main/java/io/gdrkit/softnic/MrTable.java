@@ -39,13 +39,26 @@ final class MrTable {
     void publish(final SoftMr mr) {
         slots.set(mr.key >>> 8, mr);
         live++;
+        changes++;
     }
 
     void remove(final SoftMr mr) {
         if (slots.compareAndSet(mr.key >>> 8, mr, null)) {
             live--;
         }
+        changes++;
     }
+
+    /**
+     * Counts every change of the table (an entry published or removed: registration, deregistration, a window bound
+     * or invalidated). Changed under the NIC's duty; a payload read straight into memory over several duty cycles
+     * checks it before each read, so no byte lands in memory whose key went meanwhile.
+     */
+    long changes() {
+        return changes;
+    }
+
+    private long changes;
 
     /**
      * A key's index is given up after keys of other generations were handed out on it (a memory window rebinds

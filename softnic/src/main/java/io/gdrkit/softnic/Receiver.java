@@ -13,7 +13,7 @@ import java.lang.foreign.MemorySegment;
  * Reads packets from the port and hands each, in place, to the responder (requests) or the completer
  * (responses) of its destination QP (rxe_recv.c). Malformed packets and unknown QPs are dropped and counted.
  */
-final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
+final class Receiver implements Agent, io.gdrkit.softnic.fabric.FabricPort.DirectSink {
     private final SoftDevice dev;
     private final Packet pkt = new Packet();
     private final int burst;
@@ -86,6 +86,39 @@ final class Receiver implements Agent, SpscRingBuffer.RecordHandler {
             dev.responder.onRequest(qp, pkt);
         } else {
             dev.completer.onResponse(qp, pkt);
+        }
+    }
+
+    @Override
+    public MemorySegment directTarget(final MemorySegment buffer, final long offset, final int length,
+                                      final long[] at) {
+        if (!dev.portActive || length < Packet.BASE_LENGTH) {
+            return null;
+        }
+        pkt.wrap(buffer, offset, length);
+        if (!pkt.isWellFormed() || !pkt.is(BthOpcode.REQUEST) || pkt.is(BthOpcode.UD)) {
+            return null;
+        }
+        final SoftQp qp = dev.qp(pkt.destQpn());
+        if (qp == null || qp.ud || pkt.slid() != qp.dlid) {
+            return null;
+        }
+        final SoftMr mr = dev.responder.directTarget(qp, pkt, at);
+        return mr == null ? null : mr.segment;
+    }
+
+    @Override
+    public long directEpoch() {
+        return dev.mrs.changes();
+    }
+
+    @Override
+    public void onPlaced(final MemorySegment buffer, final long offset, final int length) {
+        dev.responder.placedDirect = true;
+        try {
+            onRecord(buffer, offset, length);
+        } finally {
+            dev.responder.placedDirect = false;
         }
     }
 

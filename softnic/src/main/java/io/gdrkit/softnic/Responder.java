@@ -49,6 +49,60 @@ final class Responder implements Agent {
 
     // ---------------- receive side ----------------
 
+    /** The packet being handled had its payload read straight into its memory ({@link #directTarget}): no copy. */
+    boolean placedDirect;
+
+    /**
+     * Where the payload of an inline WRITE packet whose headers arrived ahead of its bytes may be read straight in:
+     * the MR, with the offset in it in {@code at[0]}; null when the packet is anything else than the next expected
+     * packet of a valid WRITE into host memory (then it arrives in the link's buffer and {@link #onRequest} judges it
+     * as always). Changes nothing. The same checks as {@link #onRequest} and {@link #onWrite} make for these bytes:
+     * the QP's state, ePSN, the opcode sequence, the payload's shape, the DMA length left, and the rkey's MR holding
+     * them with REMOTE_WRITE; the packet itself is then handled by {@code onRequest} with {@link #placedDirect}.
+     */
+    SoftMr directTarget(final SoftQp qp, final Packet p, final long[] at) {
+        final int s = qp.state;
+        if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD || p.isReference() || !p.is(BthOpcode.WRITE)
+            || p.is(BthOpcode.CONSUMES_RECV) || Psn.diff(p.psn(), qp.ePsn) != 0 || qp.inSend) {
+            return null;
+        }
+        final boolean first = p.is(BthOpcode.FIRST);
+        if (qp.inWrite == first) {
+            return null;
+        }
+        final int packets = inlinePackets(qp, p);
+        final long len = Integer.toUnsignedLong(p.payloadLength());
+        final boolean last = p.is(BthOpcode.LAST);
+        final long full = (long) packets * qp.mtu;
+        if (len == 0 || len > full || (!last && len != full) || (packets > 1 && len <= full - qp.mtu)) {
+            return null;
+        }
+        final long va;
+        final int rkey;
+        final long remaining;
+        if (first) {
+            if (!qp.remoteAccess(AccessFlags.REMOTE_WRITE) || p.rethDmaLength() < 0) {
+                return null;
+            }
+            va = p.rethVa();
+            rkey = p.rethRkey();
+            remaining = p.rethDmaLength();
+        } else {
+            va = qp.writeVa;
+            rkey = qp.writeRkey;
+            remaining = qp.writeRemaining;
+        }
+        if (len > remaining || (last && len != remaining)) {
+            return null;
+        }
+        final SoftMr mr = remoteMr(qp, rkey, va, len, AccessFlags.REMOTE_WRITE);
+        if (mr == null || mr.segment == null) {
+            return null; // DMA memory takes the copy path
+        }
+        at[0] = va - mr.address;
+        return mr;
+    }
+
     void onRequest(final SoftQp qp, final Packet p) {
         final int s = qp.state;
         if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD) {
@@ -346,8 +400,11 @@ final class Responder implements Agent {
                     return;
                 }
             } else {
-                // an inline span's new packets start skipBytes into its payload, past those received before
-                mr.copyIn(p.buffer(), p.payloadOffset() + skipBytes, qp.writeVa, len);
+                // an inline span's new packets start skipBytes into its payload, past those received before (or the
+                // link read the payload straight into this MR at writeVa, see directTarget)
+                if (!placedDirect) {
+                    mr.copyIn(p.buffer(), p.payloadOffset() + skipBytes, qp.writeVa, len);
+                }
                 qp.noteDmaWrite(mr);
             }
         }

@@ -268,7 +268,7 @@ class TcpInlineSpanTest {
         }
     }
 
-    private static void awaitEpsn(final Side b, final SoftQp q, final int psn) throws InterruptedException {
+    static void awaitEpsn(final Side b, final SoftQp q, final int psn) throws InterruptedException {
         for (int i = 0; i < 5000 && q.ePsn != psn && q.state == QpState.RTS; i++) {
             b.dev.doWork();
             Thread.sleep(1);

@@ -109,7 +109,7 @@ class TcpZeroCopyTest {
     }
 
     /** A WRITE of 4 MiB and 5 bytes, a SEND of 300 KiB and 3 from one MR, a WRITE gathered from two MRs. */
-    private static long transfer(final SoftNicContext ctx, final TcpFabricContext tcp) {
+    private static long[] transfer(final SoftNicContext ctx, final TcpFabricContext tcp) {
         try (Pair p = new Pair(ctx, tcp); Arena arena = Arena.ofShared()) {
             final int write = (4 << 20) + 5;
             final int send = 300 * 1024 + 3;
@@ -147,28 +147,30 @@ class TcpZeroCopyTest {
             Fixture.assertBytes(second.asSlice(3, 100_000), dst.asSlice(at + 70_001, 100_000),
                 "the gathered WRITE's second MR");
             assertEquals((byte) 0x5a, dst.get(ValueLayout.JAVA_BYTE, at + 170_001), "not one byte more");
-            return p.a.dev.port.deferredSent();
+            return new long[] {p.a.dev.port.deferredSent(), p.b.dev.port.directReceived()};
         }
     }
 
     @Test
     void everyByteArrivesWrittenFromTheMr() {
-        final long deferred = transfer(new SoftNicContext(), new TcpFabricContext().conclude());
-        assertTrue(deferred >= 16, "records sent from the MR: " + deferred);
+        final long[] n = transfer(new SoftNicContext(), new TcpFabricContext().conclude());
+        assertTrue(n[0] >= 16, "records sent from the MR: " + n[0]);
     }
 
     @Test
     void aSocketThatTakesLittleAtATimeGetsEveryByte() {
         // 4 KiB socket buffers (the kernel's minimum where it asks less): a record's frame, headers and payload
-        // are written over many calls, cut anywhere
-        final long deferred = transfer(new SoftNicContext(), new TcpFabricContext().sendBuffer(4096)
+        // are written over many calls, cut anywhere, and the receiver has a span's headers long before its payload:
+        // it reads the payload straight into the MR
+        final long[] n = transfer(new SoftNicContext(), new TcpFabricContext().sendBuffer(4096)
             .receiveBuffer(4096).conclude());
-        assertTrue(deferred >= 16, "records sent from the MR: " + deferred);
+        assertTrue(n[0] >= 16, "records sent from the MR: " + n[0]);
+        assertTrue(n[1] > 0, "payloads read straight into the MR: " + n[1]);
     }
 
     @Test
     void theCopyPathSendsTheSameBytes() {
-        assertEquals(0, transfer(new SoftNicContext().oneCopy(false), new TcpFabricContext().conclude()),
+        assertEquals(0, transfer(new SoftNicContext().oneCopy(false), new TcpFabricContext().conclude())[0],
             "gdrkit.nic.onecopy=false copies into the link");
     }
 
@@ -243,6 +245,133 @@ class TcpZeroCopyTest {
                     throw new AssertionError("byte " + i + " is " + got);
                 }
             }
+        }
+    }
+
+    /** A NIC on a TCP fabric without CRC, an MR of 4 MiB at the front of 8 MiB of 0x5a, and an RC QP to raw LID 9. */
+    private static final class Server implements AutoCloseable {
+        static final int CAP = 1 << 20;
+        final TcpFabric fabric = new TcpFabric(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), CAP, null,
+            false, 1, io.gdrkit.core.auth.Token.NONE);
+        final SoftNicDriver driver = SoftNicDriver.launch(new SoftNicContext(), fabric);
+        final Arena arena = Arena.ofShared();
+        final Side side = new Side(driver.addDevice("zc-server", 1));
+        final MemorySegment buf = arena.allocate(8L << 20, 4096);
+        final MemoryRegion mr;
+        final SoftQp qp;
+
+        Server() {
+            buf.fill((byte) 0x5a);
+            mr = side.pd.registerMr(buf.asSlice(0, 4L << 20), AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            qp = (SoftQp) side.pd.createQp(new QpInitAttr().cqs(side.cq, side.cq));
+            QpBringUp.toRts(qp, 0x77, 9, 900, 100, QpBringUp.rcDefaults());
+        }
+
+        /** Progresses the NIC until {@code done} or 5 s. */
+        void until(final java.util.function.BooleanSupplier done) throws InterruptedException {
+            for (int i = 0; i < 5000 && !done.getAsBoolean(); i++) {
+                side.dev.doWork();
+                Thread.sleep(1);
+            }
+        }
+
+        boolean placed(final long from, final int n) {
+            for (int i = 0; i < n; i++) {
+                if (buf.get(ValueLayout.JAVA_BYTE, from + i) != TcpInlineSpanTest.messageByte(i)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        void assertUntouched(final long from, final long to, final String what) {
+            for (long i = from; i < to; i++) {
+                if (buf.get(ValueLayout.JAVA_BYTE, i) != 0x5a) {
+                    throw new AssertionError(what + ": byte " + i + " was written");
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            driver.close();
+            fabric.close();
+            arena.close();
+        }
+    }
+
+    /**
+     * A raw peer sends a 64 KiB WRITE's headers and its first 1000 bytes, then stalls: the NIC reads the payload
+     * straight into the MR from there on. The MR is deregistered meanwhile; the rest of the payload, sent after,
+     * lands nowhere (the packet is dropped, ePSN unchanged), and the same packet sent again is refused by name.
+     */
+    @Test
+    void aPayloadReadStraightInStopsWhereItsKeyWent() throws Exception {
+        try (Server s = new Server();
+             java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 41, Server.CAP)) {
+            final int len = 16 * MTU;
+            final byte[] f = TcpInlineSpanTest.frame(io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, s.qp.qpNum(),
+                100, s.mr.address(), s.mr.rkey(), len, len, 0);
+            final int head = 8 + io.gdrkit.softnic.wire.Packet.lengthFor(
+                io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, 0) + 1000;
+            raw.getOutputStream().write(f, 0, head);
+            raw.getOutputStream().flush();
+            s.until(() -> s.placed(0, 1000));
+            assertTrue(s.placed(0, 1000), "the first 1000 bytes placed once the headers were judged");
+            s.mr.deregister();
+            raw.getOutputStream().write(f, head, f.length - head);
+            raw.getOutputStream().write(f); // sent again: now the rkey is gone
+            raw.getOutputStream().flush();
+            s.until(() -> s.qp.state == io.gdrkit.verbs.QpState.ERR);
+            assertEquals(io.gdrkit.verbs.QpState.ERR, s.qp.state, "the packet sent again is refused");
+            assertEquals(100, s.qp.ePsn, "nothing accepted");
+            s.assertUntouched(1000, len, "after the deregistration");
+            final io.gdrkit.verbs.AsyncEvent e = s.side.ctx.pollAsyncEvent();
+            assertTrue(e != null && e.detail().contains("refused for WRITE"), () -> "" + e);
+        }
+    }
+
+    /**
+     * Headers that arrive ahead of their payload for memory the rkey does not cover (a WRITE running 1000 bytes past
+     * the MR's end): nothing is read straight anywhere, the whole packet is judged as always (remote access error),
+     * and neither the MR nor the memory behind it changes.
+     */
+    @Test
+    void headersForMemoryTheKeyDoesNotCoverAreNeverReadStraightIn() throws Exception {
+        try (Server s = new Server();
+             java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 42, Server.CAP)) {
+            final int len = 16 * MTU;
+            final long va = s.mr.address() + (4L << 20) - len + 1000;
+            final byte[] f = TcpInlineSpanTest.frame(io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, s.qp.qpNum(),
+                100, va, s.mr.rkey(), len, len, 0);
+            raw.getOutputStream().write(f, 0, 100);
+            raw.getOutputStream().flush();
+            s.until(() -> false); // let the NIC see the headers alone for a while
+            raw.getOutputStream().write(f, 100, f.length - 100);
+            raw.getOutputStream().flush();
+            s.until(() -> s.qp.state == io.gdrkit.verbs.QpState.ERR);
+            assertEquals(io.gdrkit.verbs.QpState.ERR, s.qp.state, "remote access error");
+            s.assertUntouched(0, 8L << 20, "the MR and what lies behind it");
+            assertEquals(0, s.side.dev.port.directReceived(), "nothing read straight into memory");
+        }
+    }
+
+    /** A peer that closes its connection in the middle of a payload being read straight in: dropped, nothing more. */
+    @Test
+    void aPeerGoneInTheMiddleOfAPayloadLeavesTheRestUntouched() throws Exception {
+        try (Server s = new Server()) {
+            final int len = 16 * MTU;
+            try (java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 43, Server.CAP)) {
+                final byte[] f = TcpInlineSpanTest.frame(io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY,
+                    s.qp.qpNum(), 100, s.mr.address(), s.mr.rkey(), len, len, 0);
+                raw.getOutputStream().write(f, 0, 5000);
+                raw.getOutputStream().flush();
+                s.until(() -> s.buf.get(ValueLayout.JAVA_BYTE, 0) != 0x5a);
+            }
+            s.until(() -> s.fabric.lastError().contains("closed"));
+            assertTrue(s.fabric.lastError().contains("closed"), s.fabric::lastError);
+            assertEquals(100, s.qp.ePsn, "nothing accepted");
+            s.assertUntouched(5000, len, "past what the peer sent");
         }
     }
 }

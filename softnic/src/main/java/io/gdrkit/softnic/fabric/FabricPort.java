@@ -206,6 +206,34 @@ public interface FabricPort {
     default void detachPayloads(final MemorySegment memory) {
     }
 
+    /**
+     * A record handler that can say, from a request's headers alone, where its payload belongs, so that a link whose
+     * bytes arrive in pieces (a socket) reads the payload straight there instead of into its buffer first.
+     */
+    interface DirectSink extends SpscRingBuffer.RecordHandler {
+        /**
+         * Where the payload of the packet at {@code offset} of {@code buffer} (its headers there; {@code length} its
+         * whole length, LRH included) may be read straight in: the memory, with the offset in it in {@code at[0]};
+         * null when the packet must arrive whole in the link's buffer. Changes nothing.
+         */
+        MemorySegment directTarget(MemorySegment buffer, long offset, int length, long[] at);
+
+        /**
+         * A count that changes whenever memory {@link #directTarget} found may have stopped being writable so (keys
+         * registered, deregistered, invalidated): a link reading a payload over several calls checks it before each
+         * read, and drops the packet instead when it changed.
+         */
+        long directEpoch();
+
+        /** The packet whose payload was read where {@link #directTarget} said: handled as by {@code onRecord}. */
+        void onPlaced(MemorySegment buffer, long offset, int length);
+    }
+
+    /** Packets whose payload was read from the link straight into their memory, and those dropped on the way. */
+    default long directReceived() {
+        return 0;
+    }
+
     /** Records sent with their payload written to the link straight from the sender's memory. */
     default long deferredSent() {
         return 0;

@@ -79,6 +79,12 @@ public final class TcpFabric implements Fabric {
     private static final int DEFER_RECORDS = 256;
     private static final int DEFER_PIECES = 1024;
     private static final int MAX_PIECES = 32;
+    /** Deferred records one gathering write sends at most, and its entries (each record 3 and its pieces). */
+    private static final int BATCH_RECORDS = 16;
+    private static final int DGATHER = 128;
+    /** The smallest frame whose payload may be read straight into memory, and how far a read looks past one. */
+    private static final int DIRECT_MIN = 16 * 1024;
+    private static final int DIRECT_PEEK = 1024;
     private static final ValueLayout.OfShort BIG_U16 =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -112,6 +118,9 @@ public final class TcpFabric implements Fabric {
     /** Records written with their payload straight from the sender's memory, and payloads found closed then. */
     private volatile long deferredSent;
     private volatile long deadPayloads;
+    /** Packets whose payload was read straight into their memory, and those dropped because its keys changed. */
+    private volatile long directReceived;
+    private volatile long directDropped;
     private final Thread acceptor;
     private volatile LinkHook hook;
     /** The socket buffers the kernel granted the last connection {@link #connect} opened, as it reports them. */
@@ -817,33 +826,63 @@ public final class TcpFabric implements Fabric {
         int pendingPieces;
         int pendingPayload;
         /**
-         * The deferred record being written: frame header, packet headers (in the ring), payload pieces, zero pad.
-         * {@code dgatherMem} names the memory behind each payload entry (null for the others).
+         * The deferred records being written, up to {@link #BATCH_RECORDS} consecutive ones per gathering write: for
+         * each a frame header, its packet headers (in the ring), its payload pieces and its zero pad. {@code
+         * dgatherMem} names the memory behind each payload entry (null for the others); record i of the batch ends
+         * with entry {@code dRecLast[i]} and frees the ring to {@code dRecEnd[i]}.
          */
-        final ByteBuffer[] dgather = new ByteBuffer[3 + MAX_PIECES];
-        final MemorySegment[] dgatherMem = new MemorySegment[3 + MAX_PIECES];
+        final ByteBuffer[] dgather = new ByteBuffer[DGATHER];
+        final MemorySegment[] dgatherMem = new MemorySegment[DGATHER];
         int dStart;
         int dCount;
-        long dRecordEnd;
+        final int[] dRecLast = new int[BATCH_RECORDS];
+        final long[] dRecEnd = new long[BATCH_RECORDS];
+        int dRecDone;
         final MemorySegment frame;
-        final ByteBuffer frameView;
-        final ByteBuffer padView;
-        final ByteBuffer ringView;
-        /** A ByteBuffer view per payload entry, kept while the same memory comes back (no allocation per record). */
-        final MemorySegment[] viewMem = new MemorySegment[MAX_PIECES];
-        final ByteBuffer[] viewBuf = new ByteBuffer[MAX_PIECES];
+        final ByteBuffer[] frameViews = new ByteBuffer[BATCH_RECORDS];
+        final ByteBuffer[] padViews = new ByteBuffer[BATCH_RECORDS];
+        final ByteBuffer[] ringViews = new ByteBuffer[BATCH_RECORDS];
+        /*
+         * A request's payload read straight into its memory (see DirectSink): the frame's and packet's headers wait at
+         * in[0, directHeader) while the payload's rest goes into directView, then what follows into in after them.
+         * Cancelled (the memory's keys changed meanwhile): the rest is read into a sink and the packet dropped.
+         */
+        boolean direct;
+        boolean directCancelled;
+        ByteBuffer directView;
+        long directEpoch;
+        int directHeader;
+        int directLength;
+        int directPad;
+        long sinkLeft;
+        ByteBuffer sink;
+        /** Bytes to skip at the front of what is read next (the pad of a frame read straight into memory). */
+        int discard;
+        /** Reads peek only a little past a frame while large WRITEs follow each other (they may go direct too). */
+        boolean bulk;
+        final long[] at = new long[1];
+        final ByteBuffer[] scatter = new ByteBuffer[2];
+        MemorySegment directViewMem;
+        ByteBuffer directViewBuf;
+
+        /** A ByteBuffer view per gather entry, kept while the same memory comes back (no allocation per record). */
+        final MemorySegment[] viewMem = new MemorySegment[DGATHER];
+        final ByteBuffer[] viewBuf = new ByteBuffer[DGATHER];
 
         Connection(final SocketChannel ch, final boolean accepted) {
             this.ch = ch;
             out = new SpscRingBuffer(arena.allocate(SpscRingBuffer.segmentSize(linkCapacity), 64));
             gather[0] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             gather[1] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
-            ringView = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
             in = arena.allocate(linkCapacity, 64);
             inView = in.asByteBuffer();
-            frame = arena.allocate(16, 8); // a frame header, then 8 zero bytes of pad
-            frameView = frame.asSlice(0, 8).asByteBuffer();
-            padView = frame.asSlice(8, 8).asByteBuffer();
+            // a frame header per record of a batch, then 8 zero bytes of pad
+            frame = arena.allocate(8L * BATCH_RECORDS + 8, 8);
+            for (int i = 0; i < BATCH_RECORDS; i++) {
+                frameViews[i] = frame.asSlice(8L * i, 8).asByteBuffer();
+                padViews[i] = frame.asSlice(8L * BATCH_RECORDS, 8).asByteBuffer();
+                ringViews[i] = out.buffer().asSlice(0, linkCapacity).asByteBuffer();
+            }
         }
 
         boolean canDefer(final int pieces) {
@@ -899,38 +938,51 @@ public final class TcpFabric implements Fabric {
         }
 
         /**
-         * Points the deferred gather at the record at the ring's head: a frame header whose length counts the payload,
-         * the packet's headers where they lie in the ring, the payload where it lies in the sender's memory, and the
-         * zero bytes that align the next frame, as a record in the ring would be laid out.
+         * Points the deferred gather at the records from the ring's head on, as long as deferred records follow each
+         * other: for each a frame header whose length counts the payload, the packet's headers where they lie in the
+         * ring, the payload where it lies in the sender's memory, and the zero bytes that align the next frame, as a
+         * record in the ring would be laid out.
          */
         private void prepareDeferred() {
-            final long head = out.headPosition();
-            final int index = out.indexOf(head);
-            final int headers = out.buffer().get(INT, index);
-            final int r = (int) (dHead & (DEFER_RECORDS - 1));
-            final int wire = headers + dPayload[r];
-            frame.set(INT, 0, wire);
-            frame.set(INT, 4, 0);
+            long pos = out.headPosition();
+            final MemorySegment ring = out.buffer();
+            long piece = pHead;
             int k = 0;
-            dgatherMem[k] = null;
-            dgather[k++] = frameView.clear();
-            ringView.limit(index + SpscRingBuffer.HEADER + headers).position(index + SpscRingBuffer.HEADER);
-            dgatherMem[k] = null;
-            dgather[k++] = ringView;
-            for (int i = 0; i < dSegs[r]; i++) {
-                final int p = (int) ((pHead + i) & (DEFER_PIECES - 1));
-                dgatherMem[k] = pMem[p];
-                dgather[k++] = payloadView(i, pMem[p], pOff[p], pLen[p]);
-            }
-            final int frameBytes = SpscRingBuffer.HEADER + wire;
-            final int pad = ((frameBytes + 7) & ~7) - frameBytes;
-            if (pad > 0) {
+            int b = 0;
+            for (long rec = dHead; rec < dTail && b < BATCH_RECORDS; rec++, b++) {
+                final int r = (int) (rec & (DEFER_RECORDS - 1));
+                if (dPos[r] != pos || k + 3 + dSegs[r] > DGATHER) {
+                    break; // a record between them travels with its bytes (or padding), or the gather is full
+                }
+                final int index = out.indexOf(pos);
+                final int headers = ring.get(INT, index);
+                final int wire = headers + dPayload[r];
+                frame.set(INT, 8L * b, wire);
+                frame.set(INT, 8L * b + 4, 0);
                 dgatherMem[k] = null;
-                dgather[k++] = padView.limit(pad).position(0);
+                dgather[k++] = frameViews[b].clear();
+                dgatherMem[k] = null;
+                dgather[k++] = ringViews[b].limit(index + SpscRingBuffer.HEADER + headers)
+                    .position(index + SpscRingBuffer.HEADER);
+                for (int i = 0; i < dSegs[r]; i++, piece++) {
+                    final int p = (int) (piece & (DEFER_PIECES - 1));
+                    dgatherMem[k] = pMem[p];
+                    dgather[k] = payloadView(k, pMem[p], pOff[p], pLen[p]);
+                    k++;
+                }
+                final int frameBytes = SpscRingBuffer.HEADER + wire;
+                final int pad = ((frameBytes + 7) & ~7) - frameBytes;
+                if (pad > 0) {
+                    dgatherMem[k] = null;
+                    dgather[k++] = padViews[b].limit(pad).position(0);
+                }
+                pos += (SpscRingBuffer.HEADER + headers + 7) & ~7;
+                dRecLast[b] = k - 1;
+                dRecEnd[b] = pos;
             }
             dStart = 0;
             dCount = k;
-            dRecordEnd = head + ((SpscRingBuffer.HEADER + headers + 7) & ~7);
+            dRecDone = 0;
         }
 
         /** A window on {@code length} bytes of {@code memory}; zeros if it was closed meanwhile. */
@@ -975,21 +1027,22 @@ public final class TcpFabric implements Fabric {
                 return 0;
             }
             while (dStart < dCount && !dgather[dStart].hasRemaining()) {
+                dgatherMem[dStart] = null;
+                if (dStart == dRecLast[dRecDone]) { // a whole record sent: its ring bytes and pieces are free
+                    final int r = (int) (dHead & (DEFER_RECORDS - 1));
+                    for (int i = 0; i < dSegs[r]; i++) {
+                        pMem[(int) ((pHead + i) & (DEFER_PIECES - 1))] = null; // hold no memory past its send
+                    }
+                    pHead += dSegs[r];
+                    dHead++;
+                    out.releaseTo(dRecEnd[dRecDone]);
+                    dRecDone++;
+                    deferredSent++;
+                }
                 dStart++;
             }
             if (dStart == dCount) {
-                final int r = (int) (dHead & (DEFER_RECORDS - 1));
-                for (int i = 0; i < dSegs[r]; i++) {
-                    pMem[(int) ((pHead + i) & (DEFER_PIECES - 1))] = null; // hold no memory past its send
-                }
-                for (int k = 0; k < dCount; k++) {
-                    dgatherMem[k] = null;
-                }
-                pHead += dSegs[r];
-                dHead++;
                 dCount = 0;
-                out.releaseTo(dRecordEnd);
-                deferredSent++;
             }
             return (int) n;
         }
@@ -1097,6 +1150,26 @@ public final class TcpFabric implements Fabric {
             b.limit(index + (int) (to - from)).position(index);
         }
 
+        /** A window on {@code length} bytes of {@code memory} at {@code offset}, for a read straight into it. */
+        ByteBuffer directWindow(final MemorySegment memory, final long offset, final int length) {
+            if (memory.byteSize() > Integer.MAX_VALUE) {
+                return memory.asSlice(offset, length).asByteBuffer();
+            }
+            if (directViewMem != memory) {
+                directViewBuf = memory.asByteBuffer();
+                directViewMem = memory;
+            }
+            return directViewBuf.limit((int) (offset + length)).position((int) offset);
+        }
+
+        /** The sink's window for the next {@code sinkLeft} bytes of a cancelled payload. */
+        ByteBuffer sinkWindow() {
+            if (sink == null) {
+                sink = ByteBuffer.allocateDirect(64 * 1024);
+            }
+            return sink.clear().limit((int) Math.min(sink.capacity(), sinkLeft));
+        }
+
         /** Reads what the socket has, room permitting. Returns bytes read; -1 at end of stream. */
         int fill() throws IOException {
             if (inStart == inEnd) {
@@ -1111,12 +1184,21 @@ public final class TcpFabric implements Fabric {
             if (inEnd == linkCapacity) {
                 return 0;
             }
-            inView.limit(linkCapacity).position(inEnd);
+            inView.limit(bulk ? Math.min(linkCapacity, inEnd + DIRECT_PEEK) : linkCapacity).position(inEnd);
             final int n = ch.read(inView);
             if (n > 0) {
                 inEnd += n;
+                skipDiscarded();
             }
             return n;
+        }
+
+        private void skipDiscarded() {
+            if (discard > 0) {
+                final int d = Math.min(discard, inEnd - inStart);
+                inStart += d;
+                discard -= d;
+            }
         }
 
         void close() {
@@ -1305,6 +1387,11 @@ public final class TcpFabric implements Fabric {
         }
 
         @Override
+        public long directReceived() {
+            return directReceived;
+        }
+
+        @Override
         SpscRingBuffer outbound(final int dlid, final int destQpn) {
             routed = null;
             if (dlid == lid()) {
@@ -1404,14 +1491,111 @@ public final class TcpFabric implements Fabric {
         /** Hands up to {@code budget} buffered frames to the handler, reading from the socket if it needs more. */
         private int receive(final Connection c, final SpscRingBuffer.RecordHandler handler, final int budget)
             throws IOException {
-            int n = parse(c, handler, budget);
+            int n = c.direct ? 0 : parse(c, handler, budget);
             if (n < budget) {
-                if (c.fill() < 0) {
+                if (c.direct) {
+                    n += fillDirect(c, handler);
+                } else if (c.fill() < 0) {
                     throw new IOException("peer LID " + c.peer.lid + " closed the connection");
                 }
-                n += parse(c, handler, budget - n);
+                if (!c.direct) {
+                    n += parse(c, handler, budget - n);
+                }
             }
             return n;
+        }
+
+        /**
+         * The frame at {@code at} of {@code c.in} is a request whose headers are here and whose payload is not all
+         * here: if the handler knows where it goes, what is here is copied there, the headers move to the front of the
+         * buffer, and the rest will be read straight there ({@link #fillDirect}). Returns whether it went so.
+         */
+        private boolean startDirect(final Connection c, final FabricPort.DirectSink sink, final int at,
+                                    final int length) {
+            final MemorySegment in = c.in;
+            final long packet = at + SpscRingBuffer.HEADER;
+            final int have = c.inEnd - at - SpscRingBuffer.HEADER;
+            if (have < io.gdrkit.softnic.wire.Packet.BASE_LENGTH) {
+                return false;
+            }
+            final int opcode = in.get(ValueLayout.JAVA_BYTE, packet + 8) & 0xFF;
+            if (!io.gdrkit.softnic.wire.BthOpcode.isValid(opcode)) {
+                return false;
+            }
+            final int headers = io.gdrkit.softnic.wire.Packet.lengthFor(opcode, 0);
+            if (have < headers || headers >= length || (in.get(BIG_U16, packet) & 0xFFFF) != lid()
+                || (in.get(BIG_U16, packet + 2) & 0xFFFF) != c.peer.lid) {
+                return false; // a spoofed frame is refused by name once it is whole
+            }
+            final MemorySegment memory = sink.directTarget(in, packet, length, c.at);
+            if (memory == null) {
+                return false;
+            }
+            final long offset = c.at[0];
+            final int payload = length - headers;
+            final int here = have - headers;
+            final int arrived = Math.min(here, payload); // the rest of what is here is pad (the frame is not whole)
+            MemorySegment.copy(in, packet + headers, memory, offset, arrived);
+            MemorySegment.copy(in, at, in, 0, SpscRingBuffer.HEADER + headers);
+            c.direct = true;
+            c.directCancelled = false;
+            c.directEpoch = sink.directEpoch();
+            c.directHeader = SpscRingBuffer.HEADER + headers;
+            c.directLength = length;
+            c.directPad = ((length + SpscRingBuffer.HEADER + 7) & ~7) - SpscRingBuffer.HEADER - length
+                - (here - arrived);
+            c.directView = c.directWindow(memory, offset + arrived, payload - arrived);
+            c.inStart = 0;
+            c.inEnd = c.directHeader;
+            c.bulk = true;
+            return true;
+        }
+
+        /**
+         * Reads the rest of a payload straight into its memory, and a little of what follows into the buffer after
+         * the waiting headers; once the payload is whole the packet goes to the handler. Returns packets handled.
+         */
+        private int fillDirect(final Connection c, final SpscRingBuffer.RecordHandler handler) throws IOException {
+            if (!c.directCancelled && (!(handler instanceof FabricPort.DirectSink sink)
+                || sink.directEpoch() != c.directEpoch)) {
+                // keys changed since the memory was found (or the port went down): nothing more lands there
+                c.directCancelled = true;
+                c.sinkLeft = c.directView.remaining();
+                c.directView = c.sinkWindow();
+            }
+            final ByteBuffer inView = c.inView;
+            inView.limit(Math.min(linkCapacity, c.directHeader + DIRECT_PEEK)).position(c.directHeader);
+            c.scatter[0] = c.directView;
+            c.scatter[1] = inView;
+            final long r = c.ch.read(c.scatter);
+            if (r < 0) {
+                throw new IOException("peer LID " + c.peer.lid + " closed the connection");
+            }
+            if (c.directCancelled) {
+                c.sinkLeft -= c.directView.position();
+                if (c.sinkLeft > 0) {
+                    c.directView = c.sinkWindow();
+                    return 0;
+                }
+            } else if (c.directView.hasRemaining()) {
+                return 0;
+            }
+            c.inEnd = inView.position();
+            c.direct = false;
+            if (c.directCancelled) {
+                directDropped++; // treated as lost: the requester sends it again, and it is judged then
+            } else {
+                ((FabricPort.DirectSink) handler).onPlaced(c.in, SpscRingBuffer.HEADER, c.directLength);
+                directReceived++;
+            }
+            final int skip = c.directHeader + c.directPad;
+            if (c.inEnd >= skip) {
+                c.inStart = skip;
+            } else {
+                c.inStart = c.inEnd;
+                c.discard = skip - c.inEnd;
+            }
+            return c.directCancelled ? 0 : 1;
         }
 
         private int parse(final Connection c, final SpscRingBuffer.RecordHandler handler, final int budget)
@@ -1427,6 +1611,10 @@ public final class TcpFabric implements Fabric {
                 }
                 final int frame = (length + SpscRingBuffer.HEADER + 7) & ~7;
                 if (c.inEnd - at < frame) {
+                    if (length >= DIRECT_MIN && !crc() && handler instanceof FabricPort.DirectSink sink
+                        && startDirect(c, sink, at, length)) {
+                        return n;
+                    }
                     break;
                 }
                 c.inStart = at + frame;
@@ -1448,6 +1636,7 @@ public final class TcpFabric implements Fabric {
                     break; // the handler's sends found the peer dead
                 }
             }
+            c.bulk = false; // no payload went straight to memory this time: read whole runs of frames again
             return n;
         }
 
