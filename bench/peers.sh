@@ -79,7 +79,7 @@ for run in $(seq 1 "$RUNS"); do
     for s in 1048576 4194304; do
       step "run $run/$RUNS: gdrkit write_bw shm $s B" perf write_bw --fabric shm --loopback -s $s -n 3000
       step "run $run/$RUNS: gdrkit write_bw shm $s B, 64 KiB MTU" perf write_bw --fabric shm --loopback -s $s -n 3000 --mtu 65536
-      step "run $run/$RUNS: gdrkit write_bw tcp $s B" perf write_bw --fabric tcp --loopback -s $s -n 1000
+      step "run $run/$RUNS: gdrkit write_bw tcp $s B" perf write_bw --fabric tcp --loopback -s $s -n 5000 # perftest's default
     done
     step "run $run/$RUNS: gdrkit write_lat shm 8 B" perf write_lat --fabric shm --loopback -s 8 -n 100000
     step "run $run/$RUNS: gdrkit write_lat tcp 8 B" perf write_lat --fabric tcp --loopback -s 8 -n 20000

@@ -388,7 +388,8 @@ class PerfCommandTest {
             final String snd = "gdrkit.tcp.sndbuf=" + autoBuffer("wmem_max") + " (default)";
             final String rcv = "gdrkit.tcp.rcvbuf=" + autoBuffer("rmem_max") + " (default)";
             assertEquals(List.of(snd, rcv,
-                "gdrkit.tcp.park.ms=1 (default)", "gdrkit.tcp.spin.us=40 (property)"),
+                "gdrkit.tcp.park.ms=1 (default)", "gdrkit.tcp.spin.us=40 (property)",
+                "gdrkit.tcp.direct.min=16384 (default)"),
                 JSON.convertValue(settings, List.class), j::toString);
             // and what the kernel granted the client's connection, as it reports it: at least the ask where one was
             // made
@@ -403,7 +404,8 @@ class PerfCommandTest {
                 "-s", "64", "--report", dir.toString());
             assertEquals(0, t.exitCode(), t::toString);
             final String line = "# tcp_settings: [" + snd + ", " + rcv + ", "
-                + "gdrkit.tcp.park.ms=1 (default), gdrkit.tcp.spin.us=40 (property)]";
+                + "gdrkit.tcp.park.ms=1 (default), gdrkit.tcp.spin.us=40 (property), gdrkit.tcp.direct.min=16384 "
+                + "(default)]";
             assertTrue(t.lines().contains(line), t::toString);
             assertTrue(t.lines().contains("# tcp_parking: false"), () -> "a latency test busy-polls: " + t);
             assertTrue(json(j.lines().get(j.lines().size() - 1)).path("tcp_parking").asBoolean(false), j::toString);

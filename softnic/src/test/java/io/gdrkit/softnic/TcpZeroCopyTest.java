@@ -169,6 +169,13 @@ class TcpZeroCopyTest {
     }
 
     @Test
+    void withDirectMinZeroEveryPayloadArrivesInTheBufferFirst() {
+        final long[] n = transfer(new SoftNicContext(), new TcpFabricContext().sendBuffer(4096).receiveBuffer(4096)
+            .directMin(0).conclude());
+        assertEquals(0, n[1], "gdrkit.tcp.direct.min=0: nothing read straight into the MR");
+    }
+
+    @Test
     void theCopyPathSendsTheSameBytes() {
         assertEquals(0, transfer(new SoftNicContext().oneCopy(false), new TcpFabricContext().conclude())[0],
             "gdrkit.nic.onecopy=false copies into the link");

@@ -203,13 +203,18 @@ public final class SoftNicConfiguration {
     /** Microseconds of idle duty cycles before parking. */
     public static final SettingDef<Integer> TCP_SPIN_US = SettingDef.integer("gdrkit.tcp.spin.us", 50, 0, 1_000_000,
         "microseconds of consecutive idle cycles before a TCP port parks").readBy("TcpFabricContext");
+    /** Smallest WRITE frame whose payload a TCP port reads straight into its MR. */
+    public static final SettingDef<Integer> TCP_DIRECT_MIN = SettingDef.integer("gdrkit.tcp.direct.min", 16 * 1024,
+        0, 1 << 30, "smallest RDMA WRITE frame (bytes) whose payload a TCP port reads from the socket straight into the "
+            + "MR once its headers are judged, where the link has no CRC; 0: none (every payload arrives in the receive "
+            + "buffer first and is copied)").readBy("TcpFabricContext");
 
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(PROGRESS, IDLE, BACKSTOP_US, LINK_CAPACITY,
         RETRANSMIT_FACTOR, RETRANSMIT_BACKOFF, ACK_REQ_INTERVAL, WINDOW, BURST, LINK_CRC, DMABUF, PEERMEM, ONE_COPY,
         SOURCE_RING, SOURCE_AHEAD, ONE_COPY_MIN, SCAN_PARK, UD_ONE_COPY_MIN, UD_REFERENCE_TIMEOUT_MS, BATCH, SHM_CMA, SHM_CMA_THRESHOLD,
         SHM_BATCH, COPY_ENGINES, COPY_THRESHOLD, MAX_QP, TCP_SEND_BUFFER, TCP_RECEIVE_BUFFER, TCP_PARK_MS,
-        TCP_SPIN_US);
+        TCP_SPIN_US, TCP_DIRECT_MIN);
 
     private SoftNicConfiguration() {
     }

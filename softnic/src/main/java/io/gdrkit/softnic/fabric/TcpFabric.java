@@ -82,8 +82,7 @@ public final class TcpFabric implements Fabric {
     /** Deferred records one gathering write sends at most, and its entries (each record 3 and its pieces). */
     private static final int BATCH_RECORDS = 16;
     private static final int DGATHER = 128;
-    /** The smallest frame whose payload may be read straight into memory, and how far a read looks past one. */
-    private static final int DIRECT_MIN = 16 * 1024;
+    /** How far a read looks past a frame whose payload went straight into memory (the next one's headers). */
     private static final int DIRECT_PEEK = 1024;
     private static final ValueLayout.OfShort BIG_U16 =
         ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -1229,6 +1228,8 @@ public final class TcpFabric implements Fabric {
         private final java.nio.channels.Selector selector;
         private final long spinNanos;
         private final int parkMillis;
+        /** gdrkit.tcp.direct.min: the smallest WRITE frame read straight into its MR (0: none). */
+        private final int directMin;
         /** Duty cycles seen (doWork calls), and the one of the last idle() call: idle cycles must be consecutive. */
         private long cycles;
         private long idleCycle = -2;
@@ -1241,6 +1242,7 @@ public final class TcpFabric implements Fabric {
             this.selfOnly = new SpscRingBuffer[] {self};
             this.parkMillis = ctx.parkMillis();
             this.spinNanos = ctx.spinMicros() * 1_000L;
+            this.directMin = ctx.directMin();
             java.nio.channels.Selector sel = null;
             if (parkMillis > 0) {
                 try {
@@ -1611,7 +1613,7 @@ public final class TcpFabric implements Fabric {
                 }
                 final int frame = (length + SpscRingBuffer.HEADER + 7) & ~7;
                 if (c.inEnd - at < frame) {
-                    if (length >= DIRECT_MIN && !crc() && handler instanceof FabricPort.DirectSink sink
+                    if (directMin > 0 && length >= directMin && !crc() && handler instanceof FabricPort.DirectSink sink
                         && startDirect(c, sink, at, length)) {
                         return n;
                     }

@@ -41,6 +41,8 @@ public final class TcpFabricContext {
     public static final String PARK_PROP = SoftNicConfiguration.TCP_PARK_MS.name();
     /** Microseconds of idle duty cycles before the port waits in its selector. */
     public static final String SPIN_PROP = SoftNicConfiguration.TCP_SPIN_US.name();
+    /** Smallest WRITE frame whose payload is read straight into its MR; 0: none. */
+    public static final String DIRECT_MIN_PROP = SoftNicConfiguration.TCP_DIRECT_MIN.name();
 
     /** The socket buffer each connection asks for by default, where the kernel allows it. */
     public static final int AUTO_BUFFER = 4 << 20;
@@ -55,6 +57,7 @@ public final class TcpFabricContext {
     private int receiveBuffer;
     private int parkMillis;
     private int spinMicros;
+    private int directMin;
     private List<Setting<?>> settings = List.of();
     private Path kernelLimits = KERNEL_LIMITS;
 
@@ -121,6 +124,16 @@ public final class TcpFabricContext {
         return set("spinMicros", SPIN_PROP, Integer.toString(micros));
     }
 
+    public TcpFabricContext directMin(final int bytes) {
+        return set("directMin", DIRECT_MIN_PROP, Integer.toString(bytes));
+    }
+
+    /** The smallest WRITE frame whose payload is read from the socket straight into its MR; 0: none. */
+    public int directMin() {
+        concluded();
+        return directMin;
+    }
+
     /** SO_SNDBUF in bytes, 0 for the kernel's default. */
     public int sendBuffer() {
         concluded();
@@ -169,6 +182,7 @@ public final class TcpFabricContext {
         }
         parkMillis = SoftNicConfiguration.TCP_PARK_MS.read(r, defaultParkMillis).value();
         spinMicros = SoftNicConfiguration.TCP_SPIN_US.read(r).value();
+        directMin = SoftNicConfiguration.TCP_DIRECT_MIN.read(r).value();
         settings = List.copyOf(r.recorded());
         freeze.concluded();
         return this;

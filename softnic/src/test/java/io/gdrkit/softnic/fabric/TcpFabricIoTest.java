@@ -398,10 +398,13 @@ class TcpFabricIoTest {
             d.receiveBuffer());
         assertEquals(0, d.parkMillis());
         assertEquals(50, d.spinMicros());
+        assertEquals(16 * 1024, d.directMin());
         assertTrue(d.settings().stream().allMatch(s -> s.source() == Source.DEFAULT));
         final TcpFabricContext c = new TcpFabricContext().properties(Map.of(TcpFabricContext.SEND_BUFFER_PROP,
-            "1048576", TcpFabricContext.PARK_PROP, "0", TcpFabricContext.SPIN_PROP, "7"))
+            "1048576", TcpFabricContext.PARK_PROP, "0", TcpFabricContext.SPIN_PROP, "7",
+            TcpFabricContext.DIRECT_MIN_PROP, "0"))
             .kernelLimits(Path.of("/nonexistent")).defaultParkMillis(1).spinMicros(9).conclude();
+        assertEquals(0, c.directMin(), "gdrkit.tcp.direct.min=0: no payload read straight into memory");
         assertEquals(1 << 20, c.sendBuffer());
         assertEquals(0, c.parkMillis(), "the property wins over a lab's default");
         assertEquals(9, c.spinMicros(), "a setter wins over the property");
@@ -410,7 +413,8 @@ class TcpFabricIoTest {
         assertEquals(Source.FLAG, c.settings().stream()
             .filter(s -> s.name().equals(TcpFabricContext.SPIN_PROP)).findFirst().orElseThrow().source());
         assertEquals(List.of("gdrkit.tcp.sndbuf=1048576 (property)", "gdrkit.tcp.rcvbuf=0 (default)",
-            "gdrkit.tcp.park.ms=0 (property)", "gdrkit.tcp.spin.us=9 (flag)"), c.describe());
+            "gdrkit.tcp.park.ms=0 (property)", "gdrkit.tcp.spin.us=9 (flag)", "gdrkit.tcp.direct.min=0 (property)"),
+            c.describe());
         assertEquals(1, new TcpFabricContext().properties(Map.of()).defaultParkMillis(1).conclude().parkMillis());
         // without a map: the JVM's gdrkit.tcp.* properties, and only those
         System.setProperty(TcpFabricContext.RECEIVE_BUFFER_PROP, "65536");
@@ -419,7 +423,7 @@ class TcpFabricIoTest {
             final TcpFabricContext sys = new TcpFabricContext().conclude();
             assertEquals(65536, sys.receiveBuffer());
             assertEquals("gdrkit.tcp.rcvbuf=65536 (property)", sys.describe().get(1));
-            assertEquals(4, sys.settings().size(), String.valueOf(sys.settings()));
+            assertEquals(5, sys.settings().size(), String.valueOf(sys.settings()));
         } finally {
             System.clearProperty(TcpFabricContext.RECEIVE_BUFFER_PROP);
             System.clearProperty("gdrkit.tcpx.rcvbuf");
@@ -430,6 +434,8 @@ class TcpFabricIoTest {
             bad::getMessage);
         assertThrows(IllegalArgumentException.class,
             () -> new TcpFabricContext().properties(Map.of(TcpFabricContext.RECEIVE_BUFFER_PROP, "-1")).conclude());
+        assertThrows(IllegalArgumentException.class,
+            () -> new TcpFabricContext().properties(Map.of(TcpFabricContext.DIRECT_MIN_PROP, "-1")).conclude());
         assertThrows(IllegalStateException.class, () -> new TcpFabricContext().parkMillis(),
             "getters answer only after conclude()");
         assertThrows(IllegalStateException.class, () -> new TcpFabric(new InetSocketAddress(LO, 0), CAP, null,
