@@ -363,6 +363,41 @@ class TcpZeroCopyTest {
         }
     }
 
+    /**
+     * The memory a payload is being read straight into is closed (its arena, with the MR still registered) before
+     * the rest arrives: the read never touches it (the rest goes to a sink, the packet is dropped), the NIC goes on,
+     * and the packet sent again is refused (remote access error) since the MR's memory is gone.
+     */
+    @Test
+    void memoryClosedUnderAPayloadBeingReadInIsNeverWritten() throws Exception {
+        try (Server s = new Server();
+             java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 44, Server.CAP)) {
+            final int len = 16 * MTU;
+            final Arena own = Arena.ofShared();
+            final MemorySegment mem = own.allocate(len, 4096);
+            final MemoryRegion mr = s.side.pd.registerMr(mem, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            final byte[] f = TcpInlineSpanTest.frame(io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, s.qp.qpNum(),
+                100, mr.address(), mr.rkey(), len, len, 0);
+            raw.getOutputStream().write(f, 0, 3000);
+            raw.getOutputStream().flush();
+            // the bytes that came with the headers are placed once the headers are judged: the rest is read in
+            s.until(() -> java.util.stream.IntStream.range(1, 1000)
+                .allMatch(i -> mem.get(ValueLayout.JAVA_BYTE, i) == TcpInlineSpanTest.messageByte(i)));
+            assertTrue(java.util.stream.IntStream.range(1, 1000)
+                .allMatch(i -> mem.get(ValueLayout.JAVA_BYTE, i) == TcpInlineSpanTest.messageByte(i)), "placed");
+            own.close();
+            raw.getOutputStream().write(f, 3000, f.length - 3000);
+            raw.getOutputStream().write(f);
+            raw.getOutputStream().flush();
+            s.until(() -> s.qp.state == io.gdrkit.verbs.QpState.ERR);
+            assertEquals(io.gdrkit.verbs.QpState.ERR, s.qp.state, "the packet sent again is refused");
+            assertEquals(100, s.qp.ePsn, "nothing accepted");
+            final io.gdrkit.verbs.AsyncEvent e = s.side.ctx.pollAsyncEvent();
+            assertTrue(e != null && e.detail().contains("refused for WRITE"), () -> "the QP's own error, not the "
+                + "device's: " + e);
+        }
+    }
+
     /** A peer that closes its connection in the middle of a payload being read straight in: dropped, nothing more. */
     @Test
     void aPeerGoneInTheMiddleOfAPayloadLeavesTheRestUntouched() throws Exception {

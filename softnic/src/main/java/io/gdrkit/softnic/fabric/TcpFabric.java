@@ -1053,8 +1053,12 @@ public final class TcpFabric implements Fabric {
                 final int p = (int) (q & (DEFER_PIECES - 1));
                 if (pMem[p] == memory) {
                     final MemorySegment copy = Arena.ofAuto().allocate(Math.max(1, pLen[p]), 8);
-                    if (alive) {
-                        MemorySegment.copy(memory, pOff[p], copy, 0, pLen[p]);
+                    try {
+                        if (alive) {
+                            MemorySegment.copy(memory, pOff[p], copy, 0, pLen[p]);
+                        }
+                    } catch (final IllegalStateException closed) {
+                        copy.fill((byte) 0); // closed meanwhile by another thread: zeros, as for closed memory
                     }
                     pMem[p] = copy;
                     pOff[p] = 0;
@@ -1064,9 +1068,14 @@ public final class TcpFabric implements Fabric {
                 if (dgatherMem[k] == memory) {
                     final ByteBuffer rest = dgather[k];
                     final ByteBuffer copy = ByteBuffer.allocateDirect(rest.remaining());
-                    if (alive) {
-                        copy.put(rest.duplicate()).flip();
+                    try {
+                        if (alive) {
+                            copy.put(rest.duplicate());
+                        }
+                    } catch (final IllegalStateException closed) {
+                        copy.clear(); // closed meanwhile: zeros
                     }
+                    copy.position(0).limit(copy.capacity());
                     dgather[k] = copy;
                     dgatherMem[k] = null;
                 }
@@ -1537,7 +1546,11 @@ public final class TcpFabric implements Fabric {
             final int payload = length - headers;
             final int here = have - headers;
             final int arrived = Math.min(here, payload); // the rest of what is here is pad (the frame is not whole)
-            MemorySegment.copy(in, packet + headers, memory, offset, arrived);
+            try {
+                MemorySegment.copy(in, packet + headers, memory, offset, arrived);
+            } catch (final IllegalStateException closed) {
+                return false; // its arena closed just now: the whole packet is judged as always (and refused)
+            }
             MemorySegment.copy(in, at, in, 0, SpscRingBuffer.HEADER + headers);
             c.direct = true;
             c.directCancelled = false;
@@ -1569,7 +1582,17 @@ public final class TcpFabric implements Fabric {
             inView.limit(Math.min(linkCapacity, c.directHeader + DIRECT_PEEK)).position(c.directHeader);
             c.scatter[0] = c.directView;
             c.scatter[1] = inView;
-            final long r = c.ch.read(c.scatter);
+            long r;
+            try {
+                r = c.ch.read(c.scatter);
+            } catch (final IllegalStateException closed) {
+                // the memory's arena was closed under the read: the rest goes to the sink, the packet is dropped
+                c.directCancelled = true;
+                c.sinkLeft = c.directView.remaining();
+                c.directView = c.sinkWindow();
+                c.scatter[0] = c.directView;
+                r = c.ch.read(c.scatter);
+            }
             if (r < 0) {
                 throw new IOException("peer LID " + c.peer.lid + " closed the connection");
             }
