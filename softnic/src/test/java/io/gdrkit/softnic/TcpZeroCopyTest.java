@@ -182,6 +182,25 @@ class TcpZeroCopyTest {
     }
 
     /**
+     * Posts a WRITE of all of {@code src} (its pattern from {@code seed}) into {@code dst} (0x5a) and moves a's NIC a
+     * little: its records go into the link while b does not read yet, so the socket fills and records wait with their
+     * payload in the MR. Returns a's MR.
+     */
+    private static MemoryRegion writeUnderway(final Pair p, final MemorySegment src, final MemorySegment dst,
+                                              final int seed) {
+        pattern(src, seed);
+        dst.fill((byte) 0x5a);
+        final MemoryRegion ma = p.a.pd.registerMr(src, AccessFlags.LOCAL_WRITE);
+        final MemoryRegion mb = p.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+        p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
+            .sge(ma, 0, (int) src.byteSize()).remote(mb.address(), mb.rkey()));
+        for (int i = 0; i < 40; i++) {
+            p.da.progress();
+        }
+        return ma;
+    }
+
+    /**
      * 16 MiB WRITE posted and progressed a little, so records wait for the socket with their payload in the MR; then
      * the MR is deregistered and its memory overwritten and closed. What reaches the peer is the bytes as posted (or
      * nothing: the WR fails locally once the lkey is gone), never the overwritten or closed memory.
@@ -194,15 +213,7 @@ class TcpZeroCopyTest {
             final Arena srcArena = Arena.ofShared();
             final MemorySegment src = srcArena.allocate(len, 4096);
             final MemorySegment dst = dstArena.allocate(len, 4096);
-            pattern(src, 3);
-            dst.fill((byte) 0x5a);
-            final MemoryRegion ma = p.a.pd.registerMr(src, AccessFlags.LOCAL_WRITE);
-            final MemoryRegion mb = p.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                .sge(ma, 0, len).remote(mb.address(), mb.rkey()));
-            for (int i = 0; i < 40; i++) {
-                p.da.progress(); // a's records go into the link; b does not read yet, so the socket fills
-            }
+            final MemoryRegion ma = writeUnderway(p, src, dst, 3);
             final long queued = p.a.dev.port.deferredSent();
             ma.deregister();
             src.fill((byte) 0x5a); // what a late read of the MR would now send
@@ -232,15 +243,7 @@ class TcpZeroCopyTest {
             final Arena srcArena = Arena.ofShared();
             final MemorySegment src = srcArena.allocate(len, 4096);
             final MemorySegment dst = dstArena.allocate(len, 4096);
-            pattern(src, 4);
-            dst.fill((byte) 0x5a);
-            final MemoryRegion ma = p.a.pd.registerMr(src, AccessFlags.LOCAL_WRITE);
-            final MemoryRegion mb = p.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                .sge(ma, 0, len).remote(mb.address(), mb.rkey()));
-            for (int i = 0; i < 40; i++) {
-                p.da.progress();
-            }
+            writeUnderway(p, src, dst, 4);
             srcArena.close();
             final WorkCompletion wc = p.await(p.a.cq, "the WRITE's completion");
             assertTrue(wc.status == WcStatus.SUCCESS || wc.status == WcStatus.LOC_PROT_ERR, wc::toString);
