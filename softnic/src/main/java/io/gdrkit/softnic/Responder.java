@@ -63,8 +63,11 @@ final class Responder implements Agent {
     SoftMr directTarget(final SoftQp qp, final Packet p, final long[] at) {
         final int s = qp.state;
         if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD || p.isReference() || !p.is(BthOpcode.WRITE)
-            || p.is(BthOpcode.CONSUMES_RECV) || Psn.diff(p.psn(), qp.ePsn) != 0 || qp.inSend) {
+            || Psn.diff(p.psn(), qp.ePsn) != 0 || qp.inSend) {
             return null;
+        }
+        if (p.is(BthOpcode.CONSUMES_RECV) && !hasRecv(qp)) {
+            return null; // a WRITE_WITH_IMM's last span needs a receive: an SRQ's is taken only when it is handled
         }
         final boolean first = p.is(BthOpcode.FIRST);
         if (qp.inWrite == first) {

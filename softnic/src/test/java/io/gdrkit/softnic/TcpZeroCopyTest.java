@@ -108,7 +108,9 @@ class TcpZeroCopyTest {
         }
     }
 
-    /** A WRITE of 4 MiB and 5 bytes, a SEND of 300 KiB and 3 from one MR, a WRITE gathered from two MRs. */
+    /**
+     * A WRITE_WITH_IMM of 4 MiB and 5 bytes, a SEND of 300 KiB and 3 from one MR, a WRITE gathered from two MRs.
+     */
     private static long[] transfer(final SoftNicContext ctx, final TcpFabricContext tcp) {
         try (Pair p = new Pair(ctx, tcp); Arena arena = Arena.ofShared()) {
             final int write = (4 << 20) + 5;
@@ -122,13 +124,14 @@ class TcpZeroCopyTest {
             final MemoryRegion ma = p.a.pd.registerMr(src, AccessFlags.LOCAL_WRITE);
             final MemoryRegion ma2 = p.a.pd.registerMr(second, AccessFlags.LOCAL_WRITE);
             final MemoryRegion mb = p.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
+            p.qb.postRecv(new RecvWorkRequest().wrId(10).sge(mb, 0, 0)); // the WRITE_WITH_IMM's, taken first
             p.qb.postRecv(new RecvWorkRequest().wrId(9).sge(mb, 5L << 20, send));
             final SendWorkRequest gathered = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE)
                 .flags(SendFlags.SIGNALED).remote(mb.address() + (4L << 20) + 8, mb.rkey()).numSge(2);
             gathered.sge(0).set(ma, 4096, 70_001);
             gathered.sge(1).set(ma2, 3, 100_000);
-            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED)
-                .sge(ma, 0, write).remote(mb.address(), mb.rkey())
+            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).imm(0x1234)
+                .flags(SendFlags.SIGNALED).sge(ma, 0, write).remote(mb.address(), mb.rkey())
                 .next(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
                     .sge(ma, 5L << 20, send).next(gathered)));
             for (int i = 1; i <= 3; i++) {
@@ -136,6 +139,10 @@ class TcpZeroCopyTest {
                 assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
                 assertEquals(i, wc.wrId, "in order");
             }
+            final WorkCompletion imm = p.await(p.b.cq, "the WRITE_WITH_IMM's receive");
+            assertEquals(WcStatus.SUCCESS, imm.status, imm::toString);
+            assertEquals(10, imm.wrId, imm::toString);
+            assertEquals(0x1234, imm.immData, imm::toString);
             final WorkCompletion recv = p.await(p.b.cq, "the SEND's receive");
             assertEquals(WcStatus.SUCCESS, recv.status, recv::toString);
             assertEquals(send, recv.byteLen);
