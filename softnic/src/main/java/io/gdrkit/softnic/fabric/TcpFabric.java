@@ -27,7 +27,12 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>No thread of its own: the NIC's duty cycle drives non-blocking sockets. {@code doWork} accepts new
  * connections and drains each connection's outbound {@link SpscRingBuffer} to its socket with gathering writes
  * straight from the ring memory; {@code poll} reads each connection into a native buffer and hands every
- * complete frame's packet, in place, to the handler. The frame on the wire is the ring record itself:
+ * complete frame's packet, in place, to the handler. The frame on the wire is the ring record itself, except where
+ * the bytes stay in the MRs (zero copy, no link CRC and no link hook): a record whose payload was
+ * {@linkplain FabricPort#deferPayload deferred} holds the headers only and is written as frame header, headers, payload from
+ * the sender's MR and pad; and a large WRITE whose headers arrive ahead of its payload has the payload read from the
+ * socket straight into the receiver's MR ({@link FabricPort.DirectSink}, {@code gdrkit.tcp.direct.min}). Either way
+ * the bytes on the wire are the frames below:
  *
  * <pre>
  * Frame (little-endian header; packets are 8-byte aligned on the wire, like in the ring):
