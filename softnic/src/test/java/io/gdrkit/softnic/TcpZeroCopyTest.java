@@ -109,7 +109,7 @@ class TcpZeroCopyTest {
     }
 
     /**
-     * A WRITE_WITH_IMM of 4 MiB and 5 bytes, a SEND of 300 KiB and 3 from one MR, a WRITE gathered from two MRs.
+     * A WRITE_WITH_IMM of 4 MiB and 5 bytes from one MR, a WRITE gathered from two MRs, a SEND of 300 KiB and 3.
      */
     private static long[] transfer(final SoftNicContext ctx, final TcpFabricContext tcp) {
         try (Pair p = new Pair(ctx, tcp); Arena arena = Arena.ofShared()) {
@@ -126,14 +126,16 @@ class TcpZeroCopyTest {
             final MemoryRegion mb = p.b.pd.registerMr(dst, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
             p.qb.postRecv(new RecvWorkRequest().wrId(10).sge(mb, 0, 0)); // the WRITE_WITH_IMM's, taken first
             p.qb.postRecv(new RecvWorkRequest().wrId(9).sge(mb, 5L << 20, send));
-            final SendWorkRequest gathered = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE)
+            // the gathered WRITE's last span is 38 929 bytes, an odd length read straight into the MR: what follows it
+            // (the SEND) starts at a stream offset that is no multiple of 8 past the headers
+            final SendWorkRequest gathered = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE)
                 .flags(SendFlags.SIGNALED).remote(mb.address() + (4L << 20) + 8, mb.rkey()).numSge(2);
             gathered.sge(0).set(ma, 4096, 70_001);
             gathered.sge(1).set(ma2, 3, 100_000);
+            gathered.next(new SendWorkRequest().wrId(3).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
+                .sge(ma, 5L << 20, send));
             p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).imm(0x1234)
-                .flags(SendFlags.SIGNALED).sge(ma, 0, write).remote(mb.address(), mb.rkey())
-                .next(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).flags(SendFlags.SIGNALED)
-                    .sge(ma, 5L << 20, send).next(gathered)));
+                .flags(SendFlags.SIGNALED).sge(ma, 0, write).remote(mb.address(), mb.rkey()).next(gathered));
             for (int i = 1; i <= 3; i++) {
                 final WorkCompletion wc = p.await(p.a.cq, "completion " + i);
                 assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
@@ -425,5 +427,104 @@ class TcpZeroCopyTest {
             assertEquals(100, s.qp.ePsn, "nothing accepted");
             s.assertUntouched(5000, len, "past what the peer sent");
         }
+    }
+
+    /**
+     * A raw peer sends 300 seeded WRITE and SEND frames, each in two writes (its headers and a few bytes, then the rest
+     * after the NIC has seen the headers alone), with opcodes, PSNs, addresses, rkeys, DMA lengths and payloads around
+     * and across what is valid: whatever is read straight into memory lands only inside the MR (the 4 MiB behind it
+     * stay 0x5a), no frame makes the NIC fail (a QP that errs is replaced), and afterwards a valid WRITE arrives
+     * byte-exact. Seed 0x5EED_D1EC.
+     */
+    @Test
+    void mutatedHeadersAheadOfTheirPayloadsNeverWriteOutsideTheMr() throws Exception {
+        final java.util.Random rnd = new java.util.Random(0x5EED_D1ECL);
+        final int[] opcodes = {io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_FIRST,
+            io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_MIDDLE, io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_LAST,
+            io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY_WITH_IMM,
+            io.gdrkit.softnic.wire.BthOpcode.SEND_ONLY};
+        try (Server s = new Server();
+             java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 45, Server.CAP)) {
+            final java.io.OutputStream out = raw.getOutputStream();
+            SoftQp qp = s.qp;
+            int replaced = 0;
+            for (int i = 0; i < 300; i++) {
+                if (qp.state == io.gdrkit.verbs.QpState.ERR) {
+                    qp = (SoftQp) s.side.pd.createQp(new QpInitAttr().cqs(s.side.cq, s.side.cq));
+                    QpBringUp.toRts(qp, 0x77, 9, 900, 100, QpBringUp.rcDefaults());
+                    replaced++;
+                }
+                final int opcode = opcodes[rnd.nextInt(opcodes.length)];
+                final int payload = (4 + rnd.nextInt(13)) * MTU - (rnd.nextInt(4) == 0 ? 1 + rnd.nextInt(MTU - 1) : 0);
+                // mostly one field off at a time, so the checks' edges are what is hit
+                final int psn = switch (rnd.nextInt(8)) {
+                    case 0 -> qp.ePsn + 1 - 2 * rnd.nextInt(2);
+                    case 1 -> rnd.nextInt(1 << 24);
+                    default -> qp.ePsn;
+                };
+                final long va = switch (rnd.nextInt(8)) {
+                    case 0, 1, 4, 5, 6 -> s.mr.address() + rnd.nextInt((4 << 20) - payload);
+                    case 2 -> s.mr.address() + (4L << 20) - payload + 1 + rnd.nextInt(payload); // across the end
+                    case 3 -> s.mr.address() - 1 - rnd.nextInt(1 << 20);
+                    default -> rnd.nextLong();
+                };
+                final int rkey = switch (rnd.nextInt(10)) {
+                    case 0 -> rnd.nextInt();
+                    case 1 -> s.mr.rkey() ^ 1;
+                    default -> s.mr.rkey();
+                };
+                final int dma = switch (rnd.nextInt(6)) {
+                    case 0 -> payload + MTU * (1 + rnd.nextInt(8));
+                    case 1 -> rnd.nextInt();
+                    default -> payload;
+                };
+                final byte[] f = TcpInlineSpanTest.frame(opcode, qp.qpNum(), psn, va, rkey, dma, payload, 0);
+                final int first = 8 + io.gdrkit.softnic.wire.Packet.lengthFor(opcode, 0) + rnd.nextInt(2000);
+                out.write(f, 0, first);
+                out.flush();
+                for (int k = 0; k < 3; k++) {
+                    s.side.dev.doWork();
+                }
+                out.write(f, first, f.length - first);
+                out.flush();
+                for (int k = 0; k < 10; k++) {
+                    s.side.dev.doWork();
+                }
+                Thread.sleep(0, 200_000);
+            }
+            s.until(() -> false);
+            s.assertUntouched(4L << 20, 8L << 20, "behind the MR");
+            io.gdrkit.verbs.AsyncEvent e;
+            while ((e = s.side.ctx.pollAsyncEvent()) != null) {
+                final io.gdrkit.verbs.AsyncEvent seen = e;
+                assertTrue(!seen.detail().contains("failed: java"), () -> "the NIC failed: " + seen);
+            }
+            assertTrue(replaced > 0, "some frames were refused (and their QP replaced): " + replaced);
+            assertTrue(s.side.dev.port.directReceived() > 0, "some were read straight into the MR: "
+                + s.side.dev.port.directReceived());
+            // the NIC and the connection still carry a valid WRITE byte-exact
+            if (qp.state == io.gdrkit.verbs.QpState.ERR) {
+                qp = (SoftQp) s.side.pd.createQp(new QpInitAttr().cqs(s.side.cq, s.side.cq));
+                QpBringUp.toRts(qp, 0x77, 9, 900, 100, QpBringUp.rcDefaults());
+            }
+            final SoftQp last = qp;
+            final int len = 16 * MTU;
+            final int psn = last.ePsn;
+            out.write(TcpInlineSpanTest.frame(io.gdrkit.softnic.wire.BthOpcode.RDMA_WRITE_ONLY, last.qpNum(), psn,
+                s.mr.address() + MTU, s.mr.rkey(), len, len, 0));
+            out.flush();
+            s.until(() -> last.ePsn == ((psn + 16) & 0xFFFFFF));
+            assertEquals((psn + 16) & 0xFFFFFF, last.ePsn, "the valid WRITE accepted");
+            assertTrue(placedAt(s, MTU, len), "the valid WRITE's bytes");
+        }
+    }
+
+    private static boolean placedAt(final Server s, final long at, final int n) {
+        for (int i = 0; i < n; i++) {
+            if (s.buf.get(ValueLayout.JAVA_BYTE, at + i) != TcpInlineSpanTest.messageByte(i)) {
+                throw new AssertionError("byte " + i + " of the valid WRITE at " + at);
+            }
+        }
+        return true;
     }
 }

@@ -1186,8 +1186,10 @@ public final class TcpFabric implements Fabric {
         /** Reads what the socket has, room permitting. Returns bytes read; -1 at end of stream. */
         int fill() throws IOException {
             if (inStart == inEnd) {
-                inStart = 0;
-                inEnd = 0;
+                // pad still to skip (after a payload read straight into memory): read where the next frame will start
+                // 8-byte aligned once it is skipped
+                inStart = discard > 0 ? 8 - discard : 0;
+                inEnd = inStart;
             } else if (linkCapacity - inEnd < linkCapacity / 2 && inStart > 0) {
                 // keep room for a whole frame (at most half the buffer): move the partial one to the front
                 MemorySegment.copy(in, inStart, in, 0, inEnd - inStart);
@@ -1583,8 +1585,11 @@ public final class TcpFabric implements Fabric {
                 c.sinkLeft = c.directView.remaining();
                 c.directView = c.sinkWindow();
             }
+            // what follows the payload is read where, past its pad, the next frame starts 8-byte aligned in the buffer
+            // (frames are read at aligned offsets: the payload that went elsewhere moved the stream against it)
+            final int readAt = ((c.directHeader + c.directPad + 7) & ~7) - c.directPad;
             final ByteBuffer inView = c.inView;
-            inView.limit(Math.min(linkCapacity, c.directHeader + DIRECT_PEEK)).position(c.directHeader);
+            inView.limit(Math.min(linkCapacity, readAt + DIRECT_PEEK)).position(readAt);
             c.scatter[0] = c.directView;
             c.scatter[1] = inView;
             long r;
@@ -1610,7 +1615,7 @@ public final class TcpFabric implements Fabric {
             } else if (c.directView.hasRemaining()) {
                 return 0;
             }
-            c.inEnd = inView.position();
+            c.inEnd = Math.max(readAt, inView.position());
             c.direct = false;
             if (c.directCancelled) {
                 directDropped++; // treated as lost: the requester sends it again, and it is judged then
@@ -1618,7 +1623,7 @@ public final class TcpFabric implements Fabric {
                 ((FabricPort.DirectSink) handler).onPlaced(c.in, SpscRingBuffer.HEADER, c.directLength);
                 directReceived++;
             }
-            final int skip = c.directHeader + c.directPad;
+            final int skip = readAt + c.directPad;
             if (c.inEnd >= skip) {
                 c.inStart = skip;
             } else {
