@@ -53,24 +53,27 @@ final class Responder implements Agent {
     boolean placedDirect;
 
     /**
-     * Where the payload of an inline WRITE packet whose headers arrived ahead of its bytes may be read straight in:
-     * the MR, with the offset in it in {@code at[0]}; null when the packet is anything else than the next expected
-     * packet of a valid WRITE into host memory (then it arrives in the link's buffer and {@link #onRequest} judges it
-     * as always). Changes nothing. The same checks as {@link #onRequest} and {@link #onWrite} make for these bytes:
-     * the QP's state, ePSN, the opcode sequence, the payload's shape, the DMA length left, and the rkey's MR holding
-     * them with REMOTE_WRITE; the packet itself is then handled by {@code onRequest} with {@link #placedDirect}.
+     * Where the payload of an inline WRITE or SEND packet whose headers arrived ahead of its bytes may be read straight
+     * in: the MR, with the offset in it in {@code at[0]}; null when the packet is anything else than the next expected
+     * packet of a valid WRITE into host memory or SEND into one SGE of host memory (then it arrives in the link's buffer
+     * and {@link #onRequest} judges it as always). Changes nothing. The same checks as {@link #onRequest},
+     * {@link #onWrite} and {@link #onSend} make for these bytes: the QP's state, ePSN, the opcode sequence, the
+     * payload's shape, a receive posted where one is consumed, and for a WRITE the DMA length left and the rkey's MR
+     * holding them with REMOTE_WRITE, for a SEND the receive WQE's SGE holding them with LOCAL_WRITE; the packet
+     * itself is then handled by {@code onRequest} with {@link #placedDirect}.
      */
     SoftMr directTarget(final SoftQp qp, final Packet p, final long[] at) {
         final int s = qp.state;
-        if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD || p.isReference() || !p.is(BthOpcode.WRITE)
-            || Psn.diff(p.psn(), qp.ePsn) != 0 || qp.inSend) {
+        final boolean send = p.is(BthOpcode.SEND);
+        if (s != QpState.RTR && s != QpState.RTS && s != QpState.SQD || p.isReference() || p.is(BthOpcode.UD)
+            || !send && !p.is(BthOpcode.WRITE) || Psn.diff(p.psn(), qp.ePsn) != 0) {
             return null;
         }
         if (p.is(BthOpcode.CONSUMES_RECV) && !hasRecv(qp)) {
-            return null; // a WRITE_WITH_IMM's last span needs a receive: an SRQ's is taken only when it is handled
+            return null; // a SEND or WRITE_WITH_IMM needs a receive: an SRQ's is taken only when the packet is handled
         }
         final boolean first = p.is(BthOpcode.FIRST);
-        if (qp.inWrite == first) {
+        if ((send ? qp.inWrite || qp.inSend == first : qp.inSend || qp.inWrite == first)) {
             return null;
         }
         final int packets = inlinePackets(qp, p);
@@ -79,6 +82,16 @@ final class Responder implements Agent {
         final long full = (long) packets * qp.mtu;
         if (len == 0 || len > full || (!last && len != full) || (packets > 1 && len <= full - qp.mtu)) {
             return null;
+        }
+        if (send) {
+            // into the receive WQE at the message's offset, where all of it falls in one SGE of host memory that the
+            // WQE's lkey lets the NIC write (the check Sgl.scatter makes)
+            final SoftMr mr = Sgl.scatterSpan(dev, qp, qp.rq, qp.rqHead, first ? 0 : qp.recvOffset, (int) len, at);
+            if (mr == null || mr.segment == null) {
+                return null;
+            }
+            at[0] -= mr.address;
+            return mr;
         }
         final long va;
         final int rkey;
@@ -295,9 +308,12 @@ final class Responder implements Agent {
         final long skipBytes = (long) skip * qp.mtu;
         final int len = (int) (p.payloadLength() - skipBytes);
         if (len > 0) {
+            // an inline span's new packets start skipBytes into its payload (or the link read the payload straight
+            // into the receive WQE's SGE at recvOffset, see directTarget)
             final int status = p.isReference() ? placeReferenced(qp, p, null, skipBytes, packets - skip)
+                : placedDirect ? WcStatus.SUCCESS
                 : Sgl.scatter(dev, qp, qp.rq, qp.rqHead, qp.recvOffset, p.buffer(), p.payloadOffset() + skipBytes,
-                    len); // an inline span's new packets start skipBytes into its payload
+                    len);
             if (status == UNRESOLVED) {
                 if (first) {
                     qp.inSend = false; // as if never received: its retransmission starts the message again

@@ -410,6 +410,47 @@ class TcpZeroCopyTest {
         }
     }
 
+    /**
+     * A SEND's headers ahead of its payload: read straight into the receive WQE's SGE when all of it falls there (the
+     * receive completes with every byte), never when it does not (an SGE of 8 KiB for 64 KiB: the whole packet is
+     * judged as always, the receive fails with LOC_LEN_ERR, nothing past the SGE is written).
+     */
+    @Test
+    void aSendIsReadStraightIntoItsReceiveOnlyWhereItFits() throws Exception {
+        try (Server s = new Server();
+             java.net.Socket raw = TcpInlineSpanTest.join(s.fabric, 9, 46, Server.CAP)) {
+            final int len = 16 * MTU;
+            final int send = io.gdrkit.softnic.wire.BthOpcode.SEND_ONLY;
+            final int head = 8 + io.gdrkit.softnic.wire.Packet.lengthFor(send, 0) + 500;
+            s.qp.postRecv(new RecvWorkRequest().wrId(1).sge(s.mr, 2L * len, len));
+            final byte[] f = TcpInlineSpanTest.frame(send, s.qp.qpNum(), 100, 0, 0, 0, len, 0);
+            raw.getOutputStream().write(f, 0, head);
+            raw.getOutputStream().flush();
+            s.until(() -> s.placed(2L * len, 500));
+            assertTrue(s.placed(2L * len, 500), "the bytes that came with the headers placed in the receive's SGE");
+            raw.getOutputStream().write(f, head, f.length - head);
+            raw.getOutputStream().flush();
+            final WorkCompletion[] wc = {new WorkCompletion()};
+            s.until(() -> s.side.cq.poll(wc) > 0);
+            assertEquals(WcStatus.SUCCESS, wc[0].status, wc[0]::toString);
+            assertEquals(len, wc[0].byteLen);
+            assertTrue(placedAt(s, 2L * len, len));
+            assertEquals(1, s.side.dev.port.directReceived(), "read straight into the receive");
+            // the next one does not fit its receive
+            s.qp.postRecv(new RecvWorkRequest().wrId(2).sge(s.mr, 4L * len, 8192));
+            final byte[] g = TcpInlineSpanTest.frame(send, s.qp.qpNum(), 116, 0, 0, 0, len, 0);
+            raw.getOutputStream().write(g, 0, head);
+            raw.getOutputStream().flush();
+            s.until(() -> false);
+            raw.getOutputStream().write(g, head, g.length - head);
+            raw.getOutputStream().flush();
+            s.until(() -> s.side.cq.poll(wc) > 0);
+            assertEquals(WcStatus.LOC_LEN_ERR, wc[0].status, wc[0]::toString);
+            assertEquals(1, s.side.dev.port.directReceived(), "not read straight in");
+            s.assertUntouched(4L * len + 8192, 8L << 20, "past the small receive");
+        }
+    }
+
     /** A peer that closes its connection in the middle of a payload being read straight in: dropped, nothing more. */
     @Test
     void aPeerGoneInTheMiddleOfAPayloadLeavesTheRestUntouched() throws Exception {
