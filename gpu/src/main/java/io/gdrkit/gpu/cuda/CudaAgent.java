@@ -328,6 +328,12 @@ final class CudaAgent {
             if (word >= seq) {
                 return; // it completed between the two reads
             }
+            // a kernel that refused a descriptor writes its fault word and then ends: read it again now that it has
+            // ended (the caller's read may have come just before the write), so the fault is named, not "ended"
+            final long fault = ring.fault();
+            if (fault != 0) {
+                throw fail(faultOf(fault));
+            }
             throw fail(new GpuException("GDRKIT_AGENT_FAULT", rc, rc == CudaDriver.CUDA_SUCCESS
                 ? "the agent kernel ended with delivery " + seq + " pending (" + (posted - completed) + " pending)"
                 : "the agent kernel failed: " + d.errorName(rc) + " with delivery " + seq + " pending"));
