@@ -215,8 +215,9 @@ final class Requester implements Agent {
         // zero copy onto a socket: the record holds the headers, the payload is written from the MR when the link
         // sends it (registered host memory any thread may read; the same walk and checks as a reference)
         int deferred = 0;
-        if (refs == 0 && payload >= dev.oneCopyMin && dev.oneCopy && (flags & SendFlags.INLINE) == 0
-            && dev.port.defersPayloads(qp.dlid, qp.destQpn, 1, 0)) {
+        final int deferrable = refs == 0 && payload >= dev.oneCopyMin && dev.oneCopy && (flags & SendFlags.INLINE) == 0
+            ? dev.port.deferrablePieces(qp.dlid, qp.destQpn) : 0;
+        if (deferrable > 0) {
             refScratch.dmaViews = false;
             deferred = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
         }
@@ -234,9 +235,8 @@ final class Requester implements Agent {
         final boolean ackReq = since >= ackReqInterval || windowClosing || ringEnd
             || (last && (qp.isSignaled(flags) || index + 1 == producer || since >= 16));
         final boolean solicited = last && (flags & SendFlags.SOLICITED) != 0;
-        if (deferred > 0 && !dev.port.defersPayloads(qp.dlid, qp.destQpn, deferred,
-            Packet.lengthFor(opcode, payload))) {
-            deferred = 0;
+        if (deferred > deferrable || deferred > 0 && Packet.lengthFor(opcode, payload) > dev.port.maxPacket()) {
+            deferred = 0; // more pieces than the link holds now, or longer than a frame: the bytes go into the link
         }
         if (!tx.claim(qp.dlid, qp.destQpn, opcode, refs > 0 ? Packet.referenceLength(refs) : payload, psn, ackReq,
             solicited, deferred > 0)) {

@@ -76,13 +76,11 @@ final class Responder implements Agent {
         if ((send ? qp.inWrite || qp.inSend == first : qp.inSend || qp.inWrite == first)) {
             return null;
         }
-        final int packets = inlinePackets(qp, p);
         final long len = Integer.toUnsignedLong(p.payloadLength());
-        final boolean last = p.is(BthOpcode.LAST);
-        final long full = (long) packets * qp.mtu;
-        if (len == 0 || len > full || (!last && len != full) || (packets > 1 && len <= full - qp.mtu)) {
+        if (len == 0 || !fitsPackets(qp, p, inlinePackets(qp, p))) {
             return null;
         }
+        final boolean last = p.is(BthOpcode.LAST);
         if (send) {
             // into the receive WQE at the message's offset, where all of it falls in one SGE of host memory that the
             // WQE's lkey lets the NIC write (the check Sgl.scatter makes)
@@ -251,15 +249,20 @@ final class Responder implements Agent {
      * (a single packet: 0 to MTU).
      */
     private boolean checkPayload(final SoftQp qp, final Packet p, final int psn, final int packets) {
-        final long len = Integer.toUnsignedLong(p.payloadLength());
-        final boolean last = p.is(BthOpcode.LAST);
-        final long full = (long) packets * qp.mtu;
-        if (len > full || (!last && len != full) || (packets > 1 && len <= full - qp.mtu)) {
-            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload of " + len
-                + " bytes does not fit " + packets + " packet(s) of MTU " + qp.mtu);
+        if (!fitsPackets(qp, p, packets)) {
+            nak(qp, psn, Aeth.NAK_INVALID_REQUEST, WcStatus.REM_INV_REQ_ERR, "payload of "
+                + Integer.toUnsignedLong(p.payloadLength()) + " bytes does not fit " + packets + " packet(s) of MTU "
+                + qp.mtu);
             return false;
         }
         return true;
+    }
+
+    /** {@link #checkPayload}'s rule, without its NAK. */
+    private static boolean fitsPackets(final SoftQp qp, final Packet p, final int packets) {
+        final long len = Integer.toUnsignedLong(p.payloadLength());
+        final long full = (long) packets * qp.mtu;
+        return len <= full && (p.is(BthOpcode.LAST) || len == full) && (packets == 1 || len > full - qp.mtu);
     }
 
     /** A receive WQE for the message starting now: posted to the QP, or taken from its SRQ. */

@@ -178,20 +178,20 @@ public interface FabricPort {
     }
 
     /**
-     * Whether the payload of the next record to {@code dlid} (on the connection {@code destQpn} picks) may stay in the
-     * sender's memory until the link sends it: the record in the link holds the packet's headers only, and up to
-     * {@code segments} pieces of registered host memory are attached to it with {@link #deferPayload}, to be written
-     * to the socket straight from there (no copy into the link; TCP). {@code wireLength} is the whole packet's length
-     * on the wire. Only where the bytes are not looked at before they leave: no link CRC and no link hook. Default
-     * false.
+     * How many pieces of registered host memory the payload of the next record to {@code dlid} (on the connection
+     * {@code destQpn} picks) may leave in the sender's memory until the link sends it; 0: the payload goes into the
+     * link. With pieces, the record in the link holds the packet's headers only and the pieces are attached to it
+     * with {@link #deferPayload}, to be written to the socket straight from there (no copy into the link; TCP), and
+     * the whole packet must be at most {@link #maxPacket()} long. Only where the bytes are not looked at before they
+     * leave: no link CRC and no link hook. Default 0.
      */
-    default boolean defersPayloads(final int dlid, final int destQpn, final int segments, final int wireLength) {
-        return false;
+    default int deferrablePieces(final int dlid, final int destQpn) {
+        return 0;
     }
 
     /**
      * Attaches {@code length} bytes of {@code memory} at {@code offset} to the record just claimed (its headers only;
-     * the LRH's length counts the payload) as the next piece of its payload. Only after {@link #defersPayloads}
+     * the LRH's length counts the payload) as the next piece of its payload. Only after {@link #deferrablePieces}
      * said yes for this record; the pieces are published with the record by {@code commit}.
      */
     default void deferPayload(final MemorySegment memory, final long offset, final int length) {

@@ -119,12 +119,10 @@ public final class TcpFabric implements Fabric {
     /** Gathering writes that sent records from both ends of a ring (wrap-around), and writes the socket cut short. */
     private volatile long wrappedWrites;
     private volatile long partialWrites;
-    /** Records written with their payload straight from the sender's memory, and payloads found closed then. */
+    /** Records written with their payload straight from the sender's memory. */
     private volatile long deferredSent;
-    private volatile long deadPayloads;
-    /** Packets whose payload was read straight into their memory, and those dropped because its keys changed. */
+    /** Packets whose payload was read straight into their memory. */
     private volatile long directReceived;
-    private volatile long directDropped;
     private final Thread acceptor;
     private volatile LinkHook hook;
     /** The socket buffers the kernel granted the last connection {@link #connect} opened, as it reports them. */
@@ -784,6 +782,33 @@ public final class TcpFabric implements Fabric {
         }
     }
 
+    /**
+     * A ByteBuffer window on {@code length} bytes of {@code memory} at {@code offset}: the view of the whole memory
+     * cached in slot {@code slot} while the same memory comes back (no allocation per record), a slice beyond a
+     * ByteBuffer's reach (2 GiB).
+     */
+    private static ByteBuffer window(final MemorySegment[] mems, final ByteBuffer[] views, final int slot,
+                                     final MemorySegment memory, final long offset, final int length) {
+        if (memory.byteSize() > Integer.MAX_VALUE) {
+            return memory.asSlice(offset, length).asByteBuffer();
+        }
+        if (mems[slot] != memory) {
+            views[slot] = memory.asByteBuffer();
+            mems[slot] = memory;
+        }
+        return views[slot].limit((int) (offset + length)).position((int) offset);
+    }
+
+    /** Drops the cached views of {@code memory} (it stops being the NIC's). */
+    private static void forget(final MemorySegment[] mems, final ByteBuffer[] views, final MemorySegment memory) {
+        for (int i = 0; i < mems.length; i++) {
+            if (mems[i] == memory) {
+                mems[i] = null;
+                views[i] = null;
+            }
+        }
+    }
+
     /** One TCP connection: its socket, its outbound ring and its receive buffer, all native memory. */
     private final class Connection {
         final SocketChannel ch;
@@ -866,8 +891,8 @@ public final class TcpFabric implements Fabric {
         boolean bulk;
         final long[] at = new long[1];
         final ByteBuffer[] scatter = new ByteBuffer[2];
-        MemorySegment directViewMem;
-        ByteBuffer directViewBuf;
+        final MemorySegment[] directViewMem = new MemorySegment[1];
+        final ByteBuffer[] directViewBuf = new ByteBuffer[1];
 
         /** A ByteBuffer view per gather entry, kept while the same memory comes back (no allocation per record). */
         final MemorySegment[] viewMem = new MemorySegment[DGATHER];
@@ -889,9 +914,10 @@ public final class TcpFabric implements Fabric {
             }
         }
 
-        boolean canDefer(final int pieces) {
-            return dTail - dHead < DEFER_RECORDS && pTail + pendingPieces + pieces - pHead <= DEFER_PIECES
-                && pieces <= MAX_PIECES;
+        /** Pieces the next record may defer: none while the record FIFO is full, else as many as the piece FIFO has. */
+        int deferrablePieces() {
+            return dTail - dHead < DEFER_RECORDS
+                ? (int) Math.min(MAX_PIECES, DEFER_PIECES - (pTail + pendingPieces - pHead)) : 0;
         }
 
         void defer(final MemorySegment memory, final long offset, final int length) {
@@ -992,19 +1018,9 @@ public final class TcpFabric implements Fabric {
         /** A window on {@code length} bytes of {@code memory}; zeros if it was closed meanwhile. */
         private ByteBuffer payloadView(final int slot, final MemorySegment memory, final long offset, final int length) {
             if (!memory.scope().isAlive()) {
-                deadPayloads++;
                 return ByteBuffer.allocateDirect(length); // freed under a WR in flight: zeros are what is left
             }
-            if (memory.byteSize() > Integer.MAX_VALUE) {
-                return memory.asSlice(offset, length).asByteBuffer(); // beyond a ByteBuffer's reach as a whole
-            }
-            ByteBuffer v = viewBuf[slot];
-            if (viewMem[slot] != memory) {
-                v = memory.asByteBuffer();
-                viewMem[slot] = memory;
-                viewBuf[slot] = v;
-            }
-            return v.limit((int) (offset + length)).position((int) offset);
+            return window(viewMem, viewBuf, slot, memory, offset, length);
         }
 
         private int drainDeferred() throws IOException {
@@ -1015,7 +1031,6 @@ public final class TcpFabric implements Fabric {
                 // an arena closed under a WR in flight: what is left of its bytes goes as zeros
                 for (int k = dStart; k < dCount; k++) {
                     if (dgatherMem[k] != null && !dgatherMem[k].scope().isAlive()) {
-                        deadPayloads++;
                         dgather[k] = ByteBuffer.allocateDirect(dgather[k].remaining());
                         dgatherMem[k] = null;
                     }
@@ -1085,12 +1100,8 @@ public final class TcpFabric implements Fabric {
                     dgatherMem[k] = null;
                 }
             }
-            for (int i = 0; i < MAX_PIECES; i++) {
-                if (viewMem[i] == memory) {
-                    viewMem[i] = null;
-                    viewBuf[i] = null;
-                }
-            }
+            forget(viewMem, viewBuf, memory);
+            forget(directViewMem, directViewBuf, memory);
         }
 
         /** Writes the ring's runs of records (no deferred one among them) as prepared. */
@@ -1165,14 +1176,14 @@ public final class TcpFabric implements Fabric {
 
         /** A window on {@code length} bytes of {@code memory} at {@code offset}, for a read straight into it. */
         ByteBuffer directWindow(final MemorySegment memory, final long offset, final int length) {
-            if (memory.byteSize() > Integer.MAX_VALUE) {
-                return memory.asSlice(offset, length).asByteBuffer();
-            }
-            if (directViewMem != memory) {
-                directViewBuf = memory.asByteBuffer();
-                directViewMem = memory;
-            }
-            return directViewBuf.limit((int) (offset + length)).position((int) offset);
+            return window(directViewMem, directViewBuf, 0, memory, offset, length);
+        }
+
+        /** Turns a payload being read straight into memory into one read into the sink (and then dropped). */
+        void cancelDirect() {
+            directCancelled = true;
+            sinkLeft = directView.remaining();
+            directView = sinkWindow();
         }
 
         /** The sink's window for the next {@code sinkLeft} bytes of a cancelled payload. */
@@ -1361,11 +1372,11 @@ public final class TcpFabric implements Fabric {
         private Connection routed;
 
         @Override
-        public boolean defersPayloads(final int dlid, final int destQpn, final int pieces, final int wireLength) {
-            if (crc() || hook != LinkHook.PASS || dlid == lid() || wireLength > maxPacket) {
-                return false;
+        public int deferrablePieces(final int dlid, final int destQpn) {
+            if (crc() || hook != LinkHook.PASS || dlid == lid() || outbound(dlid, destQpn) == null || routed == null) {
+                return 0;
             }
-            return outbound(dlid, destQpn) != null && routed != null && routed.canDefer(pieces);
+            return routed.deferrablePieces();
         }
 
         @Override
@@ -1580,10 +1591,7 @@ public final class TcpFabric implements Fabric {
         private int fillDirect(final Connection c, final SpscRingBuffer.RecordHandler handler) throws IOException {
             if (!c.directCancelled && (!(handler instanceof FabricPort.DirectSink sink)
                 || sink.directEpoch() != c.directEpoch)) {
-                // keys changed since the memory was found (or the port went down): nothing more lands there
-                c.directCancelled = true;
-                c.sinkLeft = c.directView.remaining();
-                c.directView = c.sinkWindow();
+                c.cancelDirect(); // keys changed since the memory was found (or the port went down): nothing lands there
             }
             // what follows the payload is read where, past its pad, the next frame starts 8-byte aligned in the buffer
             // (frames are read at aligned offsets: the payload that went elsewhere moved the stream against it)
@@ -1596,10 +1604,7 @@ public final class TcpFabric implements Fabric {
             try {
                 r = c.ch.read(c.scatter);
             } catch (final IllegalStateException closed) {
-                // the memory's arena was closed under the read: the rest goes to the sink, the packet is dropped
-                c.directCancelled = true;
-                c.sinkLeft = c.directView.remaining();
-                c.directView = c.sinkWindow();
+                c.cancelDirect(); // the memory's arena was closed under the read: the packet is dropped
                 c.scatter[0] = c.directView;
                 r = c.ch.read(c.scatter);
             }
@@ -1617,9 +1622,7 @@ public final class TcpFabric implements Fabric {
             }
             c.inEnd = Math.max(readAt, inView.position());
             c.direct = false;
-            if (c.directCancelled) {
-                directDropped++; // treated as lost: the requester sends it again, and it is judged then
-            } else {
+            if (!c.directCancelled) { // a cancelled one is treated as lost: sent again, it is judged then
                 ((FabricPort.DirectSink) handler).onPlaced(c.in, SpscRingBuffer.HEADER, c.directLength);
                 directReceived++;
             }
