@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.gdrkit.gpu.cuda.CudaDriver;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -37,8 +36,8 @@ class CudaFakeDriverTest {
         final Path lib = dir.resolve("libfakecuda.so");
         final Path json = dir.resolve("report.json");
         Files.deleteIfExists(json);
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString()),
-            dir.resolve("cc.log")) == 0, "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString()),
+            dir.resolve("cc.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         final Path log = dir.resolve("report.log");
         final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED",
@@ -75,9 +74,8 @@ class CudaFakeDriverTest {
     void shmemKernelsRunAgainstTheFakeDriver() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-shmem.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-shmem.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-shmem.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final String[] args : new String[][] {
             {"put_lat", "--mode", "ibgda"}, {"put_lat", "--mode", "ibrc"}, {"get_lat", "--mode", "ibgda"},
@@ -128,9 +126,8 @@ class CudaFakeDriverTest {
     void kernelsThatWaitForEachOtherSurviveLazyLoading() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-lazy.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-lazy.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-lazy.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final String mode : new String[] {"ibgda", "ibrc"}) {
             final Path log = dir.resolve("lazy-pingpong-" + mode + ".log");
@@ -175,9 +172,8 @@ class CudaFakeDriverTest {
     void putSignalBreakdownReadsOnlyTheStampsOfItsOwnWqes() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-breakdown.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-breakdown.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-breakdown.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final String mode : new String[] {"ibrc", "ibgda"}) {
             final Path log = dir.resolve("breakdown-" + mode + ".log");
@@ -214,9 +210,8 @@ class CudaFakeDriverTest {
     void everyKernelIsLaunchedOnceBeforeTheFirstTimedSize() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-warm.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-warm.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-warm.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final String[] t : new String[][] {{"put_lat", "ibgda", "shmem_lat"},
             {"put_signal_lat", "ibrc", "shmem_pingpong"}}) {
@@ -270,9 +265,8 @@ class CudaFakeDriverTest {
     void aFailedMoeRunIsJsonUnderJson() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-moefail.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-moefail.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-moefail.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final boolean json : new boolean[] {true, false}) {
             final Path log = dir.resolve("moe-fail-" + json + ".log");
@@ -324,9 +318,8 @@ class CudaFakeDriverTest {
     void signalWordsStartAtZeroInDirtyDeviceMemory() throws Exception {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path lib = dir.resolve("libfakecuda-dirty.so");
-        Assumptions.assumeTrue(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dirty.log")) == 0,
-            "no C compiler to build the libcuda test double");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dirty.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
         for (final String[] args : new String[][] {
             {"shmem-moe", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256"},

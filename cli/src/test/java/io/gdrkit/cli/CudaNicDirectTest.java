@@ -5,7 +5,6 @@ package io.gdrkit.cli;
 
 import io.gdrkit.gpu.cuda.CudaDriver;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -184,8 +183,8 @@ class CudaNicDirectTest {
             if (!Files.exists(lib)) {
                 final Process cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
                     src.toString()).redirectErrorStream(true).redirectOutput(dir.resolve("cc.log").toFile()).start();
-                Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-                    "no C compiler to build the libcuda test double");
+                org.junit.jupiter.api.Assertions.assertTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+                    "the libcuda test double did not build: " + dir.resolve("cc.log"));
             }
         }
         final String java = ProcessHandle.current().info().command().orElse("java");

@@ -27,8 +27,20 @@ final class FakeCudaLib {
             Assumptions.abort("no C compiler to build the libcuda test double: " + e.getMessage());
             return null;
         }
-        Assumptions.assumeTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
+        // a compiler that runs and fails is a broken double (or a broken shmem_device.cuh, which it includes): a
+        // failure, never a skip
+        org.junit.jupiter.api.Assertions.assertTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
             "the libcuda test double did not build: " + log);
         return lib;
+    }
+
+    /**
+     * The exit status of the compiler run that built the double: 127 (no compiler) skips the calling test, any
+     * other failure fails it.
+     */
+    static void requireBuilt(final int rc) {
+        Assumptions.assumeTrue(rc != 127, "no C compiler to build the libcuda test double");
+        org.junit.jupiter.api.Assertions.assertEquals(0, rc, "the libcuda test double did not build (cc exit " + rc
+            + "; its log is under target/)");
     }
 }

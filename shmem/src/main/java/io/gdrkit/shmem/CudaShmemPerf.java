@@ -289,6 +289,7 @@ public final class CudaShmemPerf {
                 st[b + 8] = gpu.mapHost(dq.cqCounters());
                 st[b + 9] = dq.cqDepth();
                 st[b + 10] = pe.heapAddress() + (long) p * ctx.sqDepth() * 8;
+                st[b + 12] = ShmemPe.MAX_INLINE;
             }
         }
         final DeviceBuffer buf = gpu.alloc(8L * st.length);

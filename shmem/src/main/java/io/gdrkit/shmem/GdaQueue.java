@@ -3,6 +3,7 @@
  */
 package io.gdrkit.shmem;
 
+import io.gdrkit.gpu.sim.DeviceView;
 import io.gdrkit.verbs.DirectQueue;
 import io.gdrkit.verbs.SendFlags;
 import io.gdrkit.verbs.WcStatus;
@@ -87,10 +88,12 @@ final class GdaQueue {
     }
 
     /**
-     * Posts one WQE and returns its index. {@code inlineValue} is used when {@code flags} has INLINE (8 bytes).
+     * Posts one WQE and returns its index. With INLINE in {@code flags} the data is {@code inlineFrom}'s
+     * {@code length} bytes, or (null) the 8 bytes of {@code inlineValue}.
      */
     long post(final int opcode, final int flags, final long localAddr, final int length, final int lkey,
-              final long remoteAddr, final int rkey, final long compareAdd, final long swap, final long inlineValue) {
+              final long remoteAddr, final int rkey, final long compareAdd, final long swap, final long inlineValue,
+              final DeviceView inlineFrom) {
         final long idx = reserved.getAndIncrement();
         final Spin spin = new Spin(timeoutNanos);
         while (idx - (long) LONG.getAcquire(db, (long) DirectQueue.DB_CONSUMER) >= depth
@@ -118,10 +121,12 @@ final class GdaQueue {
                         + "(the simulated overtaking holds the WQE's stores back until then)");
                 }
             }
-            writeWqe(idx, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, inlineValue);
+            writeWqe(idx, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, inlineValue,
+                inlineFrom);
             return idx;
         }
-        writeWqe(idx, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, inlineValue);
+        writeWqe(idx, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, inlineValue,
+                inlineFrom);
         if (fence) {
             VarHandle.fullFence(); // fence.sc.sys on CUDA: the WQE is visible system-wide before the doorbell
         }
@@ -135,7 +140,7 @@ final class GdaQueue {
 
     private void writeWqe(final long idx, final int opcode, final int flags, final long localAddr, final int length,
                           final int lkey, final long remoteAddr, final int rkey, final long compareAdd,
-                          final long swap, final long inlineValue) {
+                          final long swap, final long inlineValue, final DeviceView inlineFrom) {
         final long o = (idx & (depth - 1)) * (long) stride;
         ring.set(U64, o + DirectQueue.OFF_WR_ID, idx);
         ring.set(U8, o + DirectQueue.OFF_OPCODE, (byte) opcode);
@@ -152,7 +157,11 @@ final class GdaQueue {
         ring.set(U32, o + DirectQueue.OFF_SGE + 8, length);
         ring.set(U32, o + DirectQueue.OFF_SGE + 12, fetch ? fetchLkey : lkey);
         if ((flags & SendFlags.INLINE) != 0) {
-            ring.set(U64, o + inlineOffset, inlineValue);
+            if (inlineFrom != null) {
+                inlineFrom.read(0, ring, o + inlineOffset, length);
+            } else {
+                ring.set(U64, o + inlineOffset, inlineValue);
+            }
         }
         ring.set(U32, o + DirectQueue.OFF_STAMP, (int) (idx + 1));
     }

@@ -154,7 +154,19 @@ final class Proxy implements Agent {
                 .remote(peerHeap[pe] + dst, peerRkey[pe]).atomic(a, 0);
             case Op.COMPARE_SWAP -> wr1.opcode(WrOpcode.ATOMIC_CMP_AND_SWP).sge(heapMr, fetchSlot, 8)
                 .remote(peerHeap[pe] + dst, peerRkey[pe]).atomic(a, b);
-            default -> wr1.opcode(WrOpcode.RDMA_WRITE).sge(heapMr, src, len).remote(peerHeap[pe] + dst, peerRkey[pe]);
+            default -> {
+                if (sigOp == ProxyRing.INLINE) {
+                    // the data came in the request (the GPU read it): posted inline, so the NIC does not read the
+                    // GPU's memory; the scratch words past the signal slots are the proxy's own
+                    final long at = (long) ring.depth * 8;
+                    scratchMr.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, at, a);
+                    scratchMr.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, b);
+                    wr1.opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED | SendFlags.INLINE).sge(scratchMr, at, len);
+                } else {
+                    wr1.opcode(WrOpcode.RDMA_WRITE).sge(heapMr, src, len);
+                }
+                wr1.remote(peerHeap[pe] + dst, peerRkey[pe]);
+            }
         }
         if (op == Op.PUT_SIGNAL) {
             wr2.clear();

@@ -23,6 +23,7 @@ import java.lang.invoke.VarHandle;
  *     0  seq       (u64)  t + 1, the GPU's release store after the other fields
  *     8  op (u8)  9 signal op (u8)  10 pe (u16)  12 length (u32)
  *    16  dst offset (u64)   24 src offset (u64)   32 value / compare (u64)   40 swap (u64)
+ *        a put of 1 to 16 bytes may carry its data in 32..47 (little-endian), signal op {@link #INLINE} then
  *    48  signal offset (u64)                      56 issue stamp (u64, the GPU's clock)
  * done of ticket t at 256 + 64 * depth + 8 * (t mod depth): (u64) t + 1 once complete (proxy's release store)
  * </pre>
@@ -34,6 +35,9 @@ final class ProxyRing {
     static final long ERROR = 192;
     static final int HEADER = 256;
     static final int RECORD = 64;
+    /** A put's signal-op byte when its data (1 to {@link #INLINE_MAX} bytes) is in the record's words 32 and 40. */
+    static final int INLINE = 0x40;
+    static final int INLINE_MAX = 16;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     final MemorySegment mem;
@@ -73,6 +77,12 @@ final class ProxyRing {
             return refused(FIELD_SIGNAL_OP, sigOp);
         }
         if (len < 0 || len > ShmemPe.MAX_LEN) {
+            return refused(FIELD_LENGTH, len);
+        }
+        if (op != Op.PUT_SIGNAL && sigOp != 0 && !(op == Op.PUT && sigOp == INLINE)) {
+            return refused(FIELD_SIGNAL_OP, sigOp);
+        }
+        if (sigOp == INLINE && (len < 1 || len > INLINE_MAX)) {
             return refused(FIELD_LENGTH, len);
         }
         return 0;

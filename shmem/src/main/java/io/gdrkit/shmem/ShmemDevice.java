@@ -3,6 +3,7 @@
  */
 package io.gdrkit.shmem;
 
+import io.gdrkit.gpu.sim.DeviceView;
 import io.gdrkit.gpu.sim.KernelContext;
 import io.gdrkit.verbs.SendFlags;
 import io.gdrkit.verbs.WrOpcode;
@@ -66,7 +67,7 @@ public final class ShmemDevice {
      * @param target the target PE
      */
     public void put(final KernelContext k, final long dst, final long src, final long len, final int target) {
-        await(k, issue(Op.PUT, target, dst, src, len, 0, 0, 0, 0), "put");
+        await(k, issue(k, Op.PUT, target, dst, src, len, 0, 0, 0, 0), "put");
     }
 
     /**
@@ -80,7 +81,7 @@ public final class ShmemDevice {
      * @return a ticket naming the issued operation; {@link #quiet} waits for it with the others
      */
     public long putNbi(final KernelContext k, final long dst, final long src, final long len, final int target) {
-        return issue(Op.PUT, target, dst, src, len, 0, 0, 0, 0);
+        return issue(k, Op.PUT, target, dst, src, len, 0, 0, 0, 0);
     }
 
     /**
@@ -119,7 +120,7 @@ public final class ShmemDevice {
      * @param target the source PE
      */
     public void get(final KernelContext k, final long dst, final long src, final long len, final int target) {
-        await(k, issue(Op.GET, target, dst, src, len, 0, 0, 0, 0), "get");
+        await(k, issue(k, Op.GET, target, dst, src, len, 0, 0, 0, 0), "get");
     }
 
     /**
@@ -133,7 +134,7 @@ public final class ShmemDevice {
      * @return a ticket naming the issued operation; {@link #quiet} waits for it with the others
      */
     public long getNbi(final KernelContext k, final long dst, final long src, final long len, final int target) {
-        return issue(Op.GET, target, dst, src, len, 0, 0, 0, 0);
+        return issue(k, Op.GET, target, dst, src, len, 0, 0, 0, 0);
     }
 
     /**
@@ -179,7 +180,7 @@ public final class ShmemDevice {
      */
     public void putSignal(final KernelContext k, final long dst, final long src, final long len, final long sig,
                           final long value, final SignalOp op, final int target) {
-        await(k, issue(Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal()), "putSignal");
+        await(k, issue(k, Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal()), "putSignal");
     }
 
     /**
@@ -198,7 +199,7 @@ public final class ShmemDevice {
      */
     public long putSignalNbi(final KernelContext k, final long dst, final long src, final long len, final long sig,
                              final long value, final SignalOp op, final int target) {
-        return issue(Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal());
+        return issue(k, Op.PUT_SIGNAL, target, dst, src, len, value, 0, sig, op.ordinal());
     }
 
     /**
@@ -248,7 +249,7 @@ public final class ShmemDevice {
      * @return the word's value before the addition
      */
     public long fetchAdd(final KernelContext k, final long off, final long value, final int target) {
-        final long t = issue(Op.FETCH_ADD, target, off, 0, 8, value, 0, 0, 0);
+        final long t = issue(k, Op.FETCH_ADD, target, off, 0, 8, value, 0, 0, 0);
         await(k, t, "fetchAdd");
         return fetched(k, t);
     }
@@ -266,7 +267,7 @@ public final class ShmemDevice {
      */
     public long compareSwap(final KernelContext k, final long off, final long compare, final long swap,
                             final int target) {
-        final long t = issue(Op.COMPARE_SWAP, target, off, 0, 8, compare, swap, 0, 0);
+        final long t = issue(k, Op.COMPARE_SWAP, target, off, 0, 8, compare, swap, 0, 0);
         await(k, t, "compareSwap");
         return fetched(k, t);
     }
@@ -370,8 +371,8 @@ public final class ShmemDevice {
     // ---------------------------------------------------------------- internals
 
     /** A ticket: on IBGDA (WQE index << 6 | target PE) of the request's first WQE, on IBRC the proxy ticket. */
-    private long issue(final int op, final int target, final long dst, final long src, final long len, final long a,
-                       final long b, final long sig, final int sigOp) {
+    private long issue(final KernelContext k, final int op, final int target, final long dst, final long src,
+                       final long len, final long a, final long b, final long sig, final int sigOp) {
         try {
             final long t0 = System.nanoTime();
             pe.checkPe(target, Op.name(op));
@@ -396,9 +397,9 @@ public final class ShmemDevice {
             }
             final long ticket;
             if (ctx.mode() == ShmemMode.IBGDA) {
-                ticket = gdaIssue(op, target, dst, src, (int) len, a, b, sig, sigOp) << 6 | target;
+                ticket = gdaIssue(k, op, target, dst, src, (int) len, a, b, sig, sigOp) << 6 | target;
             } else {
-                ticket = proxyIssue(op, target, dst, src, (int) len, a, b, sig, sigOp, t0);
+                ticket = proxyIssue(k, op, target, dst, src, (int) len, a, b, sig, sigOp, t0);
             }
             if (ctx.stamps()) {
                 pendingIssue.set(t0);
@@ -411,29 +412,49 @@ public final class ShmemDevice {
 
     private final ThreadLocal<Long> pendingIssue = new ThreadLocal<>();
 
-    private long gdaIssue(final int op, final int target, final long dst, final long src, final int len, final long a,
-                          final long b, final long sig, final int sigOp) {
+    private long gdaIssue(final KernelContext k, final int op, final int target, final long dst, final long src,
+                          final int len, final long a, final long b, final long sig, final int sigOp) {
         final GdaQueue q = pe.gda(target);
         final int lkey = pe.heapMr().lkey();
         final long remote = pe.peerHeap(target);
         final int rkey = pe.peerRkey(target);
+        // a put of up to MAX_INLINE bytes carries its data in the WQE (shmem_device.cuh's shmem_issue does the same)
+        final DeviceView from = len > 0 && len <= ShmemPe.MAX_INLINE ? k.view(heap + src, len) : null;
+        final int inl = from != null ? SendFlags.INLINE : 0;
         return switch (op) {
-            case Op.GET -> q.post(WrOpcode.RDMA_READ, 0, heap + dst, len, lkey, remote + src, rkey, 0, 0, 0);
-            case Op.FETCH_ADD -> q.post(WrOpcode.ATOMIC_FETCH_AND_ADD, 0, 0, 8, lkey, remote + dst, rkey, a, 0, 0);
-            case Op.COMPARE_SWAP -> q.post(WrOpcode.ATOMIC_CMP_AND_SWP, 0, 0, 8, lkey, remote + dst, rkey, a, b, 0);
+            case Op.GET -> q.post(WrOpcode.RDMA_READ, 0, heap + dst, len, lkey, remote + src, rkey, 0, 0, 0, null);
+            case Op.FETCH_ADD -> q.post(WrOpcode.ATOMIC_FETCH_AND_ADD, 0, 0, 8, lkey, remote + dst, rkey, a, 0, 0,
+                null);
+            case Op.COMPARE_SWAP -> q.post(WrOpcode.ATOMIC_CMP_AND_SWP, 0, 0, 8, lkey, remote + dst, rkey, a, b, 0,
+                null);
             case Op.PUT_SIGNAL -> {
-                q.post(WrOpcode.RDMA_WRITE, 0, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0);
+                q.post(WrOpcode.RDMA_WRITE, inl, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0, from);
                 // the ticket is the signal's WQE: its completion covers the data's (one QP completes in order)
                 yield sigOp == SignalOp.SET.ordinal()
-                    ? q.post(WrOpcode.RDMA_WRITE, SendFlags.INLINE, 0, 8, 0, remote + sig, rkey, 0, 0, a)
-                    : q.post(WrOpcode.ATOMIC_FETCH_AND_ADD, 0, 0, 8, lkey, remote + sig, rkey, a, 0, 0);
+                    ? q.post(WrOpcode.RDMA_WRITE, SendFlags.INLINE, 0, 8, 0, remote + sig, rkey, 0, 0, a, null)
+                    : q.post(WrOpcode.ATOMIC_FETCH_AND_ADD, 0, 0, 8, lkey, remote + sig, rkey, a, 0, 0, null);
             }
-            default -> q.post(WrOpcode.RDMA_WRITE, 0, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0);
+            default -> q.post(WrOpcode.RDMA_WRITE, inl, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0, from);
         };
     }
 
-    private long proxyIssue(final int op, final int target, final long dst, final long src, final int len,
-                            final long a, final long b, final long sig, final int sigOp, final long t0) {
+    private long proxyIssue(final KernelContext k, final int op, final int target, final long dst, final long src,
+                            final int len, long a, long b, final long sig, int sigOp, final long t0) {
+        if (op == Op.PUT && len > 0 && len <= ProxyRing.INLINE_MAX) {
+            // the data travels in the request (shmem_device.cuh's proxy_post does the same): little-endian in a, b
+            final DeviceView from = k.view(heap + src, len);
+            a = 0;
+            b = 0;
+            for (int i = 0; i < len; i++) {
+                final long v = (from.getByte(i) & 0xFFL) << (8 * (i % 8));
+                if (i < 8) {
+                    a |= v;
+                } else {
+                    b |= v;
+                }
+            }
+            sigOp = ProxyRing.INLINE;
+        }
         final ProxyRing r = pe.proxyRing();
         final long ticket = r.take();
         final Spin spin = new Spin(ctx.timeout().toNanos());

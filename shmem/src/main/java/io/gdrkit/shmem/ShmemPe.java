@@ -90,7 +90,7 @@ public final class ShmemPe implements AutoCloseable {
         this.heapBuf = gpu.alloc(ctx.heapBytes());
         this.heapMem = new GpuDmaMemory(gpu, heapBuf);
         this.heapMr = pd.registerMr(heapMem, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-        this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth()), 64);
+        this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth() + 64), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
         // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, and the CUDA
@@ -165,7 +165,7 @@ public final class ShmemPe implements AutoCloseable {
 
     private QpInitAttr attr(final CompletionQueue scq) {
         final QpInitAttr a = new QpInitAttr().cqs(scq, recvCq);
-        a.cap.maxSendWr(ctx.sqDepth()).maxRecvWr(1).maxSendSge(1).maxRecvSge(1).maxInlineData(64);
+        a.cap.maxSendWr(ctx.sqDepth()).maxRecvWr(1).maxSendSge(1).maxRecvSge(1).maxInlineData(MAX_INLINE);
         return a;
     }
 
@@ -683,6 +683,11 @@ public final class ShmemPe implements AutoCloseable {
 
     /** The largest operation, bytes (shmem_device.cuh's shd_check says the same). */
     static final int MAX_LEN = 1 << 30;
+    /**
+     * A put of at most this many bytes carries its data in the WQE on IBGDA (the QPs' max_inline_data): the NIC then
+     * never reads GPU memory for it, as NVSHMEM's inline puts.
+     */
+    static final int MAX_INLINE = 64;
 
     static void checkLen(final long len) {
         if (len < 0 || len > MAX_LEN) {

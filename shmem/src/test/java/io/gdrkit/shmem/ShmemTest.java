@@ -125,6 +125,91 @@ class ShmemTest {
         }
     }
 
+    /**
+     * Small puts carry their data: on IBGDA up to max_inline_data (64) bytes in the WQE, on IBRC up to 16 in the
+     * proxy request. The bytes land exactly; the WQE's INLINE flag (or the request's signal-op byte) says which way
+     * each went; and a source overwritten right after an inline put returns does not change what lands, since the
+     * NIC never reads it.
+     */
+    @ParameterizedTest
+    @EnumSource(ShmemMode.class)
+    void smallPutsCarryTheirDataAndLandByteForByte(final ShmemMode mode) {
+        final int[] sizes = {1, 7, 8, 13, 16, 17, 64, 65, 200};
+        final int limit = mode == ShmemMode.IBGDA ? ShmemPe.MAX_INLINE : ProxyRing.INLINE_MAX;
+        final List<String> out = ShmemWorld.run(ctx(mode, 2), pe -> {
+            final long src = pe.malloc(256L * sizes.length);
+            final long dst = pe.malloc(256L * sizes.length);
+            for (int i = 0; i < sizes.length; i++) {
+                pe.write(src + 256L * i, MemorySegment.ofArray(pattern(pe.myPe(), sizes[i], 11 + i)));
+            }
+            pe.barrierAll();
+            final ShmemDevice d = pe.device();
+            final int other = 1 - pe.myPe();
+            final boolean[] carried = new boolean[sizes.length];
+            pe.launchSim("small-puts", 1, 1, k -> {
+                for (int i = 0; i < sizes.length; i++) {
+                    final long t = d.putNbi(k, dst + 256L * i, src + 256L * i, sizes[i], other);
+                    if (mode == ShmemMode.IBGDA) {
+                        final io.gdrkit.verbs.DirectQueue q = pe.direct(other);
+                        final long slot = ((t >>> 6) & (q.sqDepth() - 1)) * q.sqStride();
+                        carried[i] = (q.sqRing().get(java.lang.foreign.ValueLayout.JAVA_BYTE,
+                            slot + io.gdrkit.verbs.DirectQueue.OFF_FLAGS) & io.gdrkit.verbs.SendFlags.INLINE) != 0;
+                    } else {
+                        final ProxyRing r = pe.proxyRing();
+                        carried[i] = r.mem.get(java.lang.foreign.ValueLayout.JAVA_BYTE, r.record(t) + 9)
+                            == ProxyRing.INLINE;
+                    }
+                    if (carried[i]) {
+                        // the put has its data already: clobbering the source now changes nothing that lands
+                        final var v = k.view(pe.heapAddress() + src + 256L * i, sizes[i]);
+                        for (int j = 0; j < sizes[i]; j++) {
+                            v.putByte(j, (byte) 0x5A);
+                        }
+                    }
+                }
+                d.quiet(k);
+            });
+            pe.barrierAll();
+            for (int i = 0; i < sizes.length; i++) {
+                assertEquals(sizes[i] <= limit, carried[i], sizes[i] + " bytes");
+                assertArrayEquals(pattern(other, sizes[i], 11 + i), pe.read(dst + 256L * i, sizes[i]),
+                    sizes[i] + " bytes");
+            }
+            pe.barrierAll();
+            return "ok";
+        });
+        assertEquals(List.of("ok", "ok"), out);
+    }
+
+    /**
+     * A GPU that writes an INLINE WQE the NIC cannot honour (longer than max_inline_data, or a READ) gets the
+     * completion error a verbs post would have got as EINVAL; the NIC never copies past the WQE's slot.
+     */
+    @Test
+    void anInlineWqeTheQueueCannotHoldIsALocalError() {
+        for (final int[] c : new int[][] {{io.gdrkit.verbs.WrOpcode.RDMA_WRITE, ShmemPe.MAX_INLINE + 1},
+            {io.gdrkit.verbs.WrOpcode.RDMA_WRITE, 1 << 20}, {io.gdrkit.verbs.WrOpcode.RDMA_READ, 8}}) {
+            // the kernel's failure (the simulated GPU's launch error) carries the WQE's completion error
+            final RuntimeException e = assertThrows(RuntimeException.class, () -> ShmemWorld.run(
+                ctx(ShmemMode.IBGDA, 2).timeout(Duration.ofSeconds(10)), pe -> {
+                    final long buf = pe.malloc(64);
+                    pe.barrierAll();
+                    if (pe.myPe() == 0) {
+                        pe.launchSim("bad-inline", 1, 1, k -> {
+                            final GdaQueue q = pe.gda(1);
+                            final long idx = q.post(c[0], io.gdrkit.verbs.SendFlags.INLINE, pe.heapAddress() + buf,
+                                c[1], pe.heapMr().lkey(), pe.peerHeap(1) + buf, pe.peerRkey(1), 0, 0, 0, null);
+                            q.await(idx, "the bad inline WQE");
+                        });
+                    }
+                    return null;
+                }));
+            final String want = c[0] == io.gdrkit.verbs.WrOpcode.RDMA_READ ? "LOC_QP_OP_ERR" : "LOC_LEN_ERR";
+            assertTrue(e.getMessage().contains("OPERATION_FAILED: WQE 0 to PE 1 completed with " + want),
+                c[0] + "/" + c[1] + ": " + e.getMessage());
+        }
+    }
+
     @Test
     void leavingOutTheFenceLetsTheNicReadAStaleWqeAndTheRunSaysSo() {
         final ShmemException e = assertThrows(ShmemException.class, () -> ShmemWorld.run(
@@ -208,6 +293,16 @@ class ShmemTest {
             final ShmemException x = ProxyRing.error(e);
             assertEquals(b[2], x.reason(), x.getMessage());
             assertTrue(x.getMessage().endsWith(b[3] + " is out of range"), x.getMessage());
+        }
+        // the inline flag: only on a put, and only with 1 to 16 bytes
+        r.write(0, Op.PUT, ProxyRing.INLINE, 1, 16, 65536, 65536, 1, 2, 0, 0);
+        assertEquals(0, ProxyRing.check(m, rec, 2));
+        for (final int[] c : new int[][] {{Op.PUT, 0}, {Op.PUT, 17}, {Op.GET, 8}, {Op.FETCH_ADD, 8}}) {
+            r.write(0, c[0], ProxyRing.INLINE, 1, c[1], 65536, 65536, 1, 0, 0, 0);
+            final ShmemException x = ProxyRing.error(ProxyRing.check(m, rec, 2));
+            assertEquals(ShmemException.Reason.BAD_ARGUMENT, x.reason(), x.getMessage());
+            assertTrue(x.getMessage().endsWith(c[0] == Op.PUT ? "length " + c[1] + " is out of range"
+                : "signal operation " + ProxyRing.INLINE + " is out of range"), x.getMessage());
         }
         // a failed completion still reads as before
         assertEquals(ShmemException.Reason.OPERATION_FAILED, ProxyRing.error(3L | 1L << 16).reason());

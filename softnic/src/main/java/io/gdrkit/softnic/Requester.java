@@ -113,7 +113,7 @@ final class Requester implements Agent {
                 if (rdAtomic && qp.outstandingRdAtomic >= Math.max(1, qp.maxRdAtomic)) {
                     break;
                 }
-                final int status = (flags & SendFlags.INLINE) != 0 ? WcStatus.SUCCESS
+                final int status = (flags & SendFlags.INLINE) != 0 ? inlineStatus(qp, sq, index, op)
                     : Sgl.checkSend(dev, qp, sq, index, WrOpcode.writesLocal(op));
                 if (status != WcStatus.SUCCESS || (rdAtomic && qp.maxRdAtomic == 0)) {
                     localError(qp, slot, status != WcStatus.SUCCESS ? status : WcStatus.LOC_QP_OP_ERR);
@@ -146,6 +146,18 @@ final class Requester implements Agent {
             armTimer(qp);
         }
         return sent;
+    }
+
+    /**
+     * An INLINE WQE: postSend checked it, a direct poster (a GPU) did not, so its data must fit the QP's
+     * max_inline_data (else the copy would read the next slots, or past the ring) and its opcode carry data out.
+     */
+    private static int inlineStatus(final SoftQp qp, final SendQueue sq, final long index, final int op) {
+        if (WrOpcode.isReadOrAtomic(op)) {
+            return WcStatus.LOC_QP_OP_ERR;
+        }
+        final int len = sq.length(index);
+        return len < 0 || len > qp.cap.maxInlineData ? WcStatus.LOC_LEN_ERR : WcStatus.SUCCESS;
     }
 
     private void localError(final SoftQp qp, final int slot, final int status) {

@@ -48,7 +48,7 @@ public final class CommConfiguration {
             + "keeps them on the transport (every rank must want it)")
         .readBy(COLL);
     /** Single-copy rounds through process_vm_readv (CMA) on the shm path. */
-    public static final SettingDef<Integer> COLL_CMA_BYTES = SettingDef.integer("gdrkit.coll.cma.bytes", 65536, 0,
+    public static final SettingDef<Integer> COLL_CMA_BYTES = SettingDef.integer("gdrkit.coll.cma.bytes", 16384, 0,
         1 << 30, "on the shm path, allgather, broadcast, sendrecv and alltoall rounds of at least this many bytes per "
             + "block move with one copy: each reader pulls the writer's native buffer with process_vm_readv (CMA), "
             + "as Open MPI's vader does; every rank must give the same value and be able to read its peers (ptrace "

@@ -13,6 +13,8 @@
 //   64 timeout_ns   72 error (first error: SHD_ERR_* | detail << 8)   80 stale (WQEs posted with the fence left out)
 //   per PE p at 128 + 128 p: +0 peer heap +8 rkey +16 sq ring +24 sq doorbell record +32 sq depth +40 sq stride
 //       +48 inline offset +56 cq ring +64 cq counters +72 cq depth +80 fetch base +88 reserved (WQE counter)
+//       +96 inline limit (a put of 1 to this many bytes carries its data in the WQE; 0: none does)
+// IBRC request flag (in the request's sigop byte of a put): SHD_REQ_INLINE, the data (up to 16 bytes) in a and b.
 #ifndef GDRKIT_SHMEM_DEVICE
 #define GDRKIT_SHMEM_DEVICE
 
@@ -60,6 +62,8 @@ SHD void shd_pause() { sched_yield(); } /* the CPU playing the GPU shares cores 
 #define SHD_OP_PUT_SIGNAL 3
 #define SHD_OP_FETCH_ADD 4
 #define SHD_OP_COMPARE_SWAP 5
+#define SHD_REQ_INLINE 0x40
+#define SHD_REQ_INLINE_MAX 16
 
 #define ST(s, off) (((u64*)(s))[(off) / 8])
 #define PE_(s, p, off) (((u64*)(s))[(128 + 128 * (u64)(p) + (off)) / 8])
@@ -94,10 +98,21 @@ SHD void gda_reap(u64* s, int p) {
     if (pr > c) shd_cas(cqc + 8, c, pr);
 }
 
+// Copies a put's len bytes from device memory into the WQE's inline area (host memory): 8-byte stores where both
+// sides allow, so that a small put is a few posted writes and the NIC never reads the GPU's memory for it.
+SHD void gda_inline(unsigned char* to, const unsigned char* from, u32 len) {
+    u32 i = 0;
+    if ((((u64)to | (u64)from) & 7) == 0) {
+        for (; i + 8 <= len; i += 8) *(volatile u64*)(to + i) = *(const volatile u64*)(from + i);
+    }
+    for (; i < len; i++) *(volatile unsigned char*)(to + i) = *(const volatile unsigned char*)(from + i);
+}
+
 // Posts one WQE to PE p's queue; returns its index (~0 on error). Steps: reserve, wait for a slot, write the WQE
-// and its stamp, system-scope fence, wait for the doorbell to reach the index (in order), ring it.
+// and its stamp, system-scope fence, wait for the doorbell to reach the index (in order), ring it. With
+// SHD_INLINE the data is inl_src's len bytes, or (inl_src 0) the 8 bytes of inl.
 SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 lkey, u64 raddr, u32 rkey,
-                 u64 cmp_add, u64 swap, u64 inl) {
+                 u64 cmp_add, u64 swap, u64 inl, const unsigned char* inl_src) {
     u64 idx = shd_atomic_add(&PE_(s, p, 88), 1);
     u64* db = (u64*)PE_(s, p, 24);
     u64* cqc = (u64*)PE_(s, p, 64);
@@ -122,7 +137,10 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
     *(volatile u64*)(w + 64) = laddr;
     *(volatile u32*)(w + 72) = len;
     *(volatile u32*)(w + 76) = lkey;
-    if (flags & SHD_INLINE) *(volatile u64*)(w + PE_(s, p, 48)) = inl;
+    if (flags & SHD_INLINE) {
+        if (inl_src) gda_inline(w + PE_(s, p, 48), inl_src, len);
+        else *(volatile u64*)(w + PE_(s, p, 48)) = inl;
+    }
     *(volatile u32*)(w + 48) = (u32)(idx + 1);
     if (ST(s, 56)) shd_fence_sys(); else shd_atomic_add(&ST(s, 80), 1);
     while (shd_ld_acq(db) != idx) {
@@ -153,6 +171,15 @@ SHD u64 proxy_post(u64* s, u32 op, u32 sigop, int pe, u32 len, u64 dst, u64 src,
         if (shd_spin(s, t0, 4)) return ~0ull;
     }
     unsigned char* r = ring + 256 + (t & (depth - 1)) * 64;
+    if (op == SHD_OP_PUT && len > 0 && len <= SHD_REQ_INLINE_MAX) {
+        // the data travels in a and b: the proxy posts it inline and the NIC never reads the GPU's memory for it
+        u64 d[2] = {0, 0};
+        const unsigned char* from = (const unsigned char*)(ST(s, 24) + src);
+        for (u32 i = 0; i < len; i++) d[i / 8] |= (u64)from[i] << (8 * (i % 8));
+        a = d[0];
+        b = d[1];
+        sigop = SHD_REQ_INLINE;
+    }
     *(volatile unsigned char*)(r + 8) = (unsigned char)op;
     *(volatile unsigned char*)(r + 9) = (unsigned char)sigop;
     *(volatile unsigned short*)(r + 10) = (unsigned short)pe;
@@ -193,16 +220,19 @@ SHD u64 shmem_issue(u64* s, u32 op, int pe, u64 dst, u64 src, u32 len, u64 a, u6
     u64 heap = ST(s, 24), remote = PE_(s, pe, 0);
     u32 lkey = (u32)ST(s, 32), rkey = (u32)PE_(s, pe, 8);
     u64 idx;
+    // a put of up to the inline limit carries its data in the WQE (mlx5's inline send, NVSHMEM's inline puts)
+    const u32 inl = len > 0 && len <= PE_(s, pe, 96) ? SHD_INLINE : 0;
+    const unsigned char* from = inl ? (const unsigned char*)(heap + src) : 0;
     switch (op) {
-    case SHD_OP_GET: idx = gda_post(s, pe, SHD_READ, 0, heap + dst, len, lkey, remote + src, rkey, 0, 0, 0); break;
-    case SHD_OP_FETCH_ADD: idx = gda_post(s, pe, SHD_FADD, 0, 0, 8, lkey, remote + dst, rkey, a, 0, 0); break;
-    case SHD_OP_COMPARE_SWAP: idx = gda_post(s, pe, SHD_CAS, 0, 0, 8, lkey, remote + dst, rkey, a, b, 0); break;
+    case SHD_OP_GET: idx = gda_post(s, pe, SHD_READ, 0, heap + dst, len, lkey, remote + src, rkey, 0, 0, 0, 0); break;
+    case SHD_OP_FETCH_ADD: idx = gda_post(s, pe, SHD_FADD, 0, 0, 8, lkey, remote + dst, rkey, a, 0, 0, 0); break;
+    case SHD_OP_COMPARE_SWAP: idx = gda_post(s, pe, SHD_CAS, 0, 0, 8, lkey, remote + dst, rkey, a, b, 0, 0); break;
     case SHD_OP_PUT_SIGNAL:
-        if (gda_post(s, pe, SHD_WRITE, 0, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0) == ~0ull) return ~0ull;
-        idx = sigop == 0 ? gda_post(s, pe, SHD_WRITE, SHD_INLINE, 0, 8, 0, remote + sig, rkey, 0, 0, a)
-                         : gda_post(s, pe, SHD_FADD, 0, 0, 8, lkey, remote + sig, rkey, a, 0, 0);
+        if (gda_post(s, pe, SHD_WRITE, inl, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0, from) == ~0ull) return ~0ull;
+        idx = sigop == 0 ? gda_post(s, pe, SHD_WRITE, SHD_INLINE, 0, 8, 0, remote + sig, rkey, 0, 0, a, 0)
+                         : gda_post(s, pe, SHD_FADD, 0, 0, 8, lkey, remote + sig, rkey, a, 0, 0, 0);
         break;
-    default: idx = gda_post(s, pe, SHD_WRITE, 0, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0);
+    default: idx = gda_post(s, pe, SHD_WRITE, inl, heap + src, len, lkey, remote + dst, rkey, 0, 0, 0, from);
     }
     return idx == ~0ull ? ~0ull : idx << 6 | (u64)pe;
 }
