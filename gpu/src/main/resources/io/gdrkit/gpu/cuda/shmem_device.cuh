@@ -14,6 +14,7 @@
 //   per PE p at 128 + 128 p: +0 peer heap +8 rkey +16 sq ring +24 sq doorbell record +32 sq depth +40 sq stride
 //       +48 inline offset +56 cq ring +64 cq counters +72 cq depth +80 fetch base +88 reserved (WQE counter)
 //       +96 inline limit (a put of 1 to this many bytes carries its data in the WQE; 0: none does)
+//       +104 doorbells rung (kernels' copy of the doorbell record, in GPU memory; the host writes 0)
 // IBRC request flag (in the request's sigop byte of a put): SHD_REQ_INLINE, the data (up to 16 bytes) in a and b.
 #ifndef GDRKIT_SHMEM_DEVICE
 #define GDRKIT_SHMEM_DEVICE
@@ -30,6 +31,8 @@ SHD u64 shd_atomic_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p,
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { return atomicCAS((unsigned long long*)p, cmp, v); }
 SHD u64 shd_now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 SHD void shd_pause() { __nanosleep(32); }
+// one 16-byte store: a WQE crosses PCIe as a few 16-byte writes instead of a dozen small ones
+SHD void shd_st2(void* p, u64 a, u64 b) { asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" :: "l"(p), "l"(a), "l"(b) : "memory"); }
 #else
 #include <time.h>
 #include <sched.h>
@@ -41,6 +44,7 @@ SHD u64 shd_atomic_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); return cmp; }
 SHD u64 shd_now() { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (u64)ts.tv_sec * 1000000000ull + ts.tv_nsec; }
 SHD void shd_pause() { sched_yield(); } /* the CPU playing the GPU shares cores with the NIC threads */
+SHD void shd_st2(void* p, u64 a, u64 b) { ((volatile u64*)p)[0] = a; ((volatile u64*)p)[1] = b; }
 #endif
 
 #define SHD_ERR_TIMEOUT 1
@@ -124,29 +128,26 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
     unsigned char* w = (unsigned char*)PE_(s, p, 16) + (idx & (depth - 1)) * PE_(s, p, 40);
     int atomic = opcode == SHD_CAS || opcode == SHD_FADD;
     if (atomic) { laddr = PE_(s, p, 80) + (idx & (depth - 1)) * 8; lkey = (u32)ST(s, 32); }
-    *(volatile u64*)(w + 0) = idx;
-    *(volatile unsigned char*)(w + 8) = (unsigned char)opcode;
-    *(volatile unsigned char*)(w + 9) = (unsigned char)(flags | SHD_SIGNALED);
-    *(volatile unsigned short*)(w + 10) = 1;
-    *(volatile u32*)(w + 12) = 0;
-    *(volatile u64*)(w + 16) = raddr;
-    *(volatile u32*)(w + 24) = rkey;
-    *(volatile u32*)(w + 28) = len;
-    *(volatile u64*)(w + 32) = cmp_add;
-    *(volatile u64*)(w + 40) = swap;
-    *(volatile u64*)(w + 64) = laddr;
-    *(volatile u32*)(w + 72) = len;
-    *(volatile u32*)(w + 76) = lkey;
+    // little-endian fields packed into 16-byte stores (the ring's slots are 64-byte aligned): +8 opcode, flags,
+    // num_sge 1, imm 0; +24 rkey, length; +72 length, lkey; the stamp at +48 goes last, on its own
+    shd_st2(w + 0, idx, (u64)(opcode & 0xff) | (u64)((flags | SHD_SIGNALED) & 0xff) << 8 | 1ull << 16);
+    shd_st2(w + 16, raddr, (u64)rkey | (u64)len << 32);
+    shd_st2(w + 32, cmp_add, swap);
+    shd_st2(w + 64, laddr, (u64)len | (u64)lkey << 32);
     if (flags & SHD_INLINE) {
         if (inl_src) gda_inline(w + PE_(s, p, 48), inl_src, len);
         else *(volatile u64*)(w + PE_(s, p, 48)) = inl;
     }
     *(volatile u32*)(w + 48) = (u32)(idx + 1);
     if (ST(s, 56)) shd_fence_sys(); else shd_atomic_add(&ST(s, 80), 1);
-    while (shd_ld_acq(db) != idx) {
+    // doorbells go in order: wait for the earlier posters' on the copy in GPU memory (the host's doorbell record
+    // is a PCIe round trip away, and only GPU threads ring an owned queue), ring, then count it there
+    u64* rung = &PE_(s, p, 104);
+    while (shd_ld_acq(rung) != idx) {
         if (shd_spin(s, t0, 2)) return ~0ull;
     }
     if (ST(s, 56)) shd_st_rel(db, idx + 1); else *(volatile u64*)db = idx + 1; // the doorbell the NIC polls
+    shd_st_rel(rung, idx + 1);
     return idx;
 }
 
