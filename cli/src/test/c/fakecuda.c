@@ -77,6 +77,21 @@ static void lazy_load_waits(void) {
     while (lazy_mode && __atomic_load_n(&running_kernels, __ATOMIC_ACQUIRE) > 0) sched_yield();
 }
 
+/*
+ * FAKECUDA_SERIALIZE=1 models the calls CUDA lists as serializing with running work (allocating and freeing device
+ * and page-locked memory, registering host memory): each waits until no delivery agent runs, as a real free waits for
+ * a persistent kernel of its context. Bounded here (3 s), then CUDA_ERROR_UNKNOWN (999), so a test sees a named
+ * failure where a GPU would hang.
+ */
+static volatile int running_agents;
+static int serialize_mode = -1;
+static int serialize_waits(void) {
+    if (serialize_mode < 0) { const char *e = getenv("FAKECUDA_SERIALIZE"); serialize_mode = e && e[0] == '1'; }
+    if (!serialize_mode) return 0;
+    for (int i = 0; i < 3000 && __atomic_load_n(&running_agents, __ATOMIC_ACQUIRE) > 0; i++) usleep(1000);
+    return __atomic_load_n(&running_agents, __ATOMIC_ACQUIRE) > 0 ? 999 : 0;
+}
+
 /* the shmem device functions of kernels.cu, compiled for the CPU (see shmem_device.cuh) */
 #include "../../../../gpu/src/main/resources/io/gdrkit/gpu/cuda/shmem_device.cuh"
 
@@ -156,6 +171,7 @@ static int in_one_alloc(unsigned long long d, size_t n) {
 /* FAKECUDA_DIRTY_ALLOC=1: new device memory holds 0xff bytes, as memory that was freed and allocated again may hold
    anything (cuMemAlloc does not clear) */
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+    if (serialize_waits()) return 999;
     size_t size = (n + 4095) / 4096 * 4096;
     void *m;
     if (arena_on()) {
@@ -179,6 +195,7 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
     return 0;
 }
 CUresult cuMemFree_v2(unsigned long long p) {
+    if (serialize_waits()) return 999;
     if (arena_on() && arena && p >= (unsigned long long)arena && p < (unsigned long long)arena + ARENA_BYTES) {
         pthread_mutex_lock(&arena_lock);
         for (int i = 0; i < ARENA_ALLOCS; i++) if (alloc_size[i] && alloc_base[i] == p) alloc_size[i] = 0;
@@ -192,8 +209,8 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned int flags) {
     if (flags & ~7u) return 1;
     *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2;
 }
-CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
-CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuMemAllocHost_v2(void **p, size_t n) { if (serialize_waits()) return 999; *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096); return *p ? 0 : 2; }
+CUresult cuMemFreeHost(void *p) { if (serialize_waits()) return 999; free(p); return 0; }
 CUresult cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned int flags) { *d = (unsigned long long)p; return flags ? 1 : 0; }
 /*
  * FAKECUDA_LEGACY_ASYNC=1 models what CUDA documents for the "synchronous" copies on the legacy NULL stream: a
@@ -418,6 +435,7 @@ static int registered(const void *s, size_t n) {
     return found;
 }
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
+    if (serialize_waits()) return 999;
     if (!p || !n || !(flags & 2)) return 1;
     const char *refuse = getenv("FAKECUDA_HOSTREGISTER");
     if (refuse && !strcmp(refuse, "refuse") && n >= 65536) return 801;
@@ -434,6 +452,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
     return 0;
 }
 CUresult cuMemHostUnregister(void *p) {
+    if (serialize_waits()) return 999;
     unsigned long long a = (unsigned long long)p, len = 0;
     pthread_mutex_lock(&reg_lock);
     for (int i = 0; i < REGS && !len; i++) if (reg_len[i] && reg_base[i] == a) { len = reg_len[i]; reg_len[i] = 0; }
@@ -461,6 +480,7 @@ struct agent_args { unsigned long long ring, state, first; unsigned int slots; i
 static long long agent_counts[8]; /* 0 descriptors, 1 FENCE, 2 WAIT_CE, 3 STOP, 4 launches, 5 bytes, 6 threads */
 long long fakecuda_agent_count(int which) { return which >= 0 && which < 8 ? __atomic_load_n(&agent_counts[which], __ATOMIC_ACQUIRE) : -1; }
 static void agent_end(struct agent_args *a, int state) {
+    __atomic_sub_fetch(&running_agents, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(a->stream_state, state, __ATOMIC_RELEASE);
     free(a);
 }
@@ -513,8 +533,12 @@ static CUresult fake_agent_launch(unsigned gx, unsigned bx, void *stream, void *
     a->ring = P64(0); a->state = P64(1); a->slots = P32(2); a->first = P64(3); a->stream_state = (int *)stream + 1;
     if (a->slots < 2 || (a->slots & (a->slots - 1)) || a->first == 0) { free(a); return 1; }
     __atomic_store_n(a->stream_state, -1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&running_agents, 1, __ATOMIC_ACQ_REL);
     pthread_t t;
-    if (pthread_create(&t, NULL, fake_agent, a)) { __atomic_store_n(a->stream_state, 0, __ATOMIC_RELEASE); free(a); return 2; }
+    if (pthread_create(&t, NULL, fake_agent, a)) {
+        __atomic_sub_fetch(&running_agents, 1, __ATOMIC_ACQ_REL);
+        __atomic_store_n(a->stream_state, 0, __ATOMIC_RELEASE); free(a); return 2;
+    }
     pthread_detach(t);
     __atomic_add_fetch(&agent_counts[4], 1, __ATOMIC_ACQ_REL);
     return 0;

@@ -202,6 +202,39 @@ class CudaFakeDriverTest {
     }
 
     /**
+     * Two PEs of one process on one GPU share its primary context, and each has a delivery agent: a CUDA call that
+     * waits for every running kernel of the context (here freeing pinned memory after the clock pairing, and
+     * allocating) must pause the other PE's agent too, not only its own. The double plays such calls
+     * (FAKECUDA_SERIALIZE=1: each waits while any agent runs, and fails with 999 after 3 s where a GPU would hang):
+     * put_lat on both paths with the agent on ends with every operation checked. (Not the ping-pong: the double runs
+     * a kernel inside cuLaunchKernel, under the device's launch lock, so a PE running a kernel there keeps its own
+     * agent from starting, which a GPU does not.)
+     */
+    @Test
+    void aCallThatWaitsForEveryKernelPausesEveryPesAgent() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-serialize.so");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-serialize.log")));
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        for (final String[] t : new String[][] {{"put_lat", "ibgda"}, {"put_lat", "ibrc"}}) {
+            final Path log = dir.resolve("serialize-" + t[0] + "-" + t[1] + ".log");
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf", t[0],
+                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "64", "-n", "20", "--json", "--set",
+                "gdrkit.cuda.agent=on"), log, Map.of("FAKECUDA_SERIALIZE", "1"));
+            final String out = Files.readString(log);
+            assertEquals(0, rc, t[0] + ": " + out);
+            final JsonNode rows = JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst()
+                .orElseThrow(() -> new AssertionError("no JSON: " + out))).path("result").path("rows");
+            assertEquals(4, rows.size(), rows.toString());
+            for (final JsonNode row : rows) {
+                assertTrue(row.path("verified").asBoolean(false), row.toString());
+            }
+        }
+    }
+
+    /**
      * The warm-up: every kernel of a shmem-perf sweep is launched once, at the smallest size, before the first
      * timed launch, and that pass is not reported. Read from the libcuda double's launch log (FAKECUDA_LAUNCH_LOG:
      * one line per launch, kernel and message size, in launch order).

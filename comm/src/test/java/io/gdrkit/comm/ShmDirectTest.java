@@ -215,7 +215,7 @@ class ShmDirectTest {
         final Throwable[] err = ranks(2, (rank, c, a) -> {
             assertNotNull(c.shmDirect(), c.directPath());
             assertEquals("shm, up to 262144 B (all 2 ranks on one host; single copy (process_vm_readv) from "
-                + "65536 B per block)", c.directPath());
+                + "16384 B per block)", c.directPath());
             final RegisteredBuffer s = c.register(a.allocate(64, 64));
             if (rank == 0) {
                 Collectives.allReduce(c, s, s, 2, DataType.FLOAT32, RedOp.SUM);

@@ -60,7 +60,8 @@ final class CudaAgent {
     private CudaBuffer state;
     private GpuStream stream;
     private GpuFunction kernel;
-    private boolean running;
+    /** Volatile: another PE's hold ({@link AgentGate}) reads it without this agent's lock. */
+    private volatile boolean running;
     private GpuException failure;
     /** The last seq posted, and the highest seen complete. */
     private long posted;
@@ -70,7 +71,14 @@ final class CudaAgent {
     private long progressNanos;
     private long starts;
 
-    CudaAgent(final CudaGpu gpu, final CudaDriver d, final int blocks, final long stallMillis) {
+    /** The device's gate and this agent's staging (its member there): a hold keeps the kernel from starting. */
+    private final AgentGate gate;
+    private final NicStaging staging;
+
+    CudaAgent(final CudaGpu gpu, final CudaDriver d, final int blocks, final long stallMillis, final AgentGate gate,
+              final NicStaging staging) {
+        this.gate = gate;
+        this.staging = staging;
         this.gpu = gpu;
         this.d = d;
         this.blocks = blocks;
@@ -110,9 +118,23 @@ final class CudaAgent {
             if (ring == null) {
                 allocate();
             }
-            gpu.launch(kernel, Dim3.of(blocks), Dim3.of(THREADS), stream, new KernelArgs(4).u64(ringDev)
-                .u64(state.address()).u32(SLOTS).u64(posted + 1));
-            running = true;
+            // not while a CUDA call that waits for every kernel of the context is in progress (any PE's)
+            final long t0 = System.nanoTime();
+            while (!gate.enterStart(staging)) {
+                if (System.nanoTime() - t0 > stallNanos) {
+                    throw fail(AgentGate.stalled(gpu.ordinal(), "the delivery agent could not start: a CUDA call that "
+                        + "waits for every kernel (another PE's allocation, free or module load) did not end",
+                        stallNanos));
+                }
+                Thread.onSpinWait();
+            }
+            try {
+                gpu.launch(kernel, Dim3.of(blocks), Dim3.of(THREADS), stream, new KernelArgs(4).u64(ringDev)
+                    .u64(state.address()).u32(SLOTS).u64(posted + 1));
+                running = true;
+            } finally {
+                gate.leaveStart(staging);
+            }
             starts++;
             lastHealth = System.nanoTime();
         } catch (final GpuException e) {

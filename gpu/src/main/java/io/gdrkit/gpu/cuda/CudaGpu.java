@@ -318,14 +318,18 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public DeviceBuffer alloc(final long bytes) {
         // CUDA lists device and page-locked allocations among the calls that may serialize with running work: the
         // agent kernel pauses around them (they are set-up calls, not per message)
-        nicStaging.pauseAgent();
-        makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
-            d.check((int) d.cuMemAlloc.invokeExact(out, bytes), "cuMemAlloc_v2(" + bytes + ")");
-            return new CudaBuffer(this, out.get(ValueLayout.JAVA_LONG, 0), bytes);
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemAlloc_v2", t);
+        final AgentGate.Hold hold = nicStaging.holdAgents();
+        try {
+            makeCurrent();
+            try (Arena a = Arena.ofConfined()) {
+                final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
+                d.check((int) d.cuMemAlloc.invokeExact(out, bytes), "cuMemAlloc_v2(" + bytes + ")");
+                return new CudaBuffer(this, out.get(ValueLayout.JAVA_LONG, 0), bytes);
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemAlloc_v2", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
@@ -334,26 +338,36 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         final CudaBuffer b = own(buffer);
         makeCurrent();
         nicStaging.fence(); // NIC writes still staged for this buffer land before it goes, never after
-        nicStaging.pauseAgent(); // cuMemFree may wait for every running kernel: the agent must not be one
+        // cuMemFree may wait for every running kernel: no agent may be one
+        final AgentGate.Hold hold = nicStaging.holdAgents();
         try {
-            d.check((int) d.cuMemFree.invokeExact(b.address()), "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemFree_v2", t);
+            try {
+                d.check((int) d.cuMemFree.invokeExact(b.address()),
+                    "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemFree_v2", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
     @Override
     public MemorySegment allocHost(final long bytes) {
-        nicStaging.pauseAgent();
-        makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-            d.check((int) d.cuMemAllocHost.invokeExact(out, bytes), "cuMemAllocHost_v2(" + bytes + ")");
-            final MemorySegment p = out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
-            hostAllocs.put(p.address(), bytes);
-            return p;
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemAllocHost_v2", t);
+        final AgentGate.Hold hold = nicStaging.holdAgents();
+        try {
+            makeCurrent();
+            try (Arena a = Arena.ofConfined()) {
+                final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+                d.check((int) d.cuMemAllocHost.invokeExact(out, bytes), "cuMemAllocHost_v2(" + bytes + ")");
+                final MemorySegment p = out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
+                hostAllocs.put(p.address(), bytes);
+                return p;
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemAllocHost_v2", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
@@ -423,21 +437,26 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             nicStaging.notePin(true, "");
             return () -> { };
         }
-        nicStaging.pauseAgent(); // registering host memory may wait for every running kernel
-        makeCurrent();
-        final int rc;
+        // registering host memory may wait for every running kernel
+        final AgentGate.Hold hold = nicStaging.holdAgents();
         try {
-            rc = (int) d.cuMemHostRegister.get().invokeExact(host, bytes, 0x3);
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+            makeCurrent();
+            final int rc;
+            try {
+                rc = (int) d.cuMemHostRegister.get().invokeExact(host, bytes, 0x3);
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+            }
+            if (rc != CudaDriver.CUDA_SUCCESS) {
+                nicStaging.notePin(false, call + " = " + d.errorName(rc) + " (" + rc + ")");
+                return null;
+            }
+            nicPinned.put(address, bytes);
+            nicStaging.notePin(true, "");
+            return () -> nicUnpinHost(address, bytes);
+        } finally {
+            hold.close();
         }
-        if (rc != CudaDriver.CUDA_SUCCESS) {
-            nicStaging.notePin(false, call + " = " + d.errorName(rc) + " (" + rc + ")");
-            return null;
-        }
-        nicPinned.put(address, bytes);
-        nicStaging.notePin(true, "");
-        return () -> nicUnpinHost(address, bytes);
     }
 
     /** The release of {@link #nicPinHost}: out of the record behind a fence, then {@code cuMemHostUnregister}. */
@@ -455,15 +474,19 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 + "cuMemHostUnregister failed: " + e.getMessage());
             return;
         }
-        nicStaging.pauseAgent();
+        final AgentGate.Hold hold = nicStaging.holdAgents();
         try {
-            final int rc = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(address));
-            if (rc != CudaDriver.CUDA_SUCCESS) {
-                nicStaging.notePin(false, "cuMemHostUnregister(0x" + Long.toHexString(address) + ") = "
-                    + d.errorName(rc) + " (" + rc + ")");
+            try {
+                final int rc = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(address));
+                if (rc != CudaDriver.CUDA_SUCCESS) {
+                    nicStaging.notePin(false, "cuMemHostUnregister(0x" + Long.toHexString(address) + ") = "
+                        + d.errorName(rc) + " (" + rc + ")");
+                }
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemHostUnregister", t);
             }
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemHostUnregister", t);
+        } finally {
+            hold.close();
         }
     }
 
@@ -476,12 +499,16 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "0x" + Long.toHexString(host.address())
                 + " was not allocated by cuMemAllocHost on this device");
         }
-        nicStaging.pauseAgent(); // cuMemFreeHost may wait for every running kernel
-        makeCurrent();
+        final AgentGate.Hold hold = nicStaging.holdAgents(); // cuMemFreeHost may wait for every running kernel
         try {
-            d.check((int) d.cuMemFreeHost.invokeExact(host), "cuMemFreeHost");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemFreeHost", t);
+            makeCurrent();
+            try {
+                d.check((int) d.cuMemFreeHost.invokeExact(host), "cuMemFreeHost");
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemFreeHost", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
@@ -516,28 +543,32 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
             "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
-        nicStaging.pauseAgent();
-        makeCurrent();
-        final long first = host.address() & ~4095L;
-        final long end = (host.address() + Math.max(1, host.byteSize()) + 4095) & ~4095L;
-        for (long page = first; page < end; page += 4096) {
-            if (registeredPages.contains(page)) {
-                continue;
-            }
-            try {
-                // CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP
-                final int rc = (int) reg.invokeExact(MemorySegment.ofAddress(page), 4096L, 0x3);
-                if (rc != 0 && rc != 712) {
-                    d.check(rc, "cuMemHostRegister_v2(0x" + Long.toHexString(page) + ", 4096, PORTABLE|DEVICEMAP)");
+        final AgentGate.Hold hold = nicStaging.holdAgents();
+        try {
+            makeCurrent();
+            final long first = host.address() & ~4095L;
+            final long end = (host.address() + Math.max(1, host.byteSize()) + 4095) & ~4095L;
+            for (long page = first; page < end; page += 4096) {
+                if (registeredPages.contains(page)) {
+                    continue;
                 }
-                if (rc == 0) {
-                    registeredPages.add(page);
+                try {
+                    // CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP
+                    final int rc = (int) reg.invokeExact(MemorySegment.ofAddress(page), 4096L, 0x3);
+                    if (rc != 0 && rc != 712) {
+                        d.check(rc, "cuMemHostRegister_v2(0x" + Long.toHexString(page) + ", 4096, PORTABLE|DEVICEMAP)");
+                    }
+                    if (rc == 0) {
+                        registeredPages.add(page);
+                    }
+                } catch (final Throwable t) {
+                    throw CudaDriver.linkage("cuMemHostRegister_v2", t);
                 }
-            } catch (final Throwable t) {
-                throw CudaDriver.linkage("cuMemHostRegister_v2", t);
             }
+            return devicePointer(host);
+        } finally {
+            hold.close();
         }
-        return devicePointer(host);
     }
 
     // ---------------------------------------------------------------- peer access
@@ -865,16 +896,20 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     private CudaFunction resolve(final String module, final String name) {
         // loading a module or a function waits for every running kernel (see function): the agent pauses meanwhile
-        nicStaging.pauseAgent();
-        final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
-        makeCurrent();
-        try (Arena a = Arena.ofConfined()) {
-            final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-            d.check((int) d.cuModuleGetFunction.invokeExact(out, mod, a.allocateFrom(name)),
-                "cuModuleGetFunction(" + module + ", " + name + ")");
-            return new CudaFunction(name, moduleSources.get(module), out.get(ValueLayout.ADDRESS, 0));
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuModuleGetFunction", t);
+        final AgentGate.Hold hold = nicStaging.holdAgents();
+        try {
+            final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
+            makeCurrent();
+            try (Arena a = Arena.ofConfined()) {
+                final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+                d.check((int) d.cuModuleGetFunction.invokeExact(out, mod, a.allocateFrom(name)),
+                    "cuModuleGetFunction(" + module + ", " + name + ")");
+                return new CudaFunction(name, moduleSources.get(module), out.get(ValueLayout.ADDRESS, 0));
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuModuleGetFunction", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
@@ -988,13 +1023,18 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         if (d.cuMemHostRegister.isEmpty()) {
             GpuDevice.super.hostRegister(host);
         }
-        nicStaging.pauseAgent(); // registering host memory may wait for every running kernel
-        makeCurrent();
+        // registering host memory may wait for every running kernel
+        final AgentGate.Hold hold = nicStaging.holdAgents();
         try {
-            d.check((int) d.cuMemHostRegister.get().invokeExact(host, host.byteSize(), 0),
-                "cuMemHostRegister_v2(0x" + Long.toHexString(host.address()) + ", " + host.byteSize() + ", 0)");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+            makeCurrent();
+            try {
+                d.check((int) d.cuMemHostRegister.get().invokeExact(host, host.byteSize(), 0),
+                    "cuMemHostRegister_v2(0x" + Long.toHexString(host.address()) + ", " + host.byteSize() + ", 0)");
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemHostRegister_v2", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 
@@ -1003,13 +1043,17 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         if (d.cuMemHostUnregister.isEmpty()) {
             GpuDevice.super.hostUnregister(host);
         }
-        nicStaging.pauseAgent();
-        makeCurrent();
+        final AgentGate.Hold hold = nicStaging.holdAgents();
         try {
-            d.check((int) d.cuMemHostUnregister.get().invokeExact(host),
-                "cuMemHostUnregister(0x" + Long.toHexString(host.address()) + ")");
-        } catch (final Throwable t) {
-            throw CudaDriver.linkage("cuMemHostUnregister", t);
+            makeCurrent();
+            try {
+                d.check((int) d.cuMemHostUnregister.get().invokeExact(host),
+                    "cuMemHostUnregister(0x" + Long.toHexString(host.address()) + ")");
+            } catch (final Throwable t) {
+                throw CudaDriver.linkage("cuMemHostUnregister", t);
+            }
+        } finally {
+            hold.close();
         }
     }
 

@@ -99,8 +99,14 @@ final class NicStaging {
     private final long crossover;
     private final int agentBlocks;
     private final long stallMillis;
-    /** The agent while it is in use (null: off, not yet started, or auto fell back); why auto fell back. */
-    private CudaAgent agent;
+    /**
+     * The agent while it is in use (null: off, not yet started, or auto fell back); why auto fell back. Volatile:
+     * another PE's hold reads it without this lock ({@link #pauseForGate}).
+     */
+    private volatile CudaAgent agent;
+    /** This device's agents ({@link AgentGate}), and whether this one is about to launch (the gate's flag). */
+    private final AgentGate gate;
+    volatile boolean agentStarting;
     private String agentNote = "";
     /** Staging's device address, and whether stream memory operations order the two paths (else no copy engine). */
     private long stagingDev;
@@ -172,6 +178,7 @@ final class NicStaging {
         this.crossover = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_CROSSOVER.read(r).value();
         this.agentBlocks = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_BLOCKS.read(r).value();
         this.stallMillis = io.gdrkit.gpu.config.GpuConfiguration.CUDA_AGENT_STALL_MS.read(r).value();
+        this.gate = AgentGate.of(gpu.ordinal());
     }
 
     /**
@@ -578,6 +585,7 @@ final class NicStaging {
                 agent.close();
                 agent = null;
             }
+            gate.leave(this);
             final int ignoredSync = (int) d.cuStreamSynchronize.invokeExact(stream);
             directInFlight = false; // synchronized: nothing reads pinned memory any more (the events go next)
             for (final MemorySegment e : chunkEvents) {
@@ -666,17 +674,48 @@ final class NicStaging {
     }
 
     /**
-     * Ends the agent kernel, with everything posted to it complete, for a CUDA call that waits for every running
-     * kernel (freeing, loading a module, registering host memory); the next write starts it again.
+     * Holds every delivery agent of this device stopped (this one first, with everything posted to it complete) for
+     * a CUDA call that waits for every running kernel of the context (freeing, loading a module, registering host
+     * memory); the next write after the hold is closed starts this one again. Every PE of the process on this device
+     * has its own agent, and the call would wait for any of them ({@link AgentGate}).
      */
-    void pauseAgent() {
-        lock.lock();
-        try {
-            if (agent != null) {
-                agent.pause();
+    AgentGate.Hold holdAgents() {
+        return gate.hold(this, stallMillis * 1_000_000L);
+    }
+
+    /**
+     * Pauses this staging's agent for a hold (any thread): waits out a launch in progress, then pauses the agent
+     * under this lock (taken with tryLock, and given up as soon as the agent is seen stopped: the lock's holder may
+     * be waiting for the hold to end, not running the agent); bounded by {@code deadline}.
+     */
+    void pauseForGate(final long deadline) {
+        while (agentStarting) {
+            if (System.nanoTime() - deadline > 0) {
+                throw AgentGate.stalled(gate.ordinal(), "an agent kept starting during a hold",
+                    stallMillis * 1_000_000L);
             }
-        } finally {
-            lock.unlock();
+            Thread.onSpinWait();
+        }
+        while (true) {
+            final CudaAgent a = agent;
+            if (a == null || !a.running()) {
+                return;
+            }
+            if (lock.tryLock()) {
+                try {
+                    if (agent != null) {
+                        agent.pause();
+                    }
+                } finally {
+                    lock.unlock();
+                }
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw AgentGate.stalled(gate.ordinal(), "the agent of another PE could not be paused for a CUDA call "
+                    + "that waits for every kernel", stallMillis * 1_000_000L);
+            }
+            Thread.onSpinWait();
         }
     }
 
@@ -731,7 +770,8 @@ final class NicStaging {
             throw CudaDriver.linkage("cuEventCreate", t);
         }
         if (agentMode != io.gdrkit.gpu.config.GpuConfiguration.AgentMode.OFF) {
-            final CudaAgent a = new CudaAgent(gpu, d, agentBlocks, stallMillis);
+            final CudaAgent a = new CudaAgent(gpu, d, agentBlocks, stallMillis, gate, this);
+            gate.join(this);
             agent = a;
             stagingDev = gpu.devicePointer(staging);
             memOps = d.cuStreamWriteValue64.isPresent() && d.cuStreamWaitValue64.isPresent();
