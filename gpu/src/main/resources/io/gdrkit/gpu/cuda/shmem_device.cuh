@@ -15,6 +15,8 @@
 //       +48 inline offset +56 cq ring +64 cq counters +72 cq depth +80 fetch base +88 reserved (WQE counter)
 //       +96 inline limit (a put of 1 to this many bytes carries its data in the WQE; 0: none does)
 //       +104 doorbells rung (kernels' copy of the doorbell record, in GPU memory; the host writes 0)
+//       +112 CQEs reaped (the CQ consumer, kept here; the host record at cq counters +64 follows it)
+//       +120 the NIC's send-queue consumer as last read from the doorbell record (+64 there)
 // IBRC request flag (in the request's sigop byte of a put): SHD_REQ_INLINE, the data (up to 16 bytes) in a and b.
 #ifndef GDRKIT_SHMEM_DEVICE
 #define GDRKIT_SHMEM_DEVICE
@@ -29,6 +31,7 @@ SHD void shd_st_rel(u64* p, u64 v) { asm volatile("st.release.sys.u64 [%0], %1;"
 SHD void shd_fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { return atomicCAS((unsigned long long*)p, cmp, v); }
+SHD u64 shd_max(u64* p, u64 v) { return atomicMax((unsigned long long*)p, (unsigned long long)v); }
 SHD u64 shd_now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 SHD void shd_pause() { __nanosleep(32); }
 // one 16-byte store: a WQE crosses PCIe as a few 16-byte writes instead of a dozen small ones
@@ -42,6 +45,7 @@ SHD void shd_st_rel(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 SHD void shd_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); return cmp; }
+SHD u64 shd_max(u64* p, u64 v) { u64 o = __atomic_load_n(p, __ATOMIC_ACQUIRE); while (o < v && !__atomic_compare_exchange_n(p, &o, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {} return o; }
 SHD u64 shd_now() { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (u64)ts.tv_sec * 1000000000ull + ts.tv_nsec; }
 SHD void shd_pause() { sched_yield(); } /* the CPU playing the GPU shares cores with the NIC threads */
 SHD void shd_st2(void* p, u64 a, u64 b) { ((volatile u64*)p)[0] = a; ((volatile u64*)p)[1] = b; }
@@ -90,17 +94,31 @@ SHD int shd_check(u64* s, u64 off, u64 len, int pe) {
 
 // ---------------------------------------------------------------- IBGDA: WQE, fence, doorbell; CQ polling
 
-// Reaps the CQEs that arrived on PE p's queue (status check) and frees their slots for the NIC.
-SHD void gda_reap(u64* s, int p) {
+// Reaps the CQEs up to producer pr (read by the caller) on PE p's queue (status check) and frees their slots for
+// the NIC. The consumer is kept in GPU memory (+112): only GPU threads consume an owned CQ, so the host's record is
+// written, never read back (no PCIe round trip, no atomic on host memory); threads that publish out of order
+// republish the newest value until the host's record holds it.
+SHD void gda_reap_to(u64* s, int p, u64 pr) {
     u64* cqc = (u64*)PE_(s, p, 64);
     const unsigned char* cq = (const unsigned char*)PE_(s, p, 56);
-    u64 c = shd_ld_acq(cqc + 8), pr = shd_ld_acq(cqc);
+    u64* reaped = &PE_(s, p, 112);
+    u64 c = shd_ld_acq(reaped);
     for (u64 i = c; i < pr; i++) {
         volatile const unsigned char* st = cq + (i & (PE_(s, p, 72) - 1)) * 32 + 24;
         if (*st != 0) shd_error(s, SHD_ERR_CQE, (u64)*st | (u64)p << 8);
     }
-    if (pr > c) shd_cas(cqc + 8, c, pr);
+    if (pr > c && shd_max(reaped, pr) < pr) {
+        u64 v = pr;
+        for (;;) {
+            *(volatile u64*)(cqc + 8) = v;
+            u64 now = shd_ld_acq(reaped);
+            if (now == v) break;
+            v = now;
+        }
+    }
 }
+
+SHD void gda_reap(u64* s, int p) { gda_reap_to(s, p, shd_ld_acq((u64*)PE_(s, p, 64))); }
 
 // Copies a put's len bytes from device memory into the WQE's inline area (host memory): 8-byte stores where both
 // sides allow, so that a small put is a few posted writes and the NIC never reads the GPU's memory for it.
@@ -119,10 +137,15 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
                  u64 cmp_add, u64 swap, u64 inl, const unsigned char* inl_src) {
     u64 idx = shd_atomic_add(&PE_(s, p, 88), 1);
     u64* db = (u64*)PE_(s, p, 24);
-    u64* cqc = (u64*)PE_(s, p, 64);
     u64 depth = PE_(s, p, 32), cqd = PE_(s, p, 72), t0 = shd_now();
-    while (idx - shd_ld_acq(db + 8) >= depth || idx - shd_ld_acq(cqc + 8) >= cqd) {
+    // room: the send-queue consumer as last read (+120) and the CQ consumer (+112), both in GPU memory; the host's
+    // doorbell record is read only when the copy says the queue is full
+    u64* sq_seen = &PE_(s, p, 120);
+    u64* reaped = &PE_(s, p, 112);
+    while (idx - shd_ld_acq(sq_seen) >= depth || idx - shd_ld_acq(reaped) >= cqd) {
+        shd_max(sq_seen, shd_ld_acq(db + 8));
         gda_reap(s, p);
+        if (idx - shd_ld_acq(sq_seen) < depth && idx - shd_ld_acq(reaped) < cqd) break;
         if (shd_spin(s, t0, 1)) return ~0ull;
     }
     unsigned char* w = (unsigned char*)PE_(s, p, 16) + (idx & (depth - 1)) * PE_(s, p, 40);
@@ -154,11 +177,11 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
 // Waits for WQE idx of PE p's queue to complete (CQEs of one queue arrive in order). 0 when it did.
 SHD int gda_wait(u64* s, int p, u64 idx) {
     u64* cqc = (u64*)PE_(s, p, 64);
-    u64 t0 = shd_now();
-    while (shd_ld_acq(cqc) <= idx) {
+    u64 t0 = shd_now(), pr;
+    while ((pr = shd_ld_acq(cqc)) <= idx) {
         if (shd_spin(s, t0, 3)) return 1;
     }
-    gda_reap(s, p);
+    gda_reap_to(s, p, pr);
     return shd_failed(s);
 }
 
