@@ -121,8 +121,9 @@ public final class CudaShmemPerf {
                 final boolean warmUp = pass < 0;
                 long wall = 0;
                 final int per = Math.max(1, iters / (blocks * threads));
-                final long reqBase = pe.myPe() != 0 ? 0 : ctx.mode() == ShmemMode.IBGDA
-                    ? longs(gpu, state, 128 + 128 + 88, 1)[0] : pe.proxyRing().get(ProxyRing.TAIL);
+                // IBGDA: WQEs reserved on the queue to PE 1; IBRC: proxy tickets taken (both in the state block)
+                final long reqBase = pe.myPe() != 0 ? 0 : longs(gpu, state,
+                    ctx.mode() == ShmemMode.IBGDA ? 128 + 128 + 88 : 88, 1)[0];
                 if (active) {
                     final KernelArgs a = new KernelArgs(12);
                     Dim3 grid = Dim3.of(1);

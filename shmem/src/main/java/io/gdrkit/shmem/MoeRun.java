@@ -303,7 +303,9 @@ public final class MoeRun {
                 }
             } else {
                 final ProxyRing r = pe.proxyRing();
-                sb.append("; proxy ring: ").append(r.get(ProxyRing.TAIL)).append(" requests, ")
+                final long[] taken = new long[1];
+                ShmemPe.fromDevice(pe.gpu(), MemorySegment.ofArray(taken), state, 88); // tickets: the state block's
+                sb.append("; proxy ring: ").append(taken[0]).append(" requests, ")
                     .append(r.get(ProxyRing.CONSUMED)).append(" posted, ").append(r.get(ProxyRing.COMPLETED))
                     .append(" completed, error ").append(r.get(ProxyRing.ERROR));
             }

@@ -11,6 +11,8 @@
 //    0 mode (0 IBRC, 1 IBGDA)   8 my_pe   16 n_pes   24 heap (device address of this PE's heap)   32 lkey
 //   40 proxy ring (device pointer of the host-mapped ring)   48 proxy depth   56 fence (1: fence before doorbell)
 //   64 timeout_ns   72 error (first error: SHD_ERR_* | detail << 8)   80 stale (WQEs posted with the fence left out)
+//   88 proxy tickets taken (IBRC; in GPU memory, so taking one is no atomic across PCIe)   96 the proxy's consumed
+//      count as last read from the ring (+64 there; read again only when this copy says the ring is full)
 //   per PE p at 128 + 128 p: +0 peer heap +8 rkey +16 sq ring +24 sq doorbell record +32 sq depth +40 sq stride
 //       +48 inline offset +56 cq ring +64 cq counters +72 cq depth +80 fetch base +88 reserved (WQE counter)
 //       +96 inline limit (a put of 1 to this many bytes carries its data in the WQE; 0: none does)
@@ -190,8 +192,10 @@ SHD int gda_wait(u64* s, int p, u64 idx) {
 SHD u64 proxy_post(u64* s, u32 op, u32 sigop, int pe, u32 len, u64 dst, u64 src, u64 a, u64 b, u64 sig, u64 stamp) {
     unsigned char* ring = (unsigned char*)ST(s, 40);
     u64 depth = ST(s, 48);
-    u64 t = shd_atomic_add((u64*)ring, 1), t0 = shd_now();
-    while (t - shd_ld_acq((u64*)(ring + 64)) >= depth) {
+    u64 t = shd_atomic_add(&ST(s, 88), 1), t0 = shd_now();
+    while (t - shd_ld_acq(&ST(s, 96)) >= depth) {
+        shd_max(&ST(s, 96), shd_ld_acq((u64*)(ring + 64)));
+        if (t - shd_ld_acq(&ST(s, 96)) < depth) break;
         if (shd_spin(s, t0, 4)) return ~0ull;
     }
     unsigned char* r = ring + 256 + (t & (depth - 1)) * 64;
@@ -228,8 +232,11 @@ SHD int proxy_wait(u64* s, u64 t) {
     unsigned char* ring = (unsigned char*)ST(s, 40);
     u64* done = (u64*)(ring + 256 + 64 * ST(s, 48)) + (t & (ST(s, 48) - 1));
     u64 t0 = shd_now();
-    while (shd_ld_acq(done) < t + 1) {
-        if (proxy_check(s) || shd_spin(s, t0, 5)) return 1;
+    // every request gets its done word, a refused or failed one too (the error word is written first), so the error
+    // word is read once after it and only now and then before (a proxy that stopped): one PCIe read per poll
+    for (u32 polls = 1; shd_ld_acq(done) < t + 1; polls++) {
+        if ((polls & 63) == 0 && proxy_check(s)) return 1;
+        if (shd_spin(s, t0, 5)) return 1;
     }
     return proxy_check(s);
 }
@@ -269,7 +276,7 @@ SHD int shmem_wait(u64* s, u64 ticket) {
 SHD int shmem_quiet(u64* s) {
     if (ST(s, 0) == 0) {
         unsigned char* ring = (unsigned char*)ST(s, 40);
-        u64 upto = shd_ld_acq((u64*)ring), t0 = shd_now();
+        u64 upto = shd_ld_acq(&ST(s, 88)), t0 = shd_now();
         while (shd_ld_acq((u64*)(ring + 128)) < upto) {
             if (proxy_check(s) || shd_spin(s, t0, 6)) return 1;
         }
