@@ -360,21 +360,25 @@ public final class CudaShmemPerf {
         final List<long[]> stamps = new ArrayList<>();
         final long[] land = landing == null ? null : new long[iters - from];
         for (int i = from; i < iters; i++) {
-            final long[] s = new long[5];
+            final long[] s = new long[6];
             s[1] = t[2 * i];
             s[4] = t[2 * i + 1];
             final long nic;
+            final long cqe;
             if (gda) {
                 nic = pe.nicPickup(1, reqBase + (long) perOp * i);
+                cqe = pe.nicCompletion(1, reqBase + (long) perOp * i + perOp - 1); // the op's last WQE
             } else {
                 final int slot = (int) ((reqBase + i) & (pe.proxyRing().depth - 1));
                 s[2] = map.toGpu(pe.proxy().pickupNanos[slot]);
                 nic = pe.nicPickup(1, pe.proxy().wqeIndex[slot]);
+                cqe = pe.nicCompletion(1, pe.proxy().wqeIndex[slot] + perOp - 1);
             }
             if (nic == 0) {
                 continue; // no stamp of this WQE any more
             }
             s[3] = map.toGpu(nic);
+            s[5] = cqe == 0 ? 0 : map.toGpu(cqe);
             if (land != null) {
                 land[stamps.size()] = landing[i];
             }

@@ -494,17 +494,21 @@ public final class ShmemDevice {
     private void record(final long ticket) {
         final long done = System.nanoTime();
         final Long issued = pendingIssue.get();
-        final long[] s = new long[5];
+        final long[] s = new long[6];
         s[1] = issued == null ? 0 : issued;
         s[4] = done;
         if (ctx.mode() == ShmemMode.IBGDA) {
             s[3] = pe.nicPickup((int) (ticket & 63), ticket >>> 6);
+            s[5] = pe.nicCompletion((int) (ticket & 63), ticket >>> 6);
         } else {
             final int slot = (int) (ticket & (pe.proxyRing().depth - 1));
             s[2] = pe.proxy().pickupNanos[slot];
             final int target = pe.proxyRing().mem.get(java.lang.foreign.ValueLayout.JAVA_SHORT,
                 pe.proxyRing().record(ticket) + 10);
             s[3] = pe.nicPickup(target, pe.proxy().wqeIndex[slot]);
+            // the request's last WQE (put-with-signal: the signal's) is the one whose CQE the proxy waits for
+            s[5] = pe.nicCompletion(target, pe.proxy().wqeIndex[slot] + (pe.proxyRing().mem.get(
+                java.lang.foreign.ValueLayout.JAVA_BYTE, pe.proxyRing().record(ticket) + 8) == Op.PUT_SIGNAL ? 1 : 0));
         }
         synchronized (this) {
             stamps.add(s);

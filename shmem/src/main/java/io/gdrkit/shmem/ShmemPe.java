@@ -766,6 +766,11 @@ public final class ShmemPe implements AutoCloseable {
         return chanQp[pe].direct().pickupNanos(wqeIndex);
     }
 
+    /** When the NIC wrote the CQE of WQE {@code wqeIndex} on the channel to {@code pe} (nanoTime; 0: none). */
+    long nicCompletion(final int pe, final long wqeIndex) {
+        return chanQp[pe].direct().completionNanos(wqeIndex);
+    }
+
     @Override
     public void close() {
         if (proxyRunner != null) {

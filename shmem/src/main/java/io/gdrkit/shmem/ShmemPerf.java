@@ -217,6 +217,8 @@ public final class ShmemPerf {
     public static final String NIC_TO_LANDING = "NIC pick-up->landing";
     /** Step name: to the issuing GPU thread seeing the completion. */
     public static final String TO_COMPLETION = "->completion seen";
+    /** Step name: from the NIC's pick-up to the NIC writing the operation's CQE (host clock only). */
+    public static final String TO_CQE = "->CQE written";
     /** put_signal_lat: from the target seeing the signal to the initiator seeing the target's answer. */
     public static final String TO_ANSWER = "landing->answer seen";
 
@@ -455,8 +457,9 @@ public final class ShmemPerf {
     }
 
     /**
-     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen}, all on one time line; landing (null:
-     * none) on the issue's clock. {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing,
+     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen[, CQE written (0: none)]}, all on one
+     * time line; landing (null: none) on the issue's clock. Where every sample has its CQE stamp (and no landing),
+     * the NIC's part ends there: NIC pick-up to CQE written (both host stamps), then CQE written to completion seen. {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing,
      * completion: the GPU's on CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
      */
     static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters,
@@ -476,6 +479,11 @@ public final class ShmemPerf {
         final double[] land = new double[n];
         final double[] done = new double[n];
         final double[] total = new double[n];
+        boolean cqes = !landed;
+        for (int i = 0; cqes && i < n; i++) {
+            cqes = last.get(i).length > 5 && last.get(i)[5] != 0;
+        }
+        final double[] toCqe = new double[n];
         for (int i = 0; i < n; i++) {
             final long[] s = last.get(i);
             final long issue = s[1];
@@ -485,6 +493,9 @@ public final class ShmemPerf {
             if (landed) {
                 land[i] = (landing[i] - s[3]) / 1e3;
                 done[i] = (s[4] - landing[i]) / 1e3;
+            } else if (cqes) {
+                toCqe[i] = (s[5] - s[3]) / 1e3;
+                done[i] = (s[4] - s[5]) / 1e3;
             } else {
                 done[i] = (s[4] - s[3]) / 1e3;
             }
@@ -499,6 +510,9 @@ public final class ShmemPerf {
         if (landed) {
             steps.add(Step.of(NIC_TO_LANDING, median(land), e));
             steps.add(Step.of(TO_ANSWER, median(done), 0)); // landing and answer: stamps of one GPU clock
+        } else if (cqes) {
+            steps.add(Step.of(TO_CQE, median(toCqe), 0)); // both host stamps
+            steps.add(Step.of(TO_COMPLETION, median(done), e));
         } else {
             steps.add(Step.of(TO_COMPLETION, median(done), e));
         }

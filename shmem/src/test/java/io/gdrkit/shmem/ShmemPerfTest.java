@@ -97,7 +97,17 @@ class ShmemPerfTest {
         assertEquals(null, b.step(ShmemPerf.ISSUE_TO_PROXY));
         assertEquals(null, b.step(ShmemPerf.TO_NIC).us(), "-0.5 us within ±2 us");
         assertEquals(8.5, b.step(ShmemPerf.TO_COMPLETION).us());
+        assertEquals(null, b.step(ShmemPerf.TO_CQE), "no CQE stamps: no step");
         assertEquals(8.0, b.totalUs());
+        // with the NIC's CQE stamps (host clock, as the pick-up): the NIC's part ends at the CQE
+        final java.util.List<long[]> withCqe = java.util.List.of(new long[] {1, 1000, 0, 5000, 9000, 7000},
+            new long[] {1, 2000, 0, 6000, 10000, 8500}, new long[] {1, 3000, 0, 7000, 11000, 9000});
+        final ShmemPerf.Breakdown c = ShmemPerf.breakdown(withCqe, null, 3, 1000);
+        assertEquals(2.0, c.step(ShmemPerf.TO_CQE).us(), "pick-up to CQE: 2.0, 2.5, 2.0 us");
+        assertEquals(2.0, c.step(ShmemPerf.TO_COMPLETION).us(), "CQE to seen: 2.0, 1.5, 2.0 us");
+        // one sample without its CQE stamp: the step is left out, not computed from a zero
+        final java.util.List<long[]> partial = java.util.List.of(withCqe.get(0), new long[] {1, 2000, 0, 6000, 10000, 0});
+        assertEquals(null, ShmemPerf.breakdown(partial, null, 2, 1000).step(ShmemPerf.TO_CQE));
     }
 
     /** Two pairings a second apart with 5 us of drift between them: host stamps land where the GPU clock was. */

@@ -347,6 +347,10 @@ final class Completer implements Agent {
         if (cqe && !qp.sendCq.post(wrId, status, WrOpcode.completionOpcode(op), byteLen, 0, qp.qpn, 0, 0)) {
             dev.toError(qp, AsyncEventType.QP_FATAL, "send CQ overflow");
         }
+        if (qp.stampPickups) {
+            qp.completionNanos[slot] = System.nanoTime(); // after the CQE is visible to its poller
+            qp.completionIndex[slot] = index;
+        }
     }
 
     /** Fails the oldest WQE with {@code status} and moves the QP to ERR; the rest flush. */

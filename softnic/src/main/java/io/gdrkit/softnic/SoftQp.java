@@ -111,6 +111,9 @@ final class SoftQp implements QueuePair {
     volatile long staleWqes;
     long lastSeenProducer;
     final long[] pickupNanos;
+    /** Per slot, with {@link #stampPickups}: when the WQE's CQE became visible, and that WQE's index. */
+    final long[] completionNanos;
+    final long[] completionIndex;
     /** Per slot: the WQE index whose pick-up {@link #pickupNanos} holds, so a reused slot reads as none. */
     final long[] pickupIndex;
     private Direct direct;
@@ -224,6 +227,8 @@ final class SoftQp implements QueuePair {
         this.wqeState = new byte[sq.depth()];
         this.wqeError = new byte[sq.depth()];
         this.pickupNanos = new long[sq.depth()];
+        this.completionNanos = new long[sq.depth()];
+        this.completionIndex = new long[sq.depth()];
         this.pickupIndex = new long[sq.depth()];
         Arrays.fill(pickupIndex, -1);
         this.resources = new ResponderResources(device.attr().maxQpRdAtom());
@@ -748,6 +753,13 @@ final class SoftQp implements QueuePair {
         @Override
         public void stampPickups(final boolean on) {
             stampPickups = on;
+        }
+
+        @Override
+        public long completionNanos(final long index) {
+            final int slot = sq.slot(index);
+            final long at = completionNanos[slot];
+            return completionIndex[slot] == index ? at : 0;
         }
 
         @Override

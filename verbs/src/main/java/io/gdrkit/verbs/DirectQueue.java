@@ -89,4 +89,12 @@ public interface DirectQueue {
      * reused by a later WQE (the stamp there is that WQE's, not this one's).
      */
     long pickupNanos(long index);
+
+    /**
+     * With {@link #stampPickups} on: the {@code System.nanoTime()} at which the NIC made WQE {@code index}'s
+     * completion visible (its CQE written), or 0 when it has none (not completed yet, not stamped, or its slot since
+     * reused by a later WQE).
+     */
+    long completionNanos(long index);
+
 }
