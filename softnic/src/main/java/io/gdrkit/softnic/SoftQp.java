@@ -714,6 +714,10 @@ final class SoftQp implements QueuePair {
 
         @Override
         public void takeOwnership() {
+            if (ud) {
+                // the requester checks a direct poster's WQEs (stamp, inline length); the datagram engine does not
+                throw new VerbsException(Errno.EINVAL, "QP " + qpn + " is UD; a direct queue is for RC QPs only");
+            }
             for (final SoftQp other : device.activeQps) {
                 if (other != SoftQp.this && (other.sendCq == sendCq || other.recvCq == sendCq)) {
                     throw new VerbsException(Errno.EINVAL, "QP " + qpn + "'s send CQ is shared with QP " + other.qpn

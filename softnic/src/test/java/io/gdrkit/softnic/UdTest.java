@@ -119,6 +119,21 @@ class UdTest {
         qp.modify(rts, QpAttrMask.STATE | QpAttrMask.SQ_PSN);
     }
 
+    /**
+     * A UD send queue is not handed to a direct poster (a GPU writing WQEs): the datagram engine does not check what
+     * such a poster writes, so the refusal is EINVAL by name and the queue stays the CPU's.
+     */
+    @Test
+    void aUdQueueIsNotHandedToADirectPoster() {
+        try (Pair p = new Pair(new SoftNicContext())) {
+            final QueuePair q = p.pa.createQp(new QpInitAttr().cqs(p.da.open().createCq(16), p.cqa).qpType(QpType.UD));
+            final VerbsException e = assertThrows(VerbsException.class, () -> q.direct().takeOwnership());
+            assertEquals(Errno.EINVAL, e.errno(), e.getMessage());
+            assertTrue(e.getMessage().contains("is UD; a direct queue is for RC QPs only"), e.getMessage());
+            assertFalse(q.direct().owned());
+        }
+    }
+
     @Test
     void aDatagramArrivesByteForByteAfterTheGrhArea() {
         try (Pair p = new Pair(new SoftNicContext())) {
