@@ -222,6 +222,9 @@ final class Requester implements Agent {
             // segment offload with the bytes inline (TCP): one record, one header and one copy for up to `batch`
             // packets of this WR; the receiver counts them from the length
             packets = spanPackets(qp, remaining, psn, true);
+            // the bytes travel in the record: it must fit the link's largest packet, whatever gdrkit.nic.batch says
+            final int fit = (dev.port.maxPacket() - Packet.lengthFor(BthOpcode.RDMA_WRITE_ONLY_WITH_IMM, 0)) / mtu;
+            packets = Math.max(1, Math.min(packets, fit));
             payload = (int) Math.min((long) packets * mtu, remaining);
         }
         // zero copy onto a socket: the record holds the headers, the payload is written from the MR when the link

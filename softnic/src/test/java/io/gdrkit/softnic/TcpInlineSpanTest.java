@@ -103,9 +103,13 @@ class TcpInlineSpanTest {
 
     /** A WRITE, a SEND and a READ from a to b at the path MTU; returns the hook's counts {records, spans}. */
     private static long[] run(final SoftNicContext ctx, final Counter hook) {
+        return run(ctx, hook, 4 << 20);
+    }
+
+    private static long[] run(final SoftNicContext ctx, final Counter hook, final int link) {
         final InetSocketAddress lo = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
-        final TcpFabric fa = new TcpFabric(lo, 4 << 20, hook, true, 1);
-        final TcpFabric fb = new TcpFabric(lo, 4 << 20, hook, true, 1); // b's READ responses and ACKs counted too
+        final TcpFabric fa = new TcpFabric(lo, link, hook, true, 1);
+        final TcpFabric fb = new TcpFabric(lo, link, hook, true, 1); // b's READ responses and ACKs counted too
         final SoftNicDriver da = SoftNicDriver.launch(ctx.linkCrc(true), fa);
         final SoftNicDriver db = SoftNicDriver.launch(new SoftNicContext().linkCrc(true), fb);
         try (Arena arena = Arena.ofShared()) {
@@ -155,6 +159,18 @@ class TcpInlineSpanTest {
         final long packets = (WRITE + MTU - 1) / MTU + (SEND + MTU - 1) / MTU;
         assertTrue(n[1] > 0, "spans on the link: " + n[1] + " of " + n[0] + " records");
         assertTrue(n[0] < packets, n[0] + " records for the " + packets + " packets of the WRITE and the SEND");
+    }
+
+    /**
+     * gdrkit.nic.batch at its largest (1024 packets, 4 MiB) on a link whose largest packet is about 256 KiB: a span
+     * never outgrows the link (it used to, and the WRITE failed with its QP in error); every byte arrives.
+     */
+    @Test
+    void aSpanNeverOutgrowsTheLinksLargestPacket() {
+        final long[] n = run(new SoftNicContext().batch(SoftNicContext.MAX_BATCH), new Counter(true), 512 << 10);
+        assertTrue(n[1] > 0, "spans on the link: " + n[1] + " of " + n[0] + " records");
+        final long packets = (WRITE + MTU - 1) / MTU;
+        assertTrue(n[0] > packets / 64, n[0] + " records: the 1 MiB WRITE in spans of at most 64 packets");
     }
 
     @Test
