@@ -42,6 +42,12 @@ final class Proxy implements Agent {
     private final WorkCompletion[] wcs = new WorkCompletion[32];
     private long consumed;
     private long completed;
+    /**
+     * The proxy's part of the PE's host scratch starts here: the first 64 bytes are the host API's own (its signal
+     * and fetch words, written by application threads), then one signal word per ring slot, then 16 bytes of an
+     * inline put's data. An inline WR's bytes are copied when it is posted, so each word is only needed until then.
+     */
+    static final long SCRATCH_BASE = 64;
 
     Proxy(final ProxyRing ring, final QueuePair[] qps, final CompletionQueue cq, final MemoryRegion heapMr,
           final MemoryRegion scratchMr, final long[] peerHeap, final int[] peerRkey, final int sqDepth) {
@@ -158,7 +164,7 @@ final class Proxy implements Agent {
                 if (sigOp == ProxyRing.INLINE) {
                     // the data came in the request (the GPU read it): posted inline, so the NIC does not read the
                     // GPU's memory; the scratch words past the signal slots are the proxy's own
-                    final long at = (long) ring.depth * 8;
+                    final long at = SCRATCH_BASE + (long) ring.depth * 8;
                     scratchMr.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, at, a);
                     scratchMr.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, b);
                     wr1.opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED | SendFlags.INLINE).sge(scratchMr, at, len);
@@ -172,7 +178,7 @@ final class Proxy implements Agent {
             wr2.clear();
             wr2.wrId(ticket << 1 | 1).flags(SendFlags.SIGNALED);
             if (sigOp == SignalOp.SET.ordinal()) {
-                final long at = (long) slot * 8;
+                final long at = SCRATCH_BASE + (long) slot * 8;
                 scratchMr.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, at, a);
                 wr2.opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED | SendFlags.INLINE).sge(scratchMr, at, 8);
             } else {

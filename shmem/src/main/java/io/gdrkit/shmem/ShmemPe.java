@@ -90,7 +90,7 @@ public final class ShmemPe implements AutoCloseable {
         this.heapBuf = gpu.alloc(ctx.heapBytes());
         this.heapMem = new GpuDmaMemory(gpu, heapBuf);
         this.heapMr = pd.registerMr(heapMem, AccessFlags.LOCAL_WRITE | AccessFlags.ALL_REMOTE);
-        this.hostScratch = arena.allocate(Math.max(4096, 8L * ctx.proxyDepth() + 64), 64);
+        this.hostScratch = arena.allocate(Math.max(4096, Proxy.SCRATCH_BASE + 8L * ctx.proxyDepth() + 16), 64);
         this.hostScratchMr = pd.registerMr(hostScratch, AccessFlags.LOCAL_WRITE);
         toDevice(gpu, heapBuf, 0, MemorySegment.ofArray(new byte[(int) ShmemContext.RESERVED]));
         // one read through the NIC's path now: on CUDA its first access allocates the pinned staging, and the CUDA
