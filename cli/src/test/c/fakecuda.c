@@ -260,7 +260,17 @@ CUresult cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
     memcpy((void *)d, s, n);
     return 0;
 }
-CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { if (!in_one_alloc(s, n)) return 1; run_legacy(); run_queue(); memcpy(d, (void *)s, n); return 0; }
+/* FAKECUDA_DTOH_LOG=path appends the size of each device-to-host copy, one per line: a test sees which reads of GPU
+ * memory happened (a put whose data travels inline must cause none of its size). */
+static void log_dtoh(size_t n) {
+    const char *path = getenv("FAKECUDA_DTOH_LOG");
+    if (!path || !path[0]) return;
+    char line[32];
+    int k = snprintf(line, sizeof line, "%zu\n", n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) { if (write(fd, line, (size_t)k) < 0) { /* a test log: nothing to do */ } close(fd); }
+}
+CUresult cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) { if (!in_one_alloc(s, n)) return 1; log_dtoh(n); run_legacy(); run_queue(); memcpy(d, (void *)s, n); return 0; }
 CUresult cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) {
     if (!in_one_alloc(d, n) || !in_one_alloc(s, n)) return 1;
     run_queue();
@@ -276,6 +286,7 @@ CUresult cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, voi
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) {
     if (!in_one_alloc(s, n)) return 1;
+    log_dtoh(n);
     if (orders_with_legacy(st)) run_legacy();
     run_queue(); memcpy(d, (void *)s, n); return 0;
 }

@@ -235,6 +235,39 @@ class CudaFakeDriverTest {
     }
 
     /**
+     * On the CUDA path a small put's data travels with it (in the WQE on IBGDA up to 64 bytes, in the proxy request on
+     * IBRC up to 16), so the NIC reads no GPU memory for it: the double logs every device-to-host copy's size
+     * (FAKECUDA_DTOH_LOG). Per size the host reads the destination once to check it, the NIC would read each put's
+     * source: IBGDA shows no source reads at 16, 32 or 64 bytes, IBRC none at 16 and one per put at 32 and 64.
+     */
+    @Test
+    void smallPutsOnCudaReadNoGpuMemory() throws Exception {
+        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
+        final Path lib = dir.resolve("libfakecuda-dtoh.so");
+        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
+            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dtoh.log")));
+        final String java = ProcessHandle.current().info().command().orElse("java");
+        final int iters = 20;
+        for (final String mode : new String[] {"ibgda", "ibrc"}) {
+            final Path log = dir.resolve("dtoh-" + mode + ".log");
+            final Path copies = dir.resolve("dtoh-" + mode + ".sizes");
+            Files.deleteIfExists(copies);
+            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
+                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
+                "put_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "16", "-e", "64", "-n", Integer.toString(iters),
+                "--json"), log, Map.of("FAKECUDA_DTOH_LOG", copies.toString()));
+            assertEquals(0, rc, mode + ": " + Files.readString(log));
+            final List<String> sizes = Files.readAllLines(copies);
+            for (final int bytes : new int[] {16, 32, 64}) {
+                final long n = sizes.stream().filter(l -> l.equals(Integer.toString(bytes))).count();
+                final boolean inline = bytes <= (mode.equals("ibgda") ? 64 : 16);
+                assertTrue(inline ? n < iters : n >= iters, mode + ", " + bytes + " B: " + n + " device-to-host "
+                    + "copies of that size for " + iters + " puts");
+            }
+        }
+    }
+
+    /**
      * The warm-up: every kernel of a shmem-perf sweep is launched once, at the smallest size, before the first
      * timed launch, and that pass is not reported. Read from the libcuda double's launch log (FAKECUDA_LAUNCH_LOG:
      * one line per launch, kernel and message size, in launch order).

@@ -419,7 +419,8 @@ public final class ShmemDevice {
         final long remote = pe.peerHeap(target);
         final int rkey = pe.peerRkey(target);
         // a put of up to MAX_INLINE bytes carries its data in the WQE (shmem_device.cuh's shmem_issue does the same)
-        final DeviceView from = len > 0 && len <= ShmemPe.MAX_INLINE ? k.view(heap + src, len) : null;
+        final boolean put = op == Op.PUT || op == Op.PUT_SIGNAL;
+        final DeviceView from = put && len > 0 && len <= ShmemPe.MAX_INLINE ? k.view(heap + src, len) : null;
         final int inl = from != null ? SendFlags.INLINE : 0;
         return switch (op) {
             case Op.GET -> q.post(WrOpcode.RDMA_READ, 0, heap + dst, len, lkey, remote + src, rkey, 0, 0, 0, null);

@@ -459,8 +459,9 @@ public final class ShmemPerf {
     /**
      * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen[, CQE written (0: none)]}, all on one
      * time line; landing (null: none) on the issue's clock. Where every sample has its CQE stamp (and no landing),
-     * the NIC's part ends there: NIC pick-up to CQE written (both host stamps), then CQE written to completion seen. {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing,
-     * completion: the GPU's on CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
+     * the NIC's part ends there: NIC pick-up to CQE written (both host stamps), then CQE written to completion seen.
+     * {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing, completion: the GPU's on
+     * CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
      */
     static Breakdown breakdown(final List<long[]> stamps, final long[] landing, final int iters,
                                final double pairErrorNs) {

@@ -78,22 +78,17 @@ final class AgentGate {
      * Called by an agent about to launch (its staging lock held): true when it may, and then it must call
      * {@link #leaveStart} once launched; false while a hold is in progress (then it waits and asks again).
      */
-    boolean enterStart(final NicStaging s) {
-        s.agentStarting = true; // volatile, as holds: a hold that began before this is seen below, or it sees this
+    boolean enterStart(final CudaAgent a) {
+        a.starting = true; // volatile, as holds: a hold that began before this is seen below, or it sees this
         if (holds.get() == 0) {
             return true;
         }
-        s.agentStarting = false;
+        a.starting = false;
         return false;
     }
 
-    void leaveStart(final NicStaging s) {
-        s.agentStarting = false;
-    }
-
-    /** Holds in progress (for tests). */
-    int holds() {
-        return holds.get();
+    void leaveStart(final CudaAgent a) {
+        a.starting = false;
     }
 
     static GpuException stalled(final int ordinal, final String what, final long stallNanos) {

@@ -62,6 +62,8 @@ final class CudaAgent {
     private GpuFunction kernel;
     /** Volatile: another PE's hold ({@link AgentGate}) reads it without this agent's lock. */
     private volatile boolean running;
+    /** Between {@link AgentGate#enterStart} and the launch (the gate's flag; read by other PEs' holds). */
+    volatile boolean starting;
     private GpuException failure;
     /** The last seq posted, and the highest seen complete. */
     private long posted;
@@ -71,14 +73,11 @@ final class CudaAgent {
     private long progressNanos;
     private long starts;
 
-    /** The device's gate and this agent's staging (its member there): a hold keeps the kernel from starting. */
+    /** The device's gate: a hold keeps the kernel from starting. */
     private final AgentGate gate;
-    private final NicStaging staging;
 
-    CudaAgent(final CudaGpu gpu, final CudaDriver d, final int blocks, final long stallMillis, final AgentGate gate,
-              final NicStaging staging) {
+    CudaAgent(final CudaGpu gpu, final CudaDriver d, final int blocks, final long stallMillis, final AgentGate gate) {
         this.gate = gate;
-        this.staging = staging;
         this.gpu = gpu;
         this.d = d;
         this.blocks = blocks;
@@ -120,7 +119,7 @@ final class CudaAgent {
             }
             // not while a CUDA call that waits for every kernel of the context is in progress (any PE's)
             final long t0 = System.nanoTime();
-            while (!gate.enterStart(staging)) {
+            while (!gate.enterStart(this)) {
                 if (System.nanoTime() - t0 > stallNanos) {
                     throw fail(AgentGate.stalled(gpu.ordinal(), "the delivery agent could not start: a CUDA call that "
                         + "waits for every kernel (another PE's allocation, free or module load) did not end",
@@ -133,7 +132,7 @@ final class CudaAgent {
                     .u64(state.address()).u32(SLOTS).u64(posted + 1));
                 running = true;
             } finally {
-                gate.leaveStart(staging);
+                gate.leaveStart(this);
             }
             starts++;
             lastHealth = System.nanoTime();

@@ -318,8 +318,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
     public DeviceBuffer alloc(final long bytes) {
         // CUDA lists device and page-locked allocations among the calls that may serialize with running work: the
         // agent kernel pauses around them (they are set-up calls, not per message)
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             try (Arena a = Arena.ofConfined()) {
                 final MemorySegment out = a.allocate(ValueLayout.JAVA_LONG);
@@ -328,8 +327,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemAlloc_v2", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -339,23 +336,19 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         makeCurrent();
         nicStaging.fence(); // NIC writes still staged for this buffer land before it goes, never after
         // cuMemFree may wait for every running kernel: no agent may be one
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             try {
                 d.check((int) d.cuMemFree.invokeExact(b.address()),
                     "cuMemFree_v2(0x" + Long.toHexString(b.address()) + ")");
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemFree_v2", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
     @Override
     public MemorySegment allocHost(final long bytes) {
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             try (Arena a = Arena.ofConfined()) {
                 final MemorySegment out = a.allocate(ValueLayout.ADDRESS);
@@ -366,8 +359,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemAllocHost_v2", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -438,8 +429,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             return () -> { };
         }
         // registering host memory may wait for every running kernel
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             final int rc;
             try {
@@ -454,8 +444,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             nicPinned.put(address, bytes);
             nicStaging.notePin(true, "");
             return () -> nicUnpinHost(address, bytes);
-        } finally {
-            hold.close();
         }
     }
 
@@ -474,8 +462,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 + "cuMemHostUnregister failed: " + e.getMessage());
             return;
         }
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             try {
                 final int rc = (int) d.cuMemHostUnregister.get().invokeExact(MemorySegment.ofAddress(address));
                 if (rc != CudaDriver.CUDA_SUCCESS) {
@@ -485,8 +472,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemHostUnregister", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -499,16 +484,14 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             throw new GpuException("CUDA_ERROR_INVALID_VALUE", 1, "0x" + Long.toHexString(host.address())
                 + " was not allocated by cuMemAllocHost on this device");
         }
-        final AgentGate.Hold hold = nicStaging.holdAgents(); // cuMemFreeHost may wait for every running kernel
-        try {
+        // cuMemFreeHost may wait for every running kernel
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             try {
                 d.check((int) d.cuMemFreeHost.invokeExact(host), "cuMemFreeHost");
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemFreeHost", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -543,8 +526,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         }
         final java.lang.invoke.MethodHandle reg = d.cuMemHostRegister.orElseThrow(() -> new GpuException(
             "CUDA_ERROR_NOT_SUPPORTED", 801, "the driver has no cuMemHostRegister_v2"));
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             final long first = host.address() & ~4095L;
             final long end = (host.address() + Math.max(1, host.byteSize()) + 4095) & ~4095L;
@@ -566,8 +548,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
                 }
             }
             return devicePointer(host);
-        } finally {
-            hold.close();
         }
     }
 
@@ -896,8 +876,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
 
     private CudaFunction resolve(final String module, final String name) {
         // loading a module or a function waits for every running kernel (see function): the agent pauses meanwhile
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             final MemorySegment mod = modules.computeIfAbsent(module, this::loadModule);
             makeCurrent();
             try (Arena a = Arena.ofConfined()) {
@@ -908,8 +887,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuModuleGetFunction", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -1024,8 +1001,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             GpuDevice.super.hostRegister(host);
         }
         // registering host memory may wait for every running kernel
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             try {
                 d.check((int) d.cuMemHostRegister.get().invokeExact(host, host.byteSize(), 0),
@@ -1033,8 +1009,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemHostRegister_v2", t);
             }
-        } finally {
-            hold.close();
         }
     }
 
@@ -1043,8 +1017,7 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
         if (d.cuMemHostUnregister.isEmpty()) {
             GpuDevice.super.hostUnregister(host);
         }
-        final AgentGate.Hold hold = nicStaging.holdAgents();
-        try {
+        try (AgentGate.Hold _ = nicStaging.holdAgents()) {
             makeCurrent();
             try {
                 d.check((int) d.cuMemHostUnregister.get().invokeExact(host),
@@ -1052,8 +1025,6 @@ public final class CudaGpu implements GpuDevice, GpuDmaTarget {
             } catch (final Throwable t) {
                 throw CudaDriver.linkage("cuMemHostUnregister", t);
             }
-        } finally {
-            hold.close();
         }
     }
 

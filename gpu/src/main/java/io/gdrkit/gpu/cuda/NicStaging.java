@@ -104,9 +104,8 @@ final class NicStaging {
      * another PE's hold reads it without this lock ({@link #pauseForGate}).
      */
     private volatile CudaAgent agent;
-    /** This device's agents ({@link AgentGate}), and whether this one is about to launch (the gate's flag). */
+    /** This device's agents ({@link AgentGate}). */
     private final AgentGate gate;
-    volatile boolean agentStarting;
     private String agentNote = "";
     /** Staging's device address, and whether stream memory operations order the two paths (else no copy engine). */
     private long stagingDev;
@@ -689,7 +688,11 @@ final class NicStaging {
      * be waiting for the hold to end, not running the agent); bounded by {@code deadline}.
      */
     void pauseForGate(final long deadline) {
-        while (agentStarting) {
+        final CudaAgent a = agent; // set before its first start: null here means none can be starting
+        if (a == null) {
+            return;
+        }
+        while (a.starting) {
             if (System.nanoTime() - deadline > 0) {
                 throw AgentGate.stalled(gate.ordinal(), "an agent kept starting during a hold",
                     stallMillis * 1_000_000L);
@@ -697,8 +700,7 @@ final class NicStaging {
             Thread.onSpinWait();
         }
         while (true) {
-            final CudaAgent a = agent;
-            if (a == null || !a.running()) {
+            if (!a.running()) {
                 return;
             }
             if (lock.tryLock()) {
@@ -770,7 +772,7 @@ final class NicStaging {
             throw CudaDriver.linkage("cuEventCreate", t);
         }
         if (agentMode != io.gdrkit.gpu.config.GpuConfiguration.AgentMode.OFF) {
-            final CudaAgent a = new CudaAgent(gpu, d, agentBlocks, stallMillis, gate, this);
+            final CudaAgent a = new CudaAgent(gpu, d, agentBlocks, stallMillis, gate);
             gate.join(this);
             agent = a;
             stagingDev = gpu.devicePointer(staging);
