@@ -4,7 +4,8 @@
 /*
  * The delivery agent kernel (agent.ptx, nic_agent) on a real GPU without the JVM: drives its descriptor ring as
  * NicStaging does (AgentRing's layout), checks the delivered bytes (odd sizes and alignments, FENCE, wrap-around,
- * STOP and a restart that continues the sequence), then times deliveries of 64 KiB, 1 MiB and 16 MiB cut into
+ * small deliveries carried in their descriptors over bytes a copied one wrote just before, STOP and a restart that
+ * continues the sequence), then times deliveries of 64 KiB, 1 MiB and 16 MiB cut into
  * 128 KiB descriptors against a pinned cuMemcpyHtoDAsync of the same size. Prints JSON lines; exit 0 when every
  * check passed. Build and run on the GPU host:
  *   nvcc -O2 -o agent_check gpu/tools/agent_check.c -lcuda
@@ -33,7 +34,9 @@ static CUstream agent_stream;
 static unsigned blocks = 16;
 
 static volatile u64 *done_word(u64 seq) { return ring + 8 + ((seq - 1) & (SLOTS - 1)); }
-static volatile u64 *desc(u64 seq) { return ring + 8 + SLOTS + 8 * ((seq - 1) & (SLOTS - 1)); }
+/* a descriptor: 32 words of (value | tag << 32), tag = the low half of seq (AgentRing) */
+static volatile u64 *desc(u64 seq) { return ring + 8 + SLOTS + 32 * ((seq - 1) & (SLOTS - 1)); }
+static u64 copied;
 
 static void wait_done(u64 seq) {
     double t0 = now_ns();
@@ -43,20 +46,41 @@ static void wait_done(u64 seq) {
     }
 }
 
+static void header(volatile u64 *d, u64 seq, u64 dst, u64 src, unsigned len, unsigned flags) {
+    u64 tag = seq << 32;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    d[2] = tag | (dst & 0xffffffffu); d[3] = tag | (dst >> 32);
+    d[4] = tag | (src & 0xffffffffu); d[5] = tag | (src >> 32);
+    d[6] = tag; d[7] = tag; d[1] = tag | flags; d[0] = tag | len;
+}
+
 static u64 post(u64 dst, u64 src, unsigned len, unsigned flags) {
     u64 seq = posted + 1;
     if (seq > SLOTS) wait_done(seq - SLOTS);
+    header(desc(seq), seq, dst, src, len, flags);
+    posted = seq;
+    copied++;
+    return seq;
+}
+
+/* a small delivery carried in the descriptor (INLINE = 8): len <= 96 bytes of data */
+static u64 post_inline(u64 dst, const unsigned char *data, unsigned len, unsigned flags) {
+    u64 seq = posted + 1;
+    if (seq > SLOTS) wait_done(seq - SLOTS);
     volatile u64 *d = desc(seq);
-    d[1] = dst; d[2] = src; d[3] = (u64)len | ((u64)flags << 32); d[4] = 0;
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    d[0] = seq;
+    for (unsigned w = 0; w < (len + 3) / 4; w++) {
+        unsigned v = 0;
+        for (unsigned b = 0; b < 4 && 4 * w + b < len; b++) v |= (unsigned)data[4 * w + b] << (8 * b);
+        d[8 + w] = (seq << 32) | v;
+    }
+    header(d, seq, dst, 0, len, flags | 8);
     posted = seq;
     return seq;
 }
 
 static void launch(void) {
-    unsigned slots = SLOTS; u64 first = posted + 1;
-    void *params[] = {&ring_dev, &state_dev, &slots, &first};
+    unsigned slots = SLOTS; u64 first = posted + 1, cfirst = copied + 1;
+    void *params[] = {&ring_dev, &state_dev, &slots, &first, &cfirst};
     CK(cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, agent_stream, params, NULL));
 }
 
@@ -78,7 +102,7 @@ int main(int argc, char **argv) {
     CK(cuInit(0)); CK(cuDeviceGet(&dev, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
     CK(cuModuleLoadData(&mod, ptx)); CK(cuModuleGetFunction(&fn, mod, "nic_agent"));
     CK(cuStreamCreate(&agent_stream, CU_STREAM_NON_BLOCKING)); CK(cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING));
-    size_t rb = 64 + 8 * SLOTS + 64 * SLOTS;
+    size_t rb = 64 + 8 * SLOTS + 256 * SLOTS;
     void *rh, *stage_h;
     CK(cuMemHostAlloc(&rh, rb, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     memset(rh, 0, rb);
@@ -102,6 +126,19 @@ int main(int argc, char **argv) {
         if (i % 3 == 0) soff = (soff & ~15ull) | (doff & 15);
         post(dst + doff, stage_d + soff, n, i % 5 == 0 ? 1 : 0);
         memcpy(expect + doff, sh + soff, n);
+    }
+    /* small deliveries in their descriptors, mixed with copied ones over the same bytes: every size 1-96 at every
+       alignment, each after a copied write that covers it (the inline one must land last) */
+    for (int i = 0; i < 3000; i++) {
+        unsigned n = (unsigned)(i % 96) + 1;
+        u64 doff = (u64)rand() % (DEVB - 8192), soff = (u64)rand() % (STAGE - 8192);
+        if (i % 2 == 0) {
+            post(dst + doff, stage_d + soff, 4096, 0);
+            memcpy(expect + doff, sh + soff, 4096);
+        }
+        u64 at = doff + (u64)(rand() % 4000);
+        post_inline(dst + at, sh + soff + 5000, n, i % 7 == 0 ? 1 : 0);
+        memcpy(expect + at, sh + soff + 5000, n);
     }
     wait_done(posted);
     CK(cuMemcpyDtoH(back, dst, DEVB));
@@ -146,6 +183,13 @@ int main(int argc, char **argv) {
     double t0 = now_ns();
     for (int i = 0; i < 10000; i++) wait_done(post(dst + 64 * (i % 64), stage_d, 64, 1));
     printf("{\"latency_64B_us\":%.2f}\n", (now_ns() - t0) / 10000 / 1000);
+    /* the same with the payload in the descriptor, 8 and 64 bytes */
+    unsigned sizes_inline[] = {8, 64};
+    for (int k = 0; k < 2; k++) {
+        t0 = now_ns();
+        for (int i = 0; i < 10000; i++) wait_done(post_inline(dst + 64 * (i % 64), sh, sizes_inline[k], 1));
+        printf("{\"latency_%uB_inline_us\":%.2f}\n", sizes_inline[k], (now_ns() - t0) / 10000 / 1000);
+    }
     stop();
     return fails ? 1 : 0;
 }

@@ -488,7 +488,7 @@ CUresult cuMemHostUnregister(void *p) {
  * before each copy, so a completion raised before the agent's shows up as a mismatch.
  */
 struct agent_args { unsigned long long ring, state, first; unsigned int slots; int *stream_state; };
-static long long agent_counts[8]; /* 0 descriptors, 1 FENCE, 2 WAIT_CE, 3 STOP, 4 launches, 5 bytes, 6 threads */
+static long long agent_counts[8]; /* 0 descriptors, 1 FENCE, 2 WAIT_CE, 3 STOP, 4 launches, 5 bytes, 6 threads, 7 INLINE */
 long long fakecuda_agent_count(int which) { return which >= 0 && which < 8 ? __atomic_load_n(&agent_counts[which], __ATOMIC_ACQUIRE) : -1; }
 static void agent_end(struct agent_args *a, int state) {
     __atomic_sub_fetch(&running_agents, 1, __ATOMIC_ACQ_REL);
@@ -505,16 +505,31 @@ static void *fake_agent(void *arg) {
     unsigned long polls = 0;
     for (unsigned long long seq = a->first;; seq++) {
         unsigned int slot = (unsigned int)((seq - 1) & (a->slots - 1));
-        unsigned long long *d = descs + 8 * slot, v;
-        while ((v = __atomic_load_n(d, __ATOMIC_ACQUIRE)) != seq) {
-            if (v != 0 && v != seq - a->slots) { hdr[2] = (1ull << 56) | seq; agent_end(a, 0); return 0; }
+        unsigned long long *d = descs + 32 * slot, w[32];
+        unsigned int tag = (unsigned int)seq, before = (unsigned int)(seq - a->slots), len, flags;
+        /* a descriptor is 32 words of (value | tag << 32); it is there when every word needed bears seq's tag */
+        for (;;) {
+            int ready = 1, bad = 0;
+            for (int i = 0; i < 32; i++) w[i] = __atomic_load_n(&d[i], __ATOMIC_ACQUIRE);
+            for (int i = 0; i < 8; i++) {
+                unsigned int t = (unsigned int)(w[i] >> 32);
+                if (t != tag) { ready = 0; if (t != before && t != 0) bad = 1; }
+            }
+            if (bad) { __atomic_store_n(&hdr[2], (1ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0; }
+            if (ready && ((unsigned int)w[1] & 8u)) {
+                len = (unsigned int)w[0];
+                if (len == 0 || len > 96) { __atomic_store_n(&hdr[2], (2ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0; }
+                for (unsigned int i = 0; i < (len + 3) / 4; i++) if ((unsigned int)(w[8 + i] >> 32) != tag) ready = 0;
+            }
+            if (ready) break;
             if (++polls % 64 == 0) run_queue(); /* the copy engine runs on its own while a kernel runs */
             sched_yield();
         }
-        unsigned long long dst = d[1], src = d[2], lf = d[3], ce = d[4];
-        unsigned int len = (unsigned int)lf, flags = (unsigned int)(lf >> 32);
-        int stop = (flags & 2) != 0;
-        if ((flags & ~7u) || (!stop && (len == 0 || dst == 0 || src == 0))) {
+        len = (unsigned int)w[0]; flags = (unsigned int)w[1];
+        unsigned long long dst = (w[2] & 0xffffffffull) | (w[3] << 32), src = (w[4] & 0xffffffffull) | (w[5] << 32),
+            ce = (w[6] & 0xffffffffull) | (w[7] << 32);
+        int stop = (flags & 2) != 0, inl = (flags & 8) != 0;
+        if ((flags & ~15u) || (!stop && (len == 0 || dst == 0 || (!inl && src == 0)))) {
             __atomic_store_n(&hdr[2], (2ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0;
         }
         if (!stop && !strcmp(mode, "stall")) { for (;;) pause(); }
@@ -522,11 +537,17 @@ static void *fake_agent(void *arg) {
         if (!stop && !strcmp(mode, "die")) { agent_end(a, 700); return 0; }
         while ((flags & 4) && __atomic_load_n(&hdr[3], __ATOMIC_ACQUIRE) < ce) { run_queue(); sched_yield(); }
         if (delay_us > 0 && len) usleep((useconds_t)delay_us);
-        if (len) memcpy((void *)dst, (const void *)src, len);
+        if (inl) {
+            unsigned char *to = (unsigned char *)dst;
+            for (unsigned int i = 0; i < len; i++) to[i] = (unsigned char)(w[8 + i / 4] >> (8 * (i % 4)));
+        } else if (len) {
+            memcpy((void *)dst, (const void *)src, len);
+        }
         __atomic_add_fetch(&agent_counts[0], 1, __ATOMIC_ACQ_REL);
         if (flags & 1) __atomic_add_fetch(&agent_counts[1], 1, __ATOMIC_ACQ_REL);
         if (flags & 4) __atomic_add_fetch(&agent_counts[2], 1, __ATOMIC_ACQ_REL);
         if (stop) __atomic_add_fetch(&agent_counts[3], 1, __ATOMIC_ACQ_REL);
+        if (inl) __atomic_add_fetch(&agent_counts[7], 1, __ATOMIC_ACQ_REL);
         __atomic_add_fetch(&agent_counts[5], len, __ATOMIC_ACQ_REL);
         *(unsigned long long *)a->state = seq; /* done_seq */
         if (!stop && !strcmp(mode, "corrupt")) {
@@ -542,7 +563,7 @@ static CUresult fake_agent_launch(unsigned gx, unsigned bx, void *stream, void *
     struct agent_args *a = malloc(sizeof *a);
     if (!a) return 2;
     a->ring = P64(0); a->state = P64(1); a->slots = P32(2); a->first = P64(3); a->stream_state = (int *)stream + 1;
-    if (a->slots < 2 || (a->slots & (a->slots - 1)) || a->first == 0) { free(a); return 1; }
+    if (a->slots < 2 || (a->slots & (a->slots - 1)) || a->first == 0 || P64(4) == 0) { free(a); return 1; } /* cfirst from 1 */
     __atomic_store_n(a->stream_state, -1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&running_agents, 1, __ATOMIC_ACQ_REL);
     pthread_t t;

@@ -29,8 +29,9 @@ import java.nio.file.Path;
  * <ul>
  *   <li>{@code deliver}: WRITEs, READs and a SEND through the NIC checked byte by byte at their completions (the
  *   fake agent is slowed down, so a completion raised before its delivery shows up); 3000 scattered 64-byte writes,
- *   which wrap the ring almost three times and each carry FENCE; a free of device memory pauses the agent and the
- *   next write starts it again; then the fake's counters.</li>
+ *   which wrap the ring almost three times and each carry FENCE; writes of 1 to 97 bytes at every alignment (up to
+ *   96 carried in their descriptors); a free of device memory pauses the agent and the next write starts it again;
+ *   then the fake's counters.</li>
  *   <li>{@code error}: one write and a fence under a misbehaving agent (FAKECUDA_AGENT), then a second fence:
  *   prints the named errors of both.</li>
  *   <li>{@code fatal}: an RDMA WRITE through the NIC under a stalled agent: prints what the poller sees.</li>
@@ -62,11 +63,12 @@ public final class AgentProbe {
                 failures += NicStagingProbe.sends(lb);
             }
             failures += scattered(gpu);
+            failures += smallSizes(gpu);
             failures += pauseAndRestart(gpu);
             System.out.println(gpu.nicStats());
         }
         System.out.println("fake agent: descriptors " + count(0) + ", fenced " + count(1) + ", stops " + count(3)
-            + ", launches " + count(4) + ", bytes " + count(5));
+            + ", launches " + count(4) + ", bytes " + count(5) + ", inline " + count(7));
         System.out.println(failures == 0 ? "all checks passed" : failures + " checks failed");
         System.exit(failures == 0 ? 0 : 1);
     }
@@ -93,6 +95,35 @@ public final class AgentProbe {
             final long fenced = count(1) - fencedBefore;
             System.out.println("scattered: " + fenced + " of " + n + " descriptors fenced");
             return bad + (fenced >= n - 1 || !agentOn() ? 0 : 1);
+        } finally {
+            gpu.free(b);
+        }
+    }
+
+    /**
+     * Writes of every size from 1 to 97 bytes at every alignment modulo 16, none continuing the one before: up to
+     * {@code AgentRing.INLINE_MAX} (96) each rides in its descriptor, 97 is staged and copied.
+     */
+    private static int smallSizes(final CudaGpu gpu) {
+        final long size = 64 * 1024;
+        final DeviceBuffer b = gpu.alloc(size);
+        final long inlineBefore = count(7);
+        try (GpuDmaMemory m = new GpuDmaMemory(gpu, b)) {
+            final MemorySegment raw = NicStagingProbe.raw(b.address(), size);
+            raw.fill((byte) 0);
+            final MemorySegment src = Arena.ofAuto().allocate(size);
+            NicStagingProbe.fill(src, 97);
+            final MemorySegment expect = Arena.ofAuto().allocate(size);
+            for (int len = 1; len <= 97; len++) {
+                final long off = len * 512L + len % 16; // 512 apart: no write continues another
+                m.dmaWrite(off, src, off ^ 5, len);
+                MemorySegment.copy(src, off ^ 5, expect, off, len);
+            }
+            m.completionFence();
+            final int bad = NicStagingProbe.check("97 writes of 1 to 97 B", expect, raw);
+            final long inline = count(7) - inlineBefore;
+            System.out.println("small: " + inline + " of 97 writes inline");
+            return bad + (inline == 96 || !agentOn() ? 0 : 1);
         } finally {
             gpu.free(b);
         }

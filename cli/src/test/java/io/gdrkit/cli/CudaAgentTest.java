@@ -38,16 +38,19 @@ class CudaAgentTest {
         final String out = probe(Map.of("FAKECUDA_AGENT_DELAY_US", "50", "FAKECUDA_DEFER", "1"), "deliver",
             "-Dgdrkit.cuda.agent.stall.ms=20000");
         for (final String check : List.of("WRITE 17 B", "WRITE 4097 B", "WRITE 3145733 B", "24 x 1 MiB WRITE",
-            "READ 1048579 B", "READ 2097152 B", "SEND 200000 B", "3000 scattered 64 B writes", "a write after a pause")) {
+            "READ 1048579 B", "READ 2097152 B", "SEND 200000 B", "3000 scattered 64 B writes", "97 writes of 1 to 97 B",
+            "a write after a pause")) {
             assertTrue(out.lines().anyMatch(l -> l.startsWith(check)) && out.lines().filter(l -> l.startsWith(check))
                 .allMatch(l -> l.contains("byte-exact at completion")), check + ": " + out);
         }
         assertTrue(out.contains("scattered: 3000 of 3000 descriptors fenced")
             || out.contains("scattered: 2999 of 3000 descriptors fenced"), out);
         assertTrue(out.lines().anyMatch(l -> l.matches("pause: stops [1-9][0-9]*, launches [1-9][0-9]*")), out);
+        assertTrue(out.contains("small: 96 of 97 writes inline"), out);
         // every span went to the agent (the crossover is above the 128 KiB issue size), none to the copy engine
         assertTrue(out.lines().anyMatch(l -> l.matches(".*agent: [1-9][0-9]* spans by the agent (running|stopped), 16 "
-            + "blocks x 256 threads, 1024 slots, [0-9]+ descriptors, [2-9][0-9]* launches, 0 by the copy engine")),
+            + "blocks x 256 threads, 1024 slots, [0-9]+ descriptors \\([1-9][0-9]* inline\\), [2-9][0-9]* launches, 0 by the "
+            + "copy engine")),
             out);
         assertTrue(out.contains("all checks passed"), out);
     }

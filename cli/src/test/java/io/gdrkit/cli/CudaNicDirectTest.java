@@ -174,21 +174,21 @@ class CudaNicDirectTest {
         return out;
     }
 
+    private static Path built;
+
     private static String probe(final String mode, final Map<String, String> env, final String... jvm)
         throws Exception {
-        final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda-direct").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda.so");
+        final Path lib;
         synchronized (CudaNicDirectTest.class) {
-            if (!Files.exists(lib)) {
-                final Process cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-                    src.toString()).redirectErrorStream(true).redirectOutput(dir.resolve("cc.log").toFile()).start();
-                org.junit.jupiter.api.Assertions.assertTrue(cc.waitFor(120, TimeUnit.SECONDS) && cc.exitValue() == 0,
-                    "the libcuda test double did not build: " + dir.resolve("cc.log"));
+            // built once per run, never taken from an earlier build: a stale double would test the old protocol
+            if (built == null) {
+                built = FakeCudaLib.build("libfakecuda-direct.so");
             }
+            lib = built;
         }
+        final Path dir = lib.getParent();
         final String java = ProcessHandle.current().info().command().orElse("java");
-        final Path log = dir.resolve(mode + ".log");
+        final Path log = dir.resolve("direct-" + mode + ".log");
         final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
             "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib));
         cmd.addAll(List.of(jvm));

@@ -29,6 +29,8 @@ final class Requester implements Agent {
     private final int ackReqInterval;
     /** Most packets per segment-offload record (SoftNicContext.BATCH_PROP). */
     private final int batch;
+    /** Most packets per reference record within this process (gdrkit.nic.ref.batch). */
+    private final int refBatch;
 
     Requester(final SoftDevice dev) {
         this.dev = dev;
@@ -37,6 +39,7 @@ final class Requester implements Agent {
         this.burst = dev.driver().context().burst();
         this.ackReqInterval = dev.driver().context().ackReqInterval();
         this.batch = Math.min(dev.driver().context().batch(), Packet.MAX_PACKETS);
+        this.refBatch = Math.min(dev.driver().context().refBatch(), Packet.MAX_PACKETS);
 
     }
 
@@ -198,13 +201,21 @@ final class Requester implements Agent {
         boolean ringEnd = false;
         if (remaining >= dev.oneCopyMin && remaining > 0 && dev.oneCopy && (flags & SendFlags.INLINE) == 0
             && dev.port.carriesReferences(qp.dlid, payload)) {
-            packets = spanPackets(qp, remaining, psn, dev.port.carriesBatches());
+            // within one process a record refers to the sender's memory where it lies: a long span is one copy at
+            // the receiver (gdrkit.nic.ref.batch); across processes the span is pulled or copied (gdrkit.nic.batch)
+            final boolean local = !dev.port.pullsReferences();
+            packets = spanPackets(qp, remaining, psn, dev.port.carriesBatches(), local ? refBatch : batch);
             if (packets > 1) {
                 payload = (int) Math.min((long) packets * mtu, remaining);
             }
-            refScratch.dmaViews = !dev.port.pullsReferences();
+            refScratch.dmaViews = local;
             refs = Sgl.references(dev, qp, sq, index, offset, payload, refScratch);
-            if (refs == 0 && dev.sourceRing && !dev.port.pullsReferences()) {
+            if (refs == 0 && dev.sourceRing && local) {
+                if (packets > batch) {
+                    // the source ring holds what it references until the ACK: its spans stay gdrkit.nic.batch long
+                    packets = batch;
+                    payload = (int) Math.min((long) packets * mtu, remaining);
+                }
                 // memory read by bulk copies (a CUDA GPU): read into the NIC's pinned ring and referenced there
                 refs = qp.sourceRing.references(dev, qp, sq, index, offset, payload, psn, packets, refScratch);
                 if (refs == DmaSourceRing.WAIT) {
@@ -221,7 +232,7 @@ final class Requester implements Agent {
             && dev.port.carriesInlineBatches()) {
             // segment offload with the bytes inline (TCP): one record, one header and one copy for up to `batch`
             // packets of this WR; the receiver counts them from the length
-            packets = spanPackets(qp, remaining, psn, true);
+            packets = spanPackets(qp, remaining, psn, true, batch);
             // the bytes travel in the record: it must fit the link's largest packet, whatever gdrkit.nic.batch says
             final int fit = (dev.port.maxPacket() - Packet.lengthFor(BthOpcode.RDMA_WRITE_ONLY_WITH_IMM, 0)) / mtu;
             packets = Math.max(1, Math.min(packets, fit));
@@ -308,16 +319,18 @@ final class Requester implements Agent {
 
     /**
      * How many packets the next record of a WR may stand for: 1 unless the link takes spans ({@code spans}); else as
-     * many as are left of the WR, the window allows and {@link SoftNicContext#batch()} caps (and at most 1 GiB).
+     * many as are left of the WR, the window allows and {@code most} caps ({@link SoftNicContext#batch()} or, for
+     * references within this process, {@link SoftNicContext#refBatch()}; at most 1 GiB).
      */
-    private int spanPackets(final SoftQp qp, final long remaining, final int psn, final boolean spans) {
+    private int spanPackets(final SoftQp qp, final long remaining, final int psn, final boolean spans,
+                            final int most) {
         final int mtu = qp.mtu;
-        if (batch <= 1 || remaining <= mtu || !spans) {
+        if (most <= 1 || remaining <= mtu || !spans) {
             return 1;
         }
         final long left = (remaining + mtu - 1) / mtu;
         final long room = qp.cwnd - Psn.diff(psn, qp.compPsn); // at least 1: process() checked the window
-        final long cap = Math.min(batch, (1L << 30) / mtu);
+        final long cap = Math.min(most, (1L << 30) / mtu);
         return (int) Math.max(1, Math.min(Math.min(left, room), cap));
     }
 

@@ -125,14 +125,18 @@ public final class SoftNicContext {
     /** The default of {@link #COPY_THRESHOLD_PROP}. */
     public static final int DEFAULT_COPY_THRESHOLD = 256 * 1024;
     /**
-     * Segment offload on the single-copy path (default 16; 1 turns it off): the most MTU-sized packets of one SEND
-     * or WRITE the requester describes in one fabric record, as a NIC's TSO does. The responder checks the span
+     * Segment offload (default 16; 1 turns it off): the most MTU-sized packets of one SEND or WRITE the requester
+     * describes in one fabric record, as a NIC's TSO does, where the bytes travel in the record, are pulled from
+     * another process or sit in the NIC's pinned source ring; a reference record within one process may stand for
+     * {@link #REF_BATCH_PROP} packets instead. The responder checks the span
      * once, copies it with one copy, advances its expected PSN by the packet count and acknowledges once. PSNs,
      * the window, AckReq, ACK/NAK and go-back-N still count single packets. Used only where references are
      * ({@link #ONE_COPY_PROP}; across processes on the shm fabric only with {@link #SHM_BATCH_PROP}) and the link
      * hook takes whole spans (not with fault injection).
      */
     public static final String BATCH_PROP = SoftNicConfiguration.BATCH.name();
+    /** Packets per reference record within one process (default 256; {@link #refBatch()}). */
+    public static final String REF_BATCH_PROP = SoftNicConfiguration.REF_BATCH.name();
     /** The largest {@link #BATCH_PROP}. */
     public static final int MAX_BATCH = 1024;
     /**
@@ -217,6 +221,7 @@ public final class SoftNicContext {
     private int udReferenceTimeoutMs;
     private boolean scanPark;
     private int batch;
+    private int refBatch;
     private boolean shmCma;
     private boolean shmBatch;
     private int shmCmaThreshold;
@@ -517,6 +522,19 @@ public final class SoftNicContext {
         return batch;
     }
 
+    public SoftNicContext refBatch(final int packets) {
+        return set("refBatch", REF_BATCH_PROP, Integer.toString(packets));
+    }
+
+    /**
+     * Packets per reference record within one process ({@link #REF_BATCH_PROP}, default 256): a record that refers
+     * to the sender's host memory carries no bytes, so it may stand for a long span.
+     */
+    public int refBatch() {
+        concluded();
+        return refBatch;
+    }
+
     public SoftNicContext maxQp(final int qps) {
         return set("maxQp", MAX_QP_PROP, Integer.toString(qps));
     }
@@ -602,6 +620,7 @@ public final class SoftNicContext {
         udOneCopyMin = SoftNicConfiguration.UD_ONE_COPY_MIN.read(r).value();
         udReferenceTimeoutMs = SoftNicConfiguration.UD_REFERENCE_TIMEOUT_MS.read(r).value();
         batch = SoftNicConfiguration.BATCH.read(r).value();
+        refBatch = SoftNicConfiguration.REF_BATCH.read(r).value();
         shmCma = SoftNicConfiguration.SHM_CMA.read(r).value();
         shmCmaThreshold = SoftNicConfiguration.SHM_CMA_THRESHOLD.read(r).value();
         shmBatch = SoftNicConfiguration.SHM_BATCH.read(r).value();

@@ -106,7 +106,7 @@ class SegmentOffloadTest {
     @Test
     void writeSendAndReadAreByteExactAroundMtuAndSpanBoundaries() {
         final Recorder rec = new Recorder(true);
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(BATCH).linkHook(rec), 1 << 20, init(), attr());
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(BATCH).refBatch(BATCH).linkHook(rec), 1 << 20, init(), attr());
              Arena arena = Arena.ofShared()) {
             // a second source MR: a span's gather list crosses MRs
             final MemorySegment other = arena.allocate(128 * 1024, 4096);
@@ -193,7 +193,7 @@ class SegmentOffloadTest {
         final ManualClock clock = new ManualClock(0);
         final Recorder rec = new Recorder(true);
         final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
-            .clock(clock).linkHook(rec).batch(BATCH).window(6).ackReqInterval(5);
+            .clock(clock).linkHook(rec).batch(BATCH).refBatch(BATCH).window(6).ackReqInterval(5);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr())) {
             final DeterministicRunner runner = new DeterministicRunner(11, clock, 50, 10_000);
             f.driver.agents().forEach(runner::add);
@@ -247,7 +247,7 @@ class SegmentOffloadTest {
         rec.verdict = verdict;
         rec.delay = delay;
         final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
-            .clock(clock).linkHook(rec).batch(BATCH);
+            .clock(clock).linkHook(rec).batch(BATCH).refBatch(BATCH);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr())) {
             final DeterministicRunner runner = new DeterministicRunner(seed, clock, 50, 10_000);
             f.driver.agents().forEach(runner::add);
@@ -299,7 +299,7 @@ class SegmentOffloadTest {
     @Test
     void partlyDuplicatedSpanIsTakenFromTheExpectedPsn() {
         final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
-            .batch(BATCH);
+            .batch(BATCH).refBatch(BATCH);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr(), 100, 200)) {
             final int size = 5 * MTU + 10; // PSNs 100..105
             Fixture.fill(f.a.buf.asSlice(0, size), 77);
@@ -333,7 +333,7 @@ class SegmentOffloadTest {
     @Test
     void spanWhosePayloadDoesNotFitItsPacketsIsRefused() {
         final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1).progressMode(SoftNicContext.ProgressMode.DETERMINISTIC)
-            .batch(BATCH);
+            .batch(BATCH).refBatch(BATCH);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr(), 100, 200)) {
             final SoftQp src = (SoftQp) f.a.qp;
             final SoftQp rq = (SoftQp) f.b.qp;
@@ -391,7 +391,7 @@ class SegmentOffloadTest {
     private static void refusedAfter(final int firstPackets, final int opcode, final int packets, final int payload,
                                      final String why) {
         final SoftNicContext ctx = new SoftNicContext().oneCopyMin(1)
-            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC).batch(BATCH);
+            .progressMode(SoftNicContext.ProgressMode.DETERMINISTIC).batch(BATCH).refBatch(BATCH);
         try (Fixture f = new Fixture(ctx, 1 << 20, init(), attr(), 100, 200)) {
             final SoftQp src = (SoftQp) f.a.qp;
             final SoftQp rq = (SoftQp) f.b.qp;
@@ -426,7 +426,7 @@ class SegmentOffloadTest {
     @Test
     void hookThatDoesNotTakeSpansGetsOnePacketPerRecord() {
         final Recorder rec = new Recorder(false);
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(BATCH).linkHook(rec), 1 << 20, init(), attr())) {
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(BATCH).refBatch(BATCH).linkHook(rec), 1 << 20, init(), attr())) {
             final int size = 13 * MTU + 333;
             Fixture.fill(f.a.buf.asSlice(0, size), 1);
             f.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).flags(SendFlags.SIGNALED).wrId(1)
@@ -439,7 +439,7 @@ class SegmentOffloadTest {
             f.driver.linkHook(LinkHook.PASS);
             assertTrue(f.a.dev.port.carriesBatches());
         }
-        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(1), 1 << 20, init(), attr())) {
+        try (Fixture f = new Fixture(new SoftNicContext().oneCopyMin(1).batch(1).refBatch(1), 1 << 20, init(), attr())) {
             final int size = 13 * MTU + 333;
             final Recorder r1 = new Recorder(true);
             f.driver.linkHook(r1);

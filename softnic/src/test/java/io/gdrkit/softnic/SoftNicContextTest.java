@@ -51,7 +51,7 @@ class SoftNicContextTest {
                 io.gdrkit.softnic.config.SoftNicConfiguration.SOURCE_AHEAD.name(),
                 SoftNicContext.ONE_COPY_MIN_PROP, SoftNicContext.SCAN_PARK_PROP,
                 SoftNicContext.UD_ONE_COPY_MIN_PROP, SoftNicContext.UD_REFERENCE_TIMEOUT_PROP,
-                SoftNicContext.BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
+                SoftNicContext.BATCH_PROP, SoftNicContext.REF_BATCH_PROP, SoftNicContext.SHM_CMA_PROP,
                 SoftNicContext.SHM_CMA_THRESHOLD_PROP, SoftNicContext.SHM_BATCH_PROP, SoftNicContext.COPY_ENGINES_PROP,
                 SoftNicContext.COPY_THRESHOLD_PROP, SoftNicContext.MAX_QP_PROP),
             c.settings().stream().map(Setting::name).toList());

@@ -39,7 +39,7 @@ final class CudaAgent {
     static final int SLOTS = 1024;
     /**
      * Device-memory state: done_seq (u64) at 0, mirror_seq (u64) at 8, one u32 counter per slot from 64, then a
-     * 32-byte mirror of each descriptor (block 0 reads the ring and mirrors it for the other blocks).
+     * 32-byte mirror of each copied descriptor (block 0 reads the ring and mirrors it for the other blocks).
      */
     private static final long STATE_BYTES = 64 + 4L * SLOTS + 32L * SLOTS;
     /** How often a waiting NIC asks the driver whether the kernel still runs. */
@@ -67,6 +67,8 @@ final class CudaAgent {
     private GpuException failure;
     /** The last seq posted, and the highest seen complete. */
     private long posted;
+    /** Descriptors posted that the blocks copy (every one but inline ones): the kernel's second numbering. */
+    private long copied;
     private long completed;
     private long lastHealth;
     /** When {@link #completed} last advanced. */
@@ -128,8 +130,8 @@ final class CudaAgent {
                 Thread.onSpinWait();
             }
             try {
-                gpu.launch(kernel, Dim3.of(blocks), Dim3.of(THREADS), stream, new KernelArgs(4).u64(ringDev)
-                    .u64(state.address()).u32(SLOTS).u64(posted + 1));
+                gpu.launch(kernel, Dim3.of(blocks), Dim3.of(THREADS), stream, new KernelArgs(5).u64(ringDev)
+                    .u64(state.address()).u32(SLOTS).u64(posted + 1).u64(copied + 1));
                 running = true;
             } finally {
                 gate.leaveStart(this);
@@ -181,6 +183,27 @@ final class CudaAgent {
         }
         postNanos[ring.slot(seq)] = System.nanoTime();
         ring.post(seq, dst, src, len, flags, ceWait);
+        posted = seq;
+        copied++;
+        return seq;
+    }
+
+    /**
+     * Posts one small delivery with its payload in the descriptor: {@code len} (1 to {@link AgentRing#INLINE_MAX})
+     * bytes of {@code data} from {@code offset} to {@code dst}. The agent reads no staging for it, and delivers it
+     * with one warp once everything before it is complete.
+     *
+     * @return its seq, for {@link #isDone} and {@link #await}
+     */
+    long postInline(final long dst, final MemorySegment data, final long offset, final int len, final int flags,
+                    final long ceWait) {
+        start();
+        final long seq = posted + 1;
+        if (seq > SLOTS) {
+            await(seq - SLOTS);
+        }
+        postNanos[ring.slot(seq)] = System.nanoTime();
+        ring.postInline(seq, dst, data, offset, len, flags, ceWait);
         posted = seq;
         return seq;
     }
@@ -335,8 +358,8 @@ final class CudaAgent {
 
     String describe() {
         return "agent " + (failure != null ? "failed (" + failure.errorName() + ")" : running ? "running" : "stopped")
-            + ", " + blocks + " blocks x " + THREADS + " threads, " + SLOTS + " slots, " + posted + " descriptors, "
-            + starts + " launches";
+            + ", " + blocks + " blocks x " + THREADS + " threads, " + SLOTS + " slots, " + posted + " descriptors ("
+            + (posted - copied) + " inline), " + starts + " launches";
     }
 
     private void checkKernel(final long seq) {

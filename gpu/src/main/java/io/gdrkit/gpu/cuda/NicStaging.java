@@ -32,7 +32,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>With the delivery agent ({@link CudaAgent}, setting {@code gdrkit.cuda.agent}) a span shorter than the crossover
  * is not a copy but a descriptor in the agent's ring: the agent kernel copies it with SM loads and stores and writes a
- * completion word the NIC polls; longer spans still go to the copy engine, each followed by a stream write of the
+ * completion word the NIC polls (a span of at most {@link AgentRing#INLINE_MAX} bytes rides in the descriptor itself,
+ * so the agent's one read of the descriptor brings the bytes too); longer spans still go to the copy engine, each followed by a stream write of the
  * ring's {@code ce_done} word, and a copy posted after agent deliveries waits (a stream wait on their completion word)
  * until they are complete, so neither path overtakes the other. Fences, chunk reuse and reads then wait on those
  * words instead of events. A span that does not continue the packet before it (another place or another buffer)
@@ -622,8 +623,13 @@ final class NicStaging {
             }
             final int len = (int) spanLen;
             spanLen = 0; // before posting: a failed post must not leave the span to be posted again
-            lastAgentSeq = agent.post(spanDev, stagingDev + spanStage, len, flags, ceWait);
-            chunkAgentSeq[spanChunk] = lastAgentSeq;
+            if (len <= AgentRing.INLINE_MAX) {
+                // the payload rides in the descriptor: the agent's one read of it brings the bytes too
+                lastAgentSeq = agent.postInline(spanDev, staging, spanStage, len, flags, ceWait);
+            } else {
+                lastAgentSeq = agent.post(spanDev, stagingDev + spanStage, len, flags, ceWait);
+                chunkAgentSeq[spanChunk] = lastAgentSeq;
+            }
             agentSpans++;
             return;
         }

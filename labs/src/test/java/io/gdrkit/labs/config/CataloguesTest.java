@@ -55,7 +55,7 @@ class CataloguesTest {
             total += declared.size();
         }
         assertEquals(total, Catalogues.byName().size(), "a name catalogued twice");
-        assertEquals(93, total, "settings catalogued");
+        assertEquals(94, total, "settings catalogued");
     }
 
     @Test

@@ -144,9 +144,16 @@ public final class SoftNicConfiguration {
         "milliseconds a referenced UD datagram nobody claimed or released holds its send back before it is given up")
         .readBy("SoftNicContext");
     /** Packets per segment-offload record. */
-    public static final SettingDef<Integer> BATCH = SettingDef.integer("gdrkit.nic.batch", 16, 1, 1024, "packets per segment-offload record on the single-copy path and, with the bytes "
-            + "inline, on the TCP fabric and the shm fabric without process_vm_readv (1: off); cma references on "
-            + "the shm fabric only with gdrkit.nic.shm.batch").readBy("SoftNicContext");
+    public static final SettingDef<Integer> BATCH = SettingDef.integer("gdrkit.nic.batch", 16, 1, 1024,
+        "packets per segment-offload record where the bytes travel in it (the TCP fabric, the shm fabric without "
+            + "process_vm_readv), across processes (cma references, with gdrkit.nic.shm.batch) and from a CUDA GPU's "
+            + "source ring (1: off); within one process gdrkit.nic.ref.batch").readBy("SoftNicContext");
+    /** Packets per reference span within one process. */
+    public static final SettingDef<Integer> REF_BATCH = SettingDef.integer("gdrkit.nic.ref.batch", 256, 1, 1024,
+        "packets per reference record within one process (the in-JVM fabric's single copy from the sender's host "
+            + "memory: the bytes stay where they are, so one record may stand for many packets and the receiver "
+            + "copies them in one piece; a CUDA GPU's memory, read into the NIC's pinned source ring, keeps "
+            + "gdrkit.nic.batch)").readBy("SoftNicContext");
     /** Cross-process payload pulls with process_vm_readv on the shm fabric. */
     public static final SettingDef<Boolean> SHM_CMA = SettingDef.flag("gdrkit.nic.shm.cma", true,
         "on the shm fabric, WRITE/SEND payloads travel as references the receiver pulls with process_vm_readv (needs "
@@ -212,8 +219,8 @@ public final class SoftNicConfiguration {
     /** Every setting of this module, in documentation order. */
     public static final List<SettingDef<?>> ALL = List.of(PROGRESS, IDLE, BACKSTOP_US, LINK_CAPACITY,
         RETRANSMIT_FACTOR, RETRANSMIT_BACKOFF, ACK_REQ_INTERVAL, WINDOW, BURST, LINK_CRC, DMABUF, PEERMEM, ONE_COPY,
-        SOURCE_RING, SOURCE_AHEAD, ONE_COPY_MIN, SCAN_PARK, UD_ONE_COPY_MIN, UD_REFERENCE_TIMEOUT_MS, BATCH, SHM_CMA, SHM_CMA_THRESHOLD,
-        SHM_BATCH, COPY_ENGINES, COPY_THRESHOLD, MAX_QP, TCP_SEND_BUFFER, TCP_RECEIVE_BUFFER, TCP_PARK_MS,
+        SOURCE_RING, SOURCE_AHEAD, ONE_COPY_MIN, SCAN_PARK, UD_ONE_COPY_MIN, UD_REFERENCE_TIMEOUT_MS, BATCH, REF_BATCH,
+        SHM_CMA, SHM_CMA_THRESHOLD, SHM_BATCH, COPY_ENGINES, COPY_THRESHOLD, MAX_QP, TCP_SEND_BUFFER, TCP_RECEIVE_BUFFER, TCP_PARK_MS,
         TCP_SPIN_US, TCP_DIRECT_MIN);
 
     private SoftNicConfiguration() {
