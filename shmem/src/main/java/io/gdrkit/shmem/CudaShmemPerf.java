@@ -360,25 +360,35 @@ public final class CudaShmemPerf {
         final List<long[]> stamps = new ArrayList<>();
         final long[] land = landing == null ? null : new long[iters - from];
         for (int i = from; i < iters; i++) {
-            final long[] s = new long[6];
+            final long[] s = new long[9];
             s[1] = t[2 * i];
             s[4] = t[2 * i + 1];
             final long nic;
-            final long cqe;
+            final long lastWqe;
             if (gda) {
                 nic = pe.nicPickup(1, reqBase + (long) perOp * i);
-                cqe = pe.nicCompletion(1, reqBase + (long) perOp * i + perOp - 1); // the op's last WQE
+                lastWqe = reqBase + (long) perOp * i + perOp - 1; // the op's last WQE
             } else {
                 final int slot = (int) ((reqBase + i) & (pe.proxyRing().depth - 1));
                 s[2] = map.toGpu(pe.proxy().pickupNanos[slot]);
                 nic = pe.nicPickup(1, pe.proxy().wqeIndex[slot]);
-                cqe = pe.nicCompletion(1, pe.proxy().wqeIndex[slot] + perOp - 1);
+                lastWqe = pe.proxy().wqeIndex[slot] + perOp - 1;
             }
             if (nic == 0) {
                 continue; // no stamp of this WQE any more
             }
+            final long cqe = pe.nicCompletion(1, lastWqe);
             s[3] = map.toGpu(nic);
             s[5] = cqe == 0 ? 0 : map.toGpu(cqe);
+            // the NIC's own steps of the op's last WQE (the target's responder is in this process)
+            final long placed = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_PLACED);
+            final long acked = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_SENT);
+            final long taken = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_TAKEN);
+            if (placed != 0 && acked != 0 && taken != 0) {
+                s[6] = map.toGpu(placed);
+                s[7] = map.toGpu(acked);
+                s[8] = map.toGpu(taken);
+            }
             if (land != null) {
                 land[stamps.size()] = landing[i];
             }

@@ -495,22 +495,29 @@ public final class ShmemDevice {
     private void record(final long ticket) {
         final long done = System.nanoTime();
         final Long issued = pendingIssue.get();
-        final long[] s = new long[6];
+        final long[] s = new long[9];
         s[1] = issued == null ? 0 : issued;
         s[4] = done;
+        final int target;
+        final long lastWqe;
         if (ctx.mode() == ShmemMode.IBGDA) {
-            s[3] = pe.nicPickup((int) (ticket & 63), ticket >>> 6);
-            s[5] = pe.nicCompletion((int) (ticket & 63), ticket >>> 6);
+            target = (int) (ticket & 63);
+            lastWqe = ticket >>> 6;
+            s[3] = pe.nicPickup(target, lastWqe);
         } else {
             final int slot = (int) (ticket & (pe.proxyRing().depth - 1));
             s[2] = pe.proxy().pickupNanos[slot];
-            final int target = pe.proxyRing().mem.get(java.lang.foreign.ValueLayout.JAVA_SHORT,
+            target = pe.proxyRing().mem.get(java.lang.foreign.ValueLayout.JAVA_SHORT,
                 pe.proxyRing().record(ticket) + 10);
             s[3] = pe.nicPickup(target, pe.proxy().wqeIndex[slot]);
             // the request's last WQE (put-with-signal: the signal's) is the one whose CQE the proxy waits for
-            s[5] = pe.nicCompletion(target, pe.proxy().wqeIndex[slot] + (pe.proxyRing().mem.get(
-                java.lang.foreign.ValueLayout.JAVA_BYTE, pe.proxyRing().record(ticket) + 8) == Op.PUT_SIGNAL ? 1 : 0));
+            lastWqe = pe.proxy().wqeIndex[slot] + (pe.proxyRing().mem.get(
+                java.lang.foreign.ValueLayout.JAVA_BYTE, pe.proxyRing().record(ticket) + 8) == Op.PUT_SIGNAL ? 1 : 0);
         }
+        s[5] = pe.nicCompletion(target, lastWqe);
+        s[6] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_PLACED);
+        s[7] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_SENT);
+        s[8] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_TAKEN);
         synchronized (this) {
             stamps.add(s);
         }

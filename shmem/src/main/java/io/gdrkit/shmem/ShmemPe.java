@@ -766,6 +766,11 @@ public final class ShmemPe implements AutoCloseable {
         return chanQp[pe].direct().pickupNanos(wqeIndex);
     }
 
+    /** A step of WQE {@code wqeIndex}'s way through the NICs ({@code DirectQueue.pathNanos}; 0: none). */
+    long nicPath(final int pe, final long wqeIndex, final int step) {
+        return chanQp[pe].direct().pathNanos(wqeIndex, step);
+    }
+
     /** When the NIC wrote the CQE of WQE {@code wqeIndex} on the channel to {@code pe} (nanoTime; 0: none). */
     long nicCompletion(final int pe, final long wqeIndex) {
         return chanQp[pe].direct().completionNanos(wqeIndex);

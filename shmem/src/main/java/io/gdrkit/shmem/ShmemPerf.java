@@ -217,8 +217,17 @@ public final class ShmemPerf {
     public static final String NIC_TO_LANDING = "NIC pick-up->landing";
     /** Step name: to the issuing GPU thread seeing the completion. */
     public static final String TO_COMPLETION = "->completion seen";
-    /** Step name: from the NIC's pick-up to the NIC writing the operation's CQE (host clock only). */
+    /**
+     * Step name: to the NIC writing the operation's CQE (host clock only): from the NIC's pick-up, or from
+     * {@link #TO_ACK_TAKEN} where the path's steps are stamped.
+     */
     public static final String TO_CQE = "->CQE written";
+    /** Step name: from the NIC's pick-up to the target's responder placing the data (host clock only). */
+    public static final String TO_PLACED = "->placed at the target";
+    /** Step name: from the placement to its ACK leaving the target, behind the completion fence (host clock only). */
+    public static final String TO_ACK_SENT = "->ACK sent (fenced)";
+    /** Step name: from the ACK leaving to the initiator's NIC taking up the completion (host clock only). */
+    public static final String TO_ACK_TAKEN = "->ACK taken";
     /** put_signal_lat: from the target seeing the signal to the initiator seeing the target's answer. */
     public static final String TO_ANSWER = "landing->answer seen";
 
@@ -457,9 +466,11 @@ public final class ShmemPerf {
     }
 
     /**
-     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen[, CQE written (0: none)]}, all on one
-     * time line; landing (null: none) on the issue's clock. Where every sample has its CQE stamp (and no landing),
-     * the NIC's part ends there: NIC pick-up to CQE written (both host stamps), then CQE written to completion seen.
+     * Stamps {op, issue, proxy pick-up (0: none), NIC pick-up, completion seen[, CQE written (0: none)[, placed at the
+     * target, ACK sent, ACK taken (0: none)]]}, all on one time line; landing (null: none) on the issue's clock. Where
+     * every sample has its CQE stamp (and no landing), the NIC's part ends there: NIC pick-up to CQE written (both host
+     * stamps), then CQE written to completion seen; where every sample also has the three path stamps, the NIC's part
+     * is split at them.
      * {@code pairErrorNs}: the error of steps between the issue's clock (issue, landing, completion: the GPU's on
      * CUDA) and the host's (proxy and NIC pick-up); 0 when they are one clock.
      */
@@ -485,6 +496,15 @@ public final class ShmemPerf {
             cqes = last.get(i).length > 5 && last.get(i)[5] != 0;
         }
         final double[] toCqe = new double[n];
+        // the NIC's own steps (placed at the target, ACK sent, ACK taken), where every sample has them
+        boolean path = cqes;
+        for (int i = 0; path && i < n; i++) {
+            final long[] s = last.get(i);
+            path = s.length > 8 && s[6] != 0 && s[7] != 0 && s[8] != 0;
+        }
+        final double[] placed = new double[n];
+        final double[] acked = new double[n];
+        final double[] taken = new double[n];
         for (int i = 0; i < n; i++) {
             final long[] s = last.get(i);
             final long issue = s[1];
@@ -495,8 +515,13 @@ public final class ShmemPerf {
                 land[i] = (landing[i] - s[3]) / 1e3;
                 done[i] = (s[4] - landing[i]) / 1e3;
             } else if (cqes) {
-                toCqe[i] = (s[5] - s[3]) / 1e3;
+                toCqe[i] = (s[5] - (path ? s[8] : s[3])) / 1e3;
                 done[i] = (s[4] - s[5]) / 1e3;
+                if (path) {
+                    placed[i] = (s[6] - s[3]) / 1e3;
+                    acked[i] = (s[7] - s[6]) / 1e3;
+                    taken[i] = (s[8] - s[7]) / 1e3;
+                }
             } else {
                 done[i] = (s[4] - s[3]) / 1e3;
             }
@@ -512,6 +537,11 @@ public final class ShmemPerf {
             steps.add(Step.of(NIC_TO_LANDING, median(land), e));
             steps.add(Step.of(TO_ANSWER, median(done), 0)); // landing and answer: stamps of one GPU clock
         } else if (cqes) {
+            if (path) {
+                steps.add(Step.of(TO_PLACED, median(placed), 0)); // host stamps from here to the CQE
+                steps.add(Step.of(TO_ACK_SENT, median(acked), 0));
+                steps.add(Step.of(TO_ACK_TAKEN, median(taken), 0));
+            }
             steps.add(Step.of(TO_CQE, median(toCqe), 0)); // both host stamps
             steps.add(Step.of(TO_COMPLETION, median(done), e));
         } else {

@@ -329,6 +329,9 @@ final class Completer implements Agent {
         final long index = qp.compTail;
         final int slot = sq.slot(index);
         final int op = sq.opcode(index);
+        if (qp.stampPickups) {
+            qp.takenNanos[slot] = System.nanoTime();
+        }
         qp.fenceDmaWrites(); // READ/ATOMIC results written into DMA memory: visible as promised at completion
         final boolean cqe = status != WcStatus.SUCCESS || qp.isSignaled(sq.flags(index));
         final long wrId = sq.wrId(index);

@@ -1061,6 +1061,12 @@ public final class SoftDevice implements Device, Agent, PortOwner {
         return qpn >= 0 && qpn < MAX_QP ? (SoftQp) QP_SLOT.getAcquire(qpTable, qpn) : null;
     }
 
+    /** The QP {@code qpn} of this driver's device at {@code lid} (a connected peer in this process), or null. */
+    SoftQp peerQp(final int lid, final int qpn) {
+        final SoftDevice d = driver().deviceByLid(lid);
+        return d == null ? null : d.publishedQp(qpn);
+    }
+
     void modifyQp(final SoftQp qp, final QpAttr attr, final int mask) {
         duty.acquire(CONTROL_TIMEOUT_NS, "modify QP " + qp.qpn);
         try {

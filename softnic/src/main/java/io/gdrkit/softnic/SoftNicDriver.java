@@ -122,6 +122,16 @@ public final class SoftNicDriver implements AutoCloseable {
         return fabric;
     }
 
+    /** This driver's device at {@code lid}, or null. */
+    SoftDevice deviceByLid(final int lid) {
+        for (final SoftDevice d : deviceArray) {
+            if (d.lid() == lid) {
+                return d;
+            }
+        }
+        return null;
+    }
+
     public List<Device> devices() {
         return List.copyOf(devices);
     }

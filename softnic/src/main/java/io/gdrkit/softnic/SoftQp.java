@@ -116,6 +116,19 @@ final class SoftQp implements QueuePair {
     final long[] completionIndex;
     /** Per slot: the WQE index whose pick-up {@link #pickupNanos} holds, so a reused slot reads as none. */
     final long[] pickupIndex;
+    /** Per slot, with {@link #stampPickups}: when the completer took up the WQE (before its fence and CQE). */
+    final long[] takenNanos;
+    /** Responder stamps kept per PSN, {@value #PATH_STAMPS} deep. */
+    static final int PATH_STAMPS = 1024;
+    /**
+     * Responder stamps, with {@link #stampPickups} (allocated when it is turned on, before the flag is): per PSN
+     * slot, when an ACK for that PSN was queued (its packets placed) and when it left (after the completion fence),
+     * and the PSN each slot holds. Written by this QP's responder, read after the run by the connected requester.
+     */
+    long[] placedNanos;
+    long[] ackSentNanos;
+    int[] placedPsn;
+    int[] ackSentPsn;
     private Direct direct;
 
     // ---------------- NIC state ----------------
@@ -230,6 +243,7 @@ final class SoftQp implements QueuePair {
         this.completionNanos = new long[sq.depth()];
         this.completionIndex = new long[sq.depth()];
         this.pickupIndex = new long[sq.depth()];
+        this.takenNanos = new long[sq.depth()];
         Arrays.fill(pickupIndex, -1);
         this.resources = new ResponderResources(device.attr().maxQpRdAtom());
     }
@@ -756,7 +770,37 @@ final class SoftQp implements QueuePair {
 
         @Override
         public void stampPickups(final boolean on) {
-            stampPickups = on;
+            if (on && placedNanos == null) {
+                placedNanos = new long[PATH_STAMPS];
+                ackSentNanos = new long[PATH_STAMPS];
+                placedPsn = new int[PATH_STAMPS];
+                ackSentPsn = new int[PATH_STAMPS];
+                Arrays.fill(placedPsn, -1);
+                Arrays.fill(ackSentPsn, -1);
+            }
+            stampPickups = on; // volatile: the arrays above are published before the NIC sees the flag
+        }
+
+        @Override
+        public long pathNanos(final long index, final int step) {
+            final int slot = sq.slot(index);
+            if (pickupIndex[slot] != index) {
+                return 0; // the slot holds a later WQE: its PSNs are not this one's
+            }
+            final int psn = lastPsn[slot];
+            if (step == PATH_ACK_TAKEN) {
+                return completionIndex[slot] == index ? takenNanos[slot] : 0;
+            }
+            final SoftQp peer = device.peerQp(dlid, destQpn);
+            if (peer == null || peer.placedNanos == null || peer.destQpn != qpn || peer.dlid != device.lid()) {
+                return 0;
+            }
+            final int at = psn & (PATH_STAMPS - 1);
+            return switch (step) {
+                case PATH_PLACED -> peer.placedPsn[at] == psn ? peer.placedNanos[at] : 0;
+                case PATH_ACK_SENT -> peer.ackSentPsn[at] == psn ? peer.ackSentNanos[at] : 0;
+                default -> 0;
+            };
         }
 
         @Override

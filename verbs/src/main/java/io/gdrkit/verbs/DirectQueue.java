@@ -97,4 +97,21 @@ public interface DirectQueue {
      */
     long completionNanos(long index);
 
+    /** {@link #pathNanos} step: the connected QP's responder placed the WQE's last packet and queued its ACK. */
+    int PATH_PLACED = 0;
+    /** {@link #pathNanos} step: that ACK left the responder, after the completion fence of what it placed. */
+    int PATH_ACK_SENT = 1;
+    /** {@link #pathNanos} step: this QP's completer took up the WQE's completion, before its CQE was written. */
+    int PATH_ACK_TAKEN = 2;
+
+    /**
+     * With {@link #stampPickups} on here and on the connected QP: the NIC's stamp ({@code System.nanoTime}) of one
+     * step of WQE {@code index}'s way ({@link #PATH_PLACED}, {@link #PATH_ACK_SENT}, {@link #PATH_ACK_TAKEN}), or 0
+     * when unknown: stamping off, the connected QP not in this process, or the stamp since overwritten by a later
+     * WQE's. A diagnostic for a time split, read after the run.
+     */
+    default long pathNanos(final long index, final int step) {
+        return 0;
+    }
+
 }
