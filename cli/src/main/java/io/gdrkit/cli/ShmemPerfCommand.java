@@ -72,6 +72,11 @@ final class ShmemPerfCommand implements Callable<Integer> {
     @Option(names = "--no-fence", description = "Negative control: leave out the fence before the doorbell (ibgda).")
     boolean noFence;
 
+    @Option(names = "--warmup-ms", defaultValue = "300", description = "On a CUDA GPU, repeat the untimed warm-up "
+        + "pass (the smallest size) until this many milliseconds have gone by, so that the NICs' and the proxy's code "
+        + "is compiled before the first reported size, as perf does (default 300; 0: one pass).")
+    long warmupMs;
+
     @Option(names = "--idle", defaultValue = "backoff", description = "Idle strategy of the NIC threads and the "
         + "proxy: spin (for measurements on a host with cores to spare), yield, backoff, sleep:<us>.")
     String idle;
@@ -160,7 +165,7 @@ final class ShmemPerfCommand implements Callable<Integer> {
         try {
             t = ShmemPerf.Test.byLabel(test);
             final ShmemContext c = new ShmemContext().nPes(np).gpu(gpu).mode(m).wqeFence(!noFence)
-                .idle(idle).timeout(Duration.ofSeconds(30));
+                .idle(idle).timeout(Duration.ofSeconds(30)).warmup(Duration.ofMillis(warmupMs));
             r = cuda ? CudaShmemPerf.run(c, t, min, max, iters, blocks, threads, v)
                 : ShmemPerf.run(c, t, min, max, iters, blocks, threads);
         } catch (final ShmemException e) {
@@ -179,6 +184,7 @@ final class ShmemPerfCommand implements Callable<Integer> {
                 + "bytes, WQEs, doorbells and CQEs are real memory" : "the GPU: CUDA kernels write the WQEs or proxy "
                 + "requests into pinned host memory and poll completions across PCIe; the NIC is the software NIC "
                 + "(simulated) on the host, moving bytes to and from GPU memory with the copy engine");
+            root.put("warmup_ms", r.simulatedGpu() ? 0 : warmupMs); // the simulator's runs warm up with one pass
             root.put("result", r);
             out.println(new ObjectMapper().writeValueAsString(root));
             report(r, out);
@@ -187,7 +193,8 @@ final class ShmemPerfCommand implements Callable<Integer> {
         out.println("# shmem-perf " + r.test() + " --mode " + r.mode().name().toLowerCase(Locale.ROOT) + " --np "
             + r.nPes() + ": software NIC (simulated), GPU " + r.gpu() + (r.simulatedGpu() ? " (simulated kernels)"
             : " (CUDA kernels)")
-            + (r.wqeFence() ? "" : ", NO fence before the doorbell"));
+            + (r.wqeFence() ? "" : ", NO fence before the doorbell")
+            + (r.simulatedGpu() ? "; warm-up: one pass" : "; warm-up: >= " + warmupMs + " ms of the smallest size"));
         final boolean halfRtt = ShmemPerf.HALF_RTT.equals(r.rows().get(0).latency());
         out.println(r.rows().get(0).mibPerSec() > 0 ? "#bytes     ops      threads  MiB/s        Mops"
             : halfRtt ? "#bytes     iters    half_rtt_min[us] half_rtt_med[us] half_rtt_max[us]"

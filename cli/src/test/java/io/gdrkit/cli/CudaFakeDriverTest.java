@@ -255,7 +255,7 @@ class CudaFakeDriverTest {
             final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
                 + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
                 "put_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "16", "-e", "64", "-n", Integer.toString(iters),
-                "--json"), log, Map.of("FAKECUDA_DTOH_LOG", copies.toString()));
+                "--warmup-ms", "0", "--json"), log, Map.of("FAKECUDA_DTOH_LOG", copies.toString()));
             assertEquals(0, rc, mode + ": " + Files.readString(log));
             final List<String> sizes = Files.readAllLines(copies);
             for (final int bytes : new int[] {16, 32, 64}) {
@@ -268,9 +268,10 @@ class CudaFakeDriverTest {
     }
 
     /**
-     * The warm-up: every kernel of a shmem-perf sweep is launched once, at the smallest size, before the first
-     * timed launch, and that pass is not reported. Read from the libcuda double's launch log (FAKECUDA_LAUNCH_LOG:
-     * one line per launch, kernel and message size, in launch order).
+     * The warm-up: every kernel of a shmem-perf sweep is launched at the smallest size before the first timed launch,
+     * once with {@code --warmup-ms 0} and again and again for the time {@code --warmup-ms} gives, and no warm-up pass
+     * is reported. Read from the libcuda double's launch log (FAKECUDA_LAUNCH_LOG: one line per launch, kernel and
+     * message size, in launch order).
      */
     @Test
     void everyKernelIsLaunchedOnceBeforeTheFirstTimedSize() throws Exception {
@@ -279,21 +280,32 @@ class CudaFakeDriverTest {
         FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
             Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-warm.log")));
         final String java = ProcessHandle.current().info().command().orElse("java");
-        for (final String[] t : new String[][] {{"put_lat", "ibgda", "shmem_lat"},
-            {"put_signal_lat", "ibrc", "shmem_pingpong"}}) {
-            final Path log = dir.resolve("warm-" + t[0] + ".log");
-            final Path launches = dir.resolve("warm-" + t[0] + ".launches");
+        for (final String[] t : new String[][] {{"put_lat", "ibgda", "shmem_lat", "0"},
+            {"put_signal_lat", "ibrc", "shmem_pingpong", "0"}, {"put_lat", "ibrc", "shmem_lat", "300"}}) {
+            final Path log = dir.resolve("warm-" + t[0] + t[3] + ".log");
+            final Path launches = dir.resolve("warm-" + t[0] + t[3] + ".launches");
             Files.deleteIfExists(launches);
             final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
                 + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf", t[0],
-                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "32", "-n", "10", "--json"), log,
-                Map.of("FAKECUDA_LAUNCH_LOG", launches.toString()));
+                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "32", "-n", "10", "--warmup-ms", t[3], "--json"),
+                log, Map.of("FAKECUDA_LAUNCH_LOG", launches.toString()));
             final String out = Files.readString(log);
             assertEquals(0, rc, t[0] + ": " + out);
             final List<String> seen = Files.readAllLines(launches);
             // the ping-pong's two PEs each launch the kernel once per pass
             final int perPass = t[0].equals("put_signal_lat") ? 2 : 1;
             final List<String> measured = seen.stream().filter(l -> l.startsWith(t[2] + " ")).toList();
+            if (!t[3].equals("0")) {
+                // a timed warm-up: the smallest size again and again (a pass of 10 puts on the double takes far less
+                // than 300 ms), then each size once
+                final long warm = measured.stream().takeWhile(l -> l.equals(t[2] + " 8")).count() - 1;
+                assertTrue(warm >= 2, "warm-up passes " + warm + ": " + seen);
+                assertEquals(List.of(t[2] + " 16", t[2] + " 32"), measured.subList((int) warm + 1, measured.size()),
+                    seen.toString());
+                assertEquals(300, JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow())
+                    .path("warmup_ms").asInt(-1), out);
+                continue;
+            }
             final List<String> expected = new java.util.ArrayList<>();
             for (final int bytes : new int[] {8, 8, 16, 32}) {
                 for (int i = 0; i < perPass; i++) {

@@ -23,6 +23,7 @@ public final class ShmemContext {
     private double staleProbability = 1.0;
     private long seed = 1;
     private Duration timeout = Duration.ofSeconds(20);
+    private Duration warmup = Duration.ofMillis(300);
     private boolean stamps;
     private String idle = "backoff";
     private final io.gdrkit.core.config.ContextFreeze freeze = new io.gdrkit.core.config.ContextFreeze(
@@ -176,6 +177,25 @@ public final class ShmemContext {
         return this;
     }
 
+    /**
+     * How long the untimed warm-up of a CUDA {@code shmem-perf} run lasts at least: its warm-up pass (the smallest
+     * size) is repeated until this much time has gone by, so that the NICs' and the proxy's code is compiled before
+     * the first reported size, as {@code perf} warms up for 300 ms (default 300 ms; zero: one pass).
+     *
+     * @param v the warm-up time, zero or positive
+     * @return this context
+     */
+    public ShmemContext warmup(final Duration v) {
+        freeze.set("warmup");
+        warmup = v;
+        return this;
+    }
+
+    /** {@return how long the warm-up of a CUDA {@code shmem-perf} run lasts at least} */
+    public Duration warmup() {
+        return warmup;
+    }
+
     /** {@return the idle strategy of the NIC threads and the proxy} */
     public String idle() {
         return idle;
@@ -264,6 +284,8 @@ public final class ShmemContext {
             bad(true, "idle strategy: " + e.getMessage());
         }
         bad(timeout == null || timeout.isNegative() || timeout.isZero(), "timeout must be positive");
+        bad(warmup == null || warmup.isNegative() || warmup.compareTo(Duration.ofMinutes(10)) > 0,
+            "warm-up must be 0 to 10 minutes");
         freeze.concluded();
         return this;
     }

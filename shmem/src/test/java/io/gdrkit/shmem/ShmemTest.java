@@ -316,5 +316,11 @@ class ShmemTest {
             () -> new ShmemContext().sqDepth(100).conclude()).reason());
         assertEquals(ShmemException.Reason.BAD_ARGUMENT, assertThrows(ShmemException.class,
             () -> new ShmemContext().heapBytes(10).conclude()).reason());
+        final ShmemException warm = assertThrows(ShmemException.class,
+            () -> new ShmemContext().warmup(java.time.Duration.ofMillis(-1)).conclude());
+        assertEquals(ShmemException.Reason.BAD_ARGUMENT, warm.reason());
+        assertTrue(warm.getMessage().contains("warm-up must be 0 to 10 minutes"), warm.getMessage());
+        assertEquals(java.time.Duration.ZERO, new ShmemContext().warmup(java.time.Duration.ZERO).conclude().warmup());
+        assertEquals(java.time.Duration.ofMillis(300), new ShmemContext().conclude().warmup(), "perf's warm-up");
     }
 }
