@@ -30,6 +30,10 @@ typedef unsigned int u32;
 #define SHD __device__ __forceinline__
 SHD u64 shd_ld_acq(const u64* p) { u64 v; asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SHD void shd_st_rel(u64* p, u64 v) { asm volatile("st.release.sys.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
+// words in GPU memory that only GPU threads write (the queues' copies in the state block): GPU scope is enough, and a
+// system-scope acquire or release costs more on the path of every operation
+SHD u64 shd_ld_acq_gpu(const u64* p) { u64 v; asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
+SHD void shd_st_rel_gpu(u64* p, u64 v) { asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
 SHD void shd_fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { return atomicCAS((unsigned long long*)p, cmp, v); }
@@ -44,6 +48,8 @@ SHD void shd_st2(void* p, u64 a, u64 b) { asm volatile("st.volatile.global.v2.u6
 #define SHD static inline
 SHD u64 shd_ld_acq(const u64* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 SHD void shd_st_rel(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+SHD u64 shd_ld_acq_gpu(const u64* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+SHD void shd_st_rel_gpu(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 SHD void shd_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); return cmp; }
@@ -104,7 +110,7 @@ SHD void gda_reap_to(u64* s, int p, u64 pr) {
     u64* cqc = (u64*)PE_(s, p, 64);
     const unsigned char* cq = (const unsigned char*)PE_(s, p, 56);
     u64* reaped = &PE_(s, p, 112);
-    u64 c = shd_ld_acq(reaped);
+    u64 c = shd_ld_acq_gpu(reaped);
     for (u64 i = c; i < pr; i++) {
         volatile const unsigned char* st = cq + (i & (PE_(s, p, 72) - 1)) * 32 + 24;
         if (*st != 0) shd_error(s, SHD_ERR_CQE, (u64)*st | (u64)p << 8);
@@ -113,7 +119,7 @@ SHD void gda_reap_to(u64* s, int p, u64 pr) {
         u64 v = pr;
         for (;;) {
             *(volatile u64*)(cqc + 8) = v;
-            u64 now = shd_ld_acq(reaped);
+            u64 now = shd_ld_acq_gpu(reaped);
             if (now == v) break;
             v = now;
         }
@@ -144,10 +150,10 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
     // doorbell record is read only when the copy says the queue is full
     u64* sq_seen = &PE_(s, p, 120);
     u64* reaped = &PE_(s, p, 112);
-    while (idx - shd_ld_acq(sq_seen) >= depth || idx - shd_ld_acq(reaped) >= cqd) {
+    while (idx - shd_ld_acq_gpu(sq_seen) >= depth || idx - shd_ld_acq_gpu(reaped) >= cqd) {
         shd_max(sq_seen, shd_ld_acq(db + 8));
         gda_reap(s, p);
-        if (idx - shd_ld_acq(sq_seen) < depth && idx - shd_ld_acq(reaped) < cqd) break;
+        if (idx - shd_ld_acq_gpu(sq_seen) < depth && idx - shd_ld_acq_gpu(reaped) < cqd) break;
         if (shd_spin(s, t0, 1)) return ~0ull;
     }
     unsigned char* w = (unsigned char*)PE_(s, p, 16) + (idx & (depth - 1)) * PE_(s, p, 40);
@@ -168,11 +174,13 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
     // doorbells go in order: wait for the earlier posters' on the copy in GPU memory (the host's doorbell record
     // is a PCIe round trip away, and only GPU threads ring an owned queue), ring, then count it there
     u64* rung = &PE_(s, p, 104);
-    while (shd_ld_acq(rung) != idx) {
+    while (shd_ld_acq_gpu(rung) != idx) {
         if (shd_spin(s, t0, 2)) return ~0ull;
     }
-    if (ST(s, 56)) shd_st_rel(db, idx + 1); else *(volatile u64*)db = idx + 1; // the doorbell the NIC polls
-    shd_st_rel(rung, idx + 1);
+    // the doorbell the NIC polls: a plain store, the fence above (or, without it, nothing) orders the WQE before it;
+    // the earlier posters' doorbells precede it through rung (release, acquire) and coherence of the one word
+    *(volatile u64*)db = idx + 1;
+    shd_st_rel_gpu(rung, idx + 1);
     return idx;
 }
 
@@ -193,9 +201,9 @@ SHD u64 proxy_post(u64* s, u32 op, u32 sigop, int pe, u32 len, u64 dst, u64 src,
     unsigned char* ring = (unsigned char*)ST(s, 40);
     u64 depth = ST(s, 48);
     u64 t = shd_atomic_add(&ST(s, 88), 1), t0 = shd_now();
-    while (t - shd_ld_acq(&ST(s, 96)) >= depth) {
+    while (t - shd_ld_acq_gpu(&ST(s, 96)) >= depth) {
         shd_max(&ST(s, 96), shd_ld_acq((u64*)(ring + 64)));
-        if (t - shd_ld_acq(&ST(s, 96)) < depth) break;
+        if (t - shd_ld_acq_gpu(&ST(s, 96)) < depth) break;
         if (shd_spin(s, t0, 4)) return ~0ull;
     }
     unsigned char* r = ring + 256 + (t & (depth - 1)) * 64;
@@ -276,14 +284,14 @@ SHD int shmem_wait(u64* s, u64 ticket) {
 SHD int shmem_quiet(u64* s) {
     if (ST(s, 0) == 0) {
         unsigned char* ring = (unsigned char*)ST(s, 40);
-        u64 upto = shd_ld_acq(&ST(s, 88)), t0 = shd_now();
+        u64 upto = shd_ld_acq_gpu(&ST(s, 88)), t0 = shd_now();
         while (shd_ld_acq((u64*)(ring + 128)) < upto) {
             if (proxy_check(s) || shd_spin(s, t0, 6)) return 1;
         }
         return proxy_check(s);
     }
     for (u64 p = 0; p < ST(s, 16); p++) {
-        u64 r = shd_ld_acq(&PE_(s, p, 88));
+        u64 r = shd_ld_acq_gpu(&PE_(s, p, 88));
         if (r && gda_wait(s, (int)p, r - 1)) return 1;
     }
     return 0;
