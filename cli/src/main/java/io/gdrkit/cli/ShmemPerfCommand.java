@@ -26,7 +26,8 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(name = "shmem-perf", mixinStandardHelpOptions = true,
     description = "GPU-initiated communication (symmetric heap, device put/get/signal/atomics) over the CPU-proxy "
         + "(ibrc) or GPU-driven (ibgda) path on software NICs, byte-checked, with a per-step time breakdown and, "
-        + "per size, a time split (kernel, communication, CPU wait, IBRC proxy) after an untimed warm-up (one pass; on CUDA >= 300 ms of them). "
+        + "per size, a time split (kernel, communication, CPU wait, IBRC proxy) after an untimed warm-up (one pass; "
+        + "on CUDA >= 300 ms of them). "
         + "put_signal_lat reports half round trips (half_rtt), its split's communication full ones. "
         + "Simulated kernels on sim:* GPUs (docs/SHMEM.md).")
 final class ShmemPerfCommand implements Callable<Integer> {

@@ -49,8 +49,8 @@ class CudaAgentTest {
         assertTrue(out.contains("small: 96 of 97 writes inline"), out);
         // every span went to the agent (the crossover is above the 128 KiB issue size), none to the copy engine
         assertTrue(out.lines().anyMatch(l -> l.matches(".*agent: [1-9][0-9]* spans by the agent (running|stopped), 16 "
-            + "blocks x 256 threads, 1024 slots, [0-9]+ descriptors \\([1-9][0-9]* inline\\), [2-9][0-9]* launches, 0 by the "
-            + "copy engine")),
+            + "blocks x 256 threads, 1024 slots, [0-9]+ descriptors \\([1-9][0-9]* inline\\), [2-9][0-9]* launches, "
+            + "0 by the copy engine")),
             out);
         assertTrue(out.contains("all checks passed"), out);
     }

@@ -174,7 +174,7 @@ public final class AgentRing {
         return 24;
     }
 
-    /** Descriptor fields of {@code slot}, decoded (for tests and the test double): word 0's tag (low 32 bits of seq). */
+    /** Descriptor fields of {@code slot}, decoded (for tests and the test double): word 0's tag (seq's low half). */
     public int descTag(final int slot) {
         return (int) (wordAt(slot, 0) >>> 32);
     }
