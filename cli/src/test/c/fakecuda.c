@@ -529,7 +529,7 @@ static void *fake_agent(void *arg) {
         unsigned long long dst = (w[2] & 0xffffffffull) | (w[3] << 32), src = (w[4] & 0xffffffffull) | (w[5] << 32),
             ce = (w[6] & 0xffffffffull) | (w[7] << 32);
         int stop = (flags & 2) != 0, inl = (flags & 8) != 0;
-        if ((flags & ~15u) || (!stop && (len == 0 || dst == 0 || (!inl && src == 0)))) {
+        if ((flags & ~15u) || (stop && inl) || (!stop && (len == 0 || dst == 0 || (!inl && src == 0)))) {
             __atomic_store_n(&hdr[2], (2ull << 56) | seq, __ATOMIC_RELEASE); agent_end(a, 0); return 0;
         }
         if (!stop && !strcmp(mode, "stall")) { for (;;) pause(); }

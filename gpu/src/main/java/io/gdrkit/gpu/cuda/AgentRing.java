@@ -127,12 +127,15 @@ public final class AgentRing {
 
     /**
      * Writes descriptor {@code seq} with its payload: {@code len} (1 to {@link #INLINE_MAX}) bytes of {@code data}
-     * from {@code offset} to device address {@code dst}, flags plus {@link #INLINE}.
+     * from {@code offset} to device address {@code dst}, flags plus {@link #INLINE} ({@link #STOP} is refused: the
+     * agent treats an inline STOP as a bad descriptor, since every block ends on a STOP and only one warp sees an
+     * inline descriptor).
      */
     public void postInline(final long seq, final long dst, final MemorySegment data, final long offset, final int len,
                            final int flags, final long ceWait) {
-        if (len < 1 || len > INLINE_MAX) {
-            throw new IllegalArgumentException("an inline delivery carries 1 to " + INLINE_MAX + " bytes, not " + len);
+        if (len < 1 || len > INLINE_MAX || (flags & STOP) != 0) {
+            throw new IllegalArgumentException("an inline delivery carries 1 to " + INLINE_MAX + " bytes and is no "
+                + "STOP, not " + len + " bytes with flags " + flags);
         }
         final long at = descBase + (long) DESC * slot(seq);
         final long tag = seq << 32;

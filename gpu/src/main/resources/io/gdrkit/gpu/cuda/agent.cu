@@ -247,7 +247,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) nic_agent(u64 ring, u64 st
             const u64 src = (u64) __shfl_sync(FULL, (u32) w, 4) | ((u64) __shfl_sync(FULL, (u32) w, 5) << 32);
             const u64 ce = (u64) __shfl_sync(FULL, (u32) w, 6) | ((u64) __shfl_sync(FULL, (u32) w, 7) << 32);
             const bool halt = (flags & F_STOP) != 0, inl = (flags & F_INLINE) != 0;
-            if (!fault && ((flags & ~F_ALL) != 0 || len > MAX_LEN
+            // a STOP is never inline (it is the blocks' descriptor: each ends on it)
+            if (!fault && ((flags & ~F_ALL) != 0 || len > MAX_LEN || (halt && inl)
                            || (!halt && (len == 0 || dst == 0 || (!inl && src == 0))))) {
                 fault = (u32) FAULT_BAD_DESC;
             }

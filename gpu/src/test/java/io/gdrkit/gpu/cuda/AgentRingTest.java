@@ -90,6 +90,8 @@ class AgentRingTest {
             assertEquals(0, r.wordTag(3, AgentRing.HEADER_WORDS + 1));
             assertThrows(IllegalArgumentException.class, () -> r.postInline(5, 0x1000, data, 0, 97, 0, 0));
             assertThrows(IllegalArgumentException.class, () -> r.postInline(5, 0x1000, data, 0, 0, 0, 0));
+            assertThrows(IllegalArgumentException.class, () -> r.postInline(5, 0x1000, data, 0, 8, AgentRing.STOP, 0));
+            assertEquals(0, r.descTag(0), "nothing written by a refused post");
         }
     }
 
