@@ -31,7 +31,8 @@ public final class GpuConfiguration {
     public static final SettingDef<AgentMode> CUDA_AGENT = SettingDef.choice("gdrkit.cuda.agent", AgentMode.OFF,
         AgentMode.class, "how the software NIC delivers into CUDA device memory: off = the copy engine alone, on = a "
             + "persistent agent kernel copies small spans with SM loads and stores, auto = on where the agent starts "
-            + "(off by default until it is measured on a GPU)").readBy("NicStaging");
+            + "(off by default: it saves a few microseconds per small delivery but keeps blocks resident, and "
+            + "processes sharing a GPU without MPS then time-slice; docs/GPU.md)").readBy("NicStaging");
 
     /** Spans at least this long go to the copy engine while the agent runs. */
     public static final SettingDef<Long> CUDA_AGENT_CROSSOVER = SettingDef.longValue("gdrkit.cuda.agent.crossover.bytes",
