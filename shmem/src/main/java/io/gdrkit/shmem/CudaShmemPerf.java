@@ -86,7 +86,6 @@ public final class CudaShmemPerf {
         final long dst = pe.malloc(max * slots);
         final long sig = pe.malloc(8);
         final long ctr = pe.malloc(8);
-        final long ctl = pe.malloc(8); // PE 0's word: whether the warm-up goes on
         final byte[] pattern = new byte[(int) Math.min(max * slots, 1 << 26)];
         for (int i = 0; i < pattern.length; i++) {
             pattern[i] = (byte) (i * 131 + 17 + pe.myPe());
@@ -159,7 +158,7 @@ public final class CudaShmemPerf {
                 pe.barrierAll();
                 verify(pe, test, dst, ctr, len, slots, pattern.length, iters);
                 pe.barrierAll();
-                if (warmUp && warmAgain(pe, ctl, warmStart, ctx.warmup().toNanos())) {
+                if (warmUp && warmAgain(pe, warmStart, ctx.warmup().toNanos())) {
                     pass = -2; // the loop's pass++ runs the warm-up pass again
                     continue;
                 }
@@ -224,19 +223,13 @@ public final class CudaShmemPerf {
      * Whether the warm-up pass runs again: until {@code warmNanos} have gone by since {@code start} on PE 0's clock,
      * so that the NICs' and the proxy's code is compiled before the first reported size (a thousand operations leave
      * it interpreted: on the H200 an 8-byte IBGDA put took about twice as long in such a run as after 200,000). PE 0
-     * decides and every PE reads its word, so all run the same passes.
+     * decides and every PE takes its answer through the bootstrap, so all run the same passes and the decision
+     * touches neither the NICs nor the GPU.
      */
-    private static boolean warmAgain(final ShmemPe pe, final long ctl, final long start, final long warmNanos) {
-        if (pe.myPe() == 0) {
-            pe.write(ctl, MemorySegment.ofArray(new long[] {System.nanoTime() - start < warmNanos ? 1 : 0}));
-        }
-        pe.barrierAll();
-        if (pe.myPe() != 0) {
-            pe.get(ctl, ctl, 8, 0);
-        }
-        final boolean again = pe.readLong(ctl) == 1;
-        pe.barrierAll(); // every PE has read it before PE 0 writes the next answer
-        return again;
+    private static boolean warmAgain(final ShmemPe pe, final long start, final long warmNanos) {
+        final byte again = (byte) (pe.myPe() == 0 && System.nanoTime() - start < warmNanos ? 1 : 0);
+        final byte[][] all = pe.allGather(new byte[] {again});
+        return all[0].length == 1 && all[0][0] == 1;
     }
 
     /**

@@ -639,6 +639,18 @@ public final class ShmemPe implements AutoCloseable {
     }
 
     /**
+     * Every PE's {@code mine}, by PE, through the bootstrap (no NIC, no GPU): for agreements of the host side, such
+     * as whether a benchmark's warm-up goes on.
+     */
+    byte[][] allGather(final byte[] mine) {
+        try {
+            return boot.allGather(mine);
+        } catch (final BootstrapException e) {
+            throw new ShmemException(ShmemException.Reason.PE_DEAD, "allGather on PE " + me, e);
+        }
+    }
+
+    /**
      * Polls this PE's heap word at {@code off} until {@code word OP value}; returns the word.
      *
      * @param off   the word's heap offset on this PE
