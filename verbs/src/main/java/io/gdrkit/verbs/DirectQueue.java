@@ -21,7 +21,8 @@ import java.lang.foreign.MemorySegment;
  * doorbell record (128 bytes): +0 producer (u64, the poster's release store: the doorbell the NIC polls)
  *                              +64 consumer (u64, the NIC's: WQEs retired, slots free again)
  * CQ ring: cqDepth() CQEs of 32 bytes: +0 wr_id (u64) +8 byte_len +12 imm +16 qp_num +20 src_qp
- *          +24 status (u8) +25 opcode (u8) +26 wc_flags (u8) +28 vendor_err
+ *          +24 status (u8) +25 opcode (u8) +26 wc_flags (u8) +27 lap (u8) +28 vendor_err; the 8 bytes at +24
+ *          are the NIC's last store of a CQE (release), lap = (index / cqDepth) % 255 + 1
  * CQ counters (128 bytes): +0 producer (u64, NIC's release store) +64 consumer (u64, the poller's)
  * </pre>
  * All fields in native byte order (little-endian on every host gdrkit runs on, and on the GPU).

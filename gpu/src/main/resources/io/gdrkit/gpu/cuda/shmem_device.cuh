@@ -102,16 +102,17 @@ SHD int shd_check(u64* s, u64 off, u64 len, int pe) {
 
 // ---------------------------------------------------------------- IBGDA: WQE, fence, doorbell; CQ polling
 
-// Reaps the CQEs up to producer pr (read by the caller) on PE p's queue (status check) and frees their slots for
-// the NIC. The consumer is kept in GPU memory (+112): only GPU threads consume an owned CQ, so the host's record is
-// written, never read back (no PCIe round trip, no atomic on host memory); threads that publish out of order
-// republish the newest value until the host's record holds it.
-SHD void gda_reap_to(u64* s, int p, u64 pr) {
+// Reaps the CQEs up to producer pr (read by the caller) on PE p's queue (status check; the last one's is not read
+// again when the caller checked it, last_checked) and frees their slots for the NIC. The consumer is kept in GPU
+// memory (+112): only GPU threads consume an owned CQ, so the host's record is written, never read back (no PCIe
+// round trip, no atomic on host memory); threads that publish out of order republish the newest value until the
+// host's record holds it.
+SHD void gda_reap_to(u64* s, int p, u64 pr, int last_checked) {
     u64* cqc = (u64*)PE_(s, p, 64);
     const unsigned char* cq = (const unsigned char*)PE_(s, p, 56);
     u64* reaped = &PE_(s, p, 112);
     u64 c = shd_ld_acq_gpu(reaped);
-    for (u64 i = c; i < pr; i++) {
+    for (u64 i = c; i + (last_checked ? 1 : 0) < pr; i++) {
         volatile const unsigned char* st = cq + (i & (PE_(s, p, 72) - 1)) * 32 + 24;
         if (*st != 0) shd_error(s, SHD_ERR_CQE, (u64)*st | (u64)p << 8);
     }
@@ -126,7 +127,7 @@ SHD void gda_reap_to(u64* s, int p, u64 pr) {
     }
 }
 
-SHD void gda_reap(u64* s, int p) { gda_reap_to(s, p, shd_ld_acq((u64*)PE_(s, p, 64))); }
+SHD void gda_reap(u64* s, int p) { gda_reap_to(s, p, shd_ld_acq((u64*)PE_(s, p, 64)), 0); }
 
 // Copies a put's len bytes from device memory into the WQE's inline area (host memory): 8-byte stores where both
 // sides allow, so that a small put is a few posted writes and the NIC never reads the GPU's memory for it.
@@ -184,14 +185,22 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
     return idx;
 }
 
-// Waits for WQE idx of PE p's queue to complete (CQEs of one queue arrive in order). 0 when it did.
+// Waits for WQE idx of PE p's queue to complete (CQEs of one queue arrive in order, CQE i for WQE i: the CQ is the
+// queue's own). It polls the word at +24 of CQE idx, which the NIC stores last: its lap byte (+27) says the CQE is
+// there and its status byte comes in the same read, where the producer counter and then the status would be two
+// reads across PCIe. The CQEs before it are reaped as before. 0 when it completed.
 SHD int gda_wait(u64* s, int p, u64 idx) {
-    u64* cqc = (u64*)PE_(s, p, 64);
-    u64 t0 = shd_now(), pr;
-    while ((pr = shd_ld_acq(cqc)) <= idx) {
+    const u64 cqd = PE_(s, p, 72);
+    const u64* w = (const u64*)((const unsigned char*)PE_(s, p, 56) + (idx & (cqd - 1)) * 32 + 24);
+    const u64 lap = (idx / cqd) % 255 + 1;
+    u64 t0 = shd_now(), v;
+    for (u32 polls = 1; (((v = shd_ld_acq(w)) >> 24) & 0xff) != lap; polls++) {
+        // another thread may have reaped CQE idx (its status checked there) and the NIC reused the slot since
+        if ((polls & 7) == 0 && shd_ld_acq_gpu(&PE_(s, p, 112)) > idx) return shd_failed(s);
         if (shd_spin(s, t0, 3)) return 1;
     }
-    gda_reap_to(s, p, pr);
+    if ((v & 0xff) != 0) shd_error(s, SHD_ERR_CQE, (v & 0xff) | (u64)p << 8);
+    gda_reap_to(s, p, idx + 1, 1);
     return shd_failed(s);
 }
 

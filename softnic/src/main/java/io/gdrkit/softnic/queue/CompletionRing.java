@@ -23,14 +23,21 @@ import java.lang.foreign.ValueLayout;
  *  |                           qp_num                              | 16
  *  |                           src_qp                              | 20
  *  +---------------+---------------+---------------+---------------+
- *  |    status     |    opcode     |   wc_flags    |   reserved    | 24
+ *  |    status     |    opcode     |   wc_flags    |      lap      | 24
  *  +---------------+---------------+---------------+---------------+
  *  |                         vendor_err                            | 28
  *  +---------------------------------------------------------------+
  * </pre>
+ *
+ * The 8 bytes at 24 are written last, as one release store: {@code lap} is {@code (index / depth) % 255 + 1} for the
+ * CQE of index {@code index}, never 0 and never the value the slot held one lap earlier. A poller that knows which CQE
+ * it waits for (a GPU thread waiting for WQE i of a queue whose CQ only it reaps) polls that one word until its lap
+ * byte is the expected one: one read brings the CQE's arrival and its status, where the producer counter and then
+ * the status would be two reads across PCIe. Pollers of the counter are unaffected.
  */
 public final class CompletionRing {
     public static final int CQE_SIZE = 32;
+    private static final java.lang.invoke.VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private final MemorySegment ring;
     private final Doorbell counters;
     private final int depth;
@@ -52,6 +59,11 @@ public final class CompletionRing {
 
     public int depth() {
         return depth;
+    }
+
+    /** The lap byte of CQE {@code index} in a ring of {@code depth}: 1 to 255, never the one a lap earlier. */
+    public static int lap(final long index, final int depth) {
+        return (int) ((index / depth) % 255) + 1;
     }
 
     public MemorySegment ring() {
@@ -80,10 +92,9 @@ public final class CompletionRing {
         ring.set(ValueLayout.JAVA_INT, o + 12, imm);
         ring.set(ValueLayout.JAVA_INT, o + 16, qpNum);
         ring.set(ValueLayout.JAVA_INT, o + 20, srcQp);
-        ring.set(ValueLayout.JAVA_BYTE, o + 24, (byte) status);
-        ring.set(ValueLayout.JAVA_BYTE, o + 25, (byte) opcode);
-        ring.set(ValueLayout.JAVA_BYTE, o + 26, (byte) wcFlags);
-        ring.set(ValueLayout.JAVA_INT, o + 28, vendorErr);
+        // status, opcode, flags, lap, vendor_err in one store after the rest: a poller of this word sees the whole CQE
+        LONG.setRelease(ring, o + 24, (status & 0xffL) | (opcode & 0xffL) << 8 | (wcFlags & 0xffL) << 16
+            | (long) lap(producer, depth) << 24 | (vendorErr & 0xffffffffL) << 32);
         producer++;
         counters.ring(producer);
     }
