@@ -35,6 +35,9 @@ SHD void shd_st_rel(u64* p, u64 v) { asm volatile("st.release.sys.u64 [%0], %1;"
 SHD u64 shd_ld_acq_gpu(const u64* p) { u64 v; asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 SHD void shd_st_rel_gpu(u64* p, u64 v) { asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory"); }
 SHD void shd_fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+// orders this thread's earlier loads and stores before its later stores, for every observer (the NIC on the host): what
+// a WQE needs before its doorbell, without the total order of an SC fence
+SHD void shd_fence_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { return atomicCAS((unsigned long long*)p, cmp, v); }
 SHD u64 shd_max(u64* p, u64 v) { return atomicMax((unsigned long long*)p, (unsigned long long)v); }
@@ -51,6 +54,7 @@ SHD void shd_st_rel(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 SHD u64 shd_ld_acq_gpu(const u64* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 SHD void shd_st_rel_gpu(u64* p, u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 SHD void shd_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+SHD void shd_fence_rel_sys() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 SHD u64 shd_atomic_add(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 SHD u64 shd_cas(u64* p, u64 cmp, u64 v) { __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE); return cmp; }
 SHD u64 shd_max(u64* p, u64 v) { u64 o = __atomic_load_n(p, __ATOMIC_ACQUIRE); while (o < v && !__atomic_compare_exchange_n(p, &o, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {} return o; }
@@ -171,7 +175,7 @@ SHD u64 gda_post(u64* s, int p, u32 opcode, u32 flags, u64 laddr, u32 len, u32 l
         else *(volatile u64*)(w + PE_(s, p, 48)) = inl;
     }
     *(volatile u32*)(w + 48) = (u32)(idx + 1);
-    if (ST(s, 56)) shd_fence_sys(); else shd_atomic_add(&ST(s, 80), 1);
+    if (ST(s, 56)) shd_fence_rel_sys(); else shd_atomic_add(&ST(s, 80), 1);
     // doorbells go in order: wait for the earlier posters' on the copy in GPU memory (the host's doorbell record
     // is a PCIe round trip away, and only GPU threads ring an owned queue), ring, then count it there
     u64* rung = &PE_(s, p, 104);
