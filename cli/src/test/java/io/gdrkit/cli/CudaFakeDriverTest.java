@@ -31,18 +31,12 @@ class CudaFakeDriverTest {
 
     @Test
     void cudaReportRunsAgainstTheFakeDriver() throws Exception {
-        final Path src = Path.of("src/test/c/fakecuda.c").toAbsolutePath();
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda.so");
+        final Path lib = FakeCudaLib.build("libfakecuda.so");
+        final Path dir = lib.getParent();
         final Path json = dir.resolve("report.json");
         Files.deleteIfExists(json);
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString()),
-            dir.resolve("cc.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
         final Path log = dir.resolve("report.log");
-        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED",
-            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-            CudaReport.class.getName(), json.toString(), "--bytes", "1048576", "--iters", "2"), log);
+        final int rc = run(jvm(lib, CudaReport.class, json.toString(), "--bytes", "1048576", "--iters", "2"), log);
         final String out = Files.readString(log);
         assertEquals(0, rc, out);
         final String report = Files.readString(json);
@@ -72,19 +66,14 @@ class CudaFakeDriverTest {
      */
     @Test
     void shmemKernelsRunAgainstTheFakeDriver() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-shmem.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-shmem.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-shmem.so");
+        final Path dir = lib.getParent();
         for (final String[] args : new String[][] {
             {"put_lat", "--mode", "ibgda"}, {"put_lat", "--mode", "ibrc"}, {"get_lat", "--mode", "ibgda"},
             {"atomic_lat", "--mode", "ibrc"}, {"put_signal_lat", "--mode", "ibgda"}, {"put_bw", "--mode", "ibrc"},
             {"ring_rtt"}}) {
             final Path log = dir.resolve("shmem-" + String.join("-", args) + ".log");
-            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-                Main.class.getName(), "shmem-perf"));
+            final List<String> cmd = jvm(lib, Main.class, "shmem-perf");
             cmd.addAll(List.of(args));
             cmd.addAll(List.of("--gpu", "cuda:0", "-b", "8", "-e", "16", "-n", "20", "--blocks", "2", "--threads",
                 "2", "--json"));
@@ -105,9 +94,8 @@ class CudaFakeDriverTest {
         // MoE dispatch/combine: the C kernel routes with moe_route, the Java check with MoeRun.route
         for (final String mode : new String[] {"ibgda", "ibrc"}) {
             final Path log = dir.resolve("shmem-moe-" + mode + ".log");
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
-                "cuda:0", "--np", "3", "--mode", mode, "--tokens", "8", "--bytes", "256", "--json"), log);
+            final int rc = gdrkit(lib, log, Map.of(), "shmem-moe", "--gpu", "cuda:0", "--np", "3", "--mode", mode,
+                "--tokens", "8", "--bytes", "256", "--json");
             final String out = Files.readString(log);
             assertEquals(0, rc, out);
             assertTrue(out.contains("\"verified\":true") && out.contains("\"mismatches\":0"), out);
@@ -124,17 +112,12 @@ class CudaFakeDriverTest {
      */
     @Test
     void kernelsThatWaitForEachOtherSurviveLazyLoading() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-lazy.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-lazy.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-lazy.so");
+        final Path dir = lib.getParent();
         for (final String mode : new String[] {"ibgda", "ibrc"}) {
             final Path log = dir.resolve("lazy-pingpong-" + mode + ".log");
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
-                "put_signal_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "8", "-e", "16", "-n", "20", "--json"), log,
-                Map.of("FAKECUDA_LAZY", "1"));
+            final int rc = gdrkit(lib, log, Map.of("FAKECUDA_LAZY", "1"), "shmem-perf", "put_signal_lat", "--mode",
+                mode, "--gpu", "cuda:0", "-b", "8", "-e", "16", "-n", "20", "--json");
             final String out = Files.readString(log);
             assertEquals(0, rc, mode + ": " + out);
             assertTrue(out.contains("\"verified\":true") && !out.contains("\"verified\":false"), out);
@@ -143,19 +126,15 @@ class CudaFakeDriverTest {
             assertFalse(out.contains("\"us\":-"), out);
         }
         final Path log = dir.resolve("lazy-moe.log");
-        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-            + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
-            "cuda:0", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json"), log,
-            Map.of("FAKECUDA_LAZY", "1"));
+        final int rc = gdrkit(lib, log, Map.of("FAKECUDA_LAZY", "1"), "shmem-moe", "--gpu", "cuda:0", "--np", "3",
+            "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json");
         final String out = Files.readString(log);
         assertEquals(0, rc, out);
         assertTrue(out.contains("\"verified\":true") && out.contains("\"mismatches\":0"), out);
         // two PE processes on the one (fake) CUDA device, each with its own context, as on the H200
         final Path procs = dir.resolve("lazy-moe-procs.log");
-        final int rc2 = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-            + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-moe", "--gpu",
-            "cuda:0", "--np", "2", "--fabric", "shm", "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json"),
-            procs, Map.of("FAKECUDA_LAZY", "1"));
+        final int rc2 = gdrkit(lib, procs, Map.of("FAKECUDA_LAZY", "1"), "shmem-moe", "--gpu", "cuda:0", "--np", "2",
+            "--fabric", "shm", "--mode", "ibgda", "--tokens", "8", "--bytes", "256", "--json");
         final String out2 = Files.readString(procs);
         assertEquals(0, rc2, out2);
         assertTrue(out2.contains("\"verified\":true") && out2.contains("\"mismatches\":0")
@@ -170,17 +149,12 @@ class CudaFakeDriverTest {
      */
     @Test
     void putSignalBreakdownReadsOnlyTheStampsOfItsOwnWqes() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-breakdown.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-breakdown.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-breakdown.so");
+        final Path dir = lib.getParent();
         for (final String mode : new String[] {"ibrc", "ibgda"}) {
             final Path log = dir.resolve("breakdown-" + mode + ".log");
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
-                "put_signal_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "8", "-e", "8", "-n", "200", "--json"),
-                log);
+            final int rc = gdrkit(lib, log, Map.of(), "shmem-perf", "put_signal_lat", "--mode", mode, "--gpu", "cuda:0",
+                "-b", "8", "-e", "8", "-n", "200", "--json");
             final String out = Files.readString(log);
             assertEquals(0, rc, mode + ": " + out);
             final JsonNode b = JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst()
@@ -212,17 +186,12 @@ class CudaFakeDriverTest {
      */
     @Test
     void aCallThatWaitsForEveryKernelPausesEveryPesAgent() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-serialize.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-serialize.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-serialize.so");
+        final Path dir = lib.getParent();
         for (final String[] t : new String[][] {{"put_lat", "ibgda"}, {"put_lat", "ibrc"}}) {
             final Path log = dir.resolve("serialize-" + t[0] + "-" + t[1] + ".log");
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf", t[0],
-                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "64", "-n", "20", "--json", "--set",
-                "gdrkit.cuda.agent=on"), log, Map.of("FAKECUDA_SERIALIZE", "1"));
+            final int rc = gdrkit(lib, log, Map.of("FAKECUDA_SERIALIZE", "1"), "shmem-perf", t[0], "--mode", t[1],
+                "--gpu", "cuda:0", "-b", "8", "-e", "64", "-n", "20", "--json", "--set", "gdrkit.cuda.agent=on");
             final String out = Files.readString(log);
             assertEquals(0, rc, t[0] + ": " + out);
             final JsonNode rows = JSON.readTree(out.lines().filter(l -> l.startsWith("{")).findFirst()
@@ -242,20 +211,16 @@ class CudaFakeDriverTest {
      */
     @Test
     void smallPutsOnCudaReadNoGpuMemory() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-dtoh.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dtoh.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-dtoh.so");
+        final Path dir = lib.getParent();
         final int iters = 20;
         for (final String mode : new String[] {"ibgda", "ibrc"}) {
             final Path log = dir.resolve("dtoh-" + mode + ".log");
             final Path copies = dir.resolve("dtoh-" + mode + ".sizes");
             Files.deleteIfExists(copies);
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf",
-                "put_lat", "--mode", mode, "--gpu", "cuda:0", "-b", "16", "-e", "64", "-n", Integer.toString(iters),
-                "--warmup-ms", "0", "--json"), log, Map.of("FAKECUDA_DTOH_LOG", copies.toString()));
+            final int rc = gdrkit(lib, log, Map.of("FAKECUDA_DTOH_LOG", copies.toString()), "shmem-perf", "put_lat",
+                "--mode", mode, "--gpu", "cuda:0", "-b", "16", "-e", "64", "-n", Integer.toString(iters), "--warmup-ms",
+                "0", "--json");
             assertEquals(0, rc, mode + ": " + Files.readString(log));
             final List<String> sizes = Files.readAllLines(copies);
             for (final int bytes : new int[] {16, 32, 64}) {
@@ -275,20 +240,15 @@ class CudaFakeDriverTest {
      */
     @Test
     void everyKernelIsLaunchedOnceBeforeTheFirstTimedSize() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-warm.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-warm.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-warm.so");
+        final Path dir = lib.getParent();
         for (final String[] t : new String[][] {{"put_lat", "ibgda", "shmem_lat", "0"},
             {"put_signal_lat", "ibrc", "shmem_pingpong", "0"}, {"put_lat", "ibrc", "shmem_lat", "300"}}) {
             final Path log = dir.resolve("warm-" + t[0] + t[3] + ".log");
             final Path launches = dir.resolve("warm-" + t[0] + t[3] + ".launches");
             Files.deleteIfExists(launches);
-            final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY
-                + "=" + lib, "-cp", System.getProperty("java.class.path"), Main.class.getName(), "shmem-perf", t[0],
-                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "32", "-n", "10", "--warmup-ms", t[3], "--json"),
-                log, Map.of("FAKECUDA_LAUNCH_LOG", launches.toString()));
+            final int rc = gdrkit(lib, log, Map.of("FAKECUDA_LAUNCH_LOG", launches.toString()), "shmem-perf", t[0],
+                "--mode", t[1], "--gpu", "cuda:0", "-b", "8", "-e", "32", "-n", "10", "--warmup-ms", t[3], "--json");
             final String out = Files.readString(log);
             assertEquals(0, rc, t[0] + ": " + out);
             final List<String> seen = Files.readAllLines(launches);
@@ -341,18 +301,13 @@ class CudaFakeDriverTest {
      */
     @Test
     void aFailedMoeRunIsJsonUnderJson() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-moefail.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-moefail.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-moefail.so");
+        final Path dir = lib.getParent();
         for (final boolean json : new boolean[] {true, false}) {
             final Path log = dir.resolve("moe-fail-" + json + ".log");
             final Path err = dir.resolve("moe-fail-" + json + ".err");
-            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-                Main.class.getName(), "shmem-moe", "--gpu", "cuda:0", "--np", "2", "--mode", "ibgda", "--tokens", "4",
-                "--bytes", "64"));
+            final List<String> cmd = jvm(lib, Main.class, "shmem-moe", "--gpu", "cuda:0", "--np", "2", "--mode",
+                "ibgda", "--tokens", "4", "--bytes", "64");
             if (json) {
                 cmd.add("--json");
             }
@@ -394,21 +349,15 @@ class CudaFakeDriverTest {
      */
     @Test
     void signalWordsStartAtZeroInDirtyDeviceMemory() throws Exception {
-        final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
-        final Path lib = dir.resolve("libfakecuda-dirty.so");
-        FakeCudaLib.requireBuilt(run(List.of("cc", "-shared", "-fPIC", "-O1", "-o", lib.toString(),
-            Path.of("src/test/c/fakecuda.c").toAbsolutePath().toString()), dir.resolve("cc-dirty.log")));
-        final String java = ProcessHandle.current().info().command().orElse("java");
+        final Path lib = FakeCudaLib.build("libfakecuda-dirty.so");
+        final Path dir = lib.getParent();
         for (final String[] args : new String[][] {
             {"shmem-moe", "--np", "3", "--mode", "ibgda", "--tokens", "8", "--bytes", "256"},
             {"shmem-moe", "--np", "2", "--mode", "ibrc", "--tokens", "8", "--bytes", "256"},
             {"shmem-perf", "put_signal_lat", "--mode", "ibgda", "-b", "8", "-e", "8", "-n", "10"},
             {"shmem-perf", "atomic_lat", "--mode", "ibrc", "-n", "10"}}) {
             final Path log = dir.resolve("dirty-" + String.join("-", args).replace("--", "") + ".log");
-            final List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib, "-cp", System.getProperty("java.class.path"),
-                Main.class.getName()));
-            cmd.addAll(List.of(args));
+            final List<String> cmd = jvm(lib, Main.class, args);
             cmd.addAll(List.of("--gpu", "cuda:0", "--json"));
             final int rc = run(cmd, log, Map.of("FAKECUDA_DIRTY_ALLOC", "1"));
             final String out = Files.readString(log);
@@ -422,16 +371,28 @@ class CudaFakeDriverTest {
         final Path dir = Files.createDirectories(Path.of("target/fakecuda").toAbsolutePath());
         final Path json = dir.resolve("missing.json");
         final Path log = dir.resolve("missing.log");
-        final String java = ProcessHandle.current().info().command().orElse("java");
-        final int rc = run(List.of(java, "--enable-native-access=ALL-UNNAMED",
-            "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + dir.resolve("no-such-libcuda.so"), "-cp",
-            System.getProperty("java.class.path"), CudaReport.class.getName(), json.toString()), log);
+        final int rc = run(jvm(dir.resolve("no-such-libcuda.so"), CudaReport.class, json.toString()), log);
         assertEquals(3, rc, Files.readString(log));
         final String report = Files.readString(json);
         final JsonNode r = JSON.readTree(report);
         assertFalse(r.path("probe").path("found").asBoolean(true), report);
         assertTrue(r.path("probe").path("library").asText().endsWith("no-such-libcuda.so"), report);
         assertTrue(Files.readString(log).startsWith("CUDA not found"), Files.readString(log));
+    }
+
+    /** A child JVM on this classpath with {@code lib} as libcuda, running {@code main} with {@code args}. */
+    private static List<String> jvm(final Path lib, final Class<?> main, final String... args) {
+        final List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command()
+            .orElse("java"), "--enable-native-access=ALL-UNNAMED", "-D" + CudaDriver.LIBRARY_PROPERTY + "=" + lib,
+            "-cp", System.getProperty("java.class.path"), main.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    /** gdrkit's command line in a child JVM with {@code lib} as libcuda: its exit status, its output in {@code log}. */
+    private static int gdrkit(final Path lib, final Path log, final Map<String, String> env, final String... args)
+        throws IOException, InterruptedException {
+        return run(jvm(lib, Main.class, args), log, env);
     }
 
     private static int run(final List<String> cmd, final Path log) throws IOException, InterruptedException {

@@ -395,17 +395,12 @@ public final class CudaShmemPerf {
             if (nic == 0) {
                 continue; // no stamp of this WQE any more
             }
-            final long cqe = pe.nicCompletion(1, lastWqe);
             s[3] = map.toGpu(nic);
-            s[5] = cqe == 0 ? 0 : map.toGpu(cqe);
-            // the NIC's own steps of the op's last WQE (the target's responder is in this process)
-            final long placed = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_PLACED);
-            final long acked = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_SENT);
-            final long taken = pe.nicPath(1, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_TAKEN);
-            if (placed != 0 && acked != 0 && taken != 0) {
-                s[6] = map.toGpu(placed);
-                s[7] = map.toGpu(acked);
-                s[8] = map.toGpu(taken);
+            // the NIC's own steps of the op's last WQE (the target's responder is in this process), onto the GPU's
+            // clock; a stamp that is not there stays 0
+            pe.nicSteps(1, lastWqe, s);
+            for (int k = 5; k <= 8; k++) {
+                s[k] = s[k] == 0 ? 0 : map.toGpu(s[k]);
             }
             if (land != null) {
                 land[stamps.size()] = landing[i];

@@ -514,10 +514,7 @@ public final class ShmemDevice {
             lastWqe = pe.proxy().wqeIndex[slot] + (pe.proxyRing().mem.get(
                 java.lang.foreign.ValueLayout.JAVA_BYTE, pe.proxyRing().record(ticket) + 8) == Op.PUT_SIGNAL ? 1 : 0);
         }
-        s[5] = pe.nicCompletion(target, lastWqe);
-        s[6] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_PLACED);
-        s[7] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_SENT);
-        s[8] = pe.nicPath(target, lastWqe, io.gdrkit.verbs.DirectQueue.PATH_ACK_TAKEN);
+        pe.nicSteps(target, lastWqe, s);
         synchronized (this) {
             stamps.add(s);
         }

@@ -778,14 +778,17 @@ public final class ShmemPe implements AutoCloseable {
         return chanQp[pe].direct().pickupNanos(wqeIndex);
     }
 
-    /** A step of WQE {@code wqeIndex}'s way through the NICs ({@code DirectQueue.pathNanos}; 0: none). */
-    long nicPath(final int pe, final long wqeIndex, final int step) {
-        return chanQp[pe].direct().pathNanos(wqeIndex, step);
-    }
-
-    /** When the NIC wrote the CQE of WQE {@code wqeIndex} on the channel to {@code pe} (nanoTime; 0: none). */
-    long nicCompletion(final int pe, final long wqeIndex) {
-        return chanQp[pe].direct().completionNanos(wqeIndex);
+    /**
+     * The NIC's stamps of WQE {@code wqeIndex} on the channel to {@code pe} after its pick-up, host nanoTime, 0 where
+     * none, into {@code s} at the breakdown's places ({@link ShmemPerf#breakdown}): [5] CQE written, [6] placed at
+     * the target, [7] ACK sent, [8] ACK taken ({@code DirectQueue.completionNanos} and {@code pathNanos}).
+     */
+    void nicSteps(final int pe, final long wqeIndex, final long[] s) {
+        final io.gdrkit.verbs.DirectQueue d = chanQp[pe].direct();
+        s[5] = d.completionNanos(wqeIndex);
+        s[6] = d.pathNanos(wqeIndex, io.gdrkit.verbs.DirectQueue.PATH_PLACED);
+        s[7] = d.pathNanos(wqeIndex, io.gdrkit.verbs.DirectQueue.PATH_ACK_SENT);
+        s[8] = d.pathNanos(wqeIndex, io.gdrkit.verbs.DirectQueue.PATH_ACK_TAKEN);
     }
 
     @Override

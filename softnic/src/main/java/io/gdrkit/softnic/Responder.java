@@ -755,9 +755,7 @@ final class Responder implements Agent {
         if (p.ackReq()) {
             qp.resources.pushAck(Aeth.ACK_UNLIMITED, lastPsn, qp.msn);
             if (qp.stampPickups) {
-                final int at = lastPsn & (SoftQp.PATH_STAMPS - 1);
-                qp.placedNanos[at] = System.nanoTime();
-                qp.placedPsn[at] = lastPsn;
+                qp.path.placed(lastPsn);
             }
         }
     }
@@ -888,9 +886,7 @@ final class Responder implements Agent {
                     out.aeth(r.syndrome[slot], r.msn[slot]);
                     commit();
                     if (qp.stampPickups) {
-                        final int at = r.psn[slot] & (SoftQp.PATH_STAMPS - 1);
-                        qp.ackSentNanos[at] = System.nanoTime();
-                        qp.ackSentPsn[at] = r.psn[slot];
+                        qp.path.sent(r.psn[slot]);
                     }
                     qp.ackedMsn = r.msn[slot];
                     if (ring) {

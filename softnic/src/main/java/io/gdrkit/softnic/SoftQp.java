@@ -118,17 +118,46 @@ final class SoftQp implements QueuePair {
     final long[] pickupIndex;
     /** Per slot, with {@link #stampPickups}: when the completer took up the WQE (before its fence and CQE). */
     final long[] takenNanos;
-    /** Responder stamps kept per PSN, {@value #PATH_STAMPS} deep. */
-    static final int PATH_STAMPS = 1024;
     /**
-     * Responder stamps, with {@link #stampPickups} (allocated when it is turned on, before the flag is): per PSN
-     * slot, when an ACK for that PSN was queued (its packets placed) and when it left (after the completion fence),
-     * and the PSN each slot holds. Written by this QP's responder, read after the run by the connected requester.
+     * Responder stamps with {@link #stampPickups} (null until it is first turned on; final fields, so a requester
+     * that sees the reference sees the arrays): per PSN, {@value #PATH_STAMPS} deep, when an ACK for that PSN was
+     * queued (its packets placed) and when it left (after the completion fence), and the PSN each slot holds.
+     * Written by this QP's responder, read after the run by the connected requester ({@code Direct.pathNanos}).
      */
-    long[] placedNanos;
-    long[] ackSentNanos;
-    int[] placedPsn;
-    int[] ackSentPsn;
+    volatile PathStamps path;
+    static final int PATH_STAMPS = 1024;
+
+    static final class PathStamps {
+        private final long[] placedNanos = new long[PATH_STAMPS];
+        private final long[] sentNanos = new long[PATH_STAMPS];
+        private final int[] placedPsn = new int[PATH_STAMPS];
+        private final int[] sentPsn = new int[PATH_STAMPS];
+
+        PathStamps() {
+            Arrays.fill(placedPsn, -1);
+            Arrays.fill(sentPsn, -1);
+        }
+
+        /** The responder queued the ACK of {@code psn}: its packets are placed. */
+        void placed(final int psn) {
+            placedNanos[psn & (PATH_STAMPS - 1)] = System.nanoTime();
+            placedPsn[psn & (PATH_STAMPS - 1)] = psn;
+        }
+
+        /** The ACK of {@code psn} left, behind the completion fence. */
+        void sent(final int psn) {
+            sentNanos[psn & (PATH_STAMPS - 1)] = System.nanoTime();
+            sentPsn[psn & (PATH_STAMPS - 1)] = psn;
+        }
+
+        long placedNanos(final int psn) {
+            return placedPsn[psn & (PATH_STAMPS - 1)] == psn ? placedNanos[psn & (PATH_STAMPS - 1)] : 0;
+        }
+
+        long sentNanos(final int psn) {
+            return sentPsn[psn & (PATH_STAMPS - 1)] == psn ? sentNanos[psn & (PATH_STAMPS - 1)] : 0;
+        }
+    }
     private Direct direct;
 
     // ---------------- NIC state ----------------
@@ -770,15 +799,10 @@ final class SoftQp implements QueuePair {
 
         @Override
         public void stampPickups(final boolean on) {
-            if (on && placedNanos == null) {
-                placedNanos = new long[PATH_STAMPS];
-                ackSentNanos = new long[PATH_STAMPS];
-                placedPsn = new int[PATH_STAMPS];
-                ackSentPsn = new int[PATH_STAMPS];
-                Arrays.fill(placedPsn, -1);
-                Arrays.fill(ackSentPsn, -1);
+            if (on && path == null) {
+                path = new PathStamps(); // before the flag: the responder stamps into it once it sees the flag
             }
-            stampPickups = on; // volatile: the arrays above are published before the NIC sees the flag
+            stampPickups = on;
         }
 
         @Override
@@ -792,13 +816,13 @@ final class SoftQp implements QueuePair {
                 return completionIndex[slot] == index ? takenNanos[slot] : 0;
             }
             final SoftQp peer = device.peerQp(dlid, destQpn);
-            if (peer == null || peer.placedNanos == null || peer.destQpn != qpn || peer.dlid != device.lid()) {
+            final PathStamps stamps = peer == null ? null : peer.path;
+            if (stamps == null || peer.destQpn != qpn || peer.dlid != device.lid()) {
                 return 0;
             }
-            final int at = psn & (PATH_STAMPS - 1);
             return switch (step) {
-                case PATH_PLACED -> peer.placedPsn[at] == psn ? peer.placedNanos[at] : 0;
-                case PATH_ACK_SENT -> peer.ackSentPsn[at] == psn ? peer.ackSentNanos[at] : 0;
+                case PATH_PLACED -> stamps.placedNanos(psn);
+                case PATH_ACK_SENT -> stamps.sentNanos(psn);
                 default -> 0;
             };
         }

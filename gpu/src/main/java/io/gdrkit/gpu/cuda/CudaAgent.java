@@ -176,12 +176,7 @@ final class CudaAgent {
      * @return its seq, for {@link #isDone} and {@link #await}
      */
     long post(final long dst, final long src, final int len, final int flags, final long ceWait) {
-        start();
-        final long seq = posted + 1;
-        if (seq > SLOTS) {
-            await(seq - SLOTS); // the slot's previous descriptor must be complete before it is rewritten
-        }
-        postNanos[ring.slot(seq)] = System.nanoTime();
+        final long seq = nextSeq();
         ring.post(seq, dst, src, len, flags, ceWait);
         posted = seq;
         copied++;
@@ -197,14 +192,20 @@ final class CudaAgent {
      */
     long postInline(final long dst, final MemorySegment data, final long offset, final int len, final int flags,
                     final long ceWait) {
+        final long seq = nextSeq();
+        ring.postInline(seq, dst, data, offset, len, flags, ceWait);
+        posted = seq;
+        return seq;
+    }
+
+    /** The next descriptor's seq, its slot free (the kernel started, the slot's previous descriptor complete). */
+    private long nextSeq() {
         start();
         final long seq = posted + 1;
         if (seq > SLOTS) {
-            await(seq - SLOTS);
+            await(seq - SLOTS); // the slot's previous descriptor must be complete before it is rewritten
         }
         postNanos[ring.slot(seq)] = System.nanoTime();
-        ring.postInline(seq, dst, data, offset, len, flags, ceWait);
-        posted = seq;
         return seq;
     }
 

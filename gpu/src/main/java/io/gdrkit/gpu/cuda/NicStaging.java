@@ -35,8 +35,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * completion word the NIC polls (a span of at most {@link AgentRing#INLINE_MAX} bytes rides in the descriptor itself,
  * so the agent's one read of the descriptor brings the bytes too); longer spans still go to the copy engine, each
  * followed by a stream write of the ring's {@code ce_done} word, and a copy posted after agent deliveries waits (a
- * stream wait on their completion word) until they are complete, so neither path overtakes the other. Fences, chunk reuse and reads then wait on those
- * words instead of events. A span that does not continue the packet before it (another place or another buffer)
+ * stream wait on their completion word) until they are complete, so neither path overtakes the other. Fences, chunk
+ * reuse and reads then wait on those words instead of events. A span that does not continue the packet before it (another place or another buffer)
  * carries the FENCE flag: it starts only once every earlier delivery is complete, so a flag written after its data
  * never becomes visible before the data, as with the single in-order copy-engine stream. A new span starts at a
  * staging offset congruent to its device address modulo 16, so the agent copies it with 16-byte vectors.
